@@ -1,0 +1,822 @@
+//! The TOML configuration file, turned into validated [`Settings`].
+//!
+//! Every error names the file, the key (`timing.poll_waiting`) and what is wrong, so a typo
+//! at 3 a.m. is fixed in one read. Unknown keys are errors (`deny_unknown_fields`).
+//! Secrets are not read here: [`Settings`] says where they live, and
+//! [`CredentialSource::load`] fetches them when the provider client is built.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use url::Url;
+
+use crate::dnssec;
+use crate::secret::Secret;
+
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";
+
+/// The IANA root servers (root-servers.org), where iterative discovery starts by default.
+pub const IANA_ROOT_HINTS: &[&str] = &[
+    "198.41.0.4",
+    "2001:503:ba3e::2:30",
+    "170.247.170.2",
+    "2801:1b8:10::b",
+    "192.33.4.12",
+    "2001:500:2::c",
+    "199.7.91.13",
+    "2001:500:2d::d",
+    "192.203.230.10",
+    "2001:500:a8::e",
+    "192.5.5.241",
+    "2001:500:2f::f",
+    "192.112.36.4",
+    "2001:500:12::d0d",
+    "198.97.190.53",
+    "2001:500:1::53",
+    "192.36.148.17",
+    "2001:7fe::53",
+    "192.58.128.30",
+    "2001:503:c27::2:30",
+    "193.0.14.129",
+    "2001:7fd::1",
+    "199.7.83.42",
+    "2001:500:9f::42",
+    "202.12.27.33",
+    "2001:dc3::35",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config {file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {file}: {location}{message}")]
+    Syntax {
+        file: PathBuf,
+        location: String,
+        message: String,
+    },
+    #[error("config {file}: key `{key}`: {message}")]
+    Invalid {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The offending key, where the error is about one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// Validated settings. Durations are parsed, addresses are addresses, names are names.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The file these settings came from, for messages.
+    pub source: PathBuf,
+    /// Absent: the daemon cannot act, but `check` still observes the DNS.
+    pub provider: Option<ProviderSettings>,
+    pub database: DatabaseSettings,
+    pub dns: DnsSettings,
+    pub timing: TimingSettings,
+    pub zones: ZoneSelection,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    pub base_url: Url,
+    pub credentials: CredentialSource,
+    /// Time limit of one HTTP attempt.
+    pub request_timeout: Duration,
+    /// Attempts per call, the first one included.
+    pub max_attempts: u32,
+    /// Total time one call may spend on retries.
+    pub retry_budget: Duration,
+}
+
+/// Where the provider credentials live. Reading them is a separate step so that this
+/// value can be logged and cloned freely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    ApiKey(SecretSource),
+    Login {
+        username: String,
+        password: SecretSource,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    File(PathBuf),
+    Env(String),
+    /// A name in `$CREDENTIALS_DIRECTORY`, as systemd's `LoadCredential=` provides.
+    Credential(String),
+}
+
+/// Credentials read from their source.
+#[derive(Debug, Clone)]
+pub enum Credentials {
+    ApiKey(Secret),
+    Login { username: String, password: Secret },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseSettings {
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsSettings {
+    pub root_hints: Vec<IpAddr>,
+    pub port: u16,
+    /// None: the IANA root trust anchor built into the validator.
+    pub trust_anchor_file: Option<PathBuf>,
+    pub validating_resolvers: Vec<SocketAddr>,
+    pub query_timeout: Duration,
+    pub query_attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimingSettings {
+    pub poll_waiting: Duration,
+    pub poll_active: Duration,
+    pub propagation_margin: Duration,
+    pub ds_overdue_after: Duration,
+    pub ds_removal_overdue_after: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneSelection {
+    /// Zone names, lower case with the trailing dot.
+    Names(Vec<String>),
+    /// Every zone of the account.
+    All,
+}
+
+// ---- the file as written -------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    provider: Option<RawProvider>,
+    #[serde(default)]
+    database: RawDatabase,
+    #[serde(default)]
+    dns: RawDns,
+    #[serde(default)]
+    timing: RawTiming,
+    #[serde(default)]
+    zones: RawZones,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    #[serde(default = "default_base_url")]
+    base_url: String,
+    api_key_file: Option<PathBuf>,
+    api_key_env: Option<String>,
+    api_key_credential: Option<String>,
+    username: Option<String>,
+    password_file: Option<PathBuf>,
+    password_env: Option<String>,
+    password_credential: Option<String>,
+    #[serde(default = "default_request_timeout")]
+    request_timeout: String,
+    #[serde(default = "default_max_attempts")]
+    max_attempts: u32,
+    #[serde(default = "default_retry_budget")]
+    retry_budget: String,
+}
+
+fn default_base_url() -> String {
+    "https://api.gcore.com".into()
+}
+fn default_request_timeout() -> String {
+    "30s".into()
+}
+fn default_max_attempts() -> u32 {
+    5
+}
+fn default_retry_budget() -> String {
+    "2m".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatabase {
+    path: PathBuf,
+}
+
+impl Default for RawDatabase {
+    fn default() -> Self {
+        Self {
+            path: "/var/lib/dnssec-warden/state.db".into(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawDns {
+    root_hints: Vec<String>,
+    port: u16,
+    trust_anchor_file: String,
+    validating_resolvers: Vec<String>,
+    query_timeout: String,
+    query_attempts: u32,
+}
+
+impl Default for RawDns {
+    fn default() -> Self {
+        Self {
+            root_hints: IANA_ROOT_HINTS.iter().map(|s| s.to_string()).collect(),
+            port: 53,
+            trust_anchor_file: String::new(),
+            validating_resolvers: vec!["1.1.1.1".into(), "9.9.9.9".into()],
+            query_timeout: "2s".into(),
+            query_attempts: 3,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawTiming {
+    poll_waiting: String,
+    poll_active: String,
+    propagation_margin: String,
+    ds_overdue_after: String,
+    ds_removal_overdue_after: String,
+}
+
+impl Default for RawTiming {
+    fn default() -> Self {
+        Self {
+            poll_waiting: "5m".into(),
+            poll_active: "1h".into(),
+            propagation_margin: "1h".into(),
+            ds_overdue_after: "24h".into(),
+            ds_removal_overdue_after: "24h".into(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawZones {
+    names: Option<Vec<String>>,
+    all: Option<bool>,
+}
+
+// ---- loading -------------------------------------------------------------------------
+
+impl Settings {
+    /// Reads and validates the file at `path`. Secrets are not read (see
+    /// [`CredentialSource::load`]).
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates `text` as if it were read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let file = path.to_path_buf();
+        let syntax = |err: toml::de::Error| ConfigError::Syntax {
+            file: file.clone(),
+            location: err
+                .span()
+                .map(|span| {
+                    let (line, col) = line_col(text, span.start);
+                    format!("line {line}, column {col}: ")
+                })
+                .unwrap_or_default(),
+            message: err.message().trim().to_string(),
+        };
+        let deserializer = toml::Deserializer::parse(text).map_err(syntax)?;
+        let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let key = err.path().to_string();
+            let inner = err.into_inner();
+            if key == "." || key.is_empty() {
+                syntax(inner)
+            } else {
+                ConfigError::Invalid {
+                    file: file.clone(),
+                    key,
+                    message: inner.message().trim().to_string(),
+                }
+            }
+        })?;
+        Validator { file }.settings(raw)
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, col)
+}
+
+struct Validator {
+    file: PathBuf,
+}
+
+impl Validator {
+    fn err(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.clone(),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn duration(&self, key: &str, text: &str) -> Result<Duration, ConfigError> {
+        let value = parse_duration(text).map_err(|msg| self.err(key, msg))?;
+        if value.is_zero() {
+            return Err(self.err(key, "must be longer than zero"));
+        }
+        Ok(value)
+    }
+
+    fn settings(&self, raw: RawConfig) -> Result<Settings, ConfigError> {
+        Ok(Settings {
+            source: self.file.clone(),
+            provider: raw.provider.map(|p| self.provider(p)).transpose()?,
+            database: self.database(raw.database)?,
+            dns: self.dns(raw.dns)?,
+            timing: self.timing(raw.timing)?,
+            zones: self.zones(raw.zones)?,
+        })
+    }
+
+    fn provider(&self, raw: RawProvider) -> Result<ProviderSettings, ConfigError> {
+        let base_url = Url::parse(&raw.base_url)
+            .map_err(|e| self.err("provider.base_url", format!("not a URL: {e}")))?;
+        if !matches!(base_url.scheme(), "http" | "https") || base_url.host().is_none() {
+            return Err(self.err(
+                "provider.base_url",
+                "must be an http:// or https:// URL with a host",
+            ));
+        }
+        let api_key = self.one_source(
+            "provider.api_key",
+            raw.api_key_file,
+            raw.api_key_env,
+            raw.api_key_credential,
+        )?;
+        let password = self.one_source(
+            "provider.password",
+            raw.password_file,
+            raw.password_env,
+            raw.password_credential,
+        )?;
+        let credentials = match (api_key, raw.username, password) {
+            (Some(key), None, None) => CredentialSource::ApiKey(key),
+            (None, Some(username), Some(password)) => {
+                if username.trim().is_empty() {
+                    return Err(self.err("provider.username", "is empty"));
+                }
+                CredentialSource::Login { username, password }
+            }
+            (None, Some(_), None) => {
+                return Err(self.err(
+                    "provider.username",
+                    "needs password_file, password_env or password_credential",
+                ));
+            }
+            (None, None, Some(_)) => {
+                return Err(self.err("provider.username", "is missing (a password is set)"));
+            }
+            (Some(_), _, _) => {
+                return Err(self.err(
+                    "provider.api_key_file",
+                    "give either an API key or username + password, not both",
+                ));
+            }
+            (None, None, None) => {
+                return Err(self.err(
+                    "provider.api_key_file",
+                    "no credentials: set api_key_file, api_key_env, api_key_credential, or username with a password source",
+                ));
+            }
+        };
+        if raw.max_attempts == 0 {
+            return Err(self.err("provider.max_attempts", "must be at least 1"));
+        }
+        Ok(ProviderSettings {
+            base_url,
+            credentials,
+            request_timeout: self.duration("provider.request_timeout", &raw.request_timeout)?,
+            max_attempts: raw.max_attempts,
+            retry_budget: self.duration("provider.retry_budget", &raw.retry_budget)?,
+        })
+    }
+
+    /// At most one of the three ways to give a secret.
+    fn one_source(
+        &self,
+        stem: &str,
+        file: Option<PathBuf>,
+        env: Option<String>,
+        credential: Option<String>,
+    ) -> Result<Option<SecretSource>, ConfigError> {
+        let mut found = Vec::new();
+        if let Some(path) = file {
+            if path.as_os_str().is_empty() {
+                return Err(self.err(&format!("{stem}_file"), "is empty"));
+            }
+            found.push(SecretSource::File(path));
+        }
+        if let Some(var) = env {
+            if var.is_empty() || var.contains('=') {
+                return Err(self.err(&format!("{stem}_env"), "is not a variable name"));
+            }
+            found.push(SecretSource::Env(var));
+        }
+        if let Some(name) = credential {
+            if name.is_empty() || name.contains('/') {
+                return Err(self.err(
+                    &format!("{stem}_credential"),
+                    "must be a credential name without '/'",
+                ));
+            }
+            found.push(SecretSource::Credential(name));
+        }
+        if found.len() > 1 {
+            return Err(self.err(
+                &format!("{stem}_file"),
+                format!("set only one of {stem}_file, {stem}_env, {stem}_credential"),
+            ));
+        }
+        Ok(found.pop())
+    }
+
+    fn database(&self, raw: RawDatabase) -> Result<DatabaseSettings, ConfigError> {
+        if raw.path.as_os_str().is_empty() {
+            return Err(self.err("database.path", "is empty"));
+        }
+        Ok(DatabaseSettings { path: raw.path })
+    }
+
+    fn dns(&self, raw: RawDns) -> Result<DnsSettings, ConfigError> {
+        if raw.root_hints.is_empty() {
+            return Err(self.err("dns.root_hints", "needs at least one address"));
+        }
+        let root_hints = raw
+            .root_hints
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                text.parse::<IpAddr>().map_err(|_| {
+                    self.err(
+                        &format!("dns.root_hints[{i}]"),
+                        format!("{text:?} is not an IP address"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if raw.port == 0 {
+            return Err(self.err("dns.port", "must be 1 to 65535"));
+        }
+        let validating_resolvers = raw
+            .validating_resolvers
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                parse_server(text, 53).ok_or_else(|| {
+                    self.err(
+                        &format!("dns.validating_resolvers[{i}]"),
+                        format!("{text:?} is not an address (IP or IP:port, [v6]:port)"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if raw.query_attempts == 0 {
+            return Err(self.err("dns.query_attempts", "must be at least 1"));
+        }
+        Ok(DnsSettings {
+            root_hints,
+            port: raw.port,
+            trust_anchor_file: (!raw.trust_anchor_file.is_empty())
+                .then(|| PathBuf::from(&raw.trust_anchor_file)),
+            validating_resolvers,
+            query_timeout: self.duration("dns.query_timeout", &raw.query_timeout)?,
+            query_attempts: raw.query_attempts,
+        })
+    }
+
+    fn timing(&self, raw: RawTiming) -> Result<TimingSettings, ConfigError> {
+        Ok(TimingSettings {
+            poll_waiting: self.duration("timing.poll_waiting", &raw.poll_waiting)?,
+            poll_active: self.duration("timing.poll_active", &raw.poll_active)?,
+            propagation_margin: self
+                .duration("timing.propagation_margin", &raw.propagation_margin)?,
+            ds_overdue_after: self.duration("timing.ds_overdue_after", &raw.ds_overdue_after)?,
+            ds_removal_overdue_after: self.duration(
+                "timing.ds_removal_overdue_after",
+                &raw.ds_removal_overdue_after,
+            )?,
+        })
+    }
+
+    fn zones(&self, raw: RawZones) -> Result<ZoneSelection, ConfigError> {
+        match (raw.names, raw.all) {
+            (Some(_), Some(true)) => Err(self.err(
+                "zones.all",
+                "set either zones.names or zones.all = true, not both",
+            )),
+            (None, Some(true)) => Ok(ZoneSelection::All),
+            (Some(names), _) => {
+                let mut out: Vec<String> = Vec::with_capacity(names.len());
+                for (i, name) in names.iter().enumerate() {
+                    let key = format!("zones.names[{i}]");
+                    let fqdn = dnssec::fqdn(name).map_err(|e| self.err(&key, e.to_string()))?;
+                    if fqdn == "." {
+                        return Err(self.err(&key, "the root zone cannot be managed"));
+                    }
+                    if out.contains(&fqdn) {
+                        return Err(self.err(&key, format!("{name:?} is listed twice")));
+                    }
+                    out.push(fqdn);
+                }
+                Ok(ZoneSelection::Names(out))
+            }
+            (None, _) => Ok(ZoneSelection::Names(Vec::new())),
+        }
+    }
+}
+
+/// `"90s"`, `"5m"`, `"24h"`, `"2d"`, `"1h30m"`, `"250ms"`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty duration (write e.g. \"90s\", \"5m\", \"24h\")".into());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!(
+                "invalid duration {text:?}: expected a number at {rest:?}"
+            ));
+        }
+        let number: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("invalid duration {text:?}: number too large"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.saturating_mul(60)),
+            "h" => Duration::from_secs(number.saturating_mul(3600)),
+            "d" => Duration::from_secs(number.saturating_mul(86_400)),
+            "" => {
+                return Err(format!(
+                    "invalid duration {text:?}: a unit is needed (ms, s, m, h or d)"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "invalid duration {text:?}: unknown unit {other:?} (use ms, s, m, h or d)"
+                ));
+            }
+        };
+        total = total.saturating_add(part);
+    }
+    Ok(total)
+}
+
+/// `IP`, `IP:port` or `[IPv6]:port`.
+pub fn parse_server(text: &str, default_port: u16) -> Option<SocketAddr> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(SocketAddr::new(ip, default_port));
+    }
+    text.parse::<SocketAddr>().ok()
+}
+
+impl CredentialSource {
+    /// Reads the secrets from their files, environment or systemd credentials.
+    pub fn load(&self) -> Result<Credentials, SecretError> {
+        Ok(match self {
+            Self::ApiKey(source) => Credentials::ApiKey(source.load()?),
+            Self::Login { username, password } => Credentials::Login {
+                username: username.clone(),
+                password: password.load()?,
+            },
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("cannot read secret file {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("environment variable {0} is not set or not UTF-8")]
+    Env(String),
+    #[error(
+        "credential {name:?} not found: $CREDENTIALS_DIRECTORY is not set (use systemd's LoadCredential=)"
+    )]
+    NoCredentialsDirectory { name: String },
+    #[error("secret from {0} is empty")]
+    Empty(String),
+}
+
+impl SecretSource {
+    pub fn load(&self) -> Result<Secret, SecretError> {
+        let (text, origin) = match self {
+            Self::File(path) => (read_secret_file(path)?, path.display().to_string()),
+            Self::Env(var) => (
+                std::env::var(var).map_err(|_| SecretError::Env(var.clone()))?,
+                format!("${var}"),
+            ),
+            Self::Credential(name) => {
+                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
+                    SecretError::NoCredentialsDirectory { name: name.clone() }
+                })?;
+                let path = Path::new(&dir).join(name);
+                (read_secret_file(&path)?, path.display().to_string())
+            }
+        };
+        // A trailing newline from `echo key > file` is not part of the secret.
+        let trimmed = text.trim_end_matches(['\n', '\r']);
+        if trimmed.trim().is_empty() {
+            return Err(SecretError::Empty(origin));
+        }
+        Ok(Secret::new(trimmed.to_string()))
+    }
+}
+
+fn read_secret_file(path: &Path) -> Result<String, SecretError> {
+    std::fs::read_to_string(path).map_err(|source| SecretError::File {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        Settings::parse(text, Path::new("/etc/test.toml"))
+    }
+
+    fn key_of(text: &str) -> String {
+        let err = parse(text).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("/etc/test.toml"), "{message}");
+        err.key().map(str::to_string).unwrap_or(message)
+    }
+
+    #[test]
+    fn empty_file_gives_documented_defaults() {
+        let s = parse("").unwrap();
+        assert!(s.provider.is_none());
+        assert_eq!(
+            s.database.path,
+            PathBuf::from("/var/lib/dnssec-warden/state.db")
+        );
+        assert_eq!(s.dns.port, 53);
+        assert_eq!(s.dns.root_hints.len(), 26);
+        assert_eq!(s.dns.validating_resolvers.len(), 2);
+        assert_eq!(s.timing.poll_waiting, Duration::from_secs(300));
+        assert_eq!(s.timing.poll_active, Duration::from_secs(3600));
+        assert_eq!(s.timing.ds_overdue_after, Duration::from_secs(86_400));
+        assert_eq!(s.zones, ZoneSelection::Names(vec![]));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert_eq!(key_of("[timing]\npoll_waiting = \"5x\""), "timing.poll_waiting");
+        assert_eq!(key_of("[timing]\npoll_active = \"0s\""), "timing.poll_active");
+        assert_eq!(key_of("[dns]\nport = 0"), "dns.port");
+        assert_eq!(key_of("[dns]\nport = 70000"), "dns.port");
+        assert_eq!(key_of("[dns]\nroot_hints = [\"1.2.3.4\", \"x\"]"), "dns.root_hints[1]");
+        assert_eq!(key_of("[zones]\nnames = [\"a..b\"]"), "zones.names[0]");
+        assert_eq!(
+            key_of("[zones]\nnames = [\"a.b\", \"A.b.\"]"),
+            "zones.names[1]"
+        );
+        assert_eq!(key_of("[zones]\nnames = [\"a.b\"]\nall = true"), "zones.all");
+        assert_eq!(
+            key_of("[provider]\nbase_url = \"ftp://x\"\napi_key_env = \"K\""),
+            "provider.base_url"
+        );
+        assert_eq!(key_of("[provider]\n"), "provider.api_key_file");
+        assert_eq!(
+            key_of("[provider]\napi_key_env = \"K\"\napi_key_file = \"/k\""),
+            "provider.api_key_file"
+        );
+        assert_eq!(
+            key_of("[provider]\nusername = \"u\""),
+            "provider.username"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = parse("[timing]\npoll_wating = \"5m\"").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("poll_wating"), "{text}");
+        assert!(text.contains("timing"), "{text}");
+        let err = parse("[provider]\napi_key = \"inline-secret\"").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("api_key"), "{text}");
+        assert!(!text.contains("inline-secret"), "{text}");
+        let err = parse("[dnz]\nport = 53").unwrap_err();
+        assert!(err.to_string().contains("dnz"), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_give_a_line() {
+        let err = parse("[dns]\nport = = 5").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn login_and_api_key_sources() {
+        let s = parse("[provider]\nusername = \"ops@example.com\"\npassword_env = \"PW\"").unwrap();
+        assert_eq!(
+            s.provider.unwrap().credentials,
+            CredentialSource::Login {
+                username: "ops@example.com".into(),
+                password: SecretSource::Env("PW".into())
+            }
+        );
+        let s = parse("[provider]\napi_key_credential = \"gcore-api-key\"").unwrap();
+        assert_eq!(
+            s.provider.unwrap().credentials,
+            CredentialSource::ApiKey(SecretSource::Credential("gcore-api-key".into()))
+        );
+    }
+
+    #[test]
+    fn secrets_are_read_trimmed_and_never_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "s3cr3t-value\n").unwrap();
+        let secret = SecretSource::File(path.clone()).load().unwrap();
+        assert_eq!(secret.expose(), "s3cr3t-value");
+        assert!(!format!("{secret:?}").contains("s3cr3t"));
+        let creds = Credentials::ApiKey(secret);
+        assert!(!format!("{creds:?}").contains("s3cr3t"));
+
+        std::fs::write(&path, "\n").unwrap();
+        assert!(matches!(
+            SecretSource::File(path).load(),
+            Err(SecretError::Empty(_))
+        ));
+        assert!(matches!(
+            SecretSource::File(dir.path().join("missing")).load(),
+            Err(SecretError::File { .. })
+        ));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert!(parse_duration("5").unwrap_err().contains("unit"));
+        assert!(parse_duration("5 m").is_err());
+        assert!(parse_duration("m").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn servers() {
+        assert_eq!(
+            parse_server("1.1.1.1", 53),
+            Some("1.1.1.1:53".parse().unwrap())
+        );
+        assert_eq!(
+            parse_server("127.0.0.1:5353", 53),
+            Some("127.0.0.1:5353".parse().unwrap())
+        );
+        assert_eq!(parse_server("::1", 53), Some("[::1]:53".parse().unwrap()));
+        assert_eq!(parse_server("nope", 53), None);
+    }
+}

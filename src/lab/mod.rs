@@ -1,0 +1,10 @@
+//! The simulated world dnssec-warden runs against in the demo and in tests. Nothing here
+//! touches a real provider or a real registry; everything listens on loopback.
+
+pub mod keys;
+pub mod provider_sim;
+pub mod walkthrough;
+
+pub use provider_sim::{
+    CallRecord, Fault, FaultCount, FaultKind, ProviderSim, SimHandle, SimOptions,
+};

@@ -1,0 +1,10 @@
+//! dnssec-warden: switches DNSSEC on and off at a managed DNS provider in the order that
+//! never takes a domain down. See `ARCHITECTURE.md` for the map of the modules.
+
+pub mod config;
+pub mod dnssec;
+pub mod lab;
+pub mod logging;
+pub mod provider;
+pub mod secret;
+pub mod timefmt;

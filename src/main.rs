@@ -1,0 +1,144 @@
+//! The `dnssec-warden` command. Everything below `main` returns typed errors; `anyhow`
+//! lives only here, to print them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
+use dnssec_warden::lab::{ProviderSim, SimOptions, walkthrough};
+use dnssec_warden::logging::{self, LogFormat};
+
+#[derive(Parser)]
+#[command(name = "dnssec-warden", version, about = "Switches DNSSEC on and off without taking a domain down")]
+struct Cli {
+    /// The configuration file.
+    #[arg(long, global = true, default_value = DEFAULT_CONFIG_PATH)]
+    config: PathBuf,
+    /// Log line format.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate the configuration file (and that its secrets are readable).
+    CheckConfig,
+    /// Show the provider side end to end against the simulator on loopback.
+    Demo,
+    /// Pieces of the simulated world, to run on their own.
+    Lab {
+        #[command(subcommand)]
+        what: LabCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// The provider API simulator, until interrupted.
+    Provider {
+        #[arg(long, default_value = "127.0.0.1:8089")]
+        listen: SocketAddr,
+        /// An API key the simulator accepts (repeatable).
+        #[arg(long = "api-key")]
+        api_keys: Vec<String>,
+        /// An account for the login call, as USER:PASSWORD (repeatable).
+        #[arg(long = "user")]
+        users: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    match cli.command {
+        Command::CheckConfig => check_config(&cli.config),
+        Command::Demo => runtime.block_on(async {
+            let mut out = std::io::stdout();
+            walkthrough::run(&mut out).await?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Lab {
+            what: LabCommand::Provider {
+                listen,
+                api_keys,
+                users,
+            },
+        } => runtime.block_on(lab_provider(listen, api_keys, users)),
+    }
+}
+
+fn check_config(path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(path)?;
+    if let Some(provider) = &settings.provider {
+        provider
+            .credentials
+            .load()
+            .with_context(|| format!("config {}: provider credentials", path.display()))?;
+    }
+    println!("{}: OK", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn lab_provider(
+    listen: SocketAddr,
+    api_keys: Vec<String>,
+    users: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let users = users
+        .iter()
+        .map(|u| {
+            u.split_once(':')
+                .map(|(name, pw)| (name.to_string(), pw.to_string()))
+                .with_context(|| format!("--user {u:?}: expected USER:PASSWORD"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if api_keys.is_empty() && users.is_empty() {
+        anyhow::bail!("give at least one --api-key or --user, or no request can authenticate");
+    }
+    if !listen.ip().is_loopback() {
+        tracing::warn!(%listen, "the simulator is listening beyond loopback");
+    }
+    let sim = ProviderSim::start(
+        listen,
+        SimOptions {
+            api_keys,
+            users,
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .with_context(|| format!("cannot listen on {listen}"))?;
+    println!("provider simulator listening on {}", sim.base_url());
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate() => {}
+    }
+    println!("provider simulator stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn terminate() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut sig) => {
+            sig.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}

@@ -1,0 +1,43 @@
+//! The managed DNS provider: a typed client for its DNS API v2 ([`GcoreClient`]) behind
+//! the [`Provider`] trait, which the engine depends on so that it can be tested with fakes.
+
+mod client;
+mod error;
+mod retry;
+mod types;
+
+pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_LIMIT};
+pub use error::ProviderError;
+pub use retry::{RetryPolicy, is_retryable_status, parse_retry_after};
+pub use types::{
+    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord,
+    Rrset, RrsetBody, Zone, ZoneRecordSummary,
+};
+
+/// The answer to `PATCH …/dnssec`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnssecSwitched {
+    pub message: Option<String>,
+    /// The key the provider now signs with; only when switching on.
+    pub key: Option<DnssecKey>,
+}
+
+/// What the daemon needs from the provider. Zone names may carry the trailing dot.
+pub trait Provider: Send + Sync {
+    fn get_zone(&self, zone: &str) -> impl Future<Output = Result<Zone, ProviderError>> + Send;
+    fn list_zones(&self) -> impl Future<Output = Result<Vec<Zone>, ProviderError>> + Send;
+    fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+    ) -> impl Future<Output = Result<DnssecSwitched, ProviderError>> + Send;
+    /// The signing key, checked against its own DS (safety rule 5);
+    /// [`ProviderError::DnssecDisabled`] when DNSSEC is off.
+    fn get_dnssec(&self, zone: &str)
+    -> impl Future<Output = Result<DnssecKey, ProviderError>> + Send;
+    /// The provider's own scan of the parent: a hint for reports, never a decision input.
+    fn get_parent_ds(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ParentDsHint, ProviderError>> + Send;
+}
