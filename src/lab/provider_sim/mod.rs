@@ -240,6 +240,23 @@ impl SimHandle {
         self.0.lock().forbidden.insert(normalize(zone));
     }
 
+    /// Lays `fields` over the DNSSEC object the API returns for `zone`: a provider whose
+    /// `digest`, `key_tag` or `ds` disagrees with its own key.
+    pub fn override_dnssec_fields(&self, zone: &str, fields: serde_json::Value) {
+        let mut state = self.0.lock();
+        if let (Some(z), serde_json::Value::Object(map)) =
+            (state.zones.get_mut(&normalize(zone)), fields)
+        {
+            z.dnssec_override = map;
+        }
+    }
+
+    /// (successful logins, successful refreshes) so far.
+    pub fn token_counts(&self) -> (u64, u64) {
+        let state = self.0.lock();
+        (state.logins_ok, state.refreshes_ok)
+    }
+
     pub fn expire_access_tokens(&self) {
         self.0.lock().tokens.expire_access_tokens();
     }

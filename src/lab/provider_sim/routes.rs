@@ -229,6 +229,7 @@ async fn login(State(shared): State<Shared>, body: Bytes) -> Response {
         .into_response();
     }
     let (access, refresh) = state.tokens.issue_pair(username);
+    state.logins_ok += 1;
     ok(json!({ "access": access, "refresh": refresh })).into_response()
 }
 
@@ -246,6 +247,7 @@ async fn refresh(State(shared): State<Shared>, body: Bytes) -> Reply {
     }
     let user = token_username(token).unwrap_or_default();
     let (access, refresh) = state.tokens.issue_pair(&user);
+    state.refreshes_ok += 1;
     ok(json!({ "access": access, "refresh": refresh }))
 }
 

@@ -23,6 +23,9 @@ pub(super) struct SimState {
     pub calls: Vec<CallRecord>,
     /// Zones whose calls answer 403, as for a user without rights on them.
     pub forbidden: HashSet<String>,
+    /// Successful logins and refreshes, for tests of the client's token handling.
+    pub logins_ok: u64,
+    pub refreshes_ok: u64,
 }
 
 pub(super) struct SimZone {
@@ -36,6 +39,8 @@ pub(super) struct SimZone {
     pub dnssec_status_modified_on: Option<SystemTime>,
     /// What the provider's own parent scan says (a hint the lab sets).
     pub parent_ds_hint: bool,
+    /// Fields laid over the DNSSEC object, to play a provider that gets it wrong.
+    pub dnssec_override: serde_json::Map<String, Value>,
 }
 
 pub(super) struct SimKey {
@@ -83,6 +88,8 @@ impl SimState {
             faults: FaultPlan::default(),
             calls: Vec::new(),
             forbidden: HashSet::new(),
+            logins_ok: 0,
+            refreshes_ok: 0,
         }
     }
 
@@ -132,6 +139,7 @@ impl SimState {
                 dnssec_status: None,
                 dnssec_status_modified_on: None,
                 parent_ds_hint: false,
+                dnssec_override: serde_json::Map::new(),
             },
         );
         Some(id)
@@ -199,7 +207,7 @@ impl SimZone {
         let owner = format!("{}.", self.name);
         let ds = dnskey.to_ds(&owner, DigestType::Sha256).ok()?;
         let digest = hex_upper(&ds.digest);
-        Some(json!({
+        let mut object = json!({
             "algorithm": dnskey.algorithm.to_string(),
             "digest": digest,
             "digest_algorithm": "SHA256",
@@ -210,7 +218,11 @@ impl SimZone {
             "key_type": "ECDSAP256SHA256",
             "public_key": base64::engine::general_purpose::STANDARD.encode(&dnskey.public_key),
             "uuid": key.uuid,
-        }))
+        });
+        for (field, value) in &self.dnssec_override {
+            object[field] = value.clone();
+        }
+        Some(object)
     }
 }
 
