@@ -49,11 +49,8 @@ pub const IANA_ROOT_HINTS: &[&str] = &[
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("config {file}: cannot read: {source}")]
-    Read {
-        file: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("config {file}: cannot read: {error}")]
+    Read { file: PathBuf, error: std::io::Error },
     #[error("config {file}: {location}{message}")]
     Syntax {
         file: PathBuf,
@@ -284,9 +281,9 @@ impl Settings {
     /// Reads and validates the file at `path`. Secrets are not read (see
     /// [`CredentialSource::load`]).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             file: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::parse(&text, path)
     }
@@ -628,11 +625,8 @@ impl CredentialSource {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
-    #[error("cannot read secret file {path}: {source}")]
-    File {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read secret file {path}: {error}")]
+    File { path: PathBuf, error: std::io::Error },
     #[error("environment variable {0} is not set or not UTF-8")]
     Env(String),
     #[error(
@@ -669,9 +663,9 @@ impl SecretSource {
 }
 
 fn read_secret_file(path: &Path) -> Result<String, SecretError> {
-    std::fs::read_to_string(path).map_err(|source| SecretError::File {
+    std::fs::read_to_string(path).map_err(|error| SecretError::File {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -1,0 +1,130 @@
+//! Every configuration file we ship parses, and `check-config` through the real binary
+//! accepts good files and names the bad key.
+
+use std::path::Path;
+use std::process::Command;
+
+use dnssec_warden::config::{CredentialSource, SecretSource, Settings, ZoneSelection};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+}
+
+#[test]
+fn the_example_config_parses_with_its_documented_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let example = Settings::load(&path).expect("config.example.toml is valid");
+    let defaults = Settings::parse(
+        "[provider]\napi_key_file = \"/etc/dnssec-warden/api-key\"\n[zones]\nnames = [\"example.com\"]",
+        &path,
+    )
+    .unwrap();
+    // The example documents the defaults: both must agree, option for option.
+    assert_eq!(example.dns, defaults.dns);
+    assert_eq!(example.timing, defaults.timing);
+    assert_eq!(example.database, defaults.database);
+    assert_eq!(example.zones, ZoneSelection::Names(vec!["example.com.".into()]));
+    let (p, d) = (example.provider.unwrap(), defaults.provider.unwrap());
+    assert_eq!(p.base_url, d.base_url);
+    assert_eq!(p.request_timeout, d.request_timeout);
+    assert_eq!(p.max_attempts, d.max_attempts);
+    assert_eq!(p.retry_budget, d.retry_budget);
+    assert_eq!(
+        p.credentials,
+        CredentialSource::ApiKey(SecretSource::File("/etc/dnssec-warden/api-key".into()))
+    );
+}
+
+#[test]
+fn every_shipped_toml_file_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = 0;
+    for dir in [root.to_path_buf(), root.join("tests").join("configs")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if name.ends_with(".toml") && name != "Cargo.toml" {
+                Settings::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                found += 1;
+            }
+        }
+    }
+    assert!(found >= 1);
+}
+
+#[test]
+fn check_config_accepts_a_good_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, "k-123456\n").unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[provider]\napi_key_file = {:?}\n[zones]\nnames = [\"example.com\"]\n",
+            key
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OK"));
+}
+
+#[test]
+fn check_config_names_the_bad_key_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    for (text, key) in [
+        ("[timing]\npoll_waiting = \"5 minutes\"\n", "timing.poll_waiting"),
+        ("[timing]\npoll_wating = \"5m\"\n", "poll_wating"),
+        ("[dns]\nvalidating_resolvers = [\"1.1.1.1\", \"resolver\"]\n", "dns.validating_resolvers[1]"),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let out = bin()
+            .args(["check-config", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(key), "{key}: {stderr}");
+        assert!(stderr.contains(&config.display().to_string()), "{stderr}");
+    }
+}
+
+#[test]
+fn check_config_reads_the_secret_but_never_prints_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[provider]\napi_key_credential = \"gcore-api-key\"\n").unwrap();
+    // No $CREDENTIALS_DIRECTORY: a clear error.
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CREDENTIALS_DIRECTORY"));
+    // With it, as systemd's LoadCredential= sets it up.
+    std::fs::write(dir.path().join("gcore-api-key"), "very-secret-key\n").unwrap();
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .env("CREDENTIALS_DIRECTORY", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("very-secret-key"));
+}
