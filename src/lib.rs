@@ -2,6 +2,7 @@
 //! never takes a domain down. See `ARCHITECTURE.md` for the map of the modules.
 
 pub mod config;
+pub mod dns;
 pub mod dnssec;
 pub mod lab;
 pub mod logging;

@@ -1,0 +1,30 @@
+//! The public DNS as dnssec-warden sees it: the DS at every parent server, the DNSKEY at
+//! every child server, and whether the chain validates.
+
+pub mod model;
+
+pub use model::{
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentDsVerdict, ParentView, ServerAnswer,
+    SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict, combine_validation,
+};
+
+/// Discovery failed before any server could be asked: the parent or the delegation could
+/// not be found. To the lifecycle this is the same as every answer being unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot observe {zone}: {reason}")]
+pub struct ObserveError {
+    pub zone: String,
+    pub reason: String,
+}
+
+/// What the lifecycle needs from the DNS. Zone names are lower case with the trailing dot.
+/// Implementations ask every address of every server directly (RD=0), never a cache.
+pub trait Observer: Send + Sync {
+    /// The DS answer of every address of every parent name server.
+    fn parent(&self, zone: &str)
+    -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
+    /// The DNSKEY answer of every address of every name server the parent delegates to.
+    fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
+    /// Our validator's and each configured validating resolver's view of the zone.
+    fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;
+}
