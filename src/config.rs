@@ -50,7 +50,10 @@ pub const IANA_ROOT_HINTS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config {file}: cannot read: {error}")]
-    Read { file: PathBuf, error: std::io::Error },
+    Read {
+        file: PathBuf,
+        error: std::io::Error,
+    },
     #[error("config {file}: {location}{message}")]
     Syntax {
         file: PathBuf,
@@ -149,6 +152,10 @@ pub struct TimingSettings {
     pub propagation_margin: Duration,
     pub ds_overdue_after: Duration,
     pub ds_removal_overdue_after: Duration,
+    pub partial_stuck_after: Duration,
+    pub signatures_expiring_within: Duration,
+    pub observation_failing_after: Duration,
+    pub retry_base: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +261,10 @@ struct RawTiming {
     propagation_margin: String,
     ds_overdue_after: String,
     ds_removal_overdue_after: String,
+    partial_stuck_after: String,
+    signatures_expiring_within: String,
+    observation_failing_after: String,
+    retry_base: String,
 }
 
 impl Default for RawTiming {
@@ -264,6 +275,10 @@ impl Default for RawTiming {
             propagation_margin: "1h".into(),
             ds_overdue_after: "24h".into(),
             ds_removal_overdue_after: "24h".into(),
+            partial_stuck_after: "6h".into(),
+            signatures_expiring_within: "3d".into(),
+            observation_failing_after: "1h".into(),
+            retry_base: "5s".into(),
         }
     }
 }
@@ -526,6 +541,17 @@ impl Validator {
                 "timing.ds_removal_overdue_after",
                 &raw.ds_removal_overdue_after,
             )?,
+            partial_stuck_after: self
+                .duration("timing.partial_stuck_after", &raw.partial_stuck_after)?,
+            signatures_expiring_within: self.duration(
+                "timing.signatures_expiring_within",
+                &raw.signatures_expiring_within,
+            )?,
+            observation_failing_after: self.duration(
+                "timing.observation_failing_after",
+                &raw.observation_failing_after,
+            )?,
+            retry_base: self.duration("timing.retry_base", &raw.retry_base)?,
         })
     }
 
@@ -565,7 +591,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total = Duration::ZERO;
     let mut rest = text;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
             return Err(format!(
                 "invalid duration {text:?}: expected a number at {rest:?}"
@@ -626,7 +654,10 @@ impl CredentialSource {
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
     #[error("cannot read secret file {path}: {error}")]
-    File { path: PathBuf, error: std::io::Error },
+    File {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("environment variable {0} is not set or not UTF-8")]
     Env(String),
     #[error(
@@ -646,9 +677,8 @@ impl SecretSource {
                 format!("${var}"),
             ),
             Self::Credential(name) => {
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY").ok_or_else(|| {
-                    SecretError::NoCredentialsDirectory { name: name.clone() }
-                })?;
+                let dir = std::env::var_os("CREDENTIALS_DIRECTORY")
+                    .ok_or_else(|| SecretError::NoCredentialsDirectory { name: name.clone() })?;
                 let path = Path::new(&dir).join(name);
                 (read_secret_file(&path)?, path.display().to_string())
             }
@@ -703,17 +733,29 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        assert_eq!(key_of("[timing]\npoll_waiting = \"5x\""), "timing.poll_waiting");
-        assert_eq!(key_of("[timing]\npoll_active = \"0s\""), "timing.poll_active");
+        assert_eq!(
+            key_of("[timing]\npoll_waiting = \"5x\""),
+            "timing.poll_waiting"
+        );
+        assert_eq!(
+            key_of("[timing]\npoll_active = \"0s\""),
+            "timing.poll_active"
+        );
         assert_eq!(key_of("[dns]\nport = 0"), "dns.port");
         assert_eq!(key_of("[dns]\nport = 70000"), "dns.port");
-        assert_eq!(key_of("[dns]\nroot_hints = [\"1.2.3.4\", \"x\"]"), "dns.root_hints[1]");
+        assert_eq!(
+            key_of("[dns]\nroot_hints = [\"1.2.3.4\", \"x\"]"),
+            "dns.root_hints[1]"
+        );
         assert_eq!(key_of("[zones]\nnames = [\"a..b\"]"), "zones.names[0]");
         assert_eq!(
             key_of("[zones]\nnames = [\"a.b\", \"A.b.\"]"),
             "zones.names[1]"
         );
-        assert_eq!(key_of("[zones]\nnames = [\"a.b\"]\nall = true"), "zones.all");
+        assert_eq!(
+            key_of("[zones]\nnames = [\"a.b\"]\nall = true"),
+            "zones.all"
+        );
         assert_eq!(
             key_of("[provider]\nbase_url = \"ftp://x\"\napi_key_env = \"K\""),
             "provider.base_url"
@@ -723,10 +765,7 @@ mod tests {
             key_of("[provider]\napi_key_env = \"K\"\napi_key_file = \"/k\""),
             "provider.api_key_file"
         );
-        assert_eq!(
-            key_of("[provider]\nusername = \"u\""),
-            "provider.username"
-        );
+        assert_eq!(key_of("[provider]\nusername = \"u\""), "provider.username");
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod config;
 pub mod dns;
 pub mod dnssec;
 pub mod lab;
+pub mod lifecycle;
 pub mod logging;
 pub mod provider;
 pub mod secret;

@@ -13,7 +13,11 @@ use dnssec_warden::lab::{ProviderSim, SimOptions, walkthrough};
 use dnssec_warden::logging::{self, LogFormat};
 
 #[derive(Parser)]
-#[command(name = "dnssec-warden", version, about = "Switches DNSSEC on and off without taking a domain down")]
+#[command(
+    name = "dnssec-warden",
+    version,
+    about = "Switches DNSSEC on and off without taking a domain down"
+)]
 struct Cli {
     /// The configuration file.
     #[arg(long, global = true, default_value = DEFAULT_CONFIG_PATH)]
@@ -75,11 +79,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }),
         Command::Lab {
-            what: LabCommand::Provider {
-                listen,
-                api_keys,
-                users,
-            },
+            what:
+                LabCommand::Provider {
+                    listen,
+                    api_keys,
+                    users,
+                },
         } => runtime.block_on(lab_provider(listen, api_keys, users)),
     }
 }

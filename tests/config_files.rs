@@ -23,7 +23,10 @@ fn the_example_config_parses_with_its_documented_defaults() {
     assert_eq!(example.dns, defaults.dns);
     assert_eq!(example.timing, defaults.timing);
     assert_eq!(example.database, defaults.database);
-    assert_eq!(example.zones, ZoneSelection::Names(vec!["example.com.".into()]));
+    assert_eq!(
+        example.zones,
+        ZoneSelection::Names(vec!["example.com.".into()])
+    );
     let (p, d) = (example.provider.unwrap(), defaults.provider.unwrap());
     assert_eq!(p.base_url, d.base_url);
     assert_eq!(p.request_timeout, d.request_timeout);
@@ -40,7 +43,9 @@ fn every_shipped_toml_file_parses() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = 0;
     for dir in [root.to_path_buf(), root.join("tests").join("configs")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -72,7 +77,11 @@ fn check_config_accepts_a_good_file() {
         .arg(&config)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("OK"));
 }
 
@@ -81,9 +90,15 @@ fn check_config_names_the_bad_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
     for (text, key) in [
-        ("[timing]\npoll_waiting = \"5 minutes\"\n", "timing.poll_waiting"),
+        (
+            "[timing]\npoll_waiting = \"5 minutes\"\n",
+            "timing.poll_waiting",
+        ),
         ("[timing]\npoll_wating = \"5m\"\n", "poll_wating"),
-        ("[dns]\nvalidating_resolvers = [\"1.1.1.1\", \"resolver\"]\n", "dns.validating_resolvers[1]"),
+        (
+            "[dns]\nvalidating_resolvers = [\"1.1.1.1\", \"resolver\"]\n",
+            "dns.validating_resolvers[1]",
+        ),
     ] {
         std::fs::write(&config, text).unwrap();
         let out = bin()
@@ -102,7 +117,11 @@ fn check_config_names_the_bad_key_and_file() {
 fn check_config_reads_the_secret_but_never_prints_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
-    std::fs::write(&config, "[provider]\napi_key_credential = \"gcore-api-key\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[provider]\napi_key_credential = \"gcore-api-key\"\n",
+    )
+    .unwrap();
     // No $CREDENTIALS_DIRECTORY: a clear error.
     let out = bin()
         .args(["check-config", "--config"])
@@ -120,7 +139,11 @@ fn check_config_reads_the_secret_but_never_prints_it() {
         .env("CREDENTIALS_DIRECTORY", dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

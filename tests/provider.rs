@@ -97,30 +97,53 @@ async fn zone_and_rrset_calls() {
     let z = c.get_zone("example.com.").await.unwrap();
     assert_eq!(z.name, "example.com");
     assert!(!z.dnssec_enabled);
-    assert_eq!(z.dnssec_status, None, "absent until DNSSEC was first enabled");
+    assert_eq!(
+        z.dnssec_status, None,
+        "absent until DNSSEC was first enabled"
+    );
     let ns = z.records.iter().find(|r| r.rtype == "NS").expect("apex NS");
     assert_eq!(ns.short_answers.len(), 2);
 
     let set = c
-        .create_rrset("example.com", "www.example.com", "A", &a_record("192.0.2.1"))
+        .create_rrset(
+            "example.com",
+            "www.example.com",
+            "A",
+            &a_record("192.0.2.1"),
+        )
         .await
         .unwrap();
     assert_eq!(set.name, "www.example.com");
     assert_eq!(set.resource_records[0].content, vec![json!("192.0.2.1")]);
     assert!(set.resource_records[0].id.is_some());
     assert!(matches!(
-        c.create_rrset("example.com", "www.example.com.", "a", &a_record("192.0.2.2"))
-            .await,
+        c.create_rrset(
+            "example.com",
+            "www.example.com.",
+            "a",
+            &a_record("192.0.2.2")
+        )
+        .await,
         Err(ProviderError::Conflict(_))
     ));
     assert!(matches!(
-        c.create_rrset("example.com", "www.example.com", "A", &a_record("not-an-ip"))
-            .await,
+        c.create_rrset(
+            "example.com",
+            "www.example.com",
+            "A",
+            &a_record("not-an-ip")
+        )
+        .await,
         Err(ProviderError::Rejected { status: 400, .. })
     ));
-    c.put_rrset("example.com", "www.example.com", "A", &a_record("192.0.2.3"))
-        .await
-        .unwrap();
+    c.put_rrset(
+        "example.com",
+        "www.example.com",
+        "A",
+        &a_record("192.0.2.3"),
+    )
+    .await
+    .unwrap();
     let got = c
         .get_rrset("example.com", "www.example.com", "A")
         .await
@@ -178,7 +201,10 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     assert_eq!(key.dnskey.algorithm, 13);
     assert_eq!(key.dnskey.flags, 257);
     assert_eq!(key.dnskey.public_key.len(), 64);
-    assert_eq!(Some(&key.dnskey), sim.handle().dnskey("signed.example").as_ref());
+    assert_eq!(
+        Some(&key.dnskey),
+        sim.handle().dnskey("signed.example").as_ref()
+    );
 
     // A GET right after the PATCH gives the same key; so does a second enable.
     let got = c.get_dnssec("signed.example").await.unwrap();
@@ -203,7 +229,12 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     assert!(!hint.has_valid_parent_ds);
     assert_eq!(hint.parent_zone.as_deref(), Some("example."));
     sim.handle().set_parent_ds_hint("signed.example", true);
-    assert!(c.get_parent_ds("signed.example").await.unwrap().has_valid_parent_ds);
+    assert!(
+        c.get_parent_ds("signed.example")
+            .await
+            .unwrap()
+            .has_valid_parent_ds
+    );
 
     let off = c.set_dnssec("signed.example", false).await.unwrap();
     assert!(off.key.is_none());
@@ -217,7 +248,12 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     );
 
     // Enabling after a disable makes a new key.
-    let renewed = c.set_dnssec("signed.example", true).await.unwrap().key.unwrap();
+    let renewed = c
+        .set_dnssec("signed.example", true)
+        .await
+        .unwrap()
+        .key
+        .unwrap();
     assert_ne!(renewed.dnskey, key.dnskey);
 
     // The simulator logged the switches in order, with their bodies.
@@ -278,7 +314,12 @@ async fn a_digest_that_does_not_match_the_key_is_a_typed_error() {
     let sim = sim(SimOptions::default()).await;
     let c = api_key_client(&sim);
     c.create_zone(&zone("bad.example")).await.unwrap();
-    let key = c.set_dnssec("bad.example", true).await.unwrap().key.unwrap();
+    let key = c
+        .set_dnssec("bad.example", true)
+        .await
+        .unwrap()
+        .key
+        .unwrap();
     let wrong = "0".repeat(64);
     sim.handle()
         .override_dnssec_fields("bad.example", json!({ "digest": wrong }));
@@ -308,7 +349,10 @@ async fn a_digest_that_does_not_match_the_key_is_a_typed_error() {
 #[tokio::test]
 async fn wrong_api_key_and_forbidden_zone() {
     let sim = sim(SimOptions::default()).await;
-    let wrong = client(&sim, Credentials::ApiKey(Secret::new("wrong-key-987".into())));
+    let wrong = client(
+        &sim,
+        Credentials::ApiKey(Secret::new("wrong-key-987".into())),
+    );
     let err = wrong.get_zone("example.com").await.unwrap_err();
     assert!(matches!(err, ProviderError::Unauthorized(_)), "{err:?}");
     assert!(!err.to_string().contains("wrong-key-987"));
@@ -352,7 +396,11 @@ async fn login_then_bearer_calls() {
     let c = login_client(&sim, PASSWORD);
     c.create_zone(&zone("bearer.example")).await.unwrap();
     c.get_zone("bearer.example").await.unwrap();
-    assert_eq!(sim.handle().token_counts(), (1, 0), "one login serves many calls");
+    assert_eq!(
+        sim.handle().token_counts(),
+        (1, 0),
+        "one login serves many calls"
+    );
 }
 
 #[tokio::test]
@@ -361,7 +409,10 @@ async fn a_bad_password_is_a_login_failure() {
     let c = login_client(&sim, "wrong password");
     match c.get_zone("example.com").await {
         Err(ProviderError::LoginFailed(message)) => {
-            assert_eq!(message, "No active account found with the given credentials.");
+            assert_eq!(
+                message,
+                "No active account found with the given credentials."
+            );
             assert!(!message.contains("wrong password"));
         }
         other => panic!("expected a login failure, got {other:?}"),
@@ -509,12 +560,14 @@ async fn retry_after_is_honoured() {
     ));
     let start = Instant::now();
     c.get_zone("example.com").await.unwrap();
-    assert!(start.elapsed() >= Duration::from_secs(1), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
 
-    sim.handle().inject(Fault::next(
-        10,
-        FaultKind::RateLimit { retry_after: None },
-    ));
+    sim.handle()
+        .inject(Fault::next(10, FaultKind::RateLimit { retry_after: None }));
     assert!(matches!(
         c.get_zone("example.com").await,
         Err(ProviderError::RateLimited { .. })

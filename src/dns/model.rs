@@ -237,7 +237,10 @@ impl ParentView {
     /// 5.2 needs one DS to match), so it is not a mismatch; a set where nothing matches is,
     /// even while other addresses are unknown: that breakage is already certain.
     pub fn verdict(&self, served: &[Dnskey]) -> ParentDsVerdict {
-        let sep: Vec<&Dnskey> = served.iter().filter(|k| k.is_sep() && k.is_zone_key()).collect();
+        let sep: Vec<&Dnskey> = served
+            .iter()
+            .filter(|k| k.is_sep() && k.is_zone_key())
+            .collect();
         let mut present = 0;
         let mut absent = 0;
         let mut unknown = 0;
@@ -458,19 +461,37 @@ mod tests {
         let other = LabKey::generate(257).unwrap().dnskey();
         let served = std::slice::from_ref(&key);
         use ParentDsVerdict::*;
-        assert_eq!(parent(vec![present(&key, 60), present(&key, 60)]).verdict(served), AllMatch);
-        assert_eq!(parent(vec![DsAnswer::Absent, DsAnswer::Absent]).verdict(served), AllAbsent);
-        assert_eq!(parent(vec![present(&key, 60), DsAnswer::Absent]).verdict(served), Partial);
-        assert_eq!(parent(vec![present(&other, 60), present(&key, 60)]).verdict(served), Mismatch);
         assert_eq!(
-            parent(vec![present(&other, 60), DsAnswer::Unknown(UnknownReason::Timeout)])
-                .verdict(served),
+            parent(vec![present(&key, 60), present(&key, 60)]).verdict(served),
+            AllMatch
+        );
+        assert_eq!(
+            parent(vec![DsAnswer::Absent, DsAnswer::Absent]).verdict(served),
+            AllAbsent
+        );
+        assert_eq!(
+            parent(vec![present(&key, 60), DsAnswer::Absent]).verdict(served),
+            Partial
+        );
+        assert_eq!(
+            parent(vec![present(&other, 60), present(&key, 60)]).verdict(served),
+            Mismatch
+        );
+        assert_eq!(
+            parent(vec![
+                present(&other, 60),
+                DsAnswer::Unknown(UnknownReason::Timeout)
+            ])
+            .verdict(served),
             Mismatch,
             "a certain breakage is reported even beside an unknown"
         );
         assert_eq!(
-            parent(vec![DsAnswer::Unknown(UnknownReason::Timeout), DsAnswer::Absent])
-                .verdict(served),
+            parent(vec![
+                DsAnswer::Unknown(UnknownReason::Timeout),
+                DsAnswer::Absent
+            ])
+            .verdict(served),
             Unknown,
             "a timeout beside an absent is never all_absent"
         );
@@ -539,11 +560,17 @@ mod tests {
         assert!(view(vec![keys(vec![key.clone()]), keys(vec![key.clone()])]).all_serve(&key));
         assert!(!view(vec![keys(vec![key.clone()]), DnskeyAnswer::Absent]).all_serve(&key));
         assert!(
-            !view(vec![keys(vec![key.clone()]), DnskeyAnswer::Unknown(UnknownReason::Refused)])
-                .all_serve(&key)
+            !view(vec![
+                keys(vec![key.clone()]),
+                DnskeyAnswer::Unknown(UnknownReason::Refused)
+            ])
+            .all_serve(&key)
         );
         assert!(view(vec![DnskeyAnswer::Absent]).all_unsigned());
-        assert_eq!(view(vec![keys(vec![key.clone()])]).earliest_expiration(), Some(1000));
+        assert_eq!(
+            view(vec![keys(vec![key.clone()])]).earliest_expiration(),
+            Some(1000)
+        );
     }
 
     #[test]
@@ -564,7 +591,10 @@ mod tests {
     #[test]
     fn views_round_trip_through_json() {
         let key = LabKey::generate(257).unwrap().dnskey();
-        let view = parent(vec![present(&key, 60), DsAnswer::Unknown(UnknownReason::Servfail)]);
+        let view = parent(vec![
+            present(&key, 60),
+            DsAnswer::Unknown(UnknownReason::Servfail),
+        ]);
         let text = serde_json::to_string(&view).unwrap();
         assert!(text.contains("\"kind\":\"present\""), "{text}");
         assert_eq!(serde_json::from_str::<ParentView>(&text).unwrap(), view);

@@ -27,7 +27,9 @@ pub enum WalkthroughError {
 pub async fn run(out: &mut impl Write) -> Result<(), WalkthroughError> {
     let api_key = format!("lab-{:016x}", fastrand::u64(..));
     let sim = ProviderSim::start(
-        "127.0.0.1:0".parse().map_err(|_| WalkthroughError::Check("address".into()))?,
+        "127.0.0.1:0"
+            .parse()
+            .map_err(|_| WalkthroughError::Check("address".into()))?,
         SimOptions {
             api_keys: vec![api_key.clone()],
             ..SimOptions::default()
@@ -89,7 +91,10 @@ pub async fn run(out: &mut impl Write) -> Result<(), WalkthroughError> {
             key.key_tag()
         ),
     );
-    say(out, format!("DS to enter at the registrar: {}", key.ds_line()));
+    say(
+        out,
+        format!("DS to enter at the registrar: {}", key.ds_line()),
+    );
     let sim_key = sim
         .handle()
         .dnskey(zone)
@@ -113,9 +118,10 @@ pub async fn run(out: &mut impl Write) -> Result<(), WalkthroughError> {
 
     client.set_dnssec(zone, false).await?;
     match client.get_dnssec(zone).await {
-        Err(ProviderError::DnssecDisabled) => {
-            say(out, "switched DNSSEC off; GET …/dnssec now answers \"dnssec is disabled\"".into())
-        }
+        Err(ProviderError::DnssecDisabled) => say(
+            out,
+            "switched DNSSEC off; GET …/dnssec now answers \"dnssec is disabled\"".into(),
+        ),
         other => {
             return Err(WalkthroughError::Check(format!(
                 "DNSSEC should be off, GET …/dnssec gave {other:?}"
@@ -126,7 +132,10 @@ pub async fn run(out: &mut impl Write) -> Result<(), WalkthroughError> {
     for call in sim.handle().calls() {
         say(
             out,
-            format!("  {} {} {} -> {}", call.method, call.path, call.body, call.status),
+            format!(
+                "  {} {} {} -> {}",
+                call.method, call.path, call.body, call.status
+            ),
         );
     }
     Ok(())

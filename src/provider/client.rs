@@ -89,7 +89,10 @@ impl std::fmt::Debug for GcoreClient {
 }
 
 impl GcoreClient {
-    pub fn new(settings: &ProviderSettings, credentials: Credentials) -> Result<Self, ProviderError> {
+    pub fn new(
+        settings: &ProviderSettings,
+        credentials: Credentials,
+    ) -> Result<Self, ProviderError> {
         let retry = RetryPolicy {
             max_attempts: settings.max_attempts,
             budget: settings.retry_budget,
@@ -189,11 +192,21 @@ impl GcoreClient {
             .await
     }
 
-    pub async fn get_rrset(&self, zone: &str, name: &str, rtype: &str) -> Result<Rrset, ProviderError> {
+    pub async fn get_rrset(
+        &self,
+        zone: &str,
+        name: &str,
+        rtype: &str,
+    ) -> Result<Rrset, ProviderError> {
         self.rrset_call(Method::GET, zone, name, rtype, None).await
     }
 
-    pub async fn delete_rrset(&self, zone: &str, name: &str, rtype: &str) -> Result<(), ProviderError> {
+    pub async fn delete_rrset(
+        &self,
+        zone: &str,
+        name: &str,
+        rtype: &str,
+    ) -> Result<(), ProviderError> {
         let rtype = rtype.to_ascii_uppercase();
         self.call(
             Method::DELETE,
@@ -226,7 +239,11 @@ impl GcoreClient {
     }
 
     /// `PATCH …/dnssec`. Switching on returns the new key, checked like `get_dnssec`.
-    pub async fn set_dnssec(&self, zone: &str, enabled: bool) -> Result<DnssecSwitched, ProviderError> {
+    pub async fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+    ) -> Result<DnssecSwitched, ProviderError> {
         #[derive(Deserialize)]
         struct Message {
             #[serde(default)]
@@ -338,9 +355,7 @@ impl GcoreClient {
         let (mut authorization, mut generation) = self.authorization().await?;
         let mut renewed = false;
         loop {
-            let reply = self
-                .send(&method, &url, body, Some(&authorization))
-                .await?;
+            let reply = self.send(&method, &url, body, Some(&authorization)).await?;
             if reply.status == StatusCode::UNAUTHORIZED
                 && let Auth::Login(login) = &self.auth
                 && !renewed
@@ -575,7 +590,10 @@ fn api_name(name: &str) -> &str {
 }
 
 fn page_query(offset: usize) -> Vec<(&'static str, String)> {
-    vec![("limit", PAGE_LIMIT.to_string()), ("offset", offset.to_string())]
+    vec![
+        ("limit", PAGE_LIMIT.to_string()),
+        ("offset", offset.to_string()),
+    ]
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, ProviderError> {

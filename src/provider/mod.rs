@@ -10,8 +10,8 @@ pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_L
 pub use error::ProviderError;
 pub use retry::{RetryPolicy, is_retryable_status, parse_retry_after};
 pub use types::{
-    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord,
-    Rrset, RrsetBody, Zone, ZoneRecordSummary,
+    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord, Rrset,
+    RrsetBody, Zone, ZoneRecordSummary,
 };
 
 /// The answer to `PATCH …/dnssec`.
@@ -33,8 +33,10 @@ pub trait Provider: Send + Sync {
     ) -> impl Future<Output = Result<DnssecSwitched, ProviderError>> + Send;
     /// The signing key, checked against its own DS (safety rule 5);
     /// [`ProviderError::DnssecDisabled`] when DNSSEC is off.
-    fn get_dnssec(&self, zone: &str)
-    -> impl Future<Output = Result<DnssecKey, ProviderError>> + Send;
+    fn get_dnssec(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<DnssecKey, ProviderError>> + Send;
     /// The provider's own scan of the parent: a hint for reports, never a decision input.
     fn get_parent_ds(
         &self,

@@ -213,7 +213,11 @@ impl RawDnssec {
             && !name.eq_ignore_ascii_case(digest_type.name())
             && !name.eq_ignore_ascii_case(&digest_type.name().replace("SHA", "SHA-"))
         {
-            return Err(mismatch("digest_algorithm", name.clone(), digest_type.name()));
+            return Err(mismatch(
+                "digest_algorithm",
+                name.clone(),
+                digest_type.name(),
+            ));
         }
         let computed = dnskey
             .to_ds(&zone, digest_type)
@@ -294,9 +298,15 @@ mod tests {
                 Box::new(|r| r.digest = r.digest.replace("135E", "135F")),
             ),
             ("ds", Box::new(|r| r.ds = r.ds.replace("26191", "26192"))),
-            ("ds", Box::new(|r| r.ds = r.ds.replace("zxy.com.", "zxy.net."))),
+            (
+                "ds",
+                Box::new(|r| r.ds = r.ds.replace("zxy.com.", "zxy.net.")),
+            ),
             ("ds", Box::new(|r| r.ds = r.ds.replace(" 13 2 ", " 8 2 "))),
-            ("digest_algorithm", Box::new(|r| r.digest_algorithm = Some("SHA1".into()))),
+            (
+                "digest_algorithm",
+                Box::new(|r| r.digest_algorithm = Some("SHA1".into())),
+            ),
             ("flags", Box::new(|r| r.flags = 1)),
         ];
         for (field, change) in cases {
@@ -310,7 +320,10 @@ mod tests {
         // The key answers for zxy.com, not for another zone.
         assert!(matches!(
             provider_example().verify("other.com"),
-            Err(ProviderError::DnssecMismatch { field: "key_tag" | "digest", .. })
+            Err(ProviderError::DnssecMismatch {
+                field: "key_tag" | "digest",
+                ..
+            })
         ));
     }
 
@@ -331,8 +344,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(z.dnssec_status, Some(DnssecStatus::PendingDisabled));
-        let z: Zone =
-            serde_json::from_str(r#"{"name":"a.b","dnssec_status":"rotating"}"#).unwrap();
-        assert_eq!(z.dnssec_status, Some(DnssecStatus::Other("rotating".into())));
+        let z: Zone = serde_json::from_str(r#"{"name":"a.b","dnssec_status":"rotating"}"#).unwrap();
+        assert_eq!(
+            z.dnssec_status,
+            Some(DnssecStatus::Other("rotating".into()))
+        );
     }
 }

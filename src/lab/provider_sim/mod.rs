@@ -110,7 +110,9 @@ struct Shared(Arc<Mutex<SimState>>);
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, SimState> {
         // A panicking handler must not take the whole simulator down with it.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

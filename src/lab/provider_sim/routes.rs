@@ -57,7 +57,10 @@ pub(super) fn router(shared: Shared) -> Router {
     let api = dns
         .merge(iam)
         .layer(middleware::from_fn_with_state(shared.clone(), record_call))
-        .layer(middleware::from_fn_with_state(shared.clone(), inject_faults));
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            inject_faults,
+        ));
     Router::new()
         .route("/_lab/calls", get(lab_calls))
         .merge(api)
@@ -349,11 +352,7 @@ fn paging(query: Option<&str>, state: &SimState) -> (usize, usize, Vec<String>) 
             _ => {}
         }
     }
-    (
-        limit.clamp(1, state.options.max_page_limit),
-        offset,
-        names,
-    )
+    (limit.clamp(1, state.options.max_page_limit), offset, names)
 }
 
 async fn list_zones(State(shared): State<Shared>, RawQuery(query): RawQuery) -> Reply {

@@ -151,7 +151,10 @@ mod tests {
         assert!(store.access_valid(&access));
         assert!(!store.access_valid(&refresh));
         assert!(!store.redeem_refresh(&access));
-        assert!(store.access_valid(&access), "a refused redeem keeps the token");
+        assert!(
+            store.access_valid(&access),
+            "a refused redeem keeps the token"
+        );
         assert!(store.redeem_refresh(&refresh));
         assert!(!store.redeem_refresh(&refresh));
         store.expire_access_tokens();

@@ -1,0 +1,67 @@
+//! The last line of defence before DNSSEC is switched off at the provider (safety rules
+//! 1 and 2). Kept apart from `step` on purpose: a bug in `step` cannot bypass it. The
+//! engine calls it with a parent observation taken immediately before the provider call.
+
+use super::policy::Policy;
+use super::step::{Facts, disable_deadline};
+use super::time::Timestamp;
+use crate::dns::{DsAnswer, ParentView};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    #[error("the parent could not be observed: {0}")]
+    ParentUnobservable(String),
+    #[error("parent server {server} ({addr}) gave no answer: {reason}")]
+    ParentUnknown {
+        server: String,
+        addr: String,
+        reason: String,
+    },
+    #[error("parent server {server} ({addr}) still publishes a DS")]
+    DsPresent { server: String, addr: String },
+    #[error("no parent server answered at all")]
+    NoParentServers,
+    #[error("the time the DS was gone everywhere is not recorded")]
+    NoTGone,
+    #[error("the DS TTL and margin run until {until}, now is {now}")]
+    TooEarly { until: Timestamp, now: Timestamp },
+}
+
+/// Allows switching DNSSEC off only if every parent address answers "no DS" now, and
+/// `T_gone + max DS TTL + margin` has passed.
+pub fn may_disable(
+    fresh_parent: &Result<ParentView, String>,
+    facts: &Facts,
+    now: Timestamp,
+    policy: &Policy,
+) -> Result<(), GuardRefusal> {
+    let parent = fresh_parent
+        .as_ref()
+        .map_err(|e| GuardRefusal::ParentUnobservable(e.clone()))?;
+    if parent.answers.is_empty() {
+        return Err(GuardRefusal::NoParentServers);
+    }
+    for a in &parent.answers {
+        match &a.answer {
+            DsAnswer::Absent => {}
+            DsAnswer::Present { .. } => {
+                return Err(GuardRefusal::DsPresent {
+                    server: a.server.clone(),
+                    addr: a.addr.to_string(),
+                });
+            }
+            DsAnswer::Unknown(reason) => {
+                return Err(GuardRefusal::ParentUnknown {
+                    server: a.server.clone(),
+                    addr: a.addr.to_string(),
+                    reason: reason.to_string(),
+                });
+            }
+        }
+    }
+    let until = disable_deadline(facts, policy).ok_or(GuardRefusal::NoTGone)?;
+    if now < until {
+        return Err(GuardRefusal::TooEarly { until, now });
+    }
+    Ok(())
+}

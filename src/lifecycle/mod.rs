@@ -1,0 +1,21 @@
+//! The lifecycle of a zone: the states, the pure `step` that moves between them, the
+//! policy of timings, the alert conditions, and the guard in front of "DNSSEC off".
+
+pub mod alerts;
+pub mod guard;
+pub mod policy;
+pub mod state;
+pub mod step;
+pub mod time;
+
+pub use alerts::{AlertCheck, AlertKind, Severity};
+pub use guard::{GuardRefusal, may_disable};
+pub use policy::Policy;
+pub use state::{Intent, State};
+pub use step::{
+    AuditNote, Decision, Effect, Facts, Observation, ProviderView, Zone, disable_deadline, step,
+};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,737 @@
+//! The pure state machine: `step(zone, observation, policy) -> decision`.
+//!
+//! No I/O and no clock: the time is the observation's. The caller persists the decision in
+//! one transaction and only then performs its effects (krill's decide/apply split). Every
+//! transition needs positive, unanimous evidence; an unknown answer leaves the zone where it
+//! is (safety rule 3).
+
+use serde::{Deserialize, Serialize};
+
+use super::alerts::{AlertCheck, AlertKind};
+use super::policy::Policy;
+use super::state::{Intent, State};
+use super::time::Timestamp;
+use crate::dns::{ChildView, ParentDsVerdict, ParentView, ValidationVerdict};
+use crate::provider::DnssecKey;
+
+/// A zone as the lifecycle knows it between steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zone {
+    /// Lower case, trailing dot.
+    pub name: String,
+    pub intent: Intent,
+    /// The operator said the DS from `awaiting_ds` was never entered at the registrar.
+    pub ds_never_submitted: bool,
+    /// `None` until the first observation adopts the zone.
+    pub state: Option<State>,
+    pub since: Timestamp,
+    pub facts: Facts,
+}
+
+/// What the rules remember across steps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    /// The DS (zone-file line) of the provider key being followed.
+    pub ds_line: Option<String>,
+    /// When every child address was first seen serving that key (continuously since).
+    pub dnskey_everywhere_at: Option<Timestamp>,
+    /// End of the propagation hold before the DS may be announced.
+    pub hold_until: Option<Timestamp>,
+    pub ds_announced_at: Option<Timestamp>,
+    pub ds_first_seen_at: Option<Timestamp>,
+    /// When every parent address first answered that the DS is gone.
+    pub t_gone: Option<Timestamp>,
+    /// The largest DS TTL any parent address gave since the zone was last disabled.
+    pub max_ds_ttl: Option<u32>,
+    /// Since when parent servers disagree.
+    pub partial_since: Option<Timestamp>,
+    /// Since when observations are incomplete, and how many in a row.
+    pub failing_since: Option<Timestamp>,
+    pub failures: u32,
+}
+
+/// What the provider said about the zone's DNSSEC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderView {
+    /// On, with its key (checked against its own DS).
+    On(Box<DnssecKey>),
+    Off,
+    /// The provider could not be asked or gave an unusable answer.
+    Unknown(String),
+}
+
+/// Everything observed for one step.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub at: Timestamp,
+    pub provider: ProviderView,
+    /// The largest TTL in the zone (from the provider's RRsets), for the enabling hold.
+    pub zone_max_ttl: Option<u32>,
+    pub parent: Result<ParentView, String>,
+    pub child: Result<ChildView, String>,
+    pub validation: ValidationVerdict,
+}
+
+/// A side effect, performed by the engine after the decision is committed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "effect")]
+pub enum Effect {
+    /// `PATCH …/dnssec {"enabled":true}`.
+    EnableDnssec,
+    /// `PATCH …/dnssec {"enabled":false}`, only through the safety guard.
+    DisableDnssec,
+    /// Tell the operator (log, sinks, registrar hook) to enter this DS at the registrar.
+    AnnounceDs { ds_line: String },
+    /// Tell the operator to remove the DS at the registrar.
+    RequestDsRemoval { ds_line: Option<String> },
+}
+
+impl Effect {
+    /// Provider calls are re-derived from the state at every step, so an older pending
+    /// one is superseded by the newer decision; notifications are delivered once each.
+    pub fn is_provider_call(&self) -> bool {
+        matches!(self, Self::EnableDnssec | Self::DisableDnssec)
+    }
+}
+
+/// One line of the audit trail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditNote {
+    pub from: Option<State>,
+    pub to: Option<State>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub state: Option<State>,
+    pub facts: Facts,
+    pub effects: Vec<Effect>,
+    pub alerts: Vec<AlertCheck>,
+    pub notes: Vec<AuditNote>,
+    pub wake_at: Timestamp,
+}
+
+impl Decision {
+    pub fn transitioned(&self, zone: &Zone) -> bool {
+        self.state != zone.state
+    }
+}
+
+/// Decides what one observation means for one zone.
+pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
+    let mut run = Run {
+        zone,
+        obs,
+        policy,
+        now: obs.at,
+        state: zone.state,
+        facts: zone.facts.clone(),
+        effects: Vec::new(),
+        notes: Vec::new(),
+        deadlines: Vec::new(),
+    };
+    run.track_health();
+    run.track_ttl();
+    match zone.state {
+        None => run.adopt(),
+        Some(state) => {
+            if !run.apply_intent(state) {
+                run.progress(state);
+            }
+        }
+    }
+    let alerts = run.assess_alerts();
+    let wake_at = run.wake_at();
+    Decision {
+        state: run.state,
+        facts: run.facts,
+        effects: run.effects,
+        alerts,
+        notes: run.notes,
+        wake_at,
+    }
+}
+
+struct Run<'a> {
+    zone: &'a Zone,
+    obs: &'a Observation,
+    policy: &'a Policy,
+    now: Timestamp,
+    state: Option<State>,
+    facts: Facts,
+    effects: Vec<Effect>,
+    notes: Vec<AuditNote>,
+    /// Moments before the next poll at which something changes by itself.
+    deadlines: Vec<Timestamp>,
+}
+
+impl Run<'_> {
+    fn parent(&self) -> Option<&ParentView> {
+        self.obs.parent.as_ref().ok()
+    }
+
+    fn child(&self) -> Option<&ChildView> {
+        self.obs.child.as_ref().ok()
+    }
+
+    fn key(&self) -> Option<&DnssecKey> {
+        match &self.obs.provider {
+            ProviderView::On(key) => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The parent answered completely (no unknown address).
+    fn parent_known(&self) -> Option<&ParentView> {
+        self.parent().filter(|p| !p.any_unknown())
+    }
+
+    fn go(&mut self, to: State, reason: impl Into<String>) {
+        let from = self.state;
+        self.notes.push(AuditNote {
+            from,
+            to: Some(to),
+            reason: reason.into(),
+        });
+        self.state = Some(to);
+        match to {
+            State::AwaitingDsRemoval => self.facts.t_gone = None,
+            State::Disabled => {
+                // A new lifecycle starts from here: nothing of the old one applies.
+                self.facts = Facts {
+                    failing_since: self.facts.failing_since,
+                    failures: self.facts.failures,
+                    ..Facts::default()
+                };
+            }
+            _ => {}
+        }
+    }
+
+    fn note(&mut self, reason: impl Into<String>) {
+        self.notes.push(AuditNote {
+            from: self.state,
+            to: self.state,
+            reason: reason.into(),
+        });
+    }
+
+    /// Counts incomplete observations (provider unknown, parent unknown anywhere).
+    fn track_health(&mut self) {
+        let complete =
+            !matches!(self.obs.provider, ProviderView::Unknown(_)) && self.parent_known().is_some();
+        if complete {
+            self.facts.failing_since = None;
+            self.facts.failures = 0;
+        } else {
+            self.facts.failing_since.get_or_insert(self.now);
+            self.facts.failures = self.facts.failures.saturating_add(1);
+        }
+    }
+
+    /// Remembers the largest DS TTL the parent has given (safety rule 2).
+    fn track_ttl(&mut self) {
+        if let Some(ttl) = self.parent().and_then(ParentView::max_ds_ttl) {
+            self.facts.max_ds_ttl = Some(self.facts.max_ds_ttl.map_or(ttl, |m| m.max(ttl)));
+        }
+    }
+
+    // ---- adoption -------------------------------------------------------------------
+
+    /// A zone seen for the first time is placed by what the world says (DESIGN.md §2).
+    fn adopt(&mut self) {
+        match &self.obs.provider {
+            ProviderView::Unknown(why) => {
+                let why = why.clone();
+                self.note(format!("cannot adopt yet: provider unknown ({why})"));
+            }
+            ProviderView::Off => self.go(State::Disabled, "adopted: DNSSEC is off at the provider"),
+            ProviderView::On(key) => {
+                let key = key.clone();
+                let Some(parent) = self.parent_known().cloned() else {
+                    self.note("cannot adopt yet: the parent's DS answers are incomplete");
+                    return;
+                };
+                self.facts.ds_line = Some(key.ds_line().to_string());
+                if parent.all_point_at(&key.dnskey) {
+                    self.facts.ds_first_seen_at = Some(self.now);
+                    self.go(
+                        State::Active,
+                        "adopted: DNSSEC is on and every parent server publishes a matching DS",
+                    );
+                } else if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+                    self.announce(&key, "adopted: DNSSEC is on, the parent does not publish a matching DS everywhere");
+                } else {
+                    self.go(
+                        State::Enabling,
+                        "adopted: DNSSEC is on, not every name server serves the key yet",
+                    );
+                }
+            }
+        }
+    }
+
+    // ---- intent -----------------------------------------------------------------------
+
+    /// Starts the path the operator asked for; true if it moved the zone.
+    fn apply_intent(&mut self, state: State) -> bool {
+        match (self.zone.intent, state) {
+            (Intent::Enabled, State::Disabled) => {
+                self.go(
+                    State::Enabling,
+                    "operator asked to enable: switching DNSSEC on at the provider",
+                );
+                self.effects.push(Effect::EnableDnssec);
+                true
+            }
+            (Intent::Enabled, State::AwaitingDsRemoval | State::TtlWait | State::Disabling) => {
+                self.go(
+                    State::Enabling,
+                    "operator asked to enable during a disable: checking the key is served everywhere before announcing the DS again",
+                );
+                if state == State::Disabling {
+                    self.effects.push(Effect::EnableDnssec);
+                }
+                true
+            }
+            (Intent::Disabled, State::Enabling) => {
+                self.go(
+                    State::AwaitingDsRemoval,
+                    "operator asked to disable before the DS was announced: confirming the parent has no DS",
+                );
+                true
+            }
+            (Intent::Disabled, State::AwaitingDs) if self.zone.ds_never_submitted => {
+                match self.parent_known().map(ParentView::all_absent) {
+                    Some(true) => {
+                        self.facts.t_gone = Some(self.now);
+                        self.go(
+                            State::TtlWait,
+                            "operator asked to disable and states the DS was never submitted; every parent server confirms no DS",
+                        );
+                    }
+                    Some(false) => {
+                        self.go(
+                            State::AwaitingDsRemoval,
+                            "operator asked to disable and states the DS was never submitted, but a parent server publishes one: it must be removed",
+                        );
+                        self.request_removal();
+                    }
+                    None => return false,
+                }
+                true
+            }
+            (Intent::Disabled, State::AwaitingDs | State::DsObserved | State::Active) => {
+                self.go(
+                    State::AwaitingDsRemoval,
+                    "operator asked to disable: DNSSEC stays on until the DS is gone from the parent and its TTL has passed",
+                );
+                self.request_removal();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn request_removal(&mut self) {
+        self.effects.push(Effect::RequestDsRemoval {
+            ds_line: self.facts.ds_line.clone(),
+        });
+    }
+
+    fn announce(&mut self, key: &DnssecKey, reason: &str) {
+        let line = key.ds_line().to_string();
+        self.facts.ds_line = Some(line.clone());
+        self.facts.ds_announced_at = Some(self.now);
+        self.go(State::AwaitingDs, format!("{reason}; DS announced: {line}"));
+        self.effects.push(Effect::AnnounceDs { ds_line: line });
+    }
+
+    /// The provider switched keys since this one was followed.
+    fn key_changed(&self, key: &DnssecKey) -> bool {
+        self.facts
+            .ds_line
+            .as_ref()
+            .is_some_and(|line| *line != key.ds_line().to_string())
+    }
+
+    // ---- progress along the path ------------------------------------------------------
+
+    fn progress(&mut self, state: State) {
+        match state {
+            State::Disabled => {}
+            State::Enabling => self.enabling(),
+            State::AwaitingDs => self.awaiting_ds(),
+            State::DsObserved => self.ds_observed(),
+            State::Active => self.active(),
+            State::AwaitingDsRemoval => self.awaiting_ds_removal(),
+            State::TtlWait => self.ttl_wait(),
+            State::Disabling => self.disabling(),
+        }
+    }
+
+    /// Waits for every child address to serve the key, then for the propagation hold
+    /// (safety rule 4; RFC 7583 section 3.3.1).
+    fn enabling(&mut self) {
+        let key = match &self.obs.provider {
+            ProviderView::On(key) => key.clone(),
+            ProviderView::Off => {
+                // The switch was lost or undone: ask again (idempotent).
+                self.effects.push(Effect::EnableDnssec);
+                return;
+            }
+            ProviderView::Unknown(_) => return,
+        };
+        if self.key_changed(&key) {
+            self.facts.dnskey_everywhere_at = None;
+            self.facts.hold_until = None;
+            self.note(format!("the provider's key is now {}", key.ds_line()));
+        }
+        self.facts.ds_line = Some(key.ds_line().to_string());
+        if !self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+            if self.facts.dnskey_everywhere_at.take().is_some() {
+                self.note(
+                    "a name server stopped serving the key: the propagation hold starts over",
+                );
+            }
+            self.facts.hold_until = None;
+            return;
+        }
+        let hold_until = match self.facts.hold_until {
+            Some(at) => at,
+            None => {
+                let dnskey_ttl = self
+                    .child()
+                    .and_then(ChildView::max_dnskey_ttl)
+                    .unwrap_or(0);
+                let longest = dnskey_ttl.max(self.obs.zone_max_ttl.unwrap_or(0));
+                let at = self
+                    .now
+                    .plus_secs(longest)
+                    .plus(self.policy.propagation_margin);
+                self.facts.dnskey_everywhere_at = Some(self.now);
+                self.facts.hold_until = Some(at);
+                self.note(format!(
+                    "every name server serves key {}; holding until {at} (TTL {longest}s + margin)",
+                    key.key_tag()
+                ));
+                at
+            }
+        };
+        if self.now >= hold_until {
+            self.announce(
+                &key,
+                "every name server has served the key for the whole propagation hold",
+            );
+        } else {
+            self.deadlines.push(hold_until);
+        }
+    }
+
+    fn awaiting_ds(&mut self) {
+        let Some(key) = self.key().cloned() else {
+            return; // Off is drift (alerted), unknown is unknown: no move either way.
+        };
+        if self.key_changed(&key) {
+            self.go(
+                State::Enabling,
+                format!("the provider's key changed to {}: the new DS can only be announced once it is served everywhere", key.ds_line()),
+            );
+            return;
+        }
+        if let Some(parent) = self.parent_known()
+            && parent.all_point_at(&key.dnskey)
+        {
+            self.facts.ds_first_seen_at = Some(self.now);
+            self.go(
+                State::DsObserved,
+                "every parent server publishes a DS matching the key",
+            );
+            return;
+        }
+        if let Some(at) = self.facts.ds_announced_at {
+            self.deadlines.push(at.plus(self.policy.ds_overdue_after));
+        }
+    }
+
+    /// The DS is everywhere; the chain must not be bogus before calling it active.
+    fn ds_observed(&mut self) {
+        let Some(key) = self.key().cloned() else {
+            return;
+        };
+        if self.key_changed(&key) {
+            self.go(State::Enabling, "the provider's key changed");
+            return;
+        }
+        let Some(parent) = self.parent_known().cloned() else {
+            return;
+        };
+        if !parent.all_point_at(&key.dnskey) {
+            self.go(
+                State::AwaitingDs,
+                "a parent server no longer publishes the matching DS",
+            );
+            return;
+        }
+        match self.obs.validation {
+            ValidationVerdict::Bogus => {} // alerted; wait for it to clear
+            verdict => {
+                let served = self.child().is_some_and(|c| c.all_serve(&key.dnskey));
+                if served {
+                    self.go(
+                        State::Active,
+                        format!("chain of trust complete (validation: {verdict})"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn active(&mut self) {
+        let Some(key) = self.key().cloned() else {
+            return;
+        };
+        if self.key_changed(&key) {
+            self.go(
+                State::Enabling,
+                format!("the provider's key changed to {}: its DS must be announced once served everywhere", key.ds_line()),
+            );
+            return;
+        }
+        if self.parent_known().is_some_and(ParentView::all_absent) {
+            self.facts.ds_line = Some(key.ds_line().to_string());
+            self.announce(&key, "the DS disappeared from every parent server");
+        }
+    }
+
+    /// DNSSEC stays on; waits for every parent address to answer that the DS is gone.
+    fn awaiting_ds_removal(&mut self) {
+        if let Some(parent) = self.parent_known()
+            && parent.all_absent()
+        {
+            self.facts.t_gone = Some(self.now);
+            let ttl = self.facts.max_ds_ttl.unwrap_or(0);
+            self.go(
+                State::TtlWait,
+                format!("every parent server answers that the DS is gone; waiting out its TTL ({ttl}s) plus margin"),
+            );
+            return;
+        }
+        self.deadlines
+            .push(self.zone.since.plus(self.policy.ds_removal_overdue_after));
+    }
+
+    fn ttl_wait(&mut self) {
+        let Some(parent) = self.parent_known() else {
+            return;
+        };
+        if parent.any_present() {
+            self.go(
+                State::AwaitingDsRemoval,
+                "a DS reappeared at a parent server",
+            );
+            return;
+        }
+        let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
+            return;
+        };
+        if self.now >= deadline {
+            self.go(
+                State::Disabling,
+                "the DS TTL and margin have passed since the DS was gone everywhere: switching DNSSEC off",
+            );
+            self.effects.push(Effect::DisableDnssec);
+        } else {
+            self.deadlines.push(deadline);
+        }
+    }
+
+    fn disabling(&mut self) {
+        if self.parent().is_some_and(ParentView::any_present) {
+            self.go(
+                State::AwaitingDsRemoval,
+                "a DS reappeared at a parent server before DNSSEC was switched off",
+            );
+            return;
+        }
+        match self.obs.provider {
+            ProviderView::Off => self.go(State::Disabled, "the provider confirms DNSSEC is off"),
+            ProviderView::On(_) => self.effects.push(Effect::DisableDnssec),
+            ProviderView::Unknown(_) => {}
+        }
+    }
+
+    // ---- alerts ---------------------------------------------------------------------
+
+    /// Every condition this observation can judge; those it cannot judge are left out,
+    /// so an unknown never resolves an alert.
+    fn assess_alerts(&mut self) -> Vec<AlertCheck> {
+        let mut checks = Vec::new();
+        let zone = &self.zone.name;
+        let state = self.state;
+        let since = if state == self.zone.state {
+            self.zone.since
+        } else {
+            self.now
+        };
+
+        let overdue = match (state, self.facts.ds_announced_at) {
+            (Some(State::AwaitingDs), Some(at))
+                if self.now.since(at) >= self.policy.ds_overdue_after =>
+            {
+                Some(format!(
+                    "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {}",
+                    self.facts.ds_line.as_deref().unwrap_or("(unknown)")
+                ))
+            }
+            _ => None,
+        };
+        checks.push(AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue));
+
+        let removal = (state == Some(State::AwaitingDsRemoval)
+            && self.now.since(since) >= self.policy.ds_removal_overdue_after)
+            .then(|| {
+                format!(
+                    "{zone}: a DS is still published at the parent since the disable was asked for at {since}. Remove it at the registrar: {}",
+                    self.facts.ds_line.as_deref().unwrap_or("(the zone's DS)")
+                )
+            });
+        checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
+
+        let provider_off = matches!(self.obs.provider, ProviderView::Off);
+        let provider_known = !matches!(self.obs.provider, ProviderView::Unknown(_));
+        if let Some(parent) = self.parent() {
+            if provider_known {
+                if provider_off && parent.any_present() {
+                    checks.push(AlertCheck::firing(
+                        AlertKind::DnssecOffWithDs,
+                        format!(
+                            "{zone}: DNSSEC is off at the provider while a parent server still publishes a DS: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL"
+                        ),
+                    ));
+                } else if !provider_off || !parent.any_unknown() {
+                    checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
+                }
+            }
+            let mut served = self.child().map(ChildView::served_keys).unwrap_or_default();
+            if let Some(key) = self.key()
+                && !served.contains(&key.dnskey)
+                && self.child().is_none()
+            {
+                served.push(key.dnskey.clone());
+            }
+            let verdict = parent.verdict(&served);
+            match verdict {
+                ParentDsVerdict::Mismatch if !provider_off && self.child().is_some() => {
+                    let ds: Vec<String> =
+                        parent.distinct_ds().iter().map(|d| d.to_string()).collect();
+                    checks.push(AlertCheck::firing(
+                        AlertKind::DsMismatch,
+                        format!(
+                            "{zone}: the parent publishes DS {} which matches no key the zone's name servers serve: validation fails. Correct the DS at the registrar{}",
+                            ds.join(", "),
+                            self.facts.ds_line.as_deref().map(|l| format!(" to: {l}")).unwrap_or_default()
+                        ),
+                    ));
+                }
+                ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => {}
+                _ => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+            }
+            match verdict {
+                ParentDsVerdict::Partial => {
+                    let since = *self.facts.partial_since.get_or_insert(self.now);
+                    let stuck = self.now.since(since) >= self.policy.partial_stuck_after;
+                    checks.push(AlertCheck::new(
+                        AlertKind::PartialPropagationStuck,
+                        stuck.then(|| format!(
+                            "{zone}: parent servers disagree about the DS since {since}: some publish it, some do not. Check with the registrar or the registry"
+                        )),
+                    ));
+                    if !stuck {
+                        self.deadlines
+                            .push(since.plus(self.policy.partial_stuck_after));
+                    }
+                }
+                ParentDsVerdict::Unknown => {}
+                _ => {
+                    self.facts.partial_since = None;
+                    checks.push(AlertCheck::clear(AlertKind::PartialPropagationStuck));
+                }
+            }
+        }
+
+        match self.obs.validation {
+            ValidationVerdict::Bogus => checks.push(AlertCheck::firing(
+                AlertKind::ValidationFailed,
+                format!("{zone}: validation fails (bogus): resolvers answer SERVFAIL for the domain. Run `dnssec-warden check {zone}`"),
+            )),
+            ValidationVerdict::Secure | ValidationVerdict::Insecure => {
+                checks.push(AlertCheck::clear(AlertKind::ValidationFailed))
+            }
+            ValidationVerdict::Unknown => {}
+        }
+
+        if let Some(child) = self.child() {
+            let within = self.policy.signatures_expiring_within;
+            let horizon = self.now.plus(within).unix_secs();
+            let firing = child.earliest_expiration().and_then(|exp| {
+                (i64::from(exp) <= horizon).then(|| {
+                    format!(
+                        "{zone}: a signature over the DNSKEY set expires at {}; the provider must re-sign before then",
+                        Timestamp(i64::from(exp) * 1000)
+                    )
+                })
+            });
+            checks.push(AlertCheck::new(AlertKind::SignaturesExpiring, firing));
+        }
+
+        let failing = self.facts.failing_since.and_then(|since| {
+            (self.now.since(since) >= self.policy.observation_failing_after).then(|| {
+                let why = match (&self.obs.provider, &self.obs.parent) {
+                    (ProviderView::Unknown(e), _) => format!("provider: {e}"),
+                    (_, Err(e)) => format!("parent: {e}"),
+                    _ => "some parent server gives no answer".to_string(),
+                };
+                format!("{zone}: no complete observation since {since} ({why}); no decision can be taken")
+            })
+        });
+        if let Some(since) = self.facts.failing_since
+            && failing.is_none()
+        {
+            self.deadlines
+                .push(since.plus(self.policy.observation_failing_after));
+        }
+        checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
+        checks
+    }
+
+    fn wake_at(&self) -> Timestamp {
+        if self.state != self.zone.state {
+            // A new state is judged on a fresh observation, now.
+            return self.now;
+        }
+        let poll = match self.state {
+            Some(state) if state.is_steady() => self.policy.poll_active,
+            _ => self.policy.poll_waiting,
+        };
+        let mut wake = self.now.plus(poll);
+        if self.facts.failures > 0 {
+            wake = wake.min(self.now.plus(self.policy.backoff(self.facts.failures)));
+        }
+        for deadline in &self.deadlines {
+            if *deadline > self.now {
+                wake = wake.min(*deadline);
+            }
+        }
+        wake
+    }
+}
+
+/// `T_gone + max DS TTL + margin` (safety rule 2), or `None` before the DS was gone.
+pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+    facts.t_gone.map(|gone| {
+        gone.plus_secs(facts.max_ds_ttl.unwrap_or(0))
+            .plus(policy.propagation_margin)
+    })
+}

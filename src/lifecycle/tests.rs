@@ -1,0 +1,769 @@
+//! Every transition of `step`, the unhappy ones included, and the guard.
+
+use std::time::Duration;
+
+use super::*;
+use crate::dns::{
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, SignatureWindow,
+    UnknownReason, ValidationVerdict,
+};
+use crate::dnssec::{DigestType, Dnskey};
+use crate::lab::keys::LabKey;
+use crate::provider::DnssecKey;
+
+const ZONE: &str = "child.test.";
+const T0: Timestamp = Timestamp(1_800_000_000_000);
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn provider_key(key: &Dnskey) -> DnssecKey {
+    DnssecKey {
+        zone: ZONE.into(),
+        dnskey: key.clone(),
+        ds: key.to_ds(ZONE, DigestType::Sha256).unwrap(),
+        ds_ttl: 3600,
+        uuid: None,
+    }
+}
+
+/// Per-server answers, built tersely.
+#[derive(Clone)]
+enum P {
+    Ds(u32),
+    WrongDs,
+    No,
+    Timeout,
+}
+
+#[derive(Clone)]
+enum C {
+    Serves,
+    Unsigned,
+    Refused,
+}
+
+struct World {
+    key: Dnskey,
+    other: Dnskey,
+    policy: Policy,
+}
+
+impl World {
+    fn new() -> Self {
+        Self {
+            key: LabKey::generate(257).unwrap().dnskey(),
+            other: LabKey::generate(257).unwrap().dnskey(),
+            policy: Policy::default(),
+        }
+    }
+
+    fn parent(&self, answers: &[P]) -> ParentView {
+        ParentView {
+            zone: ZONE.into(),
+            parent: "test.".into(),
+            answers: answers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ServerAnswer {
+                    server: format!("ns{}.test.", i + 1),
+                    addr: format!("127.0.0.{}", i + 1).parse().unwrap(),
+                    answer: match p {
+                        P::Ds(ttl) => DsAnswer::Present {
+                            ds: vec![self.key.to_ds(ZONE, DigestType::Sha256).unwrap()],
+                            ttl: *ttl,
+                        },
+                        P::WrongDs => DsAnswer::Present {
+                            ds: vec![self.other.to_ds(ZONE, DigestType::Sha256).unwrap()],
+                            ttl: 3600,
+                        },
+                        P::No => DsAnswer::Absent,
+                        P::Timeout => DsAnswer::Unknown(UnknownReason::Timeout),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    fn child(&self, answers: &[C]) -> ChildView {
+        ChildView {
+            zone: ZONE.into(),
+            answers: answers
+                .iter()
+                .map(|c| ServerAnswer {
+                    server: "ns1.child.test.".into(),
+                    addr: "127.0.0.20".parse().unwrap(),
+                    answer: match c {
+                        C::Serves => DnskeyAnswer::Keys(ChildKeys {
+                            keys: vec![self.key.clone()],
+                            ttl: 300,
+                            signed: true,
+                            signatures: vec![SignatureWindow {
+                                key_tag: self.key.key_tag(),
+                                inception: 0,
+                                expiration: u32::MAX,
+                            }],
+                            cds: vec![],
+                            cdnskey: vec![],
+                            delete_requested: false,
+                        }),
+                        C::Unsigned => DnskeyAnswer::Absent,
+                        C::Refused => DnskeyAnswer::Unknown(UnknownReason::Refused),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    fn obs(&self, at: Timestamp, on: Option<bool>, parent: &[P], child: &[C]) -> Observation {
+        Observation {
+            at,
+            provider: match on {
+                Some(true) => ProviderView::On(Box::new(provider_key(&self.key))),
+                Some(false) => ProviderView::Off,
+                None => ProviderView::Unknown("HTTP 503".into()),
+            },
+            zone_max_ttl: Some(600),
+            parent: Ok(self.parent(parent)),
+            child: Ok(self.child(child)),
+            validation: ValidationVerdict::Unknown,
+        }
+    }
+
+    /// Steps and applies the decision as the engine would.
+    fn run(&self, zone: &mut Zone, obs: &Observation) -> Decision {
+        let d = step(zone, obs, &self.policy);
+        if d.state != zone.state {
+            zone.since = obs.at;
+        }
+        zone.state = d.state;
+        zone.facts = d.facts.clone();
+        d
+    }
+}
+
+fn zone(state: Option<State>, intent: Intent) -> Zone {
+    Zone {
+        name: ZONE.into(),
+        intent,
+        ds_never_submitted: false,
+        state,
+        since: T0,
+        facts: Facts::default(),
+    }
+}
+
+fn firing(d: &Decision, kind: AlertKind) -> Option<&str> {
+    d.alerts
+        .iter()
+        .find(|c| c.kind == kind)
+        .and_then(|c| c.firing.as_deref())
+}
+
+fn judged(d: &Decision, kind: AlertKind) -> bool {
+    d.alerts.iter().any(|c| c.kind == kind)
+}
+
+#[test]
+fn enable_path_end_to_end() {
+    let w = World::new();
+    let mut z = zone(Some(State::Disabled), Intent::Enabled);
+    let both_no = [P::No, P::No];
+
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(false), &both_no, &[C::Unsigned, C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert_eq!(d.effects, vec![Effect::EnableDnssec]);
+    assert_eq!(d.wake_at, T0, "a new state is judged at once");
+
+    // Switched on, one child server lags: no hold, no announcement.
+    let t = T0.plus(Duration::from_secs(60));
+    let d = w.run(
+        &mut z,
+        &w.obs(t, Some(true), &both_no, &[C::Serves, C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert!(d.effects.is_empty());
+    assert_eq!(z.facts.hold_until, None);
+
+    // Everywhere: the hold is max(DNSKEY TTL 300, zone TTL 600) + 1 h margin.
+    let d = w.run(
+        &mut z,
+        &w.obs(t, Some(true), &both_no, &[C::Serves, C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    let hold = t.plus(Duration::from_secs(600)).plus(HOUR);
+    assert_eq!(z.facts.hold_until, Some(hold));
+    assert_eq!(d.wake_at, hold.min(t.plus(w.policy.poll_waiting)));
+
+    // Just before the hold ends: still nothing.
+    let before = hold.plus(Duration::ZERO);
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            Timestamp(before.0 - 1),
+            Some(true),
+            &both_no,
+            &[C::Serves, C::Serves],
+        ),
+    );
+    assert!(d.effects.is_empty());
+    let d = w.run(
+        &mut z,
+        &w.obs(hold, Some(true), &both_no, &[C::Serves, C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    let line = provider_key(&w.key).ds_line().to_string();
+    assert_eq!(d.effects, vec![Effect::AnnounceDs { ds_line: line }]);
+
+    // One TLD server publishes: still waiting.
+    let t = hold.plus(HOUR);
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            t,
+            Some(true),
+            &[P::Ds(3600), P::No],
+            &[C::Serves, C::Serves],
+        ),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            t,
+            Some(true),
+            &[P::Ds(3600), P::Timeout],
+            &[C::Serves, C::Serves],
+        ),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs), "unknown is not published");
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            t,
+            Some(true),
+            &[P::Ds(3600), P::Ds(3600)],
+            &[C::Serves, C::Serves],
+        ),
+    );
+    assert_eq!(d.state, Some(State::DsObserved));
+
+    let mut o = w.obs(
+        t,
+        Some(true),
+        &[P::Ds(3600), P::Ds(3600)],
+        &[C::Serves, C::Serves],
+    );
+    o.validation = ValidationVerdict::Bogus;
+    let d = w.run(&mut z, &o);
+    assert_eq!(
+        d.state,
+        Some(State::DsObserved),
+        "bogus holds the zone back"
+    );
+    assert!(firing(&d, AlertKind::ValidationFailed).is_some());
+    o.validation = ValidationVerdict::Secure;
+    let d = w.run(&mut z, &o);
+    assert_eq!(d.state, Some(State::Active));
+    assert_eq!(firing(&d, AlertKind::ValidationFailed), None);
+    assert!(judged(&d, AlertKind::ValidationFailed), "and it resolves");
+}
+
+#[test]
+fn the_ds_is_never_announced_before_every_child_serves_the_key() {
+    let w = World::new();
+    let children: [&[C]; 4] = [
+        &[C::Serves, C::Unsigned],
+        &[C::Serves, C::Refused],
+        &[C::Refused, C::Refused],
+        &[],
+    ];
+    for child in children {
+        let mut z = zone(Some(State::Enabling), Intent::Enabled);
+        for hours in 0..100 {
+            let at = T0.plus(HOUR * hours);
+            let d = w.run(&mut z, &w.obs(at, Some(true), &[P::No, P::No], child));
+            assert!(
+                !d.effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::AnnounceDs { .. })),
+                "announced with children {}",
+                child.len()
+            );
+            assert_eq!(z.state, Some(State::Enabling));
+        }
+    }
+    // Child view lost entirely: same.
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    let mut o = w.obs(T0, Some(true), &[P::No], &[C::Serves]);
+    o.child = Err("no delegation".into());
+    let d = w.run(&mut z, &o);
+    assert!(d.effects.is_empty());
+}
+
+#[test]
+fn a_lagging_child_restarts_the_hold() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::No], &[C::Serves, C::Serves]),
+    );
+    let first = z.facts.hold_until.unwrap();
+    w.run(
+        &mut z,
+        &w.obs(
+            T0.plus(HOUR),
+            Some(true),
+            &[P::No],
+            &[C::Serves, C::Refused],
+        ),
+    );
+    assert_eq!(z.facts.hold_until, None);
+    let t = T0.plus(HOUR * 2);
+    w.run(
+        &mut z,
+        &w.obs(t, Some(true), &[P::No], &[C::Serves, C::Serves]),
+    );
+    assert!(z.facts.hold_until.unwrap() > first);
+}
+
+#[test]
+fn a_lost_enable_call_is_asked_again() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No], &[C::Unsigned]));
+    assert_eq!(d.effects, vec![Effect::EnableDnssec]);
+}
+
+#[test]
+fn disable_path_end_to_end_with_the_ds_reappearing() {
+    let w = World::new();
+    let mut z = zone(Some(State::Active), Intent::Disabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let serve = [C::Serves, C::Serves];
+
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(7200)], &serve),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(matches!(
+        d.effects[..],
+        [Effect::RequestDsRemoval { ds_line: Some(_) }]
+    ));
+    assert_eq!(z.facts.max_ds_ttl, Some(7200));
+
+    // Removed at one server only; then one server silent: no progress either way.
+    let t = T0.plus(HOUR);
+    let d = w.run(&mut z, &w.obs(t, Some(true), &[P::No, P::Ds(7200)], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    let d = w.run(&mut z, &w.obs(t, Some(true), &[P::No, P::Timeout], &serve));
+    assert_eq!(
+        d.state,
+        Some(State::AwaitingDsRemoval),
+        "a timeout is not 'gone'"
+    );
+
+    let d = w.run(&mut z, &w.obs(t, Some(true), &[P::No, P::No], &serve));
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert_eq!(z.facts.t_gone, Some(t));
+    let deadline = t.plus(Duration::from_secs(7200)).plus(HOUR);
+    assert_eq!(disable_deadline(&z.facts, &w.policy), Some(deadline));
+
+    // The DS comes back: back to waiting for its removal, and T_gone is forgotten.
+    let t2 = t.plus(HOUR);
+    let d = w.run(&mut z, &w.obs(t2, Some(true), &[P::No, P::Ds(300)], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert_eq!(z.facts.t_gone, None);
+    assert_eq!(
+        z.facts.max_ds_ttl,
+        Some(7200),
+        "the largest TTL seen is kept"
+    );
+
+    let t3 = t2.plus(HOUR);
+    w.run(&mut z, &w.obs(t3, Some(true), &[P::No, P::No], &serve));
+    assert_eq!(z.state, Some(State::TtlWait));
+    let deadline = t3.plus(Duration::from_secs(7200)).plus(HOUR);
+    // Unknown during the wait: no move; a minute before the deadline: no move.
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(true), &[P::No, P::Timeout], &serve),
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            Timestamp(deadline.0 - 60_000),
+            Some(true),
+            &[P::No, P::No],
+            &serve,
+        ),
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert!(d.effects.is_empty());
+    assert_eq!(d.wake_at, deadline);
+
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(true), &[P::No, P::No], &serve),
+    );
+    assert_eq!(d.state, Some(State::Disabling));
+    assert_eq!(d.effects, vec![Effect::DisableDnssec]);
+
+    // The provider has not switched yet: ask again; then it confirms.
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(true), &[P::No, P::No], &serve),
+    );
+    assert_eq!(d.effects, vec![Effect::DisableDnssec]);
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(false), &[P::No, P::No], &[C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Disabled));
+    assert_eq!(z.facts.max_ds_ttl, None, "a new lifecycle starts clean");
+}
+
+#[test]
+fn a_ds_reappearing_during_disabling_goes_back() {
+    let w = World::new();
+    let mut z = zone(Some(State::Disabling), Intent::Disabled);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::No, P::Ds(60)], &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(!d.effects.contains(&Effect::DisableDnssec));
+}
+
+#[test]
+fn a_mismatching_ds_while_awaiting_is_alerted_and_nothing_else() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.ds_announced_at = Some(T0);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::WrongDs, P::WrongDs], &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    assert!(d.effects.is_empty());
+    let message = firing(&d, AlertKind::DsMismatch).expect("ds_mismatch fires");
+    assert!(
+        message.contains(&provider_key(&w.key).ds_line().to_string()),
+        "{message}"
+    );
+    // Corrected at the registrar: resolved, and the zone moves on.
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &[C::Serves]),
+    );
+    assert_eq!(firing(&d, AlertKind::DsMismatch), None);
+    assert!(judged(&d, AlertKind::DsMismatch));
+    assert_eq!(d.state, Some(State::DsObserved));
+}
+
+#[test]
+fn dnssec_off_behind_our_back_with_a_ds_is_critical_and_not_fixed_by_guessing() {
+    let w = World::new();
+    for state in [State::Active, State::AwaitingDs, State::DsObserved] {
+        let mut z = zone(Some(state), Intent::Enabled);
+        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        let d = w.run(
+            &mut z,
+            &w.obs(T0, Some(false), &[P::Ds(60), P::No], &[C::Unsigned]),
+        );
+        assert_eq!(d.state, Some(state));
+        assert!(d.effects.is_empty(), "{state}: {:?}", d.effects);
+        assert!(firing(&d, AlertKind::DnssecOffWithDs).is_some());
+        assert_eq!(
+            firing(&d, AlertKind::DsMismatch),
+            None,
+            "the specific alert, not both"
+        );
+        assert_eq!(AlertKind::DnssecOffWithDs.severity(), Severity::Critical);
+    }
+    // Off with the parent partly unknown and no DS seen: not cleared, not raised.
+    let mut z = zone(Some(State::Disabled), Intent::None);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(false), &[P::No, P::Timeout], &[C::Unsigned]),
+    );
+    assert!(!judged(&d, AlertKind::DnssecOffWithDs));
+}
+
+#[test]
+fn intent_flips_mid_way_are_explicit_transitions() {
+    let w = World::new();
+    let serve = [C::Serves];
+
+    // Disable while awaiting the DS: it may be on its way, so wait for its removal.
+    let mut z = zone(Some(State::AwaitingDs), Intent::Disabled);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::No], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(matches!(d.effects[..], [Effect::RequestDsRemoval { .. }]));
+
+    // ... unless the operator states it was never submitted.
+    let mut z = zone(Some(State::AwaitingDs), Intent::Disabled);
+    z.ds_never_submitted = true;
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::No], &serve));
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert_eq!(z.facts.t_gone, Some(T0));
+    // ... and the parent does not contradict it.
+    let mut z = zone(Some(State::AwaitingDs), Intent::Disabled);
+    z.ds_never_submitted = true;
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::Ds(60)], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    let mut z = zone(Some(State::AwaitingDs), Intent::Disabled);
+    z.ds_never_submitted = true;
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::Timeout], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDs), "unknown: no shortcut");
+
+    // Disable during enabling: the DS was never announced, so no removal request.
+    let mut z = zone(Some(State::Enabling), Intent::Disabled);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &serve));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(d.effects.is_empty());
+
+    // Enable during the TTL wait: DNSSEC is still on; back through enabling.
+    for state in [State::AwaitingDsRemoval, State::TtlWait, State::Disabling] {
+        let mut z = zone(Some(state), Intent::Enabled);
+        let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &serve));
+        assert_eq!(d.state, Some(State::Enabling), "{state}");
+        assert_eq!(
+            d.effects.contains(&Effect::EnableDnssec),
+            state == State::Disabling
+        );
+    }
+}
+
+#[test]
+fn adoption_by_observation() {
+    let w = World::new();
+    let cases: Vec<(Option<bool>, Vec<P>, Vec<C>, Option<State>)> = vec![
+        (
+            Some(true),
+            vec![P::Ds(60), P::Ds(60)],
+            vec![C::Serves],
+            Some(State::Active),
+        ),
+        (
+            Some(true),
+            vec![P::No, P::No],
+            vec![C::Serves],
+            Some(State::AwaitingDs),
+        ),
+        (
+            Some(true),
+            vec![P::No, P::No],
+            vec![C::Refused],
+            Some(State::Enabling),
+        ),
+        (Some(true), vec![P::No, P::Timeout], vec![C::Serves], None),
+        (
+            Some(false),
+            vec![P::No, P::No],
+            vec![C::Unsigned],
+            Some(State::Disabled),
+        ),
+        (
+            Some(false),
+            vec![P::Ds(60), P::No],
+            vec![C::Unsigned],
+            Some(State::Disabled),
+        ),
+        (None, vec![P::No], vec![C::Unsigned], None),
+    ];
+    for (on, parent, child, expected) in cases {
+        let mut z = zone(None, Intent::None);
+        let d = w.run(&mut z, &w.obs(T0, on, &parent, &child));
+        assert_eq!(d.state, expected);
+        if expected == Some(State::AwaitingDs) {
+            assert!(matches!(d.effects[..], [Effect::AnnounceDs { .. }]));
+        }
+        if on == Some(false) && matches!(parent[0], P::Ds(_)) {
+            assert!(
+                firing(&d, AlertKind::DnssecOffWithDs).is_some(),
+                "outage alert at once"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_intent_starts_nothing() {
+    let w = World::new();
+    let mut z = zone(Some(State::Disabled), Intent::None);
+    let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No], &[C::Unsigned]));
+    assert_eq!(d.state, Some(State::Disabled));
+    assert!(d.effects.is_empty());
+    let mut z = zone(Some(State::Active), Intent::None);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::Ds(60)], &[C::Serves]));
+    assert_eq!(d.state, Some(State::Active));
+    assert!(d.effects.is_empty());
+    assert_eq!(d.wake_at, T0.plus(w.policy.poll_active));
+}
+
+#[test]
+fn overdue_alerts_fire_after_their_thresholds_and_resolve() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    let line = provider_key(&w.key).ds_line().to_string();
+    z.facts.ds_line = Some(line.clone());
+    z.facts.ds_announced_at = Some(T0);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR * 23), Some(true), &[P::No], &[C::Serves]),
+    );
+    assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
+    assert_eq!(d.wake_at, T0.plus(HOUR * 23).plus(w.policy.poll_waiting));
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR * 24), Some(true), &[P::No], &[C::Serves]),
+    );
+    let message = firing(&d, AlertKind::DsUnpublishedOverdue).expect("overdue");
+    assert!(message.contains(&line), "carries the DS line: {message}");
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR * 25), Some(true), &[P::Ds(60)], &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::DsObserved));
+    assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
+
+    let mut z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR * 24), Some(true), &[P::Ds(60)], &[C::Serves]),
+    );
+    assert!(firing(&d, AlertKind::DsRemovalOverdue).is_some());
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR * 25), Some(true), &[P::No], &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert_eq!(firing(&d, AlertKind::DsRemovalOverdue), None);
+}
+
+#[test]
+fn partial_propagation_stuck_and_observation_failing() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::Ds(60), P::No], &[C::Serves]),
+    );
+    assert_eq!(firing(&d, AlertKind::PartialPropagationStuck), None);
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            T0.plus(HOUR * 6),
+            Some(true),
+            &[P::Ds(60), P::No],
+            &[C::Serves],
+        ),
+    );
+    assert!(firing(&d, AlertKind::PartialPropagationStuck).is_some());
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            T0.plus(HOUR * 7),
+            Some(true),
+            &[P::Ds(60), P::Ds(60)],
+            &[C::Serves],
+        ),
+    );
+    assert_eq!(firing(&d, AlertKind::PartialPropagationStuck), None);
+
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    let d = w.run(&mut z, &w.obs(T0, None, &[P::No], &[C::Serves]));
+    assert_eq!(z.facts.failures, 1);
+    assert_eq!(
+        d.wake_at,
+        T0.plus(w.policy.retry_base),
+        "backoff after a failure"
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR / 2), Some(true), &[P::Timeout], &[C::Serves]),
+    );
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR), Some(true), &[P::Timeout], &[C::Serves]),
+    );
+    assert!(firing(&d, AlertKind::ObservationFailing).is_some());
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(HOUR), Some(true), &[P::No], &[C::Serves]),
+    );
+    assert_eq!(firing(&d, AlertKind::ObservationFailing), None);
+    assert_eq!(z.facts.failures, 0);
+}
+
+#[test]
+fn signatures_near_expiry_are_reported() {
+    let w = World::new();
+    let mut z = zone(Some(State::Active), Intent::None);
+    let mut o = w.obs(T0, Some(true), &[P::Ds(60)], &[C::Serves]);
+    if let Ok(child) = &mut o.child
+        && let DnskeyAnswer::Keys(k) = &mut child.answers[0].answer
+    {
+        k.signatures[0].expiration = u32::try_from(T0.unix_secs() + 86_400).unwrap();
+    }
+    let d = w.run(&mut z, &o);
+    assert!(firing(&d, AlertKind::SignaturesExpiring).is_some());
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::Ds(60)], &[C::Serves]));
+    assert_eq!(firing(&d, AlertKind::SignaturesExpiring), None);
+}
+
+#[test]
+fn a_provider_rekey_restarts_the_announcement() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.other).ds_line().to_string());
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
+    assert_eq!(d.state, Some(State::Enabling));
+}
+
+#[test]
+fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
+    let w = World::new();
+    let policy = Policy::default();
+    let facts = Facts {
+        t_gone: Some(T0),
+        max_ds_ttl: Some(7200),
+        ..Facts::default()
+    };
+    let after = T0.plus(Duration::from_secs(7200)).plus(HOUR);
+    let ok = Ok(w.parent(&[P::No, P::No]));
+    assert_eq!(may_disable(&ok, &facts, after, &policy), Ok(()));
+    assert!(matches!(
+        may_disable(&ok, &facts, Timestamp(after.0 - 1), &policy),
+        Err(GuardRefusal::TooEarly { .. })
+    ));
+    assert!(matches!(
+        may_disable(&Ok(w.parent(&[P::No, P::Ds(60)])), &facts, after, &policy),
+        Err(GuardRefusal::DsPresent { .. })
+    ));
+    assert!(matches!(
+        may_disable(&Ok(w.parent(&[P::No, P::Timeout])), &facts, after, &policy),
+        Err(GuardRefusal::ParentUnknown { .. })
+    ));
+    assert!(matches!(
+        may_disable(&Ok(w.parent(&[])), &facts, after, &policy),
+        Err(GuardRefusal::NoParentServers)
+    ));
+    assert!(matches!(
+        may_disable(&Err("no parent".into()), &facts, after, &policy),
+        Err(GuardRefusal::ParentUnobservable(_))
+    ));
+    assert_eq!(
+        may_disable(&ok, &Facts::default(), after, &policy),
+        Err(GuardRefusal::NoTGone)
+    );
+}
