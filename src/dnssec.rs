@@ -319,7 +319,7 @@ pub fn hex_upper(bytes: &[u8]) -> String {
 
 pub fn hex_decode(text: &str) -> Result<Vec<u8>, DnssecError> {
     let invalid = || DnssecError::InvalidHex(text.chars().take(140).collect());
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(invalid());
     }
     text.as_bytes()

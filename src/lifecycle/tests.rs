@@ -543,7 +543,8 @@ fn intent_flips_mid_way_are_explicit_transitions() {
 #[test]
 fn adoption_by_observation() {
     let w = World::new();
-    let cases: Vec<(Option<bool>, Vec<P>, Vec<C>, Option<State>)> = vec![
+    type Case = (Option<bool>, Vec<P>, Vec<C>, Option<State>);
+    let cases: Vec<Case> = vec![
         (
             Some(true),
             vec![P::Ds(60), P::Ds(60)],

@@ -291,7 +291,8 @@ mod tests {
 
     #[test]
     fn every_field_is_checked() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut RawDnssec)>)> = vec![
+        type Change = Box<dyn Fn(&mut RawDnssec)>;
+        let cases: Vec<(&str, Change)> = vec![
             ("key_tag", Box::new(|r| r.key_tag = 26192)),
             (
                 "digest",
