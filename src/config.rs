@@ -156,6 +156,7 @@ pub struct TimingSettings {
     pub signatures_expiring_within: Duration,
     pub observation_failing_after: Duration,
     pub retry_base: Duration,
+    pub assumed_ds_ttl: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,6 +266,7 @@ struct RawTiming {
     signatures_expiring_within: String,
     observation_failing_after: String,
     retry_base: String,
+    assumed_ds_ttl: String,
 }
 
 impl Default for RawTiming {
@@ -279,6 +281,7 @@ impl Default for RawTiming {
             signatures_expiring_within: "3d".into(),
             observation_failing_after: "1h".into(),
             retry_base: "5s".into(),
+            assumed_ds_ttl: "1d".into(),
         }
     }
 }
@@ -552,6 +555,7 @@ impl Validator {
                 &raw.observation_failing_after,
             )?,
             retry_base: self.duration("timing.retry_base", &raw.retry_base)?,
+            assumed_ds_ttl: self.duration("timing.assumed_ds_ttl", &raw.assumed_ds_ttl)?,
         })
     }
 

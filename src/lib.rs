@@ -4,9 +4,11 @@
 pub mod config;
 pub mod dns;
 pub mod dnssec;
+pub mod engine;
 pub mod lab;
 pub mod lifecycle;
 pub mod logging;
 pub mod provider;
 pub mod secret;
+pub mod store;
 pub mod timefmt;

@@ -22,6 +22,9 @@ pub struct Policy {
     pub observation_failing_after: Duration,
     /// First retry after an incomplete observation; doubles up to `poll_waiting`.
     pub retry_base: Duration,
+    /// The DS TTL assumed when a DS was announced but never seen at the parent (it may
+    /// have come and gone unseen): a day, the longest DS TTL in common use.
+    pub assumed_ds_ttl: Duration,
 }
 
 impl Default for Policy {
@@ -36,6 +39,7 @@ impl Default for Policy {
             signatures_expiring_within: Duration::from_secs(3 * 86_400),
             observation_failing_after: Duration::from_secs(3600),
             retry_base: Duration::from_secs(5),
+            assumed_ds_ttl: Duration::from_secs(86_400),
         }
     }
 }
@@ -52,6 +56,7 @@ impl From<&TimingSettings> for Policy {
             signatures_expiring_within: t.signatures_expiring_within,
             observation_failing_after: t.observation_failing_after,
             retry_base: t.retry_base,
+            assumed_ds_ttl: t.assumed_ds_ttl,
         }
     }
 }

@@ -511,10 +511,19 @@ impl Run<'_> {
             && parent.all_absent()
         {
             self.facts.t_gone = Some(self.now);
-            let ttl = self.facts.max_ds_ttl.unwrap_or(0);
+            let ttl = match self.facts.max_ds_ttl {
+                Some(ttl) => format!("{ttl}s, the largest seen"),
+                None if self.facts.ds_announced_at.is_some() => {
+                    format!(
+                        "never seen: assuming {}s",
+                        self.policy.assumed_ds_ttl.as_secs()
+                    )
+                }
+                None => "none: the DS was never announced".to_string(),
+            };
             self.go(
                 State::TtlWait,
-                format!("every parent server answers that the DS is gone; waiting out its TTL ({ttl}s) plus margin"),
+                format!("every parent server answers that the DS is gone; waiting out its TTL ({ttl}) plus margin"),
             );
             return;
         }
@@ -729,9 +738,15 @@ impl Run<'_> {
 }
 
 /// `T_gone + max DS TTL + margin` (safety rule 2), or `None` before the DS was gone.
+/// A DS never seen has no TTL to wait out, unless it was announced: then it may have been
+/// published and withdrawn between two looks, and the assumed TTL applies.
 pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
-    facts.t_gone.map(|gone| {
-        gone.plus_secs(facts.max_ds_ttl.unwrap_or(0))
-            .plus(policy.propagation_margin)
-    })
+    let ttl = match (facts.max_ds_ttl, facts.ds_announced_at) {
+        (Some(seen), _) => std::time::Duration::from_secs(u64::from(seen)),
+        (None, Some(_)) => policy.assumed_ds_ttl,
+        (None, None) => std::time::Duration::ZERO,
+    };
+    facts
+        .t_gone
+        .map(|gone| gone.plus(ttl).plus(policy.propagation_margin))
 }

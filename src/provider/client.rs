@@ -568,6 +568,9 @@ impl Provider for GcoreClient {
     async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         GcoreClient::get_dnssec(self, zone).await
     }
+    async fn list_rrsets(&self, zone: &str) -> Result<Vec<Rrset>, ProviderError> {
+        GcoreClient::list_rrsets(self, zone).await
+    }
     async fn get_parent_ds(&self, zone: &str) -> Result<ParentDsHint, ProviderError> {
         GcoreClient::get_parent_ds(self, zone).await
     }

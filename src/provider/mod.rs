@@ -37,6 +37,11 @@ pub trait Provider: Send + Sync {
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<DnssecKey, ProviderError>> + Send;
+    /// Every RRset of the zone (for its largest TTL, which bounds the enabling hold).
+    fn list_rrsets(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<Vec<Rrset>, ProviderError>> + Send;
     /// The provider's own scan of the parent: a hint for reports, never a decision input.
     fn get_parent_ds(
         &self,

@@ -1,0 +1,379 @@
+//! The engine: which zone is due, observe it, `step` it, commit the decision, then perform
+//! the decided effects. Thin on purpose; the rules live in `lifecycle`.
+//!
+//! - Deadlines are persisted (`zones.next_check_at`); nothing sleeps per zone.
+//! - A zone is never stepped twice at once (an in-process claim, the row's version, and a
+//!   lock file against a second daemon).
+//! - Effects run only after the commit, and only right after a fresh observation of their
+//!   zone, so a restart re-observes before acting again (safety rule 6).
+//! - "DNSSEC off" passes the guard with a parent observation taken just before the call.
+
+mod notify;
+mod observe;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+
+pub use notify::{Notification, Notifier};
+pub use observe::summarize;
+
+use crate::dns::Observer;
+use crate::lifecycle::{Clock, Effect, Policy, State, may_disable, step};
+use crate::provider::Provider;
+use crate::store::{OutboxStatus, Store, StoreError};
+
+/// Points where a test can make the engine stop dead, as a crash would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// Observed, nothing written.
+    Observed,
+    /// The step is committed, no effect performed.
+    Committed,
+    /// An effect was performed but not yet marked done.
+    EffectPerformed,
+}
+
+pub type CrashHook = Arc<dyn Fn(CrashPoint) -> bool + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("stopped at {0:?} (test crash)")]
+    Crashed(CrashPoint),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    Stepped {
+        from: Option<State>,
+        to: Option<State>,
+    },
+    /// Another worker holds the zone.
+    Busy,
+    /// The row changed while observing (an operator intent): decided again next tick.
+    Conflict,
+}
+
+pub struct Engine<P, O> {
+    store: Store,
+    provider: Arc<P>,
+    observer: Arc<O>,
+    clock: Arc<dyn Clock>,
+    policy: Policy,
+    workers: usize,
+    notifier: Notifier,
+    claimed: Mutex<HashSet<String>>,
+    crash: Option<CrashHook>,
+}
+
+/// Releases a zone claim when the step ends, however it ends.
+struct Claim<'a> {
+    set: &'a Mutex<HashSet<String>>,
+    name: String,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.name);
+        }
+    }
+}
+
+impl<P: Provider, O: Observer> Engine<P, O> {
+    pub fn new(
+        store: Store,
+        provider: Arc<P>,
+        observer: Arc<O>,
+        clock: Arc<dyn Clock>,
+        policy: Policy,
+        notifier: Notifier,
+    ) -> Self {
+        Self {
+            store,
+            provider,
+            observer,
+            clock,
+            policy,
+            workers: 16,
+            notifier,
+            claimed: Mutex::new(HashSet::new()),
+            crash: None,
+        }
+    }
+
+    /// How many zones are stepped at once.
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    pub fn with_crash_hook(mut self, hook: CrashHook) -> Self {
+        self.crash = Some(hook);
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Start-up: zones with an effect pending are observed again before anything else.
+    pub async fn start(&self) -> Result<(), EngineError> {
+        let n = self.store.recheck_pending(self.clock.now()).await?;
+        if n > 0 {
+            tracing::info!(
+                zones = n,
+                "re-observing zones with unfinished effects before acting"
+            );
+        }
+        Ok(())
+    }
+
+    /// Steps every zone due now, `workers` at a time, then sends owed notifications.
+    /// Returns how many zones were stepped.
+    pub async fn tick(&self) -> Result<usize, EngineError> {
+        let now = self.clock.now();
+        let limit = u32::try_from(self.workers.saturating_mul(64)).unwrap_or(u32::MAX);
+        let due = self.store.due(now, limit).await?;
+        let count = due.len();
+        let mut results = futures::stream::iter(due)
+            .map(|name| async move {
+                let outcome = self.step_zone(&name).await;
+                (name, outcome)
+            })
+            .buffer_unordered(self.workers);
+        let mut first_error = None;
+        while let Some((name, outcome)) = results.next().await {
+            match outcome {
+                Ok(_) => {}
+                Err(EngineError::Crashed(point)) => {
+                    first_error.get_or_insert(EngineError::Crashed(point));
+                }
+                Err(err) => {
+                    tracing::error!(zone = %name, error = %err, "step failed");
+                    // Try again soon rather than at the old deadline.
+                    let retry = self.clock.now().plus(self.policy.retry_base);
+                    let _ = self.store.defer(&name, retry).await;
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        drop(results);
+        if let Some(EngineError::Crashed(point)) = first_error {
+            return Err(EngineError::Crashed(point));
+        }
+        self.notifier
+            .deliver_alerts(&self.store, self.clock.as_ref())
+            .await?;
+        Ok(count)
+    }
+
+    /// Observe, decide, commit, act: one zone, once.
+    pub async fn step_zone(&self, name: &str) -> Result<StepOutcome, EngineError> {
+        let Some(_claim) = self.claim(name) else {
+            return Ok(StepOutcome::Busy);
+        };
+        let row = self
+            .store
+            .zone(name)
+            .await?
+            .ok_or_else(|| StoreError::UnknownZone(name.to_string()))?;
+        let observation = observe::observe(
+            self.provider.as_ref(),
+            self.observer.as_ref(),
+            &row.zone,
+            self.clock.as_ref(),
+        )
+        .await;
+        self.crash_point(CrashPoint::Observed)?;
+        let decision = step(&row.zone, &observation, &self.policy);
+        let summary = summarize(&observation);
+        if !self
+            .store
+            .commit_step(&row, &decision, &summary, observation.at)
+            .await?
+        {
+            self.store.check_by(name, self.clock.now()).await?;
+            return Ok(StepOutcome::Conflict);
+        }
+        let state = decision.state.map(State::as_str).unwrap_or("unobserved");
+        for note in &decision.notes {
+            if note.from != note.to {
+                tracing::info!(
+                    zone = name,
+                    state,
+                    from = note.from.map(State::as_str).unwrap_or("unobserved"),
+                    "{}",
+                    note.reason
+                );
+            } else {
+                tracing::debug!(zone = name, state, "{}", note.reason);
+            }
+        }
+        self.crash_point(CrashPoint::Committed)?;
+        self.perform_effects(name).await?;
+        Ok(StepOutcome::Stepped {
+            from: row.zone.state,
+            to: decision.state,
+        })
+    }
+
+    fn claim(&self, name: &str) -> Option<Claim<'_>> {
+        let mut set = self.claimed.lock().ok()?;
+        set.insert(name.to_string()).then(|| Claim {
+            set: &self.claimed,
+            name: name.to_string(),
+        })
+    }
+
+    fn crash_point(&self, point: CrashPoint) -> Result<(), EngineError> {
+        match &self.crash {
+            Some(hook) if hook(point) => Err(EngineError::Crashed(point)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Performs the zone's pending effects, oldest first.
+    async fn perform_effects(&self, zone: &str) -> Result<(), EngineError> {
+        for item in self.store.pending_effects(zone).await? {
+            let (status, note) = match &item.effect {
+                Effect::EnableDnssec => match self.provider.set_dnssec(zone, true).await {
+                    Ok(done) => (
+                        OutboxStatus::Done,
+                        format!(
+                            "provider: DNSSEC switched on{}",
+                            done.key
+                                .map(|k| format!(" (key tag {})", k.key_tag()))
+                                .unwrap_or_default()
+                        ),
+                    ),
+                    Err(e) => (
+                        OutboxStatus::Failed,
+                        format!("provider refused to switch DNSSEC on: {e}"),
+                    ),
+                },
+                Effect::DisableDnssec => self.disable_guarded(zone).await?,
+                Effect::AnnounceDs { ds_line } => {
+                    let n = Notification::PublishDs {
+                        zone: zone.to_string(),
+                        ds_line: ds_line.clone(),
+                    };
+                    self.notify(&n).await
+                }
+                Effect::RequestDsRemoval { ds_line } => {
+                    let n = Notification::WithdrawDs {
+                        zone: zone.to_string(),
+                        ds_line: ds_line.clone(),
+                    };
+                    self.notify(&n).await
+                }
+            };
+            self.crash_point(CrashPoint::EffectPerformed)?;
+            let now = self.clock.now();
+            let failed = status != OutboxStatus::Done;
+            self.store
+                .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
+                .await?;
+            let kind = if status == OutboxStatus::Refused {
+                "guard"
+            } else {
+                "effect"
+            };
+            self.store.record(zone, kind, &note, now).await?;
+            if failed {
+                tracing::warn!(zone, "{note}");
+                // The step re-derives the call; look again after a backoff.
+                self.store
+                    .check_by(zone, now.plus(self.policy.retry_base))
+                    .await?;
+            } else {
+                tracing::info!(zone, "{note}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Switches DNSSEC off only if the zone is in `disabling` and the guard, given a parent
+    /// observation taken now, allows it (safety rules 1 and 2).
+    async fn disable_guarded(&self, zone: &str) -> Result<(OutboxStatus, String), EngineError> {
+        let row = self
+            .store
+            .zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+        if row.zone.state != Some(State::Disabling) {
+            return Ok((
+                OutboxStatus::Refused,
+                format!(
+                    "guard refused switching DNSSEC off: the zone is in {}, not disabling",
+                    row.zone.state.map(State::as_str).unwrap_or("no state")
+                ),
+            ));
+        }
+        let fresh = self.observer.parent(zone).await.map_err(|e| e.to_string());
+        if let Err(refusal) = may_disable(&fresh, &row.zone.facts, self.clock.now(), &self.policy) {
+            return Ok((
+                OutboxStatus::Refused,
+                format!("guard refused switching DNSSEC off: {refusal}"),
+            ));
+        }
+        Ok(match self.provider.set_dnssec(zone, false).await {
+            Ok(_) => (
+                OutboxStatus::Done,
+                "provider: DNSSEC switched off (every parent server confirmed no DS just before)"
+                    .to_string(),
+            ),
+            Err(e) => (
+                OutboxStatus::Failed,
+                format!("provider refused to switch DNSSEC off: {e}"),
+            ),
+        })
+    }
+
+    async fn notify(&self, n: &Notification) -> (OutboxStatus, String) {
+        match self.notifier.deliver(n).await {
+            Ok(()) => (OutboxStatus::Done, n.summary()),
+            // The operator was told through the log in any case; a failed hook is reported.
+            Err(e) => (
+                OutboxStatus::Failed,
+                format!("{}; registrar hook failed: {e}", n.summary()),
+            ),
+        }
+    }
+
+    /// The daemon's loop: tick, then sleep until the next deadline, looking at the database
+    /// at least every `intent_poll` for operator intents. Returns when `shutdown` turns true,
+    /// after the step in flight.
+    pub async fn run(
+        &self,
+        mut shutdown: watch::Receiver<bool>,
+        intent_poll: Duration,
+    ) -> Result<(), EngineError> {
+        self.start().await?;
+        while !*shutdown.borrow() {
+            if let Err(e) = self.tick().await {
+                tracing::error!(error = %e, "engine tick failed");
+            }
+            let now = self.clock.now();
+            let next = self.store.next_due().await.ok().flatten();
+            let wait = next
+                .map(|at| at.since(now))
+                .unwrap_or(intent_poll)
+                .min(intent_poll);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,102 @@
+//! One observation of one zone: the provider, every parent address, every child address,
+//! and (where it matters) validation, asked concurrently.
+
+use serde_json::json;
+
+use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
+use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
+use crate::provider::{Provider, ProviderError};
+
+pub(super) async fn observe<P: Provider, O: Observer>(
+    provider: &P,
+    observer: &O,
+    zone: &Zone,
+    clock: &dyn Clock,
+) -> Observation {
+    let name = zone.name.as_str();
+    // The zone's largest TTL only matters for the enabling hold.
+    let wants_ttl = zone.state == Some(State::Enabling);
+    let wants_validation = matches!(
+        zone.state,
+        Some(State::AwaitingDs | State::DsObserved | State::Active)
+    );
+    let rrsets = async {
+        if wants_ttl {
+            Some(provider.list_rrsets(name).await)
+        } else {
+            None
+        }
+    };
+    let validation = async {
+        if wants_validation {
+            combine_validation(&observer.validation(name).await)
+        } else {
+            ValidationVerdict::Unknown
+        }
+    };
+    let (dnssec, rrsets, parent, child, validation) = tokio::join!(
+        provider.get_dnssec(name),
+        rrsets,
+        observer.parent(name),
+        observer.child(name),
+        validation
+    );
+    let provider = match dnssec {
+        Ok(key) => ProviderView::On(Box::new(key)),
+        Err(ProviderError::DnssecDisabled) => ProviderView::Off,
+        Err(e) => ProviderView::Unknown(e.to_string()),
+    };
+    let zone_max_ttl = rrsets
+        .and_then(Result::ok)
+        .map(|sets| sets.iter().map(|s| s.ttl).max().unwrap_or(0));
+    Observation {
+        // Taken after the answers: a "gone" seen now was true no later than now.
+        at: clock.now(),
+        provider,
+        zone_max_ttl,
+        parent: parent.map_err(|e| e.to_string()),
+        child: child.map_err(|e| e.to_string()),
+        validation,
+    }
+}
+
+/// The observation as the audit trail and `status` keep it: what each server said.
+pub fn summarize(obs: &Observation) -> serde_json::Value {
+    let provider = match &obs.provider {
+        ProviderView::On(key) => json!({"dnssec": "on", "ds": key.ds_line().to_string()}),
+        ProviderView::Off => json!({"dnssec": "off"}),
+        ProviderView::Unknown(e) => json!({"dnssec": "unknown", "error": e}),
+    };
+    let parent = match &obs.parent {
+        Ok(view) => serde_json::to_value(view).unwrap_or_default(),
+        Err(e) => json!({"error": e}),
+    };
+    let child = match &obs.child {
+        Ok(view) => json!(
+            view.answers
+                .iter()
+                .map(|a| json!({
+                    "server": a.server,
+                    "addr": a.addr.to_string(),
+                    "answer": match &a.answer {
+                        DnskeyAnswer::Keys(k) => json!({
+                            "keys": k.keys.iter().map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag())).collect::<Vec<_>>(),
+                            "ttl": k.ttl,
+                            "signed": k.signed,
+                        }),
+                        DnskeyAnswer::Absent => json!("no DNSKEY"),
+                        DnskeyAnswer::Unknown(r) => json!(format!("unknown: {r}")),
+                    },
+                }))
+                .collect::<Vec<_>>()
+        ),
+        Err(e) => json!({"error": e}),
+    };
+    json!({
+        "at": obs.at.to_string(),
+        "provider": provider,
+        "parent": parent,
+        "child": child,
+        "validation": obs.validation.to_string(),
+    })
+}

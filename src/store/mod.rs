@@ -1,0 +1,778 @@
+//! The SQLite file: zones, the append-only audit trail, alerts and the outbox.
+//!
+//! Every step is one transaction (safety rule 6): the new state, its audit events, its
+//! outbox rows and its alert changes are written together or not at all. Writes carry the
+//! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
+//! is refused and decided again.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{FromRow, SqlitePool};
+
+use crate::lifecycle::{
+    AlertKind, Decision, Effect, Facts, Intent, Severity, State, Timestamp, Zone,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {error}")]
+    Open { path: String, error: sqlx::Error },
+    #[error("database schema migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("database holds an invalid value: {0}")]
+    Corrupt(String),
+    #[error("zone {0} is not in the database")]
+    UnknownZone(String),
+}
+
+/// A zone row: the lifecycle's view plus the engine's bookkeeping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneRow {
+    pub zone: Zone,
+    pub next_check_at: Timestamp,
+    pub last_observed_at: Option<Timestamp>,
+    pub last_observation: Option<serde_json::Value>,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub id: i64,
+    pub zone: String,
+    pub at: Timestamp,
+    pub kind: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertRow {
+    pub id: i64,
+    pub zone: String,
+    pub kind: AlertKind,
+    pub severity: Severity,
+    pub message: String,
+    pub opened_at: Timestamp,
+    pub last_notified_at: Option<Timestamp>,
+    pub notifications: i64,
+    pub resolved_at: Option<Timestamp>,
+    pub resolved_notified_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxItem {
+    pub id: i64,
+    pub zone: String,
+    pub effect: Effect,
+    pub attempts: i64,
+}
+
+/// How an outbox row ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxStatus {
+    Done,
+    Failed,
+    Refused,
+}
+
+impl OutboxStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+#[derive(FromRow)]
+struct RawZone {
+    name: String,
+    intent: String,
+    ds_never_submitted: bool,
+    state: Option<String>,
+    state_since: i64,
+    ds_line: Option<String>,
+    dnskey_everywhere_at: Option<i64>,
+    hold_until: Option<i64>,
+    ds_announced_at: Option<i64>,
+    ds_first_seen_at: Option<i64>,
+    t_gone: Option<i64>,
+    max_ds_ttl: Option<i64>,
+    partial_since: Option<i64>,
+    failing_since: Option<i64>,
+    failures: i64,
+    next_check_at: i64,
+    last_observed_at: Option<i64>,
+    last_observation: Option<String>,
+    version: i64,
+}
+
+#[derive(FromRow)]
+struct RawEvent {
+    id: i64,
+    zone: String,
+    at: i64,
+    kind: String,
+    from_state: Option<String>,
+    to_state: Option<String>,
+    reason: String,
+}
+
+#[derive(FromRow)]
+struct RawAlert {
+    id: i64,
+    zone: String,
+    kind: String,
+    severity: String,
+    message: String,
+    opened_at: i64,
+    last_notified_at: Option<i64>,
+    notifications: i64,
+    resolved_at: Option<i64>,
+    resolved_notified_at: Option<i64>,
+}
+
+#[derive(FromRow)]
+struct RawOutbox {
+    id: i64,
+    zone: String,
+    effect: String,
+    attempts: i64,
+}
+
+fn ts(v: Option<i64>) -> Option<Timestamp> {
+    v.map(Timestamp)
+}
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+impl TryFrom<RawZone> for ZoneRow {
+    type Error = StoreError;
+    fn try_from(r: RawZone) -> Result<Self, StoreError> {
+        Ok(ZoneRow {
+            zone: Zone {
+                intent: Intent::from_str(&r.intent).map_err(corrupt)?,
+                ds_never_submitted: r.ds_never_submitted,
+                state: r
+                    .state
+                    .as_deref()
+                    .map(State::from_str)
+                    .transpose()
+                    .map_err(corrupt)?,
+                since: Timestamp(r.state_since),
+                facts: Facts {
+                    ds_line: r.ds_line,
+                    dnskey_everywhere_at: ts(r.dnskey_everywhere_at),
+                    hold_until: ts(r.hold_until),
+                    ds_announced_at: ts(r.ds_announced_at),
+                    ds_first_seen_at: ts(r.ds_first_seen_at),
+                    t_gone: ts(r.t_gone),
+                    max_ds_ttl: r
+                        .max_ds_ttl
+                        .map(u32::try_from)
+                        .transpose()
+                        .map_err(corrupt)?,
+                    partial_since: ts(r.partial_since),
+                    failing_since: ts(r.failing_since),
+                    failures: u32::try_from(r.failures).map_err(corrupt)?,
+                },
+                name: r.name,
+            },
+            next_check_at: Timestamp(r.next_check_at),
+            last_observed_at: ts(r.last_observed_at),
+            last_observation: r
+                .last_observation
+                .as_deref()
+                .and_then(|t| serde_json::from_str(t).ok()),
+            version: r.version,
+        })
+    }
+}
+
+impl TryFrom<RawAlert> for AlertRow {
+    type Error = StoreError;
+    fn try_from(r: RawAlert) -> Result<Self, StoreError> {
+        Ok(AlertRow {
+            id: r.id,
+            zone: r.zone,
+            kind: AlertKind::from_str(&r.kind).map_err(corrupt)?,
+            severity: match r.severity.as_str() {
+                "critical" => Severity::Critical,
+                "warning" => Severity::Warning,
+                other => return Err(corrupt(format!("severity {other:?}"))),
+            },
+            message: r.message,
+            opened_at: Timestamp(r.opened_at),
+            last_notified_at: ts(r.last_notified_at),
+            notifications: r.notifications,
+            resolved_at: ts(r.resolved_at),
+            resolved_notified_at: ts(r.resolved_notified_at),
+        })
+    }
+}
+
+const ZONE_COLUMNS: &str = "name, intent, ds_never_submitted, state, state_since, ds_line, \
+    dnskey_everywhere_at, hold_until, ds_announced_at, ds_first_seen_at, t_gone, max_ds_ttl, \
+    partial_since, failing_since, failures, next_check_at, last_observed_at, last_observation, version";
+
+const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
+    notifications, resolved_at, resolved_notified_at";
+
+impl Store {
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: path.display().to_string(),
+                error,
+            })?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// A private in-memory database (one connection, so it lives as long as the store):
+    /// for tests that restart the engine many times over the same state.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .in_memory(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: ":memory:".into(),
+                error,
+            })?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Adds a zone to watch; false if it was there already.
+    pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
+        )
+        .bind(name)
+        .bind(now.0)
+        .bind(now.0)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
+        let raw: Option<RawZone> =
+            sqlx::query_as(&format!("SELECT {ZONE_COLUMNS} FROM zones WHERE name = ?"))
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+        raw.map(ZoneRow::try_from).transpose()
+    }
+
+    pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        let raw: Vec<RawZone> =
+            sqlx::query_as(&format!("SELECT {ZONE_COLUMNS} FROM zones ORDER BY name"))
+                .fetch_all(&self.pool)
+                .await?;
+        raw.into_iter().map(ZoneRow::try_from).collect()
+    }
+
+    /// Zones whose next check is due, earliest first.
+    pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
+        let names: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM zones WHERE next_check_at <= ? ORDER BY next_check_at, name LIMIT ?",
+        )
+        .bind(now.0)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(names.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// The earliest next check of any zone.
+    pub async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
+        let (at,): (Option<i64>,) = sqlx::query_as("SELECT min(next_check_at) FROM zones")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(at.map(Timestamp))
+    }
+
+    /// Pulls a zone's next check to `at` if that is earlier.
+    pub async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
+            .bind(at.0)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Every zone with a side effect still pending is checked now: after a restart, the
+    /// daemon re-observes before performing it.
+    pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE zones SET next_check_at = min(next_check_at, ?) \
+             WHERE name IN (SELECT zone FROM outbox WHERE status = 'pending')",
+        )
+        .bind(now.0)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Records the operator's intent, creating the zone row if needed (audited).
+    pub async fn set_intent(
+        &self,
+        name: &str,
+        intent: Intent,
+        ds_never_submitted: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
+        )
+        .bind(name)
+        .bind(now.0)
+        .bind(now.0)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE zones SET intent = ?, ds_never_submitted = ?, \
+             next_check_at = min(next_check_at, ?), version = version + 1 WHERE name = ?",
+        )
+        .bind(intent.as_str())
+        .bind(ds_never_submitted)
+        .bind(now.0)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let state: (Option<String>,) = sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await?;
+        insert_event(
+            &mut tx,
+            name,
+            now,
+            "intent",
+            state.0.as_deref(),
+            state.0.as_deref(),
+            reason,
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
+    /// transaction. False (and nothing written) if the row changed since it was read.
+    pub async fn commit_step(
+        &self,
+        row: &ZoneRow,
+        decision: &Decision,
+        observation: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let zone = &row.zone;
+        let since = if decision.state != zone.state {
+            now
+        } else {
+            zone.since
+        };
+        let f = &decision.facts;
+        let observation_text = observation.to_string();
+        let mut tx = self.pool.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, dnskey_everywhere_at = ?, \
+             hold_until = ?, ds_announced_at = ?, ds_first_seen_at = ?, t_gone = ?, max_ds_ttl = ?, \
+             partial_since = ?, failing_since = ?, failures = ?, next_check_at = ?, \
+             last_observed_at = ?, last_observation = ?, version = version + 1 \
+             WHERE name = ? AND version = ?",
+        )
+        .bind(decision.state.map(State::as_str))
+        .bind(since.0)
+        .bind(&f.ds_line)
+        .bind(f.dnskey_everywhere_at.map(|t| t.0))
+        .bind(f.hold_until.map(|t| t.0))
+        .bind(f.ds_announced_at.map(|t| t.0))
+        .bind(f.ds_first_seen_at.map(|t| t.0))
+        .bind(f.t_gone.map(|t| t.0))
+        .bind(f.max_ds_ttl.map(i64::from))
+        .bind(f.partial_since.map(|t| t.0))
+        .bind(f.failing_since.map(|t| t.0))
+        .bind(i64::from(f.failures))
+        .bind(decision.wake_at.0)
+        .bind(now.0)
+        .bind(&observation_text)
+        .bind(&zone.name)
+        .bind(row.version)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for note in &decision.notes {
+            let kind = if note.from != note.to {
+                "transition"
+            } else {
+                "note"
+            };
+            let obs = (kind == "transition").then_some(observation_text.as_str());
+            insert_event(
+                &mut tx,
+                &zone.name,
+                now,
+                kind,
+                note.from.map(State::as_str),
+                note.to.map(State::as_str),
+                &note.reason,
+                obs,
+            )
+            .await?;
+        }
+        {
+            // Provider calls are re-derived by every step from a fresh observation: one
+            // still needed is in this decision, so older unperformed ones are void.
+            sqlx::query(
+                "UPDATE outbox SET status = 'superseded', finished_at = ? WHERE zone = ? \
+                 AND status = 'pending' \
+                 AND json_extract(effect, '$.effect') IN ('enable_dnssec', 'disable_dnssec')",
+            )
+            .bind(now.0)
+            .bind(&zone.name)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for effect in &decision.effects {
+            let text = serde_json::to_string(effect).map_err(corrupt)?;
+            sqlx::query("INSERT INTO outbox (zone, created_at, effect) VALUES (?, ?, ?)")
+                .bind(&zone.name)
+                .bind(now.0)
+                .bind(text)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for check in &decision.alerts {
+            let open: Option<(i64,)> = sqlx::query_as(
+                "SELECT id FROM alerts WHERE zone = ? AND kind = ? AND resolved_at IS NULL",
+            )
+            .bind(&zone.name)
+            .bind(check.kind.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let state = decision.state.map(State::as_str);
+            match (&check.firing, open) {
+                (Some(message), None) => {
+                    sqlx::query(
+                        "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+                         VALUES (?, ?, ?, ?, ?)",
+                    )
+                    .bind(&zone.name)
+                    .bind(check.kind.as_str())
+                    .bind(check.kind.severity().as_str())
+                    .bind(message)
+                    .bind(now.0)
+                    .execute(&mut *tx)
+                    .await?;
+                    let reason = format!(
+                        "alert {} ({}): {message}",
+                        check.kind,
+                        check.kind.severity().as_str()
+                    );
+                    insert_event(
+                        &mut tx, &zone.name, now, "alert", state, state, &reason, None,
+                    )
+                    .await?;
+                }
+                (Some(message), Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET message = ? WHERE id = ?")
+                        .bind(message)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                (None, Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET resolved_at = ? WHERE id = ?")
+                        .bind(now.0)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                    let reason = format!("alert {} resolved", check.kind);
+                    insert_event(
+                        &mut tx, &zone.name, now, "alert", state, state, &reason, None,
+                    )
+                    .await?;
+                }
+                (None, None) => {}
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Notes a step that could not be decided (an error), pulling the next check in.
+    pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
+            .bind(at.0)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds a line to a zone's audit trail outside a step (effect results, guard refusals).
+    pub async fn record(
+        &self,
+        zone: &str,
+        kind: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let state: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+                .bind(zone)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let state = state
+            .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?
+            .0;
+        insert_event(
+            &mut tx,
+            zone,
+            now,
+            kind,
+            state.as_deref(),
+            state.as_deref(),
+            reason,
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE zone = ? AND status = 'pending' ORDER BY id",
+        )
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter()
+            .map(|r| {
+                Ok(OutboxItem {
+                    id: r.id,
+                    zone: r.zone,
+                    effect: serde_json::from_str(&r.effect).map_err(corrupt)?,
+                    attempts: r.attempts,
+                })
+            })
+            .collect()
+    }
+
+    /// Ends an outbox row; a failed notification stays pending for the next attempt.
+    pub async fn finish_effect(
+        &self,
+        id: i64,
+        status: OutboxStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
+             WHERE id = ? AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(now.0)
+        .bind(error)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Counts a failed attempt of a row that stays pending.
+    pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
+        let raw: Vec<RawEvent> = sqlx::query_as(
+            "SELECT id, zone, at, kind, from_state, to_state, reason FROM events \
+             WHERE zone = ? ORDER BY id",
+        )
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(raw
+            .into_iter()
+            .map(|r| EventRow {
+                id: r.id,
+                zone: r.zone,
+                at: Timestamp(r.at),
+                kind: r.kind,
+                from: r.from_state,
+                to: r.to_state,
+                reason: r.reason,
+            })
+            .collect())
+    }
+
+    /// Open alerts, of one zone or of all.
+    pub async fn open_alerts(&self, zone: Option<&str>) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE resolved_at IS NULL \
+             AND (?1 IS NULL OR zone = ?1) ORDER BY zone, kind"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Every alert episode of a zone, oldest first.
+    pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE zone = ? ORDER BY id"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Alerts owing a notification: new, due for a re-notification, or resolved.
+    pub async fn alerts_to_notify(
+        &self,
+        now: Timestamp,
+        renotify_after: Duration,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        let renotify_ms = i64::try_from(renotify_after.as_millis()).unwrap_or(i64::MAX);
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE \
+             last_notified_at IS NULL \
+             OR (resolved_at IS NULL AND last_notified_at <= ? - ?) \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL) \
+             ORDER BY id"
+        ))
+        .bind(now.0)
+        .bind(renotify_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Marks the opening (or re-) notification of an alert as sent.
+    pub async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE alerts SET last_notified_at = ?, notifications = notifications + 1 WHERE id = ?",
+        )
+        .bind(now.0)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn alert_resolution_notified(
+        &self,
+        id: i64,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
+            .bind(now.0)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Counts of zones per state (`None`: not yet observed), for STATUS and metrics.
+    pub async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
+        let rows: Vec<(Option<String>, i64)> =
+            sqlx::query_as("SELECT state, count(*) FROM zones GROUP BY state ORDER BY state")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter()
+            .map(|(s, n)| {
+                Ok((
+                    s.as_deref()
+                        .map(State::from_str)
+                        .transpose()
+                        .map_err(corrupt)?,
+                    n,
+                ))
+            })
+            .collect()
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn insert_event(
+    tx: &mut sqlx::SqliteConnection,
+    zone: &str,
+    at: Timestamp,
+    kind: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    reason: &str,
+    observation: Option<&str>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(zone)
+    .bind(at.0)
+    .bind(kind)
+    .bind(from)
+    .bind(to)
+    .bind(reason)
+    .bind(observation)
+    .execute(tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Shared set-up for engine tests: a fake world, a manual clock, an in-memory store.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
+use dnssec_warden::lab::fake::FakeWorld;
+use dnssec_warden::lifecycle::{Clock, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::store::Store;
+
+pub const ZONE: &str = "child.test.";
+pub const T0: Timestamp = Timestamp(1_800_000_000_000);
+
+pub fn policy() -> Policy {
+    Policy::default()
+}
+
+/// Crash on the next visit of a chosen point (0 = never).
+#[derive(Clone, Default)]
+pub struct CrashSwitch(Arc<AtomicU8>);
+
+impl CrashSwitch {
+    pub fn arm(&self, point: CrashPoint) {
+        let code = match point {
+            CrashPoint::Observed => 1,
+            CrashPoint::Committed => 2,
+            CrashPoint::EffectPerformed => 3,
+        };
+        self.0.store(code, Ordering::SeqCst);
+    }
+
+    fn fire(&self, point: CrashPoint) -> bool {
+        let code = match point {
+            CrashPoint::Observed => 1,
+            CrashPoint::Committed => 2,
+            CrashPoint::EffectPerformed => 3,
+        };
+        self.0
+            .compare_exchange(code, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+}
+
+pub struct Rig {
+    pub world: FakeWorld,
+    pub store: Store,
+    pub engine: Engine<FakeWorld, FakeWorld>,
+    pub crash: CrashSwitch,
+}
+
+pub fn engine(
+    world: &FakeWorld,
+    store: &Store,
+    crash: &CrashSwitch,
+) -> Engine<FakeWorld, FakeWorld> {
+    let switch = crash.clone();
+    Engine::new(
+        store.clone(),
+        Arc::new(world.clone()),
+        Arc::new(world.clone()),
+        Arc::new(world.clock.clone()),
+        policy(),
+        Notifier::default(),
+    )
+    .with_crash_hook(Arc::new(move |p| switch.fire(p)))
+}
+
+impl Rig {
+    pub async fn new(parents: usize, children: usize) -> Self {
+        let clock = ManualClock::starting_at(T0);
+        let world = FakeWorld::new(ZONE, parents, children, policy().propagation_margin, clock);
+        let store = Store::open_in_memory().await.expect("in-memory store");
+        store.ensure_zone(ZONE, T0).await.expect("zone row");
+        let crash = CrashSwitch::default();
+        let engine = engine(&world, &store, &crash);
+        Self {
+            world,
+            store,
+            engine,
+            crash,
+        }
+    }
+
+    /// Drops the engine (as a crash would) and starts a new one on the same database.
+    pub async fn restart(&mut self) {
+        self.engine = engine(&self.world, &self.store, &self.crash);
+        self.engine.start().await.expect("engine starts");
+    }
+
+    /// One tick; a test crash restarts the engine.
+    pub async fn tick(&mut self) {
+        if self.engine.tick().await.is_err() {
+            self.restart().await;
+        }
+    }
+
+    pub async fn state(&self) -> Option<State> {
+        self.store.zone(ZONE).await.unwrap().unwrap().zone.state
+    }
+
+    pub fn advance(&self, d: Duration) {
+        self.world.clock.advance(d);
+    }
+
+    /// Ticks and advances the clock to the zone's next check, `n` times.
+    pub async fn run_for(&mut self, n: usize) {
+        for _ in 0..n {
+            self.tick().await;
+            let next = self.store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+            let now = self.world.clock.now();
+            if next > now {
+                self.world.clock.set(next);
+            }
+        }
+    }
+
+    /// Like `run_for`, stopping as soon as the zone is in `state`; false if it never got
+    /// there within `n` ticks.
+    pub async fn run_until(&mut self, state: State, n: usize) -> bool {
+        for _ in 0..n {
+            if self.state().await == Some(state) {
+                return true;
+            }
+            self.run_for(1).await;
+        }
+        self.state().await == Some(state)
+    }
+
+    /// Transitions recorded in the audit trail form an unbroken chain to the current state.
+    pub async fn assert_audit_chain(&self) {
+        let events = self.store.events(ZONE).await.unwrap();
+        let mut at: Option<String> = None;
+        for e in events.iter().filter(|e| e.kind == "transition") {
+            assert_eq!(
+                e.from, at,
+                "transition {e:?} does not start where the last ended"
+            );
+            at = e.to.clone();
+        }
+        assert_eq!(
+            at.as_deref(),
+            self.state().await.map(|s| s.as_str()),
+            "the audit trail ends in the current state"
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! The engine over the fake world: whole lifecycles with 24-hour waits in milliseconds,
+//! crashes, operator intents, failures, and the guard refusing a premature "off".
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Rig, ZONE};
+use dnssec_warden::engine::CrashPoint;
+use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, State};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+async fn intent(rig: &Rig, intent: Intent) {
+    rig.store
+        .set_intent(
+            ZONE,
+            intent,
+            false,
+            &format!("operator asked: {intent}"),
+            rig.world.clock.now(),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn full_lifecycle_on_and_off_in_milliseconds() {
+    let mut rig = Rig::new(2, 2).await;
+    let started = std::time::Instant::now();
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::Disabled), "adopted");
+
+    intent(&rig, Intent::Enabled).await;
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::Enabling));
+    assert!(rig.world.dnssec_on());
+    let hold_started = rig.world.clock.now();
+    assert!(rig.run_until(State::AwaitingDs, 30).await, "after the hold");
+    assert!(
+        rig.world.clock.now().since(hold_started) >= HOUR,
+        "not before the margin"
+    );
+
+    // The registrar is slow: 30 hours. The overdue alert fires at 24 h.
+    for _ in 0..30 {
+        rig.advance(HOUR);
+        rig.tick().await;
+    }
+    let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+    assert!(
+        open.iter()
+            .any(|a| a.kind == AlertKind::DsUnpublishedOverdue),
+        "{open:?}"
+    );
+
+    rig.world.publish_ds(0, 86_400);
+    rig.world.publish_ds(1, 86_400);
+    assert!(rig.run_until(State::Active, 10).await);
+    assert!(
+        rig.store.open_alerts(Some(ZONE)).await.unwrap().is_empty(),
+        "resolved"
+    );
+
+    intent(&rig, Intent::Disabled).await;
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::AwaitingDsRemoval));
+    assert!(
+        rig.world.dnssec_on(),
+        "DNSSEC stays on while the DS is published"
+    );
+    rig.world.withdraw_ds(0);
+    rig.world.withdraw_ds(1);
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::TtlWait));
+    let gone_at = rig.world.lock().ds_gone_at.expect("withdrawn");
+    assert!(rig.run_until(State::Disabled, 400).await);
+    assert!(!rig.world.dnssec_on());
+    let off_at = rig.world.switches()[1].0;
+    assert!(
+        off_at.since(gone_at) >= Duration::from_secs(86_400) + HOUR,
+        "TTL + margin waited"
+    );
+
+    let switches = rig.world.switches();
+    assert_eq!(
+        switches.iter().map(|s| s.1).collect::<Vec<_>>(),
+        vec![true, false]
+    );
+    let gone = rig.store.events(ZONE).await.unwrap();
+    assert!(
+        gone.iter()
+            .any(|e| e.kind == "effect" && e.reason.contains("switched off"))
+    );
+    assert!(
+        rig.world.violations().is_empty(),
+        "{:?}",
+        rig.world.violations()
+    );
+    rig.assert_audit_chain().await;
+    // A day and more of waiting took well under a second of real time.
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+async fn to_active(rig: &mut Rig, ttl: u32) {
+    rig.run_for(1).await;
+    intent(rig, Intent::Enabled).await;
+    assert!(rig.run_until(State::AwaitingDs, 30).await);
+    rig.world.publish_ds(0, ttl);
+    rig.world.publish_ds(1, ttl);
+    assert!(rig.run_until(State::Active, 10).await);
+}
+
+#[tokio::test]
+async fn the_guard_refuses_when_the_ds_reappears_just_before_the_call() {
+    let mut rig = Rig::new(2, 1).await;
+    to_active(&mut rig, 3600).await;
+    intent(&rig, Intent::Disabled).await;
+    assert!(rig.run_until(State::AwaitingDsRemoval, 3).await);
+    rig.world.withdraw_ds(0);
+    rig.world.withdraw_ds(1);
+    assert!(rig.run_until(State::TtlWait, 3).await);
+    rig.advance(HOUR * 3);
+    // The step's observation still sees no DS; the guard's, a moment later, does.
+    rig.world.lock().ds_reappears_after = Some(1);
+    rig.tick().await;
+    assert_eq!(
+        rig.state().await,
+        Some(State::Disabling),
+        "step decided to switch off"
+    );
+    assert!(rig.world.dnssec_on(), "the guard stopped the call");
+    let events = rig.store.events(ZONE).await.unwrap();
+    let refusal = events
+        .iter()
+        .find(|e| e.kind == "guard")
+        .expect("a guard event");
+    assert!(
+        refusal.reason.contains("still publishes a DS"),
+        "{}",
+        refusal.reason
+    );
+    // Next look: back to waiting for the removal; never an outage.
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::AwaitingDsRemoval));
+    assert!(rig.world.violations().is_empty());
+}
+
+#[tokio::test]
+async fn the_guard_refuses_before_the_ttl_has_passed() {
+    let mut rig = Rig::new(1, 1).await;
+    to_active(&mut rig, 86_400).await;
+    rig.world.withdraw_ds(0);
+    intent(&rig, Intent::Disabled).await;
+    // Jump the row straight to `disabling` with T_gone = now: a corrupted or buggy state.
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    let mut facts = row.zone.facts.clone();
+    facts.t_gone = Some(rig.world.clock.now());
+    let decision = dnssec_warden::lifecycle::Decision {
+        state: Some(State::Disabling),
+        facts,
+        effects: vec![],
+        alerts: vec![],
+        notes: vec![],
+        wake_at: rig.world.clock.now(),
+    };
+    assert!(
+        rig.store
+            .commit_step(
+                &row,
+                &decision,
+                &serde_json::json!({}),
+                rig.world.clock.now()
+            )
+            .await
+            .unwrap()
+    );
+    rig.engine.step_zone(ZONE).await.unwrap();
+    assert!(rig.world.dnssec_on());
+    let events = rig.store.events(ZONE).await.unwrap();
+    let refusal = events
+        .iter()
+        .find(|e| e.kind == "guard")
+        .expect("a guard event");
+    assert!(refusal.reason.contains("TTL"), "{}", refusal.reason);
+}
+
+#[tokio::test]
+async fn a_provider_failure_changes_no_state_and_backs_off() {
+    let mut rig = Rig::new(2, 1).await;
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    assert!(rig.run_until(State::AwaitingDs, 30).await);
+    // The DS is published everywhere, but the provider cannot be asked for its key.
+    rig.world.publish_ds(0, 3600);
+    rig.world.publish_ds(1, 3600);
+    rig.world.lock().provider_failures = 1000;
+    for _ in 0..5 {
+        rig.tick().await;
+        rig.advance(Duration::from_secs(1));
+    }
+    assert_eq!(rig.state().await, Some(State::AwaitingDs));
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    assert!(row.zone.facts.failures >= 1);
+    assert!(
+        row.next_check_at < rig.world.clock.now().plus(Duration::from_secs(300)),
+        "retried sooner than the poll interval"
+    );
+    rig.world.lock().provider_failures = 0;
+    assert!(rig.run_until(State::Active, 5).await);
+}
+
+#[tokio::test]
+async fn a_crash_between_commit_and_effect_re_observes_then_acts() {
+    let mut rig = Rig::new(1, 1).await;
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    rig.crash.arm(CrashPoint::Committed);
+    rig.tick().await; // commits `enabling` + EnableDnssec, then "crashes"
+    assert_eq!(rig.state().await, Some(State::Enabling));
+    assert!(
+        !rig.world.dnssec_on(),
+        "the effect did not run before the crash"
+    );
+    rig.tick().await; // restarted: observes again, then performs
+    assert!(rig.world.dnssec_on());
+
+    // Crash after the provider call but before it was marked done: calling again is harmless.
+    let mut rig = Rig::new(1, 1).await;
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    rig.crash.arm(CrashPoint::EffectPerformed);
+    rig.tick().await;
+    assert!(rig.world.dnssec_on());
+    rig.run_for(3).await;
+    assert_eq!(
+        rig.world.switches().len(),
+        1,
+        "the restarted step saw DNSSEC on: no second call"
+    );
+    rig.assert_audit_chain().await;
+}
+
+#[tokio::test]
+async fn an_intent_during_a_step_is_never_lost() {
+    let mut rig = Rig::new(1, 1).await;
+    rig.run_for(1).await;
+    // Read the row, then the operator writes an intent, then the stale step commits: refused.
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    intent(&rig, Intent::Enabled).await;
+    let decision = dnssec_warden::lifecycle::Decision {
+        state: row.zone.state,
+        facts: row.zone.facts.clone(),
+        effects: vec![],
+        alerts: vec![],
+        notes: vec![],
+        wake_at: rig.world.clock.now().plus(HOUR),
+    };
+    assert!(
+        !rig.store
+            .commit_step(
+                &row,
+                &decision,
+                &serde_json::json!({}),
+                rig.world.clock.now()
+            )
+            .await
+            .unwrap(),
+        "a step decided on a stale row is refused"
+    );
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::Enabling));
+}
+
+#[tokio::test]
+async fn dnssec_switched_off_behind_our_back_alerts_within_one_poll() {
+    let mut rig = Rig::new(2, 1).await;
+    to_active(&mut rig, 3600).await;
+    {
+        let mut w = rig.world.lock();
+        w.dnssec_on = false;
+        w.key = None;
+    }
+    rig.run_for(1).await;
+    let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+    assert!(
+        open.iter().any(|a| a.kind == AlertKind::DnssecOffWithDs),
+        "{open:?}"
+    );
+    assert_eq!(
+        rig.state().await,
+        Some(State::Active),
+        "reported, not 'fixed'"
+    );
+    assert_eq!(
+        rig.world.switches().len(),
+        1,
+        "no provider call made by guessing"
+    );
+}
