@@ -110,6 +110,7 @@ impl FakeWorld {
 
     /// A DS for a key nobody serves (a typo at the registrar).
     pub fn publish_wrong_ds(&self, i: usize, ttl: u32) {
+        // Resolvers may cache what a server published, whether or not we saw it.
         let mut s = self.lock();
         let zone = s.zone.clone();
         if let (Some(server), Ok(key)) = (s.parents.get_mut(i), LabKey::generate(257))

@@ -738,14 +738,12 @@ impl Run<'_> {
 }
 
 /// `T_gone + max DS TTL + margin` (safety rule 2), or `None` before the DS was gone.
-/// A DS never seen has no TTL to wait out, unless it was announced: then it may have been
-/// published and withdrawn between two looks, and the assumed TTL applies.
+/// A DS never seen still gets the assumed TTL: one may have been published and withdrawn
+/// while a parent server could not be observed, and resolvers may hold it.
 pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
-    let ttl = match (facts.max_ds_ttl, facts.ds_announced_at) {
-        (Some(seen), _) => std::time::Duration::from_secs(u64::from(seen)),
-        (None, Some(_)) => policy.assumed_ds_ttl,
-        (None, None) => std::time::Duration::ZERO,
-    };
+    let ttl = facts.max_ds_ttl.map_or(policy.assumed_ds_ttl, |seen| {
+        std::time::Duration::from_secs(u64::from(seen))
+    });
     facts
         .t_gone
         .map(|gone| gone.plus(ttl).plus(policy.propagation_margin))

@@ -31,6 +31,10 @@ impl CrashSwitch {
         self.0.store(code, Ordering::SeqCst);
     }
 
+    pub fn arm_none(&self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+
     fn fire(&self, point: CrashPoint) -> bool {
         let code = match point {
             CrashPoint::Observed => 1,
@@ -48,12 +52,14 @@ pub struct Rig {
     pub store: Store,
     pub engine: Engine<FakeWorld, FakeWorld>,
     pub crash: CrashSwitch,
+    pub policy: Policy,
 }
 
 pub fn engine(
     world: &FakeWorld,
     store: &Store,
     crash: &CrashSwitch,
+    policy: &Policy,
 ) -> Engine<FakeWorld, FakeWorld> {
     let switch = crash.clone();
     Engine::new(
@@ -61,7 +67,7 @@ pub fn engine(
         Arc::new(world.clone()),
         Arc::new(world.clone()),
         Arc::new(world.clock.clone()),
-        policy(),
+        policy.clone(),
         Notifier::default(),
     )
     .with_crash_hook(Arc::new(move |p| switch.fire(p)))
@@ -69,23 +75,28 @@ pub fn engine(
 
 impl Rig {
     pub async fn new(parents: usize, children: usize) -> Self {
+        Self::with_policy(parents, children, policy()).await
+    }
+
+    pub async fn with_policy(parents: usize, children: usize, policy: Policy) -> Self {
         let clock = ManualClock::starting_at(T0);
-        let world = FakeWorld::new(ZONE, parents, children, policy().propagation_margin, clock);
+        let world = FakeWorld::new(ZONE, parents, children, policy.propagation_margin, clock);
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
-        let engine = engine(&world, &store, &crash);
+        let engine = engine(&world, &store, &crash, &policy);
         Self {
             world,
             store,
             engine,
             crash,
+            policy,
         }
     }
 
     /// Drops the engine (as a crash would) and starts a new one on the same database.
     pub async fn restart(&mut self) {
-        self.engine = engine(&self.world, &self.store, &self.crash);
+        self.engine = engine(&self.world, &self.store, &self.crash, &self.policy);
         self.engine.start().await.expect("engine starts");
     }
 
