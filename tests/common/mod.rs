@@ -80,7 +80,7 @@ impl Rig {
 
     pub async fn with_policy(parents: usize, children: usize, policy: Policy) -> Self {
         let clock = ManualClock::starting_at(T0);
-        let world = FakeWorld::new(ZONE, parents, children, policy.propagation_margin, clock);
+        let world = FakeWorld::new(ZONE, parents, children, clock);
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
