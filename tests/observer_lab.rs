@@ -8,7 +8,7 @@ use dnssec_warden::dns::{
     DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, UnknownReason,
     ValidationVerdict, combine_validation,
 };
-use dnssec_warden::lab::dns::{Fault, KeySource, LabDns, TLD_A, TLD_B, TldServers};
+use dnssec_warden::lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_A, TLD_B, TldServers};
 use dnssec_warden::lab::keys::LabKey;
 
 const ZONE: &str = "example.test.";
@@ -287,4 +287,32 @@ async fn dig_sees_the_lab() {
     assert!(text.contains("flags: qr aa"), "{text}");
     assert!(text.contains(&format!("IN\tDS\t{} 13 2", key.dnskey().key_tag())), "{text}");
     assert!(text.contains("RRSIG\tDS 13 2"), "{text}");
+}
+
+/// Unbound, an independent validator, reaches the same verdict as ours in each condition:
+/// the lab's signatures and NSEC proofs are right, and so is our chain walk.
+#[tokio::test]
+async fn unbound_agrees_with_our_validator() {
+    let lab = LabDns::start().await.unwrap();
+    let good = LabKey::generate(257).unwrap();
+    let stale = LabKey::generate(257).unwrap();
+    lab.add_child("secure.test.", KeySource::Static(good.clone())).unwrap();
+    lab.publish_ds("secure.test.", TldServers::Both, &good.dnskey()).unwrap();
+    lab.add_child("unsigned.test.", KeySource::Unsigned).unwrap();
+    lab.add_child("signed-no-ds.test.", KeySource::Static(good.clone())).unwrap();
+    lab.add_child("broken.test.", KeySource::Static(good.clone())).unwrap();
+    lab.publish_ds("broken.test.", TldServers::Both, &stale.dnskey()).unwrap();
+    let resolver = LabResolver::start(&lab).await.unwrap();
+    let observer = DnsObserver::new(&lab.settings_with_resolvers(&[resolver.addr()])).unwrap();
+    for (zone, expected) in [
+        ("secure.test.", ValidationVerdict::Secure),
+        ("unsigned.test.", ValidationVerdict::Insecure),
+        ("signed-no-ds.test.", ValidationVerdict::Insecure),
+        ("broken.test.", ValidationVerdict::Bogus),
+    ] {
+        let probes = observer.validation(zone).await;
+        assert_eq!(probes.len(), 2);
+        assert_eq!(probes[0].verdict, expected, "ours, {zone}: {probes:?}");
+        assert_eq!(probes[1].verdict, expected, "unbound, {zone}: {probes:?}");
+    }
 }

@@ -16,6 +16,7 @@
 //! or unsign a child, publish the RFC 8078 delete CDS, fix the signature window, stop or
 //! restart a server, make one answer SERVFAIL, REFUSED or nothing.
 
+pub mod resolver;
 pub mod server;
 pub mod zone;
 
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use resolver::{LabResolver, RESOLVER};
 pub use zone::{Delegation, Fault, KeySource, World, ZoneData};
 
 use crate::config::DnsSettings;
@@ -226,6 +228,14 @@ impl LabDns {
         }
     }
 
+    /// [`settings`](Self::settings) with the lab's validating resolver(s) configured.
+    pub fn settings_with_resolvers(&self, resolvers: &[SocketAddr]) -> DnsSettings {
+        DnsSettings {
+            validating_resolvers: resolvers.to_vec(),
+            ..self.settings()
+        }
+    }
+
     /// The `[dns]` section of a config file for the same settings.
     pub fn config_section(&self) -> String {
         format!(
@@ -399,6 +409,25 @@ impl LabDns {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         Err(last.map_or(LabDnsError::NoFreePort(20), LabDnsError::Io))
+    }
+
+    /// Every lab zone and the addresses of the servers hosting it.
+    pub fn zone_servers(&self) -> Vec<(String, Vec<IpAddr>)> {
+        let world = self.world();
+        world
+            .zones
+            .keys()
+            .map(|zone| {
+                let mut addrs: Vec<IpAddr> = world
+                    .hosting
+                    .iter()
+                    .filter(|(_, zones)| zones.contains(zone))
+                    .map(|(ip, _)| *ip)
+                    .collect();
+                addrs.sort();
+                (zone.clone(), addrs)
+            })
+            .collect()
     }
 
     /// Where the anchor file lives, for tests that write their own files beside it.
