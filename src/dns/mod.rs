@@ -2,6 +2,7 @@
 //! every child server, and whether the chain validates.
 
 pub mod anchor;
+pub mod check;
 pub mod classify;
 pub mod discovery;
 pub mod model;
