@@ -130,9 +130,15 @@ impl ZoneData {
 
     /// The delegation `name` lies at or below, if any.
     fn delegation_above(&self, name: &str) -> Option<(&String, &Delegation)> {
-        self.delegations
-            .iter()
-            .find(|(cut, _)| wire::is_subdomain(name, cut))
+        // Walk up from the name: a few map lookups, however many delegations there are.
+        let mut at = name.to_string();
+        while at != self.name && wire::is_subdomain(&at, &self.name) {
+            if let Some(found) = self.delegations.get_key_value(&at) {
+                return Some(found);
+            }
+            at = wire::parent_name(&at);
+        }
+        None
     }
 }
 
