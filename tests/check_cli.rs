@@ -42,24 +42,29 @@ async fn check_gives_each_verdict_and_exit_status() {
     let lab = LabDns::start().await.unwrap();
     let key = LabKey::generate(257).unwrap();
     let other = LabKey::generate(257).unwrap();
-    lab.add_child("secure.test", KeySource::Static(key.clone())).unwrap();
-    lab.publish_ds("secure.test", TldServers::Both, &key.dnskey()).unwrap();
+    lab.add_child("secure.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("secure.test", TldServers::Both, &key.dnskey())
+        .unwrap();
     lab.add_child("plain.test", KeySource::Unsigned).unwrap();
-    lab.add_child("halfway.test", KeySource::Static(key.clone())).unwrap();
-    lab.publish_ds("halfway.test", TldServers::A, &key.dnskey()).unwrap();
-    lab.add_child("wrong.test", KeySource::Static(key.clone())).unwrap();
-    lab.publish_ds("wrong.test", TldServers::Both, &other.dnskey()).unwrap();
-    lab.add_child("signed.test", KeySource::Static(key.clone())).unwrap();
+    lab.add_child("halfway.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("halfway.test", TldServers::A, &key.dnskey())
+        .unwrap();
+    lab.add_child("wrong.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("wrong.test", TldServers::Both, &other.dnskey())
+        .unwrap();
+    lab.add_child("signed.test", KeySource::Static(key.clone()))
+        .unwrap();
     let resolver = LabResolver::start(&lab).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let conf = config(dir.path(), &lab, "[zones]\nnames = []\n");
     // Point the validating resolver setting at the lab's Unbound.
-    let text = std::fs::read_to_string(&conf)
-        .unwrap()
-        .replace(
-            "validating_resolvers = []",
-            &format!("validating_resolvers = [\"{}\"]", resolver.addr()),
-        );
+    let text = std::fs::read_to_string(&conf).unwrap().replace(
+        "validating_resolvers = []",
+        &format!("validating_resolvers = [\"{}\"]", resolver.addr()),
+    );
     std::fs::write(&conf, text).unwrap();
 
     for (zone, parent_ds, validation, ok) in [
@@ -127,7 +132,11 @@ async fn check_reports_the_provider_and_text_advice() {
     // DNSSEC on at the provider: the lab's servers sign with its key at once.
     let client = reqwest::Client::new();
     let status = client
-        .patch(sim.base_url().join("dns/v2/zones/shop.test/dnssec").unwrap())
+        .patch(
+            sim.base_url()
+                .join("dns/v2/zones/shop.test/dnssec")
+                .unwrap(),
+        )
         .header("Authorization", "APIKey check-key")
         .json(&serde_json::json!({"enabled": true}))
         .send()
@@ -145,10 +154,18 @@ async fn check_reports_the_provider_and_text_advice() {
     assert_eq!(code, 0);
 
     // The registrar publishes the provider's DS: secure.
-    lab.publish_ds("shop.test", TldServers::Both, &handle.dnskey("shop.test.").unwrap())
-        .unwrap();
+    lab.publish_ds(
+        "shop.test",
+        TldServers::Both,
+        &handle.dnskey("shop.test.").unwrap(),
+    )
+    .unwrap();
     let (code, json) = check(&conf, "shop.test").await;
-    assert_eq!((json["parent_ds"].as_str(), code), (Some("all_match"), 0), "{json:#}");
+    assert_eq!(
+        (json["parent_ds"].as_str(), code),
+        (Some("all_match"), 0),
+        "{json:#}"
+    );
     assert_eq!(json["provider"]["parent_points_at_it"], true);
 
     // Switched off behind everyone's back: an outage, and the text says so.

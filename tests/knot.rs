@@ -63,8 +63,14 @@ fn conf(dir: &Path, listen: &str, port: u16, zones: &[(&str, bool)]) -> PathBuf 
         dir = dir.display(),
     );
     for (zone, signed) in zones {
-        let file = if *zone == "." { "root".to_string() } else { zone.trim_end_matches('.').to_string() };
-        text.push_str(&format!("  - domain: \"{zone}\"\n    file: \"{file}.zone\"\n"));
+        let file = if *zone == "." {
+            "root".to_string()
+        } else {
+            zone.trim_end_matches('.').to_string()
+        };
+        text.push_str(&format!(
+            "  - domain: \"{zone}\"\n    file: \"{file}.zone\"\n"
+        ));
         if *signed {
             text.push_str("    dnssec-signing: on\n    dnssec-policy: manual\n");
         }
@@ -84,9 +90,22 @@ fn keymgr_csk(conf: &Path, zone: &str) -> String {
         .args([zone, "generate", "algorithm=13", "ksk=yes", "zsk=yes"])
         .output()
         .expect("keymgr runs (Debian package knot)");
-    assert!(out.status.success(), "keymgr generate: {}", String::from_utf8_lossy(&out.stderr));
-    let out = Command::new("keymgr").arg("-c").arg(conf).args([zone, "ds"]).output().unwrap();
-    assert!(out.status.success(), "keymgr ds: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "keymgr generate: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("keymgr")
+        .arg("-c")
+        .arg(conf)
+        .args([zone, "ds"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "keymgr ds: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     // The SHA-256 line: "zone. DS tag 13 2 HEX".
     text.lines()
@@ -108,7 +127,9 @@ fn knotd(conf: &Path) -> Child {
 
 /// Waits until `server` answers `zone SOA` authoritatively (Knot signs on load).
 async fn wait_for(server: SocketAddr, zone: &str) {
-    let transport = NetTransport { timeout: Duration::from_millis(200) };
+    let transport = NetTransport {
+        timeout: Duration::from_millis(200),
+    };
     let query = build_query(&parse_name(zone).unwrap(), RecordType::SOA, false);
     for _ in 0..50 {
         if let Ok(m) = transport.exchange(server, &query).await
@@ -125,7 +146,15 @@ async fn wait_for(server: SocketAddr, zone: &str) {
 /// What `kdig` shows: (status, aa flag, DS rdata as `tag alg type HEX`).
 fn kdig_ds(server: &str, port: u16, zone: &str) -> (String, bool, Vec<String>) {
     let out = Command::new("kdig")
-        .args([&format!("@{server}"), "-p", &port.to_string(), "+norec", "+dnssec", zone, "DS"])
+        .args([
+            &format!("@{server}"),
+            "-p",
+            &port.to_string(),
+            "+norec",
+            "+dnssec",
+            zone,
+            "DS",
+        ])
         .output()
         .expect("kdig runs (Debian package knot-dnsutils)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -135,7 +164,9 @@ fn kdig_ds(server: &str, port: u16, zone: &str) -> (String, bool, Vec<String>) {
         .and_then(|s| s.split([',', ';', '\n']).next())
         .unwrap_or_default()
         .to_string();
-    let aa = text.lines().any(|l| l.contains("Flags:") && l.contains(" aa"));
+    let aa = text
+        .lines()
+        .any(|l| l.contains("Flags:") && l.contains(" aa"));
     let ds = text
         .lines()
         .filter(|l| !l.starts_with(';'))
@@ -155,7 +186,14 @@ fn kdig_ds(server: &str, port: u16, zone: &str) -> (String, bool, Vec<String>) {
 /// Key tags of the SEP keys `kdig` shows at the child.
 fn kdig_sep_tags(server: &str, port: u16, zone: &str) -> Vec<u16> {
     let out = Command::new("kdig")
-        .args([&format!("@{server}"), "-p", &port.to_string(), "+norec", zone, "DNSKEY"])
+        .args([
+            &format!("@{server}"),
+            "-p",
+            &port.to_string(),
+            "+norec",
+            zone,
+            "DNSKEY",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -211,7 +249,11 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
         &child_dir,
         CHILD,
         port,
-        &[("signed.test.", true), ("wrong.test.", true), ("plain.test.", false)],
+        &[
+            ("signed.test.", true),
+            ("wrong.test.", true),
+            ("plain.test.", false),
+        ],
     );
     let root_ds = keymgr_csk(&parent_conf, ".");
     let test_ds = keymgr_csk(&parent_conf, "test.");
@@ -245,7 +287,10 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
     for zone in ["signed", "wrong", "plain"] {
         std::fs::write(
             child_dir.join(format!("{zone}.test.zone")),
-            format!("$ORIGIN {zone}.test.\n{}@ 3600 NS ns2.test.\nwww 300 A 192.0.2.1\n", soa("ns2.test.")),
+            format!(
+                "$ORIGIN {zone}.test.\n{}@ 3600 NS ns2.test.\nwww 300 A 192.0.2.1\n",
+                soa("ns2.test.")
+            ),
         )
         .unwrap();
     }
@@ -290,7 +335,10 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
         let by_hand_ds = kdig_ds(PARENT, port, zone);
         let tags = kdig_sep_tags(CHILD, port, zone);
         let expected = verdict_by_hand(&by_hand_ds, &tags);
-        assert_eq!(json["parent_ds"], expected, "{zone}: kdig {by_hand_ds:?} tags {tags:?}\n{json:#}");
+        assert_eq!(
+            json["parent_ds"], expected,
+            "{zone}: kdig {by_hand_ds:?} tags {tags:?}\n{json:#}"
+        );
         assert_eq!(json["validation"], validation, "{zone}: {json:#}");
         let answers = json["parent"]["answers"].as_array().unwrap();
         assert_eq!(answers.len(), 1, "{json:#}");
@@ -303,6 +351,10 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
             // Knot signs the DS with the original TTL of the zone file.
             assert_eq!(answers[0]["answer"]["ttl"], 7200, "{json:#}");
         }
-        assert_eq!(out.status.code() == Some(0), validation != "bogus", "{zone}");
+        assert_eq!(
+            out.status.code() == Some(0),
+            validation != "bogus",
+            "{zone}"
+        );
     }
 }

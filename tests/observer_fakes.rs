@@ -213,7 +213,11 @@ fn setup() -> Setup {
     };
     let observer =
         DnsObserver::with_transport(&settings, ObserverOptions::default(), fake.clone()).unwrap();
-    Setup { fake, observer, key }
+    Setup {
+        fake,
+        observer,
+        key,
+    }
 }
 
 #[tokio::test]
@@ -241,7 +245,10 @@ async fn a_timeout_beside_an_absent_is_unknown_never_all_absent() {
     s.script(TLD_B, RecordType::DS, Script::Silence);
     let view = s.parent().await;
     assert_eq!(answer_at(&view, TLD_A), DsAnswer::Absent);
-    assert_eq!(answer_at(&view, TLD_B), DsAnswer::Unknown(UnknownReason::Timeout));
+    assert_eq!(
+        answer_at(&view, TLD_B),
+        DsAnswer::Unknown(UnknownReason::Timeout)
+    );
     assert!(!view.all_absent());
     assert_eq!(s.verdict().await, ParentDsVerdict::Unknown);
     // Bounded retries: two attempts at the silent server, no more.
@@ -262,7 +269,10 @@ async fn every_unknown_reason() {
             UnknownReason::Network("connection refused".into()),
         ),
         (Script::Rcode(ResponseCode::Refused), UnknownReason::Refused),
-        (Script::Rcode(ResponseCode::ServFail), UnknownReason::Servfail),
+        (
+            Script::Rcode(ResponseCode::ServFail),
+            UnknownReason::Servfail,
+        ),
         (Script::Rcode(ResponseCode::NotImp), UnknownReason::Rcode(4)),
         (Script::NotAuthoritative, UnknownReason::Lame),
         (Script::SoaOf("child.test."), UnknownReason::Lame),
@@ -290,7 +300,11 @@ async fn a_server_without_address_is_unknown() {
     {
         let mut world = s.fake.world.lock().unwrap();
         let root = world.zones.get_mut(".").unwrap();
-        root.delegations.get_mut("test.").unwrap().ns.push("c.elsewhere.".into());
+        root.delegations
+            .get_mut("test.")
+            .unwrap()
+            .ns
+            .push("c.elsewhere.".into());
     }
     let view = s.parent().await;
     assert_eq!(view.answers.len(), 3);
@@ -300,7 +314,10 @@ async fn a_server_without_address_is_unknown() {
         .find(|a| a.server == "c.elsewhere.")
         .unwrap();
     assert!(
-        matches!(missing.answer, DsAnswer::Unknown(UnknownReason::NoAddress(_))),
+        matches!(
+            missing.answer,
+            DsAnswer::Unknown(UnknownReason::NoAddress(_))
+        ),
         "{missing:?}"
     );
 }
@@ -311,7 +328,8 @@ async fn the_rrsig_original_ttl_wins_over_a_lowered_record_ttl() {
     // Sign the TLD so the DS carries an RRSIG with its original TTL.
     {
         let mut world = s.fake.world.lock().unwrap();
-        world.zones.get_mut("test.").unwrap().key = KeySource::Static(LabKey::generate(257).unwrap());
+        world.zones.get_mut("test.").unwrap().key =
+            KeySource::Static(LabKey::generate(257).unwrap());
     }
     s.set_ds(&[TLD_A, TLD_B], &s.key.clone(), 86_400);
     s.script(TLD_A, RecordType::DS, Script::RecordTtl(60));
@@ -354,10 +372,16 @@ async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
     let views = futures::future::join_all(zones.iter().map(|z| s.observer.parent(z))).await;
     assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
     let asked = s.fake.asked.lock().unwrap().clone();
-    let root_queries = asked.iter().filter(|(ip, _)| *ip == IpAddr::from(ROOT)).count();
+    let root_queries = asked
+        .iter()
+        .filter(|(ip, _)| *ip == IpAddr::from(ROOT))
+        .count();
     assert!(root_queries <= 4, "the root was asked {root_queries} times");
     let stats = s.observer.stats();
-    assert!(stats.peak_in_flight <= ObserverOptions::default().queries_in_flight, "{stats:?}");
+    assert!(
+        stats.peak_in_flight <= ObserverOptions::default().queries_in_flight,
+        "{stats:?}"
+    );
     // One NS question and one DS question per server per zone, plus the shared lookups.
     assert!(stats.exchanges <= 3 * 10_000 + 10, "{stats:?}");
 }
@@ -371,5 +395,8 @@ async fn identical_questions_in_flight_are_sent_once() {
     assert!(views.iter().all(|v| v.as_ref().unwrap().all_absent()));
     let after = s.observer.stats();
     assert!(after.shared > before.shared, "{after:?}");
-    assert!(after.exchanges - before.exchanges < 50 * 2, "{before:?} {after:?}");
+    assert!(
+        after.exchanges - before.exchanges < 50 * 2,
+        "{before:?} {after:?}"
+    );
 }

@@ -42,7 +42,8 @@ fn reason_at(view: &dnssec_warden::dns::ParentView, ip: std::net::Ipv4Addr) -> D
 async fn signed_child_with_ds_everywhere_is_secure() {
     let key = LabKey::generate(257).unwrap();
     let (lab, observer) = lab_with(KeySource::Static(key.clone())).await;
-    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey()).unwrap();
+    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey())
+        .unwrap();
     lab.set_ds_ttl(ZONE, 7200).unwrap();
     let parent = observer.parent(ZONE).await.unwrap();
     assert_eq!(parent.parent, "test.");
@@ -65,7 +66,10 @@ async fn signed_child_with_ds_everywhere_is_secure() {
         ValidationVerdict::Secure,
         "{probes:?}"
     );
-    assert_eq!(parent.verdict(&child.served_keys()), ParentDsVerdict::AllMatch);
+    assert_eq!(
+        parent.verdict(&child.served_keys()),
+        ParentDsVerdict::AllMatch
+    );
 }
 
 #[tokio::test]
@@ -94,7 +98,10 @@ async fn ds_on_one_tld_server_only_is_partial() {
     let (lab, observer) = lab_with(KeySource::Static(key.clone())).await;
     lab.publish_ds(ZONE, TldServers::A, &key.dnskey()).unwrap();
     let parent = observer.parent(ZONE).await.unwrap();
-    assert!(matches!(reason_at(&parent, TLD_A), DsAnswer::Present { .. }));
+    assert!(matches!(
+        reason_at(&parent, TLD_A),
+        DsAnswer::Present { .. }
+    ));
     assert_eq!(reason_at(&parent, TLD_B), DsAnswer::Absent);
     assert_eq!(verdicts(&observer, ZONE).await.0, ParentDsVerdict::Partial);
 }
@@ -104,7 +111,8 @@ async fn ds_for_a_key_the_child_does_not_serve_is_mismatch_and_bogus() {
     let served = LabKey::generate(257).unwrap();
     let stale = LabKey::generate(257).unwrap();
     let (lab, observer) = lab_with(KeySource::Static(served)).await;
-    lab.publish_ds(ZONE, TldServers::Both, &stale.dnskey()).unwrap();
+    lab.publish_ds(ZONE, TldServers::Both, &stale.dnskey())
+        .unwrap();
     assert_eq!(
         verdicts(&observer, ZONE).await,
         (ParentDsVerdict::Mismatch, ValidationVerdict::Bogus)
@@ -115,7 +123,8 @@ async fn ds_for_a_key_the_child_does_not_serve_is_mismatch_and_bogus() {
 async fn ds_left_behind_after_unsigning_is_mismatch_and_bogus() {
     let key = LabKey::generate(257).unwrap();
     let (lab, observer) = lab_with(KeySource::Static(key.clone())).await;
-    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey()).unwrap();
+    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey())
+        .unwrap();
     lab.set_child_key(ZONE, KeySource::Unsigned).unwrap();
     assert_eq!(
         verdicts(&observer, ZONE).await,
@@ -214,7 +223,8 @@ async fn cds_delete_and_signature_windows_are_reported() {
     let key = LabKey::generate(257).unwrap();
     let (lab, observer) = lab_with(KeySource::Static(key)).await;
     lab.set_cds_delete(ZONE, true).unwrap();
-    lab.set_signature_window(ZONE, Some((1_000, 2_000_000_000))).unwrap();
+    lab.set_signature_window(ZONE, Some((1_000, 2_000_000_000)))
+        .unwrap();
     lab.set_dnskey_ttl(ZONE, 1234).unwrap();
     let child = observer.child(ZONE).await.unwrap();
     assert_eq!(child.max_dnskey_ttl(), Some(1234));
@@ -235,8 +245,10 @@ async fn cds_delete_and_signature_windows_are_reported() {
 async fn expired_signatures_are_bogus() {
     let key = LabKey::generate(257).unwrap();
     let (lab, observer) = lab_with(KeySource::Static(key.clone())).await;
-    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey()).unwrap();
-    lab.set_signature_window(ZONE, Some((1_000, 2_000))).unwrap();
+    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey())
+        .unwrap();
+    lab.set_signature_window(ZONE, Some((1_000, 2_000)))
+        .unwrap();
     let probes = observer.validation(ZONE).await;
     assert_eq!(probes[0].verdict, ValidationVerdict::Bogus, "{probes:?}");
 }
@@ -273,7 +285,8 @@ async fn many_zones_share_one_tld_lookup() {
 async fn dig_sees_the_lab() {
     let key = LabKey::generate(257).unwrap();
     let (lab, _observer) = lab_with(KeySource::Static(key.clone())).await;
-    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey()).unwrap();
+    lab.publish_ds(ZONE, TldServers::Both, &key.dnskey())
+        .unwrap();
     let port = lab.port().to_string();
     let out = tokio::task::spawn_blocking(move || {
         Command::new("dig")
@@ -285,7 +298,10 @@ async fn dig_sees_the_lab() {
     .expect("dig runs (Debian bind9-dnsutils; tests/run.sh installs it)");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("flags: qr aa"), "{text}");
-    assert!(text.contains(&format!("IN\tDS\t{} 13 2", key.dnskey().key_tag())), "{text}");
+    assert!(
+        text.contains(&format!("IN\tDS\t{} 13 2", key.dnskey().key_tag())),
+        "{text}"
+    );
     assert!(text.contains("RRSIG\tDS 13 2"), "{text}");
 }
 
@@ -296,12 +312,18 @@ async fn unbound_agrees_with_our_validator() {
     let lab = LabDns::start().await.unwrap();
     let good = LabKey::generate(257).unwrap();
     let stale = LabKey::generate(257).unwrap();
-    lab.add_child("secure.test.", KeySource::Static(good.clone())).unwrap();
-    lab.publish_ds("secure.test.", TldServers::Both, &good.dnskey()).unwrap();
-    lab.add_child("unsigned.test.", KeySource::Unsigned).unwrap();
-    lab.add_child("signed-no-ds.test.", KeySource::Static(good.clone())).unwrap();
-    lab.add_child("broken.test.", KeySource::Static(good.clone())).unwrap();
-    lab.publish_ds("broken.test.", TldServers::Both, &stale.dnskey()).unwrap();
+    lab.add_child("secure.test.", KeySource::Static(good.clone()))
+        .unwrap();
+    lab.publish_ds("secure.test.", TldServers::Both, &good.dnskey())
+        .unwrap();
+    lab.add_child("unsigned.test.", KeySource::Unsigned)
+        .unwrap();
+    lab.add_child("signed-no-ds.test.", KeySource::Static(good.clone()))
+        .unwrap();
+    lab.add_child("broken.test.", KeySource::Static(good.clone()))
+        .unwrap();
+    lab.publish_ds("broken.test.", TldServers::Both, &stale.dnskey())
+        .unwrap();
     let resolver = LabResolver::start(&lab).await.unwrap();
     let observer = DnsObserver::new(&lab.settings_with_resolvers(&[resolver.addr()])).unwrap();
     for (zone, expected) in [

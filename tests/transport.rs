@@ -28,7 +28,11 @@ enum Udp {
 /// A big signed DS answer: 40 DS records do not fit in 1232 octets.
 fn full_answer(query: &Message, key: &LabKey) -> Message {
     let zone = parse_name("child.test.").unwrap();
-    let mut m = Message::new(query.metadata.id, MessageType::Response, query.metadata.op_code);
+    let mut m = Message::new(
+        query.metadata.id,
+        MessageType::Response,
+        query.metadata.op_code,
+    );
     m.queries = query.queries.clone();
     m.metadata.authoritative = true;
     let records: Vec<Record> = (0..40)
@@ -177,7 +181,11 @@ async fn silence_times_out_and_a_closed_port_is_a_network_error() {
 #[tokio::test]
 async fn an_nxdomain_needs_the_parents_soa_to_count_as_absent() {
     let query = ds_query();
-    let mut m = Message::new(query.metadata.id, MessageType::Response, query.metadata.op_code);
+    let mut m = Message::new(
+        query.metadata.id,
+        MessageType::Response,
+        query.metadata.op_code,
+    );
     m.queries = query.queries.clone();
     m.metadata.authoritative = true;
     m.metadata.response_code = ResponseCode::NXDomain;
@@ -200,5 +208,8 @@ async fn an_nxdomain_needs_the_parents_soa_to_count_as_absent() {
     ));
     m.authorities.clear();
     let bare = Ok(std::sync::Arc::new(m));
-    assert!(matches!(classify_ds(&zone, "test.", &bare), DsAnswer::Unknown(_)));
+    assert!(matches!(
+        classify_ds(&zone, "test.", &bare),
+        DsAnswer::Unknown(_)
+    ));
 }

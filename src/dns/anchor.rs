@@ -17,7 +17,10 @@ pub const IANA_ROOT_DS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum AnchorError {
     #[error("trust anchor file {path}: {error}")]
-    Read { path: PathBuf, error: std::io::Error },
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("trust anchor file {path}, line {line}: {reason}")]
     Parse {
         path: PathBuf,
@@ -126,7 +129,8 @@ fn parse_line(line: &str) -> Result<Anchor, String> {
     let owner = dnssec::fqdn(fields.first().ok_or("empty")?).map_err(|e| e.to_string())?;
     if fields[kind_at].eq_ignore_ascii_case("DS") {
         let rdata = fields[kind_at + 1..].join(" ");
-        let parsed = DsLine::parse(&format!("{owner} 0 IN DS {rdata}")).map_err(|e| e.to_string())?;
+        let parsed =
+            DsLine::parse(&format!("{owner} 0 IN DS {rdata}")).map_err(|e| e.to_string())?;
         return Ok(Anchor::Ds {
             owner,
             ds: parsed.ds,
@@ -175,7 +179,10 @@ mod tests {
         let text = "; lab\n. 3600 IN DS 1 13 2 ABCD\nexample. DNSKEY 257 3 13 AAEC AwQ=\n";
         let anchors = TrustAnchors::parse(text, Path::new("a")).unwrap();
         assert_eq!(anchors.0.len(), 2);
-        assert_eq!(anchors.keys_for("example.")[0].public_key, vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            anchors.keys_for("example.")[0].public_key,
+            vec![0, 1, 2, 3, 4]
+        );
         let err = TrustAnchors::parse(". IN A 1.2.3.4", Path::new("a")).unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
         assert!(TrustAnchors::parse("; nothing\n", Path::new("a")).is_err());

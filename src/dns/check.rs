@@ -70,7 +70,9 @@ pub async fn check<O: Observer>(
     let provider = match provider {
         None => None,
         Some(Err(e)) => Some(ProviderState::failed(e)),
-        Some(Ok(client)) => Some(provider_state(client, zone, parent.as_ref(), child.as_ref()).await),
+        Some(Ok(client)) => {
+            Some(provider_state(client, zone, parent.as_ref(), child.as_ref()).await)
+        }
     };
     let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
     let consistent = match parent_ds {
@@ -136,7 +138,10 @@ async fn provider_state(
                 key.dnskey.flags,
                 key.dnskey.protocol,
                 key.dnskey.algorithm,
-                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &key.dnskey.public_key)
+                base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    &key.dnskey.public_key
+                )
             ));
             state.key_tag = Some(key.key_tag());
             state.ds = Some(key.ds_line().to_string());
@@ -213,14 +218,16 @@ fn advise(r: &CheckReport) -> Vec<String> {
             );
         }
         if let Some(e) = &p.error {
-            advice.push(format!("The provider could not be asked ({e}); the DNS view above stands on its own."));
+            advice.push(format!(
+                "The provider could not be asked ({e}); the DNS view above stands on its own."
+            ));
         }
     }
-    if r
-        .child
-        .as_ref()
-        .is_some_and(|c| c.answers.iter().any(|a| matches!(&a.answer, DnskeyAnswer::Keys(k) if k.delete_requested)))
-    {
+    if r.child.as_ref().is_some_and(|c| {
+        c.answers
+            .iter()
+            .any(|a| matches!(&a.answer, DnskeyAnswer::Keys(k) if k.delete_requested))
+    }) {
         advice.push(
             "The zone publishes the RFC 8078 delete request (CDS 0 0 0 00): it asks the parent to remove its DS."
                 .into(),
@@ -251,12 +258,19 @@ pub fn render_text(r: &CheckReport) -> String {
         }
     }
     if let Some(parent) = &r.parent {
-        let _ = writeln!(out, "parent {} (DS of {} at each address):", parent.parent, parent.zone);
+        let _ = writeln!(
+            out,
+            "parent {} (DS of {} at each address):",
+            parent.parent, parent.zone
+        );
         for a in &parent.answers {
             let what = match &a.answer {
                 DsAnswer::Present { ds, ttl } => format!(
                     "DS ttl {ttl}: {}",
-                    ds.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" | ")
+                    ds.iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" | ")
                 ),
                 DsAnswer::Absent => "no DS (authoritative)".into(),
                 DsAnswer::Unknown(reason) => format!("unknown: {reason}"),
@@ -272,14 +286,20 @@ pub fn render_text(r: &CheckReport) -> String {
                     let keys: Vec<String> = k
                         .keys
                         .iter()
-                        .map(|key| format!("{} alg {} tag {}", key.flags, key.algorithm, key.key_tag()))
+                        .map(|key| {
+                            format!("{} alg {} tag {}", key.flags, key.algorithm, key.key_tag())
+                        })
                         .collect();
                     format!(
                         "{} ttl {}, {}{}",
                         keys.join(", "),
                         k.ttl,
                         if k.signed { "signed" } else { "NOT signed" },
-                        if k.delete_requested { ", CDS delete request" } else { "" }
+                        if k.delete_requested {
+                            ", CDS delete request"
+                        } else {
+                            ""
+                        }
                     )
                 }
                 DnskeyAnswer::Absent => "no DNSKEY (unsigned)".into(),
@@ -289,7 +309,11 @@ pub fn render_text(r: &CheckReport) -> String {
         }
     }
     for p in &r.validation_probes {
-        let _ = writeln!(out, "validation by {}: {} ({})", p.source, p.verdict, p.detail);
+        let _ = writeln!(
+            out,
+            "validation by {}: {} ({})",
+            p.source, p.verdict, p.detail
+        );
     }
     for e in &r.errors {
         let _ = writeln!(out, "error: {e}");
@@ -315,5 +339,10 @@ pub async fn run(
             .map_err(|e| e.to_string())
             .and_then(|creds| GcoreClient::new(p, creds).map_err(|e| e.to_string()))
     });
-    Ok(check(&observer, client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)), zone).await)
+    Ok(check(
+        &observer,
+        client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),
+        zone,
+    )
+    .await)
 }

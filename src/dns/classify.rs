@@ -106,7 +106,10 @@ pub fn classify_ds(zone: &Name, parent: &str, outcome: &Outcome) -> DsAnswer {
             .max()
             .unwrap_or(0)
     } else {
-        sigs.iter().map(|s| s.input().original_ttl).max().unwrap_or(0)
+        sigs.iter()
+            .map(|s| s.input().original_ttl)
+            .max()
+            .unwrap_or(0)
     };
     DsAnswer::Present { ds, ttl }
 }
@@ -129,8 +132,7 @@ pub fn classify_dnskey(
     }
     // The child's own servers must answer for its apex with authority; NXDOMAIN there
     // means the server does not know the zone.
-    if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain
-    {
+    if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
         return DnskeyAnswer::Unknown(UnknownReason::Lame);
     }
     let keys: Vec<_> = wire::rrset(&message.answers, zone, RecordType::DNSKEY)
@@ -147,14 +149,13 @@ pub fn classify_dnskey(
         .map(|r| r.ttl)
         .max()
         .unwrap_or(0);
-    let signatures: Vec<SignatureWindow> =
-        wire::rrsigs(&message.answers, zone, RecordType::DNSKEY)
-            .map(|s| SignatureWindow {
-                key_tag: s.input().key_tag,
-                inception: s.input().sig_inception.get(),
-                expiration: s.input().sig_expiration.get(),
-            })
-            .collect();
+    let signatures: Vec<SignatureWindow> = wire::rrsigs(&message.answers, zone, RecordType::DNSKEY)
+        .map(|s| SignatureWindow {
+            key_tag: s.input().key_tag,
+            inception: s.input().sig_inception.get(),
+            expiration: s.input().sig_expiration.get(),
+        })
+        .collect();
     let mut cds_records = Vec::new();
     let mut cdnskey_records = Vec::new();
     let mut delete_requested = false;

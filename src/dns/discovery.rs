@@ -136,10 +136,7 @@ impl Discovery {
 
     /// Forgets every cached delegation (after the lab changed one, for instance).
     pub fn forget(&self) {
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The deepest zone cut at or above `name`.
@@ -159,7 +156,11 @@ impl Discovery {
         Ok(cut)
     }
 
-    fn locate_at(&self, name: String, depth: u8) -> BoxFuture<'_, Result<Arc<ZoneCut>, DiscoveryError>> {
+    fn locate_at(
+        &self,
+        name: String,
+        depth: u8,
+    ) -> BoxFuture<'_, Result<Arc<ZoneCut>, DiscoveryError>> {
         Box::pin(async move {
             if depth > MAX_DEPTH {
                 return Err(DiscoveryError::TooDeep(name));
@@ -223,7 +224,9 @@ impl Discovery {
                 continue;
             }
             let ttl = ns_ttl(&message.answers, &root);
-            let servers = self.servers_for(&hosts, &message.additionals, ".", depth).await;
+            let servers = self
+                .servers_for(&hosts, &message.additionals, ".", depth)
+                .await;
             let cut = Arc::new(ZoneCut {
                 zone: ".".into(),
                 servers,
@@ -241,7 +244,12 @@ impl Discovery {
     }
 
     /// Asks `cut`'s servers whether `name` (just below it) is a zone cut.
-    async fn probe(&self, cut: &Arc<ZoneCut>, name: &str, depth: u8) -> Result<Probe, DiscoveryError> {
+    async fn probe(
+        &self,
+        cut: &Arc<ZoneCut>,
+        name: &str,
+        depth: u8,
+    ) -> Result<Probe, DiscoveryError> {
         let qname = wire::parse_name(name).ok_or_else(|| DiscoveryError::BadName(name.into()))?;
         let mut problems = Vec::new();
         for (host, addr) in cut.addresses() {
@@ -270,7 +278,9 @@ impl Discovery {
                     return Ok(Probe::NotCut);
                 }
                 let ttl = ns_ttl(&message.answers, &qname);
-                let servers = self.servers_for(&hosts, &message.additionals, name, depth).await;
+                let servers = self
+                    .servers_for(&hosts, &message.additionals, name, depth)
+                    .await;
                 return Ok(Probe::Cut(Arc::new(ZoneCut {
                     zone: name.to_string(),
                     servers,
@@ -280,7 +290,9 @@ impl Discovery {
             }
             let hosts = ns_hosts(&message.authorities, &qname);
             if hosts.is_empty() {
-                problems.push(format!("{host} ({addr}): not authoritative and no referral (lame)"));
+                problems.push(format!(
+                    "{host} ({addr}): not authoritative and no referral (lame)"
+                ));
                 continue;
             }
             let ttl = ns_ttl(&message.authorities, &qname);
@@ -360,11 +372,16 @@ impl Discovery {
     }
 
     /// A and AAAA of `host`, asked of the servers authoritative for it.
-    fn host_addresses(&self, host: &str, depth: u8) -> BoxFuture<'_, Result<Vec<IpAddr>, DiscoveryError>> {
+    fn host_addresses(
+        &self,
+        host: &str,
+        depth: u8,
+    ) -> BoxFuture<'_, Result<Vec<IpAddr>, DiscoveryError>> {
         let host = host.to_string();
         Box::pin(async move {
             let cut = self.locate_at(host.clone(), depth).await?;
-            let qname = wire::parse_name(&host).ok_or_else(|| DiscoveryError::BadName(host.clone()))?;
+            let qname =
+                wire::parse_name(&host).ok_or_else(|| DiscoveryError::BadName(host.clone()))?;
             let mut problems = Vec::new();
             for (ns, addr) in cut.addresses() {
                 let server = SocketAddr::new(addr, self.port);
@@ -376,11 +393,12 @@ impl Discovery {
                 let mut answered = false;
                 for outcome in [a, aaaa] {
                     match outcome {
-                        Ok(m) if m.metadata.authoritative
-                            && matches!(
-                                m.metadata.response_code,
-                                ResponseCode::NoError | ResponseCode::NXDomain
-                            ) =>
+                        Ok(m)
+                            if m.metadata.authoritative
+                                && matches!(
+                                    m.metadata.response_code,
+                                    ResponseCode::NoError | ResponseCode::NXDomain
+                                ) =>
                         {
                             answered = true;
                             for r in &m.answers {
@@ -397,7 +415,11 @@ impl Discovery {
                         Ok(m) => problems.push(format!(
                             "{ns} ({addr}): {} {}",
                             m.metadata.response_code,
-                            if m.metadata.authoritative { "" } else { "(not authoritative)" }
+                            if m.metadata.authoritative {
+                                ""
+                            } else {
+                                "(not authoritative)"
+                            }
                         )),
                         Err(e) => problems.push(format!("{ns} ({addr}): {e}")),
                     }

@@ -14,13 +14,13 @@ pub mod validator;
 pub mod wire;
 
 pub use anchor::{AnchorError, TrustAnchors};
-pub use observer::{DnsObserver, ObserverError, ObserverOptions};
-pub use query::QueryStats;
-pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 pub use model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentDsVerdict, ParentView, ServerAnswer,
     SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict, combine_validation,
 };
+pub use observer::{DnsObserver, ObserverError, ObserverOptions};
+pub use query::QueryStats;
+pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 
 /// Discovery failed before any server could be asked: the parent or the delegation could
 /// not be found. To the lifecycle this is the same as every answer being unknown.

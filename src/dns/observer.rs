@@ -14,7 +14,7 @@ use super::discovery::{Discovery, DiscoveryError, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, UnknownReason, ValidationProbe,
 };
-use super::query::{Limits, QueryStats, Querier};
+use super::query::{Limits, Querier, QueryStats};
 use super::transport::{NetTransport, Transport};
 use super::validator::Validator;
 use super::{ObserveError, Observer, resolvers, wire};

@@ -83,9 +83,15 @@ pub async fn probe(querier: &Querier, resolver: SocketAddr, zone: &str) -> Valid
         detail,
     };
     let Some(qname) = wire::parse_name(zone) else {
-        return verdict(ValidationVerdict::Unknown, format!("{zone} is not a valid name"));
+        return verdict(
+            ValidationVerdict::Unknown,
+            format!("{zone} is not a valid name"),
+        );
     };
-    let answer = match querier.query(resolver, &qname, RecordType::SOA, true, false).await {
+    let answer = match querier
+        .query(resolver, &qname, RecordType::SOA, true, false)
+        .await
+    {
         Ok(m) => m,
         Err(e) => return verdict(ValidationVerdict::Unknown, e.to_string()),
     };
@@ -108,7 +114,9 @@ pub async fn probe(querier: &Querier, resolver: SocketAddr, zone: &str) -> Valid
             }
             // Without an EDE, SERVFAIL may be validation or an unreachable zone: asking
             // again with CD=1 tells them apart.
-            let unchecked = querier.query(resolver, &qname, RecordType::SOA, true, true).await;
+            let unchecked = querier
+                .query(resolver, &qname, RecordType::SOA, true, true)
+                .await;
             let suffix = if errors.is_empty() {
                 String::new()
             } else {

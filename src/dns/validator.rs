@@ -11,8 +11,8 @@
 
 use std::net::SocketAddr;
 
-use hickory_proto::dnssec::rdata::{DNSSECRData, RRSIG};
 use hickory_proto::dnssec::Verifier;
+use hickory_proto::dnssec::rdata::{DNSSECRData, RRSIG};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
@@ -85,7 +85,9 @@ impl Validator<'_> {
         {
             Step::Ok(k) => k,
             Step::Insecure(d) => return Step::Insecure(d),
-            Step::Bogus(d) => return Step::Bogus(format!("trust anchor for {}: {d}", anchored.zone)),
+            Step::Bogus(d) => {
+                return Step::Bogus(format!("trust anchor for {}: {d}", anchored.zone));
+            }
             Step::Unknown(d) => return Step::Unknown(d),
         };
         for pair in chain[start..].windows(2) {
@@ -108,7 +110,9 @@ impl Validator<'_> {
                 ));
             }
             keys = match self
-                .trusted_dnskeys(child, |k| usable.iter().any(|d| k.matches_ds(&child.zone, d)))
+                .trusted_dnskeys(child, |k| {
+                    usable.iter().any(|d| k.matches_ds(&child.zone, d))
+                })
                 .await
             {
                 Step::Ok(k) => k,
@@ -157,7 +161,11 @@ impl Validator<'_> {
                 Ok(m) => problems.push(format!(
                     "{host} ({addr}): {}{}",
                     m.metadata.response_code,
-                    if m.metadata.authoritative { "" } else { ", not authoritative" }
+                    if m.metadata.authoritative {
+                        ""
+                    } else {
+                        ", not authoritative"
+                    }
                 )),
                 Err(e) => problems.push(format!("{host} ({addr}): {e}")),
             }
@@ -198,7 +206,13 @@ impl Validator<'_> {
         if entry.is_empty() {
             return Step::Bogus("no served DNSKEY matches the DS (or trust anchor)".into());
         }
-        match self.verify_rrset(&message.answers, &qname, RecordType::DNSKEY, &cut.zone, &entry) {
+        match self.verify_rrset(
+            &message.answers,
+            &qname,
+            RecordType::DNSKEY,
+            &cut.zone,
+            &entry,
+        ) {
             Ok(()) => Step::Ok(keys),
             Err(d) => Step::Bogus(format!("DNSKEY RRset: {d}")),
         }
@@ -218,8 +232,13 @@ impl Validator<'_> {
             .map(wire::ds_from)
             .collect();
         if !ds.is_empty() {
-            return match self.verify_rrset(&message.answers, &qname, RecordType::DS, &parent.zone, keys)
-            {
+            return match self.verify_rrset(
+                &message.answers,
+                &qname,
+                RecordType::DS,
+                &parent.zone,
+                keys,
+            ) {
                 Ok(()) => Step::Ok(ds),
                 Err(d) => Step::Bogus(format!("DS of {child} at {}: {d}", parent.zone)),
             };
@@ -229,7 +248,10 @@ impl Validator<'_> {
                 "{} proves there is no DS for {child} ({how}): the zone is unsigned in the chain",
                 parent.zone
             )),
-            Err(d) => Step::Bogus(format!("no DS for {child} at {}, and no valid proof: {d}", parent.zone)),
+            Err(d) => Step::Bogus(format!(
+                "no DS for {child} at {}, and no valid proof: {d}",
+                parent.zone
+            )),
         }
     }
 
@@ -320,7 +342,11 @@ impl Validator<'_> {
                 problems.push(format!("signed by {}, not {signer}", input.signer_name));
                 continue;
             }
-            if !window_holds(input.sig_inception.get(), input.sig_expiration.get(), self.now) {
+            if !window_holds(
+                input.sig_inception.get(),
+                input.sig_expiration.get(),
+                self.now,
+            ) {
                 problems.push(format!(
                     "signature by key {} outside its validity window",
                     input.key_tag

@@ -186,7 +186,10 @@ mod tests {
     #[test]
     fn name_helpers() {
         assert_eq!(names_below(".", "a.test."), vec!["test.", "a.test."]);
-        assert_eq!(names_below("test.", "a.b.test."), vec!["b.test.", "a.b.test."]);
+        assert_eq!(
+            names_below("test.", "a.b.test."),
+            vec!["b.test.", "a.b.test."]
+        );
         assert!(names_below("test.", "test.").is_empty());
         assert!(names_below("other.", "a.test.").is_empty());
         assert_eq!(parent_name("a.test."), "test.");

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use resolver::{LabResolver, RESOLVER};
-pub use zone::{Delegation, Fault, KeySource, World, ZoneData};
+pub use zone::{Delegation, Fault, KeyFn, KeySource, World, ZoneData};
 
 use crate::config::DnsSettings;
 use crate::dnssec::{DigestType, Dnskey, Ds};
@@ -106,7 +106,11 @@ impl LabDns {
         for (host, ip) in HOSTS {
             world.hosts.insert(host.to_string(), *ip);
         }
-        let mut root = ZoneData::new(".", &["a.root-servers.test."], KeySource::Static(root_key.clone()));
+        let mut root = ZoneData::new(
+            ".",
+            &["a.root-servers.test."],
+            KeySource::Static(root_key.clone()),
+        );
         root.ttl = 3600;
         root.delegations.insert(
             TLD.into(),
@@ -115,9 +119,12 @@ impl LabDns {
                 ns_ttl: 3600,
                 ds: HashMap::from([(
                     IpAddr::from(ROOT),
-                    vec![tld_key.dnskey().to_ds(TLD, DigestType::Sha256).map_err(|e| {
-                        std::io::Error::other(e.to_string())
-                    })?],
+                    vec![
+                        tld_key
+                            .dnskey()
+                            .to_ds(TLD, DigestType::Sha256)
+                            .map_err(|e| std::io::Error::other(e.to_string()))?,
+                    ],
                 )]),
                 ds_ttl: 3600,
             },
@@ -125,7 +132,11 @@ impl LabDns {
         root.add_a("a.root-servers.test.", ROOT);
         root.add_a("a.nic.test.", TLD_A);
         root.add_a("b.nic.test.", TLD_B);
-        let mut tld = ZoneData::new(TLD, &["a.nic.test.", "b.nic.test."], KeySource::Static(tld_key.clone()));
+        let mut tld = ZoneData::new(
+            TLD,
+            &["a.nic.test.", "b.nic.test."],
+            KeySource::Static(tld_key.clone()),
+        );
         for (host, ip) in HOSTS {
             tld.add_a(host, *ip);
         }
@@ -151,8 +162,12 @@ impl LabDns {
         world.hosting.insert(ROOT.into(), vec![".".into()]);
         world.hosting.insert(TLD_A.into(), vec![TLD.into()]);
         world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
-        world.hosting.insert(PROVIDER_1.into(), vec![PROVIDER_ZONE.into()]);
-        world.hosting.insert(PROVIDER_2.into(), vec![PROVIDER_ZONE.into()]);
+        world
+            .hosting
+            .insert(PROVIDER_1.into(), vec![PROVIDER_ZONE.into()]);
+        world
+            .hosting
+            .insert(PROVIDER_2.into(), vec![PROVIDER_ZONE.into()]);
 
         let anchor_dir = tempfile::tempdir()?;
         let root_ds = root_key
@@ -337,7 +352,12 @@ impl LabDns {
         };
         [TLD_A, TLD_B]
             .iter()
-            .map(|ip| (IpAddr::from(*ip), d.ds.get(&IpAddr::from(*ip)).cloned().unwrap_or_default()))
+            .map(|ip| {
+                (
+                    IpAddr::from(*ip),
+                    d.ds.get(&IpAddr::from(*ip)).cloned().unwrap_or_default(),
+                )
+            })
             .collect()
     }
 
@@ -369,7 +389,11 @@ impl LabDns {
     }
 
     /// Fixes the RRSIG validity window (Unix seconds), or restores the default with `None`.
-    pub fn set_signature_window(&self, zone: &str, window: Option<(u32, u32)>) -> Result<(), LabDnsError> {
+    pub fn set_signature_window(
+        &self,
+        zone: &str,
+        window: Option<(u32, u32)>,
+    ) -> Result<(), LabDnsError> {
         self.with_zone(zone, |z| z.signature_window = window)
     }
 

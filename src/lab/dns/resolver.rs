@@ -35,7 +35,9 @@ pub struct LabResolver {
 
 impl std::fmt::Debug for LabResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LabResolver").field("addr", &self.addr).finish()
+        f.debug_struct("LabResolver")
+            .field("addr", &self.addr)
+            .finish()
     }
 }
 
@@ -114,12 +116,18 @@ impl LabResolver {
         let transport = NetTransport {
             timeout: Duration::from_millis(200),
         };
-        let query =
-            crate::dns::wire::build_query(&hickory_proto::rr::Name::root(), hickory_proto::rr::RecordType::SOA, true);
+        let query = crate::dns::wire::build_query(
+            &hickory_proto::rr::Name::root(),
+            hickory_proto::rr::RecordType::SOA,
+            true,
+        );
         let mut last = String::new();
         for _ in 0..25 {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(ResolverError::NotReady(limit, format!("unbound exited: {status}")));
+                return Err(ResolverError::NotReady(
+                    limit,
+                    format!("unbound exited: {status}"),
+                ));
             }
             match transport.exchange(self.addr, &query).await {
                 Ok(_) => return Ok(()),

@@ -113,7 +113,9 @@ async fn serve_connection(mut stream: TcpStream, addr: SocketAddr, world: Arc<Mu
             return;
         };
         let Ok(wire) = answer.to_vec() else { return };
-        let Ok(n) = u16::try_from(wire.len()) else { return };
+        let Ok(n) = u16::try_from(wire.len()) else {
+            return;
+        };
         let mut framed = n.to_be_bytes().to_vec();
         framed.extend_from_slice(&wire);
         if stream.write_all(&framed).await.is_err() {

@@ -7,8 +7,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSKEY, DNSSECRData, NSEC, RRSIG, SigInput};
 use hickory_proto::dnssec::TBS;
+use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSKEY, DNSSECRData, NSEC, RRSIG, SigInput};
 use hickory_proto::dnssec::{Algorithm, DigestType as HDigest, PublicKeyBuf};
 use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::{A, NS, SOA};
@@ -18,14 +18,19 @@ use crate::dns::wire;
 use crate::dnssec::{Dnskey, Ds};
 use crate::lab::keys::LabKey;
 
+/// A zone's key as a function of the zone name, e.g. the provider simulator's lookup.
+pub type KeyFn = Arc<dyn Fn(&str) -> Option<LabKey> + Send + Sync>;
+
 /// Where a zone's signing key comes from, consulted on every query.
+// One per zone: the size of the key variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Default)]
 pub enum KeySource {
     #[default]
     Unsigned,
     Static(LabKey),
     /// E.g. the provider simulator's current key for the zone (`None`: DNSSEC off).
-    Dynamic(Arc<dyn Fn(&str) -> Option<LabKey> + Send + Sync>),
+    Dynamic(KeyFn),
 }
 
 impl std::fmt::Debug for KeySource {
@@ -111,8 +116,10 @@ impl ZoneData {
                 86400,
                 60,
             );
-            zone.records
-                .insert((wire::name_text(&apex), RecordType::SOA), vec![RData::SOA(soa)]);
+            zone.records.insert(
+                (wire::name_text(&apex), RecordType::SOA),
+                vec![RData::SOA(soa)],
+            );
             zone.records.insert(
                 (wire::name_text(&apex), RecordType::NS),
                 ns.iter().map(|h| RData::NS(NS(host(h)))).collect(),
@@ -193,8 +200,15 @@ impl Answer {
             (self.dnssec_ok, &self.signer, records.first())
         {
             let zone_name = wire::parse_name(zone).unwrap_or_else(Name::root);
-            if let Some(sig) = sign(&records, first.record_type(), &name, &zone_name, key, ttl, *window)
-            {
+            if let Some(sig) = sign(
+                &records,
+                first.record_type(),
+                &name,
+                &zone_name,
+                key,
+                ttl,
+                *window,
+            ) {
                 out.push(sig);
             }
         }
@@ -245,7 +259,11 @@ pub fn ds_rdata(ds: &Ds) -> RData {
 impl World {
     /// The answer `server` gives to `query`; `None` to stay silent.
     pub fn respond(&self, server: IpAddr, query: &Message) -> Option<Message> {
-        let mut response = Message::new(query.metadata.id, MessageType::Response, query.metadata.op_code);
+        let mut response = Message::new(
+            query.metadata.id,
+            MessageType::Response,
+            query.metadata.op_code,
+        );
         response.metadata.recursion_desired = query.metadata.recursion_desired;
         response.queries = query.queries.clone();
         let dnssec_ok = query.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
@@ -314,7 +332,8 @@ impl World {
                 if ds.is_empty() {
                     self.negative(server, zone, key, qname, false, out);
                 } else {
-                    let records = out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
+                    let records =
+                        out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
                     out.message.answers.extend(records);
                 }
                 return;
@@ -344,12 +363,15 @@ impl World {
                 out.message.authorities.extend(records);
             }
             for host in &delegation.ns {
-                if let (true, Some(ip)) = (wire::is_subdomain(host, &zone.name), self.hosts.get(host))
+                if let (true, Some(ip)) =
+                    (wire::is_subdomain(host, &zone.name), self.hosts.get(host))
                     && let Some(name) = wire::parse_name(host)
                 {
-                    out.message
-                        .additionals
-                        .push(Record::from_rdata(name, delegation.ns_ttl, RData::A(A(*ip))));
+                    out.message.additionals.push(Record::from_rdata(
+                        name,
+                        delegation.ns_ttl,
+                        RData::A(A(*ip)),
+                    ));
                 }
             }
             return;
@@ -369,9 +391,11 @@ impl World {
                     if let RData::NS(NS(host)) = r
                         && let Some(ip) = self.hosts.get(&wire::name_text(host))
                     {
-                        out.message
-                            .additionals
-                            .push(Record::from_rdata(host.clone(), zone.ttl, RData::A(A(*ip))));
+                        out.message.additionals.push(Record::from_rdata(
+                            host.clone(),
+                            zone.ttl,
+                            RData::A(A(*ip)),
+                        ));
                     }
                 }
             }
@@ -386,7 +410,12 @@ impl World {
     }
 
     /// Every RRset at `name` in `zone` (apex DNSSEC records included).
-    fn data_at(&self, zone: &ZoneData, key: Option<&LabKey>, name: &str) -> BTreeMap<RecordType, Vec<RData>> {
+    fn data_at(
+        &self,
+        zone: &ZoneData,
+        key: Option<&LabKey>,
+        name: &str,
+    ) -> BTreeMap<RecordType, Vec<RData>> {
         let mut data: BTreeMap<RecordType, Vec<RData>> = zone
             .records
             .iter()
@@ -400,11 +429,20 @@ impl World {
             if zone.cds_delete {
                 data.insert(
                     RecordType::CDS,
-                    vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(0, None, HDigest::from(0), vec![0])))],
+                    vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+                        0,
+                        None,
+                        HDigest::from(0),
+                        vec![0],
+                    )))],
                 );
                 data.insert(
                     RecordType::CDNSKEY,
-                    vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(0, None, vec![0])))],
+                    vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+                        0,
+                        None,
+                        vec![0],
+                    )))],
                 );
             }
         }
@@ -449,7 +487,10 @@ impl World {
         owners.insert(zone.name.clone());
         for (owner, _) in zone.records.keys() {
             // Names below a cut are glue, outside the zone's own data.
-            if zone.delegation_above(owner).is_none_or(|(cut, _)| cut == owner) {
+            if zone
+                .delegation_above(owner)
+                .is_none_or(|(cut, _)| cut == owner)
+            {
                 owners.insert(owner.clone());
             }
         }
@@ -473,7 +514,10 @@ impl World {
             }
         } else {
             types.insert(RecordType::RRSIG);
-            types.extend(self.data_at(zone, out.signer.as_ref().map(|s| &s.1), &owner).keys());
+            types.extend(
+                self.data_at(zone, out.signer.as_ref().map(|s| &s.1), &owner)
+                    .keys(),
+            );
         }
         let Some(next_name) = wire::parse_name(&next) else {
             return Vec::new();
@@ -481,7 +525,9 @@ impl World {
         out.rrset(
             &owner,
             zone.ttl.min(60),
-            vec![RData::DNSSEC(DNSSECRData::NSEC(NSEC::new(next_name, types)))],
+            vec![RData::DNSSEC(DNSSECRData::NSEC(NSEC::new(
+                next_name, types,
+            )))],
         )
     }
 }
@@ -494,6 +540,9 @@ mod tests {
     fn canonical_order_is_by_labels_from_the_right() {
         let mut names = vec!["z.test.", "test.", "a.b.test.", "b.test.", "*.test."];
         names.sort_by(|a, b| canonical_cmp(a, b));
-        assert_eq!(names, vec!["test.", "*.test.", "b.test.", "a.b.test.", "z.test."]);
+        assert_eq!(
+            names,
+            vec!["test.", "*.test.", "b.test.", "a.b.test.", "z.test."]
+        );
     }
 }
