@@ -33,6 +33,13 @@ struct Cli {
 enum Command {
     /// Validate the configuration file (and that its secrets are readable).
     CheckConfig,
+    /// One-shot view of a zone: provider, every parent and child server, verdicts.
+    Check {
+        zone: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the provider side end to end against the simulator on loopback.
     Demo,
     /// Pieces of the simulated world, to run on their own.
@@ -73,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     match cli.command {
         Command::CheckConfig => check_config(&cli.config),
+        Command::Check { zone, json } => runtime.block_on(check(&cli.config, &zone, json)),
         Command::Demo => runtime.block_on(async {
             let mut out = std::io::stdout();
             walkthrough::run(&mut out).await?;
@@ -99,6 +107,21 @@ fn check_config(path: &std::path::Path) -> anyhow::Result<ExitCode> {
     }
     println!("{}: OK", path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+async fn check(path: &std::path::Path, zone: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(path)?;
+    let report = dnssec_warden::dns::check::run(&settings, zone).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", dnssec_warden::dns::check::render_text(&report));
+    }
+    Ok(if report.consistent {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 async fn lab_provider(

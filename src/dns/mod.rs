@@ -1,12 +1,26 @@
 //! The public DNS as dnssec-warden sees it: the DS at every parent server, the DNSKEY at
 //! every child server, and whether the chain validates.
 
+pub mod anchor;
+pub mod check;
+pub mod classify;
+pub mod discovery;
 pub mod model;
+pub mod observer;
+pub mod query;
+pub mod resolvers;
+pub mod transport;
+pub mod validator;
+pub mod wire;
 
+pub use anchor::{AnchorError, TrustAnchors};
 pub use model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentDsVerdict, ParentView, ServerAnswer,
     SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict, combine_validation,
 };
+pub use observer::{DnsObserver, ObserverError, ObserverOptions};
+pub use query::QueryStats;
+pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 
 /// Discovery failed before any server could be asked: the parent or the delegation could
 /// not be found. To the lifecycle this is the same as every answer being unknown.

@@ -1,0 +1,348 @@
+//! `dnssec-warden check ZONE`: the one-shot view of a zone at the provider, at every
+//! parent server and at every child server, the two verdicts, and what to do next.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{
+    ChildView, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, ParentView, ValidationProbe,
+    ValidationVerdict, combine_validation,
+};
+use crate::provider::{GcoreClient, Provider, ProviderError};
+
+/// The provider's side, when the config has a provider.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderState {
+    pub dnssec_enabled: Option<bool>,
+    /// The signing key, as `flags protocol algorithm base64`.
+    pub dnskey: Option<String>,
+    pub key_tag: Option<u16>,
+    /// The DS the registrar needs, recomputed from the key.
+    pub ds: Option<String>,
+    /// Whether every child server serves the provider's key.
+    pub served_everywhere: Option<bool>,
+    /// Whether every parent server's DS set points at the provider's key.
+    pub parent_points_at_it: Option<bool>,
+    /// Why part of the above is missing.
+    pub error: Option<String>,
+}
+
+/// Everything `check` learnt. Serialised as `check --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub zone: String,
+    /// `all_match | all_absent | partial | mismatch | unknown` (DESIGN.md section 6).
+    pub parent_ds: ParentDsVerdict,
+    /// `secure | insecure | bogus | unknown`.
+    pub validation: ValidationVerdict,
+    /// Secure, or cleanly insecure: the exit status is 0 exactly then.
+    pub consistent: bool,
+    pub provider: Option<ProviderState>,
+    pub parent: Option<ParentView>,
+    pub child: Option<ChildView>,
+    pub validation_probes: Vec<ValidationProbe>,
+    /// Discovery failures and the like.
+    pub errors: Vec<String>,
+    /// What an operator should do next, in plain words.
+    pub advice: Vec<String>,
+}
+
+/// Observes `zone` once. `provider` is the client if the config has one.
+pub async fn check<O: Observer>(
+    observer: &O,
+    provider: Option<Result<&GcoreClient, String>>,
+    zone: &str,
+) -> CheckReport {
+    let (parent, child, probes) = futures::join!(
+        observer.parent(zone),
+        observer.child(zone),
+        observer.validation(zone)
+    );
+    let mut errors = Vec::new();
+    let parent = parent.map_err(|e| errors.push(e.to_string())).ok();
+    let child = child.map_err(|e| errors.push(e.to_string())).ok();
+    let served = child.as_ref().map(|c| c.served_keys()).unwrap_or_default();
+    let parent_ds = parent
+        .as_ref()
+        .map_or(ParentDsVerdict::Unknown, |p| p.verdict(&served));
+    let validation = combine_validation(&probes);
+    let provider = match provider {
+        None => None,
+        Some(Err(e)) => Some(ProviderState::failed(e)),
+        Some(Ok(client)) => {
+            Some(provider_state(client, zone, parent.as_ref(), child.as_ref()).await)
+        }
+    };
+    let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
+    let consistent = match parent_ds {
+        ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
+        ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
+        _ => false,
+    };
+    let mut report = CheckReport {
+        zone: parent
+            .as_ref()
+            .map(|p| p.zone.clone())
+            .unwrap_or_else(|| crate::dnssec::fqdn(zone).unwrap_or_else(|_| zone.to_string())),
+        parent_ds,
+        validation,
+        consistent,
+        provider,
+        parent,
+        child,
+        validation_probes: probes,
+        errors,
+        advice: Vec::new(),
+    };
+    report.advice = advise(&report);
+    report
+}
+
+impl ProviderState {
+    fn failed(error: String) -> Self {
+        Self {
+            dnssec_enabled: None,
+            dnskey: None,
+            key_tag: None,
+            ds: None,
+            served_everywhere: None,
+            parent_points_at_it: None,
+            error: Some(error),
+        }
+    }
+}
+
+async fn provider_state(
+    client: &GcoreClient,
+    zone: &str,
+    parent: Option<&ParentView>,
+    child: Option<&ChildView>,
+) -> ProviderState {
+    let mut state = ProviderState::failed(String::new());
+    state.error = None;
+    match client.get_zone(zone).await {
+        Ok(z) => state.dnssec_enabled = Some(z.dnssec_enabled),
+        Err(e) => {
+            state.error = Some(format!("zone: {e}"));
+            return state;
+        }
+    }
+    if state.dnssec_enabled != Some(true) {
+        return state;
+    }
+    match Provider::get_dnssec(client, zone).await {
+        Ok(key) => {
+            state.dnskey = Some(format!(
+                "{} {} {} {}",
+                key.dnskey.flags,
+                key.dnskey.protocol,
+                key.dnskey.algorithm,
+                base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    &key.dnskey.public_key
+                )
+            ));
+            state.key_tag = Some(key.key_tag());
+            state.ds = Some(key.ds_line().to_string());
+            state.served_everywhere = child.map(|c| c.all_serve(&key.dnskey));
+            state.parent_points_at_it = parent.map(|p| p.all_point_at(&key.dnskey));
+        }
+        Err(ProviderError::DnssecDisabled) => state.dnssec_enabled = Some(false),
+        Err(e) => state.error = Some(format!("DNSSEC key: {e}")),
+    }
+    state
+}
+
+fn advise(r: &CheckReport) -> Vec<String> {
+    let mut advice = Vec::new();
+    let provider_on = r.provider.as_ref().and_then(|p| p.dnssec_enabled);
+    let any_ds = r.parent.as_ref().is_some_and(|p| p.any_present());
+    let unsigned = r.child.as_ref().is_some_and(|c| c.all_unsigned());
+    if !r.errors.is_empty() {
+        advice.push(
+            "The delegation could not be followed; check the zone name and that the parent's servers answer."
+                .into(),
+        );
+    }
+    match r.parent_ds {
+        ParentDsVerdict::AllMatch if r.validation == ValidationVerdict::Secure => {
+            advice.push("The chain of trust is complete and validates. Nothing to do.".into());
+        }
+        ParentDsVerdict::AllMatch => advice.push(format!(
+            "Every parent server publishes a matching DS, but validation is {}: look at the validator details before changing anything.",
+            r.validation
+        )),
+        ParentDsVerdict::AllAbsent if unsigned => advice.push(
+            "The zone is unsigned and the parent has no DS: cleanly insecure. To enable DNSSEC, run `dnssec-warden enable`."
+                .into(),
+        ),
+        ParentDsVerdict::AllAbsent => advice.push(
+            "The zone is signed but the parent has no DS yet: give the registrar the DS record (see the provider section), then check again."
+                .into(),
+        ),
+        ParentDsVerdict::Partial => advice.push(
+            "Only some parent servers publish the DS: the registry is still propagating it (or removing it). Wait and check again; do not switch DNSSEC off meanwhile."
+                .into(),
+        ),
+        ParentDsVerdict::Mismatch if unsigned => advice.push(
+            "OUTAGE: the parent publishes a DS but the zone is not signed. Validating resolvers fail it. Remove the DS at the registrar now, or switch DNSSEC back on at the provider."
+                .into(),
+        ),
+        ParentDsVerdict::Mismatch => advice.push(
+            "OUTAGE RISK: a DS at the parent matches no key the zone serves. Correct the DS at the registrar to the provider's current DS."
+                .into(),
+        ),
+        ParentDsVerdict::Unknown => advice.push(
+            "Some parent server gave no usable answer (see the per-server detail). Nothing can be concluded; retry, and never treat this as \"no DS\"."
+                .into(),
+        ),
+    }
+    if r.validation == ValidationVerdict::Bogus && r.parent_ds != ParentDsVerdict::Mismatch {
+        advice.push(
+            "Validation fails (bogus): resolvers that validate cannot reach the zone. Look at the validator details."
+                .into(),
+        );
+    }
+    if let Some(p) = &r.provider {
+        if provider_on == Some(false) && any_ds {
+            advice.push(
+                "DNSSEC is off at the provider while the parent publishes a DS: remove the DS at the registrar, or switch DNSSEC on again."
+                    .into(),
+            );
+        }
+        if provider_on == Some(true) && p.served_everywhere == Some(false) {
+            advice.push(
+                "DNSSEC is on at the provider but not every name server serves its key yet: wait before giving the DS to the registrar."
+                    .into(),
+            );
+        }
+        if let Some(e) = &p.error {
+            advice.push(format!(
+                "The provider could not be asked ({e}); the DNS view above stands on its own."
+            ));
+        }
+    }
+    if r.child.as_ref().is_some_and(|c| {
+        c.answers
+            .iter()
+            .any(|a| matches!(&a.answer, DnskeyAnswer::Keys(k) if k.delete_requested))
+    }) {
+        advice.push(
+            "The zone publishes the RFC 8078 delete request (CDS 0 0 0 00): it asks the parent to remove its DS."
+                .into(),
+        );
+    }
+    advice
+}
+
+/// The report in words, for a terminal.
+pub fn render_text(r: &CheckReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "zone {}", r.zone);
+    if let Some(p) = &r.provider {
+        let _ = writeln!(out, "provider:");
+        match p.dnssec_enabled {
+            Some(on) => {
+                let _ = writeln!(out, "  DNSSEC {}", if on { "on" } else { "off" });
+            }
+            None => {
+                let _ = writeln!(out, "  DNSSEC state unknown");
+            }
+        }
+        if let (Some(tag), Some(ds)) = (p.key_tag, &p.ds) {
+            let _ = writeln!(out, "  key tag {tag}, DS for the registrar: {ds}");
+        }
+        if let Some(e) = &p.error {
+            let _ = writeln!(out, "  error: {e}");
+        }
+    }
+    if let Some(parent) = &r.parent {
+        let _ = writeln!(
+            out,
+            "parent {} (DS of {} at each address):",
+            parent.parent, parent.zone
+        );
+        for a in &parent.answers {
+            let what = match &a.answer {
+                DsAnswer::Present { ds, ttl } => format!(
+                    "DS ttl {ttl}: {}",
+                    ds.iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+                DsAnswer::Absent => "no DS (authoritative)".into(),
+                DsAnswer::Unknown(reason) => format!("unknown: {reason}"),
+            };
+            let _ = writeln!(out, "  {} {}: {what}", a.server, a.addr);
+        }
+    }
+    if let Some(child) = &r.child {
+        let _ = writeln!(out, "child {} (DNSKEY at each address):", child.zone);
+        for a in &child.answers {
+            let what = match &a.answer {
+                DnskeyAnswer::Keys(k) => {
+                    let keys: Vec<String> = k
+                        .keys
+                        .iter()
+                        .map(|key| {
+                            format!("{} alg {} tag {}", key.flags, key.algorithm, key.key_tag())
+                        })
+                        .collect();
+                    format!(
+                        "{} ttl {}, {}{}",
+                        keys.join(", "),
+                        k.ttl,
+                        if k.signed { "signed" } else { "NOT signed" },
+                        if k.delete_requested {
+                            ", CDS delete request"
+                        } else {
+                            ""
+                        }
+                    )
+                }
+                DnskeyAnswer::Absent => "no DNSKEY (unsigned)".into(),
+                DnskeyAnswer::Unknown(reason) => format!("unknown: {reason}"),
+            };
+            let _ = writeln!(out, "  {} {}: {what}", a.server, a.addr);
+        }
+    }
+    for p in &r.validation_probes {
+        let _ = writeln!(
+            out,
+            "validation by {}: {} ({})",
+            p.source, p.verdict, p.detail
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(out, "error: {e}");
+    }
+    let _ = writeln!(out, "parent_ds: {}", r.parent_ds);
+    let _ = writeln!(out, "validation: {}", r.validation);
+    for a in &r.advice {
+        let _ = writeln!(out, "-> {a}");
+    }
+    out
+}
+
+/// What `dnssec-warden check` runs: builds the observer and the provider client from the
+/// settings, checks, and renders.
+pub async fn run(
+    settings: &crate::config::Settings,
+    zone: &str,
+) -> Result<CheckReport, super::ObserverError> {
+    let observer = super::DnsObserver::new(&settings.dns)?;
+    let client = settings.provider.as_ref().map(|p| {
+        p.credentials
+            .load()
+            .map_err(|e| e.to_string())
+            .and_then(|creds| GcoreClient::new(p, creds).map_err(|e| e.to_string()))
+    });
+    Ok(check(
+        &observer,
+        client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),
+        zone,
+    )
+    .await)
+}

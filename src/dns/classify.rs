@@ -1,0 +1,195 @@
+//! What one server's answer means, as safety rule 3 needs it: an authoritative yes, an
+//! authoritative no, or unknown with the reason. Nothing else is ever read as "absent".
+
+use hickory_proto::dnssec::rdata::DNSSECRData;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+
+use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
+use super::query::Outcome;
+use super::transport::ExchangeError;
+use super::wire;
+
+/// The reason an exchange failed.
+pub fn failure_reason(err: &ExchangeError) -> UnknownReason {
+    match err {
+        ExchangeError::Timeout => UnknownReason::Timeout,
+        ExchangeError::Network(d) => UnknownReason::Network(d.clone()),
+        ExchangeError::Malformed(d) => UnknownReason::Malformed(d.clone()),
+    }
+}
+
+/// The RCODEs that never carry an answer.
+fn rcode_reason(code: ResponseCode) -> Option<UnknownReason> {
+    match code {
+        ResponseCode::NoError | ResponseCode::NXDomain => None,
+        ResponseCode::Refused => Some(UnknownReason::Refused),
+        ResponseCode::ServFail => Some(UnknownReason::Servfail),
+        other => Some(UnknownReason::Rcode(u16::from(other))),
+    }
+}
+
+/// The owner of the SOA in the authority section, if exactly one zone speaks.
+fn authority_soa_owner(message: &Message) -> Option<String> {
+    let mut owners = message
+        .authorities
+        .iter()
+        .filter(|r| r.record_type() == RecordType::SOA)
+        .map(|r| wire::name_text(&r.name));
+    let first = owners.next()?;
+    owners.all(|o| o == first).then_some(first)
+}
+
+/// An authoritative negative answer must come from `zone` (its SOA in the authority
+/// section); a negative answer from any other zone is a lame answer, not a "no".
+fn negative_from(message: &Message, zone: &str) -> Result<(), UnknownReason> {
+    match authority_soa_owner(message) {
+        Some(owner) if owner == zone => Ok(()),
+        Some(_) => Err(UnknownReason::Lame),
+        None => Err(UnknownReason::Malformed(
+            "negative answer without the zone's SOA".into(),
+        )),
+    }
+}
+
+/// `zone DS` asked at a server of `parent`.
+pub fn classify_ds(zone: &Name, parent: &str, outcome: &Outcome) -> DsAnswer {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return DsAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return DsAnswer::Unknown(reason);
+    }
+    // A referral to the child, an answer from a cache: either way not the parent speaking.
+    if !message.metadata.authoritative {
+        return DsAnswer::Unknown(UnknownReason::Lame);
+    }
+    if message.metadata.response_code == ResponseCode::NXDomain {
+        return match negative_from(message, parent) {
+            Ok(()) => DsAnswer::Absent,
+            Err(r) => DsAnswer::Unknown(r),
+        };
+    }
+    let ds: Vec<_> = wire::rrset(&message.answers, zone, RecordType::DS)
+        .filter_map(wire::as_ds)
+        .map(wire::ds_from)
+        .collect();
+    if ds.is_empty() {
+        if message
+            .answers
+            .iter()
+            .any(|r| r.record_type() != RecordType::RRSIG)
+        {
+            return DsAnswer::Unknown(UnknownReason::Malformed(
+                "answer section holds no DS for the zone".into(),
+            ));
+        }
+        return match negative_from(message, parent) {
+            Ok(()) => DsAnswer::Absent,
+            Err(r) => DsAnswer::Unknown(r),
+        };
+    }
+    let sigs: Vec<_> = wire::rrsigs(&message.answers, zone, RecordType::DS).collect();
+    // A DS signed by the child itself comes from the wrong side of the cut.
+    if sigs
+        .iter()
+        .any(|s| wire::name_text(&s.input().signer_name) != parent)
+    {
+        return DsAnswer::Unknown(UnknownReason::Lame);
+    }
+    // RFC 4035 5.3.3: what a validator caches for is the RRSIG's original TTL; a record
+    // TTL lowered on the way must not shorten the wait after a removal.
+    let ttl = if sigs.is_empty() {
+        wire::rrset(&message.answers, zone, RecordType::DS)
+            .map(|r| r.ttl)
+            .max()
+            .unwrap_or(0)
+    } else {
+        sigs.iter()
+            .map(|s| s.input().original_ttl)
+            .max()
+            .unwrap_or(0)
+    };
+    DsAnswer::Present { ds, ttl }
+}
+
+/// `zone DNSKEY` asked at a server the parent delegates `zone` to. `cds` and `cdnskey`
+/// are the same server's answers to `zone CDS` and `zone CDNSKEY`, when asked.
+pub fn classify_dnskey(
+    zone: &Name,
+    outcome: &Outcome,
+    cds: Option<&Outcome>,
+    cdnskey: Option<&Outcome>,
+) -> DnskeyAnswer {
+    let zone_text = wire::name_text(zone);
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return DnskeyAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return DnskeyAnswer::Unknown(reason);
+    }
+    // The child's own servers must answer for its apex with authority; NXDOMAIN there
+    // means the server does not know the zone.
+    if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
+        return DnskeyAnswer::Unknown(UnknownReason::Lame);
+    }
+    let keys: Vec<_> = wire::rrset(&message.answers, zone, RecordType::DNSKEY)
+        .filter_map(wire::as_dnskey)
+        .map(wire::dnskey_from)
+        .collect();
+    if keys.is_empty() {
+        return match negative_from(message, &zone_text) {
+            Ok(()) => DnskeyAnswer::Absent,
+            Err(r) => DnskeyAnswer::Unknown(r),
+        };
+    }
+    let ttl = wire::rrset(&message.answers, zone, RecordType::DNSKEY)
+        .map(|r| r.ttl)
+        .max()
+        .unwrap_or(0);
+    let signatures: Vec<SignatureWindow> = wire::rrsigs(&message.answers, zone, RecordType::DNSKEY)
+        .map(|s| SignatureWindow {
+            key_tag: s.input().key_tag,
+            inception: s.input().sig_inception.get(),
+            expiration: s.input().sig_expiration.get(),
+        })
+        .collect();
+    let mut cds_records = Vec::new();
+    let mut cdnskey_records = Vec::new();
+    let mut delete_requested = false;
+    if let Some(Ok(m)) = cds
+        && m.metadata.authoritative
+    {
+        for r in wire::rrset(&m.answers, zone, RecordType::CDS) {
+            if let RData::DNSSEC(DNSSECRData::CDS(c)) = &r.data {
+                let ds = wire::ds_from_cds(c);
+                // RFC 8078 section 4: CDS 0 0 0 00.
+                delete_requested |= ds.algorithm == 0 && ds.key_tag == 0 && ds.digest_type == 0;
+                cds_records.push(ds);
+            }
+        }
+    }
+    if let Some(Ok(m)) = cdnskey
+        && m.metadata.authoritative
+    {
+        for r in wire::rrset(&m.answers, zone, RecordType::CDNSKEY) {
+            if let RData::DNSSEC(DNSSECRData::CDNSKEY(c)) = &r.data {
+                let key = wire::dnskey_from_cdnskey(c);
+                // RFC 8078 section 4: CDNSKEY 0 3 0 AA==.
+                delete_requested |= key.algorithm == 0 && key.flags == 0;
+                cdnskey_records.push(key);
+            }
+        }
+    }
+    DnskeyAnswer::Keys(ChildKeys {
+        keys,
+        ttl,
+        signed: !signatures.is_empty(),
+        signatures,
+        cds: cds_records,
+        cdnskey: cdnskey_records,
+        delete_requested,
+    })
+}

@@ -1,0 +1,291 @@
+//! [`DnsObserver`]: the real [`Observer`], over the public DNS (or the lab's).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures::future::join_all;
+use hickory_proto::rr::RecordType;
+use tokio::sync::Semaphore;
+
+use super::anchor::{AnchorError, TrustAnchors};
+use super::classify;
+use super::discovery::{Discovery, DiscoveryError, ZoneCut};
+use super::model::{
+    ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, UnknownReason, ValidationProbe,
+};
+use super::query::{Limits, Querier, QueryStats};
+use super::transport::{NetTransport, Transport};
+use super::validator::Validator;
+use super::{ObserveError, Observer, resolvers, wire};
+use crate::config::DnsSettings;
+
+/// Tuning beyond the configuration file; the defaults suit a daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObserverOptions {
+    /// Zones observed at once; further calls wait their turn.
+    pub zones_in_flight: usize,
+    /// Queries in flight at once, all servers together.
+    pub queries_in_flight: usize,
+    /// Queries in flight at once to one server address (politeness).
+    pub per_server: usize,
+}
+
+impl Default for ObserverOptions {
+    fn default() -> Self {
+        Self {
+            zones_in_flight: 256,
+            queries_in_flight: 64,
+            per_server: 8,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObserverError {
+    #[error(transparent)]
+    Anchor(#[from] AnchorError),
+}
+
+struct Inner {
+    querier: Arc<Querier>,
+    discovery: Discovery,
+    anchors: TrustAnchors,
+    port: u16,
+    resolvers: Vec<SocketAddr>,
+    zones: Semaphore,
+}
+
+/// Observes zones by asking every server directly. Cheap to clone; clones share the
+/// delegation cache and the limits.
+#[derive(Clone)]
+pub struct DnsObserver(Arc<Inner>);
+
+impl std::fmt::Debug for DnsObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsObserver")
+            .field("port", &self.0.port)
+            .field("resolvers", &self.0.resolvers)
+            .finish()
+    }
+}
+
+impl DnsObserver {
+    /// Over the network, as configured. Reads the trust anchor file.
+    pub fn new(settings: &DnsSettings) -> Result<Self, ObserverError> {
+        let transport = Arc::new(NetTransport {
+            timeout: settings.query_timeout,
+        });
+        Self::with_transport(settings, ObserverOptions::default(), transport)
+    }
+
+    /// Over any transport: the tests' scripted servers, for one.
+    pub fn with_transport(
+        settings: &DnsSettings,
+        options: ObserverOptions,
+        transport: Arc<dyn Transport>,
+    ) -> Result<Self, ObserverError> {
+        let anchors = TrustAnchors::load(settings.trust_anchor_file.as_deref())?;
+        let querier = Arc::new(Querier::new(
+            transport,
+            Limits {
+                in_flight: options.queries_in_flight,
+                per_server: options.per_server,
+                attempts: settings.query_attempts,
+            },
+        ));
+        Ok(Self(Arc::new(Inner {
+            discovery: Discovery::new(querier.clone(), settings.port, settings.root_hints.clone()),
+            querier,
+            anchors,
+            port: settings.port,
+            resolvers: settings.validating_resolvers.clone(),
+            zones: Semaphore::new(options.zones_in_flight.max(1)),
+        })))
+    }
+
+    pub fn stats(&self) -> QueryStats {
+        self.0.querier.stats()
+    }
+
+    /// Forgets every cached delegation.
+    pub fn forget_delegations(&self) {
+        self.0.discovery.forget();
+    }
+
+    async fn delegation(&self, zone: &str) -> Result<Arc<ZoneCut>, ObserveError> {
+        let observe_error = |reason: String| ObserveError {
+            zone: zone.to_string(),
+            reason,
+        };
+        let name = crate::dnssec::fqdn(zone).map_err(|e| observe_error(e.to_string()))?;
+        if name == "." {
+            return Err(observe_error("the root has no parent".into()));
+        }
+        self.0
+            .discovery
+            .delegation(&name)
+            .await
+            .map_err(|e: DiscoveryError| observe_error(e.to_string()))
+    }
+
+    async fn parent_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
+        let _turn = self.0.zones.acquire().await;
+        let cut = self.delegation(zone).await?;
+        let Some(parent) = cut.parent.clone() else {
+            return Err(ObserveError {
+                zone: zone.into(),
+                reason: "no parent zone found".into(),
+            });
+        };
+        let Some(qname) = wire::parse_name(&cut.zone) else {
+            return Err(ObserveError {
+                zone: zone.into(),
+                reason: "invalid name".into(),
+            });
+        };
+        let port = self.0.port;
+        let querier = &self.0.querier;
+        let asks = parent.servers.iter().flat_map(|server| {
+            let unaddressed = server.addrs.is_empty().then(|| {
+                let answer = ServerAnswer {
+                    server: server.host.clone(),
+                    addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                    answer: DsAnswer::Unknown(UnknownReason::NoAddress(
+                        server.problem.clone().unwrap_or_default(),
+                    )),
+                };
+                futures::future::Either::Left(async move { answer })
+            });
+            let qname = &qname;
+            let parent_zone = &parent.zone;
+            server
+                .addrs
+                .iter()
+                .map(move |addr| {
+                    futures::future::Either::Right(async move {
+                        let outcome = querier
+                            .ask(SocketAddr::new(*addr, port), qname, RecordType::DS)
+                            .await;
+                        ServerAnswer {
+                            server: server.host.clone(),
+                            addr: *addr,
+                            answer: classify::classify_ds(qname, parent_zone, &outcome),
+                        }
+                    })
+                })
+                .chain(unaddressed)
+        });
+        let answers = join_all(asks).await;
+        Ok(ParentView {
+            zone: cut.zone.clone(),
+            parent: parent.zone.clone(),
+            answers,
+        })
+    }
+
+    async fn child_view(&self, zone: &str) -> Result<ChildView, ObserveError> {
+        let _turn = self.0.zones.acquire().await;
+        let cut = self.delegation(zone).await?;
+        let Some(qname) = wire::parse_name(&cut.zone) else {
+            return Err(ObserveError {
+                zone: zone.into(),
+                reason: "invalid name".into(),
+            });
+        };
+        let port = self.0.port;
+        let querier = &self.0.querier;
+        let asks = cut.servers.iter().flat_map(|server| {
+            let unaddressed = server.addrs.is_empty().then(|| {
+                let answer = ServerAnswer {
+                    server: server.host.clone(),
+                    addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                    answer: DnskeyAnswer::Unknown(UnknownReason::NoAddress(
+                        server.problem.clone().unwrap_or_default(),
+                    )),
+                };
+                futures::future::Either::Left(async move { answer })
+            });
+            let qname = &qname;
+            server
+                .addrs
+                .iter()
+                .map(move |addr| {
+                    futures::future::Either::Right(async move {
+                        let to = SocketAddr::new(*addr, port);
+                        let (keys, cds, cdnskey) = futures::join!(
+                            querier.ask(to, qname, RecordType::DNSKEY),
+                            querier.ask(to, qname, RecordType::CDS),
+                            querier.ask(to, qname, RecordType::CDNSKEY),
+                        );
+                        ServerAnswer {
+                            server: server.host.clone(),
+                            addr: *addr,
+                            answer: classify::classify_dnskey(
+                                qname,
+                                &keys,
+                                Some(&cds),
+                                Some(&cdnskey),
+                            ),
+                        }
+                    })
+                })
+                .chain(unaddressed)
+        });
+        let answers = join_all(asks).await;
+        Ok(ChildView {
+            zone: cut.zone.clone(),
+            answers,
+        })
+    }
+
+    async fn validation_probes(&self, zone: &str) -> Vec<ValidationProbe> {
+        let _turn = self.0.zones.acquire().await;
+        let name = match crate::dnssec::fqdn(zone) {
+            Ok(n) => n,
+            Err(e) => {
+                return vec![ValidationProbe {
+                    source: "validator".into(),
+                    verdict: super::ValidationVerdict::Unknown,
+                    detail: e.to_string(),
+                }];
+            }
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as u32)
+            .unwrap_or_default();
+        let validator = Validator {
+            querier: &self.0.querier,
+            discovery: &self.0.discovery,
+            anchors: &self.0.anchors,
+            port: self.0.port,
+            now,
+        };
+        let ours = validator.probe(&name);
+        let theirs = join_all(
+            self.0
+                .resolvers
+                .iter()
+                .map(|r| resolvers::probe(&self.0.querier, *r, &name)),
+        );
+        let (ours, theirs) = futures::join!(ours, theirs);
+        let mut probes = vec![ours];
+        probes.extend(theirs);
+        probes
+    }
+}
+
+impl Observer for DnsObserver {
+    fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
+        self.parent_view(zone)
+    }
+
+    fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        self.child_view(zone)
+    }
+
+    fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send {
+        self.validation_probes(zone)
+    }
+}

@@ -1,0 +1,197 @@
+//! Every query the observer sends goes through [`Querier`]: a global cap on queries in
+//! flight (so 10,000 zones never open 10,000 sockets), a per-server politeness cap, one
+//! in-flight exchange per identical question (callers asking the same thing share it), and
+//! the bounded retry budget of `dns.query_attempts`.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::Message;
+use hickory_proto::rr::{Name, RecordType};
+use tokio::sync::{OnceCell, Semaphore};
+
+use super::transport::{ExchangeError, Transport};
+use super::wire;
+
+/// What one question to one server gave, after retries. Shared by every caller that asked
+/// the same question while it was in flight.
+pub type Outcome = Result<Arc<Message>, ExchangeError>;
+
+/// Limits of the querier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Queries in flight at once, all servers together (one socket each).
+    pub in_flight: usize,
+    /// Queries in flight at once to one server address.
+    pub per_server: usize,
+    /// Exchanges per question, the first one included (`dns.query_attempts`).
+    pub attempts: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            in_flight: 64,
+            per_server: 8,
+            attempts: 3,
+        }
+    }
+}
+
+/// Counters for tests and logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Exchanges started (retries included).
+    pub exchanges: u64,
+    /// Questions that joined an identical one in flight instead of being sent.
+    pub shared: u64,
+    /// The most exchanges ever in flight at once.
+    pub peak_in_flight: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    server: SocketAddr,
+    qname: String,
+    qtype: RecordType,
+    recursion: bool,
+    checking_disabled: bool,
+}
+
+pub struct Querier {
+    transport: Arc<dyn Transport>,
+    limits: Limits,
+    global: Semaphore,
+    per_server: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
+    flights: Mutex<HashMap<Key, Arc<OnceCell<Outcome>>>>,
+    exchanges: AtomicU64,
+    shared: AtomicU64,
+    in_flight: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Querier {
+    pub fn new(transport: Arc<dyn Transport>, limits: Limits) -> Self {
+        let limits = Limits {
+            in_flight: limits.in_flight.max(1),
+            per_server: limits.per_server.max(1),
+            attempts: limits.attempts.max(1),
+        };
+        Self {
+            transport,
+            global: Semaphore::new(limits.in_flight),
+            limits,
+            per_server: Mutex::new(HashMap::new()),
+            flights: Mutex::new(HashMap::new()),
+            exchanges: AtomicU64::new(0),
+            shared: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn stats(&self) -> QueryStats {
+        QueryStats {
+            exchanges: self.exchanges.load(Ordering::Relaxed),
+            shared: self.shared.load(Ordering::Relaxed),
+            peak_in_flight: self.peak.load(Ordering::Relaxed),
+        }
+    }
+
+    /// An authoritative query: RD=0, DO=1.
+    pub async fn ask(&self, server: SocketAddr, qname: &Name, qtype: RecordType) -> Outcome {
+        self.query(server, qname, qtype, false, false).await
+    }
+
+    /// A query with the given RD and CD bits (RD=1 only towards validating resolvers).
+    pub async fn query(
+        &self,
+        server: SocketAddr,
+        qname: &Name,
+        qtype: RecordType,
+        recursion: bool,
+        checking_disabled: bool,
+    ) -> Outcome {
+        let key = Key {
+            server,
+            qname: wire::name_text(qname),
+            qtype,
+            recursion,
+            checking_disabled,
+        };
+        let (cell, joined) = {
+            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            match flights.get(&key) {
+                Some(cell) => (cell.clone(), true),
+                None => {
+                    let cell = Arc::new(OnceCell::new());
+                    flights.insert(key.clone(), cell.clone());
+                    (cell, false)
+                }
+            }
+        };
+        if joined {
+            self.shared.fetch_add(1, Ordering::Relaxed);
+        }
+        let outcome = cell
+            .get_or_init(|| self.send(server, qname, qtype, recursion, checking_disabled))
+            .await
+            .clone();
+        // The answer is not a cache: once delivered, the next caller asks again.
+        let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        if flights.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            flights.remove(&key);
+        }
+        outcome
+    }
+
+    fn server_gate(&self, ip: IpAddr) -> Arc<Semaphore> {
+        let mut gates = self.per_server.lock().unwrap_or_else(|p| p.into_inner());
+        gates
+            .entry(ip)
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.per_server)))
+            .clone()
+    }
+
+    async fn send(
+        &self,
+        server: SocketAddr,
+        qname: &Name,
+        qtype: RecordType,
+        recursion: bool,
+        checking_disabled: bool,
+    ) -> Outcome {
+        let gate = self.server_gate(server.ip());
+        let mut last = ExchangeError::Timeout;
+        for _ in 0..self.limits.attempts {
+            let mut query = wire::build_query(qname, qtype, recursion);
+            query.metadata.checking_disabled = checking_disabled;
+            let result = {
+                // Semaphores are never closed, so acquire only fails if that changes.
+                let (Ok(_server_permit), Ok(_permit)) =
+                    (gate.acquire().await, self.global.acquire().await)
+                else {
+                    return Err(ExchangeError::Network("querier shut down".into()));
+                };
+                let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                self.peak.fetch_max(now, Ordering::SeqCst);
+                self.exchanges.fetch_add(1, Ordering::Relaxed);
+                let result = self.transport.exchange(server, &query).await;
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                result
+            };
+            match result {
+                Ok(answer) => return Ok(Arc::new(answer)),
+                // A garbled answer will be garbled again; only silence and network
+                // errors are worth another try.
+                Err(ExchangeError::Malformed(detail)) => {
+                    return Err(ExchangeError::Malformed(detail));
+                }
+                Err(other) => last = other,
+            }
+        }
+        Err(last)
+    }
+}

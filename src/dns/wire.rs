@@ -1,0 +1,211 @@
+//! The seam between hickory-proto's wire types and ours: names, queries, and DNSSEC
+//! records converted to [`Dnskey`]/[`Ds`] so the verdicts use our own arithmetic
+//! (`crate::dnssec`, cross-checked against ldns-key2ds).
+
+use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSKEY, DNSSECRData, DS, RRSIG};
+use hickory_proto::dnssec::{Algorithm, PublicKey, PublicKeyBuf};
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+use crate::dnssec::{Dnskey, Ds};
+
+/// EDNS payload size of every query (the DNS flag day 2020 value): large enough for most
+/// DNSKEY sets, small enough never to fragment; larger answers come back truncated and are
+/// fetched over TCP.
+pub const EDNS_PAYLOAD: u16 = 1232;
+
+/// A name in our textual convention: lower case, fully qualified.
+pub fn name_text(name: &Name) -> String {
+    let text = name.to_ascii().to_ascii_lowercase();
+    if text.ends_with('.') {
+        text
+    } else {
+        format!("{text}.")
+    }
+}
+
+/// Parses a fully qualified name; `None` if it is not a valid DNS name.
+pub fn parse_name(text: &str) -> Option<Name> {
+    let fq = if text.ends_with('.') {
+        text.to_string()
+    } else {
+        format!("{text}.")
+    };
+    Name::from_ascii(fq).ok()
+}
+
+/// Same owner name, compared case-insensitively and fully qualified.
+pub fn same_name(a: &Name, b: &Name) -> bool {
+    name_text(a) == name_text(b)
+}
+
+/// `name` is `ancestor` or below it.
+pub fn is_subdomain(name: &str, ancestor: &str) -> bool {
+    ancestor == "." || name == ancestor || name.ends_with(&format!(".{ancestor}"))
+}
+
+/// The names from just below `from` down to `to`, shortest first; empty if `to` is not
+/// below `from`. `between("test.", "a.b.test.")` = `["b.test.", "a.b.test."]`.
+pub fn names_below(from: &str, to: &str) -> Vec<String> {
+    if !is_subdomain(to, from) || to == from {
+        return Vec::new();
+    }
+    let labels: Vec<&str> = to.trim_end_matches('.').split('.').collect();
+    let depth_from = if from == "." {
+        0
+    } else {
+        from.trim_end_matches('.').split('.').count()
+    };
+    (depth_from + 1..=labels.len())
+        .map(|n| format!("{}.", labels[labels.len() - n..].join(".")))
+        .collect()
+}
+
+/// The parent name of `name` (`.` for a TLD and for the root itself).
+pub fn parent_name(name: &str) -> String {
+    match name.trim_end_matches('.').split_once('.') {
+        Some((_, rest)) => format!("{rest}."),
+        None => ".".into(),
+    }
+}
+
+/// A query as every authoritative query is sent: RD as given, DO=1, EDNS payload 1232,
+/// a random ID (the UDP source port is random too: a new socket per attempt).
+pub fn build_query(qname: &Name, qtype: RecordType, recursion_desired: bool) -> Message {
+    let mut message = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(qname.clone(), qtype));
+    message.metadata.recursion_desired = recursion_desired;
+    let mut edns = Edns::new();
+    edns.set_max_payload(EDNS_PAYLOAD);
+    edns.set_dnssec_ok(true);
+    message.set_edns(edns);
+    message
+}
+
+pub fn ds_from(ds: &DS) -> Ds {
+    Ds {
+        key_tag: ds.key_tag(),
+        algorithm: u8::from(ds.algorithm()),
+        digest_type: u8::from(ds.digest_type()),
+        digest: ds.digest().to_vec(),
+    }
+}
+
+pub fn ds_from_cds(cds: &CDS) -> Ds {
+    Ds {
+        key_tag: cds.key_tag(),
+        algorithm: cds.algorithm().map(u8::from).unwrap_or(0),
+        digest_type: u8::from(cds.digest_type()),
+        digest: cds.digest().to_vec(),
+    }
+}
+
+pub fn dnskey_from(key: &DNSKEY) -> Dnskey {
+    Dnskey {
+        flags: key.flags(),
+        protocol: crate::dnssec::PROTOCOL_DNSSEC,
+        algorithm: u8::from(key.public_key().algorithm()),
+        public_key: key.public_key().public_bytes().to_vec(),
+    }
+}
+
+pub fn dnskey_from_cdnskey(key: &CDNSKEY) -> Dnskey {
+    Dnskey {
+        flags: key.flags(),
+        protocol: crate::dnssec::PROTOCOL_DNSSEC,
+        algorithm: key.algorithm().map(u8::from).unwrap_or(0),
+        public_key: key
+            .public_key()
+            .map(|k| k.public_bytes().to_vec())
+            .unwrap_or_default(),
+    }
+}
+
+/// Our DNSKEY as hickory's, to verify signatures with it.
+pub fn to_hickory_dnskey(key: &Dnskey) -> DNSKEY {
+    DNSKEY::with_flags(
+        key.flags,
+        PublicKeyBuf::new(key.public_key.clone(), Algorithm::from_u8(key.algorithm)),
+    )
+}
+
+pub fn to_hickory_ds(ds: &Ds) -> DS {
+    DS::new(
+        ds.key_tag,
+        Algorithm::from_u8(ds.algorithm),
+        ds.digest_type.into(),
+        ds.digest.clone(),
+    )
+}
+
+/// The records of `rtype` owned by `owner` in `records`.
+pub fn rrset<'a>(
+    records: &'a [Record],
+    owner: &'a Name,
+    rtype: RecordType,
+) -> impl Iterator<Item = &'a Record> + 'a {
+    records
+        .iter()
+        .filter(move |r| r.record_type() == rtype && same_name(&r.name, owner))
+}
+
+/// The RRSIGs over (`owner`, `covered`) in `records`.
+pub fn rrsigs<'a>(
+    records: &'a [Record],
+    owner: &'a Name,
+    covered: RecordType,
+) -> impl Iterator<Item = &'a RRSIG> + 'a {
+    records.iter().filter_map(move |r| match &r.data {
+        RData::DNSSEC(DNSSECRData::RRSIG(sig))
+            if same_name(&r.name, owner) && sig.input().type_covered == covered =>
+        {
+            Some(sig)
+        }
+        _ => None,
+    })
+}
+
+pub fn as_ds(record: &Record) -> Option<&DS> {
+    match &record.data {
+        RData::DNSSEC(DNSSECRData::DS(ds)) => Some(ds),
+        _ => None,
+    }
+}
+
+pub fn as_dnskey(record: &Record) -> Option<&DNSKEY> {
+    match &record.data {
+        RData::DNSSEC(DNSSECRData::DNSKEY(key)) => Some(key),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_helpers() {
+        assert_eq!(names_below(".", "a.test."), vec!["test.", "a.test."]);
+        assert_eq!(
+            names_below("test.", "a.b.test."),
+            vec!["b.test.", "a.b.test."]
+        );
+        assert!(names_below("test.", "test.").is_empty());
+        assert!(names_below("other.", "a.test.").is_empty());
+        assert_eq!(parent_name("a.test."), "test.");
+        assert_eq!(parent_name("test."), ".");
+        assert!(is_subdomain("a.test.", "test."));
+        assert!(!is_subdomain("atest.", "test."));
+        assert_eq!(name_text(&parse_name("A.Test").unwrap()), "a.test.");
+        assert_eq!(name_text(&Name::root()), ".");
+    }
+
+    #[test]
+    fn queries_ask_for_dnssec_without_recursion() {
+        let q = build_query(&parse_name("x.test.").unwrap(), RecordType::DS, false);
+        assert!(!q.metadata.recursion_desired);
+        let edns = q.edns.as_ref().unwrap();
+        assert!(edns.flags().dnssec_ok);
+        assert_eq!(edns.max_payload(), EDNS_PAYLOAD);
+    }
+}

@@ -1,0 +1,491 @@
+//! A signed DNS hierarchy on loopback for tests and the demo.
+//!
+//! ```text
+//!  .               a.root-servers.test.  127.0.53.1        signed, the lab trust anchor
+//!  test.           a.nic.test.           127.0.53.2        signed; two independent servers,
+//!                  b.nic.test.           127.0.53.3        each with its own DS per child
+//!  provider.test.  ns1.provider.test.    127.0.53.4        the "managed DNS provider":
+//!  <child>.test.   ns2.provider.test.    127.0.53.5        hosts every child zone
+//! ```
+//! Every server listens on the same port (chosen free at start, UDP and TCP), so the
+//! observer reaches all of them with `dns.port`. A child zone's key comes from a
+//! [`KeySource`] consulted per query: [`KeySource::provider`] makes the child zones follow
+//! the provider simulator (DNSSEC switched on there: the DNSKEY is served here).
+//!
+//! Levers for tests: publish or remove a DS on one TLD server or both, change TTLs, sign
+//! or unsign a child, publish the RFC 8078 delete CDS, fix the signature window, stop or
+//! restart a server, make one answer SERVFAIL, REFUSED or nothing.
+
+pub mod resolver;
+pub mod server;
+pub mod zone;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+pub use resolver::{LabResolver, RESOLVER};
+pub use zone::{Delegation, Fault, KeyFn, KeySource, World, ZoneData};
+
+use crate::config::DnsSettings;
+use crate::dnssec::{DigestType, Dnskey, Ds};
+use crate::lab::keys::LabKey;
+
+pub const ROOT: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 1);
+pub const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 2);
+pub const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 3);
+pub const PROVIDER_1: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 4);
+pub const PROVIDER_2: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 5);
+pub const TLD: &str = "test.";
+pub const PROVIDER_ZONE: &str = "provider.test.";
+
+const HOSTS: &[(&str, Ipv4Addr)] = &[
+    ("a.root-servers.test.", ROOT),
+    ("a.nic.test.", TLD_A),
+    ("b.nic.test.", TLD_B),
+    ("ns1.provider.test.", PROVIDER_1),
+    ("ns2.provider.test.", PROVIDER_2),
+];
+
+/// Which TLD servers a DS lever applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TldServers {
+    A,
+    B,
+    Both,
+}
+
+impl TldServers {
+    fn addrs(self) -> Vec<IpAddr> {
+        match self {
+            Self::A => vec![TLD_A.into()],
+            Self::B => vec![TLD_B.into()],
+            Self::Both => vec![TLD_A.into(), TLD_B.into()],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabDnsError {
+    #[error("no port is free on every lab address after {0} tries")]
+    NoFreePort(u32),
+    #[error("lab DNS: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("lab DNS: {0}")]
+    Key(#[from] crate::lab::keys::KeyError),
+    #[error("lab DNS: {0} is not a zone of the lab")]
+    NoSuchZone(String),
+    #[error("lab DNS: {0} must be a name below test.")]
+    BadChild(String),
+}
+
+/// The running hierarchy. Dropping it stops every server and deletes the anchor file.
+pub struct LabDns {
+    world: Arc<Mutex<World>>,
+    port: u16,
+    running: Mutex<HashMap<IpAddr, server::Running>>,
+    anchor_dir: tempfile::TempDir,
+    root_key: LabKey,
+    tld_key: LabKey,
+}
+
+impl std::fmt::Debug for LabDns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabDns").field("port", &self.port).finish()
+    }
+}
+
+impl LabDns {
+    /// Starts the root, the TLD and the provider servers; no child zone yet.
+    pub async fn start() -> Result<Self, LabDnsError> {
+        let root_key = LabKey::generate(257)?;
+        let tld_key = LabKey::generate(257)?;
+        let mut world = World::default();
+        for (host, ip) in HOSTS {
+            world.hosts.insert(host.to_string(), *ip);
+        }
+        let mut root = ZoneData::new(
+            ".",
+            &["a.root-servers.test."],
+            KeySource::Static(root_key.clone()),
+        );
+        root.ttl = 3600;
+        root.delegations.insert(
+            TLD.into(),
+            Delegation {
+                ns: vec!["a.nic.test.".into(), "b.nic.test.".into()],
+                ns_ttl: 3600,
+                ds: HashMap::from([(
+                    IpAddr::from(ROOT),
+                    vec![
+                        tld_key
+                            .dnskey()
+                            .to_ds(TLD, DigestType::Sha256)
+                            .map_err(|e| std::io::Error::other(e.to_string()))?,
+                    ],
+                )]),
+                ds_ttl: 3600,
+            },
+        );
+        root.add_a("a.root-servers.test.", ROOT);
+        root.add_a("a.nic.test.", TLD_A);
+        root.add_a("b.nic.test.", TLD_B);
+        let mut tld = ZoneData::new(
+            TLD,
+            &["a.nic.test.", "b.nic.test."],
+            KeySource::Static(tld_key.clone()),
+        );
+        for (host, ip) in HOSTS {
+            tld.add_a(host, *ip);
+        }
+        tld.delegations.insert(
+            PROVIDER_ZONE.into(),
+            Delegation {
+                ns: vec!["ns1.provider.test.".into(), "ns2.provider.test.".into()],
+                ns_ttl: 300,
+                ds: HashMap::new(),
+                ds_ttl: 300,
+            },
+        );
+        let mut provider = ZoneData::new(
+            PROVIDER_ZONE,
+            &["ns1.provider.test.", "ns2.provider.test."],
+            KeySource::Unsigned,
+        );
+        provider.add_a("ns1.provider.test.", PROVIDER_1);
+        provider.add_a("ns2.provider.test.", PROVIDER_2);
+        world.zones.insert(".".into(), root);
+        world.zones.insert(TLD.into(), tld);
+        world.zones.insert(PROVIDER_ZONE.into(), provider);
+        world.hosting.insert(ROOT.into(), vec![".".into()]);
+        world.hosting.insert(TLD_A.into(), vec![TLD.into()]);
+        world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
+        world
+            .hosting
+            .insert(PROVIDER_1.into(), vec![PROVIDER_ZONE.into()]);
+        world
+            .hosting
+            .insert(PROVIDER_2.into(), vec![PROVIDER_ZONE.into()]);
+
+        let anchor_dir = tempfile::tempdir()?;
+        let root_ds = root_key
+            .dnskey()
+            .to_ds(".", DigestType::Sha256)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::write(
+            anchor_dir.path().join("lab-root.ds"),
+            format!("; the lab root's key\n. 3600 IN DS {root_ds}\n"),
+        )?;
+
+        let world = Arc::new(Mutex::new(world));
+        let (port, running) = bind_all(&world).await?;
+        Ok(Self {
+            world,
+            port,
+            running: Mutex::new(running),
+            anchor_dir,
+            root_key,
+            tld_key,
+        })
+    }
+
+    fn world(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn root_addr(&self) -> SocketAddr {
+        SocketAddr::new(ROOT.into(), self.port)
+    }
+
+    pub fn tld_addrs(&self) -> [SocketAddr; 2] {
+        [
+            SocketAddr::new(TLD_A.into(), self.port),
+            SocketAddr::new(TLD_B.into(), self.port),
+        ]
+    }
+
+    pub fn provider_addrs(&self) -> [SocketAddr; 2] {
+        [
+            SocketAddr::new(PROVIDER_1.into(), self.port),
+            SocketAddr::new(PROVIDER_2.into(), self.port),
+        ]
+    }
+
+    /// The lab root's DS, in a file in zone-file form.
+    pub fn trust_anchor_path(&self) -> PathBuf {
+        self.anchor_dir.path().join("lab-root.ds")
+    }
+
+    pub fn root_key(&self) -> &LabKey {
+        &self.root_key
+    }
+
+    pub fn tld_key(&self) -> &LabKey {
+        &self.tld_key
+    }
+
+    /// Settings that point the observer at the lab: root hints, port, trust anchor; fast
+    /// timeouts, for a lab on loopback never needs long ones.
+    pub fn settings(&self) -> DnsSettings {
+        DnsSettings {
+            root_hints: vec![ROOT.into()],
+            port: self.port,
+            trust_anchor_file: Some(self.trust_anchor_path()),
+            validating_resolvers: Vec::new(),
+            query_timeout: Duration::from_millis(400),
+            query_attempts: 2,
+        }
+    }
+
+    /// [`settings`](Self::settings) with the lab's validating resolver(s) configured.
+    pub fn settings_with_resolvers(&self, resolvers: &[SocketAddr]) -> DnsSettings {
+        DnsSettings {
+            validating_resolvers: resolvers.to_vec(),
+            ..self.settings()
+        }
+    }
+
+    /// The `[dns]` section of a config file for the same settings.
+    pub fn config_section(&self) -> String {
+        format!(
+            "[dns]\nroot_hints = [\"{ROOT}\"]\nport = {}\ntrust_anchor_file = \"{}\"\nvalidating_resolvers = []\nquery_timeout = \"400ms\"\nquery_attempts = 2\n",
+            self.port,
+            self.trust_anchor_path().display()
+        )
+    }
+
+    /// Adds the child zone `zone` (below `test.`), served by the provider's two servers and
+    /// delegated from both TLD servers without a DS.
+    pub fn add_child(&self, zone: &str, key: KeySource) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        if !crate::dns::wire::is_subdomain(&name, TLD) || name == TLD || name == PROVIDER_ZONE {
+            return Err(LabDnsError::BadChild(zone.into()));
+        }
+        let mut world = self.world();
+        let mut data = ZoneData::new(&name, &["ns1.provider.test.", "ns2.provider.test."], key);
+        data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+        world.zones.insert(name.clone(), data);
+        for ip in [PROVIDER_1, PROVIDER_2] {
+            let hosted = world.hosting.entry(ip.into()).or_default();
+            if !hosted.contains(&name) {
+                hosted.push(name.clone());
+            }
+        }
+        if let Some(tld) = world.zones.get_mut(TLD) {
+            tld.delegations.insert(
+                name,
+                Delegation {
+                    ns: vec!["ns1.provider.test.".into(), "ns2.provider.test.".into()],
+                    ns_ttl: 300,
+                    ds: HashMap::new(),
+                    ds_ttl: 3600,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn with_delegation(
+        &self,
+        zone: &str,
+        f: impl FnOnce(&mut Delegation),
+    ) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        let delegation = world
+            .zones
+            .get_mut(TLD)
+            .and_then(|t| t.delegations.get_mut(&name))
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        f(delegation);
+        Ok(())
+    }
+
+    fn with_zone(&self, zone: &str, f: impl FnOnce(&mut ZoneData)) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        let data = world
+            .zones
+            .get_mut(&name)
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        f(data);
+        Ok(())
+    }
+
+    /// Replaces the DS set of `zone` on the given TLD servers (what a registrar does).
+    pub fn set_ds(&self, zone: &str, on: TldServers, ds: Vec<Ds>) -> Result<(), LabDnsError> {
+        self.with_delegation(zone, |d| {
+            for ip in on.addrs() {
+                d.ds.insert(ip, ds.clone());
+            }
+        })
+    }
+
+    /// Publishes the SHA-256 DS of `key` for `zone` on the given TLD servers.
+    pub fn publish_ds(&self, zone: &str, on: TldServers, key: &Dnskey) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let ds = key
+            .to_ds(&name, DigestType::Sha256)
+            .map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        self.set_ds(&name, on, vec![ds])
+    }
+
+    pub fn remove_ds(&self, zone: &str, on: TldServers) -> Result<(), LabDnsError> {
+        self.with_delegation(zone, |d| {
+            for ip in on.addrs() {
+                d.ds.remove(&ip);
+            }
+        })
+    }
+
+    /// The DS set `zone` has on each TLD server.
+    pub fn ds(&self, zone: &str) -> Vec<(IpAddr, Vec<Ds>)> {
+        let world = self.world();
+        let Some(d) = world.zones.get(TLD).and_then(|t| t.delegations.get(zone)) else {
+            return Vec::new();
+        };
+        [TLD_A, TLD_B]
+            .iter()
+            .map(|ip| {
+                (
+                    IpAddr::from(*ip),
+                    d.ds.get(&IpAddr::from(*ip)).cloned().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn set_ds_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_delegation(zone, |d| d.ds_ttl = ttl)
+    }
+
+    pub fn set_ns_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_delegation(zone, |d| d.ns_ttl = ttl)
+    }
+
+    /// TTL of the zone's own records (SOA, NS, A).
+    pub fn set_zone_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| z.ttl = ttl)
+    }
+
+    pub fn set_dnskey_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| z.dnskey_ttl = ttl)
+    }
+
+    /// Signs the zone with `key` from now on, or unsigns it with [`KeySource::Unsigned`].
+    pub fn set_child_key(&self, zone: &str, key: KeySource) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| z.key = key)
+    }
+
+    /// Publishes (or withdraws) the RFC 8078 "delete DS" CDS and CDNSKEY.
+    pub fn set_cds_delete(&self, zone: &str, on: bool) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| z.cds_delete = on)
+    }
+
+    /// Fixes the RRSIG validity window (Unix seconds), or restores the default with `None`.
+    pub fn set_signature_window(
+        &self,
+        zone: &str,
+        window: Option<(u32, u32)>,
+    ) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| z.signature_window = window)
+    }
+
+    /// Makes `server` answer SERVFAIL, REFUSED or nothing; `None` heals it.
+    pub fn set_fault(&self, server: IpAddr, fault: Option<Fault>) {
+        let mut world = self.world();
+        match fault {
+            Some(f) => world.faults.insert(server, f),
+            None => world.faults.remove(&server),
+        };
+    }
+
+    /// Closes `server`'s sockets: queries to it are refused by the kernel (ICMP).
+    pub fn stop_server(&self, server: IpAddr) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = running.remove(&server) {
+            r.stop();
+        }
+    }
+
+    /// Starts a stopped server again on the lab port.
+    pub async fn restart_server(&self, server: IpAddr) -> Result<(), LabDnsError> {
+        let addr = SocketAddr::new(server, self.port);
+        let mut last = None;
+        // The port was just freed; retry briefly in case the kernel lags.
+        for _ in 0..20 {
+            match server::start(addr, self.world.clone()).await {
+                Ok(r) => {
+                    self.running
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(server, r);
+                    return Ok(());
+                }
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Err(last.map_or(LabDnsError::NoFreePort(20), LabDnsError::Io))
+    }
+
+    /// Every lab zone and the addresses of the servers hosting it.
+    pub fn zone_servers(&self) -> Vec<(String, Vec<IpAddr>)> {
+        let world = self.world();
+        world
+            .zones
+            .keys()
+            .map(|zone| {
+                let mut addrs: Vec<IpAddr> = world
+                    .hosting
+                    .iter()
+                    .filter(|(_, zones)| zones.contains(zone))
+                    .map(|(ip, _)| *ip)
+                    .collect();
+                addrs.sort();
+                (zone.clone(), addrs)
+            })
+            .collect()
+    }
+
+    /// Where the anchor file lives, for tests that write their own files beside it.
+    pub fn dir(&self) -> &Path {
+        self.anchor_dir.path()
+    }
+}
+
+/// A port free on every lab address, UDP and TCP, and the servers bound to it.
+async fn bind_all(
+    world: &Arc<Mutex<World>>,
+) -> Result<(u16, HashMap<IpAddr, server::Running>), LabDnsError> {
+    const TRIES: u32 = 50;
+    for _ in 0..TRIES {
+        // Let the kernel pick a port on the first address, then claim it on the others.
+        let probe = std::net::UdpSocket::bind(SocketAddr::new(ROOT.into(), 0))?;
+        let port = probe.local_addr()?.port();
+        drop(probe);
+        let mut running = HashMap::new();
+        let mut ok = true;
+        for (_, ip) in HOSTS {
+            match server::start(SocketAddr::new((*ip).into(), port), world.clone()).await {
+                Ok(r) => {
+                    running.insert(IpAddr::from(*ip), r);
+                }
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            return Ok((port, running));
+        }
+    }
+    Err(LabDnsError::NoFreePort(TRIES))
+}

@@ -1,0 +1,548 @@
+//! The lab's zone data and how one server answers from it: authoritative answers with AA,
+//! referrals with glue and AA=0, DS at the parent side of a cut, NODATA and NXDOMAIN with
+//! the SOA and NSEC proofs, and RRSIGs made on the fly with the zone's current key.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hickory_proto::dnssec::TBS;
+use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSKEY, DNSSECRData, NSEC, RRSIG, SigInput};
+use hickory_proto::dnssec::{Algorithm, DigestType as HDigest, PublicKeyBuf};
+use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::{A, NS, SOA};
+use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber};
+
+use crate::dns::wire;
+use crate::dnssec::{Dnskey, Ds};
+use crate::lab::keys::LabKey;
+
+/// A zone's key as a function of the zone name, e.g. the provider simulator's lookup.
+pub type KeyFn = Arc<dyn Fn(&str) -> Option<LabKey> + Send + Sync>;
+
+/// Where a zone's signing key comes from, consulted on every query.
+// One per zone: the size of the key variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Default)]
+pub enum KeySource {
+    #[default]
+    Unsigned,
+    Static(LabKey),
+    /// E.g. the provider simulator's current key for the zone (`None`: DNSSEC off).
+    Dynamic(KeyFn),
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unsigned => f.write_str("Unsigned"),
+            Self::Static(k) => write!(f, "Static({k:?})"),
+            Self::Dynamic(_) => f.write_str("Dynamic"),
+        }
+    }
+}
+
+impl KeySource {
+    pub fn key(&self, zone: &str) -> Option<LabKey> {
+        match self {
+            Self::Unsigned => None,
+            Self::Static(k) => Some(k.clone()),
+            Self::Dynamic(f) => f(zone),
+        }
+    }
+
+    /// The provider simulator's key: DNSSEC switched on there signs the zone here.
+    pub fn provider(sim: crate::lab::SimHandle) -> Self {
+        Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
+    }
+}
+
+/// What a server does instead of answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    Servfail,
+    Refused,
+    /// No answer at all: the client times out.
+    Drop,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delegation {
+    pub ns: Vec<String>,
+    pub ns_ttl: u32,
+    /// The DS set each parent server publishes (servers not listed publish none).
+    pub ds: HashMap<IpAddr, Vec<Ds>>,
+    pub ds_ttl: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ZoneData {
+    pub name: String,
+    pub ns: Vec<String>,
+    pub ttl: u32,
+    pub dnskey_ttl: u32,
+    /// Plain records: (owner, type) -> RDATA, all with `ttl`.
+    pub records: BTreeMap<(String, RecordType), Vec<RData>>,
+    pub delegations: BTreeMap<String, Delegation>,
+    pub key: KeySource,
+    /// Publish the RFC 8078 "delete DS" CDS and CDNSKEY.
+    pub cds_delete: bool,
+    /// Fixed RRSIG (inception, expiration); default: an hour ago to two weeks ahead.
+    pub signature_window: Option<(u32, u32)>,
+}
+
+impl ZoneData {
+    pub fn new(name: &str, ns: &[&str], key: KeySource) -> Self {
+        let mut zone = Self {
+            name: name.to_string(),
+            ns: ns.iter().map(|s| s.to_string()).collect(),
+            ttl: 300,
+            dnskey_ttl: 300,
+            records: BTreeMap::new(),
+            delegations: BTreeMap::new(),
+            key,
+            cds_delete: false,
+            signature_window: None,
+        };
+        if let Some(apex) = wire::parse_name(name) {
+            let host = |s: &str| wire::parse_name(s).unwrap_or_else(Name::root);
+            let soa = SOA::new(
+                host(ns.first().copied().unwrap_or(".")),
+                host(&format!("hostmaster.{}", name.trim_start_matches('.'))),
+                1,
+                3600,
+                600,
+                86400,
+                60,
+            );
+            zone.records.insert(
+                (wire::name_text(&apex), RecordType::SOA),
+                vec![RData::SOA(soa)],
+            );
+            zone.records.insert(
+                (wire::name_text(&apex), RecordType::NS),
+                ns.iter().map(|h| RData::NS(NS(host(h)))).collect(),
+            );
+        }
+        zone
+    }
+
+    pub fn add_a(&mut self, owner: &str, ip: Ipv4Addr) {
+        self.records
+            .entry((owner.to_string(), RecordType::A))
+            .or_default()
+            .push(RData::A(A(ip)));
+    }
+
+    /// The delegation `name` lies at or below, if any.
+    fn delegation_above(&self, name: &str) -> Option<(&String, &Delegation)> {
+        // Walk up from the name: a few map lookups, however many delegations there are.
+        let mut at = name.to_string();
+        while at != self.name && wire::is_subdomain(&at, &self.name) {
+            if let Some(found) = self.delegations.get_key_value(&at) {
+                return Some(found);
+            }
+            at = wire::parent_name(&at);
+        }
+        None
+    }
+}
+
+/// Everything the lab's servers serve, and what each server hosts.
+#[derive(Debug, Default)]
+pub struct World {
+    pub zones: BTreeMap<String, ZoneData>,
+    /// Zones each server address hosts.
+    pub hosting: HashMap<IpAddr, Vec<String>>,
+    pub faults: HashMap<IpAddr, Fault>,
+    /// Host name -> address, for glue.
+    pub hosts: BTreeMap<String, Ipv4Addr>,
+}
+
+fn now() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or_default()
+}
+
+/// RFC 4034 section 6.1 canonical order: compare labels from the right, lower-cased.
+fn canonical_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let labels = |s: &str| -> Vec<Vec<u8>> {
+        s.trim_end_matches('.')
+            .split('.')
+            .filter(|l| !l.is_empty())
+            .rev()
+            .map(|l| l.to_ascii_lowercase().into_bytes())
+            .collect()
+    };
+    labels(a).cmp(&labels(b))
+}
+
+struct Answer {
+    message: Message,
+    signer: Option<(String, LabKey, (u32, u32))>,
+    dnssec_ok: bool,
+}
+
+impl Answer {
+    fn rrset(&self, owner: &str, ttl: u32, data: Vec<RData>) -> Vec<Record> {
+        let Some(name) = wire::parse_name(owner) else {
+            return Vec::new();
+        };
+        let records: Vec<Record> = data
+            .into_iter()
+            .map(|d| Record::from_rdata(name.clone(), ttl, d))
+            .collect();
+        let mut out = records.clone();
+        if let (true, Some((zone, key, window)), Some(first)) =
+            (self.dnssec_ok, &self.signer, records.first())
+        {
+            let zone_name = wire::parse_name(zone).unwrap_or_else(Name::root);
+            if let Some(sig) = sign(
+                &records,
+                first.record_type(),
+                &name,
+                &zone_name,
+                key,
+                ttl,
+                *window,
+            ) {
+                out.push(sig);
+            }
+        }
+        out
+    }
+}
+
+/// The RRSIG over `records` by `key` of `zone`.
+pub fn sign(
+    records: &[Record],
+    rtype: RecordType,
+    owner: &Name,
+    zone: &Name,
+    key: &LabKey,
+    ttl: u32,
+    (inception, expiration): (u32, u32),
+) -> Option<Record> {
+    let input = SigInput {
+        type_covered: rtype,
+        algorithm: Algorithm::ECDSAP256SHA256,
+        num_labels: owner.num_labels(),
+        original_ttl: ttl,
+        sig_expiration: SerialNumber::new(expiration),
+        sig_inception: SerialNumber::new(inception),
+        key_tag: key.dnskey().key_tag(),
+        signer_name: zone.clone(),
+    };
+    let tbs = TBS::from_input(owner, DNSClass::IN, &input, records.iter()).ok()?;
+    let signature = key.sign(tbs.as_ref()).ok()?;
+    Some(Record::from_rdata(
+        owner.clone(),
+        ttl,
+        RData::DNSSEC(DNSSECRData::RRSIG(RRSIG::from_sig(input, signature))),
+    ))
+}
+
+pub fn dnskey_rdata(key: &Dnskey) -> RData {
+    RData::DNSSEC(DNSSECRData::DNSKEY(DNSKEY::with_flags(
+        key.flags,
+        PublicKeyBuf::new(key.public_key.clone(), Algorithm::from_u8(key.algorithm)),
+    )))
+}
+
+pub fn ds_rdata(ds: &Ds) -> RData {
+    RData::DNSSEC(DNSSECRData::DS(wire::to_hickory_ds(ds)))
+}
+
+impl World {
+    /// The answer `server` gives to `query`; `None` to stay silent.
+    pub fn respond(&self, server: IpAddr, query: &Message) -> Option<Message> {
+        let mut response = Message::new(
+            query.metadata.id,
+            MessageType::Response,
+            query.metadata.op_code,
+        );
+        response.metadata.recursion_desired = query.metadata.recursion_desired;
+        response.queries = query.queries.clone();
+        let dnssec_ok = query.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
+        if query.edns.is_some() {
+            let mut edns = Edns::new();
+            edns.set_max_payload(1232);
+            edns.set_dnssec_ok(dnssec_ok);
+            response.set_edns(edns);
+        }
+        match self.faults.get(&server) {
+            Some(Fault::Drop) => return None,
+            Some(Fault::Servfail) => {
+                response.metadata.response_code = ResponseCode::ServFail;
+                return Some(response);
+            }
+            Some(Fault::Refused) => {
+                response.metadata.response_code = ResponseCode::Refused;
+                return Some(response);
+            }
+            None => {}
+        }
+        let Some(question) = query.queries.first().filter(|_| query.queries.len() == 1) else {
+            response.metadata.response_code = ResponseCode::FormErr;
+            return Some(response);
+        };
+        let qname = wire::name_text(question.name());
+        let qtype = question.query_type();
+        // The most specific hosted zone containing the name.
+        let hosted = self.hosting.get(&server).cloned().unwrap_or_default();
+        let Some(zone) = hosted
+            .iter()
+            .filter(|z| wire::is_subdomain(&qname, z))
+            .max_by_key(|z| z.len())
+            .and_then(|z| self.zones.get(z))
+        else {
+            response.metadata.response_code = ResponseCode::Refused;
+            return Some(response);
+        };
+        let key = zone.key.key(&zone.name);
+        let window = zone
+            .signature_window
+            .unwrap_or_else(|| (now().saturating_sub(3600), now().saturating_add(14 * 86400)));
+        let mut answer = Answer {
+            message: response,
+            signer: key.clone().map(|k| (zone.name.clone(), k, window)),
+            dnssec_ok,
+        };
+        self.answer_in_zone(server, zone, key.as_ref(), &qname, qtype, &mut answer);
+        Some(answer.message)
+    }
+
+    fn answer_in_zone(
+        &self,
+        server: IpAddr,
+        zone: &ZoneData,
+        key: Option<&LabKey>,
+        qname: &str,
+        qtype: RecordType,
+        out: &mut Answer,
+    ) {
+        // At or below a delegation: DS at the cut is ours, everything else is a referral.
+        if let Some((cut, delegation)) = zone.delegation_above(qname) {
+            let ds = delegation.ds.get(&server).cloned().unwrap_or_default();
+            if qname == cut && qtype == RecordType::DS {
+                out.message.metadata.authoritative = true;
+                if ds.is_empty() {
+                    self.negative(server, zone, key, qname, false, out);
+                } else {
+                    let records =
+                        out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
+                    out.message.answers.extend(records);
+                }
+                return;
+            }
+            out.message.metadata.authoritative = false;
+            let ns = out.rrset(
+                cut,
+                delegation.ns_ttl,
+                delegation
+                    .ns
+                    .iter()
+                    .filter_map(|h| wire::parse_name(h))
+                    .map(|n| RData::NS(NS(n)))
+                    .collect(),
+            );
+            // NS at a cut is not signed: drop any signature `rrset` made.
+            out.message
+                .authorities
+                .extend(ns.into_iter().filter(|r| r.record_type() == RecordType::NS));
+            if ds.is_empty() {
+                if out.dnssec_ok && key.is_some() {
+                    let nsec = self.nsec_at(server, zone, cut, out);
+                    out.message.authorities.extend(nsec);
+                }
+            } else {
+                let records = out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
+                out.message.authorities.extend(records);
+            }
+            for host in &delegation.ns {
+                if let (true, Some(ip)) =
+                    (wire::is_subdomain(host, &zone.name), self.hosts.get(host))
+                    && let Some(name) = wire::parse_name(host)
+                {
+                    out.message.additionals.push(Record::from_rdata(
+                        name,
+                        delegation.ns_ttl,
+                        RData::A(A(*ip)),
+                    ));
+                }
+            }
+            return;
+        }
+        out.message.metadata.authoritative = true;
+        let data = self.data_at(zone, key, qname);
+        if let Some(rdata) = data.get(&qtype).filter(|d| !d.is_empty()) {
+            let ttl = if matches!(qtype, RecordType::DNSKEY) {
+                zone.dnskey_ttl
+            } else {
+                zone.ttl
+            };
+            let records = out.rrset(qname, ttl, rdata.clone());
+            out.message.answers.extend(records);
+            if qtype == RecordType::NS {
+                for r in rdata {
+                    if let RData::NS(NS(host)) = r
+                        && let Some(ip) = self.hosts.get(&wire::name_text(host))
+                    {
+                        out.message.additionals.push(Record::from_rdata(
+                            host.clone(),
+                            zone.ttl,
+                            RData::A(A(*ip)),
+                        ));
+                    }
+                }
+            }
+            return;
+        }
+        let exists = !data.is_empty()
+            || zone
+                .records
+                .keys()
+                .any(|(owner, _)| wire::is_subdomain(owner, qname));
+        self.negative(server, zone, key, qname, !exists, out);
+    }
+
+    /// Every RRset at `name` in `zone` (apex DNSSEC records included).
+    fn data_at(
+        &self,
+        zone: &ZoneData,
+        key: Option<&LabKey>,
+        name: &str,
+    ) -> BTreeMap<RecordType, Vec<RData>> {
+        let mut data: BTreeMap<RecordType, Vec<RData>> = zone
+            .records
+            .iter()
+            .filter(|((owner, _), _)| owner == name)
+            .map(|((_, t), d)| (*t, d.clone()))
+            .collect();
+        if name == zone.name {
+            if let Some(k) = key {
+                data.insert(RecordType::DNSKEY, vec![dnskey_rdata(&k.dnskey())]);
+            }
+            if zone.cds_delete {
+                data.insert(
+                    RecordType::CDS,
+                    vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+                        0,
+                        None,
+                        HDigest::from(0),
+                        vec![0],
+                    )))],
+                );
+                data.insert(
+                    RecordType::CDNSKEY,
+                    vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+                        0,
+                        None,
+                        vec![0],
+                    )))],
+                );
+            }
+        }
+        data
+    }
+
+    /// NODATA or NXDOMAIN, with the SOA and, in a signed zone, the NSEC proofs.
+    fn negative(
+        &self,
+        server: IpAddr,
+        zone: &ZoneData,
+        key: Option<&LabKey>,
+        qname: &str,
+        nxdomain: bool,
+        out: &mut Answer,
+    ) {
+        if nxdomain {
+            out.message.metadata.response_code = ResponseCode::NXDomain;
+        }
+        if let Some(soa) = zone.records.get(&(zone.name.clone(), RecordType::SOA)) {
+            let records = out.rrset(&zone.name, zone.ttl.min(60), soa.clone());
+            out.message.authorities.extend(records);
+        }
+        if !(out.dnssec_ok && key.is_some()) {
+            return;
+        }
+        let mut proofs = self.nsec_at(server, zone, qname, out);
+        if nxdomain {
+            let wildcard = format!("*.{}", zone.name);
+            for r in self.nsec_at(server, zone, &wildcard, out) {
+                if !proofs.contains(&r) {
+                    proofs.push(r);
+                }
+            }
+        }
+        out.message.authorities.extend(proofs);
+    }
+
+    /// The NSEC that matches or covers `name`, signed.
+    fn nsec_at(&self, server: IpAddr, zone: &ZoneData, name: &str, out: &Answer) -> Vec<Record> {
+        let mut owners: BTreeSet<String> = BTreeSet::new();
+        owners.insert(zone.name.clone());
+        for (owner, _) in zone.records.keys() {
+            // Names below a cut are glue, outside the zone's own data.
+            if zone
+                .delegation_above(owner)
+                .is_none_or(|(cut, _)| cut == owner)
+            {
+                owners.insert(owner.clone());
+            }
+        }
+        owners.extend(zone.delegations.keys().cloned());
+        let mut sorted: Vec<String> = owners.into_iter().collect();
+        sorted.sort_by(|a, b| canonical_cmp(a, b));
+        // The last owner not after `name`: the match, or the one whose span covers it.
+        let at = sorted
+            .iter()
+            .rposition(|o| canonical_cmp(o, name) != std::cmp::Ordering::Greater)
+            .unwrap_or(sorted.len().saturating_sub(1));
+        let owner = sorted[at].clone();
+        let next = sorted[(at + 1) % sorted.len()].clone();
+        let mut types: BTreeSet<RecordType> = BTreeSet::new();
+        types.insert(RecordType::NSEC);
+        if let Some(delegation) = zone.delegations.get(&owner) {
+            types.insert(RecordType::NS);
+            if delegation.ds.get(&server).is_some_and(|d| !d.is_empty()) {
+                types.insert(RecordType::DS);
+                types.insert(RecordType::RRSIG);
+            }
+        } else {
+            types.insert(RecordType::RRSIG);
+            types.extend(
+                self.data_at(zone, out.signer.as_ref().map(|s| &s.1), &owner)
+                    .keys(),
+            );
+        }
+        let Some(next_name) = wire::parse_name(&next) else {
+            return Vec::new();
+        };
+        out.rrset(
+            &owner,
+            zone.ttl.min(60),
+            vec![RData::DNSSEC(DNSSECRData::NSEC(NSEC::new(
+                next_name, types,
+            )))],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_order_is_by_labels_from_the_right() {
+        let mut names = vec!["z.test.", "test.", "a.b.test.", "b.test.", "*.test."];
+        names.sort_by(|a, b| canonical_cmp(a, b));
+        assert_eq!(
+            names,
+            vec!["test.", "*.test.", "b.test.", "a.b.test.", "z.test."]
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! `dnssec-warden check` through the real binary, against the lab hierarchy, with a
+//! temporary config file: the verdicts, the exit status, and the provider section.
+
+use std::path::{Path, PathBuf};
+
+use dnssec_warden::lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_B, TldServers};
+use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden::lab::{ProviderSim, SimOptions};
+use serde_json::Value;
+
+fn config(dir: &Path, lab: &LabDns, extra: &str) -> PathBuf {
+    let path = dir.join("config.toml");
+    let text = format!(
+        "[database]\npath = \"{}\"\n{}{extra}",
+        dir.join("state.db").display(),
+        lab.config_section()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn check(config: &Path, zone: &str) -> (i32, Value) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+        .arg("--config")
+        .arg(config)
+        .args(["check", zone, "--json"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_gives_each_verdict_and_exit_status() {
+    let lab = LabDns::start().await.unwrap();
+    let key = LabKey::generate(257).unwrap();
+    let other = LabKey::generate(257).unwrap();
+    lab.add_child("secure.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("secure.test", TldServers::Both, &key.dnskey())
+        .unwrap();
+    lab.add_child("plain.test", KeySource::Unsigned).unwrap();
+    lab.add_child("halfway.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("halfway.test", TldServers::A, &key.dnskey())
+        .unwrap();
+    lab.add_child("wrong.test", KeySource::Static(key.clone()))
+        .unwrap();
+    lab.publish_ds("wrong.test", TldServers::Both, &other.dnskey())
+        .unwrap();
+    lab.add_child("signed.test", KeySource::Static(key.clone()))
+        .unwrap();
+    let resolver = LabResolver::start(&lab).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(dir.path(), &lab, "[zones]\nnames = []\n");
+    // Point the validating resolver setting at the lab's Unbound.
+    let text = std::fs::read_to_string(&conf).unwrap().replace(
+        "validating_resolvers = []",
+        &format!("validating_resolvers = [\"{}\"]", resolver.addr()),
+    );
+    std::fs::write(&conf, text).unwrap();
+
+    for (zone, parent_ds, validation, ok) in [
+        ("secure.test", "all_match", "secure", true),
+        ("plain.test", "all_absent", "insecure", true),
+        ("signed.test", "all_absent", "insecure", true),
+        // Which validation wins depends on which TLD server each validator asked.
+        ("halfway.test", "partial", "secure|unknown", false),
+        ("wrong.test", "mismatch", "bogus", false),
+    ] {
+        let (code, json) = check(&conf, zone).await;
+        assert_eq!(json["parent_ds"], parent_ds, "{zone}: {json:#}");
+        let got = json["validation"].as_str().unwrap_or_default();
+        assert!(validation.split('|').any(|v| v == got), "{zone}: {json:#}");
+        assert_eq!(code == 0, ok, "{zone}: exit {code}");
+        assert_eq!(json["parent"]["answers"].as_array().unwrap().len(), 2);
+        assert_eq!(json["child"]["answers"].as_array().unwrap().len(), 2);
+        assert_eq!(json["validation_probes"].as_array().unwrap().len(), 2);
+        assert!(!json["advice"].as_array().unwrap().is_empty());
+    }
+
+    // A TLD server that stays silent: unknown, never all_absent, and a failing exit.
+    lab.set_fault(TLD_B.into(), Some(Fault::Drop));
+    let (code, json) = check(&conf, "plain.test").await;
+    assert_eq!(json["parent_ds"], "unknown", "{json:#}");
+    assert_ne!(code, 0);
+    let answers = json["parent"]["answers"].as_array().unwrap();
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["answer"]["kind"] == "unknown" && a["answer"]["reason"] == "timeout"),
+        "{json:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_the_provider_and_text_advice() {
+    let lab = LabDns::start().await.unwrap();
+    let sim = ProviderSim::start(
+        "127.0.0.1:0".parse().unwrap(),
+        SimOptions {
+            api_keys: vec!["check-key".into()],
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let handle = sim.handle();
+    handle.add_zone("shop.test");
+    lab.add_child("shop.test", KeySource::provider(handle.clone()))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api-key"), "check-key\n").unwrap();
+    let provider = format!(
+        "[provider]\nbase_url = \"{}\"\napi_key_file = \"{}\"\nrequest_timeout = \"2s\"\nmax_attempts = 1\n",
+        sim.base_url(),
+        dir.path().join("api-key").display()
+    );
+    let conf = config(dir.path(), &lab, &provider);
+
+    let (code, json) = check(&conf, "shop.test").await;
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(json["provider"]["dnssec_enabled"], false, "{json:#}");
+
+    // DNSSEC on at the provider: the lab's servers sign with its key at once.
+    let client = reqwest::Client::new();
+    let status = client
+        .patch(
+            sim.base_url()
+                .join("dns/v2/zones/shop.test/dnssec")
+                .unwrap(),
+        )
+        .header("Authorization", "APIKey check-key")
+        .json(&serde_json::json!({"enabled": true}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success());
+    let (code, json) = check(&conf, "shop.test").await;
+    assert_eq!(json["provider"]["dnssec_enabled"], true, "{json:#}");
+    assert_eq!(json["provider"]["served_everywhere"], true, "{json:#}");
+    let tag = handle.dnskey("shop.test.").unwrap().key_tag();
+    assert_eq!(json["provider"]["key_tag"], tag);
+    assert_eq!(json["parent_ds"], "all_absent");
+    assert_eq!(json["validation"], "insecure");
+    assert_eq!(code, 0);
+
+    // The registrar publishes the provider's DS: secure.
+    lab.publish_ds(
+        "shop.test",
+        TldServers::Both,
+        &handle.dnskey("shop.test.").unwrap(),
+    )
+    .unwrap();
+    let (code, json) = check(&conf, "shop.test").await;
+    assert_eq!(
+        (json["parent_ds"].as_str(), code),
+        (Some("all_match"), 0),
+        "{json:#}"
+    );
+    assert_eq!(json["provider"]["parent_points_at_it"], true);
+
+    // Switched off behind everyone's back: an outage, and the text says so.
+    handle.force_dnssec_off("shop.test");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+        .arg("--config")
+        .arg(&conf)
+        .args(["check", "shop.test"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text.contains("parent_ds: mismatch"), "{text}");
+    assert!(text.contains("OUTAGE"), "{text}");
+    assert!(text.contains("DNSSEC off"), "{text}");
+
+    // A provider that cannot be reached is reported, not fatal.
+    drop(sim);
+    let (_, json) = check(&conf, "shop.test").await;
+    assert!(json["provider"]["error"].is_string(), "{json:#}");
+    assert_eq!(json["parent_ds"], "mismatch");
+}

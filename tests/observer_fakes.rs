@@ -1,0 +1,402 @@
+//! The observer against scripted per-server fakes: no sockets, every server's answer to
+//! every question decided by the test. The fake servers answer from a lab [`World`] unless
+//! a script overrides one (server, type): silence, a network error, an RCODE, a lame or
+//! garbled answer, a lowered TTL.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::{
+    DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, Observer, ObserverOptions,
+    ParentDsVerdict, Transport, UnknownReason,
+};
+use dnssec_warden::dnssec::DigestType;
+use dnssec_warden::lab::dns::{Delegation, KeySource, World, ZoneData};
+use dnssec_warden::lab::keys::LabKey;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
+
+const ROOT: Ipv4Addr = Ipv4Addr::new(127, 0, 60, 1);
+const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 60, 2);
+const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 60, 3);
+const CHILD: Ipv4Addr = Ipv4Addr::new(127, 0, 60, 4);
+const ZONE: &str = "child.test.";
+
+#[derive(Clone)]
+enum Script {
+    Silence,
+    Network,
+    Rcode(ResponseCode),
+    /// The answer with AA cleared.
+    NotAuthoritative,
+    /// The answer's question replaced (an answer for another name).
+    WrongQuestion,
+    /// Every answer record's TTL set to this (as if decremented by a cache).
+    RecordTtl(u32),
+    /// NODATA with the SOA of another zone.
+    SoaOf(&'static str),
+}
+
+struct Fake {
+    world: Mutex<World>,
+    scripts: Mutex<HashMap<(IpAddr, RecordType), Script>>,
+    asked: Mutex<Vec<(IpAddr, RecordType)>>,
+}
+
+impl Transport for Fake {
+    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
+        Box::pin(async move {
+            // Let other questions start meanwhile, as a real exchange would.
+            tokio::task::yield_now().await;
+            let qtype = query.queries[0].query_type();
+            self.asked.lock().unwrap().push((server.ip(), qtype));
+            let script = self
+                .scripts
+                .lock()
+                .unwrap()
+                .get(&(server.ip(), qtype))
+                .cloned();
+            let answer = self.world.lock().unwrap().respond(server.ip(), query);
+            let Some(mut answer) = answer else {
+                return Err(ExchangeError::Timeout);
+            };
+            match script {
+                None => {}
+                Some(Script::Silence) => return Err(ExchangeError::Timeout),
+                Some(Script::Network) => {
+                    return Err(ExchangeError::Network("connection refused".into()));
+                }
+                Some(Script::Rcode(code)) => {
+                    answer.answers.clear();
+                    answer.authorities.clear();
+                    answer.metadata.response_code = code;
+                }
+                Some(Script::NotAuthoritative) => answer.metadata.authoritative = false,
+                Some(Script::WrongQuestion) => {
+                    // What the transport's question check rejects.
+                    return Err(ExchangeError::Malformed(
+                        "the answer is for another question".into(),
+                    ));
+                }
+                Some(Script::RecordTtl(ttl)) => {
+                    for r in &mut answer.answers {
+                        if r.record_type() != RecordType::RRSIG {
+                            r.ttl = ttl;
+                        }
+                    }
+                }
+                Some(Script::SoaOf(zone)) => {
+                    answer.answers.clear();
+                    for r in &mut answer.authorities {
+                        if r.record_type() == RecordType::SOA {
+                            r.name = hickory_proto::rr::Name::from_ascii(zone).unwrap();
+                        }
+                    }
+                }
+            }
+            Ok(answer)
+        })
+    }
+}
+
+struct Setup {
+    fake: Arc<Fake>,
+    observer: DnsObserver,
+    key: LabKey,
+}
+
+impl Setup {
+    fn script(&self, server: Ipv4Addr, qtype: RecordType, script: Script) {
+        self.fake
+            .scripts
+            .lock()
+            .unwrap()
+            .insert((server.into(), qtype), script);
+    }
+
+    fn set_ds(&self, on: &[Ipv4Addr], key: &LabKey, ttl: u32) {
+        let mut world = self.fake.world.lock().unwrap();
+        let d = world
+            .zones
+            .get_mut("test.")
+            .unwrap()
+            .delegations
+            .get_mut(ZONE)
+            .unwrap();
+        d.ds_ttl = ttl;
+        for ip in on {
+            d.ds.insert(
+                (*ip).into(),
+                vec![key.dnskey().to_ds(ZONE, DigestType::Sha256).unwrap()],
+            );
+        }
+    }
+
+    async fn parent(&self) -> dnssec_warden::dns::ParentView {
+        self.observer.parent(ZONE).await.unwrap()
+    }
+
+    async fn verdict(&self) -> ParentDsVerdict {
+        let parent = self.parent().await;
+        let child = self.observer.child(ZONE).await.unwrap();
+        parent.verdict(&child.served_keys())
+    }
+}
+
+fn answer_at(view: &dnssec_warden::dns::ParentView, ip: Ipv4Addr) -> DsAnswer {
+    view.answers
+        .iter()
+        .find(|a| a.addr == IpAddr::from(ip))
+        .unwrap()
+        .answer
+        .clone()
+}
+
+fn setup() -> Setup {
+    let key = LabKey::generate(257).unwrap();
+    let mut world = World::default();
+    let hosts = [
+        ("ns.root.", ROOT),
+        ("a.test.", TLD_A),
+        ("b.test.", TLD_B),
+        ("ns.child.test.", CHILD),
+    ];
+    for (h, ip) in hosts {
+        world.hosts.insert(h.into(), ip);
+    }
+    let mut root = ZoneData::new(".", &["ns.root."], KeySource::Unsigned);
+    root.add_a("ns.root.", ROOT);
+    root.delegations.insert(
+        "test.".into(),
+        Delegation {
+            ns: vec!["a.test.".into(), "b.test.".into()],
+            ns_ttl: 3600,
+            ds: HashMap::new(),
+            ds_ttl: 3600,
+        },
+    );
+    let mut tld = ZoneData::new("test.", &["a.test.", "b.test."], KeySource::Unsigned);
+    tld.delegations.insert(
+        ZONE.into(),
+        Delegation {
+            ns: vec!["ns.child.test.".into()],
+            ns_ttl: 300,
+            ds: HashMap::new(),
+            ds_ttl: 3600,
+        },
+    );
+    tld.add_a("ns.child.test.", CHILD);
+    let mut child = ZoneData::new(ZONE, &["ns.child.test."], KeySource::Static(key.clone()));
+    child.add_a("ns.child.test.", CHILD);
+    world.zones.insert(".".into(), root);
+    world.zones.insert("test.".into(), tld);
+    world.zones.insert(ZONE.into(), child);
+    world.hosting.insert(ROOT.into(), vec![".".into()]);
+    world.hosting.insert(TLD_A.into(), vec!["test.".into()]);
+    world.hosting.insert(TLD_B.into(), vec!["test.".into()]);
+    world.hosting.insert(CHILD.into(), vec![ZONE.into()]);
+    let fake = Arc::new(Fake {
+        world: Mutex::new(world),
+        scripts: Mutex::new(HashMap::new()),
+        asked: Mutex::new(Vec::new()),
+    });
+    let settings = DnsSettings {
+        root_hints: vec![ROOT.into()],
+        port: 53,
+        trust_anchor_file: None,
+        validating_resolvers: Vec::new(),
+        query_timeout: Duration::from_millis(100),
+        query_attempts: 2,
+    };
+    let observer =
+        DnsObserver::with_transport(&settings, ObserverOptions::default(), fake.clone()).unwrap();
+    Setup {
+        fake,
+        observer,
+        key,
+    }
+}
+
+#[tokio::test]
+async fn every_verdict() {
+    let s = setup();
+    assert_eq!(s.verdict().await, ParentDsVerdict::AllAbsent);
+    s.set_ds(&[TLD_A], &s.key.clone(), 3600);
+    assert_eq!(s.verdict().await, ParentDsVerdict::Partial);
+    s.set_ds(&[TLD_A, TLD_B], &s.key.clone(), 3600);
+    assert_eq!(s.verdict().await, ParentDsVerdict::AllMatch);
+    let other = LabKey::generate(257).unwrap();
+    s.set_ds(&[TLD_B], &other, 3600);
+    assert_eq!(s.verdict().await, ParentDsVerdict::Mismatch);
+    s.script(TLD_B, RecordType::DS, Script::Silence);
+    assert_eq!(
+        s.verdict().await,
+        ParentDsVerdict::Unknown,
+        "the mismatching server is silent now, the other matches"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_beside_an_absent_is_unknown_never_all_absent() {
+    let s = setup();
+    s.script(TLD_B, RecordType::DS, Script::Silence);
+    let view = s.parent().await;
+    assert_eq!(answer_at(&view, TLD_A), DsAnswer::Absent);
+    assert_eq!(
+        answer_at(&view, TLD_B),
+        DsAnswer::Unknown(UnknownReason::Timeout)
+    );
+    assert!(!view.all_absent());
+    assert_eq!(s.verdict().await, ParentDsVerdict::Unknown);
+    // Bounded retries: two attempts at the silent server, no more.
+    let asked = s.fake.asked.lock().unwrap().clone();
+    let at_b = asked
+        .iter()
+        .filter(|(ip, t)| *ip == IpAddr::from(TLD_B) && *t == RecordType::DS)
+        .count();
+    assert_eq!(at_b, 4, "two attempts in each of the two observations");
+}
+
+#[tokio::test]
+async fn every_unknown_reason() {
+    for (script, expected) in [
+        (Script::Silence, UnknownReason::Timeout),
+        (
+            Script::Network,
+            UnknownReason::Network("connection refused".into()),
+        ),
+        (Script::Rcode(ResponseCode::Refused), UnknownReason::Refused),
+        (
+            Script::Rcode(ResponseCode::ServFail),
+            UnknownReason::Servfail,
+        ),
+        (Script::Rcode(ResponseCode::NotImp), UnknownReason::Rcode(4)),
+        (Script::NotAuthoritative, UnknownReason::Lame),
+        (Script::SoaOf("child.test."), UnknownReason::Lame),
+        (
+            Script::WrongQuestion,
+            UnknownReason::Malformed("the answer is for another question".into()),
+        ),
+    ] {
+        let s = setup();
+        s.script(TLD_B, RecordType::DS, script);
+        let view = s.parent().await;
+        assert_eq!(answer_at(&view, TLD_A), DsAnswer::Absent);
+        assert_eq!(answer_at(&view, TLD_B), DsAnswer::Unknown(expected.clone()));
+        assert_eq!(
+            view.verdict(&[s.key.dnskey()]),
+            ParentDsVerdict::Unknown,
+            "{expected:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_without_address_is_unknown() {
+    let s = setup();
+    {
+        let mut world = s.fake.world.lock().unwrap();
+        let root = world.zones.get_mut(".").unwrap();
+        root.delegations
+            .get_mut("test.")
+            .unwrap()
+            .ns
+            .push("c.elsewhere.".into());
+    }
+    let view = s.parent().await;
+    assert_eq!(view.answers.len(), 3);
+    let missing = view
+        .answers
+        .iter()
+        .find(|a| a.server == "c.elsewhere.")
+        .unwrap();
+    assert!(
+        matches!(
+            missing.answer,
+            DsAnswer::Unknown(UnknownReason::NoAddress(_))
+        ),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_rrsig_original_ttl_wins_over_a_lowered_record_ttl() {
+    let s = setup();
+    // Sign the TLD so the DS carries an RRSIG with its original TTL.
+    {
+        let mut world = s.fake.world.lock().unwrap();
+        world.zones.get_mut("test.").unwrap().key =
+            KeySource::Static(LabKey::generate(257).unwrap());
+    }
+    s.set_ds(&[TLD_A, TLD_B], &s.key.clone(), 86_400);
+    s.script(TLD_A, RecordType::DS, Script::RecordTtl(60));
+    let view = s.parent().await;
+    for ip in [TLD_A, TLD_B] {
+        match answer_at(&view, ip) {
+            DsAnswer::Present { ttl, .. } => assert_eq!(ttl, 86_400, "{ip}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Unsigned: the record TTL is all there is.
+    let s = setup();
+    s.set_ds(&[TLD_A, TLD_B], &s.key.clone(), 86_400);
+    s.script(TLD_A, RecordType::DS, Script::RecordTtl(60));
+    match answer_at(&s.parent().await, TLD_A) {
+        DsAnswer::Present { ttl, .. } => assert_eq!(ttl, 60),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
+    let s = setup();
+    {
+        let mut world = s.fake.world.lock().unwrap();
+        let tld = world.zones.get_mut("test.").unwrap();
+        for i in 0..10_000 {
+            tld.delegations.insert(
+                format!("z{i}.test."),
+                Delegation {
+                    ns: vec!["ns.child.test.".into()],
+                    ns_ttl: 300,
+                    ds: HashMap::new(),
+                    ds_ttl: 3600,
+                },
+            );
+        }
+    }
+    let zones: Vec<String> = (0..10_000).map(|i| format!("z{i}.test.")).collect();
+    let views = futures::future::join_all(zones.iter().map(|z| s.observer.parent(z))).await;
+    assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
+    let asked = s.fake.asked.lock().unwrap().clone();
+    let root_queries = asked
+        .iter()
+        .filter(|(ip, _)| *ip == IpAddr::from(ROOT))
+        .count();
+    assert!(root_queries <= 4, "the root was asked {root_queries} times");
+    let stats = s.observer.stats();
+    assert!(
+        stats.peak_in_flight <= ObserverOptions::default().queries_in_flight,
+        "{stats:?}"
+    );
+    // One NS question and one DS question per server per zone, plus the shared lookups.
+    assert!(stats.exchanges <= 3 * 10_000 + 10, "{stats:?}");
+}
+
+#[tokio::test]
+async fn identical_questions_in_flight_are_sent_once() {
+    let s = setup();
+    s.observer.parent(ZONE).await.unwrap();
+    let before = s.observer.stats();
+    let views = futures::future::join_all((0..50).map(|_| s.observer.parent(ZONE))).await;
+    assert!(views.iter().all(|v| v.as_ref().unwrap().all_absent()));
+    let after = s.observer.stats();
+    assert!(after.shared > before.shared, "{after:?}");
+    assert!(
+        after.exchanges - before.exchanges < 50 * 2,
+        "{before:?} {after:?}"
+    );
+}

@@ -1,0 +1,215 @@
+//! The network transport against scripted socket servers on loopback: truncation and the
+//! TCP fallback, stray datagrams, garbled and mismatched answers, silence, refusal.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use dnssec_warden::dns::classify::classify_ds;
+use dnssec_warden::dns::wire::{build_query, parse_name};
+use dnssec_warden::dns::{DsAnswer, ExchangeError, NetTransport, Transport};
+use dnssec_warden::dnssec::DigestType;
+use dnssec_warden::lab::dns::zone::{ds_rdata, sign};
+use dnssec_warden::lab::keys::LabKey;
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::SOA;
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UdpSocket};
+
+#[derive(Clone, Copy)]
+enum Udp {
+    Truncate,
+    StrayThenAnswer,
+    Garbage,
+    OtherQuestion,
+    Silence,
+}
+
+/// A big signed DS answer: 40 DS records do not fit in 1232 octets.
+fn full_answer(query: &Message, key: &LabKey) -> Message {
+    let zone = parse_name("child.test.").unwrap();
+    let mut m = Message::new(
+        query.metadata.id,
+        MessageType::Response,
+        query.metadata.op_code,
+    );
+    m.queries = query.queries.clone();
+    m.metadata.authoritative = true;
+    let records: Vec<Record> = (0..40)
+        .map(|_| {
+            let k = LabKey::generate(257).unwrap().dnskey();
+            Record::from_rdata(
+                zone.clone(),
+                3600,
+                ds_rdata(&k.to_ds("child.test.", DigestType::Sha256).unwrap()),
+            )
+        })
+        .collect();
+    let sig = sign(
+        &records,
+        RecordType::DS,
+        &zone,
+        &parse_name("test.").unwrap(),
+        key,
+        3600,
+        (0, u32::MAX),
+    )
+    .unwrap();
+    m.answers = records;
+    m.answers.push(sig);
+    m
+}
+
+async fn server(mode: Udp) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let udp = UdpSocket::bind("127.0.61.1:0").await.unwrap();
+    let addr = udp.local_addr().unwrap();
+    let tcp = TcpListener::bind(addr).await.unwrap();
+    let key = LabKey::generate(257).unwrap();
+    let task = tokio::spawn(async move {
+        let tcp_key = key.clone();
+        let tcp_task = tokio::spawn(async move {
+            while let Ok((mut s, _)) = tcp.accept().await {
+                let mut len = [0u8; 2];
+                s.read_exact(&mut len).await.unwrap();
+                let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+                s.read_exact(&mut q).await.unwrap();
+                let query = Message::from_vec(&q).unwrap();
+                let wire = full_answer(&query, &tcp_key).to_vec().unwrap();
+                let mut framed = (wire.len() as u16).to_be_bytes().to_vec();
+                framed.extend_from_slice(&wire);
+                s.write_all(&framed).await.unwrap();
+            }
+        });
+        let mut buf = vec![0u8; 4096];
+        while let Ok((n, peer)) = udp.recv_from(&mut buf).await {
+            let query = Message::from_vec(&buf[..n]).unwrap();
+            let mut reply = full_answer(&query, &key);
+            match mode {
+                Udp::Truncate => {
+                    reply.answers.clear();
+                    reply.metadata.truncation = true;
+                }
+                Udp::StrayThenAnswer => {
+                    let mut stray = reply.clone();
+                    stray.metadata.id = query.metadata.id.wrapping_add(1);
+                    udp.send_to(&stray.to_vec().unwrap(), peer).await.unwrap();
+                    reply.answers.truncate(1);
+                }
+                Udp::Garbage => {
+                    udp.send_to(b"\x01\x02garbage", peer).await.unwrap();
+                    continue;
+                }
+                Udp::OtherQuestion => {
+                    reply.queries[0] = hickory_proto::op::Query::query(
+                        parse_name("other.test.").unwrap(),
+                        RecordType::DS,
+                    );
+                    reply.answers.truncate(1);
+                }
+                Udp::Silence => continue,
+            }
+            udp.send_to(&reply.to_vec().unwrap(), peer).await.unwrap();
+        }
+        tcp_task.abort();
+    });
+    (addr, task)
+}
+
+fn transport() -> NetTransport {
+    NetTransport {
+        timeout: Duration::from_millis(500),
+    }
+}
+
+fn ds_query() -> Message {
+    build_query(&parse_name("child.test.").unwrap(), RecordType::DS, false)
+}
+
+#[tokio::test]
+async fn a_truncated_udp_answer_is_fetched_over_tcp() {
+    let (addr, task) = server(Udp::Truncate).await;
+    let query = ds_query();
+    let answer = transport().exchange(addr, &query).await.unwrap();
+    assert!(!answer.metadata.truncation);
+    assert_eq!(answer.answers.len(), 41);
+    let outcome = Ok(std::sync::Arc::new(answer));
+    match classify_ds(&parse_name("child.test.").unwrap(), "test.", &outcome) {
+        DsAnswer::Present { ds, ttl } => {
+            assert_eq!(ds.len(), 40);
+            assert_eq!(ttl, 3600);
+        }
+        other => panic!("{other:?}"),
+    }
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_stray_datagram_is_skipped() {
+    let (addr, task) = server(Udp::StrayThenAnswer).await;
+    let answer = transport().exchange(addr, &ds_query()).await.unwrap();
+    assert_eq!(answer.answers.len(), 1);
+    task.abort();
+}
+
+#[tokio::test]
+async fn garbage_and_wrong_questions_are_malformed() {
+    for mode in [Udp::Garbage, Udp::OtherQuestion] {
+        let (addr, task) = server(mode).await;
+        let err = transport().exchange(addr, &ds_query()).await.unwrap_err();
+        assert!(matches!(err, ExchangeError::Malformed(_)), "{err:?}");
+        task.abort();
+    }
+}
+
+#[tokio::test]
+async fn silence_times_out_and_a_closed_port_is_a_network_error() {
+    let (addr, task) = server(Udp::Silence).await;
+    let started = std::time::Instant::now();
+    let err = transport().exchange(addr, &ds_query()).await.unwrap_err();
+    assert_eq!(err, ExchangeError::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    task.abort();
+    // A port nobody listens on: the kernel's ICMP refusal, not a timeout.
+    let closed = {
+        let s = std::net::UdpSocket::bind("127.0.61.2:0").unwrap();
+        s.local_addr().unwrap()
+    };
+    let err = transport().exchange(closed, &ds_query()).await.unwrap_err();
+    assert!(matches!(err, ExchangeError::Network(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_nxdomain_needs_the_parents_soa_to_count_as_absent() {
+    let query = ds_query();
+    let mut m = Message::new(
+        query.metadata.id,
+        MessageType::Response,
+        query.metadata.op_code,
+    );
+    m.queries = query.queries.clone();
+    m.metadata.authoritative = true;
+    m.metadata.response_code = ResponseCode::NXDomain;
+    let soa = |owner: &str| {
+        Record::from_rdata(
+            parse_name(owner).unwrap(),
+            60,
+            RData::SOA(SOA::new(Name::root(), Name::root(), 1, 1, 1, 1, 60)),
+        )
+    };
+    m.authorities.push(soa("test."));
+    let zone = parse_name("child.test.").unwrap();
+    let ok = Ok(std::sync::Arc::new(m.clone()));
+    assert_eq!(classify_ds(&zone, "test.", &ok), DsAnswer::Absent);
+    m.authorities = vec![soa("child.test.")];
+    let from_child = Ok(std::sync::Arc::new(m.clone()));
+    assert!(matches!(
+        classify_ds(&zone, "test.", &from_child),
+        DsAnswer::Unknown(_)
+    ));
+    m.authorities.clear();
+    let bare = Ok(std::sync::Arc::new(m));
+    assert!(matches!(
+        classify_ds(&zone, "test.", &bare),
+        DsAnswer::Unknown(_)
+    ));
+}
