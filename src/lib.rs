@@ -1,6 +1,7 @@
 //! dnssec-warden: switches DNSSEC on and off at a managed DNS provider in the order that
 //! never takes a domain down. See `ARCHITECTURE.md` for the map of the modules.
 
+pub mod cli;
 pub mod config;
 pub mod dns;
 pub mod dnssec;

@@ -2,14 +2,17 @@
 //! lives only here, to print them.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use dnssec_warden::cli;
 use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
+use dnssec_warden::dnssec::fqdn;
 use dnssec_warden::lab::{ProviderSim, SimOptions, walkthrough};
+use dnssec_warden::lifecycle::{Intent, Policy};
 use dnssec_warden::logging::{self, LogFormat};
 
 #[derive(Parser)]
@@ -31,6 +34,31 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The daemon: watch every zone and move it through its lifecycle.
+    Run,
+    /// Where each zone stands, read from the database (works while the daemon runs).
+    Status {
+        zone: Option<String>,
+        /// Print JSON: `{"zones":[…]}`, or the zone's object when a zone is given.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask for DNSSEC on for a zone (recorded and audited; the daemon acts on it).
+    Enable { zone: String },
+    /// Ask for DNSSEC off for a zone: DS removal first, then the TTL wait, then off.
+    Disable {
+        zone: String,
+        /// From awaiting_ds only: the DS was never entered at the registrar, so waiting for
+        /// its removal can be skipped (the parent is still checked).
+        #[arg(long)]
+        ds_never_submitted: bool,
+    },
+    /// The audit trail of a zone.
+    History {
+        zone: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate the configuration file (and that its secrets are readable).
     CheckConfig,
     /// One-shot view of a zone: provider, every parent and child server, verdicts.
@@ -66,7 +94,11 @@ enum LabCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(cli.log_format);
+    let level = match cli.command {
+        Command::Run | Command::Demo | Command::Lab { .. } => "info",
+        _ => "warn",
+    };
+    logging::init(cli.log_format, level);
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -79,6 +111,30 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     match cli.command {
+        Command::Run => runtime.block_on(async {
+            cli::daemon::run(&cli.config).await?;
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Status { zone, json } => runtime.block_on(status(&cli.config, zone, json)),
+        Command::Enable { zone } => runtime.block_on(async {
+            let settings = Settings::load(&cli.config)?;
+            println!(
+                "{}",
+                cli::intent::set(&settings, &zone, Intent::Enabled, false).await?
+            );
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::Disable {
+            zone,
+            ds_never_submitted,
+        } => runtime.block_on(async {
+            let settings = Settings::load(&cli.config)?;
+            let line =
+                cli::intent::set(&settings, &zone, Intent::Disabled, ds_never_submitted).await?;
+            println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }),
+        Command::History { zone, json } => runtime.block_on(history(&cli.config, &zone, json)),
         Command::CheckConfig => check_config(&cli.config),
         Command::Check { zone, json } => runtime.block_on(check(&cli.config, &zone, json)),
         Command::Demo => runtime.block_on(async {
@@ -95,6 +151,44 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => runtime.block_on(lab_provider(listen, api_keys, users)),
     }
+}
+
+async fn status(path: &Path, zone: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(path)?;
+    let store = cli::intent::open_store(&settings).await?;
+    let policy = Policy::from(&settings.timing);
+    let zone = zone.map(|z| fqdn(&z)).transpose()?;
+    let found = if json {
+        cli::status::status_json(&store, zone.as_deref(), &policy)
+            .await?
+            .map(|v| serde_json::to_string_pretty(&v))
+            .transpose()?
+    } else {
+        cli::status::status_text(&store, zone.as_deref(), &policy).await?
+    };
+    match found {
+        Some(text) => {
+            println!("{}", text.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        None => anyhow::bail!(
+            "{} is not known to dnssec-warden (list it in [zones] or run `enable`)",
+            zone.unwrap_or_default()
+        ),
+    }
+}
+
+async fn history(path: &Path, zone: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(path)?;
+    let store = cli::intent::open_store(&settings).await?;
+    let zone = fqdn(zone)?;
+    if json {
+        let v = cli::status::history_json(&store, &zone).await?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", cli::status::history_text(&store, &zone).await?);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check_config(path: &std::path::Path) -> anyhow::Result<ExitCode> {

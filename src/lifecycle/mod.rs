@@ -7,6 +7,7 @@ pub mod policy;
 pub mod state;
 pub mod step;
 pub mod time;
+pub mod waiting;
 
 pub use alerts::{AlertCheck, AlertKind, Severity};
 pub use guard::{GuardRefusal, may_disable};

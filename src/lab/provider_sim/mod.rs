@@ -46,8 +46,9 @@ pub struct SimOptions {
     /// `message` of PATCH answers (unknown 4).
     pub enable_message: String,
     pub disable_message: String,
-    /// The apex NS RRset every new zone gets.
+    /// The apex NS RRset every new zone gets, and its TTL.
     pub name_servers: Vec<String>,
+    pub name_server_ttl: u32,
     /// TTL of the `ds` line.
     pub ds_ttl: u32,
     /// The prose-only guard: refuse to disable while the parent-ds hint is set, unless
@@ -71,6 +72,7 @@ impl Default for SimOptions {
             enable_message: "DNSSEC is enabled for the zone".into(),
             disable_message: "DNSSEC is disabled for the zone".into(),
             name_servers: vec!["ns1.gcorelabs.net".into(), "ns2.gcdn.services".into()],
+            name_server_ttl: 3600,
             ds_ttl: 3600,
             refuse_disable_with_parent_ds: false,
         }

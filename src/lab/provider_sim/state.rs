@@ -122,7 +122,7 @@ impl SimState {
         rrsets.insert(
             (name.clone(), "NS".to_string()),
             SimRrset {
-                ttl: 3600,
+                ttl: self.options.name_server_ttl,
                 records: ns_records,
                 meta: json!({}),
                 updated_at: unix_now(),

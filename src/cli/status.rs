@@ -1,0 +1,162 @@
+//! `status` and `history`: read the SQLite file (works while the daemon runs).
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::lifecycle::waiting::describe;
+use crate::lifecycle::{Clock, Policy, State, SystemClock};
+use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
+
+fn alert_json(a: &AlertRow) -> Value {
+    json!({
+        "kind": a.kind.as_str(),
+        "severity": a.severity.as_str(),
+        "since": a.opened_at.to_string(),
+        "message": a.message,
+    })
+}
+
+fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
+    let z = &row.zone;
+    let waiting = describe(z, policy);
+    json!({
+        "zone": z.name,
+        "state": z.state.map(State::as_str),
+        "intent": z.intent.as_str(),
+        "since": z.since.to_string(),
+        "waiting_for": waiting.what,
+        "waiting_on": waiting.on,
+        "until": waiting.until.map(|t| t.to_string()),
+        "ds": z.facts.ds_line,
+        "next_check": row.next_check_at.to_string(),
+        "last_observed": row.last_observed_at.map(|t| t.to_string()),
+        "alerts": alerts.iter().filter(|a| a.zone == z.name).map(alert_json).collect::<Vec<_>>(),
+    })
+}
+
+/// `status --json`: `{"zones":[…]}`; with a zone, that zone's object alone.
+pub async fn status_json(
+    store: &Store,
+    zone: Option<&str>,
+    policy: &Policy,
+) -> Result<Option<Value>, StoreError> {
+    let alerts = store.open_alerts(zone).await?;
+    match zone {
+        Some(name) => Ok(store
+            .zone(name)
+            .await?
+            .map(|row| zone_json(&row, &alerts, policy))),
+        None => {
+            let rows = store.zones().await?;
+            let zones: Vec<Value> = rows.iter().map(|r| zone_json(r, &alerts, policy)).collect();
+            Ok(Some(json!({ "zones": zones })))
+        }
+    }
+}
+
+/// The status table.
+pub async fn status_text(
+    store: &Store,
+    zone: Option<&str>,
+    policy: &Policy,
+) -> Result<Option<String>, StoreError> {
+    let rows = match zone {
+        Some(name) => match store.zone(name).await? {
+            Some(row) => vec![row],
+            None => return Ok(None),
+        },
+        None => store.zones().await?,
+    };
+    let alerts = store.open_alerts(zone).await?;
+    let now = SystemClock.now();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
+        "ZONE", "STATE", "INTENT", "SINCE"
+    );
+    for row in &rows {
+        let z = &row.zone;
+        let w = describe(z, policy);
+        let until = w
+            .until
+            .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<28} {:<20} {:<10} {:<22} {} [on: {}]{}",
+            z.name,
+            z.state.map_or("(not observed yet)", State::as_str),
+            z.intent.as_str(),
+            z.since.to_string(),
+            w.what,
+            w.on,
+            until
+        );
+        for a in alerts.iter().filter(|a| a.zone == z.name) {
+            let _ = writeln!(
+                out,
+                "{:<28} ALERT {} ({}) since {}: {}",
+                "",
+                a.kind,
+                a.severity.as_str(),
+                a.opened_at,
+                a.message
+            );
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("(no zones yet: list them in [zones] or run `dnssec-warden enable ZONE`)\n");
+    }
+    Ok(Some(out))
+}
+
+fn event_json(e: &EventRow) -> Value {
+    json!({
+        "at": e.at.to_string(),
+        "kind": e.kind,
+        "from": e.from,
+        "to": e.to,
+        "reason": e.reason,
+    })
+}
+
+pub async fn history_json(store: &Store, zone: &str) -> Result<Value, StoreError> {
+    let events = store.events(zone).await?;
+    Ok(json!({
+        "zone": zone,
+        "events": events.iter().map(event_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// The audit trail as a story: one line per event, transitions marked.
+pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreError> {
+    let events = store.events(zone).await?;
+    let mut out = String::new();
+    let mut last_day = String::new();
+    for e in &events {
+        let at = e.at.to_string();
+        let (day, time) = at.split_at(10);
+        if day != last_day {
+            let _ = writeln!(out, "{day}");
+            last_day = day.to_string();
+        }
+        let time = time.trim_start_matches('T').trim_end_matches('Z');
+        let line = match (e.kind.as_str(), &e.from, &e.to) {
+            ("transition", from, Some(to)) => format!(
+                "{} -> {to}: {}",
+                from.as_deref().unwrap_or("(new)"),
+                e.reason
+            ),
+            ("intent", _, _) => format!("operator: {}", e.reason),
+            ("guard", _, _) => format!("SAFETY GUARD: {}", e.reason),
+            (_, _, _) => e.reason.clone(),
+        };
+        let _ = writeln!(out, "  {time}  {line}");
+    }
+    if events.is_empty() {
+        let _ = writeln!(out, "no history for {zone}");
+    }
+    Ok(out)
+}

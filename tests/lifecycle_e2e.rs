@@ -1,0 +1,315 @@
+//! The whole lifecycle through the real binary: `dnssec-warden run` against the provider
+//! simulator and the lab DNS hierarchy, the test playing the registrar, with compressed
+//! timings. Also: a second daemon is refused; SIGHUP with a broken file keeps running;
+//! SIGTERM exits cleanly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use dnssec_warden::lab::dns::{KeySource, LabDns, TldServers};
+use dnssec_warden::lab::{ProviderSim, SimOptions};
+use serde_json::Value;
+
+const KEY: &str = "e2e-api-key-123456";
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+}
+
+/// A daemon child process, killed by PID when the test ends, however it ends.
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(config: &Path, log: PathBuf) -> Self {
+        let file = std::fs::File::create(&log).unwrap();
+        let child = bin()
+            .args(["run", "--config"])
+            .arg(config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("the daemon starts");
+        Self { child, log }
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + within;
+        while Instant::now() < until {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cli(config: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = bin()
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn try_status(config: &Path, zone: &str) -> Option<Value> {
+    let (ok, out, _) = cli(config, &["status", zone, "--json"]);
+    ok.then(|| serde_json::from_str(&out).unwrap())
+}
+
+fn status(config: &Path, zone: &str) -> Value {
+    try_status(config, zone).expect("status works")
+}
+
+async fn wait_state(config: &Path, zone: &str, want: &str, within: Duration, daemon: &Daemon) {
+    let until = Instant::now() + within;
+    loop {
+        // Until the daemon's first pass the zone may not be in the database yet.
+        let s = try_status(config, zone).unwrap_or_default();
+        if s["state"] == want {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{zone} never reached {want}; now {}\n--- daemon log ---\n{}",
+            s,
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+struct World {
+    sim: ProviderSim,
+    lab: LabDns,
+    dir: tempfile::TempDir,
+    config: PathBuf,
+}
+
+async fn world(zone: &str) -> World {
+    let sim = ProviderSim::start(
+        "127.0.0.1:0".parse().unwrap(),
+        SimOptions {
+            api_keys: vec![KEY.into()],
+            ds_ttl: 2,
+            name_server_ttl: 1,
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let lab = LabDns::start().await.unwrap();
+    assert!(sim.handle().add_zone(zone));
+    lab.add_child(zone, KeySource::provider(sim.handle()))
+        .unwrap();
+    lab.set_ds_ttl(zone, 2).unwrap();
+    lab.set_zone_ttl(zone, 1).unwrap();
+    lab.set_dnskey_ttl(zone, 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, format!("{KEY}\n")).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[provider]\nbase_url = \"{}\"\napi_key_file = {:?}\nrequest_timeout = \"2s\"\nmax_attempts = 2\nretry_budget = \"4s\"\n\
+             [database]\npath = {:?}\n\
+             {}\
+             [timing]\npoll_waiting = \"300ms\"\npoll_active = \"2s\"\npropagation_margin = \"1s\"\n\
+             ds_overdue_after = \"1h\"\nds_removal_overdue_after = \"1h\"\nretry_base = \"200ms\"\nassumed_ds_ttl = \"2s\"\n\
+             [zones]\nnames = [\"{zone}\"]\n",
+            sim.base_url(),
+            key,
+            dir.path().join("state.db"),
+            lab.config_section(),
+        ),
+    )
+    .unwrap();
+    World {
+        sim,
+        lab,
+        dir,
+        config,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enable_to_active_then_disable_to_disabled() {
+    let zone = "shop.test.";
+    let w = world(zone).await;
+    let mut daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    let long = Duration::from_secs(40);
+
+    wait_state(&w.config, zone, "disabled", long, &daemon).await;
+    let (ok, out, err) = cli(&w.config, &["enable", zone]);
+    assert!(ok, "{err}");
+    assert!(out.contains("intent enabled"), "{out}");
+
+    wait_state(&w.config, zone, "awaiting_ds", long, &daemon).await;
+    // The DS the operator is told is the one of the key the name servers serve.
+    let key = w
+        .sim
+        .handle()
+        .dnskey(zone)
+        .expect("DNSSEC on at the provider");
+    let told = status(&w.config, zone)["ds"].as_str().unwrap().to_string();
+    assert!(
+        told.contains(&format!(" DS {} 13 2 ", key.key_tag())),
+        "{told}"
+    );
+    // The registrar publishes on one TLD server, later on the other.
+    w.lab.publish_ds(zone, TldServers::A, &key).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        status(&w.config, zone)["state"],
+        "awaiting_ds",
+        "one server is not enough"
+    );
+    w.lab.publish_ds(zone, TldServers::Both, &key).unwrap();
+    wait_state(&w.config, zone, "active", long, &daemon).await;
+
+    let (ok, out, err) = cli(&w.config, &["disable", zone]);
+    assert!(ok, "{err}");
+    assert!(out.contains("intent disabled"), "{out}");
+    wait_state(&w.config, zone, "awaiting_ds_removal", long, &daemon).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        w.sim.handle().dnssec_enabled(zone),
+        "still signed while the DS is published"
+    );
+    w.lab.remove_ds(zone, TldServers::Both).unwrap();
+    let removed_at = SystemTime::now();
+    wait_state(&w.config, zone, "disabled", long, &daemon).await;
+
+    // The provider's log: on once, off once, and off only after the DS TTL (2 s) had passed.
+    let switches: Vec<_> = w
+        .sim
+        .handle()
+        .calls()
+        .into_iter()
+        .filter(|c| c.path.ends_with("/dnssec") && c.status == 200)
+        .collect();
+    assert_eq!(switches.len(), 2, "{switches:?}");
+    assert!(switches[0].is_dnssec_on(zone));
+    assert!(switches[1].is_dnssec_off(zone));
+    let waited = switches[1]
+        .at
+        .duration_since(removed_at)
+        .unwrap_or_default();
+    assert!(
+        waited >= Duration::from_secs(2),
+        "switched off {waited:?} after the removal"
+    );
+
+    // The audit trail reads as a story.
+    let (ok, story, _) = cli(&w.config, &["history", zone]);
+    assert!(ok);
+    for line in [
+        "operator: operator asked to enable DNSSEC",
+        "disabled -> enabling",
+        "enabling -> awaiting_ds",
+        "awaiting_ds -> ds_observed",
+        "ds_observed -> active",
+        "active -> awaiting_ds_removal",
+        "awaiting_ds_removal -> ttl_wait",
+        "ttl_wait -> disabling",
+        "disabling -> disabled",
+        "DNSSEC switched off",
+    ] {
+        assert!(story.contains(line), "history lacks {line:?}:\n{story}");
+    }
+    let (ok, json, _) = cli(&w.config, &["history", zone, "--json"]);
+    assert!(ok);
+    let events: Value = serde_json::from_str(&json).unwrap();
+    assert!(events["events"].as_array().unwrap().len() >= 10);
+
+    daemon.signal("TERM");
+    let status = daemon
+        .wait_exit(Duration::from_secs(10))
+        .expect("exits on SIGTERM");
+    assert!(status.success(), "{}", daemon.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_daemon_per_database_and_reload_keeps_a_good_config() {
+    let zone = "lock.test.";
+    let w = world(zone).await;
+    let mut first = Daemon::start(&w.config, w.dir.path().join("first.log"));
+    wait_state(&w.config, zone, "disabled", Duration::from_secs(30), &first).await;
+
+    let second = bin()
+        .args(["run", "--config"])
+        .arg(&w.config)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("already running"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+
+    // A broken file on SIGHUP: reported, the daemon keeps going with what it had.
+    let good = std::fs::read_to_string(&w.config).unwrap();
+    std::fs::write(
+        &w.config,
+        format!("{good}\n[timing]\npoll_wating = \"1s\"\n"),
+    )
+    .unwrap();
+    first.signal("HUP");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(first.child.try_wait().unwrap().is_none(), "still running");
+    assert!(first.log().contains("reload failed"), "{}", first.log());
+    std::fs::write(&w.config, &good).unwrap();
+    first.signal("HUP");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        first.log().contains("configuration reloaded"),
+        "{}",
+        first.log()
+    );
+    // And it still acts on intents.
+    cli(&w.config, &["enable", zone]);
+    wait_state(
+        &w.config,
+        zone,
+        "awaiting_ds",
+        Duration::from_secs(40),
+        &first,
+    )
+    .await;
+
+    first.signal("TERM");
+    let status = first.wait_exit(Duration::from_secs(10)).expect("exits");
+    assert!(status.success());
+}
