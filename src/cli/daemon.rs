@@ -123,16 +123,14 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         let (stop, stopped) = watch::channel(false);
         let running = engine.run(stopped, INTENT_POLL);
         tokio::pin!(running);
-        let next = loop {
-            tokio::select! {
-                result = &mut running => {
-                    zones.abort();
-                    return result.map_err(DaemonError::from);
-                }
-                _ = term.recv() => break Next::Stop,
-                _ = int.recv() => break Next::Stop,
-                _ = hup.recv() => break Next::Reload,
+        let next = tokio::select! {
+            result = &mut running => {
+                zones.abort();
+                return result.map_err(DaemonError::from);
             }
+            _ = term.recv() => Next::Stop,
+            _ = int.recv() => Next::Stop,
+            _ = hup.recv() => Next::Reload,
         };
         // Let the step in flight finish; no new one starts.
         let _ = stop.send(true);
