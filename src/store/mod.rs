@@ -275,6 +275,13 @@ impl Store {
         Ok(Self { pool })
     }
 
+    /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a
+    /// deferred one that reads first can fail to upgrade when another writer got in
+    /// between, and SQLite then answers "database is locked" without waiting.
+    async fn write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     /// Adds a zone to watch; false if it was there already.
     pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
         let done = sqlx::query(
@@ -357,7 +364,7 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         sqlx::query(
             "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
         )
@@ -412,7 +419,7 @@ impl Store {
         };
         let f = &decision.facts;
         let observation_text = observation.to_string();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let updated = sqlx::query(
             "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, dnskey_everywhere_at = ?, \
              hold_until = ?, ds_announced_at = ?, ds_first_seen_at = ?, t_gone = ?, max_ds_ttl = ?, \
@@ -560,7 +567,7 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let state: Option<(Option<String>,)> =
             sqlx::query_as("SELECT state FROM zones WHERE name = ?")
                 .bind(zone)
