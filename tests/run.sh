@@ -16,10 +16,14 @@ if ((${#missing[@]})); then
     [[ $(id -u) -eq 0 ]] || sudo="sudo"
     # policy-rc.d 101: the packages must not start their own daemons on port 53; the
     # test harness starts the servers it needs on loopback addresses of its own.
-    $sudo sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+    policy_set=""
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        $sudo sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+        policy_set=1
+    fi
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-    $sudo rm -f /usr/sbin/policy-rc.d
+    [[ -z $policy_set ]] || $sudo rm -f /usr/sbin/policy-rc.d
 fi
 
 cargo fmt --check
