@@ -298,3 +298,18 @@ async fn dnssec_switched_off_behind_our_back_alerts_within_one_poll() {
         "no provider call made by guessing"
     );
 }
+
+#[tokio::test]
+async fn one_zone_is_never_stepped_twice_at_once() {
+    let rig = Rig::new(1, 1).await;
+    let (a, b) = tokio::join!(rig.engine.step_zone(ZONE), rig.engine.step_zone(ZONE));
+    let outcomes = [a.unwrap(), b.unwrap()];
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| **o == dnssec_warden::engine::StepOutcome::Busy)
+            .count(),
+        1,
+        "{outcomes:?}"
+    );
+}

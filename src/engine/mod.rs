@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 pub use notify::{Notification, Notifier};
 pub use observe::summarize;
@@ -187,6 +188,17 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .zone(name)
             .await?
             .ok_or_else(|| StoreError::UnknownZone(name.to_string()))?;
+        // Every line logged during the step carries the zone and the state it started in.
+        let span = tracing::info_span!(
+            "step",
+            zone = name,
+            state = row.zone.state.map(State::as_str).unwrap_or("unobserved")
+        );
+        self.step_row(row).instrument(span).await
+    }
+
+    async fn step_row(&self, row: crate::store::ZoneRow) -> Result<StepOutcome, EngineError> {
+        let name = row.zone.name.as_str();
         let observation = observe::observe(
             self.provider.as_ref(),
             self.observer.as_ref(),
