@@ -143,6 +143,33 @@ pub struct DnsSettings {
     pub validating_resolvers: Vec<SocketAddr>,
     pub query_timeout: Duration,
     pub query_attempts: u32,
+    /// Which name server addresses are asked. Both by default; a host without IPv6 sets
+    /// `["ipv4"]`, or every IPv6 address would answer "unknown" and block every decision.
+    pub address_families: AddressFamilies,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressFamilies {
+    pub ipv4: bool,
+    pub ipv6: bool,
+}
+
+impl Default for AddressFamilies {
+    fn default() -> Self {
+        Self {
+            ipv4: true,
+            ipv6: true,
+        }
+    }
+}
+
+impl AddressFamilies {
+    pub fn allows(&self, addr: &IpAddr) -> bool {
+        match addr {
+            IpAddr::V4(_) => self.ipv4,
+            IpAddr::V6(_) => self.ipv6,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +266,7 @@ struct RawDns {
     validating_resolvers: Vec<String>,
     query_timeout: String,
     query_attempts: u32,
+    address_families: Vec<String>,
 }
 
 impl Default for RawDns {
@@ -250,6 +278,7 @@ impl Default for RawDns {
             validating_resolvers: vec!["1.1.1.1".into(), "9.9.9.9".into()],
             query_timeout: "2s".into(),
             query_attempts: 3,
+            address_families: vec!["ipv4".into(), "ipv6".into()],
         }
     }
 }
@@ -490,7 +519,7 @@ impl Validator {
         if raw.root_hints.is_empty() {
             return Err(self.err("dns.root_hints", "needs at least one address"));
         }
-        let root_hints = raw
+        let root_hints: Vec<IpAddr> = raw
             .root_hints
             .iter()
             .enumerate()
@@ -522,6 +551,32 @@ impl Validator {
         if raw.query_attempts == 0 {
             return Err(self.err("dns.query_attempts", "must be at least 1"));
         }
+        let mut families = AddressFamilies {
+            ipv4: false,
+            ipv6: false,
+        };
+        for (i, family) in raw.address_families.iter().enumerate() {
+            match family.as_str() {
+                "ipv4" => families.ipv4 = true,
+                "ipv6" => families.ipv6 = true,
+                other => {
+                    return Err(self.err(
+                        &format!("dns.address_families[{i}]"),
+                        format!("{other:?} is neither \"ipv4\" nor \"ipv6\""),
+                    ));
+                }
+            }
+        }
+        if !families.ipv4 && !families.ipv6 {
+            return Err(self.err("dns.address_families", "needs \"ipv4\", \"ipv6\" or both"));
+        }
+        let root_hints: Vec<IpAddr> = root_hints;
+        if !root_hints.iter().any(|a| families.allows(a)) {
+            return Err(self.err(
+                "dns.root_hints",
+                "no address of an enabled family (dns.address_families)",
+            ));
+        }
         Ok(DnsSettings {
             root_hints,
             port: raw.port,
@@ -530,6 +585,7 @@ impl Validator {
             validating_resolvers,
             query_timeout: self.duration("dns.query_timeout", &raw.query_timeout)?,
             query_attempts: raw.query_attempts,
+            address_families: families,
         })
     }
 

@@ -106,6 +106,7 @@ struct Setup {
     fake: Arc<Fake>,
     observer: DnsObserver,
     key: LabKey,
+    settings: DnsSettings,
 }
 
 impl Setup {
@@ -210,6 +211,7 @@ fn setup() -> Setup {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
+        address_families: Default::default(),
     };
     let observer =
         DnsObserver::with_transport(&settings, ObserverOptions::default(), fake.clone()).unwrap();
@@ -217,6 +219,7 @@ fn setup() -> Setup {
         fake,
         observer,
         key,
+        settings,
     }
 }
 
@@ -399,4 +402,31 @@ async fn identical_questions_in_flight_are_sent_once() {
         after.exchanges - before.exchanges < 50 * 2,
         "{before:?} {after:?}"
     );
+}
+
+#[tokio::test]
+async fn addresses_of_a_disabled_family_are_not_asked() {
+    // b.test. also has an IPv6 address, where nothing answers.
+    let s = setup();
+    s.fake
+        .world
+        .lock()
+        .unwrap()
+        .hosts6
+        .insert("b.test.".into(), "fd00::53".parse().unwrap());
+    let view = s.parent().await;
+    assert_eq!(view.answers.len(), 3, "{view:?}");
+    assert!(
+        !view.all_absent(),
+        "a silent IPv6 address blocks the verdict"
+    );
+
+    let mut settings = s.settings.clone();
+    settings.address_families.ipv6 = false;
+    let v4 =
+        DnsObserver::with_transport(&settings, ObserverOptions::default(), s.fake.clone()).unwrap();
+    let view = v4.parent(ZONE).await.unwrap();
+    assert_eq!(view.answers.len(), 2, "{view:?}");
+    assert!(view.answers.iter().all(|a| a.addr.is_ipv4()));
+    assert!(view.all_absent());
 }

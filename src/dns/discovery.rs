@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+
+use crate::config::AddressFamilies;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -95,6 +97,7 @@ pub struct Discovery {
     querier: Arc<Querier>,
     port: u16,
     root_hints: Vec<IpAddr>,
+    families: AddressFamilies,
     cache: Mutex<HashMap<String, Arc<ZoneCut>>>,
 }
 
@@ -105,11 +108,20 @@ enum Probe {
 }
 
 impl Discovery {
-    pub fn new(querier: Arc<Querier>, port: u16, root_hints: Vec<IpAddr>) -> Self {
+    pub fn new(
+        querier: Arc<Querier>,
+        port: u16,
+        root_hints: Vec<IpAddr>,
+        families: AddressFamilies,
+    ) -> Self {
         Self {
             querier,
             port,
-            root_hints,
+            root_hints: root_hints
+                .into_iter()
+                .filter(|a| families.allows(a))
+                .collect(),
+            families,
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -368,7 +380,16 @@ impl Discovery {
                 },
             }
         });
-        join_all(lookups).await
+        let mut servers = join_all(lookups).await;
+        // Addresses of a family this host does not use are left out, not asked and failed.
+        for server in &mut servers {
+            let before = server.addrs.len();
+            server.addrs.retain(|a| self.families.allows(a));
+            if before > 0 && server.addrs.is_empty() {
+                server.problem = Some("no address of a family in dns.address_families".into());
+            }
+        }
+        servers
     }
 
     /// A and AAAA of `host`, asked of the servers authoritative for it.

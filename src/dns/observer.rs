@@ -95,7 +95,12 @@ impl DnsObserver {
             },
         ));
         Ok(Self(Arc::new(Inner {
-            discovery: Discovery::new(querier.clone(), settings.port, settings.root_hints.clone()),
+            discovery: Discovery::new(
+                querier.clone(),
+                settings.port,
+                settings.root_hints.clone(),
+                settings.address_families,
+            ),
             querier,
             anchors,
             port: settings.port,

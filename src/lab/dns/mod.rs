@@ -240,6 +240,7 @@ impl LabDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(400),
             query_attempts: 2,
+            address_families: Default::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! the SOA and NSEC proofs, and RRSIGs made on the fly with the zone's current key.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,7 +11,7 @@ use hickory_proto::dnssec::TBS;
 use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSKEY, DNSSECRData, NSEC, RRSIG, SigInput};
 use hickory_proto::dnssec::{Algorithm, DigestType as HDigest, PublicKeyBuf};
 use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
-use hickory_proto::rr::rdata::{A, NS, SOA};
+use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber};
 
 use crate::dns::wire;
@@ -158,6 +158,8 @@ pub struct World {
     pub faults: HashMap<IpAddr, Fault>,
     /// Host name -> address, for glue.
     pub hosts: BTreeMap<String, Ipv4Addr>,
+    /// IPv6 glue for name server hosts (nothing in the lab listens there).
+    pub hosts6: BTreeMap<String, Ipv6Addr>,
 }
 
 fn now() -> u32 {
@@ -367,6 +369,13 @@ impl World {
                     (wire::is_subdomain(host, &zone.name), self.hosts.get(host))
                     && let Some(name) = wire::parse_name(host)
                 {
+                    if let Some(ip6) = self.hosts6.get(host) {
+                        out.message.additionals.push(Record::from_rdata(
+                            name.clone(),
+                            delegation.ns_ttl,
+                            RData::AAAA(AAAA(*ip6)),
+                        ));
+                    }
                     out.message.additionals.push(Record::from_rdata(
                         name,
                         delegation.ns_ttl,
