@@ -8,5 +8,5 @@ pub mod keys;
 pub mod provider_sim;
 
 pub use provider_sim::{
-    CallRecord, Fault, FaultCount, FaultKind, ProviderSim, SimHandle, SimOptions,
+    CallRecord, Fault, FaultCount, FaultKind, ProviderSim, Signer, SimHandle, SimOptions,
 };

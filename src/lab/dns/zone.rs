@@ -294,13 +294,24 @@ impl World {
         let qname = wire::name_text(question.name());
         let qtype = question.query_type();
         // The most specific hosted zone containing the name.
-        let hosted = self.hosting.get(&server).cloned().unwrap_or_default();
-        let Some(zone) = hosted
-            .iter()
-            .filter(|z| wire::is_subdomain(&qname, z))
-            .max_by_key(|z| z.len())
-            .and_then(|z| self.zones.get(z))
-        else {
+        // The most specific hosted zone: walk up from the name (a few map lookups, so a
+        // server hosting 10,000 zones, as in the benchmark, stays fast).
+        let hosted = self.hosting.get(&server);
+        let mut at = qname.clone();
+        let mut found = None;
+        for _ in 0..128 {
+            if let Some(z) = self.zones.get(&at)
+                && hosted.is_some_and(|h| h.contains(&at))
+            {
+                found = Some(z);
+                break;
+            }
+            if at == "." {
+                break;
+            }
+            at = wire::parent_name(&at);
+        }
+        let Some(zone) = found else {
             response.metadata.response_code = ResponseCode::Refused;
             return Some(response);
         };

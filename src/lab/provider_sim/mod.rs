@@ -54,6 +54,22 @@ pub struct SimOptions {
     /// The prose-only guard: refuse to disable while the parent-ds hint is set, unless
     /// `force_disable` is sent. Off by default, as the OpenAPI document does not show it.
     pub refuse_disable_with_parent_ds: bool,
+    /// A real signer behind the DNSSEC switch (e.g. Knot DNS); `None`: the simulator makes
+    /// its own keys and the lab's servers sign with them.
+    pub signer: Option<Arc<dyn Signer>>,
+}
+
+/// A real signer behind the simulator's DNSSEC switch, so that the key the API reports is
+/// the key real name servers serve: `PATCH …/dnssec` turns its signing of the zone on or
+/// off, `GET …/dnssec` asks it which key it signs with. Zone names come lower case with
+/// the trailing dot. Called on a blocking thread: implementations may run processes.
+pub trait Signer: Send + Sync + std::fmt::Debug + 'static {
+    /// Starts signing `zone` (a no-op if it is signed) and returns its key-signing key.
+    fn enable(&self, zone: &str) -> Result<Dnskey, String>;
+    /// Stops signing `zone`: it is served unsigned afterwards.
+    fn disable(&self, zone: &str) -> Result<(), String>;
+    /// The key `zone` is signed with now; `None` while it is served unsigned.
+    fn key(&self, zone: &str) -> Result<Option<Dnskey>, String>;
 }
 
 impl Default for SimOptions {
@@ -75,6 +91,7 @@ impl Default for SimOptions {
             name_server_ttl: 3600,
             ds_ttl: 3600,
             refuse_disable_with_parent_ds: false,
+            signer: None,
         }
     }
 }
@@ -207,15 +224,35 @@ impl SimHandle {
     pub fn signing_key(&self, zone: &str) -> Option<LabKey> {
         let state = self.0.lock();
         let z = state.zones.get(&normalize(zone))?;
-        z.key.as_ref().map(|k| k.key.clone())
+        z.key.as_ref().and_then(|k| k.lab.clone())
     }
 
+    /// The public key of `zone` while DNSSEC is on (the signer's, when there is one).
     pub fn dnskey(&self, zone: &str) -> Option<Dnskey> {
-        self.signing_key(zone).map(|k| k.dnskey())
+        let state = self.0.lock();
+        let z = state.zones.get(&normalize(zone))?;
+        z.key.as_ref().map(|k| k.dnskey.clone())
     }
 
     pub fn dnssec_enabled(&self, zone: &str) -> bool {
-        self.signing_key(zone).is_some()
+        self.dnskey(zone).is_some()
+    }
+
+    /// Switches DNSSEC on with a key of the simulator's own, as the API would without a
+    /// signer (set-up of many zones at once, e.g. the benchmark); false if no such zone.
+    pub fn enable_dnssec(&self, zone: &str) -> bool {
+        let mut state = self.0.lock();
+        let Some(z) = state.zones.get_mut(&normalize(zone)) else {
+            return false;
+        };
+        if z.key.is_none() {
+            match LabKey::generate(257) {
+                Ok(key) => z.key = Some(state::SimKey::generated(key)),
+                Err(_) => return false,
+            }
+            z.set_dnssec_status("pending");
+        }
+        true
     }
 
     /// Sets what the provider's own parent scan reports (and its `dnssec_status`).

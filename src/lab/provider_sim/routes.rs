@@ -375,6 +375,22 @@ async fn list_zones(State(shared): State<Shared>, RawQuery(query): RawQuery) -> 
 // ---- DNSSEC ------------------------------------------------------------------------------
 
 async fn get_dnssec(State(shared): State<Shared>, Path(zone): Path<String>) -> Reply {
+    let signer = {
+        let state = shared.lock();
+        if !state.zones.contains_key(&normalize(&zone)) {
+            return zone_not_found();
+        }
+        state.options.signer.clone()
+    };
+    // With a real signer, what it signs with now is the truth (it may have been switched
+    // off behind the provider's back).
+    if let Some(signer) = signer {
+        let name = format!("{}.", normalize(&zone));
+        match blocking(move || signer.key(&name)).await {
+            Ok(key) => record_signer_key(&shared, &zone, key),
+            Err(e) => return error(StatusCode::BAD_GATEWAY, &format!("signer: {e}")),
+        }
+    }
     let state = shared.lock();
     let Some(z) = state.zones.get(&normalize(&zone)) else {
         return zone_not_found();
@@ -382,6 +398,40 @@ async fn get_dnssec(State(shared): State<Shared>, Path(zone): Path<String>) -> R
     match z.dnssec_json(state.options.ds_ttl) {
         Some(object) => ok(object),
         None => error(StatusCode::BAD_REQUEST, "dnssec is disabled"),
+    }
+}
+
+/// Runs a signer call on a blocking thread (it may spawn processes).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(format!("signer task failed: {e}")))
+}
+
+/// Makes the zone's recorded key the signer's; the UUID stays while the key does.
+fn record_signer_key(shared: &Shared, zone: &str, key: Option<crate::dnssec::Dnskey>) {
+    let mut state = shared.lock();
+    let Some(z) = state.zones.get_mut(&normalize(zone)) else {
+        return;
+    };
+    match key {
+        Some(dnskey) => {
+            if z.key.as_ref().map(|k| &k.dnskey) != Some(&dnskey) {
+                z.key = Some(SimKey {
+                    dnskey,
+                    lab: None,
+                    uuid: uuid_v4(),
+                });
+                z.set_dnssec_status("pending");
+            }
+        }
+        None => {
+            if z.key.take().is_some() {
+                z.set_dnssec_status("disabled");
+            }
+        }
     }
 }
 
@@ -401,9 +451,40 @@ async fn patch_dnssec(
         .get("force_disable")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let signer = {
+        let state = shared.lock();
+        let Some(z) = state.zones.get(&normalize(&zone)) else {
+            return zone_not_found();
+        };
+        if !enabled && state.options.refuse_disable_with_parent_ds && z.parent_ds_hint && !force {
+            return error(
+                StatusCode::CONFLICT,
+                "DS record is still present at the registrar; remove it or send force_disable",
+            );
+        }
+        state.options.signer.clone()
+    };
+    // The real signer acts first; the simulator records what it then signs with.
+    let signed = match signer {
+        None => None,
+        Some(signer) => {
+            let name = format!("{}.", normalize(&zone));
+            let result = blocking(move || {
+                if enabled {
+                    signer.enable(&name).map(Some)
+                } else {
+                    signer.disable(&name).map(|()| None)
+                }
+            })
+            .await;
+            match result {
+                Ok(key) => Some(key),
+                Err(e) => return error(StatusCode::BAD_GATEWAY, &format!("signer: {e}")),
+            }
+        }
+    };
     let mut state = shared.lock();
     let ds_ttl = state.options.ds_ttl;
-    let refuse_with_ds = state.options.refuse_disable_with_parent_ds;
     let message = if enabled {
         state.options.enable_message.clone()
     } else {
@@ -413,28 +494,28 @@ async fn patch_dnssec(
         return zone_not_found();
     };
     if enabled {
-        if z.key.is_none() {
-            match LabKey::generate(257) {
-                Ok(key) => {
+        match signed {
+            Some(Some(dnskey)) => {
+                if z.key.as_ref().map(|k| &k.dnskey) != Some(&dnskey) {
                     z.key = Some(SimKey {
-                        key,
+                        dnskey,
+                        lab: None,
                         uuid: uuid_v4(),
-                    })
+                    });
+                    z.set_dnssec_status("pending");
                 }
-                Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
-            z.set_dnssec_status("pending");
+            _ if z.key.is_none() => {
+                match LabKey::generate(257) {
+                    Ok(key) => z.key = Some(SimKey::generated(key)),
+                    Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+                }
+                z.set_dnssec_status("pending");
+            }
+            _ => {}
         }
-    } else {
-        if refuse_with_ds && z.parent_ds_hint && !force {
-            return error(
-                StatusCode::CONFLICT,
-                "DS record is still present at the registrar; remove it or send force_disable",
-            );
-        }
-        if z.key.is_some() {
-            z.set_dnssec_status("disabled");
-        }
+    } else if z.key.is_some() {
+        z.set_dnssec_status("disabled");
     }
     // The answer carries the key the call acted on, so read it before a disable drops it.
     let mut object = z.dnssec_json(ds_ttl).unwrap_or_else(|| json!({}));

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::faults::FaultPlan;
 use super::tokens::TokenStore;
 use super::{CallRecord, SimOptions};
-use crate::dnssec::{DigestType, hex_upper};
+use crate::dnssec::{DigestType, Dnskey, hex_upper};
 use crate::lab::keys::LabKey;
 use crate::timefmt::rfc3339;
 
@@ -44,8 +44,22 @@ pub(super) struct SimZone {
 }
 
 pub(super) struct SimKey {
-    pub key: LabKey,
+    /// The public key the zone is signed with.
+    pub dnskey: Dnskey,
+    /// Its private half, when the simulator made the key itself (the lab's servers sign
+    /// with it); `None` when a [`super::Signer`] holds the key.
+    pub lab: Option<LabKey>,
     pub uuid: String,
+}
+
+impl SimKey {
+    pub fn generated(key: LabKey) -> Self {
+        Self {
+            dnskey: key.dnskey(),
+            lab: Some(key),
+            uuid: uuid_v4(),
+        }
+    }
 }
 
 pub(super) struct SimRrset {
@@ -203,7 +217,7 @@ impl SimZone {
     /// The DNSSEC object, computed from the real key.
     pub fn dnssec_json(&self, ds_ttl: u32) -> Option<Value> {
         let key = self.key.as_ref()?;
-        let dnskey = key.key.dnskey();
+        let dnskey = &key.dnskey;
         let owner = format!("{}.", self.name);
         let ds = dnskey.to_ds(&owner, DigestType::Sha256).ok()?;
         let digest = hex_upper(&ds.digest);

@@ -1,0 +1,498 @@
+//! `cargo bench --bench observe`: one observation pass over 10,000 zones under a real
+//! two-server Knot DNS TLD on loopback, against the machine's floor (`dnsperf` sending the
+//! same DS queries to the same servers), then a full engine pass with the provider
+//! simulator in the loop, then the idle CPU of `dnssec-warden run` between polls.
+//! It prints figures; it asserts nothing about time. The last line is, for scripts:
+//! `observe_ratio_to_floor=<ratio> peak_rss_mib=<n> zones=<n>`.
+//!
+//! ```text
+//!  .      127.0.61.1  knotd   signed (manual CSK)
+//!  test.  127.0.61.1  knotd   signed, 10,000 delegations, half with a DS
+//!         127.0.61.2  knotd   the same zone, its own key (an independent server)
+//!  z*.test. 127.0.61.3/.4     the lab's in-process servers, signing with the simulator's keys
+//! ```
+//! The observation pass runs in a child process (this binary again) so that its peak RSS
+//! is the observer's own, not the simulator's or the set-up's.
+
+#[path = "../tests/support/knot.rs"]
+mod knot;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::{DnsObserver, DsAnswer, Observer};
+use dnssec_warden::dnssec::DigestType;
+use dnssec_warden::lab::dns::{KeySource, World, ZoneData, server};
+use dnssec_warden::lab::{ProviderSim, SimOptions};
+use knot::{Knot, Signing, ZoneConf};
+
+const ZONES: usize = 10_000;
+const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 1);
+const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 2);
+const CHILD_1: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 3);
+const CHILD_2: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 4);
+const CHILD_ENV: &str = "DNSSEC_WARDEN_BENCH_OBSERVE";
+
+type Res<T> = Result<T, String>;
+
+fn zone(i: usize) -> String {
+    format!("z{i:05}.test.")
+}
+
+fn settings(port: u16) -> DnsSettings {
+    DnsSettings {
+        root_hints: vec![IpAddr::V4(TLD_A)],
+        port,
+        trust_anchor_file: None,
+        validating_resolvers: Vec::new(),
+        query_timeout: Duration::from_secs(2),
+        query_attempts: 3,
+    }
+}
+
+/// Peak resident set of this process, from /proc/self/status.
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    if let Ok(port) = std::env::var(CHILD_ENV) {
+        observe_child(&port);
+        return;
+    }
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    if let Err(e) = knot::ensure_packages(&["knot", "knot-dnsutils", "dnsperf"]) {
+        eprintln!("observe bench: {e}");
+        std::process::exit(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("observe bench: no runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(bench()) {
+        eprintln!("observe bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The child: cold pass (discovery included) then warm pass (delegations cached, as the
+/// daemon's polls mostly are), over the code the daemon uses; prints one line of figures.
+fn observe_child(port: &str) {
+    let port: u16 = port.parse().unwrap_or(53);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let observer = DnsObserver::new(&settings(port)).expect("observer");
+        let names: Vec<String> = (0..ZONES).map(zone).collect();
+        let mut line = String::new();
+        for pass in ["cold", "warm"] {
+            let before = observer.stats().exchanges;
+            let started = Instant::now();
+            let views =
+                futures::future::join_all(names.iter().map(|z| observer.parent(z))).await;
+            let took = started.elapsed();
+            let (mut present, mut absent, mut unknown) = (0, 0, 0);
+            for view in &views {
+                match view {
+                    Ok(v) => {
+                        for a in &v.answers {
+                            match a.answer {
+                                DsAnswer::Present { .. } => present += 1,
+                                DsAnswer::Absent => absent += 1,
+                                DsAnswer::Unknown(_) => unknown += 1,
+                            }
+                        }
+                    }
+                    Err(_) => unknown += 2,
+                }
+            }
+            let exchanges = observer.stats().exchanges - before;
+            line.push_str(&format!(
+                "{pass}_secs={:.3} {pass}_exchanges={exchanges} {pass}_present={present} {pass}_absent={absent} {pass}_unknown={unknown} ",
+                took.as_secs_f64()
+            ));
+        }
+        line.push_str(&format!(
+            "peak_in_flight={} vm_hwm_kib={}",
+            observer.stats().peak_in_flight,
+            vm_hwm_kib()
+        ));
+        println!("{line}");
+    });
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn soa(ns: &str) -> String {
+    format!("@ 3600 SOA {ns} hostmaster.test. $SERIAL 3600 600 86400 60\n")
+}
+
+async fn bench() -> Res<()> {
+    let total = Instant::now();
+    let port = knot::pick_port(&[TLD_A, TLD_B, CHILD_1, CHILD_2])?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+
+    // The provider: every zone exists, half with DNSSEC on (the simulator's own keys).
+    let sim = ProviderSim::start(
+        "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
+        SimOptions {
+            api_keys: vec!["bench-key".into()],
+            max_page_limit: 1000,
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let handle = sim.handle();
+    let mut ds_lines = HashMap::new();
+    for i in 0..ZONES {
+        let name = zone(i);
+        handle.add_zone(&name);
+        if i % 2 == 0 {
+            handle.enable_dnssec(&name);
+            let key = handle.dnskey(&name).ok_or("no key")?;
+            let ds = key
+                .to_ds(&name, DigestType::Sha256)
+                .map_err(|e| e.to_string())?;
+            ds_lines.insert(i, ds.to_string());
+        }
+    }
+
+    // The child zones' servers: the lab's, signing with the simulator's keys.
+    let mut world = World::default();
+    for i in 0..ZONES {
+        let name = zone(i);
+        let mut data = ZoneData::new(
+            &name,
+            &["ns1.dns.test.", "ns2.dns.test."],
+            KeySource::provider(handle.clone()),
+        );
+        data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+        world.zones.insert(name, data);
+    }
+    let hosted: Vec<String> = (0..ZONES).map(zone).collect();
+    world.hosting.insert(CHILD_1.into(), hosted.clone());
+    world.hosting.insert(CHILD_2.into(), hosted);
+    let world = Arc::new(Mutex::new(world));
+    let _child_servers = [
+        server::start(SocketAddr::new(CHILD_1.into(), port), world.clone())
+            .await
+            .map_err(|e| e.to_string())?,
+        server::start(SocketAddr::new(CHILD_2.into(), port), world.clone())
+            .await
+            .map_err(|e| e.to_string())?,
+    ];
+
+    // The TLD on two independent knotd, each with its own key; the root on the first.
+    let mut tld = format!(
+        "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
+         a.nic 3600 A {TLD_A}\nb.nic 3600 A {TLD_B}\n\
+         ns1.dns 3600 A {CHILD_1}\nns2.dns 3600 A {CHILD_2}\n",
+        soa("a.nic.test.")
+    );
+    for i in 0..ZONES {
+        let label = zone(i);
+        let label = label.trim_end_matches(".test.");
+        tld.push_str(&format!(
+            "{label} 3600 NS ns1.dns.test.\n{label} 3600 NS ns2.dns.test.\n"
+        ));
+        if let Some(ds) = ds_lines.get(&i) {
+            tld.push_str(&format!("{label} 3600 DS {ds}\n"));
+        }
+    }
+    let mut a = Knot::new(
+        &dir.path().join("a"),
+        TLD_A,
+        port,
+        &[
+            ZoneConf::new(".", String::new(), Signing::Manual),
+            ZoneConf::new("test.", tld.clone(), Signing::Manual),
+        ],
+    )?;
+    let mut b = Knot::new(
+        &dir.path().join("b"),
+        TLD_B,
+        port,
+        &[ZoneConf::new("test.", tld, Signing::Manual)],
+    )?;
+    a.generate_csk(".")?;
+    let ds_a = a.generate_csk("test.")?;
+    let ds_b = b.generate_csk("test.")?;
+    a.write_zone(
+        ".",
+        &format!(
+            "$ORIGIN .\n{}@ 3600 NS a.nic.test.\ntest. 3600 NS a.nic.test.\ntest. 3600 NS b.nic.test.\n\
+             test. 3600 DS {ds_a}\ntest. 3600 DS {ds_b}\na.nic.test. 3600 A {TLD_A}\nb.nic.test. 3600 A {TLD_B}\n",
+            soa("a.nic.test.")
+        ),
+    )?;
+    let started = Instant::now();
+    a.start()?;
+    b.start()?;
+    for (server, z) in [
+        (a.socket(), "."),
+        (a.socket(), "test."),
+        (b.socket(), "test."),
+    ] {
+        knot::wait_for_zone(server, z, Duration::from_secs(60))
+            .await
+            .map_err(|e| format!("{e}\n{}{}", a.log(), b.log()))?;
+    }
+    println!(
+        "set-up: {ZONES} zones, Knot TLD signed and serving on {TLD_A} and {TLD_B} port {port} after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // 1. Our observation pass, in a child process.
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(exe)
+        .env(CHILD_ENV, port.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let ours = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        return Err(format!("observation child failed: {ours}"));
+    }
+    let num = |k: &str| -> f64 { field(&ours, k).and_then(|v| v.parse().ok()).unwrap_or(0.0) };
+    let (cold, warm) = (num("cold_secs"), num("warm_secs"));
+    let rss_mib = num("vm_hwm_kib") / 1024.0;
+    println!(
+        "observe pass, cold (discovery + DS at both TLD servers): {cold:.3}s, {} exchanges; DS present {} / absent {} / unknown {}",
+        num("cold_exchanges"),
+        num("cold_present"),
+        num("cold_absent"),
+        num("cold_unknown")
+    );
+    println!(
+        "observe pass, warm (delegations cached; DS at both TLD servers): {warm:.3}s, {} exchanges; DS present {} / absent {} / unknown {}",
+        num("warm_exchanges"),
+        num("warm_present"),
+        num("warm_absent"),
+        num("warm_unknown")
+    );
+    println!(
+        "observer peak RSS {rss_mib:.1} MiB, peak queries in flight {}",
+        num("peak_in_flight")
+    );
+
+    // 2. The floor: dnsperf, the same DS queries (DO=1) to the same two servers at once.
+    let data = dir.path().join("ds-queries.txt");
+    let queries: String = (0..ZONES).map(|i| format!("{} DS\n", zone(i))).collect();
+    std::fs::write(&data, queries).map_err(|e| e.to_string())?;
+    let floor_started = Instant::now();
+    let perfs: Vec<_> = [TLD_A, TLD_B]
+        .iter()
+        .map(|server| {
+            Command::new("dnsperf")
+                .args(["-s", &server.to_string(), "-p", &port.to_string(), "-D"])
+                .arg("-d")
+                .arg(&data)
+                .args(["-n", "1", "-c", "1", "-t", "5"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("dnsperf: {e}"))?;
+    let mut floor_runs = Vec::new();
+    let mut floor_completed = 0.0;
+    for perf in perfs {
+        let out = perf.wait_with_output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let run_time = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Run time (s):"))
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let completed = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Queries completed:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        floor_completed += completed;
+        floor_runs.push(run_time.ok_or_else(|| format!("dnsperf gave no run time: {text}"))?);
+    }
+    let floor_wall = floor_started.elapsed().as_secs_f64();
+    let floor = floor_runs.iter().copied().fold(0.0, f64::max);
+    println!(
+        "floor: dnsperf -D (DO=1; dnsperf always sets RD=1), {} DS queries completed, {floor:.3}s (slower of two concurrent runs; {floor_wall:.3}s wall with process start)",
+        floor_completed
+    );
+    let ratio = cold / floor.max(1e-6);
+    println!(
+        "ratio to floor: cold pass {ratio:.2}x, warm pass {:.2}x",
+        warm / floor.max(1e-6)
+    );
+
+    // 3. A full engine pass: every zone observed (provider, parent, child), stepped and
+    // committed, over a SQLite store, the real provider client and the simulator.
+    engine_pass(&sim, port, dir.path()).await?;
+
+    // 4. The idle CPU of `dnssec-warden run` between polls.
+    idle_cpu(&sim, port, dir.path()).await;
+
+    println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
+    println!(
+        "observe_ratio_to_floor={ratio:.2} peak_rss_mib={} zones={ZONES}",
+        rss_mib.ceil() as u64
+    );
+    drop(a);
+    drop(b);
+    Ok(())
+}
+
+fn config_text(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> String {
+    format!(
+        "[provider]\nbase_url = \"{}\"\napi_key_file = \"{}\"\nrequest_timeout = \"10s\"\n\
+         [database]\npath = \"{}\"\n\
+         [dns]\nroot_hints = [\"{TLD_A}\"]\nport = {port}\nvalidating_resolvers = []\n\
+         query_timeout = \"2s\"\nquery_attempts = 3\n\
+         [zones]\nall = true\n",
+        sim.base_url(),
+        dir.join("api-key").display(),
+        dir.join("state.db").display()
+    )
+}
+
+async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res<()> {
+    use dnssec_warden::config::Settings;
+    use dnssec_warden::engine::{Engine, Notifier};
+    use dnssec_warden::lifecycle::{Clock, Policy, SystemClock};
+    use dnssec_warden::provider::GcoreClient;
+    use dnssec_warden::store::Store;
+
+    std::fs::write(dir.join("api-key"), "bench-key\n").map_err(|e| e.to_string())?;
+    let conf = dir.join("config.toml");
+    std::fs::write(&conf, config_text(sim, port, dir)).map_err(|e| e.to_string())?;
+    let settings = Settings::load(&conf).map_err(|e| e.to_string())?;
+    let provider = settings.provider.clone().ok_or("no provider")?;
+    let credentials = provider.credentials.load().map_err(|e| e.to_string())?;
+    let client = GcoreClient::new(&provider, credentials).map_err(|e| e.to_string())?;
+    let observer = DnsObserver::new(&settings.dns).map_err(|e| e.to_string())?;
+    let store = Store::open(&settings.database.path)
+        .await
+        .map_err(|e| e.to_string())?;
+    let clock = SystemClock;
+    let now = clock.now();
+    for i in 0..ZONES {
+        store
+            .ensure_zone(&zone(i), now)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(client),
+        Arc::new(observer),
+        Arc::new(SystemClock),
+        Policy::default(),
+        Notifier::default(),
+    );
+    engine.start().await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut stepped = 0;
+    // Bounded: each tick steps up to workers x 64 zones; 10,000 zones need ~10 ticks.
+    for _ in 0..200 {
+        let n = engine.tick().await.map_err(|e| e.to_string())?;
+        stepped += n;
+        if n == 0 || started.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    let counts = store.state_counts().await.map_err(|e| e.to_string())?;
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(s, n)| format!("{}={n}", s.map(|s| s.as_str()).unwrap_or("unobserved")))
+        .collect();
+    println!(
+        "engine pass (SQLite store, real provider client + simulator, real observer): {stepped} zone steps in {took:.2}s ({:.0} zones/s); states: {}",
+        stepped as f64 / took.max(1e-6),
+        counts.join(" ")
+    );
+    store.close().await;
+    Ok(())
+}
+
+/// utime + stime of `dnssec-warden run` over 10 s once it is idle, if this build has `run`.
+async fn idle_cpu(sim: &ProviderSim, port: u16, dir: &std::path::Path) {
+    let exe = env!("CARGO_BIN_EXE_dnssec-warden");
+    let has_run = Command::new(exe)
+        .args(["run", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_run {
+        println!("idle CPU of `run`: skipped (this build has no `run` subcommand yet)");
+        return;
+    }
+    let conf = dir.join("config.toml");
+    let _ = std::fs::write(&conf, config_text(sim, port, dir));
+    let Ok(mut proc) = knot::Proc::spawn(
+        "dnssec-warden run",
+        Command::new(exe)
+            .arg("--config")
+            .arg(&conf)
+            .arg("run")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    ) else {
+        println!("idle CPU of `run`: could not start it");
+        return;
+    };
+    let ticks = |pid: u32| -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name (which may hold spaces): utime is the 12th, stime
+        // the 13th after the closing parenthesis.
+        let rest = stat.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    };
+    // Its start-up (zone list, first look at due zones) is not idle time.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pid = proc.pid();
+    let (Some(before), true) = (ticks(pid), proc.alive()) else {
+        println!("idle CPU of `run`: it exited at start");
+        return;
+    };
+    let window = Duration::from_secs(10);
+    tokio::time::sleep(window).await;
+    let after = ticks(pid).unwrap_or(before);
+    // USER_HZ is 100 on Linux.
+    let cpu = (after - before) as f64 / 100.0;
+    println!(
+        "idle CPU of `run` with {ZONES} zones in steady state ({} active, {} disabled; polls hourly): {cpu:.2}s CPU over {}s ({:.2}%)",
+        ZONES / 2,
+        ZONES / 2,
+        window.as_secs(),
+        100.0 * cpu / window.as_secs_f64()
+    );
+    proc.terminate(Duration::from_secs(5));
+}
