@@ -252,7 +252,13 @@ impl Knot {
         if !peers.is_empty() {
             text.push_str("remote:\n");
             for p in &peers {
-                let _ = writeln!(text, "  - id: r{}\n    address: {p}@{port}", p.octets()[3]);
+                // `via`: the kernel would pick 127.0.0.1 as the source, which the peer's ACL
+                // (by address) refuses.
+                let _ = writeln!(
+                    text,
+                    "  - id: r{}\n    address: {p}@{port}\n    via: {addr}",
+                    p.octets()[3]
+                );
             }
             text.push_str("acl:\n");
             for p in &peers {

@@ -125,19 +125,28 @@ async fn record_call(State(shared): State<Shared>, request: Request, next: Next)
         .await
         .unwrap_or_default();
     let at = SystemTime::now();
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes.clone())))
-        .await;
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-    shared.lock().calls.push(CallRecord {
-        at,
-        method: method.to_string(),
-        path,
-        body,
-        status: response.status().as_u16(),
+    // A real provider finishes a call whose client went away (a daemon killed mid-call):
+    // the change happens and is logged. So the call runs in its own task, which a
+    // dropped connection does not cancel.
+    let call = tokio::spawn(async move {
+        let response = next
+            .run(Request::from_parts(parts, Body::from(bytes.clone())))
+            .await;
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        shared.lock().calls.push(CallRecord {
+            at,
+            method: method.to_string(),
+            path,
+            body,
+            status: response.status().as_u16(),
+        });
+        response
     });
-    response
+    match call.await {
+        Ok(response) => response,
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()).into_response(),
+    }
 }
 
 /// `Authorization: APIKey <key>` or `Bearer <access token>`; the scheme is case-insensitive.
