@@ -504,16 +504,16 @@ async fn patch_dnssec(
     };
     if enabled {
         match signed {
-            Some(Some(dnskey)) => {
-                if z.key.as_ref().map(|k| &k.dnskey) != Some(&dnskey) {
-                    z.key = Some(SimKey {
-                        dnskey,
-                        lab: None,
-                        uuid: uuid_v4(),
-                    });
-                    z.set_dnssec_status("pending");
-                }
+            // The signer's key, recorded anew only when it changed (the UUID stays).
+            Some(Some(dnskey)) if z.key.as_ref().map(|k| &k.dnskey) != Some(&dnskey) => {
+                z.key = Some(SimKey {
+                    dnskey,
+                    lab: None,
+                    uuid: uuid_v4(),
+                });
+                z.set_dnssec_status("pending");
             }
+            Some(Some(_)) => {}
             _ if z.key.is_none() => {
                 match LabKey::generate(257) {
                     Ok(key) => z.key = Some(SimKey::generated(key)),
