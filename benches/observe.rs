@@ -51,6 +51,7 @@ fn settings(port: u16) -> DnsSettings {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(2),
         query_attempts: 3,
+        address_families: Default::default(),
     }
 }
 
