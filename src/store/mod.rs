@@ -242,6 +242,10 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
+        // Two processes opening a new file at once (the daemon starting, `status` run
+        // beside it) would both switch it to WAL and create the tables: that part runs
+        // under a file lock.
+        let lock = migration_lock(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -250,7 +254,9 @@ impl Store {
                 path: path.display().to_string(),
                 error,
             })?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+        drop(lock);
+        migrated?;
         Ok(Self { pool })
     }
 
@@ -755,6 +761,25 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Holds `<database>.migrate-lock` exclusively (waiting for another holder) until dropped.
+async fn migration_lock(database: &Path) -> Result<std::fs::File, StoreError> {
+    let path = database.with_extension("migrate-lock");
+    let open_error = |error: std::io::Error| StoreError::Open {
+        path: path.display().to_string(),
+        error: sqlx::Error::Io(error),
+    };
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(open_error)?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| open_error(std::io::Error::other(e)))?
+        .map_err(open_error)
 }
 
 #[allow(clippy::too_many_arguments)]
