@@ -1125,6 +1125,16 @@ mod tests {
     }
 
     #[test]
+    fn the_example_documents_the_alert_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+        let example = Settings::load(&path).unwrap();
+        let defaults = parse("").unwrap();
+        assert_eq!(example.alerts, defaults.alerts);
+        assert_eq!(example.registrar, None);
+        assert_eq!(example.metrics, None);
+    }
+
+    #[test]
     fn alert_errors_name_the_key() {
         assert_eq!(
             key_of("[alerts]\nrenotify_after = \"soon\""),
