@@ -5,7 +5,7 @@
 //! ```no_run
 //! use dnssec_warden::systemd;
 //! systemd::ready();
-//! systemd::status("12 zones: 10 active, 1 awaiting_ds, 1 ttl_wait");
+//! systemd::status("12 zones: 10 active, 1 awaiting_ds, 1 ttl_wait"); // see status_line
 //! if let Some(every) = systemd::watchdog_interval() {
 //!     // Ping at half the interval, from a loop that proves the daemon makes progress.
 //!     let _ = every / 2;
@@ -18,6 +18,8 @@ use std::ffi::OsStr;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::path::Path;
 use std::time::Duration;
+
+use crate::lifecycle::State;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyError {
@@ -118,6 +120,25 @@ pub fn stopping() {
     notify("STOPPING=1");
 }
 
+/// The STATUS line from `Store::state_counts`: `"12 zones: 10 active, 1 awaiting_ds,
+/// 1 ttl_wait"`, largest first (`unobserved`: zones not yet adopted).
+pub fn status_line(counts: &[(Option<State>, i64)]) -> String {
+    let total: i64 = counts.iter().map(|(_, n)| n).sum();
+    let mut parts: Vec<(i64, &str)> = counts
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| (*n, s.map(State::as_str).unwrap_or("unobserved")))
+        .collect();
+    parts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let noun = if total == 1 { "zone" } else { "zones" };
+    let detail: Vec<String> = parts.iter().map(|(n, s)| format!("{n} {s}")).collect();
+    if detail.is_empty() {
+        format!("{total} {noun}")
+    } else {
+        format!("{total} {noun}: {}", detail.join(", "))
+    }
+}
+
 /// The watchdog interval systemd expects pings within, if the watchdog is on for this
 /// process (`$WATCHDOG_USEC`, and `$WATCHDOG_PID` naming us if set). Ping at half of it.
 pub fn watchdog_interval() -> Option<Duration> {
@@ -191,6 +212,22 @@ mod tests {
             SdNotify::at(missing.to_str().unwrap()).send("READY=1"),
             Err(NotifyError::Send { .. })
         ));
+    }
+
+    #[test]
+    fn status_lines() {
+        let counts = [
+            (None, 0),
+            (Some(State::Active), 10),
+            (Some(State::AwaitingDs), 1),
+            (Some(State::TtlWait), 1),
+        ];
+        assert_eq!(
+            status_line(&counts),
+            "12 zones: 10 active, 1 awaiting_ds, 1 ttl_wait"
+        );
+        assert_eq!(status_line(&[(None, 1)]), "1 zone: 1 unobserved");
+        assert_eq!(status_line(&[]), "0 zones");
     }
 
     #[test]
