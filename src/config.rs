@@ -89,6 +89,11 @@ pub struct Settings {
     pub dns: DnsSettings,
     pub timing: TimingSettings,
     pub zones: ZoneSelection,
+    pub alerts: AlertSettings,
+    /// `[registrar]`: the hook run when a DS should be published or withdrawn.
+    pub registrar: Option<RegistrarSettings>,
+    /// `[metrics]`: the Prometheus endpoint, off unless `listen` is set.
+    pub metrics: Option<MetricsSettings>,
 }
 
 #[derive(Debug, Clone)]
@@ -186,6 +191,67 @@ pub struct TimingSettings {
     pub assumed_ds_ttl: Duration,
 }
 
+/// `[alerts]`: where alerts go besides the log, and how often an open one is repeated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertSettings {
+    pub renotify_after: Duration,
+    pub webhooks: Vec<WebhookSettings>,
+    pub execs: Vec<ExecSettings>,
+}
+
+/// One `[[alerts.webhook]]`: a JSON POST with a Slack-compatible `text`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// The key it came from (`alerts.webhook[0]`), to name it in logs without its URL.
+    pub name: String,
+    pub url: Url,
+    /// Extra request headers (an `Authorization` token, say), sorted by name.
+    pub headers: Vec<(String, String)>,
+    /// Time limit of one attempt.
+    pub timeout: Duration,
+    /// Attempts per notification and tick, the first included.
+    pub max_attempts: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub backoff: Duration,
+}
+
+// Webhook URLs and headers often carry tokens (Slack's URL is the secret): never printed.
+impl std::fmt::Debug for WebhookSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSettings")
+            .field("name", &self.name)
+            .field("host", &self.url.host_str())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .finish()
+    }
+}
+
+/// One `[[alerts.exec]]`: a command run with the alert in its environment and on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// The key it came from (`alerts.exec[0]`).
+    pub name: String,
+    pub command: Vec<String>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrarSettings {
+    pub command: Vec<String>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsSettings {
+    pub listen: SocketAddr,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZoneSelection {
     /// Zone names, lower case with the trailing dot.
@@ -208,6 +274,83 @@ struct RawConfig {
     timing: RawTiming,
     #[serde(default)]
     zones: RawZones,
+    #[serde(default)]
+    alerts: RawAlerts,
+    registrar: Option<RawRegistrar>,
+    #[serde(default)]
+    metrics: RawMetrics,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawAlerts {
+    renotify_after: String,
+    webhook: Vec<RawWebhook>,
+    exec: Vec<RawExec>,
+}
+
+impl Default for RawAlerts {
+    fn default() -> Self {
+        Self {
+            renotify_after: "24h".into(),
+            webhook: Vec::new(),
+            exec: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhook {
+    url: String,
+    #[serde(default)]
+    headers: toml::Table,
+    #[serde(default = "default_webhook_timeout")]
+    timeout: String,
+    #[serde(default = "default_webhook_attempts")]
+    max_attempts: u32,
+    #[serde(default = "default_webhook_backoff")]
+    backoff: String,
+}
+
+fn default_webhook_timeout() -> String {
+    "10s".into()
+}
+fn default_webhook_attempts() -> u32 {
+    3
+}
+fn default_webhook_backoff() -> String {
+    "1s".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExec {
+    command: Vec<String>,
+    #[serde(default = "default_exec_timeout")]
+    timeout: String,
+}
+
+fn default_exec_timeout() -> String {
+    "30s".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRegistrar {
+    command: Vec<String>,
+    #[serde(default = "default_registrar_timeout")]
+    timeout: String,
+}
+
+fn default_registrar_timeout() -> String {
+    "60s".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    listen: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -403,7 +546,108 @@ impl Validator {
             dns: self.dns(raw.dns)?,
             timing: self.timing(raw.timing)?,
             zones: self.zones(raw.zones)?,
+            alerts: self.alerts(raw.alerts)?,
+            registrar: raw.registrar.map(|r| self.registrar(r)).transpose()?,
+            metrics: self.metrics(raw.metrics)?,
         })
+    }
+
+    /// A command line: at least the program, no empty words.
+    fn command(&self, key: &str, argv: Vec<String>) -> Result<Vec<String>, ConfigError> {
+        match argv.first() {
+            None => Err(self.err(
+                key,
+                "must name a program: [\"/path/to/program\", \"arg\", ...]",
+            )),
+            Some(program) if program.trim().is_empty() => {
+                Err(self.err(&format!("{key}[0]"), "the program must not be empty"))
+            }
+            Some(_) => Ok(argv),
+        }
+    }
+
+    fn alerts(&self, raw: RawAlerts) -> Result<AlertSettings, ConfigError> {
+        let renotify_after = self.duration("alerts.renotify_after", &raw.renotify_after)?;
+        let webhooks = raw
+            .webhook
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| self.webhook(&format!("alerts.webhook[{i}]"), w))
+            .collect::<Result<_, _>>()?;
+        let execs = raw
+            .exec
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let name = format!("alerts.exec[{i}]");
+                Ok(ExecSettings {
+                    command: self.command(&format!("{name}.command"), e.command)?,
+                    timeout: self.duration(&format!("{name}.timeout"), &e.timeout)?,
+                    name,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(AlertSettings {
+            renotify_after,
+            webhooks,
+            execs,
+        })
+    }
+
+    fn webhook(&self, name: &str, raw: RawWebhook) -> Result<WebhookSettings, ConfigError> {
+        let key = format!("{name}.url");
+        // The URL may hold a token: the message says what is wrong, never echoes it.
+        let url = Url::parse(&raw.url).map_err(|e| self.err(&key, format!("not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(self.err(&key, "must be an http:// or https:// URL with a host"));
+        }
+        let mut headers = Vec::with_capacity(raw.headers.len());
+        for (header, value) in raw.headers {
+            let key = format!("{name}.headers.{header}");
+            if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                return Err(self.err(&key, "not a valid HTTP header name"));
+            }
+            let toml::Value::String(value) = value else {
+                return Err(self.err(&key, "must be a string"));
+            };
+            if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                return Err(self.err(&key, "not a valid HTTP header value (control characters?)"));
+            }
+            headers.push((header, value));
+        }
+        if !(1..=10).contains(&raw.max_attempts) {
+            return Err(self.err(&format!("{name}.max_attempts"), "must be 1 to 10"));
+        }
+        Ok(WebhookSettings {
+            name: name.to_string(),
+            url,
+            headers,
+            timeout: self.duration(&format!("{name}.timeout"), &raw.timeout)?,
+            max_attempts: raw.max_attempts,
+            backoff: self.duration(&format!("{name}.backoff"), &raw.backoff)?,
+        })
+    }
+
+    fn registrar(&self, raw: RawRegistrar) -> Result<RegistrarSettings, ConfigError> {
+        Ok(RegistrarSettings {
+            command: self.command("registrar.command", raw.command)?,
+            timeout: self.duration("registrar.timeout", &raw.timeout)?,
+        })
+    }
+
+    fn metrics(&self, raw: RawMetrics) -> Result<Option<MetricsSettings>, ConfigError> {
+        raw.listen
+            .map(|text| {
+                text.parse::<SocketAddr>()
+                    .map(|listen| MetricsSettings { listen })
+                    .map_err(|_| {
+                        self.err(
+                            "metrics.listen",
+                            format!("{text:?} is not IP:port (e.g. \"127.0.0.1:9753\")"),
+                        )
+                    })
+            })
+            .transpose()
     }
 
     fn provider(&self, raw: RawProvider) -> Result<ProviderSettings, ConfigError> {
@@ -826,6 +1070,134 @@ mod tests {
             "provider.api_key_file"
         );
         assert_eq!(key_of("[provider]\nusername = \"u\""), "provider.username");
+    }
+
+    #[test]
+    fn alerts_registrar_and_metrics_defaults() {
+        let s = parse("").unwrap();
+        assert_eq!(s.alerts.renotify_after, Duration::from_secs(86_400));
+        assert!(s.alerts.webhooks.is_empty() && s.alerts.execs.is_empty());
+        assert!(s.registrar.is_none());
+        assert!(s.metrics.is_none());
+
+        let s = parse(
+            "[alerts]\nrenotify_after = \"12h\"\n\
+             [[alerts.webhook]]\nurl = \"https://hooks.example/T0/secret-token\"\n\
+             headers = { Authorization = \"Bearer tok\" }\n\
+             [[alerts.webhook]]\nurl = \"http://127.0.0.1:9/x\"\ntimeout = \"2s\"\n\
+             max_attempts = 5\nbackoff = \"100ms\"\n\
+             [[alerts.exec]]\ncommand = [\"/usr/local/bin/page\", \"--team\", \"dns\"]\n\
+             [registrar]\ncommand = [\"/usr/local/bin/registrar-ds\"]\ntimeout = \"2m\"\n\
+             [metrics]\nlisten = \"127.0.0.1:9753\"",
+        )
+        .unwrap();
+        assert_eq!(s.alerts.renotify_after, Duration::from_secs(43_200));
+        let w = &s.alerts.webhooks;
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[0].name, "alerts.webhook[0]");
+        assert_eq!(w[0].timeout, Duration::from_secs(10));
+        assert_eq!(w[0].max_attempts, 3);
+        assert_eq!(w[0].backoff, Duration::from_secs(1));
+        assert_eq!(
+            w[0].headers,
+            vec![("Authorization".to_string(), "Bearer tok".to_string())]
+        );
+        // Neither the URL's token nor a header value is ever printed.
+        let debug = format!("{:?}", w[0]);
+        assert!(
+            !debug.contains("secret-token") && !debug.contains("Bearer"),
+            "{debug}"
+        );
+        assert_eq!(w[1].max_attempts, 5);
+        assert_eq!(w[1].backoff, Duration::from_millis(100));
+        assert_eq!(s.alerts.execs[0].name, "alerts.exec[0]");
+        assert_eq!(s.alerts.execs[0].command.len(), 3);
+        assert_eq!(s.alerts.execs[0].timeout, Duration::from_secs(30));
+        let r = s.registrar.unwrap();
+        assert_eq!(r.command, vec!["/usr/local/bin/registrar-ds".to_string()]);
+        assert_eq!(r.timeout, Duration::from_secs(120));
+        assert_eq!(
+            s.metrics.unwrap().listen,
+            "127.0.0.1:9753".parse::<SocketAddr>().unwrap()
+        );
+        let r = parse("[registrar]\ncommand = [\"/bin/true\"]").unwrap();
+        assert_eq!(r.registrar.unwrap().timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_example_documents_the_alert_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+        let example = Settings::load(&path).unwrap();
+        let defaults = parse("").unwrap();
+        assert_eq!(example.alerts, defaults.alerts);
+        assert_eq!(example.registrar, None);
+        assert_eq!(example.metrics, None);
+    }
+
+    #[test]
+    fn alert_errors_name_the_key() {
+        assert_eq!(
+            key_of("[alerts]\nrenotify_after = \"soon\""),
+            "alerts.renotify_after"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"ftp://x/\""),
+            "alerts.webhook[0].url"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\n[[alerts.webhook]]\nurl = \"nope\""),
+            "alerts.webhook[1].url"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\ntimeout = \"0s\""),
+            "alerts.webhook[0].timeout"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\nmax_attempts = 0"),
+            "alerts.webhook[0].max_attempts"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { \"bad name\" = \"x\" }"),
+            "alerts.webhook[0].headers.bad name"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { X-N = 1 }"),
+            "alerts.webhook[0].headers.X-N"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\ntimeout = \"1s\""),
+            "alerts.webhook[0]"
+        );
+        assert_eq!(
+            key_of("[[alerts.webhook]]\nurl = \"http://a/\"\nretries = 3"),
+            "alerts.webhook[0].retries"
+        );
+        assert_eq!(
+            key_of("[[alerts.exec]]\ncommand = []"),
+            "alerts.exec[0].command"
+        );
+        assert_eq!(
+            key_of("[[alerts.exec]]\ncommand = [\"\"]"),
+            "alerts.exec[0].command[0]"
+        );
+        assert_eq!(
+            key_of("[[alerts.exec]]\ncommand = [\"/bin/x\"]\ntimeout = \"1\""),
+            "alerts.exec[0].timeout"
+        );
+        assert_eq!(key_of("[registrar]\ncommand = []"), "registrar.command");
+        assert_eq!(key_of("[registrar]\ntimeout = \"1s\""), "registrar");
+        assert_eq!(
+            key_of("[registrar]\ncommand = [\"/x\"]\ntimeout = \"-1s\""),
+            "registrar.timeout"
+        );
+        assert_eq!(
+            key_of("[metrics]\nlisten = \"localhost\""),
+            "metrics.listen"
+        );
+        assert_eq!(key_of("[metrics]\nport = 9753"), "metrics.port");
+        // A bad URL is reported without echoing it: it may carry a token.
+        let err = parse("[[alerts.webhook]]\nurl = \"https//hooks/secret-token\"").unwrap_err();
+        assert!(!err.to_string().contains("secret-token"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! dnssec-warden: switches DNSSEC on and off at a managed DNS provider in the order that
 //! never takes a domain down. See `ARCHITECTURE.md` for the map of the modules.
 
+pub mod alert;
 pub mod cli;
 pub mod config;
 pub mod dns;
@@ -9,7 +10,9 @@ pub mod engine;
 pub mod lab;
 pub mod lifecycle;
 pub mod logging;
+pub mod metrics;
 pub mod provider;
 pub mod secret;
 pub mod store;
+pub mod systemd;
 pub mod timefmt;

@@ -1,13 +1,26 @@
-//! Telling people: the DS to publish or withdraw (log and the optional registrar hook),
-//! and alerts (log; further sinks plug in here). Alert bookkeeping is in SQLite, so a
-//! restart neither repeats nor loses a notification.
+//! Telling people: the DS to publish or withdraw (log, alert sinks and the optional
+//! registrar hook), and alerts (log and sinks: one notification per episode, a reminder
+//! every `alerts.renotify_after`, a `resolved` when the condition clears).
+//!
+//! Alert bookkeeping is in SQLite: an alert is marked notified only once every sink has
+//! taken the notification, so a sink that fails keeps it owed, and the next tick tries
+//! again; a restart neither repeats a delivered notification nor loses an owed one.
+//! While one sink keeps failing, the sinks that already took the notification are
+//! remembered in memory and not sent it again (a per-sink column would survive restarts
+//! too, but costs a schema change for a case that is rare twice over: a sink failing and a
+//! restart before it recovers; events carry a stable `id` for receivers to drop that repeat).
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-
-use crate::lifecycle::{Clock, Severity};
+use crate::alert::{self, AlertEvent, EventKind, Sink};
+use crate::config::{AlertSettings, RegistrarSettings, Settings};
+use crate::lifecycle::{Clock, State, SystemClock};
 use crate::store::{AlertRow, Store, StoreError};
+
+pub use crate::alert::CommandError as HookError;
+pub use crate::alert::WebhookError;
 
 /// A request to the operator (or their registrar automation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,22 +57,25 @@ impl Notification {
             Self::WithdrawDs { .. } => "withdraw",
         }
     }
+
+    fn zone(&self) -> &str {
+        match self {
+            Self::PublishDs { zone, .. } | Self::WithdrawDs { zone, .. } => zone,
+        }
+    }
+
+    fn ds(&self) -> Option<&str> {
+        match self {
+            Self::PublishDs { ds_line, .. } => Some(ds_line),
+            Self::WithdrawDs { ds_line, .. } => ds_line.as_deref(),
+        }
+    }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    #[error("cannot start {command}: {error}")]
-    Spawn {
-        command: String,
-        error: std::io::Error,
-    },
-    #[error("{command} did not finish within {timeout:?}")]
-    Timeout { command: String, timeout: Duration },
-    #[error("{command} exited with {status}")]
-    Failed { command: String, status: String },
-}
+/// The name the log takes in the delivery memo.
+const LOG: &str = "log";
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Notifier {
     /// `[registrar] command`: run with the zone and DS when a DS should be published or
     /// withdrawn.
@@ -67,6 +83,23 @@ pub struct Notifier {
     pub hook_timeout: Duration,
     /// An open alert is notified again after this long.
     pub renotify_after: Duration,
+    /// `[[alerts.webhook]]` and `[[alerts.exec]]`; the log is always written besides.
+    pub sinks: Vec<Sink>,
+    /// Time stamps of DS requests (alerts are stamped with the engine's clock).
+    clock: Arc<dyn Clock>,
+    /// (sink, event id) already delivered while another sink still owes the event.
+    delivered: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifier")
+            .field("registrar_command", &self.registrar_command)
+            .field("hook_timeout", &self.hook_timeout)
+            .field("renotify_after", &self.renotify_after)
+            .field("sinks", &self.sinks)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Notifier {
@@ -75,99 +108,195 @@ impl Default for Notifier {
             registrar_command: None,
             hook_timeout: Duration::from_secs(60),
             renotify_after: Duration::from_secs(86_400),
+            sinks: Vec::new(),
+            clock: Arc::new(SystemClock),
+            delivered: Arc::default(),
         }
     }
 }
 
 impl Notifier {
-    /// Logs the request and runs the registrar hook, if configured.
-    pub async fn deliver(&self, n: &Notification) -> Result<(), HookError> {
-        let (zone, ds) = match n {
-            Notification::PublishDs { zone, ds_line } => (zone, Some(ds_line.as_str())),
-            Notification::WithdrawDs { zone, ds_line } => (zone, ds_line.as_deref()),
+    /// The notifier `[alerts]` and `[registrar]` describe.
+    pub fn from_settings(settings: &Settings) -> Result<Self, WebhookError> {
+        Self::new(&settings.alerts, settings.registrar.as_ref())
+    }
+
+    pub fn new(
+        alerts: &AlertSettings,
+        registrar: Option<&RegistrarSettings>,
+    ) -> Result<Self, WebhookError> {
+        let mut notifier = Self {
+            renotify_after: alerts.renotify_after,
+            sinks: alert::sinks(alerts)?,
+            ..Self::default()
         };
-        tracing::warn!(zone = zone.as_str(), action = n.action(), "{}", n.summary());
+        if let Some(r) = registrar {
+            notifier.registrar_command = Some(r.command.clone());
+            notifier.hook_timeout = r.timeout;
+        }
+        Ok(notifier)
+    }
+
+    /// Stamps DS requests with this clock (the engine's, in tests a manual one).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Tells the operator to publish or withdraw a DS: the log (warning level), every
+    /// sink (event `ds_publish` / `ds_withdraw` with the DS line), then the registrar
+    /// hook if configured. Only the hook's failure is returned: the engine records it as
+    /// a failed effect in the outbox and the audit trail. A sink's failure is logged at
+    /// error level; the `ds_unpublished_overdue` alert repeats the DS line in any case.
+    pub async fn deliver(&self, n: &Notification) -> Result<(), HookError> {
+        let event_kind = match n {
+            Notification::PublishDs { .. } => EventKind::DsPublish,
+            Notification::WithdrawDs { .. } => EventKind::DsWithdraw,
+        };
+        let event =
+            AlertEvent::ds_request(event_kind, n.zone(), n.ds(), n.summary(), self.clock.now());
+        event.log();
+        for sink in &self.sinks {
+            if let Err(e) = sink.send(&event).await {
+                tracing::error!(
+                    zone = n.zone(),
+                    sink = sink.name(),
+                    event = event.event.as_str(),
+                    "DS request not delivered: {e}"
+                );
+            }
+        }
         let Some(argv) = self.registrar_command.as_ref().filter(|a| !a.is_empty()) else {
             return Ok(());
         };
-        let command = argv.join(" ");
-        let mut child = tokio::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .env("DNSSEC_WARDEN_ACTION", n.action())
-            .env("DNSSEC_WARDEN_ZONE", zone)
-            .env("DNSSEC_WARDEN_DS", ds.unwrap_or(""))
-            .stdin(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| HookError::Spawn {
-                command: command.clone(),
-                error,
-            })?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let body = serde_json::json!({"action": n.action(), "zone": zone, "ds": ds});
-            // A hook that does not read its input is not an error.
-            let _ = stdin.write_all(body.to_string().as_bytes()).await;
+        let env = [
+            ("DNSSEC_WARDEN_ACTION", n.action()),
+            ("DNSSEC_WARDEN_ZONE", n.zone()),
+            ("DNSSEC_WARDEN_DS", n.ds().unwrap_or("")),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let body = serde_json::json!({"action": n.action(), "zone": n.zone(), "ds": n.ds()});
+        let result =
+            alert::exec::run(argv, &env, body.to_string().as_bytes(), self.hook_timeout).await;
+        match &result {
+            Ok(()) => tracing::info!(
+                zone = n.zone(),
+                action = n.action(),
+                "registrar hook succeeded"
+            ),
+            Err(e) => tracing::error!(
+                zone = n.zone(),
+                action = n.action(),
+                "registrar hook failed (the DS request stands; act at the registrar by hand): {e}"
+            ),
         }
-        match tokio::time::timeout(self.hook_timeout, child.wait()).await {
-            Err(_) => Err(HookError::Timeout {
-                command,
-                timeout: self.hook_timeout,
-            }),
-            Ok(Err(error)) => Err(HookError::Spawn { command, error }),
-            Ok(Ok(status)) if status.success() => Ok(()),
-            Ok(Ok(status)) => Err(HookError::Failed {
-                command,
-                status: status.to_string(),
-            }),
-        }
+        result
     }
 
     /// Sends every owed alert notification: new episodes, re-notifications, resolutions.
+    /// A sink that fails is not tried again in this round (the notifications stay owed),
+    /// so a dead receiver costs one bounded retry sequence per tick, not one per alert.
     pub async fn deliver_alerts(&self, store: &Store, clock: &dyn Clock) -> Result<(), StoreError> {
         let now = clock.now();
-        for alert in store.alerts_to_notify(now, self.renotify_after).await? {
-            let owes_open = alert.last_notified_at.is_none()
-                || (alert.resolved_at.is_none()
-                    && alert
-                        .last_notified_at
-                        .is_some_and(|at| now.since(at) >= self.renotify_after));
-            if owes_open {
-                log_alert(&alert, alert.notifications > 0);
+        let owed = store.alerts_to_notify(now, self.renotify_after).await?;
+        let mut down: HashSet<String> = HashSet::new();
+        let mut zones: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
+        for alert in owed {
+            if !zones.contains_key(&alert.zone) {
+                let row = store.zone(&alert.zone).await?;
+                let info = row.map_or((None, None), |r| {
+                    (
+                        r.zone.state.map(|s| State::as_str(s).to_string()),
+                        r.zone.facts.ds_line,
+                    )
+                });
+                zones.insert(alert.zone.clone(), info);
+            }
+            let (state, ds) = zones.get(&alert.zone).cloned().unwrap_or_default();
+            let event =
+                |kind| AlertEvent::for_alert(&alert, kind, state.as_deref(), ds.as_deref(), now);
+            if owes_open(&alert, now, self.renotify_after) {
+                let kind = if alert.notifications > 0 {
+                    EventKind::Renotify
+                } else {
+                    EventKind::Firing
+                };
+                if !self.send(&event(kind), &mut down).await {
+                    continue;
+                }
                 store.alert_notified(alert.id, now).await?;
             }
             if alert.resolved_at.is_some() && alert.resolved_notified_at.is_none() {
-                tracing::info!(
-                    zone = alert.zone.as_str(),
-                    alert = alert.kind.as_str(),
-                    "RESOLVED {}: {}",
-                    alert.kind,
-                    alert.zone
-                );
+                if !self.send(&event(EventKind::Resolved), &mut down).await {
+                    continue;
+                }
                 store.alert_resolution_notified(alert.id, now).await?;
             }
         }
         Ok(())
     }
+
+    /// Gives the event to the log and every sink that does not have it yet; true once all
+    /// have it.
+    async fn send(&self, event: &AlertEvent, down: &mut HashSet<String>) -> bool {
+        if self.mark(LOG, &event.id) {
+            event.log();
+        }
+        let mut complete = true;
+        for sink in &self.sinks {
+            if self.has(sink.name(), &event.id) {
+                continue;
+            }
+            if down.contains(sink.name()) {
+                complete = false;
+                continue;
+            }
+            match sink.send(event).await {
+                Ok(()) => {
+                    self.mark(sink.name(), &event.id);
+                }
+                Err(e) => {
+                    tracing::error!(
+                        zone = event.zone.as_str(),
+                        sink = sink.name(),
+                        event = event.event.as_str(),
+                        id = event.id.as_str(),
+                        "alert notification not delivered, trying again next tick: {e}"
+                    );
+                    down.insert(sink.name().to_string());
+                    complete = false;
+                }
+            }
+        }
+        if complete {
+            // Owed no more: the database says so from now on.
+            if let Ok(mut memo) = self.delivered.lock() {
+                memo.retain(|(_, id)| id != &event.id);
+            }
+        }
+        complete
+    }
+
+    fn has(&self, sink: &str, id: &str) -> bool {
+        self.delivered
+            .lock()
+            .map(|memo| memo.contains(&(sink.to_string(), id.to_string())))
+            .unwrap_or(false)
+    }
+
+    /// Remembers a delivery; true if it is new.
+    fn mark(&self, sink: &str, id: &str) -> bool {
+        self.delivered
+            .lock()
+            .map(|mut memo| memo.insert((sink.to_string(), id.to_string())))
+            .unwrap_or(true)
+    }
 }
 
-fn log_alert(alert: &AlertRow, again: bool) {
-    let prefix = if again { "STILL " } else { "" };
-    match alert.kind.severity() {
-        Severity::Critical => tracing::error!(
-            zone = alert.zone.as_str(),
-            alert = alert.kind.as_str(),
-            severity = "critical",
-            "{prefix}ALERT {}: {}",
-            alert.kind,
-            alert.message
-        ),
-        Severity::Warning => tracing::warn!(
-            zone = alert.zone.as_str(),
-            alert = alert.kind.as_str(),
-            severity = "warning",
-            "{prefix}ALERT {}: {}",
-            alert.kind,
-            alert.message
-        ),
+/// The opening notification is owed (never sent), or a reminder is due for an open alert.
+fn owes_open(alert: &AlertRow, now: crate::lifecycle::Timestamp, renotify_after: Duration) -> bool {
+    match alert.last_notified_at {
+        None => true,
+        Some(at) => alert.resolved_at.is_none() && now.since(at) >= renotify_after,
     }
 }

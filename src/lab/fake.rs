@@ -57,6 +57,11 @@ pub struct WorldState {
     /// After this many more parent queries, the registrar re-publishes the DS on server 0
     /// (a DS reappearing between the engine's step and its provider call).
     pub ds_reappears_after: Option<u32>,
+    /// What the validation probes say (none by default: the verdict is unknown).
+    pub validation: Vec<ValidationProbe>,
+    /// The expiration (Unix seconds) of the RRSIG the child servers give over the
+    /// DNSKEY set; never by default.
+    pub signature_expiration: u32,
 }
 
 #[derive(Clone)]
@@ -80,6 +85,8 @@ impl FakeWorld {
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
                 ds_reappears_after: None,
+                validation: Vec::new(),
+                signature_expiration: u32::MAX,
             })),
             clock,
         }
@@ -302,7 +309,7 @@ impl Observer for FakeWorld {
                             signatures: vec![SignatureWindow {
                                 key_tag: key.key_tag(),
                                 inception: 0,
-                                expiration: u32::MAX,
+                                expiration: s.signature_expiration,
                             }],
                             cds: vec![],
                             cdnskey: vec![],
@@ -316,6 +323,6 @@ impl Observer for FakeWorld {
     }
 
     async fn validation(&self, _zone: &str) -> Vec<ValidationProbe> {
-        Vec::new()
+        self.lock().validation.clone()
     }
 }

@@ -5,6 +5,8 @@
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
 
+mod metrics;
+
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
+use dnssec_warden::config::{AlertSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
 use dnssec_warden::lab::fake::FakeWorld;
 use dnssec_warden::lifecycle::{Clock, ManualClock, Policy, State, Timestamp};
@@ -53,6 +54,8 @@ pub struct Rig {
     pub engine: Engine<FakeWorld, FakeWorld>,
     pub crash: CrashSwitch,
     pub policy: Policy,
+    /// `[alerts]` and `[registrar]` for the notifier; a restart builds a new one from it.
+    pub notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
 }
 
 pub fn engine(
@@ -61,6 +64,29 @@ pub fn engine(
     crash: &CrashSwitch,
     policy: &Policy,
 ) -> Engine<FakeWorld, FakeWorld> {
+    engine_with(world, store, crash, policy, Notifier::default())
+}
+
+/// A notifier as `run` builds it from the configuration, on the world's clock.
+pub fn notifier(
+    world: &FakeWorld,
+    notify: &Option<(AlertSettings, Option<RegistrarSettings>)>,
+) -> Notifier {
+    match notify {
+        Some((alerts, registrar)) => Notifier::new(alerts, registrar.as_ref())
+            .expect("notifier")
+            .with_clock(Arc::new(world.clock.clone())),
+        None => Notifier::default(),
+    }
+}
+
+pub fn engine_with(
+    world: &FakeWorld,
+    store: &Store,
+    crash: &CrashSwitch,
+    policy: &Policy,
+    notifier: Notifier,
+) -> Engine<FakeWorld, FakeWorld> {
     let switch = crash.clone();
     Engine::new(
         store.clone(),
@@ -68,7 +94,7 @@ pub fn engine(
         Arc::new(world.clone()),
         Arc::new(world.clock.clone()),
         policy.clone(),
-        Notifier::default(),
+        notifier,
     )
     .with_crash_hook(Arc::new(move |p| switch.fire(p)))
 }
@@ -79,24 +105,42 @@ impl Rig {
     }
 
     pub async fn with_policy(parents: usize, children: usize, policy: Policy) -> Self {
+        Self::with_notify(parents, children, policy, None).await
+    }
+
+    /// With alert sinks and a registrar hook, as configured in `[alerts]`, `[registrar]`.
+    pub async fn with_notify(
+        parents: usize,
+        children: usize,
+        policy: Policy,
+        notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
+    ) -> Self {
         let clock = ManualClock::starting_at(T0);
         let world = FakeWorld::new(ZONE, parents, children, clock);
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
-        let engine = engine(&world, &store, &crash, &policy);
+        let engine = engine_with(&world, &store, &crash, &policy, notifier(&world, &notify));
         Self {
             world,
             store,
             engine,
             crash,
             policy,
+            notify,
         }
     }
 
     /// Drops the engine (as a crash would) and starts a new one on the same database.
     pub async fn restart(&mut self) {
-        self.engine = engine(&self.world, &self.store, &self.crash, &self.policy);
+        let notifier = notifier(&self.world, &self.notify);
+        self.engine = engine_with(
+            &self.world,
+            &self.store,
+            &self.crash,
+            &self.policy,
+            notifier,
+        );
         self.engine.start().await.expect("engine starts");
     }
 

@@ -1,0 +1,340 @@
+//! Alert sinks: where notifications go besides the log (which always gets them).
+//!
+//! - `[[alerts.webhook]]`: JSON POST, Slack-compatible `text` plus structured fields,
+//!   retried with bounded exponential backoff;
+//! - `[[alerts.exec]]`: a command with the event in `DNSSEC_WARDEN_ALERT_*` environment
+//!   variables and as JSON on stdin, killed when it overruns its timeout.
+//!
+//! Delivery is at least once. Which notifications are owed lives in SQLite (the alerts
+//! table), so a restart neither repeats a delivered one nor loses an owed one; every event
+//! carries a stable `id` so a receiver can drop the rare repeat (a crash between the POST
+//! and the database write, or a sink that succeeded while another failed, then a restart).
+
+pub mod exec;
+pub mod webhook;
+
+use std::fmt;
+
+use serde::Serialize;
+
+pub use exec::CommandError;
+pub use webhook::{Webhook, WebhookError};
+
+use crate::config::{AlertSettings, ExecSettings};
+use crate::lifecycle::{AlertKind, Severity, Timestamp};
+use crate::store::AlertRow;
+
+/// Why a notification is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A new alert episode.
+    Firing,
+    /// Still open after `alerts.renotify_after`.
+    Renotify,
+    /// The condition cleared.
+    Resolved,
+    /// The operator must enter this DS at the registrar.
+    DsPublish,
+    /// The operator must remove the DS at the registrar.
+    DsWithdraw,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Firing => "firing",
+            Self::Renotify => "renotify",
+            Self::Resolved => "resolved",
+            Self::DsPublish => "ds_publish",
+            Self::DsWithdraw => "ds_withdraw",
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One notification, as webhooks receive it (JSON) and exec sinks see it (environment
+/// and stdin).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AlertEvent {
+    /// One line for chat (Slack's `text`).
+    pub text: String,
+    /// Stable for one notification: `alert-42-firing`, `alert-42-renotify-3`,
+    /// `alert-42-resolved`, `ds_publish-example.com.-<digest>`. Receivers may dedupe on it.
+    pub id: String,
+    pub event: EventKind,
+    pub zone: String,
+    /// The alert kind (`ds_mismatch`, ...); absent for DS publish/withdraw requests.
+    pub kind: Option<AlertKind>,
+    /// `critical`, `warning`, or `info` for DS publish/withdraw requests.
+    pub severity: String,
+    pub message: String,
+    /// The zone's lifecycle state when the notification was made.
+    pub state: Option<String>,
+    /// RFC 3339, UTC.
+    pub opened_at: Option<String>,
+    pub resolved_at: Option<String>,
+    /// The DS line to enter or remove at the registrar, where there is one.
+    pub ds: Option<String>,
+    /// RFC 3339, UTC: when this notification was made.
+    pub at: String,
+}
+
+impl AlertEvent {
+    /// The notification owed for an alert row: `Firing`, `Renotify` or `Resolved`.
+    /// `state` and `ds` are the zone's now; the DS is kept only for the kinds whose remedy
+    /// is entering or removing it at the registrar.
+    pub fn for_alert(
+        alert: &AlertRow,
+        event: EventKind,
+        state: Option<&str>,
+        ds: Option<&str>,
+        now: Timestamp,
+    ) -> Self {
+        let ds = ds.filter(|_| {
+            matches!(
+                alert.kind,
+                AlertKind::DsUnpublishedOverdue
+                    | AlertKind::DsRemovalOverdue
+                    | AlertKind::DsMismatch
+            )
+        });
+        let id = match event {
+            EventKind::Renotify => format!("alert-{}-renotify-{}", alert.id, alert.notifications),
+            other => format!("alert-{}-{other}", alert.id),
+        };
+        let severity = alert.severity.as_str();
+        let text = match event {
+            EventKind::Resolved => format!(
+                "RESOLVED {} {}: the condition open since {} has cleared",
+                alert.kind, alert.zone, alert.opened_at
+            ),
+            EventKind::Renotify => format!(
+                "[{severity}] STILL OPEN since {}: {} {}: {}",
+                alert.opened_at, alert.kind, alert.zone, alert.message
+            ),
+            _ => format!(
+                "[{severity}] {} {}: {}",
+                alert.kind, alert.zone, alert.message
+            ),
+        };
+        Self {
+            text,
+            id,
+            event,
+            zone: alert.zone.clone(),
+            kind: Some(alert.kind),
+            severity: severity.to_string(),
+            message: alert.message.clone(),
+            state: state.map(str::to_string),
+            opened_at: Some(alert.opened_at.to_string()),
+            resolved_at: alert.resolved_at.map(|t| t.to_string()),
+            ds: ds.map(str::to_string),
+            at: now.to_string(),
+        }
+    }
+
+    /// A request to publish (`DsPublish`) or withdraw (`DsWithdraw`) a DS at the registrar.
+    pub fn ds_request(
+        event: EventKind,
+        zone: &str,
+        ds: Option<&str>,
+        summary: String,
+        now: Timestamp,
+    ) -> Self {
+        // The same request for the same DS keeps its id across a retry or a restart.
+        let id = format!(
+            "{event}-{zone}-{}",
+            ds.and_then(|l| l.split_whitespace().last())
+                .unwrap_or("any")
+        );
+        Self {
+            text: summary.clone(),
+            id,
+            event,
+            zone: zone.to_string(),
+            kind: None,
+            severity: "info".to_string(),
+            message: summary,
+            state: None,
+            opened_at: None,
+            resolved_at: None,
+            ds: ds.map(str::to_string),
+            at: now.to_string(),
+        }
+    }
+
+    /// The `DNSSEC_WARDEN_ALERT_*` variables an exec sink gets (empty when absent).
+    pub fn env(&self) -> Vec<(String, String)> {
+        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        [
+            ("ID", self.id.clone()),
+            ("EVENT", self.event.to_string()),
+            ("ZONE", self.zone.clone()),
+            ("KIND", self.kind.map(|k| k.to_string()).unwrap_or_default()),
+            ("SEVERITY", self.severity.clone()),
+            ("MESSAGE", self.message.clone()),
+            ("STATE", opt(&self.state)),
+            ("OPENED_AT", opt(&self.opened_at)),
+            ("RESOLVED_AT", opt(&self.resolved_at)),
+            ("DS", opt(&self.ds)),
+            ("TEXT", self.text.clone()),
+            ("AT", self.at.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("DNSSEC_WARDEN_ALERT_{k}"), v))
+        .collect()
+    }
+
+    /// Critical alerts are errors in the log, warnings warnings, the rest information.
+    pub fn log(&self) {
+        let zone = self.zone.as_str();
+        let event = self.event.as_str();
+        let kind = self.kind.map(AlertKind::as_str).unwrap_or("");
+        let state = self.state.as_deref().unwrap_or("");
+        match (self.event, self.kind.map(AlertKind::severity)) {
+            (EventKind::Firing | EventKind::Renotify, Some(Severity::Critical)) => {
+                tracing::error!(
+                    zone,
+                    state,
+                    alert = kind,
+                    event,
+                    severity = "critical",
+                    "{}",
+                    self.text
+                )
+            }
+            (EventKind::Firing | EventKind::Renotify, Some(Severity::Warning)) => {
+                tracing::warn!(
+                    zone,
+                    state,
+                    alert = kind,
+                    event,
+                    severity = "warning",
+                    "{}",
+                    self.text
+                )
+            }
+            // The operator has to act on these: warn, so they stand out from routine lines.
+            (EventKind::DsPublish | EventKind::DsWithdraw, _) => {
+                tracing::warn!(zone, event, "{}", self.text)
+            }
+            _ => tracing::info!(zone, state, alert = kind, event, "{}", self.text),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
+    #[error("{sink}: {error}")]
+    Exec { sink: String, error: CommandError },
+}
+
+/// An `[[alerts.exec]]` sink.
+#[derive(Debug, Clone)]
+pub struct Exec {
+    name: String,
+    command: Vec<String>,
+    timeout: std::time::Duration,
+}
+
+impl Exec {
+    pub fn new(settings: &ExecSettings) -> Self {
+        Self {
+            name: settings.name.clone(),
+            command: settings.command.clone(),
+            timeout: settings.timeout,
+        }
+    }
+
+    pub async fn send(&self, event: &AlertEvent) -> Result<(), SinkError> {
+        let body = serde_json::to_vec(event).unwrap_or_default();
+        exec::run(&self.command, &event.env(), &body, self.timeout)
+            .await
+            .map_err(|error| SinkError::Exec {
+                sink: self.name.clone(),
+                error,
+            })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Sink {
+    Webhook(Webhook),
+    Exec(Exec),
+}
+
+impl Sink {
+    /// The configuration key it came from: `alerts.webhook[0]`, `alerts.exec[1]`.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Webhook(w) => w.name(),
+            Self::Exec(e) => &e.name,
+        }
+    }
+
+    pub async fn send(&self, event: &AlertEvent) -> Result<(), SinkError> {
+        match self {
+            Self::Webhook(w) => Ok(w.send(event).await?),
+            Self::Exec(e) => e.send(event).await,
+        }
+    }
+}
+
+/// Every configured sink, webhooks first, in file order.
+pub fn sinks(settings: &AlertSettings) -> Result<Vec<Sink>, WebhookError> {
+    let mut out = Vec::with_capacity(settings.webhooks.len() + settings.execs.len());
+    for w in &settings.webhooks {
+        out.push(Sink::Webhook(Webhook::new(w)?));
+    }
+    out.extend(settings.execs.iter().map(|e| Sink::Exec(Exec::new(e))));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_have_stable_ids_and_env() {
+        let row = AlertRow {
+            id: 7,
+            zone: "child.test.".into(),
+            kind: AlertKind::DsMismatch,
+            severity: Severity::Critical,
+            message: "m".into(),
+            opened_at: Timestamp(0),
+            last_notified_at: None,
+            notifications: 0,
+            resolved_at: None,
+            resolved_notified_at: None,
+        };
+        let e = AlertEvent::for_alert(
+            &row,
+            EventKind::Firing,
+            Some("active"),
+            Some("child.test. 3600 IN DS 1 13 2 AB"),
+            Timestamp(1000),
+        );
+        assert_eq!(e.id, "alert-7-firing");
+        assert_eq!(e.severity, "critical");
+        assert!(e.text.contains("ds_mismatch") && e.text.contains("child.test."));
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["event"], "firing");
+        assert_eq!(json["kind"], "ds_mismatch");
+        assert_eq!(json["opened_at"], "1970-01-01T00:00:00Z");
+        assert_eq!(json["ds"], "child.test. 3600 IN DS 1 13 2 AB");
+        let env = e.env();
+        assert!(env.contains(&("DNSSEC_WARDEN_ALERT_KIND".into(), "ds_mismatch".into())));
+        assert!(env.contains(&("DNSSEC_WARDEN_ALERT_STATE".into(), "active".into())));
+        let r = AlertEvent::for_alert(&row, EventKind::Renotify, None, None, Timestamp(0));
+        assert_eq!(r.id, "alert-7-renotify-0");
+    }
+}

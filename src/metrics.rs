@@ -1,0 +1,297 @@
+//! `[metrics] listen`: a Prometheus text endpoint at `/metrics`, read from the database
+//! at every scrape (so it is never stale and holds no state of its own).
+//!
+//! - `dnssec_warden_zones{state}`: zones per lifecycle state, `unobserved` included;
+//! - `dnssec_warden_alerts_open{kind,severity}`: open alerts per kind;
+//! - `dnssec_warden_alert_notifications_undelivered`: notifications a sink still owes;
+//! - `dnssec_warden_zones_observation_failing`: zones whose last observation was incomplete;
+//! - per zone: `dnssec_warden_zone_observation_failures` (incomplete observations in a
+//!   row), `dnssec_warden_zone_observation_failing_seconds` (since when), and
+//!   `dnssec_warden_zone_last_observation_age_seconds` (any observation: a daemon that
+//!   stopped looking shows here), and
+//!   `dnssec_warden_zone_last_complete_observation_age_seconds` (the age of the last
+//!   successful observation; while observations fail, the time since the first failure,
+//!   a lower bound: the database keeps no earlier time).
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State as AxumState;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::task::JoinHandle;
+
+use crate::lifecycle::{AlertKind, Clock, State};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("metrics: cannot listen on {addr}: {error}")]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
+}
+
+/// The running endpoint.
+#[derive(Debug)]
+pub struct MetricsServer {
+    /// The bound address (the port the system chose if `listen` had port 0).
+    pub addr: SocketAddr,
+    pub task: JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Stops serving.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone)]
+struct Ctx {
+    store: Store,
+    clock: Arc<dyn Clock>,
+}
+
+/// Binds `listen` and serves `/metrics` in a background task. Binding errors are
+/// returned at once, so a taken port fails start-up rather than a scrape.
+pub async fn serve(
+    listen: SocketAddr,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> Result<MetricsServer, MetricsError> {
+    let bind_error = |error| MetricsError::Bind {
+        addr: listen,
+        error,
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let app = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(Ctx { store, clock });
+    let task = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "metrics endpoint stopped");
+        }
+    });
+    tracing::info!(%addr, "metrics at http://{addr}/metrics");
+    Ok(MetricsServer { addr, task })
+}
+
+async fn scrape(AxumState(ctx): AxumState<Ctx>) -> Response {
+    match render(&ctx.store, ctx.clock.as_ref()).await {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            body,
+        )
+            .into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "metrics scrape failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+        }
+    }
+}
+
+const STATES: [State; 8] = [
+    State::Disabled,
+    State::Enabling,
+    State::AwaitingDs,
+    State::DsObserved,
+    State::Active,
+    State::AwaitingDsRemoval,
+    State::TtlWait,
+    State::Disabling,
+];
+
+/// The exposition text (format 0.0.4).
+pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreError> {
+    let now = clock.now();
+    let zones = store.zone_health().await?;
+    let alerts = store.open_alert_counts().await?;
+    let undelivered = store.undelivered_alert_notifications().await?;
+    let mut out = String::new();
+
+    family(
+        &mut out,
+        "dnssec_warden_zones",
+        "Zones per lifecycle state (unobserved: not yet adopted).",
+    );
+    for state in STATES.iter().map(|s| Some(*s)).chain([None]) {
+        let n = zones.iter().filter(|z| z.state == state).count();
+        let label = state.map(State::as_str).unwrap_or("unobserved");
+        sample(
+            &mut out,
+            "dnssec_warden_zones",
+            &[("state", label)],
+            n as f64,
+        );
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_alerts_open",
+        "Open alerts per kind.",
+    );
+    for kind in AlertKind::ALL {
+        let n = alerts
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| *n);
+        let labels = [
+            ("kind", kind.as_str()),
+            ("severity", kind.severity().as_str()),
+        ];
+        sample(&mut out, "dnssec_warden_alerts_open", &labels, n as f64);
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_alert_notifications_undelivered",
+        "Alert notifications (opening or resolved) some sink has not yet taken.",
+    );
+    sample(
+        &mut out,
+        "dnssec_warden_alert_notifications_undelivered",
+        &[],
+        undelivered as f64,
+    );
+
+    family(
+        &mut out,
+        "dnssec_warden_zones_observation_failing",
+        "Zones whose last observation was incomplete (provider or a parent server unknown).",
+    );
+    let failing = zones.iter().filter(|z| z.failures > 0).count();
+    sample(
+        &mut out,
+        "dnssec_warden_zones_observation_failing",
+        &[],
+        failing as f64,
+    );
+
+    family(
+        &mut out,
+        "dnssec_warden_zone_observation_failures",
+        "Incomplete observations of the zone in a row.",
+    );
+    for z in &zones {
+        let labels = [("zone", z.name.as_str())];
+        sample(
+            &mut out,
+            "dnssec_warden_zone_observation_failures",
+            &labels,
+            z.failures as f64,
+        );
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_zone_observation_failing_seconds",
+        "How long the zone's observations have been incomplete (0: the last one was complete).",
+    );
+    for z in &zones {
+        let secs = z
+            .failing_since
+            .map_or(0.0, |at| now.since(at).as_secs_f64());
+        let labels = [("zone", z.name.as_str())];
+        sample(
+            &mut out,
+            "dnssec_warden_zone_observation_failing_seconds",
+            &labels,
+            secs,
+        );
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_zone_last_observation_age_seconds",
+        "Seconds since the zone was last observed, completely or not (absent: never).",
+    );
+    for z in zones.iter() {
+        if let Some(at) = z.last_observed_at {
+            let labels = [("zone", z.name.as_str())];
+            let age = now.since(at).as_secs_f64();
+            sample(
+                &mut out,
+                "dnssec_warden_zone_last_observation_age_seconds",
+                &labels,
+                age,
+            );
+        }
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_zone_last_complete_observation_age_seconds",
+        "Seconds since the last complete observation of the zone; while observations fail, \
+         at least the time they have been failing (absent: never observed).",
+    );
+    for z in zones.iter() {
+        let at = if z.failures > 0 {
+            z.failing_since
+        } else {
+            z.last_observed_at
+        };
+        if let Some(at) = at {
+            let labels = [("zone", z.name.as_str())];
+            let age = now.since(at).as_secs_f64();
+            sample(
+                &mut out,
+                "dnssec_warden_zone_last_complete_observation_age_seconds",
+                &labels,
+                age,
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn family(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
+fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: f64) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", escape(v));
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
+}
+
+/// Label values escape `\`, `"` and newlines (exposition format 0.0.4).
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_well_formed() {
+        let mut out = String::new();
+        sample(&mut out, "m", &[("zone", "a\"b\\c\n")], 1.5);
+        sample(&mut out, "n", &[], 0.0);
+        assert_eq!(out, "m{zone=\"a\\\"b\\\\c\\n\"} 1.5\nn 0\n");
+    }
+}

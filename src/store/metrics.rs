@@ -1,0 +1,81 @@
+//! Read-only queries for the Prometheus endpoint (`crate::metrics`).
+
+use std::str::FromStr;
+
+use sqlx::FromRow;
+
+use super::{Store, StoreError, corrupt};
+use crate::lifecycle::{AlertKind, State, Timestamp};
+
+/// What the metrics say about one zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneHealth {
+    pub name: String,
+    /// `None`: not yet observed.
+    pub state: Option<State>,
+    /// The last committed step's observation, complete or not.
+    pub last_observed_at: Option<Timestamp>,
+    /// Incomplete observations in a row, and since when.
+    pub failures: i64,
+    pub failing_since: Option<Timestamp>,
+}
+
+#[derive(FromRow)]
+struct RawHealth {
+    name: String,
+    state: Option<String>,
+    last_observed_at: Option<i64>,
+    failures: i64,
+    failing_since: Option<i64>,
+}
+
+impl Store {
+    /// Every zone's state and observation health, by name.
+    pub async fn zone_health(&self) -> Result<Vec<ZoneHealth>, StoreError> {
+        let rows: Vec<RawHealth> = sqlx::query_as(
+            "SELECT name, state, last_observed_at, failures, failing_since FROM zones ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(ZoneHealth {
+                    state: r
+                        .state
+                        .as_deref()
+                        .map(State::from_str)
+                        .transpose()
+                        .map_err(corrupt)?,
+                    name: r.name,
+                    last_observed_at: r.last_observed_at.map(Timestamp),
+                    failures: r.failures,
+                    failing_since: r.failing_since.map(Timestamp),
+                })
+            })
+            .collect()
+    }
+
+    /// Open alerts per kind (kinds with none are absent).
+    pub async fn open_alert_counts(&self) -> Result<Vec<(AlertKind, i64)>, StoreError> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT kind, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY kind ORDER BY kind",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(k, n)| Ok((AlertKind::from_str(&k).map_err(corrupt)?, n)))
+            .collect()
+    }
+
+    /// Opening or `resolved` notifications not yet taken by every sink: above zero for
+    /// long means a sink is failing.
+    pub async fn undelivered_alert_notifications(&self) -> Result<i64, StoreError> {
+        let (n,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n)
+    }
+}

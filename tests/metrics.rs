@@ -1,0 +1,142 @@
+//! The Prometheus endpoint, scraped over loopback HTTP while the engine walks a zone.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Rig, ZONE};
+use dnssec_warden::dns::{ValidationProbe, ValidationVerdict};
+use dnssec_warden::lifecycle::{Clock, Intent, State};
+use dnssec_warden::metrics;
+
+async fn scrape(addr: std::net::SocketAddr) -> String {
+    let response = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+    response.text().await.unwrap()
+}
+
+/// The value of the sample `name{labels}` (labels exactly as rendered).
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{series} missing in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_show_states_alerts_failures_and_ages() {
+    let mut rig = Rig::new(2, 1).await;
+    // A second zone, not due for a year: it stays unobserved.
+    let later = rig
+        .world
+        .clock
+        .now()
+        .plus(Duration::from_secs(365 * 86_400));
+    rig.store.ensure_zone("other.test.", later).await.unwrap();
+    let server = metrics::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        rig.store.clone(),
+        Arc::new(rig.world.clock.clone()),
+    )
+    .await
+    .unwrap();
+
+    let text = scrape(server.addr).await;
+    assert_eq!(
+        value(&text, "dnssec_warden_zones{state=\"unobserved\"}"),
+        2.0
+    );
+    assert_eq!(value(&text, "dnssec_warden_zones{state=\"active\"}"), 0.0);
+    for kind in dnssec_warden::lifecycle::AlertKind::ALL {
+        let series = format!(
+            "dnssec_warden_alerts_open{{kind=\"{kind}\",severity=\"{}\"}}",
+            kind.severity().as_str()
+        );
+        assert_eq!(value(&text, &series), 0.0);
+    }
+    assert!(text.contains("# TYPE dnssec_warden_zones gauge"));
+    assert!(!text.contains("last_observation_age_seconds{zone=\"child.test.\"}"));
+
+    // Walk the zone to active.
+    rig.run_for(1).await;
+    let now = rig.world.clock.now();
+    rig.store
+        .set_intent(ZONE, Intent::Enabled, false, "enable", now)
+        .await
+        .unwrap();
+    assert!(rig.run_until(State::AwaitingDs, 30).await);
+    rig.world.publish_ds(0, 3600);
+    rig.world.publish_ds(1, 3600);
+    assert!(rig.run_until(State::Active, 10).await);
+    rig.run_for(1).await;
+    let observed = rig
+        .store
+        .zone(ZONE)
+        .await
+        .unwrap()
+        .unwrap()
+        .last_observed_at
+        .unwrap();
+    rig.world.clock.set(observed.plus(Duration::from_secs(90)));
+
+    let text = scrape(server.addr).await;
+    assert_eq!(value(&text, "dnssec_warden_zones{state=\"active\"}"), 1.0);
+    assert_eq!(
+        value(&text, "dnssec_warden_zones{state=\"unobserved\"}"),
+        1.0
+    );
+    let zone = format!("{{zone=\"{ZONE}\"}}");
+    let age = format!("dnssec_warden_zone_last_observation_age_seconds{zone}");
+    assert_eq!(value(&text, &age), 90.0);
+    let complete = format!("dnssec_warden_zone_last_complete_observation_age_seconds{zone}");
+    assert_eq!(value(&text, &complete), 90.0);
+    assert_eq!(value(&text, "dnssec_warden_zones_observation_failing"), 0.0);
+
+    // A bogus validation opens an alert; the provider failing shows as observation errors.
+    rig.world.lock().validation = vec![ValidationProbe {
+        source: "127.0.0.53".into(),
+        verdict: ValidationVerdict::Bogus,
+        detail: "test".into(),
+    }];
+    rig.run_for(1).await;
+    rig.world.lock().provider_failures = 1_000;
+    rig.run_for(3).await;
+    let text = scrape(server.addr).await;
+    let open = "dnssec_warden_alerts_open{kind=\"validation_failed\",severity=\"critical\"}";
+    assert_eq!(value(&text, open), 1.0);
+    assert_eq!(value(&text, "dnssec_warden_zones_observation_failing"), 1.0);
+    let failures = format!("dnssec_warden_zone_observation_failures{zone}");
+    assert!(value(&text, &failures) >= 2.0, "{text}");
+    let failing = format!("dnssec_warden_zone_observation_failing_seconds{zone}");
+    assert!(value(&text, &failing) > 0.0, "{text}");
+    // No sinks configured: the log took every notification.
+    assert_eq!(
+        value(&text, "dnssec_warden_alert_notifications_undelivered"),
+        0.0
+    );
+
+    server.stop();
+}
+
+#[tokio::test]
+async fn a_taken_port_fails_at_once() {
+    let rig = Rig::new(1, 1).await;
+    let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = metrics::serve(
+        taken.local_addr().unwrap(),
+        rig.store.clone(),
+        Arc::new(rig.world.clock.clone()),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("cannot listen"), "{err}");
+}
