@@ -25,10 +25,15 @@ struct Daemon {
 
 impl Daemon {
     fn start(config: &Path, log: PathBuf) -> Self {
+        Self::start_with_env(config, log, &[])
+    }
+
+    fn start_with_env(config: &Path, log: PathBuf, env: &[(&str, String)]) -> Self {
         let file = std::fs::File::create(&log).unwrap();
         let child = bin()
             .args(["run", "--config"])
             .arg(config)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(file)
@@ -312,4 +317,59 @@ async fn one_daemon_per_database_and_reload_keeps_a_good_config() {
     first.signal("TERM");
     let status = first.wait_exit(Duration::from_secs(10)).expect("exits");
     assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemd_hears_ready_status_watchdog_and_stopping() {
+    let zone = "unit.test.";
+    let w = world(zone).await;
+    let socket_path = w.dir.path().join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut daemon = Daemon::start_with_env(
+        &w.config,
+        w.dir.path().join("daemon.log"),
+        &[
+            ("NOTIFY_SOCKET", socket_path.display().to_string()),
+            ("WATCHDOG_USEC", "2000000".to_string()),
+        ],
+    );
+    let mut heard: Vec<String> = Vec::new();
+    let read = |heard: &mut Vec<String>| {
+        let mut buf = [0u8; 512];
+        if let Ok(n) = socket.recv(&mut buf) {
+            heard.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    };
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until
+        && !(heard.iter().any(|m| m == "READY=1")
+            && heard.iter().any(|m| m == "WATCHDOG=1")
+            && heard
+                .iter()
+                .any(|m| m.starts_with("STATUS=1 zone: 1 disabled")))
+    {
+        read(&mut heard);
+    }
+    assert!(
+        heard.iter().any(|m| m == "READY=1"),
+        "{heard:?}\n{}",
+        daemon.log()
+    );
+    assert!(heard.iter().any(|m| m == "WATCHDOG=1"), "{heard:?}");
+    assert!(
+        heard
+            .iter()
+            .any(|m| m.starts_with("STATUS=1 zone: 1 disabled")),
+        "{heard:?}"
+    );
+    daemon.signal("TERM");
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until && !heard.iter().any(|m| m == "STOPPING=1") {
+        read(&mut heard);
+    }
+    assert!(heard.iter().any(|m| m == "STOPPING=1"), "{heard:?}");
+    assert!(daemon.wait_exit(Duration::from_secs(10)).is_some());
 }

@@ -13,10 +13,11 @@ use tokio::sync::watch;
 use crate::cli::intent::{IntentError, open_store};
 use crate::config::{ConfigError, SecretError, Settings, ZoneSelection};
 use crate::dns::DnsObserver;
-use crate::engine::{Engine, EngineError, Notifier};
+use crate::engine::{Engine, EngineError, Heartbeat, Notifier};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::{GcoreClient, Provider, ProviderError};
 use crate::store::Store;
+use crate::systemd;
 
 /// How often the database is looked at for operator intents, at the least.
 const INTENT_POLL: Duration = Duration::from_secs(1);
@@ -43,6 +44,10 @@ pub enum DaemonError {
     AlreadyRunning(String),
     #[error("cannot install a signal handler: {0}")]
     Signal(std::io::Error),
+    #[error("alert sinks: {0}")]
+    Alerts(#[from] crate::alert::WebhookError),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
 }
 
 enum Next {
@@ -93,6 +98,14 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
     tracing::info!(config = %config.display(), database = %settings.database.path.display(), "dnssec-warden starting");
+    // Outside the reload loop: a new [metrics] address takes a restart.
+    let _metrics = match &settings.metrics {
+        Some(m) => {
+            Some(crate::metrics::serve(m.listen, store.clone(), Arc::new(SystemClock)).await?)
+        }
+        None => None,
+    };
+    let mut ready = false;
     loop {
         let provider_settings = settings
             .provider
@@ -112,8 +125,13 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             observer,
             Arc::new(SystemClock),
             policy.clone(),
-            Notifier::default(),
+            Notifier::from_settings(&settings)?,
         );
+        let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
+        if !ready {
+            systemd::ready();
+            ready = true;
+        }
         let zones = tokio::spawn(keep_zones(
             settings.zones.clone(),
             store.clone(),
@@ -126,6 +144,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         let next = tokio::select! {
             result = &mut running => {
                 zones.abort();
+                supervisor.abort();
                 return result.map_err(DaemonError::from);
             }
             _ = term.recv() => Next::Stop,
@@ -133,9 +152,13 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             _ = hup.recv() => Next::Reload,
         };
         // Let the step in flight finish; no new one starts.
+        if matches!(next, Next::Stop) {
+            systemd::stopping();
+        }
         let _ = stop.send(true);
         let finished = running.await;
         zones.abort();
+        supervisor.abort();
         finished?;
         match next {
             Next::Stop => {
@@ -161,6 +184,26 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
                 }
             },
         }
+    }
+}
+
+/// Feeds the systemd watchdog while the engine loop makes progress, and keeps the STATUS
+/// line current ("12 zones: 10 active, 1 awaiting_ds, 1 ttl_wait").
+async fn supervise(heartbeat: Heartbeat, store: Store) {
+    let interval = systemd::watchdog_interval();
+    let every = interval.map_or(Duration::from_secs(10), |w| {
+        (w / 2).min(Duration::from_secs(10))
+    });
+    loop {
+        if let Ok(counts) = store.state_counts().await {
+            systemd::status(&systemd::status_line(&counts));
+        }
+        if let Some(limit) = interval
+            && heartbeat.age().is_some_and(|age| age < limit)
+        {
+            systemd::watchdog();
+        }
+        tokio::time::sleep(every).await;
     }
 }
 

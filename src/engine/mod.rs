@@ -70,6 +70,29 @@ pub struct Engine<P, O> {
     notifier: Notifier,
     claimed: Mutex<HashSet<String>>,
     crash: Option<CrashHook>,
+    heartbeat: Heartbeat,
+}
+
+/// When the engine loop last finished a tick (system time, for liveness only): the
+/// systemd watchdog is fed only while this moves.
+#[derive(Debug, Clone, Default)]
+pub struct Heartbeat(Arc<std::sync::atomic::AtomicI64>);
+
+impl Heartbeat {
+    fn beat(&self) {
+        let now = crate::lifecycle::SystemClock.now();
+        self.0.store(now.0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long ago the last tick finished (`None` before the first one).
+    pub fn age(&self) -> Option<Duration> {
+        let last = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        (last > 0).then(|| {
+            crate::lifecycle::SystemClock
+                .now()
+                .since(crate::lifecycle::Timestamp(last))
+        })
+    }
 }
 
 /// Releases a zone claim when the step ends, however it ends.
@@ -105,6 +128,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             notifier,
             claimed: Mutex::new(HashSet::new()),
             crash: None,
+            heartbeat: Heartbeat::default(),
         }
     }
 
@@ -121,6 +145,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    pub fn heartbeat(&self) -> Heartbeat {
+        self.heartbeat.clone()
     }
 
     pub fn policy(&self) -> &Policy {
@@ -372,8 +400,9 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     ) -> Result<(), EngineError> {
         self.start().await?;
         while !*shutdown.borrow() {
-            if let Err(e) = self.tick().await {
-                tracing::error!(error = %e, "engine tick failed");
+            match self.tick().await {
+                Ok(_) => self.heartbeat.beat(),
+                Err(e) => tracing::error!(error = %e, "engine tick failed"),
             }
             let now = self.clock.now();
             let next = self.store.next_due().await.ok().flatten();
