@@ -611,8 +611,38 @@ async fn a_failing_registrar_hook_is_recorded_and_never_fatal() {
         "{}",
         failed.reason
     );
-    // The zone goes on waiting for the DS as usual.
+    // The next look raises an alert carrying the DS to enter by hand, and the hook is
+    // tried again, a bounded number of times.
+    rig.run_for(6).await;
+    let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+    let alert = open
+        .iter()
+        .find(|a| a.kind == AlertKind::RegistrarHookFailed)
+        .expect("registrar_hook_failed is open");
+    assert!(
+        alert.message.contains(&ds_line(&rig).await),
+        "{}",
+        alert.message
+    );
+    let attempts = rig
+        .store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "effect" && e.reason.contains("registrar hook failed"))
+        .count();
+    assert_eq!(attempts, 5, "tried five times, then given up");
+    // The zone goes on waiting for the DS as usual; once it is there, the alert resolves.
     rig.world.publish_ds(0, 3600);
     rig.world.publish_ds(1, 3600);
     assert!(rig.run_until(State::Active, 10).await);
+    assert!(
+        !rig.store
+            .open_alerts(Some(ZONE))
+            .await
+            .unwrap()
+            .iter()
+            .any(|a| a.kind == AlertKind::RegistrarHookFailed)
+    );
 }

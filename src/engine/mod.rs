@@ -40,6 +40,9 @@ pub enum CrashPoint {
 
 pub type CrashHook = Arc<dyn Fn(CrashPoint) -> bool + Send + Sync>;
 
+/// How often a DS request is tried when the registrar hook fails.
+const NOTIFICATION_ATTEMPTS: i64 = 5;
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
@@ -227,13 +230,17 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     async fn step_row(&self, row: crate::store::ZoneRow) -> Result<StepOutcome, EngineError> {
         let name = row.zone.name.as_str();
-        let observation = observe::observe(
+        let mut observation = observe::observe(
             self.provider.as_ref(),
             self.observer.as_ref(),
             &row.zone,
             self.clock.as_ref(),
         )
         .await;
+        observation.registrar_hook_failed = self
+            .store
+            .registrar_hook_failure(name, row.zone.since)
+            .await?;
         self.crash_point(CrashPoint::Observed)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
@@ -319,6 +326,16 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             };
             self.crash_point(CrashPoint::EffectPerformed)?;
             let now = self.clock.now();
+            // A DS request whose hook failed is tried again at the next steps, a few times.
+            if status == OutboxStatus::Failed
+                && !item.effect.is_provider_call()
+                && item.attempts + 1 < NOTIFICATION_ATTEMPTS
+            {
+                self.store.retry_effect(item.id, &note).await?;
+                self.store.record(zone, "effect", &note, now).await?;
+                tracing::error!(zone, "{note}");
+                continue;
+            }
             let failed = status != OutboxStatus::Done;
             self.store
                 .finish_effect(item.id, status, failed.then_some(note.as_str()), now)

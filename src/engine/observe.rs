@@ -57,6 +57,8 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         parent: parent.map_err(|e| e.to_string()),
         child: child.map_err(|e| e.to_string()),
         validation,
+        // Filled in by the engine from the outbox.
+        registrar_hook_failed: None,
     }
 }
 

@@ -17,6 +17,7 @@ pub enum AlertKind {
     ValidationFailed,
     SignaturesExpiring,
     ObservationFailing,
+    RegistrarHookFailed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -27,7 +28,7 @@ pub enum Severity {
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 8] = [
+    pub const ALL: [AlertKind; 9] = [
         AlertKind::DsUnpublishedOverdue,
         AlertKind::DsRemovalOverdue,
         AlertKind::DsMismatch,
@@ -36,6 +37,7 @@ impl AlertKind {
         AlertKind::ValidationFailed,
         AlertKind::SignaturesExpiring,
         AlertKind::ObservationFailing,
+        AlertKind::RegistrarHookFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +50,7 @@ impl AlertKind {
             Self::ValidationFailed => "validation_failed",
             Self::SignaturesExpiring => "signatures_expiring",
             Self::ObservationFailing => "observation_failing",
+            Self::RegistrarHookFailed => "registrar_hook_failed",
         }
     }
 

@@ -70,6 +70,8 @@ pub struct Observation {
     pub parent: Result<ParentView, String>,
     pub child: Result<ChildView, String>,
     pub validation: ValidationVerdict,
+    /// The registrar hook's last error for a DS request made in the current state.
+    pub registrar_hook_failed: Option<String>,
 }
 
 /// A side effect, performed by the engine after the decision is committed.
@@ -712,6 +714,23 @@ impl Run<'_> {
                 .push(since.plus(self.policy.observation_failing_after));
         }
         checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
+
+        // Only while the zone waits on the registrar: once it moved on, the hook's job is
+        // done (or was done by hand).
+        let hook = match (state, &self.obs.registrar_hook_failed) {
+            (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(error)) => Some(format!(
+                "{zone}: the registrar hook failed ({error}); the DS request did not reach the registrar automatically. {}",
+                match state {
+                    Some(State::AwaitingDs) => format!(
+                        "Enter the DS by hand: {}",
+                        self.facts.ds_line.as_deref().unwrap_or("(see status)")
+                    ),
+                    _ => "Remove the DS by hand".to_string(),
+                }
+            )),
+            _ => None,
+        };
+        checks.push(AlertCheck::new(AlertKind::RegistrarHookFailed, hook));
         checks
     }
 

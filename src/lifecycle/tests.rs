@@ -125,6 +125,7 @@ impl World {
             parent: Ok(self.parent(parent)),
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
+            registrar_hook_failed: None,
         }
     }
 
@@ -767,4 +768,25 @@ fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
         may_disable(&ok, &Facts::default(), after, &policy),
         Err(GuardRefusal::NoTGone)
     );
+}
+
+#[test]
+fn a_failed_registrar_hook_alerts_while_the_registrar_is_awaited() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let mut o = w.obs(T0, Some(true), &[P::No], &[C::Serves]);
+    o.registrar_hook_failed = Some("exit status: 3".into());
+    let d = w.run(&mut z, &o);
+    let message = firing(&d, AlertKind::RegistrarHookFailed).expect("fires");
+    assert!(
+        message.contains("exit status: 3") && message.contains(" IN DS "),
+        "{message}"
+    );
+    // The DS got there anyway (by hand): the zone moves on and the alert resolves.
+    o.parent = Ok(w.parent(&[P::Ds(60)]));
+    let d = w.run(&mut z, &o);
+    assert_eq!(d.state, Some(State::DsObserved));
+    assert_eq!(firing(&d, AlertKind::RegistrarHookFailed), None);
+    assert!(judged(&d, AlertKind::RegistrarHookFailed));
 }

@@ -650,6 +650,25 @@ impl Store {
         Ok(())
     }
 
+    /// The last registrar-hook error of a DS request made since `since` (the zone's
+    /// current state), if its last attempt failed.
+    pub async fn registrar_hook_failure(
+        &self,
+        zone: &str,
+        since: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(
+            "SELECT last_error FROM outbox WHERE zone = ? AND created_at >= ? \
+             AND json_extract(effect, '$.effect') IN ('announce_ds', 'request_ds_removal') \
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(since.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.and_then(|(error,)| error))
+    }
+
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         let raw: Vec<RawEvent> = sqlx::query_as(
             "SELECT id, zone, at, kind, from_state, to_state, reason FROM events \
