@@ -19,6 +19,16 @@ pub fn rfc3339(at: SystemTime) -> String {
     )
 }
 
+/// `2026-06-25T09:14:02.123Z`, for logs and tests that need sub-second order.
+pub fn rfc3339_ms(at: SystemTime) -> String {
+    let ms = at
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .subsec_millis();
+    let whole = rfc3339(at);
+    format!("{}.{ms:03}Z", whole.trim_end_matches('Z'))
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

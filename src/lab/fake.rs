@@ -20,6 +20,9 @@ use crate::provider::{
     DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, Rrset, Zone,
 };
 
+/// The TTL the fake child servers give their DNSKEY set.
+pub const DNSKEY_TTL: u32 = 300;
+
 /// One parent name server address.
 #[derive(Debug, Clone, Default)]
 pub struct ParentServer {
@@ -207,10 +210,12 @@ impl Provider for FakeWorld {
                 s.violations.push(v);
             }
             if let Some(gone) = s.ds_gone_at {
-                let allowed = gone.plus_secs(s.largest_ds_ttl);
+                // A resolver may validate the DNSKEY with the DS at the DS's last moment,
+                // then trust the key for the DNSKEY TTL.
+                let allowed = gone.plus_secs(s.largest_ds_ttl + DNSKEY_TTL);
                 if now < allowed {
                     let v = format!(
-                        "DNSSEC switched off at {now}, before {allowed} (DS gone at {gone} + its TTL): resolvers may still hold it"
+                        "DNSSEC switched off at {now}, before {allowed} (DS gone at {gone} + DS TTL + DNSKEY TTL): resolvers may still hold it"
                     );
                     s.violations.push(v);
                 }
@@ -304,7 +309,7 @@ impl Observer for FakeWorld {
                         (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
                         (Some(key), true, false) => DnskeyAnswer::Keys(ChildKeys {
                             keys: vec![key.clone()],
-                            ttl: 300,
+                            ttl: DNSKEY_TTL,
                             signed: true,
                             signatures: vec![SignatureWindow {
                                 key_tag: key.key_tag(),

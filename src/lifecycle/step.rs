@@ -43,6 +43,8 @@ pub struct Facts {
     pub t_gone: Option<Timestamp>,
     /// The largest DS TTL any parent address gave since the zone was last disabled.
     pub max_ds_ttl: Option<u32>,
+    /// The largest DNSKEY TTL any child address gave since the zone was last disabled.
+    pub max_dnskey_ttl: Option<u32>,
     /// Since when parent servers disagree.
     pub partial_since: Option<Timestamp>,
     /// Since when observations are incomplete, and how many in a row.
@@ -232,10 +234,13 @@ impl Run<'_> {
         }
     }
 
-    /// Remembers the largest DS TTL the parent has given (safety rule 2).
+    /// Remembers the largest DS and DNSKEY TTLs served (safety rule 2).
     fn track_ttl(&mut self) {
         if let Some(ttl) = self.parent().and_then(ParentView::max_ds_ttl) {
             self.facts.max_ds_ttl = Some(self.facts.max_ds_ttl.map_or(ttl, |m| m.max(ttl)));
+        }
+        if let Some(ttl) = self.child().and_then(ChildView::max_dnskey_ttl) {
+            self.facts.max_dnskey_ttl = Some(self.facts.max_dnskey_ttl.map_or(ttl, |m| m.max(ttl)));
         }
     }
 
@@ -756,14 +761,20 @@ impl Run<'_> {
     }
 }
 
-/// `T_gone + max DS TTL + margin` (safety rule 2), or `None` before the DS was gone.
-/// A DS never seen still gets the assumed TTL: one may have been published and withdrawn
-/// while a parent server could not be observed, and resolvers may hold it.
+/// `T_gone + max DS TTL + max DNSKEY TTL + margin` (safety rule 2), or `None` before the
+/// DS was gone. A resolver may validate the DNSKEY with a DS cached until its last second,
+/// then trust the key for the DNSKEY TTL and fail unsigned answers until then (seen with
+/// Unbound in the end-to-end suite). A TTL never seen gets the assumed one: a DS may have
+/// been published and withdrawn while a parent server could not be observed.
 pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
-    let ttl = facts.max_ds_ttl.map_or(policy.assumed_ds_ttl, |seen| {
-        std::time::Duration::from_secs(u64::from(seen))
-    });
-    facts
-        .t_gone
-        .map(|gone| gone.plus(ttl).plus(policy.propagation_margin))
+    let secs = |ttl: Option<u32>| {
+        ttl.map_or(policy.assumed_ds_ttl, |t| {
+            std::time::Duration::from_secs(u64::from(t))
+        })
+    };
+    facts.t_gone.map(|gone| {
+        gone.plus(secs(facts.max_ds_ttl))
+            .plus(secs(facts.max_dnskey_ttl))
+            .plus(policy.propagation_margin)
+    })
 }

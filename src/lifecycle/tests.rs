@@ -370,7 +370,8 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
     let d = w.run(&mut z, &w.obs(t, Some(true), &[P::No, P::No], &serve));
     assert_eq!(d.state, Some(State::TtlWait));
     assert_eq!(z.facts.t_gone, Some(t));
-    let deadline = t.plus(Duration::from_secs(7200)).plus(HOUR);
+    assert_eq!(z.facts.max_dnskey_ttl, Some(300));
+    let deadline = t.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
     assert_eq!(disable_deadline(&z.facts, &w.policy), Some(deadline));
 
     // The DS comes back: back to waiting for its removal, and T_gone is forgotten.
@@ -387,7 +388,7 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
     let t3 = t2.plus(HOUR);
     w.run(&mut z, &w.obs(t3, Some(true), &[P::No, P::No], &serve));
     assert_eq!(z.state, Some(State::TtlWait));
-    let deadline = t3.plus(Duration::from_secs(7200)).plus(HOUR);
+    let deadline = t3.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
     // Unknown during the wait: no move; a minute before the deadline: no move.
     let d = w.run(
         &mut z,
@@ -739,9 +740,11 @@ fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
     let facts = Facts {
         t_gone: Some(T0),
         max_ds_ttl: Some(7200),
+        max_dnskey_ttl: Some(300),
         ..Facts::default()
     };
-    let after = T0.plus(Duration::from_secs(7200)).plus(HOUR);
+    // A resolver may hold the DS for its TTL, then the DNSKEY it validated for its own.
+    let after = T0.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
     let ok = Ok(w.parent(&[P::No, P::No]));
     assert_eq!(may_disable(&ok, &facts, after, &policy), Ok(()));
     assert!(matches!(

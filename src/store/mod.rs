@@ -112,6 +112,7 @@ struct RawZone {
     ds_first_seen_at: Option<i64>,
     t_gone: Option<i64>,
     max_ds_ttl: Option<i64>,
+    max_dnskey_ttl: Option<i64>,
     partial_since: Option<i64>,
     failing_since: Option<i64>,
     failures: i64,
@@ -188,6 +189,11 @@ impl TryFrom<RawZone> for ZoneRow {
                         .map(u32::try_from)
                         .transpose()
                         .map_err(corrupt)?,
+                    max_dnskey_ttl: r
+                        .max_dnskey_ttl
+                        .map(u32::try_from)
+                        .transpose()
+                        .map_err(corrupt)?,
                     partial_since: ts(r.partial_since),
                     failing_since: ts(r.failing_since),
                     failures: u32::try_from(r.failures).map_err(corrupt)?,
@@ -229,7 +235,7 @@ impl TryFrom<RawAlert> for AlertRow {
 
 const ZONE_COLUMNS: &str = "name, intent, ds_never_submitted, state, state_since, ds_line, \
     dnskey_everywhere_at, hold_until, ds_announced_at, ds_first_seen_at, t_gone, max_ds_ttl, \
-    partial_since, failing_since, failures, next_check_at, last_observed_at, last_observation, version";
+    max_dnskey_ttl, partial_since, failing_since, failures, next_check_at, last_observed_at, last_observation, version";
 
 const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
     notifications, resolved_at, resolved_notified_at";
@@ -431,7 +437,7 @@ impl Store {
         let updated = sqlx::query(
             "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, dnskey_everywhere_at = ?, \
              hold_until = ?, ds_announced_at = ?, ds_first_seen_at = ?, t_gone = ?, max_ds_ttl = ?, \
-             partial_since = ?, failing_since = ?, failures = ?, next_check_at = ?, \
+             max_dnskey_ttl = ?, partial_since = ?, failing_since = ?, failures = ?, next_check_at = ?, \
              last_observed_at = ?, last_observation = ?, version = version + 1 \
              WHERE name = ? AND version = ?",
         )
@@ -444,6 +450,7 @@ impl Store {
         .bind(f.ds_first_seen_at.map(|t| t.0))
         .bind(f.t_gone.map(|t| t.0))
         .bind(f.max_ds_ttl.map(i64::from))
+        .bind(f.max_dnskey_ttl.map(i64::from))
         .bind(f.partial_since.map(|t| t.0))
         .bind(f.failing_since.map(|t| t.0))
         .bind(i64::from(f.failures))
