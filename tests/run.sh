@@ -28,5 +28,7 @@ fi
 
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --all-targets --locked
+# Library, binary and integration tests, and doc tests; not the benchmark (a
+# measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
+cargo test --lib --bins --tests --locked
 cargo test --doc --locked
