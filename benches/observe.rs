@@ -116,9 +116,7 @@ fn observe_child(port: &str) {
                     queries_in_flight: per_server * 2,
                     ..Default::default()
                 },
-                Arc::new(dnssec_warden::dns::NetTransport {
-                    timeout: Duration::from_secs(2),
-                }),
+                Arc::new(dnssec_warden::dns::NetTransport::new(Duration::from_secs(2))),
             )
             .expect("observer"),
         };
@@ -287,7 +285,16 @@ async fn bench() -> Res<()> {
 
     // 1. Our observation pass, in a child process.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(exe)
+    // `BENCH_CHILD_PERF=<file>` records the child with `perf record -g`.
+    let mut child = match std::env::var_os("BENCH_CHILD_PERF") {
+        Some(file) => {
+            let mut c = Command::new("perf");
+            c.args(["record", "-g", "-o"]).arg(file).arg("--").arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let out = child
         .env(CHILD_ENV, port.to_string())
         .stderr(Stdio::inherit())
         .output()
@@ -383,12 +390,15 @@ async fn bench() -> Res<()> {
         warm / floor.max(1e-6)
     );
 
-    // 3. A full engine pass: every zone observed (provider, parent, child), stepped and
-    // committed, over a SQLite store, the real provider client and the simulator.
-    engine_pass(&sim, port, dir.path()).await?;
+    // `BENCH_OBSERVE_ONLY=1` stops here (for profiling the observation pass).
+    if std::env::var_os("BENCH_OBSERVE_ONLY").is_none() {
+        // 3. A full engine pass: every zone observed (provider, parent, child), stepped
+        // and committed, over a SQLite store, the real provider client and the simulator.
+        engine_pass(&sim, port, dir.path()).await?;
 
-    // 4. The idle CPU of `dnssec-warden run` between polls.
-    idle_cpu(&sim, port, dir.path()).await;
+        // 4. The idle CPU of `dnssec-warden run` between polls.
+        idle_cpu(&sim, port, dir.path()).await;
+    }
 
     println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
     println!(

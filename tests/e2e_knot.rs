@@ -47,9 +47,7 @@ fn probe(
     let name = format!("www.{zone}");
     let (s, f) = (stop.clone(), servfails.clone());
     let task = tokio::spawn(async move {
-        let transport = dnssec_warden::dns::NetTransport {
-            timeout: Duration::from_secs(2),
-        };
+        let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
         let query_name = dnssec_warden::dns::wire::parse_name(&name).expect("name");
         let mut seen = Vec::new();
         // Bounded: at most ten minutes of probes.

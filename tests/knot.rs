@@ -127,9 +127,7 @@ fn knotd(conf: &Path) -> Child {
 
 /// Waits until `server` answers `zone SOA` authoritatively (Knot signs on load).
 async fn wait_for(server: SocketAddr, zone: &str) {
-    let transport = NetTransport {
-        timeout: Duration::from_millis(200),
-    };
+    let transport = NetTransport::new(Duration::from_millis(200));
     let query = build_query(&parse_name(zone).unwrap(), RecordType::SOA, false);
     for _ in 0..50 {
         if let Ok(m) = transport.exchange(server, &query).await

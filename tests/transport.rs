@@ -116,9 +116,7 @@ async fn server(mode: Udp) -> (SocketAddr, tokio::task::JoinHandle<()>) {
 }
 
 fn transport() -> NetTransport {
-    NetTransport {
-        timeout: Duration::from_millis(500),
-    }
+    NetTransport::new(Duration::from_millis(500))
 }
 
 fn ds_query() -> Message {

@@ -73,9 +73,7 @@ impl std::fmt::Debug for DnsObserver {
 impl DnsObserver {
     /// Over the network, as configured. Reads the trust anchor file.
     pub fn new(settings: &DnsSettings) -> Result<Self, ObserverError> {
-        let transport = Arc::new(NetTransport {
-            timeout: settings.query_timeout,
-        });
+        let transport = Arc::new(NetTransport::new(settings.query_timeout));
         Self::with_transport(settings, ObserverOptions::default(), transport)
     }
 

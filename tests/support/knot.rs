@@ -507,9 +507,7 @@ pub fn parse_dnskey_line(line: &str) -> Option<Dnskey> {
 
 /// Waits (bounded) until `server` answers `zone SOA` authoritatively.
 pub async fn wait_for_zone(server: SocketAddr, zone: &str, limit: Duration) -> Result<()> {
-    let transport = NetTransport {
-        timeout: Duration::from_millis(200),
-    };
+    let transport = NetTransport::new(Duration::from_millis(200));
     let name = parse_name(zone).ok_or_else(|| format!("bad name {zone}"))?;
     let query = build_query(&name, hickory_proto::rr::RecordType::SOA, false);
     let until = Instant::now() + limit;
@@ -530,9 +528,7 @@ pub async fn wait_for_zone(server: SocketAddr, zone: &str, limit: Duration) -> R
 
 /// The SOA serial `server` serves for `zone`, if it answers.
 pub async fn serial(server: SocketAddr, zone: &str) -> Option<u32> {
-    let transport = NetTransport {
-        timeout: Duration::from_millis(300),
-    };
+    let transport = NetTransport::new(Duration::from_millis(300));
     let query = build_query(
         &parse_name(zone)?,
         hickory_proto::rr::RecordType::SOA,
@@ -599,9 +595,7 @@ impl Unbound {
             conf: path,
             proc,
         };
-        let transport = NetTransport {
-            timeout: Duration::from_millis(200),
-        };
+        let transport = NetTransport::new(Duration::from_millis(200));
         let query = build_query(
             &hickory_proto::rr::Name::root(),
             hickory_proto::rr::RecordType::SOA,
@@ -651,9 +645,7 @@ impl Unbound {
         name: &str,
         rtype: hickory_proto::rr::RecordType,
     ) -> Result<(String, bool)> {
-        let transport = NetTransport {
-            timeout: Duration::from_secs(2),
-        };
+        let transport = NetTransport::new(Duration::from_secs(2));
         let qname = parse_name(name).ok_or_else(|| format!("bad name {name}"))?;
         let query = build_query(&qname, rtype, true);
         let m = transport

@@ -113,9 +113,7 @@ impl LabResolver {
     async fn wait_ready(&mut self) -> Result<(), ResolverError> {
         use crate::dns::transport::{NetTransport, Transport};
         let limit = Duration::from_secs(5);
-        let transport = NetTransport {
-            timeout: Duration::from_millis(200),
-        };
+        let transport = NetTransport::new(Duration::from_millis(200));
         let query = crate::dns::wire::build_query(
             &hickory_proto::rr::Name::root(),
             hickory_proto::rr::RecordType::SOA,
