@@ -99,6 +99,39 @@ fn probe(
     (stop, servfails, task)
 }
 
+/// Stops the probe and asserts it never saw a validation SERVFAIL; on failure it shows
+/// when the provider was switched and the zone's history, to put the SERVFAILs in time.
+async fn assert_probe_clean(
+    w: &RealWorld,
+    zone: &str,
+    stop: Arc<AtomicBool>,
+    servfails: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<Vec<String>>,
+) {
+    stop.store(true, Ordering::SeqCst);
+    let rcodes = task.await.unwrap();
+    let calls: Vec<String> = w
+        .sim
+        .handle()
+        .calls()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                dnssec_warden::timefmt::rfc3339_ms(c.at),
+                c.path,
+                c.body
+            )
+        })
+        .collect();
+    assert_eq!(
+        servfails.load(Ordering::SeqCst),
+        0,
+        "probe saw {rcodes:?}\nprovider calls: {calls:?}\nhistory: {}",
+        cli(&w.config, &["history", zone]).1
+    );
+}
+
 async fn enable_to_awaiting_ds(w: &RealWorld, config: &Path, zone: &str) -> String {
     let log = || std::fs::read_to_string(w.dir.path().join("daemon.log")).unwrap_or_default();
     wait_state(config, zone, "disabled", LONG)
@@ -177,25 +210,7 @@ async fn enable_and_disable_through_knot_and_unbound() {
     assert!(seen.contains(&"ttl_wait".to_string()), "{seen:?}");
     // A few more probes after the switch-off, then stop.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::SeqCst);
-    let rcodes = task.await.unwrap();
-    assert_eq!(
-        servfails.load(Ordering::SeqCst),
-        0,
-        "probe saw {rcodes:?}\nprovider calls: {:?}\nhistory: {}",
-        w.sim
-            .handle()
-            .calls()
-            .iter()
-            .map(|c| format!(
-                "{} {} {}",
-                dnssec_warden::timefmt::rfc3339_ms(c.at),
-                c.path,
-                c.body
-            ))
-            .collect::<Vec<_>>(),
-        cli(&w.config, &["history", zone]).1
-    );
+    assert_probe_clean(&w, zone, stop, servfails, task).await;
     let (rcode, ad) = w.resolve_fresh(zone).await.unwrap();
     assert_eq!((rcode.as_str(), ad), ("No Error", false), "insecure again");
 
@@ -347,25 +362,7 @@ async fn sigkill_at_random_moments_converges() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::SeqCst);
-    let rcodes = task.await.unwrap();
-    assert_eq!(
-        servfails.load(Ordering::SeqCst),
-        0,
-        "probe saw {rcodes:?}\nprovider calls: {:?}\nhistory: {}",
-        w.sim
-            .handle()
-            .calls()
-            .iter()
-            .map(|c| format!(
-                "{} {} {}",
-                dnssec_warden::timefmt::rfc3339_ms(c.at),
-                c.path,
-                c.body
-            ))
-            .collect::<Vec<_>>(),
-        cli(&w.config, &["history", zone]).1
-    );
+    assert_probe_clean(&w, zone, stop, servfails, task).await;
     // The invariants: never off with a DS up (the probe), and the switch-off came after
     // the switch-on and only once it was due; repeated "on" calls are idempotent.
     let calls = w.sim.handle().calls();
