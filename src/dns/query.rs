@@ -60,7 +60,8 @@ struct Key {
     checking_disabled: bool,
 }
 
-pub struct Querier {
+/// The querier's state, shared with the tasks that run its exchanges.
+struct Shared {
     transport: Arc<dyn Transport>,
     limits: Limits,
     global: Semaphore,
@@ -72,6 +73,18 @@ pub struct Querier {
     peak: AtomicUsize,
 }
 
+pub struct Querier(Arc<Shared>);
+
+/// A caller that gives up on a question ends its exchange: the permits and the socket are
+/// released at once, not when the exchange would have timed out.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 impl Querier {
     pub fn new(transport: Arc<dyn Transport>, limits: Limits) -> Self {
         let limits = Limits {
@@ -79,7 +92,7 @@ impl Querier {
             per_server: limits.per_server.max(1),
             attempts: limits.attempts.max(1),
         };
-        Self {
+        Self(Arc::new(Shared {
             transport,
             global: Semaphore::new(limits.in_flight),
             limits,
@@ -89,14 +102,15 @@ impl Querier {
             shared: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
-        }
+        }))
     }
 
     pub fn stats(&self) -> QueryStats {
+        let s = &self.0;
         QueryStats {
-            exchanges: self.exchanges.load(Ordering::Relaxed),
-            shared: self.shared.load(Ordering::Relaxed),
-            peak_in_flight: self.peak.load(Ordering::Relaxed),
+            exchanges: s.exchanges.load(Ordering::Relaxed),
+            shared: s.shared.load(Ordering::Relaxed),
+            peak_in_flight: s.peak.load(Ordering::Relaxed),
         }
     }
 
@@ -122,7 +136,7 @@ impl Querier {
             checking_disabled,
         };
         let (cell, joined) = {
-            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
             match flights.get(&key) {
                 Some(cell) => (cell.clone(), true),
                 None => {
@@ -133,20 +147,46 @@ impl Querier {
             }
         };
         if joined {
-            self.shared.fetch_add(1, Ordering::Relaxed);
+            self.0.shared.fetch_add(1, Ordering::Relaxed);
         }
         let outcome = cell
             .get_or_init(|| self.send(server, qname, qtype, recursion, checking_disabled))
             .await
             .clone();
         // The answer is not a cache: once delivered, the next caller asks again.
-        let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
         if flights.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
             flights.remove(&key);
         }
         outcome
     }
 
+    /// The exchange (permits, attempts) runs as a task of its own: it goes on as soon as a
+    /// permit or an answer is there, on whichever worker thread holds it, instead of
+    /// waiting for the caller's task (often one task driving every zone) to be polled.
+    async fn send(
+        &self,
+        server: SocketAddr,
+        qname: &Name,
+        qtype: RecordType,
+        recursion: bool,
+        checking_disabled: bool,
+    ) -> Outcome {
+        let shared = self.0.clone();
+        let qname = qname.clone();
+        let mut task = AbortOnDrop(tokio::spawn(async move {
+            shared
+                .send(server, &qname, qtype, recursion, checking_disabled)
+                .await
+        }));
+        match (&mut task.0).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(ExchangeError::Network(format!("query task: {e}"))),
+        }
+    }
+}
+
+impl Shared {
     fn server_gate(&self, ip: IpAddr) -> Arc<Semaphore> {
         let mut gates = self.per_server.lock().unwrap_or_else(|p| p.into_inner());
         gates
