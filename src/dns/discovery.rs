@@ -158,6 +158,10 @@ impl Discovery {
 
     /// The cut of `zone` itself, which must be delegated.
     pub async fn delegation(&self, zone: &str) -> Result<Arc<ZoneCut>, DiscoveryError> {
+        // Most calls find the cut itself cached (only valid names are ever cached).
+        if let Some(cut) = self.cached(zone) {
+            return Ok(cut);
+        }
         let cut = self.locate(zone).await?;
         if cut.zone != zone {
             return Err(DiscoveryError::NotACut {

@@ -16,32 +16,40 @@ pub const EDNS_PAYLOAD: u16 = 1232;
 
 /// A name in our textual convention: lower case, fully qualified.
 pub fn name_text(name: &Name) -> String {
-    let text = name.to_ascii().to_ascii_lowercase();
-    if text.ends_with('.') {
-        text
-    } else {
-        format!("{text}.")
+    let mut text = name.to_ascii();
+    text.make_ascii_lowercase();
+    if !text.ends_with('.') {
+        text.push('.');
     }
+    text
 }
 
 /// Parses a fully qualified name; `None` if it is not a valid DNS name.
 pub fn parse_name(text: &str) -> Option<Name> {
-    let fq = if text.ends_with('.') {
-        text.to_string()
+    if text.ends_with('.') {
+        Name::from_ascii(text).ok()
     } else {
-        format!("{text}.")
-    };
-    Name::from_ascii(fq).ok()
+        Name::from_ascii(format!("{text}.")).ok()
+    }
 }
 
-/// Same owner name, compared case-insensitively and fully qualified.
+/// Same owner name, compared case-insensitively and fully qualified (label by label, as
+/// `name_text` of both would compare, without building the texts).
 pub fn same_name(a: &Name, b: &Name) -> bool {
-    name_text(a) == name_text(b)
+    a.num_labels() == b.num_labels()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| x.eq_ignore_ascii_case(y))
 }
 
 /// `name` is `ancestor` or below it.
 pub fn is_subdomain(name: &str, ancestor: &str) -> bool {
-    ancestor == "." || name == ancestor || name.ends_with(&format!(".{ancestor}"))
+    if ancestor == "." || name == ancestor {
+        return true;
+    }
+    name.len() > ancestor.len()
+        && name.ends_with(ancestor)
+        && name.as_bytes().get(name.len() - ancestor.len() - 1) == Some(&b'.')
 }
 
 /// The names from just below `from` down to `to`, shortest first; empty if `to` is not
@@ -198,6 +206,17 @@ mod tests {
         assert!(!is_subdomain("atest.", "test."));
         assert_eq!(name_text(&parse_name("A.Test").unwrap()), "a.test.");
         assert_eq!(name_text(&Name::root()), ".");
+        assert!(is_subdomain("test.", "."));
+        assert!(!is_subdomain("test.", "a.test."));
+        let (a, b) = (
+            parse_name("WwW.Test").unwrap(),
+            parse_name("www.test.").unwrap(),
+        );
+        assert!(same_name(&a, &b));
+        assert!(!same_name(&a, &parse_name("www.test2.").unwrap()));
+        assert!(!same_name(&a, &parse_name("test.").unwrap()));
+        assert!(same_name(&Name::root(), &Name::root()));
+        assert!(!same_name(&Name::root(), &b));
     }
 
     #[test]
