@@ -57,6 +57,10 @@ pub struct WorldState {
     /// largest TTL it was published with.
     pub ds_gone_at: Option<Timestamp>,
     pub largest_ds_ttl: u32,
+    /// Whether a parent query has answered with a DS since it was last published: a DS
+    /// published and withdrawn between two looks cannot be seen by any poller, and the
+    /// margin, not the oracle, is what covers it.
+    pub ds_seen: bool,
     /// After this many more parent queries, the registrar re-publishes the DS on server 0
     /// (a DS reappearing between the engine's step and its provider call).
     pub ds_reappears_after: Option<u32>,
@@ -87,6 +91,7 @@ impl FakeWorld {
                 violations: Vec::new(),
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
+                ds_seen: false,
                 ds_reappears_after: None,
                 validation: Vec::new(),
                 signature_expiration: u32::MAX,
@@ -131,8 +136,9 @@ impl FakeWorld {
         if let Some(server) = s.parents.get_mut(i) {
             server.ds = None;
         }
-        if had && s.parents.iter().all(|p| p.ds.is_none()) {
+        if had && s.parents.iter().all(|p| p.ds.is_none()) && s.ds_seen {
             s.ds_gone_at = Some(now);
+            s.ds_seen = false;
         }
     }
 
@@ -270,7 +276,10 @@ impl Observer for FakeWorld {
             Some(n) => self.lock().ds_reappears_after = Some(n - 1),
             None => {}
         }
-        let s = self.lock();
+        let mut s = self.lock();
+        if s.parents.iter().any(|p| p.ds.is_some() && !p.silent) {
+            s.ds_seen = true;
+        }
         Ok(ParentView {
             zone: zone.to_string(),
             parent: "test.".into(),
