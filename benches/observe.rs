@@ -59,6 +59,23 @@ fn settings(port: u16) -> DnsSettings {
     }
 }
 
+/// CPU time (user + system) this process has used, from /proc/self/stat (clock ticks of
+/// 10 ms, the Linux default).
+fn cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // The fields after the command name (which may hold spaces): utime is field
+            // 14, stime 15.
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 /// Peak resident set of this process, from /proc/self/status.
 fn vm_hwm_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -128,10 +145,12 @@ fn observe_child(port: &str) {
         let mut line = String::new();
         for pass in ["cold", "warm"] {
             let before = observer.stats().exchanges;
+            let cpu_before = cpu_secs();
             let started = Instant::now();
             let views =
                 futures::future::join_all(names.iter().map(|z| observer.parent(z))).await;
             let took = started.elapsed();
+            let cpu = cpu_secs() - cpu_before;
             let (mut present, mut absent, mut unknown) = (0, 0, 0);
             for view in &views {
                 match view {
@@ -149,7 +168,7 @@ fn observe_child(port: &str) {
             }
             let exchanges = observer.stats().exchanges - before;
             line.push_str(&format!(
-                "{pass}_secs={:.3} {pass}_exchanges={exchanges} {pass}_present={present} {pass}_absent={absent} {pass}_unknown={unknown} ",
+                "{pass}_secs={:.3} {pass}_cpu_secs={cpu:.2} {pass}_exchanges={exchanges} {pass}_present={present} {pass}_absent={absent} {pass}_unknown={unknown} ",
                 took.as_secs_f64()
             ));
         }
@@ -311,14 +330,16 @@ async fn bench() -> Res<()> {
     let (cold, warm) = (num("cold_secs"), num("warm_secs"));
     let rss_mib = num("vm_hwm_kib") / 1024.0;
     println!(
-        "observe pass, cold (discovery + DS at both TLD servers): {cold:.3}s, {} exchanges; DS present {} / absent {} / unknown {}",
+        "observe pass, cold (discovery + DS at both TLD servers): {cold:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
+        num("cold_cpu_secs"),
         num("cold_exchanges"),
         num("cold_present"),
         num("cold_absent"),
         num("cold_unknown")
     );
     println!(
-        "observe pass, warm (delegations cached; DS at both TLD servers): {warm:.3}s, {} exchanges; DS present {} / absent {} / unknown {}",
+        "observe pass, warm (delegations cached; DS at both TLD servers): {warm:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
+        num("warm_cpu_secs"),
         num("warm_exchanges"),
         num("warm_present"),
         num("warm_absent"),
