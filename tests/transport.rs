@@ -1,5 +1,5 @@
-//! The network transport against scripted socket servers on loopback: truncation and the
-//! TCP fallback, stray datagrams, garbled and mismatched answers, silence, refusal.
+//! The network transport against scripted socket servers on loopback: truncation (and
+//! answers too big for the receive buffer) and the TCP fallback, stray datagrams, garbled and mismatched answers, silence, refusal.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -19,6 +19,8 @@ use tokio::net::{TcpListener, UdpSocket};
 #[derive(Clone, Copy)]
 enum Udp {
     Truncate,
+    /// An answer bigger than the EDNS payload offered, without the TC bit.
+    Oversized,
     StrayThenAnswer,
     Garbage,
     OtherQuestion,
@@ -89,6 +91,11 @@ async fn server(mode: Udp) -> (SocketAddr, tokio::task::JoinHandle<()>) {
                     reply.answers.clear();
                     reply.metadata.truncation = true;
                 }
+                Udp::Oversized => {
+                    let more = reply.answers.clone();
+                    reply.answers.extend(more.iter().cloned());
+                    reply.answers.extend(more);
+                }
                 Udp::StrayThenAnswer => {
                     let mut stray = reply.clone();
                     stray.metadata.id = query.metadata.id.wrapping_add(1);
@@ -138,6 +145,15 @@ async fn a_truncated_udp_answer_is_fetched_over_tcp() {
         }
         other => panic!("{other:?}"),
     }
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_answer_too_big_for_the_receive_buffer_is_fetched_over_tcp() {
+    let (addr, task) = server(Udp::Oversized).await;
+    let answer = transport().exchange(addr, &ds_query()).await.unwrap();
+    // The UDP datagram held 123 records; the TCP answer holds 41.
+    assert_eq!(answer.answers.len(), 41);
     task.abort();
 }
 

@@ -51,10 +51,11 @@ pub struct QueryStats {
     pub peak_in_flight: usize,
 }
 
+/// One question to one server. `Name` compares and hashes without regard to case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     server: SocketAddr,
-    qname: String,
+    qname: Name,
     qtype: RecordType,
     recursion: bool,
     checking_disabled: bool,
@@ -130,7 +131,7 @@ impl Querier {
     ) -> Outcome {
         let key = Key {
             server,
-            qname: wire::name_text(qname),
+            qname: qname.clone(),
             qtype,
             recursion,
             checking_disabled,

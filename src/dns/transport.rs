@@ -8,7 +8,7 @@
 //! A UDP socket is connected to one server and serves one exchange at a time, so each
 //! exchange still sees only its server's datagrams and the kernel's ICMP refusal. Opening
 //! and closing a socket per query was most of the cost of a pass (socket, bind, connect,
-//! epoll registration, close, a zeroed 64 KiB buffer), so a socket whose exchange ended with
+//! epoll registration, close, a receive buffer), so a socket whose exchange ended with
 //! an answer is kept, with its buffer, for the next exchange with the same server; it is
 //! retired after [`SOCKET_MAX_USES`] exchanges or [`SOCKET_MAX_AGE`], so the source port
 //! keeps changing, and at most [`IDLE_SOCKETS`] wait idle. A socket whose exchange failed
@@ -35,8 +35,10 @@ pub const SOCKET_MAX_USES: u32 = 64;
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);
 /// UDP sockets kept idle between exchanges, all servers together.
 pub const IDLE_SOCKETS: usize = 64;
-/// Room for any UDP datagram.
-const DATAGRAM_MAX: usize = 65_535;
+/// Receive buffer of a UDP socket. Every query offers an EDNS payload of 1232 bytes
+/// ([`super::wire::EDNS_PAYLOAD`]); a server that sends more than this buffer holds is
+/// asked again over TCP, since the kernel cuts a datagram to the buffer.
+const DATAGRAM_MAX: usize = 4096;
 /// Stale datagrams read off a reused socket before giving up on it.
 const DRAIN_MAX: usize = 16;
 
@@ -81,15 +83,13 @@ impl Transport for NetTransport {
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
         Box::pin(async move {
             let deadline = Instant::now() + self.timeout;
-            let wire = query
-                .to_vec()
+            let wire = super::wire::encode_query(query)
                 .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))?;
-            let answer = self.udp_exchange(server, &wire, query, deadline).await?;
-            if answer.metadata.truncation {
+            match self.udp_exchange(server, &wire, query, deadline).await? {
                 // RFC 7766: a truncated UDP answer is retried over TCP.
-                return tcp_exchange(server, &wire, query, deadline).await;
+                Some(answer) if !answer.metadata.truncation => Ok(answer),
+                _ => tcp_exchange(server, &wire, query, deadline).await,
             }
-            Ok(answer)
         })
     }
 }
@@ -234,7 +234,7 @@ impl NetTransport {
         wire: &[u8],
         query: &Message,
         deadline: Instant,
-    ) -> Result<Message, ExchangeError> {
+    ) -> Result<Option<Message>, ExchangeError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| ExchangeError::Network(e.to_string()))?
             .id();
@@ -256,6 +256,11 @@ impl NetTransport {
             let Some(bytes) = conn.buf.get(..len) else {
                 return Err(ExchangeError::Malformed("short datagram".into()));
             };
+            // A datagram that fills the buffer may have been cut: if it is ours, the
+            // answer is fetched over TCP (`None`).
+            if len >= DATAGRAM_MAX && bytes.get(..2) == Some(&query.metadata.id.to_be_bytes()[..]) {
+                return Ok(None);
+            }
             let answer = match Message::from_vec(bytes) {
                 Ok(m) => m,
                 Err(e) => return Err(ExchangeError::Malformed(e.to_string())),
@@ -268,7 +273,7 @@ impl NetTransport {
             check_answers(&answer, query)?;
             // Only a socket that gave a proper answer serves again.
             self.sockets.give_back(server, conn);
-            return Ok(answer);
+            return Ok(Some(answer));
         }
     }
 }
