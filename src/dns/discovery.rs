@@ -62,6 +62,8 @@ pub struct NameServer {
 #[derive(Debug)]
 pub struct ZoneCut {
     pub zone: String,
+    /// `zone` as a DNS name, for the queries about it.
+    pub name: Name,
     pub servers: Vec<NameServer>,
     pub parent: Option<Arc<ZoneCut>>,
     expires: Instant,
@@ -245,6 +247,7 @@ impl Discovery {
                 .await;
             let cut = Arc::new(ZoneCut {
                 zone: ".".into(),
+                name: Name::root(),
                 servers,
                 parent: None,
                 expires: expiry(ttl, None),
@@ -299,6 +302,7 @@ impl Discovery {
                     .await;
                 return Ok(Probe::Cut(Arc::new(ZoneCut {
                     zone: name.to_string(),
+                    name: qname.clone(),
                     servers,
                     parent: Some(cut.clone()),
                     expires: expiry(ttl, Some(cut)),
@@ -318,6 +322,7 @@ impl Discovery {
                 .await;
             return Ok(Probe::Cut(Arc::new(ZoneCut {
                 zone: name.to_string(),
+                name: qname.clone(),
                 servers,
                 parent: Some(cut.clone()),
                 expires: expiry(ttl, Some(cut)),

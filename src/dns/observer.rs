@@ -17,7 +17,7 @@ use super::model::{
 use super::query::{Limits, Querier, QueryStats};
 use super::transport::{NetTransport, Transport};
 use super::validator::Validator;
-use super::{ObserveError, Observer, resolvers, wire};
+use super::{ObserveError, Observer, resolvers};
 use crate::config::DnsSettings;
 
 /// Tuning beyond the configuration file; the defaults suit a daemon.
@@ -141,12 +141,7 @@ impl DnsObserver {
                 reason: "no parent zone found".into(),
             });
         };
-        let Some(qname) = wire::parse_name(&cut.zone) else {
-            return Err(ObserveError {
-                zone: zone.into(),
-                reason: "invalid name".into(),
-            });
-        };
+        let qname = &cut.name;
         let port = self.0.port;
         let querier = &self.0.querier;
         let asks = parent.servers.iter().flat_map(|server| {
@@ -160,7 +155,6 @@ impl DnsObserver {
                 };
                 futures::future::Either::Left(async move { answer })
             });
-            let qname = &qname;
             let parent_zone = &parent.zone;
             server
                 .addrs
@@ -190,12 +184,7 @@ impl DnsObserver {
     async fn child_view(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let _turn = self.0.zones.acquire().await;
         let cut = self.delegation(zone).await?;
-        let Some(qname) = wire::parse_name(&cut.zone) else {
-            return Err(ObserveError {
-                zone: zone.into(),
-                reason: "invalid name".into(),
-            });
-        };
+        let qname = &cut.name;
         let port = self.0.port;
         let querier = &self.0.querier;
         let asks = cut.servers.iter().flat_map(|server| {
@@ -209,7 +198,6 @@ impl DnsObserver {
                 };
                 futures::future::Either::Left(async move { answer })
             });
-            let qname = &qname;
             server
                 .addrs
                 .iter()
