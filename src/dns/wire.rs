@@ -77,10 +77,39 @@ pub fn parent_name(name: &str) -> String {
     }
 }
 
+/// Random bytes held per thread for query IDs: one `getrandom` call per 256 queries.
+const ID_POOL: usize = 512;
+
+/// A query ID from the operating system's cryptographic RNG (RFC 5452 section 9.2: an
+/// attacker who sees some of our IDs, a name server we query for instance, must not be
+/// able to predict the next ones). If the OS RNG ever fails, the thread-seeded fastrand
+/// is the fallback: an ID is still never a constant.
+pub fn query_id() -> u16 {
+    use ring::rand::SecureRandom;
+    use std::cell::RefCell;
+    thread_local! {
+        static POOL: RefCell<([u8; ID_POOL], usize)> = const { RefCell::new(([0; ID_POOL], ID_POOL)) };
+    }
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let (bytes, next) = &mut *pool;
+        if *next + 2 > ID_POOL {
+            if ring::rand::SystemRandom::new().fill(bytes).is_err() {
+                return fastrand::u16(..);
+            }
+            *next = 0;
+        }
+        let id = u16::from_be_bytes([bytes[*next], bytes[*next + 1]]);
+        *next += 2;
+        id
+    })
+}
+
 /// A query as every authoritative query is sent: RD as given, DO=1, EDNS payload 1232,
-/// a random ID (the UDP source port is random too: a new socket per attempt).
+/// an unpredictable ID ([`query_id`]; the UDP source port is random too, see
+/// `transport`).
 pub fn build_query(qname: &Name, qtype: RecordType, recursion_desired: bool) -> Message {
-    let mut message = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+    let mut message = Message::new(query_id(), MessageType::Query, OpCode::Query);
     message.add_query(Query::query(qname.clone(), qtype));
     message.metadata.recursion_desired = recursion_desired;
     let mut edns = Edns::new();
@@ -316,6 +345,19 @@ mod tests {
         let mut q = build_query(&Name::root(), RecordType::NS, false);
         q.edns = None;
         assert_eq!(encode_query(&q).unwrap(), q.to_vec().unwrap());
+    }
+
+    #[test]
+    fn query_ids_come_from_a_refilled_pool_and_vary() {
+        // Several refills of the pool: the IDs keep changing and spread over the range.
+        let ids: Vec<u16> = (0..4 * ID_POOL).map(|_| query_id()).collect();
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert!(
+            distinct.len() > ids.len() * 9 / 10,
+            "{} distinct",
+            distinct.len()
+        );
+        assert!(ids.iter().any(|&i| i >= 0x8000) && ids.iter().any(|&i| i < 0x8000));
     }
 
     #[test]
