@@ -101,17 +101,6 @@ async fn scrape(AxumState(ctx): AxumState<Ctx>) -> Response {
     }
 }
 
-const STATES: [State; 8] = [
-    State::Disabled,
-    State::Enabling,
-    State::AwaitingDs,
-    State::DsObserved,
-    State::Active,
-    State::AwaitingDsRemoval,
-    State::TtlWait,
-    State::Disabling,
-];
-
 /// The exposition text (format 0.0.4).
 pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreError> {
     let now = clock.now();
@@ -125,7 +114,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
         "dnssec_warden_zones",
         "Zones per lifecycle state (unobserved: not yet adopted).",
     );
-    for state in STATES.iter().map(|s| Some(*s)).chain([None]) {
+    for state in State::ALL.iter().map(|s| Some(*s)).chain([None]) {
         let n = zones.iter().filter(|z| z.state == state).count();
         let label = state.map(State::as_str).unwrap_or("unobserved");
         sample(

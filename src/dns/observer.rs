@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 
 use super::anchor::{AnchorError, TrustAnchors};
 use super::classify;
-use super::discovery::{Discovery, DiscoveryError, ZoneCut};
+use super::discovery::{Discovery, DiscoveryError, NameServer, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, UnknownReason, ValidationProbe,
 };
@@ -144,36 +144,14 @@ impl DnsObserver {
         let qname = &cut.name;
         let port = self.0.port;
         let querier = &self.0.querier;
-        let asks = parent.servers.iter().flat_map(|server| {
-            let unaddressed = server.addrs.is_empty().then(|| {
-                let answer = ServerAnswer {
-                    server: server.host.clone(),
-                    addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                    answer: DsAnswer::Unknown(UnknownReason::NoAddress(
-                        server.problem.clone().unwrap_or_default(),
-                    )),
-                };
-                futures::future::Either::Left(async move { answer })
-            });
-            let parent_zone = &parent.zone;
-            server
-                .addrs
-                .iter()
-                .map(move |addr| {
-                    futures::future::Either::Right(async move {
-                        let outcome = querier
-                            .ask(SocketAddr::new(*addr, port), qname, RecordType::DS)
-                            .await;
-                        ServerAnswer {
-                            server: server.host.clone(),
-                            addr: *addr,
-                            answer: classify::classify_ds(qname, parent_zone, &outcome),
-                        }
-                    })
-                })
-                .chain(unaddressed)
-        });
-        let answers = join_all(asks).await;
+        let parent_zone = &parent.zone;
+        let answers = ask_every_address(&parent.servers, DsAnswer::Unknown, |addr| async move {
+            let outcome = querier
+                .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
+                .await;
+            classify::classify_ds(qname, parent_zone, &outcome)
+        })
+        .await;
         Ok(ParentView {
             zone: cut.zone.clone(),
             parent: parent.zone.clone(),
@@ -187,43 +165,16 @@ impl DnsObserver {
         let qname = &cut.name;
         let port = self.0.port;
         let querier = &self.0.querier;
-        let asks = cut.servers.iter().flat_map(|server| {
-            let unaddressed = server.addrs.is_empty().then(|| {
-                let answer = ServerAnswer {
-                    server: server.host.clone(),
-                    addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                    answer: DnskeyAnswer::Unknown(UnknownReason::NoAddress(
-                        server.problem.clone().unwrap_or_default(),
-                    )),
-                };
-                futures::future::Either::Left(async move { answer })
-            });
-            server
-                .addrs
-                .iter()
-                .map(move |addr| {
-                    futures::future::Either::Right(async move {
-                        let to = SocketAddr::new(*addr, port);
-                        let (keys, cds, cdnskey) = futures::join!(
-                            querier.ask(to, qname, RecordType::DNSKEY),
-                            querier.ask(to, qname, RecordType::CDS),
-                            querier.ask(to, qname, RecordType::CDNSKEY),
-                        );
-                        ServerAnswer {
-                            server: server.host.clone(),
-                            addr: *addr,
-                            answer: classify::classify_dnskey(
-                                qname,
-                                &keys,
-                                Some(&cds),
-                                Some(&cdnskey),
-                            ),
-                        }
-                    })
-                })
-                .chain(unaddressed)
-        });
-        let answers = join_all(asks).await;
+        let answers = ask_every_address(&cut.servers, DnskeyAnswer::Unknown, |addr| async move {
+            let to = SocketAddr::new(addr, port);
+            let (keys, cds, cdnskey) = futures::join!(
+                querier.ask(to, qname, RecordType::DNSKEY),
+                querier.ask(to, qname, RecordType::CDS),
+                querier.ask(to, qname, RecordType::CDNSKEY),
+            );
+            classify::classify_dnskey(qname, &keys, Some(&cds), Some(&cdnskey))
+        })
+        .await;
         Ok(ChildView {
             zone: cut.zone.clone(),
             answers,
@@ -265,6 +216,46 @@ impl DnsObserver {
         probes.extend(theirs);
         probes
     }
+}
+
+/// Asks every address of every server at once (`ask`); a server without any address is
+/// answered `unknown(NoAddress)` instead, so that it still counts, as unknown, in every
+/// unanimous decision.
+async fn ask_every_address<A, Fut>(
+    servers: &[NameServer],
+    unknown: impl Fn(UnknownReason) -> A,
+    ask: impl Fn(IpAddr) -> Fut,
+) -> Vec<ServerAnswer<A>>
+where
+    Fut: Future<Output = A>,
+{
+    let ask = &ask;
+    let asks = servers.iter().flat_map(|server| {
+        let unaddressed = server.addrs.is_empty().then(|| {
+            let answer = ServerAnswer {
+                server: server.host.clone(),
+                addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                answer: unknown(UnknownReason::NoAddress(
+                    server.problem.clone().unwrap_or_default(),
+                )),
+            };
+            futures::future::Either::Left(async move { answer })
+        });
+        server
+            .addrs
+            .iter()
+            .map(move |addr| {
+                futures::future::Either::Right(async move {
+                    ServerAnswer {
+                        server: server.host.clone(),
+                        addr: *addr,
+                        answer: ask(*addr).await,
+                    }
+                })
+            })
+            .chain(unaddressed)
+    });
+    join_all(asks).await
 }
 
 impl Observer for DnsObserver {
