@@ -289,36 +289,28 @@ impl Discovery {
                     continue;
                 }
             }
-            if meta.authoritative {
-                // The server is authoritative for `name`'s data: either `name` is inside
-                // `cut`'s zone, or it hosts the child too and answers with its apex NS.
-                let hosts = ns_hosts(&message.answers, &qname);
-                if hosts.is_empty() {
+            // Authoritative: the server holds `name`'s data, so either `name` is inside
+            // `cut`'s zone (no NS there) or the server hosts the child too and answers with
+            // its apex NS, whose glue it is authoritative for. Otherwise a referral, whose
+            // glue is only believed within the zone that gave it.
+            let (section, bailiwick) = if meta.authoritative {
+                (&message.answers, name)
+            } else {
+                (&message.authorities, cut.zone.as_str())
+            };
+            let hosts = ns_hosts(section, &qname);
+            if hosts.is_empty() {
+                if meta.authoritative {
                     return Ok(Probe::NotCut);
                 }
-                let ttl = ns_ttl(&message.answers, &qname);
-                let servers = self
-                    .servers_for(&hosts, &message.additionals, name, depth)
-                    .await;
-                return Ok(Probe::Cut(Arc::new(ZoneCut {
-                    zone: name.to_string(),
-                    name: qname.clone(),
-                    servers,
-                    parent: Some(cut.clone()),
-                    expires: expiry(ttl, Some(cut)),
-                })));
-            }
-            let hosts = ns_hosts(&message.authorities, &qname);
-            if hosts.is_empty() {
                 problems.push(format!(
                     "{host} ({addr}): not authoritative and no referral (lame)"
                 ));
                 continue;
             }
-            let ttl = ns_ttl(&message.authorities, &qname);
-            // Glue is only believed within the zone that gave the referral.
+            let ttl = ns_ttl(section, &qname);
             let servers = self
-                .servers_for(&hosts, &message.additionals, &cut.zone, depth)
+                .servers_for(&hosts, &message.additionals, bailiwick, depth)
                 .await;
             return Ok(Probe::Cut(Arc::new(ZoneCut {
                 zone: name.to_string(),
