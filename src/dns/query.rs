@@ -51,9 +51,10 @@ pub struct QueryStats {
     pub peak_in_flight: usize,
 }
 
-/// One question to one server. `Name` compares and hashes without regard to case.
+/// One question to one server; identical ones in flight are sent once. `Name` compares
+/// and hashes without regard to case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
+struct Question {
     server: SocketAddr,
     qname: Name,
     qtype: RecordType,
@@ -67,7 +68,7 @@ struct Shared {
     limits: Limits,
     global: Semaphore,
     per_server: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
-    flights: Mutex<HashMap<Key, Arc<OnceCell<Outcome>>>>,
+    flights: Mutex<HashMap<Question, Arc<OnceCell<Outcome>>>>,
     exchanges: AtomicU64,
     shared: AtomicU64,
     in_flight: AtomicUsize,
@@ -129,7 +130,7 @@ impl Querier {
         recursion: bool,
         checking_disabled: bool,
     ) -> Outcome {
-        let key = Key {
+        let question = Question {
             server,
             qname: qname.clone(),
             qtype,
@@ -138,11 +139,11 @@ impl Querier {
         };
         let (cell, joined) = {
             let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-            match flights.get(&key) {
+            match flights.get(&question) {
                 Some(cell) => (cell.clone(), true),
                 None => {
                     let cell = Arc::new(OnceCell::new());
-                    flights.insert(key.clone(), cell.clone());
+                    flights.insert(question.clone(), cell.clone());
                     (cell, false)
                 }
             }
@@ -151,13 +152,16 @@ impl Querier {
             self.0.shared.fetch_add(1, Ordering::Relaxed);
         }
         let outcome = cell
-            .get_or_init(|| self.send(server, qname, qtype, recursion, checking_disabled))
+            .get_or_init(|| self.send(question.clone()))
             .await
             .clone();
         // The answer is not a cache: once delivered, the next caller asks again.
         let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-        if flights.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
-            flights.remove(&key);
+        if flights
+            .get(&question)
+            .is_some_and(|c| Arc::ptr_eq(c, &cell))
+        {
+            flights.remove(&question);
         }
         outcome
     }
@@ -165,21 +169,9 @@ impl Querier {
     /// The exchange (permits, attempts) runs as a task of its own: it goes on as soon as a
     /// permit or an answer is there, on whichever worker thread holds it, instead of
     /// waiting for the caller's task (often one task driving every zone) to be polled.
-    async fn send(
-        &self,
-        server: SocketAddr,
-        qname: &Name,
-        qtype: RecordType,
-        recursion: bool,
-        checking_disabled: bool,
-    ) -> Outcome {
+    async fn send(&self, question: Question) -> Outcome {
         let shared = self.0.clone();
-        let qname = qname.clone();
-        let mut task = AbortOnDrop(tokio::spawn(async move {
-            shared
-                .send(server, &qname, qtype, recursion, checking_disabled)
-                .await
-        }));
+        let mut task = AbortOnDrop(tokio::spawn(async move { shared.send(&question).await }));
         match (&mut task.0).await {
             Ok(outcome) => outcome,
             Err(e) => Err(ExchangeError::Network(format!("query task: {e}"))),
@@ -196,14 +188,14 @@ impl Shared {
             .clone()
     }
 
-    async fn send(
-        &self,
-        server: SocketAddr,
-        qname: &Name,
-        qtype: RecordType,
-        recursion: bool,
-        checking_disabled: bool,
-    ) -> Outcome {
+    async fn send(&self, question: &Question) -> Outcome {
+        let Question {
+            server,
+            ref qname,
+            qtype,
+            recursion,
+            checking_disabled,
+        } = *question;
         let gate = self.server_gate(server.ip());
         let mut last = ExchangeError::Timeout;
         for _ in 0..self.limits.attempts {
