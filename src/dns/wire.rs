@@ -140,7 +140,6 @@ pub fn encode_query(message: &Message) -> Result<Vec<u8>, hickory_proto::ProtoEr
             || md.recursion_available
             || md.response_code != hickory_proto::op::ResponseCode::NoError
             || edns.rcode_high() != 0
-            || query.name().len() > 255
         {
             return None;
         }
