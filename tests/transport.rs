@@ -103,7 +103,15 @@ async fn server(mode: Udp) -> (SocketAddr, tokio::task::JoinHandle<()>) {
                     reply.answers.truncate(1);
                 }
                 Udp::Garbage => {
-                    udp.send_to(b"\x01\x02garbage", peer).await.unwrap();
+                    // Noise with another ID is skipped; garbage with ours is the answer.
+                    let other = query.metadata.id.wrapping_add(1).to_be_bytes();
+                    udp.send_to(&[&other[..], b"noise"].concat(), peer)
+                        .await
+                        .unwrap();
+                    let ours = query.metadata.id.to_be_bytes();
+                    udp.send_to(&[&ours[..], b"garbage"].concat(), peer)
+                        .await
+                        .unwrap();
                     continue;
                 }
                 Udp::OtherQuestion => {

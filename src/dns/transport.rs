@@ -3,17 +3,19 @@
 //! Built directly on hickory-proto messages and tokio sockets rather than hickory-net's
 //! `Client`: the observer must see every failure as it happened (timeout, ICMP refusal,
 //! truncation, a garbled answer) to classify it, must control the retry budget itself, and
-//! must open no connection pools or background tasks per server.
+//! must keep no connection pools or long-lived tasks per server.
 //!
-//! A UDP socket is connected to one server and serves one exchange at a time, so each
-//! exchange still sees only its server's datagrams and the kernel's ICMP refusal. Opening
-//! and closing a socket per query was most of the cost of a pass (socket, bind, connect,
-//! epoll registration, close, a receive buffer), so a socket whose exchange ended with
-//! an answer is kept, with its buffer, for the next exchange with the same server; it is
-//! retired after [`SOCKET_MAX_USES`] exchanges or [`SOCKET_MAX_AGE`], so the source port
-//! keeps changing, and at most [`IDLE_SOCKETS`] wait idle. A socket whose exchange failed
-//! (silence, refusal, garbage) is never reused. The number of sockets is the number of
-//! queries in flight plus at most [`IDLE_SOCKETS`].
+//! UDP works the way `dnsperf` does. The queries in flight to one server share one socket
+//! connected to it (so only that server's datagrams arrive, and the kernel's ICMP refusal
+//! is reported), told apart by their IDs: random (the OS CSPRNG), and never two alike on
+//! one socket at once. One reader task per socket drains every datagram that arrived at
+//! each wake-up and hands each to the query with its ID; anything else (a late or
+//! duplicate answer, spoofing, noise) is dropped. Opening a socket per query, or a task
+//! per socket read, was most of the cost of a pass. A socket takes new queries for at most
+//! [`SOCKET_MAX_USES`] queries or [`SOCKET_MAX_AGE`], so the source port keeps changing;
+//! its reader then ends once the last of them is answered or has given up. A forger must
+//! hit the port and the ID of one of the queries in flight, and those are at most the
+//! querier's per-server cap.
 //!
 //! [`Transport`] is a trait so that tests can script each server's answer.
 
@@ -21,26 +23,23 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use hickory_proto::op::Message;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, timeout_at};
 
 /// Exchanges one UDP socket (one source port) serves before it is closed.
 pub const SOCKET_MAX_USES: u32 = 64;
 /// How long one UDP socket (one source port) is used at most.
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);
-/// UDP sockets kept idle between exchanges, all servers together.
-pub const IDLE_SOCKETS: usize = 64;
 /// Receive buffer of a UDP socket. Every query offers an EDNS payload of 1232 bytes
 /// ([`super::wire::EDNS_PAYLOAD`]); a server that sends more than this buffer holds is
 /// asked again over TCP, since the kernel cuts a datagram to the buffer.
 const DATAGRAM_MAX: usize = 4096;
-/// Stale datagrams read off a reused socket before giving up on it.
-const DRAIN_MAX: usize = 16;
 
 /// Why one exchange gave no DNS message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,14 +66,14 @@ pub trait Transport: Send + Sync + 'static {
 pub struct NetTransport {
     /// Time limit of one exchange, TCP fallback included.
     pub timeout: Duration,
-    sockets: Arc<SocketPool>,
+    muxes: Arc<Muxes>,
 }
 
 impl NetTransport {
     pub fn new(timeout: Duration) -> Self {
         Self {
             timeout,
-            sockets: Arc::default(),
+            muxes: Arc::default(),
         }
     }
 }
@@ -88,7 +87,9 @@ impl Transport for NetTransport {
             match self.udp_exchange(server, &wire, query, deadline).await? {
                 // RFC 7766: a truncated UDP answer is retried over TCP.
                 Some(answer) if !answer.metadata.truncation => Ok(answer),
-                _ => tcp_exchange(server, &wire, query, deadline).await,
+                // Boxed apart: the rare TCP path would otherwise double the size of every
+                // exchange's future (and so of its allocation).
+                _ => Box::pin(tcp_exchange(server, &wire, query, deadline)).await,
             }
         })
     }
@@ -98,136 +99,291 @@ fn net(err: std::io::Error) -> ExchangeError {
     ExchangeError::Network(err.to_string())
 }
 
-/// A UDP socket connected to one server, with its receive buffer.
-struct Conn {
+/// The UDP sockets in use, one current socket per server. Clones of a [`NetTransport`]
+/// share them.
+#[derive(Default)]
+struct Muxes {
+    by_server: Mutex<HashMap<SocketAddr, Arc<Mux>>>,
+}
+
+impl Muxes {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Arc<Mux>>> {
+        self.by_server.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl std::fmt::Debug for Muxes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let open = self.by_server.lock().map(|m| m.len()).unwrap_or_default();
+        f.debug_struct("Muxes").field("open", &open).finish()
+    }
+}
+
+/// One UDP socket connected to one server, carrying many queries at once, told apart by
+/// their IDs, and the reader task that hands each answer to the query with its ID.
+struct Mux {
     socket: UdpSocket,
-    buf: Vec<u8>,
-    uses: u32,
     born: std::time::Instant,
     /// Sockets are registered with one runtime's I/O driver.
     runtime: tokio::runtime::Id,
+    state: Mutex<MuxState>,
+    /// Wakes the reader when a query gives up waiting: it may have been the last one.
+    wake: Notify,
 }
 
-impl Conn {
-    async fn open(server: SocketAddr, runtime: tokio::runtime::Id) -> Result<Self, ExchangeError> {
+#[derive(Default)]
+struct MuxState {
+    /// The queries waiting, by ID, each with its registration number: once a query's
+    /// answer is in, its ID may be taken again, and the one who gave up must not remove
+    /// the next query's place.
+    waiting: HashMap<u16, (u32, oneshot::Sender<Delivery>)>,
+    /// Queries registered so far; also the registration number of the next one.
+    sent: u32,
+    /// No query starts on this socket any more; its reader ends once none waits.
+    retired: bool,
+    /// The reader has ended: nothing will be read from this socket again.
+    closed: bool,
+}
+
+/// What the reader hands a waiting query.
+enum Delivery {
+    Answer(Message),
+    /// A datagram with the query's ID that filled the receive buffer, so may have been
+    /// cut by the kernel: the answer is fetched over TCP.
+    Cut,
+    Failed(ExchangeError),
+}
+
+impl Mux {
+    fn open(server: SocketAddr, runtime: tokio::runtime::Id) -> Result<Self, ExchangeError> {
         let local: SocketAddr = if server.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
             (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
         };
         // A fresh socket: the kernel picks a random ephemeral source port.
-        let socket = UdpSocket::bind(local).await.map_err(net)?;
+        let socket = std::net::UdpSocket::bind(local).map_err(net)?;
         // Connected: only the server's datagrams arrive, and an ICMP refusal is reported.
-        socket.connect(server).await.map_err(net)?;
+        socket.connect(server).map_err(net)?;
+        socket.set_nonblocking(true).map_err(net)?;
         Ok(Self {
-            socket,
-            buf: Vec::with_capacity(DATAGRAM_MAX),
-            uses: 0,
+            socket: UdpSocket::from_std(socket).map_err(net)?,
             born: std::time::Instant::now(),
             runtime,
+            state: Mutex::default(),
+            wake: Notify::new(),
         })
     }
 
-    fn reusable(&self, runtime: tokio::runtime::Id) -> bool {
-        self.uses < SOCKET_MAX_USES
+    fn state(&self) -> std::sync::MutexGuard<'_, MuxState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a new query may start on this socket.
+    fn fit(&self, state: &MuxState, runtime: tokio::runtime::Id) -> bool {
+        !state.retired
+            && !state.closed
+            && state.sent < SOCKET_MAX_USES
             && self.born.elapsed() < SOCKET_MAX_AGE
             && self.runtime == runtime
     }
 
-    /// Reads off whatever arrived since the last exchange (a duplicate answer, say): it is
-    /// no answer to the next query. False if the socket should not be used again.
-    fn drain(&mut self) -> bool {
-        let mut scratch = [0u8; 16];
-        for _ in 0..DRAIN_MAX {
-            match self.socket.try_recv(&mut scratch) {
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
-                Err(_) => return false,
-            }
+    /// Registers a query under `wanted` or, if a query in flight holds that ID, a fresh
+    /// random one. `None` if the socket takes no new query.
+    fn register(
+        self: &Arc<Self>,
+        wanted: u16,
+        runtime: tokio::runtime::Id,
+    ) -> Option<(Registration, oneshot::Receiver<Delivery>)> {
+        let mut state = self.state();
+        if !self.fit(&state, runtime) {
+            state.retired = true;
+            drop(state);
+            self.wake.notify_one();
+            return None;
         }
-        false
+        let mut id = wanted;
+        while state.waiting.contains_key(&id) {
+            id = super::wire::query_id();
+        }
+        let (tx, rx) = oneshot::channel();
+        let number = state.sent;
+        state.waiting.insert(id, (number, tx));
+        state.sent += 1;
+        if state.sent >= SOCKET_MAX_USES {
+            state.retired = true;
+        }
+        let registration = Registration {
+            mux: self.clone(),
+            id,
+            number,
+        };
+        Some((registration, rx))
+    }
+
+    /// Hands one datagram to the query with its ID; anything else (a late or duplicate
+    /// answer, spoofing, noise) is dropped.
+    fn deliver(&self, datagram: &[u8]) {
+        let Some(&[hi, lo]) = datagram.get(..2) else {
+            return;
+        };
+        let Some((_, waiter)) = self.state().waiting.remove(&u16::from_be_bytes([hi, lo])) else {
+            return;
+        };
+        let delivery = if datagram.len() >= DATAGRAM_MAX {
+            Delivery::Cut
+        } else {
+            match Message::from_vec(datagram) {
+                Ok(answer) => Delivery::Answer(answer),
+                Err(e) => Delivery::Failed(ExchangeError::Malformed(e.to_string())),
+            }
+        };
+        // The query may have given up meanwhile; its answer is then of no use.
+        let _ = waiter.send(delivery);
+    }
+
+    /// The socket failed (an ICMP refusal, say): every query waiting on it fails alike,
+    /// and it takes no new one.
+    fn fail_all(&self, err: &ExchangeError) {
+        let waiting = {
+            let mut state = self.state();
+            state.retired = true;
+            state.closed = true;
+            std::mem::take(&mut state.waiting)
+        };
+        for (_, waiter) in waiting.into_values() {
+            let _ = waiter.send(Delivery::Failed(err.clone()));
+        }
     }
 }
 
-#[derive(Default)]
-struct SocketPool {
-    idle: Mutex<Idle>,
-}
-
-#[derive(Default)]
-struct Idle {
-    by_server: HashMap<SocketAddr, Vec<Conn>>,
-    count: usize,
-}
-
-impl std::fmt::Debug for SocketPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let idle = self.idle.lock().map(|i| i.count).unwrap_or_default();
-        f.debug_struct("SocketPool").field("idle", &idle).finish()
-    }
-}
-
-impl SocketPool {
-    /// An idle socket connected to `server`, still fit for use, drained.
-    fn take(&self, server: SocketAddr, runtime: tokio::runtime::Id) -> Option<Conn> {
-        let mut retired = Vec::new();
-        let found = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            let Idle { by_server, count } = &mut *idle;
-            let mut found = None;
-            if let Some(conns) = by_server.get_mut(&server) {
-                while let Some(conn) = conns.pop() {
-                    *count -= 1;
-                    if conn.reusable(runtime) {
-                        found = Some(conn);
+/// The reader of one socket: drains every datagram that arrived at each wake-up. It ends
+/// once the socket is retired (by use count or age, so the source port keeps changing)
+/// and no query waits any more, or when the socket fails.
+async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
+    let mut buf = vec![0u8; DATAGRAM_MAX];
+    let retire_at = Instant::from_std(mux.born + SOCKET_MAX_AGE);
+    'reading: loop {
+        let retired = {
+            let mut state = mux.state();
+            if state.retired && state.waiting.is_empty() {
+                state.closed = true;
+                break;
+            }
+            state.retired
+        };
+        tokio::select! {
+            // ERROR too: an ICMP refusal makes the socket neither readable nor writable.
+            ready = mux.socket.ready(Interest::READABLE | Interest::ERROR) => {
+                match ready {
+                    Err(e) => {
+                        mux.fail_all(&net(e));
                         break;
                     }
-                    retired.push(conn);
-                }
-                if conns.is_empty() {
-                    by_server.remove(&server);
+                    // The socket's error (SO_ERROR) is the refusal; the socket is done.
+                    Ok(ready) if ready.is_error() => {
+                        let err = match mux.socket.take_error() {
+                            Ok(Some(e)) | Err(e) => net(e),
+                            Ok(None) => ExchangeError::Network("socket error".into()),
+                        };
+                        mux.fail_all(&err);
+                        break;
+                    }
+                    Ok(_) => {}
                 }
             }
-            found
-        };
-        // Sockets are closed outside the lock.
-        drop(retired);
-        let mut conn = found?;
-        conn.drain().then_some(conn)
+            () = tokio::time::sleep_until(retire_at), if !retired => {
+                mux.state().retired = true;
+                continue;
+            }
+            () = mux.wake.notified() => continue,
+        }
+        loop {
+            match mux.socket.try_recv(&mut buf) {
+                Ok(len) => mux.deliver(buf.get(..len).unwrap_or_default()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    mux.fail_all(&net(e));
+                    break 'reading;
+                }
+            }
+        }
     }
+    // Forget the socket, unless a newer one already replaced it.
+    if let Some(table) = table.upgrade() {
+        let mut by_server = table.table();
+        if by_server.get(&server).is_some_and(|m| Arc::ptr_eq(m, &mux)) {
+            by_server.remove(&server);
+        }
+    }
+}
 
-    /// Keeps `conn` for the next exchange with `server`, if it may serve one.
-    fn give_back(&self, server: SocketAddr, conn: Conn) {
-        if !conn.reusable(conn.runtime) {
-            return;
+/// A query's place among those waiting on a socket; giving up (a timeout, a dropped
+/// exchange) frees its ID.
+struct Registration {
+    mux: Arc<Mux>,
+    id: u16,
+    number: u32,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut state = self.mux.state();
+        // The place may already be gone (answered) and the ID taken by a newer query.
+        if state
+            .waiting
+            .get(&self.id)
+            .is_some_and(|(n, _)| *n == self.number)
+        {
+            state.waiting.remove(&self.id);
+            drop(state);
+            self.mux.wake.notify_one();
         }
-        let mut retired = Vec::new();
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.count >= IDLE_SOCKETS {
-            // Full: sweep the sockets too old to be used again; bounded by IDLE_SOCKETS.
-            let Idle { by_server, count } = &mut *idle;
-            by_server.retain(|_, conns| {
-                let (keep, old): (Vec<Conn>, Vec<Conn>) = std::mem::take(conns)
-                    .into_iter()
-                    .partition(|c| c.born.elapsed() < SOCKET_MAX_AGE);
-                *count -= old.len();
-                retired.extend(old);
-                *conns = keep;
-                !conns.is_empty()
-            });
-        }
-        if idle.count < IDLE_SOCKETS {
-            idle.count += 1;
-            idle.by_server.entry(server).or_default().push(conn);
-        } else {
-            retired.push(conn);
-        }
-        drop(idle);
-        drop(retired);
     }
 }
 
 impl NetTransport {
+    /// The current socket for `server` and the query registered on it.
+    fn register(
+        &self,
+        server: SocketAddr,
+        wanted: u16,
+    ) -> Result<(Registration, oneshot::Receiver<Delivery>), ExchangeError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| ExchangeError::Network(e.to_string()))?
+            .id();
+        // A socket found unfit is replaced; the second socket is a fresh one, so this
+        // ends in two rounds unless another query keeps racing us for it.
+        for _ in 0..4 {
+            let current = { self.muxes.table().get(&server).cloned() };
+            if let Some(registered) = current.and_then(|mux| mux.register(wanted, runtime)) {
+                return Ok(registered);
+            }
+            let fresh = Arc::new(Mux::open(server, runtime)?);
+            let installed = {
+                let mut by_server = self.muxes.table();
+                let replace = by_server.get(&server).is_none_or(|m| {
+                    let state = m.state();
+                    !m.fit(&state, runtime)
+                });
+                if replace {
+                    by_server.insert(server, fresh.clone());
+                }
+                replace
+            };
+            if installed {
+                tokio::spawn(read_answers(
+                    fresh.clone(),
+                    Arc::downgrade(&self.muxes),
+                    server,
+                ));
+            }
+        }
+        Err(ExchangeError::Network(
+            "no UDP socket free for the query".into(),
+        ))
+    }
+
     async fn udp_exchange(
         &self,
         server: SocketAddr,
@@ -235,45 +391,31 @@ impl NetTransport {
         query: &Message,
         deadline: Instant,
     ) -> Result<Option<Message>, ExchangeError> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|e| ExchangeError::Network(e.to_string()))?
-            .id();
-        let mut conn = match self.sockets.take(server, runtime) {
-            Some(conn) => conn,
-            None => Conn::open(server, runtime).await?,
+        let (registration, answer) = self.register(server, query.metadata.id)?;
+        let (mux, id) = (&registration.mux, registration.id);
+        let sent = if id == query.metadata.id {
+            mux.socket.send(wire).await
+        } else {
+            let mut renumbered = wire.to_vec();
+            if let Some(head) = renumbered.get_mut(..2) {
+                head.copy_from_slice(&id.to_be_bytes());
+            }
+            mux.socket.send(&renumbered).await
         };
-        conn.uses += 1;
-        conn.socket.send(wire).await.map_err(net)?;
-        // Bounded: each round either returns or consumes one stray datagram before the
-        // deadline.
-        loop {
-            conn.buf.clear();
-            let len = match timeout_at(deadline, conn.socket.recv_buf(&mut conn.buf)).await {
-                Err(_) => return Err(ExchangeError::Timeout),
-                Ok(Err(e)) => return Err(net(e)),
-                Ok(Ok(len)) => len,
-            };
-            let Some(bytes) = conn.buf.get(..len) else {
-                return Err(ExchangeError::Malformed("short datagram".into()));
-            };
-            // A datagram that fills the buffer may have been cut: if it is ours, the
-            // answer is fetched over TCP (`None`).
-            if len >= DATAGRAM_MAX && bytes.get(..2) == Some(&query.metadata.id.to_be_bytes()[..]) {
-                return Ok(None);
+        sent.map_err(net)?;
+        let delivery = match timeout_at(deadline, answer).await {
+            Err(_) => return Err(ExchangeError::Timeout),
+            Ok(Err(_)) => return Err(ExchangeError::Network("socket reader ended".into())),
+            Ok(Ok(delivery)) => delivery,
+        };
+        drop(registration);
+        match delivery {
+            Delivery::Answer(answer) => {
+                check_answers(&answer, query)?;
+                Ok(Some(answer))
             }
-            let answer = match Message::from_vec(bytes) {
-                Ok(m) => m,
-                Err(e) => return Err(ExchangeError::Malformed(e.to_string())),
-            };
-            // A datagram with another ID is not ours (a late answer, or spoofing): keep
-            // waiting.
-            if answer.metadata.id != query.metadata.id {
-                continue;
-            }
-            check_answers(&answer, query)?;
-            // Only a socket that gave a proper answer serves again.
-            self.sockets.give_back(server, conn);
-            return Ok(Some(answer));
+            Delivery::Cut => Ok(None),
+            Delivery::Failed(err) => Err(err),
         }
     }
 }
@@ -331,5 +473,67 @@ pub fn check_answers(answer: &Message, query: &Message) -> Result<(), ExchangeEr
         Err(ExchangeError::Malformed(
             "the answer is for another question".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer_to(id: u16) -> Vec<u8> {
+        let mut m = Message::new(
+            id,
+            hickory_proto::op::MessageType::Response,
+            hickory_proto::op::OpCode::Query,
+        );
+        m.metadata.authoritative = true;
+        m.to_vec().unwrap_or_default()
+    }
+
+    /// A query that gave up after its answer was handed over must not free the place of
+    /// a newer query that took the same ID.
+    #[tokio::test]
+    async fn giving_up_frees_only_ones_own_place() {
+        let runtime = tokio::runtime::Handle::current().id();
+        let mux = Arc::new(Mux::open("127.0.0.1:9".parse().unwrap(), runtime).unwrap());
+        let (first, first_answer) = mux.register(0x1234, runtime).unwrap();
+        mux.deliver(&answer_to(0x1234));
+        let (second, mut second_answer) = mux.register(0x1234, runtime).unwrap();
+        assert_eq!(second.id, 0x1234, "the ID was free again");
+        drop(first);
+        drop(first_answer);
+        assert!(mux.state().waiting.contains_key(&0x1234));
+        mux.deliver(&answer_to(0x1234));
+        assert!(matches!(second_answer.try_recv(), Ok(Delivery::Answer(_))));
+    }
+
+    /// Two queries in flight on one socket never share an ID; a stray datagram reaches
+    /// nobody.
+    #[tokio::test]
+    async fn ids_in_flight_on_one_socket_differ() {
+        let runtime = tokio::runtime::Handle::current().id();
+        let mux = Arc::new(Mux::open("127.0.0.1:9".parse().unwrap(), runtime).unwrap());
+        let (a, mut a_answer) = mux.register(7, runtime).unwrap();
+        let (b, mut b_answer) = mux.register(7, runtime).unwrap();
+        assert_eq!(a.id, 7);
+        assert_ne!(b.id, 7);
+        mux.deliver(&answer_to(8u16.wrapping_add(b.id)));
+        mux.deliver(b"\x07");
+        assert!(a_answer.try_recv().is_err() && b_answer.try_recv().is_err());
+        mux.deliver(&answer_to(b.id));
+        assert!(matches!(b_answer.try_recv(), Ok(Delivery::Answer(_))));
+        assert!(a_answer.try_recv().is_err());
+    }
+
+    /// A socket takes at most SOCKET_MAX_USES queries.
+    #[tokio::test]
+    async fn a_socket_retires_after_its_uses() {
+        let runtime = tokio::runtime::Handle::current().id();
+        let mux = Arc::new(Mux::open("127.0.0.1:9".parse().unwrap(), runtime).unwrap());
+        let mut places = Vec::new();
+        for i in 0..SOCKET_MAX_USES {
+            places.push(mux.register(i as u16, runtime).expect("fit"));
+        }
+        assert!(mux.register(0, runtime).is_none());
     }
 }
