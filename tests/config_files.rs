@@ -95,6 +95,8 @@ fn check_config_names_the_bad_key_and_file() {
             "timing.poll_waiting",
         ),
         ("[timing]\npoll_wating = \"5m\"\n", "poll_wating"),
+        ("[dns]\nqueries_per_server = 0\n", "dns.queries_per_server"),
+        ("[dns]\nqueries_per_server = 65\n", "dns.queries_per_server"),
         (
             "[dns]\nvalidating_resolvers = [\"1.1.1.1\", \"resolver\"]\n",
             "dns.validating_resolvers[1]",

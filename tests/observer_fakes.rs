@@ -44,13 +44,24 @@ struct Fake {
     world: Mutex<World>,
     scripts: Mutex<HashMap<(IpAddr, RecordType), Script>>,
     asked: Mutex<Vec<(IpAddr, RecordType)>>,
+    /// Per server address: exchanges in flight now, and the most ever.
+    in_flight: Mutex<HashMap<IpAddr, (usize, usize)>>,
 }
 
 impl Transport for Fake {
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
         Box::pin(async move {
+            {
+                let mut in_flight = self.in_flight.lock().unwrap();
+                let (now, peak) = in_flight.entry(server.ip()).or_default();
+                *now += 1;
+                *peak = (*peak).max(*now);
+            }
             // Let other questions start meanwhile, as a real exchange would.
             tokio::task::yield_now().await;
+            if let Some((now, _)) = self.in_flight.lock().unwrap().get_mut(&server.ip()) {
+                *now -= 1;
+            }
             let qtype = query.queries[0].query_type();
             self.asked.lock().unwrap().push((server.ip(), qtype));
             let script = self
@@ -203,6 +214,7 @@ fn setup() -> Setup {
         world: Mutex::new(world),
         scripts: Mutex::new(HashMap::new()),
         asked: Mutex::new(Vec::new()),
+        in_flight: Mutex::new(HashMap::new()),
     });
     let settings = DnsSettings {
         root_hints: vec![ROOT.into()],
@@ -211,6 +223,7 @@ fn setup() -> Setup {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
+        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
     };
     let observer =
@@ -387,6 +400,41 @@ async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
     );
     // One NS question and one DS question per server per zone, plus the shared lookups.
     assert!(stats.exchanges <= 3 * 10_000 + 10, "{stats:?}");
+}
+
+/// `dns.queries_per_server`: the cap is reached and never passed, at every server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_to_one_server_never_pass_the_per_server_cap() {
+    let s = setup();
+    {
+        let mut world = s.fake.world.lock().unwrap();
+        let tld = world.zones.get_mut("test.").unwrap();
+        for i in 0..500 {
+            tld.delegations.insert(
+                format!("z{i}.test."),
+                Delegation {
+                    ns: vec!["ns.child.test.".into()],
+                    ns_ttl: 300,
+                    ds: HashMap::new(),
+                    ds_ttl: 3600,
+                },
+            );
+        }
+    }
+    let cap = 3;
+    let options = ObserverOptions {
+        per_server: cap,
+        ..ObserverOptions::default()
+    };
+    let observer = DnsObserver::with_transport(&s.settings, options, s.fake.clone()).unwrap();
+    let zones: Vec<String> = (0..500).map(|i| format!("z{i}.test.")).collect();
+    let views = futures::future::join_all(zones.iter().map(|z| observer.parent(z))).await;
+    assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
+    let in_flight = s.fake.in_flight.lock().unwrap().clone();
+    for tld in [TLD_A, TLD_B] {
+        let (now, peak) = in_flight[&IpAddr::from(tld)];
+        assert_eq!((now, peak), (0, cap), "{tld}");
+    }
 }
 
 #[tokio::test]

@@ -35,8 +35,8 @@ impl Default for ObserverOptions {
     fn default() -> Self {
         Self {
             zones_in_flight: 256,
-            queries_in_flight: 64,
-            per_server: 8,
+            queries_in_flight: crate::config::MAX_QUERIES_PER_SERVER,
+            per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
         }
     }
 }
@@ -74,7 +74,11 @@ impl DnsObserver {
     /// Over the network, as configured. Reads the trust anchor file.
     pub fn new(settings: &DnsSettings) -> Result<Self, ObserverError> {
         let transport = Arc::new(NetTransport::new(settings.query_timeout));
-        Self::with_transport(settings, ObserverOptions::default(), transport)
+        let options = ObserverOptions {
+            per_server: settings.queries_per_server,
+            ..ObserverOptions::default()
+        };
+        Self::with_transport(settings, options, transport)
     }
 
     /// Over any transport: the tests' scripted servers, for one.

@@ -352,6 +352,11 @@ impl Knot {
         Ok(())
     }
 
+    /// knotd's PID while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.proc.as_ref().map(Proc::pid)
+    }
+
     pub fn stop(&mut self) {
         if let Some(mut p) = self.proc.take() {
             p.kill();

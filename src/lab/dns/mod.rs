@@ -240,6 +240,7 @@ impl LabDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(400),
             query_attempts: 2,
+            queries_per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
             address_families: Default::default(),
         }
     }
