@@ -1,5 +1,6 @@
 //! The network transport against scripted socket servers on loopback: truncation (and
-//! answers too big for the receive buffer) and the TCP fallback, stray datagrams, garbled and mismatched answers, silence, refusal.
+//! answers too big for the receive buffer) and the TCP fallback, stray datagrams, garbled
+//! and mismatched answers, silence, refusal, and many queries sharing one socket.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use dnssec_warden::dns::{DsAnswer, ExchangeError, NetTransport, Transport};
 use dnssec_warden::dnssec::DigestType;
 use dnssec_warden::lab::dns::zone::{ds_rdata, sign};
 use dnssec_warden::lab::keys::LabKey;
+use futures::StreamExt;
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -228,4 +230,70 @@ async fn an_nxdomain_needs_the_parents_soa_to_count_as_absent() {
         classify_ds(&zone, "test.", &bare),
         DsAnswer::Unknown(_)
     ));
+}
+
+/// A server that answers each query after its own random delay, so answers come back out
+/// of order, and answers every third one twice.
+async fn shuffling_server() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let udp = std::sync::Arc::new(UdpSocket::bind("127.0.61.1:0").await.unwrap());
+    let addr = udp.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        let mut n_seen = 0u64;
+        while let Ok((n, peer)) = udp.recv_from(&mut buf).await {
+            let query = Message::from_vec(&buf[..n]).unwrap();
+            n_seen += 1;
+            let copies = if n_seen.is_multiple_of(3) { 2 } else { 1 };
+            let udp = udp.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(fastrand::u64(0..15))).await;
+                let mut reply = Message::new(
+                    query.metadata.id,
+                    MessageType::Response,
+                    query.metadata.op_code,
+                );
+                reply.queries = query.queries.clone();
+                reply.metadata.authoritative = true;
+                let wire = reply.to_vec().unwrap();
+                for _ in 0..copies {
+                    let _ = udp.send_to(&wire, peer).await;
+                }
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// Many queries in flight to one server share its socket: answers arriving out of order,
+/// some twice, each reach the query they answer, even when every query came with the same
+/// ID (the transport renumbers the ones that would collide).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_out_of_order_reach_their_own_queries() {
+    let (addr, task) = shuffling_server().await;
+    let transport = transport();
+    let queries: Vec<Message> = (0..150)
+        .map(|i| {
+            let mut q = build_query(
+                &parse_name(&format!("q{i}.test.")).unwrap(),
+                RecordType::DS,
+                false,
+            );
+            q.metadata.id = 7;
+            q
+        })
+        .collect();
+    // 48 in flight (as the querier's caps would allow at most 64): past one socket's 64
+    // uses, and few enough for the server's receive buffer under a busy test run.
+    let transport = &transport;
+    let answers: Vec<_> = futures::stream::iter(queries.iter())
+        .map(|q| async move { (q, transport.exchange(addr, q).await) })
+        .buffer_unordered(48)
+        .collect()
+        .await;
+    assert_eq!(answers.len(), 150);
+    for (query, answer) in answers {
+        let answer = answer.unwrap();
+        assert_eq!(answer.queries[0].name(), query.queries[0].name());
+    }
+    task.abort();
 }
