@@ -385,6 +385,7 @@ async fn bench() -> Res<()> {
     let ratio = warm / floor.max(1e-6);
     // The same pass with a stricter per-server cap, as an operator may configure it (8
     // was the default before 16).
+    let knotd_before = knotd_cpu();
     let strict = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
         .env(CHILD_ENV, port.to_string())
         .env("BENCH_PER_SERVER", "8")
@@ -396,13 +397,15 @@ async fn bench() -> Res<()> {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0)
     };
+    let knotd_strict = knotd_cpu() - knotd_before;
     println!(
-        "same code, dns.queries_per_server = 8 instead of {per_server}: cold {:.3}s ({:.2}x floor), warm {:.3}s ({:.2}x), peak RSS {:.1} MiB",
+        "same code, dns.queries_per_server = 8 instead of {per_server}: cold {:.3}s ({:.2}x floor), warm {:.3}s ({:.2}x), peak RSS {:.1} MiB, knotd CPU {:.1} us per query",
         snum("cold_secs"),
         snum("cold_secs") / floor.max(1e-6),
         snum("warm_secs"),
         snum("warm_secs") / floor.max(1e-6),
-        snum("vm_hwm_kib") / 1024.0
+        snum("vm_hwm_kib") / 1024.0,
+        knotd_strict / (snum("cold_exchanges") + snum("warm_exchanges")).max(1.0) * 1e6
     );
     println!("ratio to floor: cold pass {cold_ratio:.2}x, warm pass {ratio:.2}x (like for like)");
 
