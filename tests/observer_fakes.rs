@@ -121,6 +121,25 @@ struct Setup {
 }
 
 impl Setup {
+    /// Delegates `z0.test.` … without a DS, served by the child's server; their names.
+    fn add_unsigned_zones(&self, count: usize) -> Vec<String> {
+        let mut world = self.fake.world.lock().unwrap();
+        let tld = world.zones.get_mut("test.").unwrap();
+        let zones: Vec<String> = (0..count).map(|i| format!("z{i}.test.")).collect();
+        for zone in &zones {
+            tld.delegations.insert(
+                zone.clone(),
+                Delegation {
+                    ns: vec!["ns.child.test.".into()],
+                    ns_ttl: 300,
+                    ds: HashMap::new(),
+                    ds_ttl: 3600,
+                },
+            );
+        }
+        zones
+    }
+
     fn script(&self, server: Ipv4Addr, qtype: RecordType, script: Script) {
         self.fake
             .scripts
@@ -369,22 +388,7 @@ async fn the_rrsig_original_ttl_wins_over_a_lowered_record_ttl() {
 #[tokio::test]
 async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
     let s = setup();
-    {
-        let mut world = s.fake.world.lock().unwrap();
-        let tld = world.zones.get_mut("test.").unwrap();
-        for i in 0..10_000 {
-            tld.delegations.insert(
-                format!("z{i}.test."),
-                Delegation {
-                    ns: vec!["ns.child.test.".into()],
-                    ns_ttl: 300,
-                    ds: HashMap::new(),
-                    ds_ttl: 3600,
-                },
-            );
-        }
-    }
-    let zones: Vec<String> = (0..10_000).map(|i| format!("z{i}.test.")).collect();
+    let zones = s.add_unsigned_zones(10_000);
     let views = futures::future::join_all(zones.iter().map(|z| s.observer.parent(z))).await;
     assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
     let asked = s.fake.asked.lock().unwrap().clone();
@@ -406,28 +410,13 @@ async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_to_one_server_never_pass_the_per_server_cap() {
     let s = setup();
-    {
-        let mut world = s.fake.world.lock().unwrap();
-        let tld = world.zones.get_mut("test.").unwrap();
-        for i in 0..500 {
-            tld.delegations.insert(
-                format!("z{i}.test."),
-                Delegation {
-                    ns: vec!["ns.child.test.".into()],
-                    ns_ttl: 300,
-                    ds: HashMap::new(),
-                    ds_ttl: 3600,
-                },
-            );
-        }
-    }
+    let zones = s.add_unsigned_zones(500);
     let cap = 3;
     let options = ObserverOptions {
         per_server: cap,
         ..ObserverOptions::default()
     };
     let observer = DnsObserver::with_transport(&s.settings, options, s.fake.clone()).unwrap();
-    let zones: Vec<String> = (0..500).map(|i| format!("z{i}.test.")).collect();
     let views = futures::future::join_all(zones.iter().map(|z| observer.parent(z))).await;
     assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
     let in_flight = s.fake.in_flight.lock().unwrap().clone();
