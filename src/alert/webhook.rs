@@ -84,15 +84,18 @@ impl Webhook {
     }
 
     /// POSTs the event, retrying network errors, 408, 429 and 5xx with exponential
-    /// backoff, at most `max_attempts` times. Other answers are not retried now: the
+    /// backoff, at most `max_attempts` times; a `Retry-After` (in seconds) lengthens the
+    /// next wait, up to [`MAX_BACKOFF`]. Other answers are not retried now: the
     /// notification stays owed and the next tick tries again.
     pub async fn send(&self, event: &AlertEvent) -> Result<(), WebhookError> {
         let mut wait = self.backoff;
+        let mut asked: Option<Duration> = None;
         let mut last = String::new();
         let mut attempts = 0;
         while attempts < self.max_attempts {
             if attempts > 0 {
-                tokio::time::sleep(wait).await;
+                let pause = asked.take().map_or(wait, |a| a.max(wait)).min(MAX_BACKOFF);
+                tokio::time::sleep(pause).await;
                 wait = wait.saturating_mul(2).min(MAX_BACKOFF);
             }
             attempts += 1;
@@ -109,6 +112,11 @@ impl Webhook {
                 Ok(response) => {
                     let status = response.status();
                     last = format!("HTTP {status}");
+                    asked = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(crate::provider::parse_retry_after);
                     let transient = status.is_server_error()
                         || status == reqwest::StatusCode::REQUEST_TIMEOUT
                         || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
@@ -130,5 +138,73 @@ impl Webhook {
             attempts,
             last,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::response::IntoResponse;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    /// A 429 with `Retry-After: 1` is waited out (not the 10 ms backoff) before the retry.
+    #[tokio::test]
+    async fn a_retry_after_lengthens_the_next_wait() {
+        let seen: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let log = seen.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let log = log.clone();
+                async move {
+                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                    log.push(Instant::now());
+                    if log.len() == 1 {
+                        (
+                            reqwest::StatusCode::TOO_MANY_REQUESTS,
+                            [(reqwest::header::RETRY_AFTER, "1")],
+                        )
+                            .into_response()
+                    } else {
+                        reqwest::StatusCode::OK.into_response()
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let hook = Webhook::new(&WebhookSettings {
+            name: "alerts.webhook[0]".into(),
+            url: format!("http://{addr}/hook").parse().unwrap(),
+            headers: Vec::new(),
+            timeout: Duration::from_secs(5),
+            max_attempts: 2,
+            backoff: Duration::from_millis(10),
+        })
+        .unwrap();
+        let event = AlertEvent {
+            text: "test".into(),
+            id: "alert-1-firing".into(),
+            event: super::super::EventKind::Firing,
+            zone: "example.com.".into(),
+            kind: None,
+            severity: "warning".into(),
+            message: "test".into(),
+            state: None,
+            opened_at: None,
+            resolved_at: None,
+            ds: None,
+            at: "2026-11-22T00:00:00Z".into(),
+        };
+        hook.send(&event).await.unwrap();
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        assert!(
+            seen[1] - seen[0] >= Duration::from_secs(1),
+            "{:?}",
+            seen[1] - seen[0]
+        );
     }
 }
