@@ -40,12 +40,7 @@ impl Store {
         rows.into_iter()
             .map(|r| {
                 Ok(ZoneHealth {
-                    state: r
-                        .state
-                        .as_deref()
-                        .map(State::from_str)
-                        .transpose()
-                        .map_err(corrupt)?,
+                    state: super::parse_state(r.state.as_deref())?,
                     name: r.name,
                     last_observed_at: r.last_observed_at.map(Timestamp),
                     failures: r.failures,

@@ -163,6 +163,11 @@ fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
 }
 
+/// A zone's `state` column: NULL before its first step.
+fn parse_state(column: Option<&str>) -> Result<Option<State>, StoreError> {
+    column.map(State::from_str).transpose().map_err(corrupt)
+}
+
 impl TryFrom<RawZone> for ZoneRow {
     type Error = StoreError;
     fn try_from(r: RawZone) -> Result<Self, StoreError> {
@@ -170,12 +175,7 @@ impl TryFrom<RawZone> for ZoneRow {
             zone: Zone {
                 intent: Intent::from_str(&r.intent).map_err(corrupt)?,
                 ds_never_submitted: r.ds_never_submitted,
-                state: r
-                    .state
-                    .as_deref()
-                    .map(State::from_str)
-                    .transpose()
-                    .map_err(corrupt)?,
+                state: parse_state(r.state.as_deref())?,
                 since: Timestamp(r.state_since),
                 facts: Facts {
                     ds_line: r.ds_line,
