@@ -32,9 +32,9 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, timeout_at};
 
-/// Exchanges one UDP socket (one source port) serves before it is closed.
+/// Queries one UDP socket (one source port) takes before it is retired.
 pub const SOCKET_MAX_USES: u32 = 64;
-/// How long one UDP socket (one source port) is used at most.
+/// How long one UDP socket (one source port) takes new queries at most.
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);
 /// Receive buffer of a UDP socket. Every query offers an EDNS payload of 1232 bytes
 /// ([`super::wire::EDNS_PAYLOAD`]); a server that sends more than this buffer holds is
