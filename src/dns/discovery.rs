@@ -18,7 +18,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, RecordType};
 use tokio::time::Instant;
 
-use super::query::Querier;
+use super::query::{self, Querier};
 use super::wire;
 
 /// Longest a delegation is believed, whatever its TTL says.
@@ -414,14 +414,8 @@ impl Discovery {
                 let mut found = Vec::new();
                 let mut answered = false;
                 for outcome in [a, aaaa] {
-                    match outcome {
-                        Ok(m)
-                            if m.metadata.authoritative
-                                && matches!(
-                                    m.metadata.response_code,
-                                    ResponseCode::NoError | ResponseCode::NXDomain
-                                ) =>
-                        {
+                    match query::authoritative(&outcome, &ns, addr) {
+                        Ok(m) => {
                             answered = true;
                             for r in &m.answers {
                                 if wire::name_text(&r.name) != host {
@@ -434,16 +428,7 @@ impl Discovery {
                                 }
                             }
                         }
-                        Ok(m) => problems.push(format!(
-                            "{ns} ({addr}): {} {}",
-                            m.metadata.response_code,
-                            if m.metadata.authoritative {
-                                ""
-                            } else {
-                                "(not authoritative)"
-                            }
-                        )),
-                        Err(e) => problems.push(format!("{ns} ({addr}): {e}")),
+                        Err(problem) => problems.push(problem),
                     }
                 }
                 if answered {

@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hickory_proto::op::Message;
+use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use tokio::sync::{OnceCell, Semaphore};
 
@@ -18,6 +18,36 @@ use super::wire;
 /// What one question to one server gave, after retries. Shared by every caller that asked
 /// the same question while it was in flight.
 pub type Outcome = Result<Arc<Message>, ExchangeError>;
+
+/// The answer, if the server spoke for its zone (AA, NOERROR or NXDOMAIN); otherwise what
+/// it said instead, for an error message: `a.nic.test. (127.0.0.1): Server Failure`.
+pub fn authoritative<'a>(
+    outcome: &'a Outcome,
+    host: &str,
+    addr: IpAddr,
+) -> Result<&'a Arc<Message>, String> {
+    match outcome {
+        Ok(m)
+            if m.metadata.authoritative
+                && matches!(
+                    m.metadata.response_code,
+                    ResponseCode::NoError | ResponseCode::NXDomain
+                ) =>
+        {
+            Ok(m)
+        }
+        Ok(m) => Err(format!(
+            "{host} ({addr}): {}{}",
+            m.metadata.response_code,
+            if m.metadata.authoritative {
+                ""
+            } else {
+                ", not authoritative"
+            }
+        )),
+        Err(e) => Err(format!("{host} ({addr}): {e}")),
+    }
+}
 
 /// Limits of the querier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,5 +256,39 @@ impl Shared {
             }
         }
         Err(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{MessageType, OpCode};
+
+    fn answer(aa: bool, rcode: ResponseCode) -> Outcome {
+        let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+        m.metadata.authoritative = aa;
+        m.metadata.response_code = rcode;
+        Ok(Arc::new(m))
+    }
+
+    #[test]
+    fn only_an_authoritative_noerror_or_nxdomain_is_an_answer() {
+        let addr: IpAddr = [192, 0, 2, 1].into();
+        for rcode in [ResponseCode::NoError, ResponseCode::NXDomain] {
+            assert!(authoritative(&answer(true, rcode), "a.test.", addr).is_ok());
+        }
+        let said = |outcome: &Outcome| authoritative(outcome, "a.test.", addr).unwrap_err();
+        assert_eq!(
+            said(&answer(true, ResponseCode::ServFail)),
+            "a.test. (192.0.2.1): Server Failure"
+        );
+        assert_eq!(
+            said(&answer(false, ResponseCode::NoError)),
+            "a.test. (192.0.2.1): No Error, not authoritative"
+        );
+        assert_eq!(
+            said(&Err(ExchangeError::Timeout)),
+            "a.test. (192.0.2.1): timeout"
+        );
     }
 }

@@ -13,13 +13,13 @@ use std::net::SocketAddr;
 
 use hickory_proto::dnssec::Verifier;
 use hickory_proto::dnssec::rdata::{DNSSECRData, RRSIG};
-use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::op::Message;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::anchor::TrustAnchors;
 use super::discovery::{Discovery, ZoneCut};
 use super::model::{ValidationProbe, ValidationVerdict};
-use super::query::Querier;
+use super::query::{self, Querier};
 use super::wire;
 use crate::dnssec::{DigestType, Dnskey, Ds};
 
@@ -144,30 +144,13 @@ impl Validator<'_> {
     ) -> Result<std::sync::Arc<Message>, String> {
         let mut problems = Vec::new();
         for (host, addr) in cut.addresses() {
-            match self
+            let outcome = self
                 .querier
                 .ask(SocketAddr::new(addr, self.port), qname, qtype)
-                .await
-            {
-                Ok(m)
-                    if m.metadata.authoritative
-                        && matches!(
-                            m.metadata.response_code,
-                            ResponseCode::NoError | ResponseCode::NXDomain
-                        ) =>
-                {
-                    return Ok(m);
-                }
-                Ok(m) => problems.push(format!(
-                    "{host} ({addr}): {}{}",
-                    m.metadata.response_code,
-                    if m.metadata.authoritative {
-                        ""
-                    } else {
-                        ", not authoritative"
-                    }
-                )),
-                Err(e) => problems.push(format!("{host} ({addr}): {e}")),
+                .await;
+            match query::authoritative(&outcome, &host, addr) {
+                Ok(m) => return Ok(m.clone()),
+                Err(problem) => problems.push(problem),
             }
         }
         Err(format!(
