@@ -141,8 +141,9 @@ pub struct DatabaseSettings {
 
 /// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
 /// put no cap of their own on queries in flight to one server, and `dnsperf` keeps 100;
-/// 16 stays far below what any authoritative server answers, while sending 8 at once
-/// left the server waking for nearly every query (half its batching, per the bench).
+/// 16 stays far below what any authoritative server answers, while at 8 the server
+/// woke for nearly every query and spent about a fifth more CPU on each (knotd, in
+/// `cargo bench --bench observe`).
 pub const DEFAULT_QUERIES_PER_SERVER: usize = 16;
 /// Upper bound of `dns.queries_per_server`: the observer's cap on queries in flight to all
 /// servers together.
