@@ -107,8 +107,8 @@ struct Shared {
 
 pub struct Querier(Arc<Shared>);
 
-/// A caller that gives up on a question ends its exchange: the permits and the socket are
-/// released at once, not when the exchange would have timed out.
+/// A caller that gives up on a question ends its exchange: the permits and its query's
+/// place on the socket are released at once, not when the exchange would have timed out.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {

@@ -10,8 +10,8 @@
 //! is reported), told apart by their IDs: random (the OS CSPRNG), and never two alike on
 //! one socket at once. One reader task per socket drains every datagram that arrived at
 //! each wake-up and hands each to the query with its ID; anything else (a late or
-//! duplicate answer, spoofing, noise) is dropped. Opening a socket per query, or a task
-//! per socket read, was most of the cost of a pass. A socket takes new queries for at most
+//! duplicate answer, spoofing, noise) is dropped. Opening a socket per query was most of
+//! the cost of a pass. A socket takes new queries for at most
 //! [`SOCKET_MAX_USES`] queries or [`SOCKET_MAX_AGE`], so the source port keeps changing;
 //! its reader then ends once the last of them is answered or has given up. A forger must
 //! hit the port and the ID of one of the queries in flight, and those are at most the
@@ -61,7 +61,7 @@ pub trait Transport: Send + Sync + 'static {
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a>;
 }
 
-/// The real network. Clones share their idle sockets.
+/// The real network. Clones share their sockets.
 #[derive(Debug, Clone)]
 pub struct NetTransport {
     /// Time limit of one exchange, TCP fallback included.
