@@ -29,9 +29,8 @@ enum Udp {
     Silence,
 }
 
-/// A big signed DS answer: 40 DS records do not fit in 1232 octets.
-fn full_answer(query: &Message, key: &LabKey) -> Message {
-    let zone = parse_name("child.test.").unwrap();
+/// An empty authoritative answer to `query`: its ID and question, AA set.
+fn authoritative_reply(query: &Message) -> Message {
     let mut m = Message::new(
         query.metadata.id,
         MessageType::Response,
@@ -39,6 +38,13 @@ fn full_answer(query: &Message, key: &LabKey) -> Message {
     );
     m.queries = query.queries.clone();
     m.metadata.authoritative = true;
+    m
+}
+
+/// A big signed DS answer: 40 DS records do not fit in 1232 octets.
+fn full_answer(query: &Message, key: &LabKey) -> Message {
+    let zone = parse_name("child.test.").unwrap();
+    let mut m = authoritative_reply(query);
     let records: Vec<Record> = (0..40)
         .map(|_| {
             let k = LabKey::generate(257).unwrap().dnskey();
@@ -199,13 +205,7 @@ async fn silence_times_out_and_a_closed_port_is_a_network_error() {
 #[tokio::test]
 async fn an_nxdomain_needs_the_parents_soa_to_count_as_absent() {
     let query = ds_query();
-    let mut m = Message::new(
-        query.metadata.id,
-        MessageType::Response,
-        query.metadata.op_code,
-    );
-    m.queries = query.queries.clone();
-    m.metadata.authoritative = true;
+    let mut m = authoritative_reply(&query);
     m.metadata.response_code = ResponseCode::NXDomain;
     let soa = |owner: &str| {
         Record::from_rdata(
@@ -247,14 +247,7 @@ async fn shuffling_server() -> (SocketAddr, tokio::task::JoinHandle<()>) {
             let udp = udp.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(0..15))).await;
-                let mut reply = Message::new(
-                    query.metadata.id,
-                    MessageType::Response,
-                    query.metadata.op_code,
-                );
-                reply.queries = query.queries.clone();
-                reply.metadata.authoritative = true;
-                let wire = reply.to_vec().unwrap();
+                let wire = authoritative_reply(&query).to_vec().unwrap();
                 for _ in 0..copies {
                     let _ = udp.send_to(&wire, peer).await;
                 }
