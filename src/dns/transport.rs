@@ -7,8 +7,8 @@
 //!
 //! UDP works the way `dnsperf` does. The queries in flight to one server share one socket
 //! connected to it (so only that server's datagrams arrive, and the kernel's ICMP refusal
-//! is reported), told apart by their IDs: random (the OS CSPRNG), and never two alike on
-//! one socket at once. One reader task per socket drains every datagram that arrived at
+//! is reported), told apart by their IDs: random (the OS CSPRNG), and never one sent twice
+//! on one socket, so a late answer cannot reach a later query. One reader task per socket drains every datagram that arrived at
 //! each wake-up and hands each to the query with its ID; anything else (a late or
 //! duplicate answer, spoofing, noise) is dropped. Opening a socket per query was most of
 //! the cost of a pass. A socket takes new queries for at most
@@ -33,7 +33,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, timeout_at};
 
 /// Queries one UDP socket (one source port) takes before it is retired.
-pub const SOCKET_MAX_USES: u32 = 64;
+pub const SOCKET_MAX_USES: usize = 64;
 /// How long one UDP socket (one source port) takes new queries at most.
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);
 /// Receive buffer of a UDP socket. Every query offers an EDNS payload of 1232 bytes
@@ -133,12 +133,12 @@ struct Mux {
 
 #[derive(Default)]
 struct MuxState {
-    /// The queries waiting, by ID, each with its registration number: once a query's
-    /// answer is in, its ID may be taken again, and the one who gave up must not remove
-    /// the next query's place.
-    waiting: HashMap<u16, (u32, oneshot::Sender<Delivery>)>,
-    /// Queries registered so far; also the registration number of the next one.
-    sent: u32,
+    /// The queries waiting, by ID.
+    waiting: HashMap<u16, oneshot::Sender<Delivery>>,
+    /// Every ID ever sent on this socket (at most [`SOCKET_MAX_USES`]). None is sent twice,
+    /// so a late or duplicate answer never reaches a later query, and a query that gives
+    /// up only ever removes its own place.
+    used: Vec<u16>,
     /// No query starts on this socket any more; its reader ends once none waits.
     retired: bool,
     /// The reader has ended: nothing will be read from this socket again.
@@ -183,12 +183,12 @@ impl Mux {
     fn fit(&self, state: &MuxState, runtime: tokio::runtime::Id) -> bool {
         !state.retired
             && !state.closed
-            && state.sent < SOCKET_MAX_USES
+            && state.used.len() < SOCKET_MAX_USES
             && self.born.elapsed() < SOCKET_MAX_AGE
             && self.runtime == runtime
     }
 
-    /// Registers a query under `wanted` or, if a query in flight holds that ID, a fresh
+    /// Registers a query under `wanted` or, if this socket already sent that ID, a fresh
     /// random one. `None` if the socket takes no new query.
     fn register(
         self: &Arc<Self>,
@@ -203,20 +203,18 @@ impl Mux {
             return None;
         }
         let mut id = wanted;
-        while state.waiting.contains_key(&id) {
+        while state.used.contains(&id) {
             id = super::wire::query_id();
         }
         let (tx, rx) = oneshot::channel();
-        let number = state.sent;
-        state.waiting.insert(id, (number, tx));
-        state.sent += 1;
-        if state.sent >= SOCKET_MAX_USES {
+        state.waiting.insert(id, tx);
+        state.used.push(id);
+        if state.used.len() >= SOCKET_MAX_USES {
             state.retired = true;
         }
         let registration = Registration {
             mux: self.clone(),
             id,
-            number,
         };
         Some((registration, rx))
     }
@@ -227,7 +225,7 @@ impl Mux {
         let Some(&[hi, lo]) = datagram.get(..2) else {
             return;
         };
-        let Some((_, waiter)) = self.state().waiting.remove(&u16::from_be_bytes([hi, lo])) else {
+        let Some(waiter) = self.state().waiting.remove(&u16::from_be_bytes([hi, lo])) else {
             return;
         };
         let delivery = if datagram.len() >= DATAGRAM_MAX {
@@ -251,7 +249,7 @@ impl Mux {
             state.closed = true;
             std::mem::take(&mut state.waiting)
         };
-        for (_, waiter) in waiting.into_values() {
+        for waiter in waiting.into_values() {
             let _ = waiter.send(Delivery::Failed(err.clone()));
         }
     }
@@ -323,20 +321,13 @@ async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
 struct Registration {
     mux: Arc<Mux>,
     id: u16,
-    number: u32,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut state = self.mux.state();
-        // The place may already be gone (answered) and the ID taken by a newer query.
-        if state
-            .waiting
-            .get(&self.id)
-            .is_some_and(|(n, _)| *n == self.number)
-        {
-            state.waiting.remove(&self.id);
-            drop(state);
+        // The place may already be gone (answered); IDs are never reused on one socket.
+        let removed = self.mux.state().waiting.remove(&self.id).is_some();
+        if removed {
             self.mux.wake.notify_one();
         }
     }
@@ -490,20 +481,23 @@ mod tests {
         m.to_vec().unwrap_or_default()
     }
 
-    /// A query that gave up after its answer was handed over must not free the place of
-    /// a newer query that took the same ID.
+    /// An ID answered once is never sent again on the socket: a duplicate of the first
+    /// answer reaches nobody, and the first query giving up late leaves the second's place
+    /// alone.
     #[tokio::test]
-    async fn giving_up_frees_only_ones_own_place() {
+    async fn an_answered_id_is_never_reused_on_one_socket() {
         let runtime = tokio::runtime::Handle::current().id();
         let mux = Arc::new(Mux::open("127.0.0.1:9".parse().unwrap(), runtime).unwrap());
         let (first, first_answer) = mux.register(0x1234, runtime).unwrap();
         mux.deliver(&answer_to(0x1234));
         let (second, mut second_answer) = mux.register(0x1234, runtime).unwrap();
-        assert_eq!(second.id, 0x1234, "the ID was free again");
+        assert_ne!(second.id, 0x1234, "the answered ID was taken again");
+        mux.deliver(&answer_to(0x1234));
+        assert!(second_answer.try_recv().is_err(), "a duplicate reached it");
         drop(first);
         drop(first_answer);
-        assert!(mux.state().waiting.contains_key(&0x1234));
-        mux.deliver(&answer_to(0x1234));
+        assert!(mux.state().waiting.contains_key(&second.id));
+        mux.deliver(&answer_to(second.id));
         assert!(matches!(second_answer.try_recv(), Ok(Delivery::Answer(_))));
     }
 
