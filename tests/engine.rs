@@ -289,14 +289,18 @@ async fn dnssec_switched_off_behind_our_back_alerts_within_one_poll() {
     );
     assert_eq!(
         rig.state().await,
-        Some(State::Active),
-        "reported, not 'fixed'"
+        Some(State::Enabling),
+        "the state says what is true: the zone is not active"
     );
     assert_eq!(
         rig.world.switches().len(),
         1,
-        "no provider call made by guessing"
+        "no provider call in the step that saw the drift"
     );
+    // The operator's recorded intent is "enabled": that, not a guess, switches it on again.
+    rig.run_for(1).await;
+    assert_eq!(rig.world.switches().len(), 2);
+    assert!(rig.world.dnssec_on());
 }
 
 #[tokio::test]

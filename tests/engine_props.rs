@@ -4,6 +4,10 @@
 //! - the provider never received "DNSSEC off" while a parent server published a DS, nor
 //!   before the DS's TTL plus the margin had passed since it was gone (checked by the fake
 //!   provider at the moment of the call, against the ground truth);
+//! - a DS is shown "to enter" (status, the overdue and hook alerts) only while the provider
+//!   signs with that key and every child server serves it (safety rule 8), checked against
+//!   the ground truth after every step that observed the zone, with DNSSEC switched off and
+//!   on and the key rolled behind the daemon's back at any point;
 //! - the zone is still there, and its audit trail is an unbroken chain of transitions;
 //! - with a cooperative world afterwards, the zone reaches what the last intent asked for.
 //!
@@ -28,6 +32,9 @@ enum Op {
     LagChild(usize, bool),
     SilenceChild(usize, bool),
     ProviderFails(u32),
+    /// DNSSEC switched at the provider outside the daemon.
+    Flip(bool),
+    Rekey,
     Advance(u64),
     Tick,
     Crash(CrashPoint),
@@ -53,6 +60,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::LagChild(i, b)),
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceChild(i, b)),
         1 => (0..4u32).prop_map(Op::ProviderFails),
+        1 => any::<bool>().prop_map(Op::Flip),
+        1 => Just(Op::Rekey),
         3 => prop_oneof![Just(1u64), Just(60), Just(300), Just(3600), Just(6 * 3600), Just(30 * 3600)]
             .prop_map(Op::Advance),
         6 => Just(Op::Tick),
@@ -77,6 +86,8 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::LagChild(i, b) => rig.world.lock().children[*i].lagging = *b,
         Op::SilenceChild(i, b) => rig.world.lock().children[*i].silent = *b,
         Op::ProviderFails(n) => rig.world.lock().provider_failures = *n,
+        Op::Flip(on) => rig.world.flip_dnssec(*on),
+        Op::Rekey => rig.world.rekey(),
         Op::Advance(secs) => rig.advance(Duration::from_secs(*secs)),
         Op::Tick => rig.tick().await,
         Op::Crash(point) => {
@@ -142,7 +153,19 @@ fn check(ops: Vec<Op>, ttl: u32) -> Result<(), TestCaseError> {
         let mut rig = Rig::with_policy(2, 2, policy).await;
         let mut last_intent = Intent::None;
         for op in &ops {
+            let observed_before = rig.last_observed().await;
             apply(&mut rig, op, ttl).await;
+            if matches!(op, Op::Tick | Op::Crash(_)) && rig.last_observed().await != observed_before
+            {
+                let shown = rig.ds_shown_to_enter().await;
+                let truth = rig.world.enterable_ds();
+                for line in shown {
+                    prop_assert!(
+                        truth.as_deref() == Some(line.as_str()),
+                        "after {op:?}: {line} shown to enter, but the world allows {truth:?}"
+                    );
+                }
+            }
             if let Op::Intent(i, _) = op {
                 last_intent = *i;
             }

@@ -29,6 +29,7 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "waiting_on": waiting.on,
         "until": waiting.until.map(|t| t.to_string()),
         "ds": z.facts.ds_line,
+        "ds_to_enter": z.facts.ds_to_enter,
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
         "alerts": alerts.iter().filter(|a| a.zone == z.name).map(alert_json).collect::<Vec<_>>(),

@@ -279,6 +279,16 @@ impl ChildView {
             })
     }
 
+    /// The first child address that answered (not unknown) without `key`: proof that the
+    /// key is not served everywhere now.
+    pub fn lacking(&self, key: &Dnskey) -> Option<&ServerAnswer<DnskeyAnswer>> {
+        self.answers.iter().find(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => !k.keys.contains(key),
+            DnskeyAnswer::Absent => true,
+            DnskeyAnswer::Unknown(_) => false,
+        })
+    }
+
     /// Every child address answered authoritatively that there is no DNSKEY.
     pub fn all_unsigned(&self) -> bool {
         !self.answers.is_empty()

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::alert::{self, AlertEvent, EventKind, Sink};
 use crate::config::{AlertSettings, RegistrarSettings, Settings};
-use crate::lifecycle::{Clock, State, SystemClock};
+use crate::lifecycle::{AlertKind, Clock, State, SystemClock};
 use crate::store::{AlertRow, Store, StoreError};
 
 pub use crate::alert::CommandError as HookError;
@@ -200,19 +200,26 @@ impl Notifier {
         let now = clock.now();
         let owed = store.alerts_to_notify(now, self.renotify_after).await?;
         let mut down: HashSet<String> = HashSet::new();
-        let mut zones: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
+        type ZoneInfo = (Option<String>, Option<String>, Option<String>);
+        let mut zones: HashMap<String, ZoneInfo> = HashMap::new();
         for alert in owed {
             if !zones.contains_key(&alert.zone) {
                 let row = store.zone(&alert.zone).await?;
-                let info = row.map_or((None, None), |r| {
+                let info = row.map_or((None, None, None), |r| {
                     (
                         r.zone.state.map(|s| State::as_str(s).to_string()),
                         r.zone.facts.ds_line,
+                        r.zone.facts.ds_to_enter,
                     )
                 });
                 zones.insert(alert.zone.clone(), info);
             }
-            let (state, ds) = zones.get(&alert.zone).cloned().unwrap_or_default();
+            let (state, followed, to_enter) = zones.get(&alert.zone).cloned().unwrap_or_default();
+            // A DS to remove is the followed one; a DS to enter only while rule 8 holds.
+            let ds = match alert.kind {
+                AlertKind::DsRemovalOverdue => followed,
+                _ => to_enter,
+            };
             let event =
                 |kind| AlertEvent::for_alert(&alert, kind, state.as_deref(), ds.as_deref(), now);
             if owes_open(&alert, now, self.renotify_after) {

@@ -142,6 +142,37 @@ impl FakeWorld {
         }
     }
 
+    /// Someone switches DNSSEC at the provider behind the daemon's back (no invariant is
+    /// checked: it is not the daemon's call). On gives a new key if there is none.
+    pub fn flip_dnssec(&self, on: bool) {
+        let mut s = self.lock();
+        if on && s.key.is_none() {
+            s.key = LabKey::generate(257).ok().map(|k| k.dnskey());
+        }
+        if !on {
+            s.key = None;
+        }
+        s.dnssec_on = on;
+    }
+
+    /// The provider rolls to a new key while signing (no-op when off).
+    pub fn rekey(&self) {
+        let mut s = self.lock();
+        if s.dnssec_on {
+            s.key = LabKey::generate(257).ok().map(|k| k.dnskey());
+        }
+    }
+
+    /// Ground truth for safety rule 8: the DS line a correct daemon may show "to enter"
+    /// now (the provider signs with that key and every child server answers with it).
+    pub fn enterable_ds(&self) -> Option<String> {
+        let s = self.lock();
+        let key = s.key.as_ref().filter(|_| s.dnssec_on)?;
+        let served = s.children.iter().all(|c| !c.lagging && !c.silent);
+        let line = provider_key(&s.zone, key).ok()?.ds_line().to_string();
+        served.then_some(line)
+    }
+
     pub fn any_ds(&self) -> bool {
         self.lock().parents.iter().any(|p| p.ds.is_some())
     }

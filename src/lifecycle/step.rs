@@ -33,6 +33,14 @@ pub struct Zone {
 pub struct Facts {
     /// The DS (zone-file line) of the provider key being followed.
     pub ds_line: Option<String>,
+    /// The DS that belongs at the registrar now, as shown to the operator. Set only once it
+    /// was announced (`awaiting_ds`, `ds_observed`, `active`), and only while the last
+    /// observation showed the provider on with that key and every child address serving
+    /// it (safety rule 8); `None` means the instruction is withheld or withdrawn.
+    pub ds_to_enter: Option<String>,
+    /// Since when the provider says DNSSEC is off while the zone is on the enable path
+    /// (switched off outside dnssec-warden, or an enable call not taken yet).
+    pub provider_off_since: Option<Timestamp>,
     /// When every child address was first seen serving that key (continuously since).
     pub dnskey_everywhere_at: Option<Timestamp>,
     /// End of the propagation hold before the DS may be announced.
@@ -140,11 +148,12 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     match zone.state {
         None => run.adopt(),
         Some(state) => {
-            if !run.apply_intent(state) {
+            if !run.apply_intent(state) && !run.follow_provider_drift(state) {
                 run.progress(state);
             }
         }
     }
+    run.track_instruction();
     let alerts = run.assess_alerts();
     let wake_at = run.wake_at();
     Decision {
@@ -241,6 +250,118 @@ impl Run<'_> {
         }
         if let Some(ttl) = self.child().and_then(ChildView::max_dnskey_ttl) {
             self.facts.max_dnskey_ttl = Some(self.facts.max_dnskey_ttl.map_or(ttl, |m| m.max(ttl)));
+        }
+    }
+
+    /// The DS line rule 8 allows showing as "to enter" now: the provider is on with the
+    /// followed key and every child address answered serving it.
+    fn enterable_ds(&self) -> Option<String> {
+        let key = self.key()?;
+        let line = key.ds_line().to_string();
+        let followed = self.facts.ds_line.as_deref().is_none_or(|l| l == line);
+        (followed && self.child().is_some_and(|c| c.all_serve(&key.dnskey))).then_some(line)
+    }
+
+    /// Keeps `ds_to_enter` and `provider_off_since` true to this observation.
+    fn track_instruction(&mut self) {
+        self.facts.ds_to_enter = match self.state {
+            Some(State::AwaitingDs | State::DsObserved | State::Active) => self.enterable_ds(),
+            _ => None,
+        };
+        let enable_path = matches!(
+            self.state,
+            Some(State::Enabling | State::AwaitingDs | State::DsObserved | State::Active)
+        );
+        match &self.obs.provider {
+            ProviderView::Off if enable_path => {
+                self.facts.provider_off_since.get_or_insert(self.now);
+            }
+            ProviderView::Unknown(_) if enable_path => {}
+            _ => self.facts.provider_off_since = None,
+        }
+    }
+
+    /// The provider no longer matches what the zone's state stands on (changed outside
+    /// dnssec-warden). The daemon's word must stay true and no DS instruction may go stale
+    /// (safety rule 8): the zone moves to the state that describes the world, the stale
+    /// instruction is withdrawn at once, and the provider is switched only where the
+    /// operator's recorded intent asks for it (never "fixed" by guessing, rule 7).
+    /// True if it moved the zone.
+    fn follow_provider_drift(&mut self, state: State) -> bool {
+        match (state, &self.obs.provider) {
+            (State::AwaitingDs | State::DsObserved | State::Active, ProviderView::Off) => {
+                let reason = match self.zone.intent {
+                    Intent::Enabled => "switching it on again (the operator's intent is enabled)",
+                    _ => {
+                        "waiting for the operator: `enable` switches it on again, `disable` finishes switching off"
+                    }
+                };
+                self.withdraw_instruction(
+                    state,
+                    format!("DNSSEC is off at the provider (switched off outside dnssec-warden); {reason}"),
+                );
+                true
+            }
+            (State::AwaitingDs, ProviderView::On(key)) if self.key_changed(key) => {
+                let line = key.ds_line().to_string();
+                self.withdraw_instruction(
+                    state,
+                    format!("the provider's key changed to {line}: the new DS is announced once every name server serves it"),
+                );
+                true
+            }
+            (State::AwaitingDs, ProviderView::On(key)) => {
+                let Some(lacking) = self.child().and_then(|c| c.lacking(&key.dnskey)) else {
+                    return false;
+                };
+                let why = format!(
+                    "name server {} ({}) no longer serves the key; the DS is announced again once every name server has served it for the propagation hold",
+                    lacking.server, lacking.addr
+                );
+                self.withdraw_instruction(state, why);
+                true
+            }
+            (State::Disabled, ProviderView::On(_)) => match self.zone.intent {
+                Intent::Disabled => {
+                    self.go(
+                        State::AwaitingDsRemoval,
+                        "DNSSEC is on at the provider (switched on outside dnssec-warden) and the operator's intent is disabled: switching it off again the safe way, once no parent server publishes a DS",
+                    );
+                    true
+                }
+                // Enabled: the intent starts the enable path; none: the zone is adopted
+                // again as it is now.
+                Intent::Enabled => false,
+                Intent::None if self.parent_known().is_some() => {
+                    self.adopt();
+                    true
+                }
+                Intent::None => true,
+            },
+            _ => false,
+        }
+    }
+
+    /// Leaves a state in which a DS was (or may have been) told "to enter" for `enabling`:
+    /// the instruction is withdrawn in the audit trail, in status and alerts, and, if it
+    /// was announced in this state, at the registrar hook.
+    fn withdraw_instruction(&mut self, state: State, why: String) {
+        let line = self.facts.ds_line.clone();
+        let shown = line.as_deref().unwrap_or("(none)");
+        let told = if state == State::AwaitingDs {
+            format!(
+                "; the DS instruction is withdrawn: do not enter {shown} at the registrar, and remove it if it was entered"
+            )
+        } else {
+            String::new()
+        };
+        self.facts.dnskey_everywhere_at = None;
+        self.facts.hold_until = None;
+        self.facts.ds_to_enter = None;
+        self.go(State::Enabling, format!("{why}{told}"));
+        if state == State::AwaitingDs {
+            self.effects
+                .push(Effect::RequestDsRemoval { ds_line: line });
         }
     }
 
@@ -384,8 +505,11 @@ impl Run<'_> {
         let key = match &self.obs.provider {
             ProviderView::On(key) => key.clone(),
             ProviderView::Off => {
-                // The switch was lost or undone: ask again (idempotent).
-                self.effects.push(Effect::EnableDnssec);
+                // The switch was lost or undone: ask again (idempotent), but only on the
+                // operator's word; an adopted zone waits for `enable` or `disable`.
+                if self.zone.intent == Intent::Enabled {
+                    self.effects.push(Effect::EnableDnssec);
+                }
                 return;
             }
             ProviderView::Unknown(_) => return,
@@ -438,15 +562,8 @@ impl Run<'_> {
 
     fn awaiting_ds(&mut self) {
         let Some(key) = self.key().cloned() else {
-            return; // Off is drift (alerted), unknown is unknown: no move either way.
+            return; // Off moved the zone already; unknown is unknown: no move.
         };
-        if self.key_changed(&key) {
-            self.go(
-                State::Enabling,
-                format!("the provider's key changed to {}: the new DS can only be announced once it is served everywhere", key.ds_line()),
-            );
-            return;
-        }
         if let Some(parent) = self.parent_known()
             && parent.all_point_at(&key.dnskey)
         {
@@ -508,7 +625,14 @@ impl Run<'_> {
         }
         if self.parent_known().is_some_and(ParentView::all_absent) {
             self.facts.ds_line = Some(key.ds_line().to_string());
-            self.announce(&key, "the DS disappeared from every parent server");
+            if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+                self.announce(&key, "the DS disappeared from every parent server");
+            } else {
+                self.go(
+                    State::Enabling,
+                    "the DS disappeared from every parent server and not every name server serves the key now: the DS is announced again once they do",
+                );
+            }
         }
     }
 
@@ -596,10 +720,14 @@ impl Run<'_> {
             (Some(State::AwaitingDs), Some(at))
                 if self.now.since(at) >= self.policy.ds_overdue_after =>
             {
-                Some(format!(
-                    "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {}",
-                    self.facts.ds_line.as_deref().unwrap_or("(unknown)")
-                ))
+                Some(match &self.facts.ds_to_enter {
+                    Some(line) => format!(
+                        "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {line}"
+                    ),
+                    None => format!(
+                        "{zone}: the DS announced at {at} is still not published by every parent server. The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
+                    ),
+                })
             }
             _ => None,
         };
@@ -647,7 +775,7 @@ impl Run<'_> {
                         format!(
                             "{zone}: the parent publishes DS {} which matches no key the zone's name servers serve: validation fails. Correct the DS at the registrar{}",
                             ds.join(", "),
-                            self.facts.ds_line.as_deref().map(|l| format!(" to: {l}")).unwrap_or_default()
+                            self.enterable_ds().map(|l| format!(" to: {l}")).unwrap_or_default()
                         ),
                     ));
                 }
@@ -728,7 +856,9 @@ impl Run<'_> {
                 match state {
                     Some(State::AwaitingDs) => format!(
                         "Enter the DS by hand: {}",
-                        self.facts.ds_line.as_deref().unwrap_or("(see status)")
+                        self.facts.ds_to_enter.as_deref().unwrap_or(
+                            "(not shown while not every name server serves the key: see status)"
+                        )
                     ),
                     _ => "Remove the DS by hand".to_string(),
                 }

@@ -471,22 +471,61 @@ fn a_mismatching_ds_while_awaiting_is_alerted_and_nothing_else() {
 #[test]
 fn dnssec_off_behind_our_back_with_a_ds_is_critical_and_not_fixed_by_guessing() {
     let w = World::new();
-    for state in [State::Active, State::AwaitingDs, State::DsObserved] {
-        let mut z = zone(Some(state), Intent::Enabled);
-        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-        let d = w.run(
-            &mut z,
-            &w.obs(T0, Some(false), &[P::Ds(60), P::No], &[C::Unsigned]),
-        );
-        assert_eq!(d.state, Some(state));
-        assert!(d.effects.is_empty(), "{state}: {:?}", d.effects);
-        assert!(firing(&d, AlertKind::DnssecOffWithDs).is_some());
-        assert_eq!(
-            firing(&d, AlertKind::DsMismatch),
-            None,
-            "the specific alert, not both"
-        );
-        assert_eq!(AlertKind::DnssecOffWithDs.severity(), Severity::Critical);
+    for intent in [Intent::None, Intent::Enabled] {
+        for state in [State::Active, State::AwaitingDs, State::DsObserved] {
+            let mut z = zone(Some(state), intent);
+            z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+            let d = w.run(
+                &mut z,
+                &w.obs(T0, Some(false), &[P::Ds(60), P::No], &[C::Unsigned]),
+            );
+            // The state says what is true: the zone is back on the enable path.
+            assert_eq!(d.state, Some(State::Enabling), "{state}, {intent}");
+            let withdraw = state == State::AwaitingDs;
+            assert_eq!(
+                d.effects,
+                if withdraw {
+                    vec![Effect::RequestDsRemoval {
+                        ds_line: z.facts.ds_line.clone(),
+                    }]
+                } else {
+                    vec![]
+                },
+                "{state}: only a DS told 'to enter' is withdrawn at the registrar"
+            );
+            assert!(firing(&d, AlertKind::DnssecOffWithDs).is_some());
+            assert_eq!(
+                firing(&d, AlertKind::DsMismatch),
+                None,
+                "the specific alert, not both"
+            );
+            assert_eq!(AlertKind::DnssecOffWithDs.severity(), Severity::Critical);
+            // Switched on again only on the operator's recorded word (rule 7).
+            let d = w.run(
+                &mut z,
+                &w.obs(
+                    T0.plus(HOUR),
+                    Some(false),
+                    &[P::Ds(60), P::No],
+                    &[C::Unsigned],
+                ),
+            );
+            assert_eq!(d.state, Some(State::Enabling));
+            let expected = match intent {
+                Intent::Enabled => vec![Effect::EnableDnssec],
+                _ => vec![],
+            };
+            assert_eq!(d.effects, expected, "{state}, {intent}");
+            let waiting = super::waiting::describe(&z, &w.policy);
+            assert_eq!(
+                waiting.on,
+                if intent == Intent::Enabled {
+                    "provider"
+                } else {
+                    "operator"
+                }
+            );
+        }
     }
     // Off with the parent partly unknown and no DS seen: not cleared, not raised.
     let mut z = zone(Some(State::Disabled), Intent::None);
@@ -495,6 +534,115 @@ fn dnssec_off_behind_our_back_with_a_ds_is_critical_and_not_fixed_by_guessing() 
         &w.obs(T0, Some(false), &[P::No, P::Timeout], &[C::Unsigned]),
     );
     assert!(!judged(&d, AlertKind::DnssecOffWithDs));
+}
+
+/// Safety rule 8: a DS is shown, repeated or announced as "to enter" only while the
+/// provider signs with that key and every child address serves it.
+#[test]
+fn a_ds_instruction_is_never_stale() {
+    let w = World::new();
+    let line = provider_key(&w.key).ds_line().to_string();
+    let awaiting = || {
+        let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+        z.facts.ds_line = Some(line.clone());
+        z.facts.ds_announced_at = Some(T0);
+        z
+    };
+    let late = T0.plus(HOUR * 25);
+    let shows_ds = |z: &Zone, d: &Decision| {
+        let waiting = super::waiting::describe(z, &w.policy).what;
+        let alert = firing(d, AlertKind::DsUnpublishedOverdue).unwrap_or_default();
+        z.facts.ds_to_enter.is_some() || waiting.contains(&line) || alert.contains(&line)
+    };
+
+    // Every child serves the key: the instruction stands, in status and in the alert.
+    let mut z = awaiting();
+    let d = w.run(
+        &mut z,
+        &w.obs(late, Some(true), &[P::No], &[C::Serves, C::Serves]),
+    );
+    assert_eq!(z.facts.ds_to_enter.as_deref(), Some(line.as_str()));
+    assert!(firing(&d, AlertKind::DsUnpublishedOverdue).is_some_and(|m| m.contains(&line)));
+
+    // DNSSEC switched off at the provider: withdrawn at once, everywhere.
+    let d = w.run(
+        &mut z,
+        &w.obs(late, Some(false), &[P::No], &[C::Unsigned, C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert!(!shows_ds(&z, &d));
+    assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
+    assert!(
+        judged(&d, AlertKind::DsUnpublishedOverdue),
+        "the open alert is resolved"
+    );
+    assert!(d.notes.iter().any(|n| n.reason.contains("withdrawn")));
+    assert_eq!(
+        d.effects,
+        vec![Effect::RequestDsRemoval {
+            ds_line: Some(line.clone())
+        }]
+    );
+
+    // A child server that stops serving the key: withdrawn too (back to the hold).
+    let mut z = awaiting();
+    let d = w.run(
+        &mut z,
+        &w.obs(late, Some(true), &[P::No], &[C::Serves, C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert!(!shows_ds(&z, &d));
+
+    // A child server that cannot be asked: not shown (nobody knows it serves the key),
+    // but nothing is withdrawn on an unknown, and the overdue alert stays open.
+    let mut z = awaiting();
+    let d = w.run(
+        &mut z,
+        &w.obs(late, Some(true), &[P::No], &[C::Serves, C::Refused]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    assert!(d.effects.is_empty());
+    assert!(!shows_ds(&z, &d));
+    assert!(firing(&d, AlertKind::DsUnpublishedOverdue).is_some());
+
+    // The provider re-keyed: the old DS is withdrawn.
+    let mut z = awaiting();
+    z.facts.ds_line = Some(provider_key(&w.other).ds_line().to_string());
+    let d = w.run(&mut z, &w.obs(late, Some(true), &[P::No], &[C::Serves]));
+    assert_eq!(d.state, Some(State::Enabling));
+    assert!(matches!(
+        d.effects.as_slice(),
+        [Effect::RequestDsRemoval { .. }]
+    ));
+
+    // Active, the DS vanished, a child no longer serves the key: no announcement.
+    let mut z = zone(Some(State::Active), Intent::None);
+    z.facts.ds_line = Some(line.clone());
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::No], &[C::Serves, C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert!(d.effects.is_empty());
+}
+
+#[test]
+fn dnssec_on_behind_our_back_follows_the_recorded_intent() {
+    let w = World::new();
+    // The operator asked for off: back off, the safe way (the DS check first).
+    let mut z = zone(Some(State::Disabled), Intent::Disabled);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(d.effects.is_empty());
+    // No intent recorded: the zone is adopted as it now is.
+    let mut z = zone(Some(State::Disabled), Intent::None);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    // ... but not on incomplete evidence, and without a note at every look.
+    let mut z = zone(Some(State::Disabled), Intent::None);
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::Timeout], &[C::Serves]));
+    assert_eq!(d.state, Some(State::Disabled));
+    assert!(d.notes.is_empty());
 }
 
 #[test]

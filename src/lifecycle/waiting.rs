@@ -8,7 +8,7 @@ use super::time::Timestamp;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Waiting {
     pub what: String,
-    /// `daemon`, `provider`, `registrar`, `ttl`, or `nobody`.
+    /// `daemon`, `provider`, `registrar`, `ttl`, `operator`, or `nobody`.
     pub on: &'static str,
     /// When the wait ends by itself, if it does.
     pub until: Option<Timestamp>,
@@ -30,6 +30,16 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             wait("the daemon to switch DNSSEC on", "daemon", None)
         }
         (Some(State::Disabled), _) => wait("nothing (DNSSEC off)", "nobody", None),
+        (Some(State::Enabling), Intent::Enabled) if f.provider_off_since.is_some() => wait(
+            "the provider to switch DNSSEC on (it says off; asked again)",
+            "provider",
+            None,
+        ),
+        (Some(State::Enabling), _) if f.provider_off_since.is_some() => wait(
+            "the operator: DNSSEC is off at the provider (switched off outside dnssec-warden); `enable` switches it on again, `disable` finishes switching off",
+            "operator",
+            None,
+        ),
         (Some(State::Enabling), _) => match f.hold_until {
             Some(until) => wait(
                 "the propagation hold after every name server served the key",
@@ -43,10 +53,12 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             ),
         },
         (Some(State::AwaitingDs), _) => wait(
-            format!(
-                "the DS at every parent server: {}",
-                f.ds_line.as_deref().unwrap_or("(see history)")
-            ),
+            match &f.ds_to_enter {
+                Some(line) => format!("the DS at every parent server: {line}"),
+                // Safety rule 8: never shown unless the provider signs with it and every
+                // child address served it at the last look.
+                None => "the DS at every parent server (not shown while not every name server can be seen serving the key: run `check`)".to_string(),
+            },
             "registrar",
             f.ds_announced_at.map(|at| at.plus(policy.ds_overdue_after)),
         ),

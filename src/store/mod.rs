@@ -106,6 +106,8 @@ struct RawZone {
     state: Option<String>,
     state_since: i64,
     ds_line: Option<String>,
+    ds_to_enter: Option<String>,
+    provider_off_since: Option<i64>,
     dnskey_everywhere_at: Option<i64>,
     hold_until: Option<i64>,
     ds_announced_at: Option<i64>,
@@ -179,6 +181,8 @@ impl TryFrom<RawZone> for ZoneRow {
                 since: Timestamp(r.state_since),
                 facts: Facts {
                     ds_line: r.ds_line,
+                    ds_to_enter: r.ds_to_enter,
+                    provider_off_since: ts(r.provider_off_since),
                     dnskey_everywhere_at: ts(r.dnskey_everywhere_at),
                     hold_until: ts(r.hold_until),
                     ds_announced_at: ts(r.ds_announced_at),
@@ -234,7 +238,7 @@ impl TryFrom<RawAlert> for AlertRow {
 }
 
 const ZONE_COLUMNS: &str = "name, intent, ds_never_submitted, state, state_since, ds_line, \
-    dnskey_everywhere_at, hold_until, ds_announced_at, ds_first_seen_at, t_gone, max_ds_ttl, \
+    ds_to_enter, provider_off_since, dnskey_everywhere_at, hold_until, ds_announced_at, ds_first_seen_at, t_gone, max_ds_ttl, \
     max_dnskey_ttl, partial_since, failing_since, failures, next_check_at, last_observed_at, last_observation, version";
 
 const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
@@ -435,7 +439,8 @@ impl Store {
         let observation_text = observation.to_string();
         let mut tx = self.write().await?;
         let updated = sqlx::query(
-            "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, dnskey_everywhere_at = ?, \
+            "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, ds_to_enter = ?, \
+             provider_off_since = ?, dnskey_everywhere_at = ?, \
              hold_until = ?, ds_announced_at = ?, ds_first_seen_at = ?, t_gone = ?, max_ds_ttl = ?, \
              max_dnskey_ttl = ?, partial_since = ?, failing_since = ?, failures = ?, next_check_at = ?, \
              last_observed_at = ?, last_observation = ?, version = version + 1 \
@@ -444,6 +449,8 @@ impl Store {
         .bind(decision.state.map(State::as_str))
         .bind(since.0)
         .bind(&f.ds_line)
+        .bind(&f.ds_to_enter)
+        .bind(f.provider_off_since.map(|t| t.0))
         .bind(f.dnskey_everywhere_at.map(|t| t.0))
         .bind(f.hold_until.map(|t| t.0))
         .bind(f.ds_announced_at.map(|t| t.0))

@@ -183,6 +183,40 @@ impl Rig {
         self.state().await == Some(state)
     }
 
+    pub async fn last_observed(&self) -> Option<Timestamp> {
+        self.store
+            .zone(ZONE)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_observed_at
+    }
+
+    /// Every DS line the daemon now tells the operator to enter: the zone's instruction,
+    /// its `status` text, and its open alerts.
+    pub async fn ds_shown_to_enter(&self) -> Vec<String> {
+        let row = self.store.zone(ZONE).await.unwrap().unwrap();
+        let mut texts =
+            vec![dnssec_warden::lifecycle::waiting::describe(&row.zone, &self.policy).what];
+        for alert in self.store.open_alerts(Some(ZONE)).await.unwrap() {
+            if alert.kind != dnssec_warden::lifecycle::AlertKind::DsRemovalOverdue {
+                texts.push(alert.message);
+            }
+        }
+        let mut shown: Vec<String> = row.zone.facts.ds_to_enter.into_iter().collect();
+        for text in texts {
+            // A DS line: "<zone> <ttl> IN DS <tag> <alg> <digest type> <digest>".
+            if let Some(at) = text.find(ZONE) {
+                let rest = &text[at..];
+                let words: Vec<&str> = rest.split_whitespace().take(8).collect();
+                if words.len() == 8 && words[2] == "IN" && words[3] == "DS" {
+                    shown.push(words.join(" "));
+                }
+            }
+        }
+        shown
+    }
+
     /// Transitions recorded in the audit trail form an unbroken chain to the current state.
     pub async fn assert_audit_chain(&self) {
         let events = self.store.events(ZONE).await.unwrap();
