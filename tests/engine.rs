@@ -317,3 +317,120 @@ async fn one_zone_is_never_stepped_twice_at_once() {
         "{outcomes:?}"
     );
 }
+
+/// A zone the provider does not know is a definite answer: said in status, and one audit
+/// event with a count however often it is seen (not one row per poll).
+#[tokio::test]
+async fn a_zone_unknown_to_the_provider_is_one_counted_event_and_said_in_status() {
+    let mut rig = Rig::new(1, 1).await;
+    rig.world.lock().zone_missing = true;
+    rig.run_for(50).await;
+    let events = rig.store.events(ZONE).await.unwrap();
+    let notes: Vec<_> = events.iter().filter(|e| e.kind == "note").collect();
+    assert_eq!(notes.len(), 1, "{events:?}");
+    assert!(notes[0].reason.contains("has no zone"), "{events:?}");
+    assert_eq!(notes[0].repeats, 49);
+    assert_eq!(notes[0].last_seen, Some(rig.last_observed().await.unwrap()));
+    // The only other event: the alert that no decision can be taken, once.
+    assert!(
+        events
+            .iter()
+            .all(|e| e.kind == "note" || e.reason.contains("observation_failing")),
+        "{events:?}"
+    );
+    let before = events.len();
+    let status = dnssec_warden::cli::status::status_json(&rig.store, Some(ZONE), &rig.policy)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status["waiting_on"], "operator");
+    assert!(
+        status["waiting_for"]
+            .as_str()
+            .unwrap()
+            .contains("has no zone"),
+        "{status}"
+    );
+    let history = dnssec_warden::cli::status::history_text(&rig.store, ZONE)
+        .await
+        .unwrap();
+    assert!(history.contains("seen 49 more times"), "{history}");
+    // Once the zone exists, it is adopted; the transition is its own event.
+    rig.world.lock().zone_missing = false;
+    rig.run_for(1).await;
+    assert_eq!(rig.state().await, Some(State::Disabled));
+    let after = rig.store.events(ZONE).await.unwrap();
+    assert!(
+        after[before..].iter().any(|e| e.kind == "transition"),
+        "{after:?}"
+    );
+}
+
+/// Safety rule 11: a provider call whose answer was lost is recorded as of unknown
+/// outcome, never as "refused", and the next observation writes what happened.
+#[tokio::test]
+async fn a_call_whose_answer_was_lost_is_unknown_then_settled() {
+    let mut rig = Rig::new(1, 1).await;
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    rig.world.lock().switches_lose_answer = 1;
+    rig.tick().await;
+    assert!(rig.world.dnssec_on(), "the call took effect");
+    rig.run_for(2).await;
+    let reasons: Vec<String> = rig
+        .store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert!(
+        !reasons.iter().any(|r| r.contains("refused")),
+        "{reasons:#?}"
+    );
+    let unknown = reasons
+        .iter()
+        .position(|r| r.contains("may or may not have taken effect"))
+        .expect("recorded as unknown");
+    let settled = reasons
+        .iter()
+        .position(|r| r.contains("DNSSEC is on: the call to switch DNSSEC on took effect"))
+        .expect("settled by the observation");
+    assert!(unknown < settled, "{reasons:#?}");
+    assert_eq!(rig.world.switches().len(), 1, "not switched twice");
+}
+
+/// A crash while "DNSSEC on" is in flight: after the restart the call is of unknown
+/// outcome (not "superseded", as if never made), and the observation settles it.
+#[tokio::test]
+async fn a_call_in_flight_at_a_crash_is_settled_by_the_next_observation() {
+    let mut rig = Rig::new(1, 1).await;
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    rig.crash.arm(CrashPoint::EffectPerformed);
+    rig.tick().await; // switched on, then "killed" before the row was finished
+    assert!(rig.world.dnssec_on());
+    rig.run_for(3).await;
+    let reasons: Vec<String> = rig
+        .store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("in flight when the daemon stopped")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("the call to switch DNSSEC on took effect")),
+        "{reasons:#?}"
+    );
+    rig.assert_audit_chain().await;
+}

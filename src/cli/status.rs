@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use crate::lifecycle::waiting::describe;
+use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock};
 use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
 
@@ -17,9 +17,30 @@ fn alert_json(a: &AlertRow) -> Value {
     })
 }
 
+/// What the zone waits for; a provider that answered "no such zone" at the last look is
+/// said plainly, whatever the state (a definite answer, not an unknown).
+fn waiting(row: &ZoneRow, policy: &Policy) -> Waiting {
+    let missing = row
+        .last_observation
+        .as_ref()
+        .and_then(|o| o.pointer("/provider/dnssec"))
+        .is_some_and(|v| v == "not_found");
+    if missing {
+        return Waiting {
+            what: format!(
+                "the zone to exist at the provider: it answers that it has no zone {}",
+                row.zone.name
+            ),
+            on: "operator",
+            until: None,
+        };
+    }
+    describe(&row.zone, policy)
+}
+
 fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
     let z = &row.zone;
-    let waiting = describe(z, policy);
+    let waiting = waiting(row, policy);
     json!({
         "zone": z.name,
         "state": z.state.map(State::as_str),
@@ -79,7 +100,7 @@ pub async fn status_text(
     );
     for row in &rows {
         let z = &row.zone;
-        let w = describe(z, policy);
+        let w = waiting(row, policy);
         let until = w
             .until
             .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
@@ -120,6 +141,8 @@ fn event_json(e: &EventRow) -> Value {
         "from": e.from,
         "to": e.to,
         "reason": e.reason,
+        "repeats": e.repeats,
+        "last_seen": e.last_seen.map(|t| t.to_string()),
     })
 }
 
@@ -153,6 +176,12 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
             ("intent", _, _) => format!("operator: {}", e.reason),
             ("guard", _, _) => format!("SAFETY GUARD: {}", e.reason),
             (_, _, _) => e.reason.clone(),
+        };
+        let line = match e.last_seen {
+            Some(last) if e.repeats > 0 => {
+                format!("{line} (seen {} more times, last at {last})", e.repeats)
+            }
+            _ => line,
         };
         let _ = writeln!(out, "  {time}  {line}");
     }

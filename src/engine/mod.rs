@@ -23,8 +23,8 @@ pub use notify::{Notification, Notifier};
 pub use observe::summarize;
 
 use crate::dns::Observer;
-use crate::lifecycle::{Clock, Effect, Policy, State, may_disable, step};
-use crate::provider::Provider;
+use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, step};
+use crate::provider::{Provider, ProviderError};
 use crate::store::{OutboxStatus, Store, StoreError};
 
 /// Points where a test can make the engine stop dead, as a crash would.
@@ -160,6 +160,13 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     /// Start-up: zones with an effect pending are observed again before anything else.
     pub async fn start(&self) -> Result<(), EngineError> {
+        let unknown = self.store.unknown_in_flight(self.clock.now()).await?;
+        if unknown > 0 {
+            tracing::warn!(
+                calls = unknown,
+                "provider calls were in flight when the daemon stopped; their outcome is settled by the next observation"
+            );
+        }
         let n = self.store.recheck_pending(self.clock.now()).await?;
         if n > 0 {
             tracing::info!(
@@ -241,6 +248,8 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .store
             .registrar_hook_failure(name, row.zone.since)
             .await?;
+        self.settle_unknown_calls(name, &observation.provider)
+            .await?;
         self.crash_point(CrashPoint::Observed)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
@@ -289,9 +298,68 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         }
     }
 
+    /// Provider calls whose outcome was unknown are settled by what the provider says now
+    /// (safety rule 11): the audit trail then says what actually happened.
+    async fn settle_unknown_calls(
+        &self,
+        zone: &str,
+        provider: &ProviderView,
+    ) -> Result<(), EngineError> {
+        let on = match provider {
+            ProviderView::On(_) => true,
+            ProviderView::Off => false,
+            ProviderView::Missing | ProviderView::Unknown(_) => return Ok(()),
+        };
+        for item in self.store.unknown_calls(zone).await? {
+            let wanted = match item.effect {
+                Effect::EnableDnssec => true,
+                Effect::DisableDnssec => false,
+                _ => continue,
+            };
+            let said = if on { "on" } else { "off" };
+            let reason = if on == wanted {
+                format!(
+                    "provider: DNSSEC is {said}: the call to {} took effect",
+                    item.effect.describe()
+                )
+            } else {
+                format!(
+                    "provider: DNSSEC is {said}: the call to {} did not take effect",
+                    item.effect.describe()
+                )
+            };
+            tracing::info!(zone, "{reason}");
+            self.store
+                .settle_unknown_call(item.id, zone, on == wanted, &reason, self.clock.now())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The outcome of a failed provider call: refused (nothing changed), or unknown (the
+    /// request may have reached the provider and taken effect).
+    fn call_failed(action: &str, e: &ProviderError) -> (OutboxStatus, String) {
+        if e.outcome_unknown() {
+            (
+                OutboxStatus::Unknown,
+                format!(
+                    "provider: the call to {action} may or may not have taken effect ({e}); the next observation settles it"
+                ),
+            )
+        } else {
+            (
+                OutboxStatus::Failed,
+                format!("provider refused to {action}: {e}"),
+            )
+        }
+    }
+
     /// Performs the zone's pending effects, oldest first.
     async fn perform_effects(&self, zone: &str) -> Result<(), EngineError> {
         for item in self.store.pending_effects(zone).await? {
+            if item.effect.is_provider_call() {
+                self.store.start_effect(item.id, self.clock.now()).await?;
+            }
             let (status, note) = match &item.effect {
                 Effect::EnableDnssec => match self.provider.set_dnssec(zone, true).await {
                     Ok(done) => (
@@ -303,10 +371,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                                 .unwrap_or_default()
                         ),
                     ),
-                    Err(e) => (
-                        OutboxStatus::Failed,
-                        format!("provider refused to switch DNSSEC on: {e}"),
-                    ),
+                    Err(e) => Self::call_failed("switch DNSSEC on", &e),
                 },
                 Effect::DisableDnssec => self.disable_guarded(zone).await?,
                 Effect::AnnounceDs { ds_line } => {
@@ -389,10 +454,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 "provider: DNSSEC switched off (every parent server confirmed no DS just before)"
                     .to_string(),
             ),
-            Err(e) => (
-                OutboxStatus::Failed,
-                format!("provider refused to switch DNSSEC off: {e}"),
-            ),
+            Err(e) => Self::call_failed("switch DNSSEC off", &e),
         })
     }
 

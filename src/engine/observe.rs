@@ -44,6 +44,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     let provider = match dnssec {
         Ok(key) => ProviderView::On(Box::new(key)),
         Err(ProviderError::DnssecDisabled) => ProviderView::Off,
+        Err(ProviderError::NotFound(_)) => ProviderView::Missing,
         Err(e) => ProviderView::Unknown(e.to_string()),
     };
     let zone_max_ttl = rrsets
@@ -67,6 +68,7 @@ pub fn summarize(obs: &Observation) -> serde_json::Value {
     let provider = match &obs.provider {
         ProviderView::On(key) => json!({"dnssec": "on", "ds": key.ds_line().to_string()}),
         ProviderView::Off => json!({"dnssec": "off"}),
+        ProviderView::Missing => json!({"dnssec": "not_found"}),
         ProviderView::Unknown(e) => json!({"dnssec": "unknown", "error": e}),
     };
     let parent = match &obs.parent {

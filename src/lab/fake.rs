@@ -47,6 +47,10 @@ pub struct WorldState {
     pub key: Option<Dnskey>,
     /// The next provider calls fail with a 503.
     pub provider_failures: u32,
+    /// The provider has no such zone (404 on every zone call).
+    pub zone_missing: bool,
+    /// The next DNSSEC switches take effect but their answer is lost (a timeout).
+    pub switches_lose_answer: u32,
     pub parents: Vec<ParentServer>,
     pub children: Vec<ChildServer>,
     /// Every successful switch: (time, enabled).
@@ -85,6 +89,8 @@ impl FakeWorld {
                 dnssec_on: false,
                 key: None,
                 provider_failures: 0,
+                zone_missing: false,
+                switches_lose_answer: 0,
                 parents: vec![ParentServer::default(); parents],
                 children: vec![ChildServer::default(); children],
                 switches: Vec::new(),
@@ -205,6 +211,9 @@ fn provider_key(zone: &str, key: &Dnskey) -> Result<DnssecKey, ProviderError> {
 impl FakeWorld {
     fn provider_fault(&self) -> Result<(), ProviderError> {
         let mut s = self.lock();
+        if s.zone_missing {
+            return Err(ProviderError::NotFound("zone is not found".into()));
+        }
         if s.provider_failures > 0 {
             s.provider_failures -= 1;
             return Err(ProviderError::Server {
@@ -266,6 +275,12 @@ impl Provider for FakeWorld {
         }
         s.dnssec_on = enabled;
         s.switches.push((now, enabled));
+        if s.switches_lose_answer > 0 {
+            s.switches_lose_answer -= 1;
+            return Err(ProviderError::Transport(
+                "operation timed out (the answer was lost)".into(),
+            ));
+        }
         let key = match (&s.key, enabled) {
             (Some(k), true) => Some(provider_key(zone, k)?),
             _ => None,

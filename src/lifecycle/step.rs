@@ -66,6 +66,9 @@ pub enum ProviderView {
     /// On, with its key (checked against its own DS).
     On(Box<DnssecKey>),
     Off,
+    /// The provider answered that it has no such zone: a definite answer, but one on
+    /// which no DNSSEC decision can rest.
+    Missing,
     /// The provider could not be asked or gave an unusable answer.
     Unknown(String),
 }
@@ -99,6 +102,16 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// In words, for the audit trail: "switch DNSSEC on", ...
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::EnableDnssec => "switch DNSSEC on",
+            Self::DisableDnssec => "switch DNSSEC off",
+            Self::AnnounceDs { .. } => "announce the DS",
+            Self::RequestDsRemoval { .. } => "request the DS removal",
+        }
+    }
+
     /// Provider calls are re-derived from the state at every step, so an older pending
     /// one is superseded by the newer decision; notifications are delivered once each.
     pub fn is_provider_call(&self) -> bool {
@@ -232,8 +245,8 @@ impl Run<'_> {
 
     /// Counts incomplete observations (provider unknown, parent unknown anywhere).
     fn track_health(&mut self) {
-        let complete =
-            !matches!(self.obs.provider, ProviderView::Unknown(_)) && self.parent_known().is_some();
+        let complete = matches!(self.obs.provider, ProviderView::On(_) | ProviderView::Off)
+            && self.parent_known().is_some();
         if complete {
             self.facts.failing_since = None;
             self.facts.failures = 0;
@@ -276,7 +289,7 @@ impl Run<'_> {
             ProviderView::Off if enable_path => {
                 self.facts.provider_off_since.get_or_insert(self.now);
             }
-            ProviderView::Unknown(_) if enable_path => {}
+            ProviderView::Unknown(_) | ProviderView::Missing if enable_path => {}
             _ => self.facts.provider_off_since = None,
         }
     }
@@ -374,6 +387,10 @@ impl Run<'_> {
                 let why = why.clone();
                 self.note(format!("cannot adopt yet: provider unknown ({why})"));
             }
+            ProviderView::Missing => self.note(format!(
+                "cannot adopt: the provider has no zone {} (create it there, or remove it from [zones])",
+                self.zone.name
+            )),
             ProviderView::Off => self.go(State::Disabled, "adopted: DNSSEC is off at the provider"),
             ProviderView::On(key) => {
                 let key = key.clone();
@@ -512,7 +529,7 @@ impl Run<'_> {
                 }
                 return;
             }
-            ProviderView::Unknown(_) => return,
+            ProviderView::Unknown(_) | ProviderView::Missing => return,
         };
         if self.key_changed(&key) {
             self.facts.dnskey_everywhere_at = None;
@@ -698,7 +715,7 @@ impl Run<'_> {
         match self.obs.provider {
             ProviderView::Off => self.go(State::Disabled, "the provider confirms DNSSEC is off"),
             ProviderView::On(_) => self.effects.push(Effect::DisableDnssec),
-            ProviderView::Unknown(_) => {}
+            ProviderView::Unknown(_) | ProviderView::Missing => {}
         }
     }
 
@@ -744,7 +761,7 @@ impl Run<'_> {
         checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
 
         let provider_off = matches!(self.obs.provider, ProviderView::Off);
-        let provider_known = !matches!(self.obs.provider, ProviderView::Unknown(_));
+        let provider_known = matches!(self.obs.provider, ProviderView::On(_) | ProviderView::Off);
         if let Some(parent) = self.parent() {
             if provider_known {
                 if provider_off && parent.any_present() {
@@ -834,6 +851,9 @@ impl Run<'_> {
             (self.now.since(since) >= self.policy.observation_failing_after).then(|| {
                 let why = match (&self.obs.provider, &self.obs.parent) {
                     (ProviderView::Unknown(e), _) => format!("provider: {e}"),
+                    (ProviderView::Missing, _) => {
+                        format!("the provider has no zone {zone}")
+                    }
                     (_, Err(e)) => format!("parent: {e}"),
                     _ => "some parent server gives no answer".to_string(),
                 };

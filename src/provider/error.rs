@@ -44,6 +44,16 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// A call that failed this way may still have taken effect at the provider: the
+    /// request may have reached it (a timeout or a broken connection after sending, a 5xx,
+    /// an unreadable 2xx). Everything else is a definite "not done".
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            Self::Server { .. } | Self::Transport(_) | Self::Decode { .. }
+        )
+    }
+
     /// Worth trying again later (the engine reschedules with backoff); a 4xx other than 408
     /// and 429 is not.
     pub fn is_transient(&self) -> bool {

@@ -51,6 +51,9 @@ pub struct EventRow {
     pub from: Option<String>,
     pub to: Option<String>,
     pub reason: String,
+    /// How many more times the same event was seen right after it, and when last.
+    pub repeats: i64,
+    pub last_seen: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +84,9 @@ pub enum OutboxStatus {
     Done,
     Failed,
     Refused,
+    /// A provider call that may or may not have taken effect: the next observation
+    /// settles it (`settle_unknown_call`).
+    Unknown,
 }
 
 impl OutboxStatus {
@@ -89,6 +95,7 @@ impl OutboxStatus {
             Self::Done => "done",
             Self::Failed => "failed",
             Self::Refused => "refused",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -133,6 +140,8 @@ struct RawEvent {
     from_state: Option<String>,
     to_state: Option<String>,
     reason: String,
+    repeats: i64,
+    last_at: Option<i64>,
 }
 
 #[derive(FromRow)]
@@ -365,7 +374,7 @@ impl Store {
     pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "UPDATE zones SET next_check_at = min(next_check_at, ?) \
-             WHERE name IN (SELECT zone FROM outbox WHERE status = 'pending')",
+             WHERE name IN (SELECT zone FROM outbox WHERE status IN ('pending', 'unknown'))",
         )
         .bind(now.0)
         .execute(&self.pool)
@@ -654,6 +663,126 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a provider call as begun, before the request leaves: a crash from here on
+    /// leaves a call whose outcome is unknown, never one that looks unperformed.
+    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET started_at = ? WHERE id = ? AND status = 'pending'")
+            .bind(now.0)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// At start-up: provider calls begun but never finished (the daemon stopped during
+    /// the request) become calls of unknown outcome, with an audit event each. Returns
+    /// how many.
+    pub async fn unknown_in_flight(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let mut tx = self.write().await?;
+        let rows: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE status = 'pending' AND started_at IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in &rows {
+            let effect: Effect = serde_json::from_str(&row.effect).map_err(corrupt)?;
+            sqlx::query(
+                "UPDATE outbox SET status = 'unknown', finished_at = ?, \
+                 last_error = 'in flight when the daemon stopped' WHERE id = ?",
+            )
+            .bind(now.0)
+            .bind(row.id)
+            .execute(&mut *tx)
+            .await?;
+            let state: Option<(Option<String>,)> =
+                sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+                    .bind(&row.zone)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let state = state.and_then(|(s,)| s);
+            insert_event(
+                &mut tx,
+                &row.zone,
+                now,
+                "effect",
+                state.as_deref(),
+                state.as_deref(),
+                &format!(
+                    "provider: the call to {} was in flight when the daemon stopped; whether it took effect is unknown until the next observation",
+                    effect.describe()
+                ),
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Provider calls of this zone whose outcome is unknown, oldest first.
+    pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE zone = ? AND status = 'unknown' ORDER BY id",
+        )
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter()
+            .map(|r| {
+                Ok(OutboxItem {
+                    id: r.id,
+                    zone: r.zone,
+                    effect: serde_json::from_str(&r.effect).map_err(corrupt)?,
+                    attempts: r.attempts,
+                })
+            })
+            .collect()
+    }
+
+    /// Settles a call of unknown outcome by what the provider now says: `took_effect`
+    /// ends it `done`, otherwise `failed`; one audit event says which.
+    pub async fn settle_unknown_call(
+        &self,
+        id: i64,
+        zone: &str,
+        took_effect: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let settled = sqlx::query(
+            "UPDATE outbox SET status = ?, finished_at = ? WHERE id = ? AND status = 'unknown'",
+        )
+        .bind(if took_effect { "done" } else { "failed" })
+        .bind(now.0)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if settled.rows_affected() == 1 {
+            let state: Option<(Option<String>,)> =
+                sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+                    .bind(zone)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let state = state.and_then(|(s,)| s);
+            insert_event(
+                &mut tx,
+                zone,
+                now,
+                "effect",
+                state.as_deref(),
+                state.as_deref(),
+                reason,
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Counts a failed attempt of a row that stays pending.
     pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
         sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
@@ -685,8 +814,9 @@ impl Store {
 
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         let raw: Vec<RawEvent> = sqlx::query_as(
-            "SELECT id, zone, at, kind, from_state, to_state, reason FROM events \
-             WHERE zone = ? ORDER BY id",
+            "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
+             coalesce(r.count, 0) AS repeats, r.last_at FROM events e \
+             LEFT JOIN event_repeats r ON r.event_id = e.id WHERE e.zone = ? ORDER BY e.id",
         )
         .bind(zone)
         .fetch_all(&self.pool)
@@ -701,6 +831,8 @@ impl Store {
                 from: r.from_state,
                 to: r.to_state,
                 reason: r.reason,
+                repeats: r.repeats,
+                last_seen: ts(r.last_at),
             })
             .collect())
     }
@@ -828,6 +960,36 @@ async fn insert_event(
     reason: &str,
     observation: Option<&str>,
 ) -> Result<(), StoreError> {
+    // Transitions and intents are each their own fact. Any other event identical to the
+    // zone's last one of its kind, with no transition or intent since, is that condition
+    // seen again: counted, not written again.
+    if !matches!(kind, "transition" | "intent") {
+        type Last = (i64, String, Option<String>, Option<String>, String);
+        let last: Option<Last> = sqlx::query_as(
+            "SELECT id, kind, from_state, to_state, reason FROM events \
+             WHERE zone = ? AND kind IN (?, 'transition', 'intent') ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(kind)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((id, k, f, t, r)) = last
+            && k == kind
+            && f.as_deref() == from
+            && t.as_deref() == to
+            && r == reason
+        {
+            sqlx::query(
+                "INSERT INTO event_repeats (event_id, count, last_at) VALUES (?, 1, ?) \
+                 ON CONFLICT (event_id) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+            )
+            .bind(id)
+            .bind(at.0)
+            .execute(&mut *tx)
+            .await?;
+            return Ok(());
+        }
+    }
     sqlx::query(
         "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
          VALUES (?, ?, ?, ?, ?, ?, ?)",
