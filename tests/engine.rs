@@ -423,7 +423,7 @@ async fn a_call_in_flight_at_a_crash_is_settled_by_the_next_observation() {
     assert!(
         reasons
             .iter()
-            .any(|r| r.contains("in flight when the daemon stopped")),
+            .any(|r| r.contains("in flight when the daemon or the step stopped")),
         "{reasons:#?}"
     );
     assert!(
@@ -433,4 +433,76 @@ async fn a_call_in_flight_at_a_crash_is_settled_by_the_next_observation() {
         "{reasons:#?}"
     );
     rig.assert_audit_chain().await;
+}
+
+/// Many zones on a provider that hangs: the engine's heartbeat (what feeds the systemd
+/// watchdog) keeps moving, because every step is bounded and each one that ends, however
+/// it ends, is progress.
+#[tokio::test]
+async fn a_hanging_provider_does_not_stop_the_heartbeat() {
+    let rig = Rig::new(1, 1).await;
+    for i in 0..40 {
+        rig.store
+            .ensure_zone(&format!("z{i}.test."), rig.world.clock.now())
+            .await
+            .unwrap();
+    }
+    rig.world.lock().provider_delay = Duration::from_secs(3600);
+    let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy)
+        .with_workers(4)
+        .with_step_timeout(Duration::from_millis(100));
+    let heartbeat = engine.heartbeat();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sampler = async {
+        let mut worst = Duration::ZERO;
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(age) = heartbeat.age() {
+                worst = worst.max(age);
+            }
+        }
+        let _ = stop.send(true);
+        worst
+    };
+    let (result, worst) = tokio::join!(engine.run(stopped, Duration::from_millis(10)), sampler);
+    result.unwrap();
+    // Whole seconds of slack: this asserts "moves", not a speed. Before, the heartbeat
+    // waited for the whole tick, which here never ends.
+    assert!(
+        worst < Duration::from_secs(1),
+        "heartbeat stood still {worst:?}"
+    );
+}
+
+/// SIGTERM finishes the steps in flight and starts no new one, however many zones are due.
+#[tokio::test]
+async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
+    let rig = Rig::new(1, 1).await;
+    for i in 0..40 {
+        rig.store
+            .ensure_zone(&format!("z{i}.test."), rig.world.clock.now())
+            .await
+            .unwrap();
+    }
+    rig.world.lock().provider_delay = Duration::from_millis(200);
+    let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy).with_workers(4);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let stopper = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = stop.send(true);
+    };
+    let (result, ()) = tokio::join!(engine.run(stopped, Duration::from_millis(10)), stopper);
+    result.unwrap();
+    let observed = rig
+        .store
+        .zones()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.last_observed_at.is_some())
+        .count();
+    assert_eq!(
+        observed, 4,
+        "only the four steps in flight ran to their end"
+    );
 }

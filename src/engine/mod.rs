@@ -43,12 +43,24 @@ pub type CrashHook = Arc<dyn Fn(CrashPoint) -> bool + Send + Sync>;
 /// How often a DS request is tried when the registrar hook fails.
 const NOTIFICATION_ATTEMPTS: i64 = 5;
 
+/// The longest one zone's step may take; a step still running then is abandoned (as a
+/// crash would end it, which every step survives) and the zone is tried again later.
+/// Far above a slow provider's retries (3 x 30 s) and an observation's DNS budget, far
+/// below the unit's 5-minute watchdog.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A tick starts no new step after this long; the zones left are still due and are
+/// taken by the next tick, after the loop has looked at intents and signals again.
+const TICK_BUDGET: Duration = Duration::from_secs(30);
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("stopped at {0:?} (test crash)")]
     Crashed(CrashPoint),
+    #[error("the step took longer than {}s and was abandoned", .0.as_secs())]
+    StepTimedOut(Duration),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +86,12 @@ pub struct Engine<P, O> {
     claimed: Mutex<HashSet<String>>,
     crash: Option<CrashHook>,
     heartbeat: Heartbeat,
+    step_timeout: Duration,
 }
 
-/// When the engine loop last finished a tick (system time, for liveness only): the
-/// systemd watchdog is fed only while this moves.
+/// When the engine last made progress (a step ended, however it ended, or the loop came
+/// round): system time, for liveness only. The systemd watchdog is fed only while this
+/// moves, so it measures the engine, not the provider's speed: steps are bounded.
 #[derive(Debug, Clone, Default)]
 pub struct Heartbeat(Arc<std::sync::atomic::AtomicI64>);
 
@@ -132,7 +146,14 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             claimed: Mutex::new(HashSet::new()),
             crash: None,
             heartbeat: Heartbeat::default(),
+            step_timeout: STEP_TIMEOUT,
         }
+    }
+
+    /// The longest one zone's step may take (default [`STEP_TIMEOUT`]).
+    pub fn with_step_timeout(mut self, timeout: Duration) -> Self {
+        self.step_timeout = timeout;
+        self
     }
 
     /// How many zones are stepped at once.
@@ -160,7 +181,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     /// Start-up: zones with an effect pending are observed again before anything else.
     pub async fn start(&self) -> Result<(), EngineError> {
-        let unknown = self.store.unknown_in_flight(self.clock.now()).await?;
+        let unknown = self.store.unknown_in_flight(self.clock.now(), None).await?;
         if unknown > 0 {
             tracing::warn!(
                 calls = unknown,
@@ -180,40 +201,72 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     /// Steps every zone due now, `workers` at a time, then sends owed notifications.
     /// Returns how many zones were stepped.
     pub async fn tick(&self) -> Result<usize, EngineError> {
+        let (_keep, never) = watch::channel(false);
+        self.tick_until(&never).await
+    }
+
+    /// A tick that starts no new step once `shutdown` is true or the tick budget is spent
+    /// (the steps in flight finish; each is bounded by the step timeout).
+    async fn tick_until(&self, shutdown: &watch::Receiver<bool>) -> Result<usize, EngineError> {
         let now = self.clock.now();
         let limit = u32::try_from(self.workers.saturating_mul(64)).unwrap_or(u32::MAX);
         let due = self.store.due(now, limit).await?;
-        let count = due.len();
+        let started = std::time::Instant::now();
+        let mut count = 0;
         let mut results = futures::stream::iter(due)
-            .map(|name| async move {
-                let outcome = self.step_zone(&name).await;
-                (name, outcome)
+            .take_while(|_| {
+                let go = !*shutdown.borrow() && started.elapsed() < TICK_BUDGET;
+                std::future::ready(go)
             })
-            .buffer_unordered(self.workers);
-        let mut first_error = None;
-        while let Some((name, outcome)) = results.next().await {
-            match outcome {
-                Ok(_) => {}
-                Err(EngineError::Crashed(point)) => {
-                    first_error.get_or_insert(EngineError::Crashed(point));
-                }
-                Err(err) => {
+            .map(|name| async move {
+                let outcome =
+                    match tokio::time::timeout(self.step_timeout, self.step_zone(&name)).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => self.abandoned(&name).await,
+                    };
+                self.heartbeat.beat();
+                if let Err(err) = &outcome
+                    && !matches!(err, EngineError::Crashed(_))
+                {
                     tracing::error!(zone = %name, error = %err, "step failed");
-                    // Try again soon rather than at the old deadline.
+                    // Try again soon rather than at the old deadline. Done here, not in
+                    // the loop below: a loop body that waits for the database while the
+                    // other steps wait for a connection would never be polled again.
                     let retry = self.clock.now().plus(self.policy.retry_base);
                     let _ = self.store.defer(&name, retry).await;
-                    first_error.get_or_insert(err);
                 }
+                outcome
+            })
+            .buffer_unordered(self.workers);
+        let mut crashed = None;
+        while let Some(outcome) = results.next().await {
+            count += 1;
+            if let Err(EngineError::Crashed(point)) = outcome {
+                crashed.get_or_insert(point);
             }
         }
         drop(results);
-        if let Some(EngineError::Crashed(point)) = first_error {
+        if let Some(point) = crashed {
             return Err(EngineError::Crashed(point));
         }
         self.notifier
             .deliver_alerts(&self.store, self.clock.as_ref())
             .await?;
         Ok(count)
+    }
+
+    /// A step that ran past the step timeout was dropped where it stood, as a crash would
+    /// have stopped it: a provider call it had begun is of unknown outcome from now on.
+    async fn abandoned(&self, zone: &str) -> Result<StepOutcome, EngineError> {
+        let now = self.clock.now();
+        let calls = self.store.unknown_in_flight(now, Some(zone)).await?;
+        tracing::warn!(
+            zone,
+            calls,
+            "the step took longer than {}s and was abandoned; the zone is tried again later",
+            self.step_timeout.as_secs()
+        );
+        Err(EngineError::StepTimedOut(self.step_timeout))
     }
 
     /// Observe, decide, commit, act: one zone, once.
@@ -479,7 +532,8 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     ) -> Result<(), EngineError> {
         self.start().await?;
         while !*shutdown.borrow() {
-            match self.tick().await {
+            self.heartbeat.beat();
+            match self.tick_until(&shutdown).await {
                 Ok(_) => self.heartbeat.beat(),
                 Err(e) => tracing::error!(error = %e, "engine tick failed"),
             }

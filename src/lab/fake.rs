@@ -51,6 +51,8 @@ pub struct WorldState {
     pub zone_missing: bool,
     /// The next DNSSEC switches take effect but their answer is lost (a timeout).
     pub switches_lose_answer: u32,
+    /// Every `GET …/dnssec` takes this long (real time) before it answers.
+    pub provider_delay: std::time::Duration,
     pub parents: Vec<ParentServer>,
     pub children: Vec<ChildServer>,
     /// Every successful switch: (time, enabled).
@@ -91,6 +93,7 @@ impl FakeWorld {
                 provider_failures: 0,
                 zone_missing: false,
                 switches_lose_answer: 0,
+                provider_delay: std::time::Duration::ZERO,
                 parents: vec![ParentServer::default(); parents],
                 children: vec![ChildServer::default(); children],
                 switches: Vec::new(),
@@ -289,6 +292,10 @@ impl Provider for FakeWorld {
     }
 
     async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+        let delay = self.lock().provider_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         self.provider_fault()?;
         let s = self.lock();
         match (&s.key, s.dnssec_on) {

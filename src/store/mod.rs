@@ -674,15 +674,22 @@ impl Store {
         Ok(())
     }
 
-    /// At start-up: provider calls begun but never finished (the daemon stopped during
-    /// the request) become calls of unknown outcome, with an audit event each. Returns
-    /// how many.
-    pub async fn unknown_in_flight(&self, now: Timestamp) -> Result<u64, StoreError> {
+    /// Provider calls begun but never finished (the daemon stopped, or the step was
+    /// abandoned, during the request), of one zone or all, become calls of unknown
+    /// outcome, with an audit event each. Returns how many.
+    pub async fn unknown_in_flight(
+        &self,
+        now: Timestamp,
+        zone: Option<&str>,
+    ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
         let rows: Vec<RawOutbox> = sqlx::query_as(
             "SELECT id, zone, effect, attempts FROM outbox \
-             WHERE status = 'pending' AND started_at IS NOT NULL ORDER BY id",
+             WHERE status = 'pending' AND started_at IS NOT NULL \
+             AND (? IS NULL OR zone = ?) ORDER BY id",
         )
+        .bind(zone)
+        .bind(zone)
         .fetch_all(&mut *tx)
         .await?;
         for row in &rows {
@@ -709,7 +716,7 @@ impl Store {
                 state.as_deref(),
                 state.as_deref(),
                 &format!(
-                    "provider: the call to {} was in flight when the daemon stopped; whether it took effect is unknown until the next observation",
+                    "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
                     effect.describe()
                 ),
                 None,
