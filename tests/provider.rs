@@ -96,7 +96,7 @@ async fn zone_and_rrset_calls() {
 
     let z = c.get_zone("example.com.").await.unwrap();
     assert_eq!(z.name, "example.com");
-    assert!(!z.dnssec_enabled);
+    assert_eq!(z.dnssec_enabled, Some(false));
     assert_eq!(
         z.dnssec_status, None,
         "absent until DNSSEC was first enabled"
@@ -221,7 +221,7 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     );
 
     let z = c.get_zone("signed.example").await.unwrap();
-    assert!(z.dnssec_enabled);
+    assert_eq!(z.dnssec_enabled, Some(true));
     assert_eq!(z.dnssec_status, Some(DnssecStatus::Pending));
     assert!(z.dnssec_status_modified_on.is_some());
 
