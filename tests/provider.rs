@@ -1,15 +1,19 @@
-//! The provider client against the provider simulator, over real HTTP on loopback.
+//! The provider client against the provider simulator, over real HTTP on loopback; the
+//! hardening tests (issue 11) through the fault proxy of `tests/support/fault_proxy.rs`.
+
+mod support;
 
 use std::time::{Duration, Instant};
 
 use dnssec_warden::config::Credentials;
 use dnssec_warden::lab::{Fault, FaultKind, ProviderSim, SimOptions};
 use dnssec_warden::provider::{
-    DnssecStatus, GcoreClient, NewZone, Provider, ProviderError, ResourceRecord, RetryPolicy,
-    RrsetBody,
+    DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, Provider, ProviderError,
+    ResourceRecord, RetryPolicy, RrsetBody,
 };
 use dnssec_warden::secret::Secret;
 use serde_json::json;
+use support::fault_proxy::{self, FaultProxy, Rule};
 
 const KEY: &str = "test-api-key-0123456789";
 const USER: &str = "ops@example.com";
@@ -96,7 +100,7 @@ async fn zone_and_rrset_calls() {
 
     let z = c.get_zone("example.com.").await.unwrap();
     assert_eq!(z.name, "example.com");
-    assert!(!z.dnssec_enabled);
+    assert_eq!(z.dnssec_enabled, Some(false));
     assert_eq!(
         z.dnssec_status, None,
         "absent until DNSSEC was first enabled"
@@ -221,7 +225,7 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     );
 
     let z = c.get_zone("signed.example").await.unwrap();
-    assert!(z.dnssec_enabled);
+    assert_eq!(z.dnssec_enabled, Some(true));
     assert_eq!(z.dnssec_status, Some(DnssecStatus::Pending));
     assert!(z.dnssec_status_modified_on.is_some());
 
@@ -628,10 +632,14 @@ async fn an_unreachable_provider_is_a_transport_error() {
         Duration::from_secs(1),
     )
     .unwrap();
-    assert!(matches!(
-        c.get_zone("example.com").await,
-        Err(ProviderError::Transport(_))
-    ));
+    // Nothing was sent: a definite "not performed", not an unknown outcome.
+    match c.get_zone("example.com").await {
+        Err(e @ ProviderError::Connect(_)) => {
+            assert_eq!(e.class(), ErrorClass::NotPerformed);
+            assert!(!e.outcome_unknown());
+        }
+        other => panic!("expected a connect error, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -651,5 +659,505 @@ async fn a_malformed_body_is_a_decode_error_with_an_excerpt() {
     assert!(matches!(
         Provider::get_dnssec(&c, "example.com").await,
         Err(ProviderError::Decode { .. })
+    ));
+}
+
+// ---- hardening (issue 11), through the fault proxy ----------------------------------------
+
+/// A simulator with `zones`, the fault proxy in front of it, and a client of the proxy.
+async fn proxied(zones: &[&str]) -> (ProviderSim, FaultProxy) {
+    let sim = sim(SimOptions::default()).await;
+    for zone in zones {
+        assert!(sim.handle().add_zone(zone));
+    }
+    let proxy = FaultProxy::start(sim.base_url())
+        .await
+        .expect("proxy starts");
+    (sim, proxy)
+}
+
+fn proxy_client(proxy: &FaultProxy, credentials: Credentials, policy: RetryPolicy) -> GcoreClient {
+    GcoreClient::with_policy(proxy.url(), credentials, policy, Duration::from_secs(5)).unwrap()
+}
+
+fn key() -> Credentials {
+    Credentials::ApiKey(Secret::new(KEY.into()))
+}
+
+fn login() -> Credentials {
+    Credentials::Login {
+        username: USER.into(),
+        password: Secret::new(PASSWORD.into()),
+    }
+}
+
+/// A second proxy on another loopback address (`127.0.0.2`): where redirects point.
+async fn other_host(upstream: &ProviderSim) -> FaultProxy {
+    FaultProxy::start_on("127.0.0.2:0".parse().unwrap(), upstream.base_url())
+        .await
+        .expect("127.0.0.2 is loopback")
+}
+
+fn redirect_to(status: u16, target: &FaultProxy) -> fault_proxy::Fault {
+    fault_proxy::Fault::Redirect {
+        status,
+        to: target.url(),
+    }
+}
+
+/// Item 1: 127.0.0.1 redirects to 127.0.0.2, which redirects to itself once (the hop on
+/// which a following client sent the key again). The second host must never see the API
+/// key, a bearer token or the password; the client stops at the first 3xx, naming it.
+#[tokio::test]
+async fn redirects_are_not_followed_and_never_carry_a_credential() {
+    let (sim, proxy) = proxied(&["example.com"]).await;
+    let second = other_host(&sim).await;
+    second.add_fault(Rule::new(redirect_to(307, &second)).times(1));
+
+    // API key.
+    proxy.set_fault(redirect_to(302, &second));
+    let c = proxy_client(&proxy, key(), quick_policy());
+    match c.get_zone("example.com").await {
+        Err(e @ ProviderError::Redirected { status: 302, .. }) => {
+            assert!(e.to_string().contains("127.0.0.2"), "{e}");
+            assert!(e.is_refusal());
+        }
+        other => panic!("expected a redirect error, got {other:?}"),
+    }
+
+    // Login: the DNS call redirected after a good login.
+    proxy.clear_faults();
+    proxy.add_fault(Rule::new(redirect_to(302, &second)).on("/dns/"));
+    let c = proxy_client(&proxy, login(), quick_policy());
+    assert!(matches!(
+        c.get_zone("example.com").await,
+        Err(ProviderError::Redirected { .. })
+    ));
+
+    // The login call itself, with a 307 that would repeat the POST body with the password.
+    proxy.clear_faults();
+    proxy.add_fault(Rule::new(redirect_to(307, &second)).on("/iam/"));
+    let c = proxy_client(&proxy, login(), quick_policy());
+    assert!(matches!(
+        c.get_zone("example.com").await,
+        Err(ProviderError::Redirected { status: 307, .. })
+    ));
+
+    for seen in second.requests() {
+        for secret in [KEY, PASSWORD, "Bearer", "APIKey"] {
+            assert!(
+                !seen.carries(secret),
+                "{secret:?} reached the second host: {} {}",
+                seen.method,
+                seen.path
+            );
+        }
+    }
+    assert_eq!(second.total_calls(), 0, "no redirect is followed at all");
+}
+
+/// Item 2: a 429 with `Retry-After: 2` for one zone holds every zone's call until then.
+#[tokio::test]
+async fn a_retry_after_holds_every_call_of_the_client() {
+    let zones = ["a.example", "b.example", "c.example", "d.example"];
+    let (_sim, proxy) = proxied(&zones).await;
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::retry_after("2"))
+            .on("/dns/")
+            .times(1),
+    );
+    let c = proxy_client(&proxy, key(), quick_policy());
+    let start = Instant::now();
+    let first = async { c.get_zone("a.example").await };
+    let others = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let calls = zones[1..].iter().map(|z| c.get_zone(z));
+        let results = futures::future::join_all(calls).await;
+        (results, start.elapsed())
+    };
+    let watch = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        proxy.total_calls()
+    };
+    let (first, (others, others_done), asked_by_1500ms) = tokio::join!(first, others, watch);
+    first.unwrap();
+    for result in others {
+        result.unwrap();
+    }
+    assert_eq!(
+        asked_by_1500ms, 1,
+        "while Retry-After holds, no zone asks again"
+    );
+    assert!(others_done >= Duration::from_secs(2), "{others_done:?}");
+    assert_eq!(proxy.total_calls(), 5, "one 429, then each zone once");
+}
+
+/// Item 2: a hold beyond the call's budget (an HTTP-date 30 s ahead) fails at once, as
+/// "rate limited until T", without asking the provider.
+#[tokio::test]
+async fn a_hold_beyond_the_budget_fails_fast_without_asking() {
+    let (_sim, proxy) = proxied(&["a.example", "b.example"]).await;
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::retry_after(&fault_proxy::http_date_in(
+            30,
+        )))
+        .on("/dns/")
+        .times(1),
+    );
+    let policy = RetryPolicy {
+        budget: Duration::from_secs(2),
+        ..quick_policy()
+    };
+    let c = proxy_client(&proxy, key(), policy);
+    assert!(matches!(
+        c.get_zone("a.example").await,
+        Err(ProviderError::RateLimited { .. })
+    ));
+    assert_eq!(proxy.total_calls(), 1);
+    let start = Instant::now();
+    match c.get_zone("b.example").await {
+        Err(e @ ProviderError::RateLimitedUntil { .. }) => {
+            assert!(e.to_string().contains("until"), "{e}");
+            assert_eq!(e.class(), ErrorClass::NotPerformed);
+        }
+        other => panic!("expected a fast rate-limit error, got {other:?}"),
+    }
+    assert!(start.elapsed() < Duration::from_millis(500));
+    assert_eq!(
+        proxy.total_calls(),
+        1,
+        "the gated call never reached the server"
+    );
+}
+
+/// Item 3: an endless answer (256 MiB, no Content-Length) stops at the cap, for API calls
+/// and for the login call; far less than the whole body is taken from the server.
+#[tokio::test]
+async fn huge_answers_stop_at_the_cap() {
+    let (_sim, proxy) = proxied(&["example.com"]).await;
+    proxy.set_fault(fault_proxy::Fault::Huge(256 << 20));
+    let c = proxy_client(&proxy, key(), quick_policy());
+    match c.get_zone("example.com").await {
+        Err(e @ ProviderError::BodyTooLarge { .. }) => {
+            assert!(e.to_string().contains(&MAX_BODY_BYTES.to_string()), "{e}");
+            assert!(e.outcome_unknown());
+        }
+        other => panic!("expected the cap error, got {other:?}"),
+    }
+    assert!(
+        proxy.streamed_bytes() < 32 << 20,
+        "read {} bytes",
+        proxy.streamed_bytes()
+    );
+
+    proxy.clear_faults();
+    proxy.add_fault(Rule::new(fault_proxy::Fault::Huge(256 << 20)).on("/iam/auth/jwt/login"));
+    let c = proxy_client(&proxy, login(), quick_policy());
+    assert!(matches!(
+        c.get_zone("example.com").await,
+        Err(ProviderError::BodyTooLarge { .. })
+    ));
+}
+
+/// Item 4: answers with every optional field `null`, then without them: nothing breaks,
+/// and a zone whose `dnssec_enabled` is missing is unknown, not "off".
+#[tokio::test]
+async fn null_laden_and_missing_fields_do_not_break_us() {
+    let (sim, proxy) = proxied(&["a.example", "b.example"]).await;
+    let c = proxy_client(&proxy, key(), quick_policy());
+    c.create_rrset("a.example", "www.a.example", "A", &a_record("192.0.2.1"))
+        .await
+        .unwrap();
+    c.set_dnssec("b.example", true).await.unwrap();
+    let optional = [
+        "dnssec_enabled",
+        "records",
+        "short_answers",
+        "warnings",
+        "enabled",
+        "ttl",
+        "updated_at",
+        "dnssec_status",
+        "resource_records",
+    ];
+    for (round, fault) in [
+        fault_proxy::Fault::null_fields(&optional),
+        fault_proxy::Fault::remove_fields(&optional),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        proxy.set_fault(fault.clone());
+        let zones = c.list_zones().await.unwrap();
+        assert_eq!(zones.len(), 2 + round, "{fault:?}");
+        assert!(
+            zones.iter().all(|z| z.dnssec_enabled.is_none()),
+            "{zones:?}"
+        );
+        let z = c.get_zone("b.example").await.unwrap();
+        assert_eq!(z.dnssec_enabled, None, "unknown, never off");
+        let sets = c.list_rrsets("a.example").await.unwrap();
+        assert!(sets.iter().all(|s| s.ttl.is_none()), "{sets:?}");
+        assert_eq!(
+            dnssec_warden::provider::Rrset::largest_ttl(&sets),
+            None,
+            "an unknown TTL never bounds a wait as 0"
+        );
+        let set = c
+            .get_rrset("a.example", "www.a.example", "A")
+            .await
+            .unwrap();
+        assert_eq!(set.ttl, None);
+        let created = c.create_zone(&zone(&format!("n{round}.example"))).await;
+        assert!(created.unwrap().warnings.is_empty());
+    }
+    proxy.clear_faults();
+    assert_eq!(
+        c.get_zone("b.example").await.unwrap().dnssec_enabled,
+        Some(true)
+    );
+    drop(sim);
+}
+
+/// Item 4: one zone entry that cannot be read (no name) does not hide the others.
+#[tokio::test]
+async fn one_unreadable_zone_does_not_fail_the_listing() {
+    let (_sim, proxy) = proxied(&["a.example", "b.example", "c.example"]).await;
+    let c = proxy_client(&proxy, key(), quick_policy());
+    // Every `name` nulled: every entry is unreadable, which is an error, not "no zones".
+    proxy.set_fault(fault_proxy::Fault::null_fields(&["name"]));
+    assert!(matches!(
+        c.list_zones().await,
+        Err(ProviderError::Decode { .. })
+    ));
+    // One entry broken: the other two are listed.
+    proxy.set_fault(fault_proxy::Fault::Json(
+        200,
+        json!({"zones": [
+            {"name": "a.example", "dnssec_enabled": true},
+            {"dnssec_enabled": false},
+            {"name": "c.example", "dnssec_enabled": null, "records": null}
+        ], "total_amount": 3}),
+    ));
+    let zones = c.list_zones().await.unwrap();
+    let names: Vec<_> = zones.iter().map(|z| z.name.as_str()).collect();
+    assert_eq!(names, ["a.example", "c.example"]);
+}
+
+/// Item 5: a refresh answer with `access` alone is used, and the refresh token in hand is
+/// kept for the next renewal.
+#[tokio::test]
+async fn a_refresh_answer_with_access_only_keeps_the_refresh_token() {
+    let (sim, proxy) = proxied(&["example.com"]).await;
+    let c = proxy_client(&proxy, login(), quick_policy());
+    c.get_zone("example.com").await.unwrap();
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::remove_fields(&["refresh"]))
+            .on("/iam/auth/jwt/refresh")
+            .times(1),
+    );
+    sim.handle().expire_access_tokens();
+    c.get_zone("example.com").await.unwrap();
+    assert_eq!(
+        sim.handle().token_counts(),
+        (1, 1),
+        "refreshed, no new login"
+    );
+
+    // The next renewal sends the same refresh token again (the simulator, whose tokens
+    // are single-use, refuses it, so the client logs in).
+    sim.handle().expire_access_tokens();
+    c.get_zone("example.com").await.unwrap();
+    let refreshes: Vec<_> = proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/iam/auth/jwt/refresh")
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(refreshes.len(), 2);
+    assert_eq!(refreshes[0], refreshes[1], "the refresh token was kept");
+    assert_eq!(sim.handle().token_counts(), (2, 1));
+}
+
+/// Item 5: a refresh answer that cannot be read means a new login, not a failed call.
+#[tokio::test]
+async fn an_unreadable_refresh_answer_means_a_new_login() {
+    let (sim, proxy) = proxied(&["example.com"]).await;
+    let c = proxy_client(&proxy, login(), quick_policy());
+    c.get_zone("example.com").await.unwrap();
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::Malformed)
+            .on("/iam/auth/jwt/refresh")
+            .times(1),
+    );
+    sim.handle().expire_access_tokens();
+    c.get_zone("example.com").await.unwrap();
+    assert_eq!(sim.handle().token_counts().0, 2, "logged in again");
+}
+
+/// Item 6: every call says `Accept: application/json`, login and refresh included.
+#[tokio::test]
+async fn every_call_accepts_json() {
+    let (sim, proxy) = proxied(&["example.com"]).await;
+    let c = proxy_client(&proxy, login(), quick_policy());
+    c.get_zone("example.com").await.unwrap();
+    sim.handle().expire_access_tokens();
+    c.set_dnssec("example.com", true).await.unwrap();
+    c.list_zones().await.unwrap();
+    let seen = proxy.requests();
+    let paths: Vec<_> = seen.iter().map(|r| r.path.as_str()).collect();
+    assert!(paths.contains(&"/iam/auth/jwt/login"), "{paths:?}");
+    assert!(paths.contains(&"/iam/auth/jwt/refresh"), "{paths:?}");
+    for r in &seen {
+        assert_eq!(
+            r.headers.get("accept").and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{} {}",
+            r.method,
+            r.path
+        );
+    }
+}
+
+/// Item 7: the provider refuses "DNSSEC off" with 409 while its own scan sees a DS. That
+/// is a refusal (try again later), never success, and the client never adds
+/// `force_disable`.
+#[tokio::test]
+async fn a_409_on_dnssec_off_is_a_refusal_and_never_forced() {
+    let sim = sim(SimOptions {
+        refuse_disable_with_parent_ds: true,
+        ..SimOptions::default()
+    })
+    .await;
+    let c = api_key_client(&sim);
+    c.create_zone(&zone("held.example")).await.unwrap();
+    c.set_dnssec("held.example", true).await.unwrap();
+    sim.handle().set_parent_ds_hint("held.example", true);
+    match c.set_dnssec("held.example", false).await {
+        Err(e @ ProviderError::Conflict(_)) => {
+            assert_eq!(e.class(), ErrorClass::Refused);
+            assert!(e.is_refusal() && !e.outcome_unknown() && !e.is_transient());
+        }
+        other => panic!("expected a 409 refusal, got {other:?}"),
+    }
+    assert!(sim.handle().dnssec_enabled("held.example"), "still on");
+    let patches: Vec<_> = sim
+        .handle()
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "PATCH")
+        .collect();
+    assert_eq!(patches.len(), 2, "the 409 was not retried");
+    assert_eq!(patches[1].status, 409);
+    assert_eq!(
+        patches[1].body,
+        json!({"enabled": false}),
+        "no force_disable"
+    );
+}
+
+/// Item 8: a 2xx whose body is `{"error": …}` is an error with an unknown outcome, never
+/// success; so is a 5xx on the PATCH and malformed JSON in a 2xx; a 404 is "not found".
+#[tokio::test]
+async fn outcome_classes_of_provider_answers() {
+    let (_sim, proxy) = proxied(&["example.com"]).await;
+    let c = proxy_client(&proxy, key(), quick_policy());
+
+    proxy.set_fault(fault_proxy::Fault::Json(
+        200,
+        json!({"error": "internal failure, try later"}),
+    ));
+    match c.set_dnssec("example.com", false).await {
+        Err(e @ ProviderError::ErrorInSuccess { status: 200, .. }) => {
+            assert!(e.to_string().contains("internal failure"), "{e}");
+            assert!(e.outcome_unknown());
+        }
+        other => panic!("a 200 with an error is not success: {other:?}"),
+    }
+    assert!(matches!(
+        c.get_zone("example.com").await,
+        Err(ProviderError::ErrorInSuccess { .. })
+    ));
+
+    proxy.set_fault(fault_proxy::Fault::Status(502));
+    let e = c.set_dnssec("example.com", true).await.unwrap_err();
+    assert!(
+        matches!(e, ProviderError::Server { status: 502, .. }),
+        "{e:?}"
+    );
+    assert!(e.outcome_unknown());
+
+    proxy.set_fault(fault_proxy::Fault::Malformed);
+    let e = c.set_dnssec("example.com", true).await.unwrap_err();
+    assert!(matches!(e, ProviderError::Decode { .. }), "{e:?}");
+    assert!(e.outcome_unknown());
+
+    proxy.set_fault(fault_proxy::Fault::Status(422));
+    let e = c.set_dnssec("example.com", true).await.unwrap_err();
+    assert!(e.is_refusal(), "{e:?}");
+
+    proxy.clear_faults();
+    let e = c.set_dnssec("nowhere.example", false).await.unwrap_err();
+    assert_eq!(e.class(), ErrorClass::NotFound, "{e:?}");
+    assert!(!e.outcome_unknown());
+}
+
+/// Faults of the proxy the client must survive: a hang and a slow drip end in the
+/// client's timeout (outcome unknown), a 401 after N calls is an authorization error.
+#[tokio::test]
+async fn hangs_drips_and_late_401s() {
+    let (_sim, proxy) = proxied(&["example.com"]).await;
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        ..quick_policy()
+    };
+    let c =
+        GcoreClient::with_policy(proxy.url(), key(), policy, Duration::from_millis(400)).unwrap();
+
+    proxy.set_fault(fault_proxy::Fault::Hang(Duration::from_secs(5)));
+    let start = Instant::now();
+    let e = c.get_zone("example.com").await.unwrap_err();
+    assert!(
+        matches!(e, ProviderError::Transport(ref t) if t.contains("timed out")),
+        "{e:?}"
+    );
+    assert!(e.outcome_unknown());
+    assert!(start.elapsed() < Duration::from_secs(3));
+
+    proxy.set_fault(fault_proxy::Fault::SlowDrip(Duration::from_millis(50)));
+    let e = c.get_zone("example.com").await.unwrap_err();
+    assert!(matches!(e, ProviderError::Transport(_)), "{e:?}");
+    assert!(e.outcome_unknown());
+    assert!(proxy.streamed_bytes() < 40, "{}", proxy.streamed_bytes());
+
+    proxy.set_fault(fault_proxy::Fault::UnauthorizedAfter(2));
+    c.get_zone("example.com").await.unwrap();
+    c.get_zone("example.com").await.unwrap();
+    let e = c.get_zone("example.com").await.unwrap_err();
+    assert!(matches!(e, ProviderError::Unauthorized(_)), "{e:?}");
+    assert_eq!(proxy.calls("/dns/v2/zones/example.com"), 7);
+}
+
+/// The "flipped behind the daemon's back" helper switches the simulator directly.
+#[tokio::test]
+async fn dnssec_flipped_behind_the_clients_back() {
+    let (sim, proxy) = proxied(&["example.com"]).await;
+    assert_eq!(
+        proxy
+            .flip_dnssec_upstream(KEY, "example.com.", true)
+            .await
+            .unwrap(),
+        200
+    );
+    assert!(sim.handle().dnssec_enabled("example.com"));
+    assert_eq!(proxy.total_calls(), 0, "not through the proxy");
+    let c = proxy_client(&proxy, key(), quick_policy());
+    c.get_dnssec("example.com").await.unwrap();
+    fault_proxy::flip_dnssec(&sim.base_url(), KEY, "example.com", false)
+        .await
+        .unwrap();
+    assert!(matches!(
+        c.get_dnssec("example.com").await,
+        Err(ProviderError::DnssecDisabled)
     ));
 }

@@ -10,6 +10,11 @@ use crate::config::WebhookSettings;
 
 /// No single wait between two attempts is longer than this.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Of a receiver's answer, no more than this is read (for the error's excerpt); a 2xx
+/// answer's body is not read at all.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Longest excerpt of a receiver's answer in an error.
+const EXCERPT_CHARS: usize = 200;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
@@ -111,12 +116,12 @@ impl Webhook {
                 Ok(response) if response.status().is_success() => return Ok(()),
                 Ok(response) => {
                     let status = response.status();
-                    last = format!("HTTP {status}");
                     asked = response
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
                         .and_then(|v| v.to_str().ok())
                         .and_then(crate::provider::parse_retry_after);
+                    last = format!("HTTP {status}{}", self.answer_excerpt(response).await);
                     let transient = status.is_server_error()
                         || status == reqwest::StatusCode::REQUEST_TIMEOUT
                         || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
@@ -139,6 +144,49 @@ impl Webhook {
             last,
         })
     }
+
+    /// `: <start of the answer>`, read to at most [`MAX_ANSWER_BYTES`] (the rest is never
+    /// read: the connection is dropped), with the sink's secrets redacted.
+    async fn answer_excerpt(&self, mut response: reqwest::Response) -> String {
+        let mut body = Vec::new();
+        let mut over = response
+            .content_length()
+            .is_some_and(|n| n > MAX_ANSWER_BYTES as u64);
+        while !over {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = MAX_ANSWER_BYTES - body.len();
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    over = chunk.len() > room;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let e = e.without_url();
+                    return format!(" (answer unreadable: {e})");
+                }
+            }
+        }
+        // The header values and the URL's path and query (Slack's URL is the secret).
+        let secrets: Vec<&str> = self
+            .headers
+            .iter()
+            .filter_map(|(_, v)| v.to_str().ok())
+            .chain([self.url.path()])
+            .chain(self.url.query())
+            .collect();
+        // Redacted before it is cut, so that no part of a secret survives the cut.
+        let text = crate::secret::redact(&String::from_utf8_lossy(&body), &secrets);
+        let text: String = text.trim().chars().take(EXCERPT_CHARS).collect();
+        let note = if over {
+            format!(" (answer longer than {MAX_ANSWER_BYTES} bytes; not read further)")
+        } else {
+            String::new()
+        };
+        match (text.is_empty(), note.is_empty()) {
+            (true, true) => String::new(),
+            _ => format!(": {text}{note}"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +195,85 @@ mod tests {
     use axum::response::IntoResponse;
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
+
+    fn event() -> AlertEvent {
+        AlertEvent {
+            text: "test".into(),
+            id: "alert-1-firing".into(),
+            event: super::super::EventKind::Firing,
+            zone: "example.com.".into(),
+            kind: None,
+            severity: "warning".into(),
+            message: "test".into(),
+            state: None,
+            opened_at: None,
+            resolved_at: None,
+            ds: None,
+            at: "2026-11-22T00:00:00Z".into(),
+        }
+    }
+
+    /// A receiver answering 500 with an endless body (512 MiB, no Content-Length): the
+    /// error carries a redacted excerpt and says the answer was not read further, and
+    /// only a little of it was ever taken from the receiver.
+    #[tokio::test]
+    async fn an_endless_answer_is_read_to_the_cap_only() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let produced = Arc::new(AtomicU64::new(0));
+        let counter = produced.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let counter = counter.clone();
+                async move {
+                    let mut chunk = b"error: token s3cr3t-t0ken rejected ".to_vec();
+                    chunk.resize(64 * 1024, b'x');
+                    let chunk = bytes::Bytes::from(chunk);
+                    let stream = futures::stream::unfold(0u32, move |n| {
+                        let chunk = chunk.clone();
+                        let counter = counter.clone();
+                        async move {
+                            (n < 8192).then(|| {
+                                counter.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+                                (Ok::<_, std::io::Error>(chunk), n + 1)
+                            })
+                        }
+                    });
+                    (
+                        reqwest::StatusCode::INTERNAL_SERVER_ERROR,
+                        axum::body::Body::from_stream(stream),
+                    )
+                        .into_response()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let hook = Webhook::new(&WebhookSettings {
+            name: "alerts.webhook[0]".into(),
+            url: format!("http://{addr}/hook").parse().unwrap(),
+            headers: vec![("X-Token".into(), "s3cr3t-t0ken".into())],
+            timeout: Duration::from_secs(10),
+            max_attempts: 1,
+            backoff: Duration::from_millis(10),
+        })
+        .unwrap();
+        let err = hook.send(&event()).await.unwrap_err().to_string();
+        assert!(
+            err.contains("not read further") && err.contains(&MAX_ANSWER_BYTES.to_string()),
+            "{err}"
+        );
+        assert!(
+            err.contains("[redacted]") && !err.contains("s3cr3t"),
+            "{err}"
+        );
+        let produced = produced.load(Ordering::SeqCst);
+        assert!(
+            produced < 16 << 20,
+            "the receiver produced {produced} bytes"
+        );
+    }
 
     /// A 429 with `Retry-After: 1` is waited out (not the 10 ms backoff) before the retry.
     #[tokio::test]
@@ -184,21 +311,7 @@ mod tests {
             backoff: Duration::from_millis(10),
         })
         .unwrap();
-        let event = AlertEvent {
-            text: "test".into(),
-            id: "alert-1-firing".into(),
-            event: super::super::EventKind::Firing,
-            zone: "example.com.".into(),
-            kind: None,
-            severity: "warning".into(),
-            message: "test".into(),
-            state: None,
-            opened_at: None,
-            resolved_at: None,
-            ds: None,
-            at: "2026-11-22T00:00:00Z".into(),
-        };
-        hook.send(&event).await.unwrap();
+        hook.send(&event()).await.unwrap();
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 2);
         assert!(

@@ -122,13 +122,14 @@ async fn provider_state(
     let mut state = ProviderState::failed(String::new());
     state.error = None;
     match client.get_zone(zone).await {
-        Ok(z) => state.dnssec_enabled = Some(z.dnssec_enabled),
+        Ok(z) => state.dnssec_enabled = z.dnssec_enabled,
         Err(e) => {
             state.error = Some(format!("zone: {e}"));
             return state;
         }
     }
-    if state.dnssec_enabled != Some(true) {
+    // Unknown (the provider left the field out) is settled by asking for the key.
+    if state.dnssec_enabled == Some(false) {
         return state;
     }
     match Provider::get_dnssec(client, zone).await {

@@ -49,7 +49,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     };
     let zone_max_ttl = rrsets
         .and_then(Result::ok)
-        .map(|sets| sets.iter().map(|s| s.ttl).max().unwrap_or(0));
+        .and_then(|sets| crate::provider::Rrset::largest_ttl(&sets));
     Observation {
         // Taken after the answers: a "gone" seen now was true no later than now.
         at: clock.now(),

@@ -236,7 +236,7 @@ impl Provider for FakeWorld {
             id: Some(1),
             enabled: Some(true),
             status: None,
-            dnssec_enabled: self.dnssec_on(),
+            dnssec_enabled: Some(self.dnssec_on()),
             dnssec_status: None,
             dnssec_status_modified_on: None,
             records: vec![],

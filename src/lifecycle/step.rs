@@ -553,7 +553,12 @@ impl Run<'_> {
                     .child()
                     .and_then(ChildView::max_dnskey_ttl)
                     .unwrap_or(0);
-                let longest = dnskey_ttl.max(self.obs.zone_max_ttl.unwrap_or(0));
+                // The hold covers the zone's largest TTL: not known (the RRset listing
+                // failed, or a TTL was missing), no hold can be set yet.
+                let Some(zone_ttl) = self.obs.zone_max_ttl else {
+                    return;
+                };
+                let longest = dnskey_ttl.max(zone_ttl);
                 let at = self
                     .now
                     .plus_secs(longest)

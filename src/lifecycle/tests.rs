@@ -941,3 +941,18 @@ fn a_failed_registrar_hook_alerts_while_the_registrar_is_awaited() {
     assert_eq!(firing(&d, AlertKind::RegistrarHookFailed), None);
     assert!(judged(&d, AlertKind::RegistrarHookFailed));
 }
+
+#[test]
+fn no_hold_starts_while_the_zones_largest_ttl_is_unknown() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    let mut obs = w.obs(T0, Some(true), &[P::No], &[C::Serves]);
+    obs.zone_max_ttl = None;
+    let d = w.run(&mut z, &obs);
+    assert_eq!(
+        d.facts.hold_until, None,
+        "a hold too short for the zone's TTLs"
+    );
+    let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
+    assert!(d.facts.hold_until.is_some());
+}

@@ -3,9 +3,13 @@
 //! One private path, [`GcoreClient::call`], carries every request: it adds the
 //! `Authorization` header, retries what is worth retrying, renews bearer tokens once on a
 //! 401, and turns statuses into [`ProviderError`]s.
+//!
+//! Hardening (issue 11): redirects are never followed; a `Retry-After` holds every call of
+//! the client (all zones) until it has passed; no answer body is read beyond
+//! [`MAX_BODY_BYTES`]; every request says `Accept: application/json`.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
@@ -15,7 +19,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::error::ProviderError;
-use super::retry::{RetryPolicy, is_retryable_status, parse_retry_after};
+use super::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
 use super::types::{
     CreatedZone, DnssecKey, NewZone, ParentDsHint, RawDnssec, Rrset, RrsetBody, Zone,
 };
@@ -31,12 +35,41 @@ pub const PAGE_LIMIT: usize = 100;
 pub const LOGINS_PER_SECOND: usize = 5;
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
+/// No answer body (API, login, refresh) is read beyond this: the largest real answer, a
+/// page of 100 zones, is far below it, and a runaway one must not take the daemon's memory.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 pub struct GcoreClient {
     http: reqwest::Client,
     base: Url,
     auth: Auth,
     retry: RetryPolicy,
+    gate: RateGate,
+}
+
+/// The "not before" a `Retry-After` sets, shared by every call of one client: after a 429
+/// for one zone, the others do not ask either until it has passed.
+#[derive(Default)]
+struct RateGate {
+    until: std::sync::Mutex<Option<Instant>>,
+}
+
+impl RateGate {
+    /// Holds calls for `wait` (capped at [`MAX_RETRY_AFTER`]); never shortens a hold.
+    fn hold(&self, wait: Duration) {
+        let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
+        let mut gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        if gate.is_none_or(|t| t < until) {
+            *gate = Some(until);
+        }
+    }
+
+    /// How long calls are still held, if at all.
+    fn remaining(&self) -> Option<Duration> {
+        let gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        gate.and_then(|t| t.checked_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
 }
 
 enum Auth {
@@ -60,17 +93,24 @@ struct Tokens {
     generation: u64,
 }
 
+/// A login or refresh answer. A refresh answer may carry `access` alone (the provider's
+/// SDK allows it): the refresh token in hand then stays.
 #[derive(Deserialize)]
 struct TokenPair {
     access: String,
-    refresh: String,
+    #[serde(default)]
+    refresh: Option<String>,
 }
 
 /// What one attempt, or the last of its retries, returned.
 struct Reply {
     status: StatusCode,
     retry_after: Option<Duration>,
+    location: Option<String>,
+    /// At most [`MAX_BODY_BYTES`].
     body: bytes::Bytes,
+    /// The body went on beyond the cap (and was not read further).
+    truncated: bool,
 }
 
 impl std::fmt::Debug for GcoreClient {
@@ -112,7 +152,19 @@ impl GcoreClient {
         retry: RetryPolicy,
         request_timeout: Duration,
     ) -> Result<Self, ProviderError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
         let http = reqwest::Client::builder()
+            // Not even a same-origin redirect is followed: the API never redirects, so one
+            // means a wrong base_url or something in between; following it would send the
+            // credential (and, on 307/308, the login body) on, and would turn a PATCH into
+            // a GET on 301/302. The 3xx becomes `ProviderError::Redirected`, naming it.
+            .redirect(reqwest::redirect::Policy::none())
+            .default_headers(headers)
+            // The whole exchange, the body included: a slow drip ends here too.
             .timeout(request_timeout)
             .connect_timeout(request_timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("dnssec-warden/", env!("CARGO_PKG_VERSION")))
@@ -132,6 +184,7 @@ impl GcoreClient {
             base,
             auth,
             retry,
+            gate: RateGate::default(),
         })
     }
 
@@ -154,17 +207,17 @@ impl GcoreClient {
     }
 
     /// Every zone of the account, following `offset` until `total_amount` is reached.
+    ///
+    /// A zone entry that cannot be read at all (no name, say) is skipped with a warning, so
+    /// that one odd zone does not hide the others; a page of which no entry can be read is
+    /// an error, not an empty account. Missing optional fields are not "unreadable" (see
+    /// [`Zone`]).
     pub async fn list_zones(&self) -> Result<Vec<Zone>, ProviderError> {
-        #[derive(Deserialize)]
-        struct Page {
-            zones: Vec<Zone>,
-            total_amount: usize,
-        }
         self.paged(|offset| async move {
-            let page: Page = self
-                .json(Method::GET, &["zones"], &page_query(offset), None)
+            let bytes = self
+                .call(Method::GET, &["zones"], &page_query(offset), None)
                 .await?;
-            Ok((page.zones, page.total_amount))
+            zone_page(&bytes, &self.secrets())
         })
         .await
     }
@@ -224,6 +277,8 @@ impl GcoreClient {
             rrsets: Vec<Rrset>,
             total_amount: usize,
         }
+        // Strict, unlike the zone list: the largest TTL is taken over every RRset, and
+        // skipping one could make it too small. One unreadable RRset fails the listing.
         self.paged(|offset| async move {
             let page: Page = self
                 .json(
@@ -233,12 +288,19 @@ impl GcoreClient {
                     None,
                 )
                 .await?;
-            Ok((page.rrsets, page.total_amount))
+            let got = page.rrsets.len();
+            Ok((page.rrsets, got, page.total_amount))
         })
         .await
     }
 
     /// `PATCH …/dnssec`. Switching on returns the new key, checked like `get_dnssec`.
+    ///
+    /// Sends `{"enabled": …}` and nothing else: never `force_disable`. A 409 on switching
+    /// off means the provider's own parent scan still sees a DS; its scan may lag ours
+    /// (our guard asked every parent address just before), but overriding it is safe only
+    /// if we are sure that it lags, and we cannot be. So 409 is
+    /// [`ProviderError::Conflict`]: refused, try again later, never success.
     pub async fn set_dnssec(
         &self,
         zone: &str,
@@ -307,24 +369,26 @@ impl GcoreClient {
         .await
     }
 
+    /// Follows `offset` page by page; `fetch` gives (items kept, entries on the page,
+    /// `total_amount`), the offset moving by the entries, kept or not.
     async fn paged<T, F, Fut>(&self, fetch: F) -> Result<Vec<T>, ProviderError>
     where
         F: Fn(usize) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, usize), ProviderError>>,
+        Fut: Future<Output = Result<(Vec<T>, usize, usize), ProviderError>>,
     {
         let mut all = Vec::new();
+        let mut offset = 0;
         loop {
-            let (items, total) = fetch(all.len()).await?;
-            let got = items.len();
+            let (items, got, total) = fetch(offset).await?;
             all.extend(items);
-            if all.len() >= total {
+            offset += got;
+            if offset >= total {
                 return Ok(all);
             }
             if got == 0 {
                 return Err(ProviderError::Decode {
                     what: format!(
-                        "the provider reports {total} items but the page at offset {} is empty",
-                        all.len()
+                        "the provider reports {total} items but the page at offset {offset} is empty"
                     ),
                     excerpt: String::new(),
                 });
@@ -369,7 +433,10 @@ impl GcoreClient {
         }
     }
 
-    /// Sends one request, retrying transport errors and retryable statuses.
+    /// Sends one request, retrying transport errors and retryable statuses. While the
+    /// shared gate of a `Retry-After` holds, waits for it if that fits the call's retry
+    /// budget, else fails at once with [`ProviderError::RateLimitedUntil`]; either way the
+    /// provider is not asked while it holds.
     async fn send(
         &self,
         method: &Method,
@@ -379,7 +446,18 @@ impl GcoreClient {
     ) -> Result<Reply, ProviderError> {
         let started = Instant::now();
         let mut failed = 0;
+        // Bounded: every pass sleeps, and the budget check ends it.
         loop {
+            if let Some(wait) = self.gate.remaining() {
+                if started.elapsed().saturating_add(wait) > self.retry.budget {
+                    return Err(ProviderError::RateLimitedUntil {
+                        until: SystemTime::now() + wait,
+                    });
+                }
+                tracing::debug!(%method, path = url.path(), wait_ms = wait.as_millis() as u64, "provider asked us to wait (Retry-After); holding the call");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
             let mut request = self.http.request(method.clone(), url.clone());
             if let Some(value) = authorization {
                 request = request.header(reqwest::header::AUTHORIZATION, value.expose());
@@ -390,16 +468,24 @@ impl GcoreClient {
             let outcome = async {
                 let response = request.send().await?;
                 let status = response.status();
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
+                let header = |name| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                };
+                let retry_after = header(reqwest::header::RETRY_AFTER)
+                    .as_deref()
                     .and_then(parse_retry_after);
-                let body = response.bytes().await?;
+                let location = header(reqwest::header::LOCATION);
+                let (body, truncated) = read_capped(response, MAX_BODY_BYTES).await?;
                 Ok::<_, reqwest::Error>(Reply {
                     status,
                     retry_after,
+                    location,
                     body,
+                    truncated,
                 })
             }
             .await;
@@ -408,12 +494,20 @@ impl GcoreClient {
                 Ok(reply) if !is_retryable_status(reply.status.as_u16()) => return Ok(reply),
                 Ok(reply) => {
                     tracing::warn!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
+                    if let Some(wait) = reply.retry_after {
+                        self.gate.hold(wait);
+                    }
                     (reply.retry_after, Ok(reply))
                 }
                 Err(err) => {
                     let text = transport_text(&err);
                     tracing::warn!(%method, path = url.path(), error = %text, attempt = failed, "provider call failed");
-                    (None, Err(ProviderError::Transport(text)))
+                    let error = if err.is_connect() {
+                        ProviderError::Connect(text)
+                    } else {
+                        ProviderError::Transport(text)
+                    };
+                    (None, Err(error))
                 }
             };
             let wait = self.retry.delay(failed, retry_after);
@@ -426,11 +520,31 @@ impl GcoreClient {
 
     /// Maps a final reply to its body or a typed error.
     fn check(&self, reply: Reply) -> Result<bytes::Bytes, ProviderError> {
+        self.check_with(reply, &self.secrets())
+    }
+
+    fn check_with(&self, reply: Reply, secrets: &[String]) -> Result<bytes::Bytes, ProviderError> {
         let status = reply.status.as_u16();
         if reply.status.is_success() {
+            if reply.truncated {
+                return Err(ProviderError::BodyTooLarge {
+                    status,
+                    limit: MAX_BODY_BYTES,
+                });
+            }
+            if let Some(message) = error_in_success(&reply.body, secrets) {
+                return Err(ProviderError::ErrorInSuccess { status, message });
+            }
             return Ok(reply.body);
         }
-        let message = error_message(&reply.body, &self.secrets());
+        if reply.status.is_redirection() {
+            let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            return Err(ProviderError::Redirected {
+                status,
+                location: redact(reply.location.as_deref().unwrap_or("(no Location)"), &refs),
+            });
+        }
+        let message = error_message(&reply.body, secrets);
         Err(match status {
             400 if message.eq_ignore_ascii_case(DNSSEC_DISABLED_MESSAGE) => {
                 ProviderError::DnssecDisabled
@@ -473,9 +587,20 @@ impl GcoreClient {
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
             match self.send(&Method::POST, &url, Some(&body), None).await {
                 Ok(reply) if reply.status.is_success() => {
-                    let pair: TokenPair = decode(&reply.body, &self.secrets())?;
-                    store(&mut tokens, pair);
-                    return Ok(bearer(&tokens));
+                    let secrets = self.secrets_with(&tokens, Some(&refresh));
+                    match self
+                        .check_with(reply, &secrets)
+                        .and_then(|body| token_pair(&body))
+                    {
+                        Ok(pair) => {
+                            store(&mut tokens, pair, Some(refresh));
+                            return Ok(bearer(&tokens));
+                        }
+                        Err(err) => tracing::info!(
+                            error = %err,
+                            "cannot read the token refresh answer; logging in again"
+                        ),
+                    }
                 }
                 Ok(reply) => {
                     tracing::info!(
@@ -499,21 +624,21 @@ impl GcoreClient {
         });
         let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
         let reply = self.send(&Method::POST, &url, Some(&body), None).await?;
+        let secrets = self.secrets_with(tokens, None);
         match reply.status.as_u16() {
-            200..=299 => {
-                let pair: TokenPair = decode(&reply.body, &self.secrets())?;
-                store(tokens, pair);
-                Ok(())
-            }
             400 | 401 | 403 => {
                 tokens.access = None;
                 tokens.refresh = None;
                 Err(ProviderError::LoginFailed(error_message(
                     &reply.body,
-                    &self.secrets(),
+                    &secrets,
                 )))
             }
-            _ => self.check(reply).map(drop),
+            _ => {
+                let body = self.check_with(reply, &secrets)?;
+                store(tokens, token_pair(&body)?, None);
+                Ok(())
+            }
         }
     }
 
@@ -537,6 +662,23 @@ impl GcoreClient {
                 .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
         Ok(url)
+    }
+
+    /// [`Self::secrets`] while the token lock is held (where `try_lock` would miss them),
+    /// with a refresh token taken out of `tokens`.
+    fn secrets_with(&self, tokens: &Tokens, taken: Option<&Secret>) -> Vec<String> {
+        let mut all = match &self.auth {
+            Auth::ApiKey(key) => vec![key.expose().to_string()],
+            Auth::Login(login) => vec![login.password.expose().to_string()],
+        };
+        all.extend(
+            [&tokens.access, &tokens.refresh]
+                .into_iter()
+                .flatten()
+                .chain(taken)
+                .map(|s| s.expose().to_string()),
+        );
+        all
     }
 
     /// Everything that must never appear in an error or a log line.
@@ -576,10 +718,97 @@ impl Provider for GcoreClient {
     }
 }
 
-fn store(tokens: &mut Tokens, pair: TokenPair) {
+/// Keeps a new pair; without a new refresh token, `kept` (the one just used) stays.
+fn store(tokens: &mut Tokens, pair: TokenPair, kept: Option<Secret>) {
     tokens.access = Some(Secret::new(pair.access));
-    tokens.refresh = Some(Secret::new(pair.refresh));
+    tokens.refresh = pair.refresh.map(Secret::new).or(kept);
     tokens.generation += 1;
+}
+
+/// A login or refresh answer. Its body holds tokens, so a failure carries no excerpt and
+/// no serde text (which may quote a value), only where reading stopped.
+fn token_pair(body: &[u8]) -> Result<TokenPair, ProviderError> {
+    serde_json::from_slice::<TokenPair>(body).map_err(|e| ProviderError::Decode {
+        what: format!(
+            "the token answer is not {{\"access\", \"refresh\"}} ({:?} at line {} column {})",
+            e.classify(),
+            e.line(),
+            e.column()
+        ),
+        excerpt: "[withheld: token answer]".into(),
+    })
+}
+
+/// Reads at most `limit` bytes of the body, chunk by chunk; the rest is never read (the
+/// connection is dropped with the response). True when the body went on beyond `limit`.
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(bytes::Bytes, bool), reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        // Announced beyond the cap: not even the first part is read.
+        return Ok((bytes::Bytes::new(), true));
+    }
+    let mut body = bytes::BytesMut::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body.freeze(), true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body.freeze(), false))
+}
+
+/// One page of the zone list: the zones that can be read, how many entries the page had,
+/// and `total_amount`.
+fn zone_page(body: &[u8], secrets: &[String]) -> Result<(Vec<Zone>, usize, usize), ProviderError> {
+    #[derive(Deserialize)]
+    struct Page {
+        zones: Vec<serde_json::Value>,
+        total_amount: usize,
+    }
+    let page: Page = decode(body, secrets)?;
+    let got = page.zones.len();
+    let mut zones = Vec::with_capacity(got);
+    let mut first_error = None;
+    for entry in page.zones {
+        match serde_json::from_value::<Zone>(entry.clone()) {
+            Ok(zone) => zones.push(zone),
+            Err(e) => {
+                let excerpt = excerpt(entry.to_string().as_bytes(), secrets);
+                tracing::warn!(error = %e, entry = %excerpt, "skipping a zone entry of the provider's list that cannot be read");
+                first_error.get_or_insert(ProviderError::Decode {
+                    what: format!("no zone entry of the page can be read: {e}"),
+                    excerpt,
+                });
+            }
+        }
+    }
+    match first_error {
+        Some(error) if zones.is_empty() => Err(error),
+        _ => Ok((zones, got, page.total_amount)),
+    }
+}
+
+/// The message of a 2xx whose body is nonetheless the error form `{"error": …}` (a
+/// non-empty string or any other non-null value).
+fn error_in_success(body: &[u8], secrets: &[String]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let message = match value.get("error")? {
+        serde_json::Value::Null => return None,
+        serde_json::Value::String(s) if s.trim().is_empty() => return None,
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    Some(
+        redact(&message, &refs)
+            .chars()
+            .take(EXCERPT_CHARS)
+            .collect(),
+    )
 }
 
 fn bearer(tokens: &Tokens) -> (Secret, u64) {
@@ -610,13 +839,13 @@ fn decode<T: DeserializeOwned>(body: &[u8], secrets: &[String]) -> Result<T, Pro
     })
 }
 
+/// The start of `body`, redacted before it is cut (a cut secret would escape redaction).
 fn excerpt(body: &[u8], secrets: &[String]) -> String {
-    let text: String = String::from_utf8_lossy(body)
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    redact(&String::from_utf8_lossy(body), &refs)
         .chars()
         .take(EXCERPT_CHARS)
-        .collect();
-    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
-    redact(&text, &refs)
+        .collect()
 }
 
 /// The provider's message: `{"error":…}`, the login form `{"errors":{"errors":[…]}}`, a
@@ -718,6 +947,65 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(2));
         limiter.acquire().await;
         assert!(start.elapsed() >= Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_gate_is_capped_and_never_shortened() {
+        let gate = RateGate::default();
+        assert_eq!(gate.remaining(), None);
+        gate.hold(Duration::from_secs(86_400));
+        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER));
+        gate.hold(Duration::from_secs(5));
+        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER), "not shortened");
+        tokio::time::advance(MAX_RETRY_AFTER).await;
+        assert_eq!(gate.remaining(), None);
+    }
+
+    #[test]
+    fn a_2xx_error_body_is_found_and_an_empty_one_is_not() {
+        assert_eq!(
+            error_in_success(br#"{"error":"boom k3y-s3cret"}"#, &["k3y-s3cret".into()]),
+            Some("boom [redacted]".into())
+        );
+        assert_eq!(
+            error_in_success(br#"{"error":{"code":5}}"#, &[]),
+            Some(r#"{"code":5}"#.into())
+        );
+        for body in [
+            &br#"{"error":null,"id":1}"#[..],
+            br#"{"error":""}"#,
+            br#"{"id":1}"#,
+            b"not json",
+        ] {
+            assert_eq!(error_in_success(body, &[]), None);
+        }
+    }
+
+    #[test]
+    fn a_zone_page_skips_what_it_cannot_read() {
+        let (zones, got, total) = zone_page(
+            br#"{"zones":[{"name":"a.b"},{"name":null},7,{"name":"c.d","dnssec_enabled":null}],"total_amount":9}"#,
+            &[],
+        )
+        .unwrap();
+        let names: Vec<_> = zones.iter().map(|z| z.name.as_str()).collect();
+        assert_eq!((names, got, total), (vec!["a.b", "c.d"], 4, 9));
+        assert!(matches!(
+            zone_page(br#"{"zones":[{"id":1}],"total_amount":1}"#, &[]),
+            Err(ProviderError::Decode { .. })
+        ));
+        let (zones, got, _) = zone_page(br#"{"zones":[],"total_amount":0}"#, &[]).unwrap();
+        assert!(zones.is_empty() && got == 0);
+    }
+
+    #[test]
+    fn a_token_answer_that_cannot_be_read_shows_no_token() {
+        let err = token_pair(br#"{"access": 12, "refresh": "eyJsecret"}"#)
+            .err()
+            .expect("not a pair");
+        assert!(!err.to_string().contains("eyJsecret"), "{err}");
+        let pair = token_pair(br#"{"access":"a1"}"#).expect("access alone");
+        assert_eq!(pair.refresh, None);
     }
 
     #[test]

@@ -1,10 +1,17 @@
 //! What can go wrong talking to the provider. Messages carry the provider's own `error`
 //! text and short body excerpts, never a credential.
+//!
+//! Every error falls in one [`ErrorClass`]; the engine needs the class to keep its word
+//! (safety rule 11): a refusal is recorded as refused, a call whose outcome is unknown as
+//! unknown, to be settled by the next observation.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use crate::timefmt::rfc3339;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
+    /// 404: the zone (or record) does not exist at the provider. A definite answer.
     #[error("not found: {0}")]
     NotFound(String),
     /// `GET …/dnssec` on a zone whose DNSSEC is off (400 "dnssec is disabled").
@@ -14,17 +21,41 @@ pub enum ProviderError {
     Unauthorized(String),
     #[error("forbidden (403): {0}")]
     Forbidden(String),
+    /// Status 409. On `PATCH …/dnssec {"enabled":false}`: the provider's own parent scan still
+    /// sees a DS (its scan may lag ours): refused, try again later; never success.
     #[error("conflict (409): {0}")]
     Conflict(String),
     #[error("rate limited (429) after retries{}", retry_after.map(|d| format!(", Retry-After {}s", d.as_secs())).unwrap_or_default())]
     RateLimited { retry_after: Option<Duration> },
+    /// Not sent: an earlier `Retry-After` holds every call of this client until `until`,
+    /// and that is beyond this call's retry budget.
+    #[error("rate limited by the provider until {}; not sent", rfc3339(*until))]
+    RateLimitedUntil { until: SystemTime },
     #[error("server error {status} after retries: {message}")]
     Server { status: u16, message: String },
     /// Any other 4xx: the request itself was refused, retrying will not help.
     #[error("request rejected ({status}): {message}")]
     Rejected { status: u16, message: String },
+    /// A 3xx. Redirects are never followed: the API does not redirect, and following one
+    /// would carry the credential (or the login body) to wherever it points.
+    #[error(
+        "the provider answered {status} redirecting to {location:?}; redirects are not followed (check provider.base_url)"
+    )]
+    Redirected { status: u16, location: String },
+    /// A 2xx whose body is the error form `{"error": …}`.
+    #[error("the provider answered {status} but with an error: {message}")]
+    ErrorInSuccess { status: u16, message: String },
+    /// The answer's body is larger than we read; reading stopped at the cap.
+    #[error(
+        "the provider's answer ({status}) is larger than the {limit}-byte cap; not read further"
+    )]
+    BodyTooLarge { status: u16, limit: usize },
     #[error("login failed: {0}")]
     LoginFailed(String),
+    /// No connection could be made: the request never left.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The request may have been sent: a timeout, a reset, a truncated answer.
     #[error("transport: {0}")]
     Transport(String),
     #[error("cannot decode the provider's answer: {what}; body starts {excerpt:?}")]
@@ -43,15 +74,62 @@ pub enum ProviderError {
     Invalid(String),
 }
 
+/// What an error says about the request's effect at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The provider definitely refused the request; it took no effect. A 4xx other than
+    /// 401, 404, 408 and 429 (409 included), a redirect, "DNSSEC is disabled".
+    Refused,
+    /// 404: the zone (or record) does not exist at the provider. Definite.
+    NotFound,
+    /// The request took no effect, and trying again later may work: never sent (no
+    /// connection, our own rate-limit gate, an invalid argument), or answered without
+    /// being processed (401 after renewal, failed login, 408, 429).
+    NotPerformed,
+    /// The request may have reached the provider and we cannot tell whether it took
+    /// effect: a timeout or reset after sending, a 5xx, a 2xx we cannot read or trust
+    /// (decode failure, body over the cap, an `error` in a 2xx, a key that does not match
+    /// its own DS).
+    Unknown,
+}
+
 impl ProviderError {
-    /// A call that failed this way may still have taken effect at the provider: the
-    /// request may have reached it (a timeout or a broken connection after sending, a 5xx,
-    /// an unreadable 2xx). Everything else is a definite "not done".
+    /// The class of this error; see [`ErrorClass`].
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::NotFound(_) => ErrorClass::NotFound,
+            Self::DnssecDisabled
+            | Self::Forbidden(_)
+            | Self::Conflict(_)
+            | Self::Rejected { .. }
+            | Self::Redirected { .. } => ErrorClass::Refused,
+            Self::Unauthorized(_)
+            | Self::LoginFailed(_)
+            | Self::RateLimited { .. }
+            | Self::RateLimitedUntil { .. }
+            | Self::Connect(_)
+            | Self::Invalid(_)
+            | Self::Server { status: 408, .. } => ErrorClass::NotPerformed,
+            Self::Server { .. }
+            | Self::ErrorInSuccess { .. }
+            | Self::BodyTooLarge { .. }
+            | Self::Transport(_)
+            | Self::Decode { .. }
+            | Self::DnssecMismatch { .. } => ErrorClass::Unknown,
+        }
+    }
+
+    /// True when the request may have reached the provider and taken effect without our
+    /// knowing: a state-changing call that failed so must be recorded as "outcome
+    /// unknown" and settled by the next observation, never as refused or done.
     pub fn outcome_unknown(&self) -> bool {
-        matches!(
-            self,
-            Self::Server { .. } | Self::Transport(_) | Self::Decode { .. }
-        )
+        self.class() == ErrorClass::Unknown
+    }
+
+    /// True when the provider definitely refused the request (it took no effect, and
+    /// repeating it unchanged now will be refused again).
+    pub fn is_refusal(&self) -> bool {
+        self.class() == ErrorClass::Refused
     }
 
     /// Worth trying again later (the engine reschedules with backoff); a 4xx other than 408
@@ -59,7 +137,108 @@ impl ProviderError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Self::RateLimited { .. } | Self::Server { .. } | Self::Transport(_)
+            Self::RateLimited { .. }
+                | Self::RateLimitedUntil { .. }
+                | Self::Server { .. }
+                | Self::Transport(_)
+                | Self::Connect(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(status: u16) -> ProviderError {
+        ProviderError::Server {
+            status,
+            message: "x".into(),
+        }
+    }
+
+    #[test]
+    fn definite_refusals() {
+        for e in [
+            ProviderError::Conflict("DS still at the registrar".into()),
+            ProviderError::Forbidden("no".into()),
+            ProviderError::Rejected {
+                status: 422,
+                message: "bad".into(),
+            },
+            ProviderError::Redirected {
+                status: 302,
+                location: "http://elsewhere/".into(),
+            },
+            ProviderError::DnssecDisabled,
+        ] {
+            assert_eq!(e.class(), ErrorClass::Refused, "{e:?}");
+            assert!(e.is_refusal() && !e.outcome_unknown(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn not_found_is_its_own_answer() {
+        let e = ProviderError::NotFound("zone is not found".into());
+        assert_eq!(e.class(), ErrorClass::NotFound);
+        assert!(!e.outcome_unknown() && !e.is_refusal());
+    }
+
+    #[test]
+    fn unknown_outcomes() {
+        for e in [
+            server(500),
+            server(502),
+            server(503),
+            ProviderError::Transport("timed out".into()),
+            ProviderError::Decode {
+                what: "eof".into(),
+                excerpt: "{".into(),
+            },
+            ProviderError::BodyTooLarge {
+                status: 200,
+                limit: 1 << 20,
+            },
+            ProviderError::ErrorInSuccess {
+                status: 200,
+                message: "oops".into(),
+            },
+            ProviderError::DnssecMismatch {
+                field: "digest",
+                provider: "a".into(),
+                computed: "b".into(),
+            },
+        ] {
+            assert!(e.outcome_unknown(), "{e:?}");
+            assert!(!e.is_refusal(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn not_performed() {
+        for e in [
+            server(408),
+            ProviderError::RateLimited {
+                retry_after: Some(Duration::from_secs(3)),
+            },
+            ProviderError::RateLimitedUntil {
+                until: SystemTime::UNIX_EPOCH,
+            },
+            ProviderError::Connect("refused".into()),
+            ProviderError::Unauthorized("bad key".into()),
+            ProviderError::LoginFailed("bad password".into()),
+            ProviderError::Invalid("name".into()),
+        ] {
+            assert_eq!(e.class(), ErrorClass::NotPerformed, "{e:?}");
+            assert!(!e.outcome_unknown() && !e.is_refusal(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn the_gate_names_its_time() {
+        let e = ProviderError::RateLimitedUntil {
+            until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        };
+        assert!(e.to_string().contains("2027-01-15T08:00:00Z"), "{e}");
     }
 }

@@ -6,9 +6,13 @@ mod error;
 mod retry;
 mod types;
 
-pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_LIMIT};
-pub use error::ProviderError;
-pub use retry::{RetryPolicy, is_retryable_status, parse_retry_after};
+pub use client::{
+    DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
+};
+pub use error::{ErrorClass, ProviderError};
+pub use retry::{
+    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
+};
 pub use types::{
     CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord, Rrset,
     RrsetBody, Zone, ZoneRecordSummary,

@@ -1,6 +1,6 @@
 //! When and how long to wait before trying a provider call again.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Retries 408, 429, 5xx and transport errors with exponential backoff and full jitter,
 /// honouring `Retry-After`, bounded both in attempts and in total time.
@@ -26,7 +26,9 @@ impl Default for RetryPolicy {
 }
 
 /// A `Retry-After` larger than this is treated as this: the engine's own backoff takes over.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+/// It also caps the client's shared "not before" gate, so that one absurd header cannot
+/// silence the daemon for a day.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 impl RetryPolicy {
     /// The wait before attempt `failed + 1`, after `failed` failed attempts.
@@ -55,9 +57,20 @@ pub fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..=599).contains(&status)
 }
 
-/// `Retry-After` in its delta-seconds form; the HTTP-date form is ignored (backoff applies).
+/// `Retry-After` in either form (RFC 9110 section 10.2.3): delta-seconds, or an HTTP-date,
+/// which gives the time from now until then (zero when it has passed). Not capped here.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
-    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    parse_retry_after_at(value, SystemTime::now())
+}
+
+/// [`parse_retry_after`] with the current time given.
+pub fn parse_retry_after_at(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -86,7 +99,19 @@ mod tests {
             Duration::from_secs(600)
         );
         assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date() {
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        let then = httpdate::parse_http_date(date).unwrap();
+        assert_eq!(
+            parse_retry_after_at(date, then - Duration::from_secs(30)),
+            Some(Duration::from_secs(30))
+        );
+        // A date in the past: no wait.
+        assert_eq!(parse_retry_after(date), Some(Duration::ZERO));
     }
 
     #[test]

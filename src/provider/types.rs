@@ -2,6 +2,11 @@
 //!
 //! Response types accept fields they do not know: the provider may add some, and a new
 //! field must not stop the daemon. Missing required fields are decode errors.
+//!
+//! Lenient where the provider's own SDK is: a field the SDK makes optional may be missing
+//! or `null` without breaking us. A list becomes empty; a fact we decide on stays
+//! unknown (`None`), never a guess: a zone without `dnssec_enabled` is not "off", an
+//! RRset without `ttl` does not have TTL 0.
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -19,14 +24,16 @@ pub struct Zone {
     pub enabled: Option<bool>,
     #[serde(default)]
     pub status: Option<String>,
+    /// `None` when the provider did not say (missing or `null`): unknown, never "off".
+    /// Decisions use `GET …/dnssec`, not this field.
     #[serde(default)]
-    pub dnssec_enabled: bool,
+    pub dnssec_enabled: Option<bool>,
     /// Absent until DNSSEC was first enabled.
     #[serde(default)]
     pub dnssec_status: Option<DnssecStatus>,
     #[serde(default)]
     pub dnssec_status_modified_on: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub records: Vec<ZoneRecordSummary>,
 }
 
@@ -50,7 +57,7 @@ pub struct ZoneRecordSummary {
     pub rtype: String,
     #[serde(default)]
     pub ttl: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub short_answers: Vec<serde_json::Value>,
 }
 
@@ -79,7 +86,7 @@ pub struct NewZone {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct CreatedZone {
     pub id: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub warnings: Vec<serde_json::Value>,
 }
 
@@ -96,12 +103,32 @@ pub struct ResourceRecord {
     pub id: Option<u64>,
     /// A/AAAA `["addr"]`, MX `[10,"mx."]`, SRV `[prio,weight,port,"target"]`, …
     pub content: Vec<serde_json::Value>,
-    #[serde(default = "yes")]
+    /// Missing or `null` in an answer: enabled, the provider's default.
+    #[serde(default = "yes", deserialize_with = "null_as_true")]
     pub enabled: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn null_as_true<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Option::<bool>::deserialize(d).map(|v| v.unwrap_or(true))
+}
+
+/// `null` reads as the type's default (an empty list).
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// Unix seconds when it is an integer; anything else (missing, `null`, a date string) is
+/// unknown rather than an error: nothing is decided on it.
+fn lenient_unix<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    serde_json::Value::deserialize(d).map(|v| v.as_i64())
 }
 
 /// An RRset as the provider returns it.
@@ -110,10 +137,21 @@ pub struct Rrset {
     pub name: String,
     #[serde(rename = "type")]
     pub rtype: String,
-    pub ttl: u32,
-    pub resource_records: Vec<ResourceRecord>,
+    /// `None` when the provider did not say: unknown, never 0 (it bounds a wait).
     #[serde(default)]
+    pub ttl: Option<u32>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub resource_records: Vec<ResourceRecord>,
+    #[serde(default, deserialize_with = "lenient_unix")]
     pub updated_at: Option<i64>,
+}
+
+impl Rrset {
+    /// The largest TTL of `sets`, or `None` if any of them has no known TTL (a wait
+    /// bounded by it would be too short).
+    pub fn largest_ttl(sets: &[Rrset]) -> Option<u32> {
+        sets.iter().try_fold(0, |max, s| s.ttl.map(|t| max.max(t)))
+    }
 }
 
 /// `GET /dns/v2/zones/{name}/dnssec/parent-ds`: the provider's scan, a hint only.
@@ -336,6 +374,60 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains(&"00".repeat(32)), "{text}");
         assert!(text.contains("135E208F"), "{text}");
+    }
+
+    #[test]
+    fn optional_fields_may_be_missing_or_null() {
+        let z: Zone = serde_json::from_str(
+            r#"{"name":"a.b","dnssec_enabled":null,"records":null,"dnssec_status":null}"#,
+        )
+        .unwrap();
+        assert_eq!(z.dnssec_enabled, None, "unknown, not off");
+        assert!(z.records.is_empty());
+        let z: Zone = serde_json::from_str(
+            r#"{"name":"a.b","records":[{"name":"a.b","type":"NS","ttl":null,"short_answers":null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(z.dnssec_enabled, None);
+        assert_eq!(z.records[0].ttl, None);
+        assert!(z.records[0].short_answers.is_empty());
+        let z: Zone = serde_json::from_str(r#"{"name":"a.b","dnssec_enabled":false}"#).unwrap();
+        assert_eq!(z.dnssec_enabled, Some(false));
+
+        let c: CreatedZone = serde_json::from_str(r#"{"id":7,"warnings":null}"#).unwrap();
+        assert!(c.warnings.is_empty());
+        let c: CreatedZone = serde_json::from_str(r#"{"id":7}"#).unwrap();
+        assert!(c.warnings.is_empty());
+
+        let r: Rrset = serde_json::from_str(
+            r#"{"name":"www.a.b","type":"A","ttl":null,"updated_at":null,
+                "resource_records":[{"content":["192.0.2.1"],"enabled":null},{"content":["192.0.2.2"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!((r.ttl, r.updated_at), (None, None));
+        assert!(r.resource_records.iter().all(|rr| rr.enabled));
+        let r: Rrset = serde_json::from_str(
+            r#"{"name":"www.a.b","type":"A","updated_at":"2026-01-01T00:00:00Z","resource_records":[]}"#,
+        )
+        .unwrap();
+        assert_eq!((r.ttl, r.updated_at), (None, None));
+    }
+
+    #[test]
+    fn an_unknown_ttl_makes_the_largest_unknown() {
+        let set = |ttl| Rrset {
+            name: "a.b".into(),
+            rtype: "A".into(),
+            ttl,
+            resource_records: vec![],
+            updated_at: None,
+        };
+        assert_eq!(Rrset::largest_ttl(&[]), Some(0));
+        assert_eq!(
+            Rrset::largest_ttl(&[set(Some(300)), set(Some(3600))]),
+            Some(3600)
+        );
+        assert_eq!(Rrset::largest_ttl(&[set(Some(300)), set(None)]), None);
     }
 
     #[test]
