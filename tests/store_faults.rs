@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use dnssec_warden::lifecycle::{Intent, Timestamp};
+use dnssec_warden::lifecycle::{Intent, ManualClock, Timestamp};
+use dnssec_warden::metrics;
 use dnssec_warden::store::Store;
 use sqlx::Connection;
 
@@ -66,6 +67,19 @@ async fn a_transaction_sqlite_rolled_back_leaves_the_store_usable() {
         10,
         "the rolled-back write left nothing: {events:?}"
     );
+    // Not a failing disk: the write-health gauge stays at 0.
+    assert_eq!(store.write_failure(), None);
+    assert!(
+        write_failing_gauge(&store)
+            .await
+            .contains("dnssec_warden_store_write_failing 0\n")
+    );
+}
+
+async fn write_failing_gauge(store: &Store) -> String {
+    metrics::render(store, &ManualClock::starting_at(T0))
+        .await
+        .unwrap()
 }
 
 /// Whether this process may mount a tmpfs (root in CI).
@@ -185,6 +199,11 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
     );
     let failure = store.write_failure().expect("the store knows writes fail");
     assert!(failure.cause.contains("full"), "{failure:?}");
+    let text = write_failing_gauge(&store).await;
+    assert!(
+        text.contains("dnssec_warden_store_write_failing 1\n"),
+        "{text}"
+    );
 
     std::fs::remove_file(&filler).unwrap();
     for i in 0..10 {
@@ -208,6 +227,11 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
             .any(|e| e.reason == "after the space was freed 9")
     );
     assert_eq!(store.write_failure(), None, "the episode ended");
+    let text = write_failing_gauge(&store).await;
+    assert!(
+        text.contains("dnssec_warden_store_write_failing 0\n"),
+        "{text}"
+    );
     store.close().await;
 
     // One error line for the episode, one line when it ended; not one per failed write.
