@@ -232,3 +232,19 @@ pub(super) fn discard_if_in_transaction(
         Ok(true)
     })
 }
+
+impl Store {
+    /// One small real write (the header's `user_version`, set to the value it has): while
+    /// writes fail, the daemon probes with it instead of observing zones whose steps
+    /// could not be recorded; its success ends the episode.
+    pub async fn probe_writable(&self) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let (version,): (i64,) = sqlx::query_as("PRAGMA user_version")
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(&format!("PRAGMA user_version = {version}"))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+}
