@@ -6,11 +6,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use dnssec_warden::lifecycle::{Intent, ManualClock, Timestamp};
 use dnssec_warden::metrics;
 use dnssec_warden::store::Store;
 use sqlx::Connection;
+
+mod common;
 
 const ZONE: &str = "example.test.";
 const T0: Timestamp = Timestamp(1_800_000_000_000);
@@ -242,6 +245,77 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
         "{text}"
     );
     assert_eq!(text.matches("database writable again").count(), 1, "{text}");
+}
+
+/// The engine loop over a full disk: it goes on (probing, not observing every zone at
+/// once per poll), and once space is freed it steps the zone again by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_waits_out_a_full_disk_and_carries_on() {
+    use dnssec_warden::lab::fake::FakeWorld;
+    use dnssec_warden::lifecycle::Clock;
+
+    let Some(fs) = Tmpfs::mount("3m") else {
+        return;
+    };
+    let path = fs.path().join("state.db");
+    let store = Store::open(&path).await.unwrap();
+    let clock = ManualClock::starting_at(T0);
+    let world = FakeWorld::new(ZONE, 2, 1, clock.clone());
+    store.ensure_zone(ZONE, T0).await.unwrap();
+    let engine = common::engine(
+        &world,
+        &store,
+        &common::CrashSwitch::default(),
+        &common::policy(),
+    );
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(async move { engine.run(stopped, Duration::from_millis(20)).await });
+    let version = || async { store.zone(ZONE).await.unwrap().unwrap().version };
+    let wait_for = |what: &'static str, until: Duration| {
+        let deadline = Instant::now() + until;
+        move || {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        }
+    };
+    let check = wait_for("the first step", Duration::from_secs(10));
+    while version().await == 0 {
+        check();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let filler = fs.path().join("filler");
+    fill(&filler);
+    let before = version().await;
+    // The zone is due again: its step cannot be recorded.
+    clock.advance(Duration::from_secs(86_400));
+    let check = wait_for("writes to fail", Duration::from_secs(10));
+    while store.write_failure().is_none() {
+        check();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !running.is_finished(),
+        "the engine loop stopped on a full disk"
+    );
+    assert_eq!(
+        version().await,
+        before,
+        "nothing was written on a full disk"
+    );
+
+    std::fs::remove_file(&filler).unwrap();
+    clock.advance(Duration::from_secs(86_400));
+    let check = wait_for("a step after space was freed", Duration::from_secs(10));
+    while version().await == before {
+        check();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(store.write_failure(), None);
+    assert!(world.clock.now() > T0);
+    stop.send(true).unwrap();
+    running.await.unwrap().unwrap();
+    store.close().await;
 }
 
 /// The log lines, for counting.
