@@ -35,8 +35,9 @@ pub enum StoreError {
     #[error("zone {0} is not in the database")]
     UnknownZone(String),
     #[error(
-        "database {path} was removed while in use: stopping, as nothing written now would last \
-         (restore the file, or restart to begin with a new database)"
+        "database {path} was removed while in use: stopping, as nothing written now would \
+         last; the {path}-wal and {path}-shm beside it belong to the removed file: remove \
+         them, then restore a copy of the database or start afresh without one"
     )]
     Gone { path: String },
     #[error(
@@ -379,7 +380,8 @@ impl Store {
     }
 
     /// A private in-memory database (one connection, so it lives as long as the store):
-    /// for tests that restart the engine many times over the same state.
+    /// for tests that restart the engine many times over the same state. Its connection
+    /// is never discarded on release (that would lose the database): no full-disk cover.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
             .in_memory(true)
