@@ -161,7 +161,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn status(path: &Path, zone: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
     let settings = Settings::load(path)?;
-    let store = cli::intent::open_store(&settings).await?;
+    let store = cli::status::open_store(&settings).await?;
     let policy = Policy::from(&settings.timing);
     let zone = zone.map(|z| fqdn(&z)).transpose()?;
     let found = if json {
@@ -186,7 +186,7 @@ async fn status(path: &Path, zone: Option<String>, json: bool) -> anyhow::Result
 
 async fn history(path: &Path, zone: &str, json: bool) -> anyhow::Result<ExitCode> {
     let settings = Settings::load(path)?;
-    let store = cli::intent::open_store(&settings).await?;
+    let store = cli::status::open_store(&settings).await?;
     let zone = fqdn(zone)?;
     if json {
         let v = cli::status::history_json(&store, &zone).await?;

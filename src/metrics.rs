@@ -11,7 +11,9 @@
 //!   stopped looking shows here), and
 //!   `dnssec_warden_zone_last_complete_observation_age_seconds` (the age of the last
 //!   successful observation; while observations fail, the time since the first failure,
-//!   a lower bound: the database keeps no earlier time).
+//!   a lower bound: the database keeps no earlier time);
+//! - `dnssec_warden_store_write_failing`: 1 while writes to the database fail (disk full,
+//!   I/O error), from this process's own writes: the database cannot say so itself.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -108,6 +110,19 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     let alerts = store.open_alert_counts().await?;
     let undelivered = store.undelivered_alert_notifications().await?;
     let mut out = String::new();
+
+    family(
+        &mut out,
+        "dnssec_warden_store_write_failing",
+        "1 while writes to the database fail (disk full, I/O error); the daemon retries.",
+    );
+    let failing = store.write_failure().is_some();
+    sample(
+        &mut out,
+        "dnssec_warden_store_write_failing",
+        &[],
+        if failing { 1.0 } else { 0.0 },
+    );
 
     family(
         &mut out,

@@ -195,7 +195,12 @@ async fn supervise(heartbeat: Heartbeat, store: Store) {
         (w / 2).min(Duration::from_secs(10))
     });
     loop {
-        if let Ok(counts) = store.state_counts().await {
+        if let Some(failure) = store.write_failure() {
+            systemd::status(&format!(
+                "database cannot be written since {}: {}",
+                failure.since, failure.cause
+            ));
+        } else if let Ok(counts) = store.state_counts().await {
             systemd::status(&systemd::status_line(&counts));
         }
         if let Some(limit) = interval

@@ -1,12 +1,19 @@
-//! `status` and `history`: read the SQLite file (works while the daemon runs).
+//! `status` and `history`: read the SQLite file (works while the daemon runs). They open
+//! it read-only and never create it: "no database at PATH" before the daemon's first run.
 
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 
+use crate::config::Settings;
 use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock};
 use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
+
+/// The database named by the settings, for reading only.
+pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+    Store::open_read_only(&settings.database.path).await
+}
 
 fn alert_json(a: &AlertRow) -> Value {
     json!({

@@ -225,15 +225,21 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                         Err(_) => self.abandoned(&name).await,
                     };
                 self.heartbeat.beat();
-                if let Err(err) = &outcome
-                    && !matches!(err, EngineError::Crashed(_))
-                {
-                    tracing::error!(zone = %name, error = %err, "step failed");
-                    // Try again soon rather than at the old deadline. Done here, not in
-                    // the loop below: a loop body that waits for the database while the
-                    // other steps wait for a connection would never be polled again.
-                    let retry = self.clock.now().plus(self.policy.retry_base);
-                    let _ = self.store.defer(&name, retry).await;
+                match &outcome {
+                    Ok(_) | Err(EngineError::Crashed(_)) => {}
+                    // The store logs a failing disk once per episode, not once per zone.
+                    Err(EngineError::Store(e)) if e.is_unwritable() => {
+                        tracing::debug!(zone = %name, error = %e, "step not recorded");
+                    }
+                    Err(err) => {
+                        tracing::error!(zone = %name, error = %err, "step failed");
+                        // Try again soon rather than at the old deadline. Done here, not in
+                        // the loop below: a loop body that waits for the database while
+                        // the other steps wait for a connection would never be polled
+                        // again.
+                        let retry = self.clock.now().plus(self.policy.retry_base);
+                        let _ = self.store.defer(&name, retry).await;
+                    }
                 }
                 outcome
             })
@@ -533,9 +539,22 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         self.start().await?;
         while !*shutdown.borrow() {
             self.heartbeat.beat();
-            match self.tick_until(&shutdown).await {
-                Ok(_) => self.heartbeat.beat(),
-                Err(e) => tracing::error!(error = %e, "engine tick failed"),
+            // The database removed or replaced under the daemon: nothing written now would
+            // last, so stop (the error names the file).
+            self.store.verify_identity()?;
+            // While the database takes no writes (disk full), steps could not be recorded:
+            // no zone is observed, a small write probes once per poll instead.
+            let writable =
+                self.store.write_failure().is_none() || self.store.probe_writable().await.is_ok();
+            if writable {
+                match self.tick_until(&shutdown).await {
+                    Ok(_) => self.heartbeat.beat(),
+                    Err(EngineError::Store(e)) if e.is_unwritable() => self.heartbeat.beat(),
+                    Err(e) => tracing::error!(error = %e, "engine tick failed"),
+                }
+            } else {
+                // The loop is alive; the STATUS line and the metrics say what is wrong.
+                self.heartbeat.beat();
             }
             let now = self.clock.now();
             let next = self.store.next_due().await.ok().flatten();
@@ -543,6 +562,11 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 .map(|at| at.since(now))
                 .unwrap_or(intent_poll)
                 .min(intent_poll);
+            let wait = if self.store.write_failure().is_some() {
+                intent_poll
+            } else {
+                wait
+            };
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = shutdown.changed() => {}

@@ -5,10 +5,12 @@
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
 
+mod faults;
 mod metrics;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -17,6 +19,8 @@ use sqlx::{FromRow, SqlitePool};
 use crate::lifecycle::{
     AlertKind, Decision, Effect, Facts, Intent, Severity, State, Timestamp, Zone,
 };
+pub use faults::WriteFailure;
+use faults::{Health, Identity, Noted, WriteTx};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -30,6 +34,31 @@ pub enum StoreError {
     Corrupt(String),
     #[error("zone {0} is not in the database")]
     UnknownZone(String),
+    #[error(
+        "database {path} was removed while in use: stopping, as nothing written now would \
+         last; the {path}-wal and {path}-shm beside it belong to the removed file: remove \
+         them, then restore a copy of the database or start afresh without one"
+    )]
+    Gone { path: String },
+    #[error(
+        "database {path} was replaced by another file while in use: stopping; the \
+         {path}-wal and {path}-shm beside it belong to the old file: remove them before \
+         starting again, or SQLite replays the old log into the new file"
+    )]
+    Replaced { path: String },
+    #[error(
+        "database {path} is missing or empty but its write-ahead log {path}-wal is there \
+         (the database was removed while in use?): restore the database, or remove \
+         {path}-wal and {path}-shm to start with a new, empty one"
+    )]
+    OrphanedLog { path: String },
+    #[error(
+        "database {path} is an empty file (0 bytes): not initialising it, as it may have \
+         replaced a real database; remove it to start with a new, empty database"
+    )]
+    EmptyFile { path: String },
+    #[error("no database at {path} (has the daemon run yet?)")]
+    Missing { path: String },
 }
 
 /// A zone row: the lifecycle's view plus the engine's bookkeeping.
@@ -103,6 +132,11 @@ impl OutboxStatus {
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// The file opened (`None` in memory and read-only): checked before every write.
+    identity: Option<Arc<Identity>>,
+    health: Arc<Health>,
+    /// The path, for log lines.
+    label: Arc<str>,
 }
 
 #[derive(FromRow)]
@@ -254,7 +288,9 @@ const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_
     notifications, resolved_at, resolved_notified_at";
 
 impl Store {
-    /// Opens (creating if needed) the database and brings its schema up to date.
+    /// Opens (creating if needed) the database and brings its schema up to date. An
+    /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
+    /// real database. Connections opened later never create the file again.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -267,22 +303,98 @@ impl Store {
         // beside it) would both switch it to WAL and create the tables: that part runs
         // under a file lock.
         let lock = migration_lock(path).await?;
+        refuse_empty_file(path)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .after_release(faults::discard_if_in_transaction)
+            .connect_with(options.clone())
             .await
             .map_err(|error| StoreError::Open {
                 path: path.display().to_string(),
                 error,
             })?;
+        // A file removed under the daemon is reported, not silently created anew.
+        pool.set_connect_options(options.create_if_missing(false));
         let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+        let identity = Identity::of(path);
         drop(lock);
         migrated?;
-        Ok(Self { pool })
+        Ok(Self::new(pool, Some(identity?), path))
+    }
+
+    /// Opens an existing database for reading only (`status`, `history`): never creates
+    /// one, never migrates, never writes.
+    pub async fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        let shown = || path.display().to_string();
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.len() == 0 => {
+                return Err(StoreError::EmptyFile { path: shown() });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing { path: shown() });
+            }
+            Err(error) => {
+                return Err(StoreError::Open {
+                    path: shown(),
+                    error: sqlx::Error::Io(error),
+                });
+            }
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: shown(),
+                error,
+            })?;
+        Ok(Self::new(pool, None, path))
+    }
+
+    fn new(pool: SqlitePool, identity: Option<Identity>, path: &Path) -> Self {
+        Self {
+            pool,
+            identity: identity.map(Arc::new),
+            health: Arc::default(),
+            label: path.display().to_string().into(),
+        }
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Checks that the database path still names the file opened (one `stat`): `Gone`
+    /// when it was removed, `Replaced` when another file took its place. Every write
+    /// checks it first; the daemon also calls it once per engine tick and stops on error.
+    pub fn verify_identity(&self) -> Result<(), StoreError> {
+        match &self.identity {
+            Some(identity) => identity.verify(),
+            None => Ok(()),
+        }
+    }
+
+    /// The current episode of failing writes (disk full, I/O errors), if any: for
+    /// metrics and the systemd status line. It ends at the next successful write.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        self.health.failure()
+    }
+
+    /// The pool, for writes outside a transaction: the file must still be the one opened.
+    fn writer(&self) -> Result<&SqlitePool, StoreError> {
+        self.verify_identity()?;
+        Ok(&self.pool)
     }
 
     /// A private in-memory database (one connection, so it lives as long as the store):
-    /// for tests that restart the engine many times over the same state.
+    /// for tests that restart the engine many times over the same state. Its connection
+    /// is never discarded on release (that would lose the database): no full-disk cover.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
             .in_memory(true)
@@ -299,14 +411,20 @@ impl Store {
                 error,
             })?;
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool, None, Path::new(":memory:")))
     }
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a
     /// deferred one that reads first can fail to upgrade when another writer got in
     /// between, and SQLite then answers "database is locked" without waiting.
-    async fn write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
+        self.verify_identity()?;
+        let tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .noted_if_failed(self)?;
+        Ok(WriteTx { tx, store: self })
     }
 
     /// Adds a zone to watch; false if it was there already.
@@ -317,8 +435,9 @@ impl Store {
         .bind(name)
         .bind(now.0)
         .bind(now.0)
-        .execute(&self.pool)
-        .await?;
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -364,8 +483,9 @@ impl Store {
         sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
             .bind(at.0)
             .bind(name)
-            .execute(&self.pool)
-            .await?;
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
         Ok(())
     }
 
@@ -377,8 +497,9 @@ impl Store {
              WHERE name IN (SELECT zone FROM outbox WHERE status IN ('pending', 'unknown'))",
         )
         .bind(now.0)
-        .execute(&self.pool)
-        .await?;
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
         Ok(done.rows_affected())
     }
 
@@ -585,8 +706,9 @@ impl Store {
         sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
             .bind(at.0)
             .bind(name)
-            .execute(&self.pool)
-            .await?;
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
         Ok(())
     }
 
@@ -658,8 +780,9 @@ impl Store {
         .bind(now.0)
         .bind(error)
         .bind(id)
-        .execute(&self.pool)
-        .await?;
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
         Ok(())
     }
 
@@ -795,8 +918,9 @@ impl Store {
         sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
             .bind(error)
             .bind(id)
-            .execute(&self.pool)
-            .await?;
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
         Ok(())
     }
 
@@ -895,8 +1019,9 @@ impl Store {
         )
         .bind(now.0)
         .bind(id)
-        .execute(&self.pool)
-        .await?;
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
         Ok(())
     }
 
@@ -908,8 +1033,9 @@ impl Store {
         sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
             .bind(now.0)
             .bind(id)
-            .execute(&self.pool)
-            .await?;
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
         Ok(())
     }
 
@@ -934,6 +1060,22 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A database the daemon made is never an empty file (SQLite writes its header at once in
+/// WAL mode), and a write-ahead log never outlives its database: either means the file
+/// was removed or replaced, and initialising a new database would lose the old one
+/// silently (or replay the old log into it).
+fn refuse_empty_file(path: &Path) -> Result<(), StoreError> {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let shown = || path.display().to_string();
+    match (len(path), len(Path::new(&wal))) {
+        (None | Some(0), Some(1..)) => Err(StoreError::OrphanedLog { path: shown() }),
+        (Some(0), _) => Err(StoreError::EmptyFile { path: shown() }),
+        _ => Ok(()),
     }
 }
 

@@ -1,0 +1,250 @@
+//! The database file under faults: write transactions that leave no connection behind in
+//! a broken state, a write-health flag that logs once per episode, and the file's identity
+//! (a database removed or replaced under the running daemon is noticed, never written on).
+//!
+//! Why connections are checked on release: when SQLite rolls a transaction back by itself
+//! (SQLITE_FULL, an I/O error, `RAISE(ROLLBACK)`), also when the failing statement is the
+//! `COMMIT`, sqlx 0.8 still counts the transaction as open; its `ROLLBACK` on drop then
+//! fails ("no transaction is active"), the count stays at 1, and the connection goes back
+//! to the pool where every later `BEGIN IMMEDIATE` fails with "attempted to call
+//! begin_with at non-zero transaction depth", forever. The pool now discards such a
+//! connection (`discard_if_in_transaction`) and opens a fresh one when needed.
+
+use std::ops::{Deref, DerefMut};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::future::BoxFuture;
+use sqlx::pool::PoolConnectionMetadata;
+use sqlx::{Connection, Sqlite, SqliteConnection};
+
+use super::{Store, StoreError};
+use crate::lifecycle::{Clock, SystemClock, Timestamp};
+
+/// The database file as opened: the same path must keep naming the same file.
+#[derive(Debug)]
+pub(super) struct Identity {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl Identity {
+    pub(super) fn of(path: &Path) -> Result<Self, StoreError> {
+        let meta = std::fs::metadata(path).map_err(|error| StoreError::Open {
+            path: path.display().to_string(),
+            error: sqlx::Error::Io(error),
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// One `stat`: the path still names the file opened.
+    pub(super) fn verify(&self) -> Result<(), StoreError> {
+        let path = || self.path.display().to_string();
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if meta.dev() == self.dev && meta.ino() == self.ino => Ok(()),
+            Ok(_) => Err(StoreError::Replaced { path: path() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::Gone { path: path() })
+            }
+            Err(error) => Err(StoreError::Open {
+                path: path(),
+                error: sqlx::Error::Io(error),
+            }),
+        }
+    }
+}
+
+/// An episode of failing writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    pub since: Timestamp,
+    /// The first error of the episode.
+    pub cause: String,
+}
+
+/// Whether writes to the database currently fail (disk full, I/O error, read-only file
+/// system). Shared by every clone of a `Store`.
+#[derive(Debug, Default)]
+pub(super) struct Health {
+    failing: AtomicBool,
+    episode: Mutex<Option<WriteFailure>>,
+}
+
+impl Health {
+    pub(super) fn failure(&self) -> Option<WriteFailure> {
+        if !self.failing.load(Ordering::Acquire) {
+            return None;
+        }
+        self.episode.lock().ok().and_then(|e| e.clone())
+    }
+
+    fn write_failed(&self, database: &str, error: &sqlx::Error) {
+        if self.failing.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(mut episode) = self.episode.lock() else {
+            return;
+        };
+        if episode.is_none() {
+            tracing::error!(
+                database,
+                "database cannot be written: {error}; retrying, the daemon goes on once it can write"
+            );
+            *episode = Some(WriteFailure {
+                since: SystemClock.now(),
+                cause: error.to_string(),
+            });
+        }
+        self.failing.store(true, Ordering::Release);
+    }
+
+    fn write_succeeded(&self, database: &str) {
+        if !self.failing.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(mut episode) = self.episode.lock() else {
+            return;
+        };
+        if let Some(ended) = episode.take() {
+            let lasted = SystemClock.now().since(ended.since);
+            tracing::warn!(
+                database,
+                "database writable again after {}s (writes failed since {}: {})",
+                lasted.as_secs(),
+                ended.since,
+                ended.cause
+            );
+        }
+        self.failing.store(false, Ordering::Release);
+    }
+}
+
+/// Errors that say the database cannot be written at all, as opposed to a conflict or a
+/// bad statement: SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN, or an OS
+/// error.
+pub(super) fn is_unwritable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(e) => e
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|code| matches!(code & 0xff, 8 | 10 | 13 | 14)),
+        _ => false,
+    }
+}
+
+impl StoreError {
+    /// The database cannot be written now (disk full, I/O error); it may recover by itself.
+    pub fn is_unwritable(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if is_unwritable(e))
+    }
+
+    /// The database file was removed or replaced under the running store: nothing written
+    /// now would last. The daemon stops.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, StoreError::Gone { .. } | StoreError::Replaced { .. })
+    }
+}
+
+/// Notes the outcome of a write in the store's health.
+pub(super) trait Noted<T> {
+    /// A write's outcome: success ends an episode of failing writes.
+    fn noted(self, store: &Store) -> Result<T, StoreError>;
+    /// A step towards a write (`BEGIN`): only its failure counts.
+    fn noted_if_failed(self, store: &Store) -> Result<T, StoreError>;
+}
+
+impl<T> Noted<T> for Result<T, sqlx::Error> {
+    fn noted(self, store: &Store) -> Result<T, StoreError> {
+        if self.is_ok() {
+            store.health.write_succeeded(store.label());
+        }
+        self.noted_if_failed(store)
+    }
+
+    fn noted_if_failed(self, store: &Store) -> Result<T, StoreError> {
+        if let Err(e) = &self
+            && is_unwritable(e)
+        {
+            store.health.write_failed(store.label(), e);
+        }
+        Ok(self?)
+    }
+}
+
+/// A write transaction (`BEGIN IMMEDIATE`): used like `sqlx::Transaction`; its commit
+/// first checks that the file is still the one opened, and notes the outcome.
+pub(super) struct WriteTx<'s> {
+    pub(super) tx: sqlx::Transaction<'static, Sqlite>,
+    pub(super) store: &'s Store,
+}
+
+impl WriteTx<'_> {
+    pub(super) async fn commit(self) -> Result<(), StoreError> {
+        // Dropping `tx` here rolls back: a write to a removed file would be lost.
+        self.store.verify_identity()?;
+        self.tx.commit().await.noted(self.store)
+    }
+
+    pub(super) async fn rollback(self) -> Result<(), StoreError> {
+        Ok(self.tx.rollback().await?)
+    }
+}
+
+impl Deref for WriteTx<'_> {
+    type Target = SqliteConnection;
+    fn deref(&self) -> &SqliteConnection {
+        &self.tx
+    }
+}
+
+impl DerefMut for WriteTx<'_> {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.tx
+    }
+}
+
+/// `after_release` of the file pools: a connection that sqlx still counts inside a
+/// transaction once its queued rollback has run is closed, never handed out again.
+pub(super) fn discard_if_in_transaction(
+    conn: &mut SqliteConnection,
+    _meta: PoolConnectionMetadata,
+) -> BoxFuture<'_, Result<bool, sqlx::Error>> {
+    Box::pin(async move {
+        if !conn.is_in_transaction() {
+            return Ok(true);
+        }
+        // A dropped transaction queues its rollback on the connection; a ping runs after it.
+        conn.ping().await?;
+        if conn.is_in_transaction() {
+            tracing::debug!(
+                "closing a database connection left inside a transaction SQLite had already ended"
+            );
+            return Ok(false);
+        }
+        Ok(true)
+    })
+}
+
+impl Store {
+    /// One small real write (the header's `user_version`, set to the value it has): while
+    /// writes fail, the daemon probes with it instead of observing zones whose steps
+    /// could not be recorded; its success ends the episode.
+    pub async fn probe_writable(&self) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let (version,): (i64,) = sqlx::query_as("PRAGMA user_version")
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(&format!("PRAGMA user_version = {version}"))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+}
