@@ -24,6 +24,9 @@ use axum::extract::State as AxumState;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::lifecycle::{AlertKind, Clock, State};
@@ -59,12 +62,45 @@ struct Ctx {
     clock: Arc<dyn Clock>,
 }
 
+/// What one scraper, or a flood of half-open connections, may hold. A scrape is one short
+/// request; anything slower is dropped, so the daemon's file descriptors (which its DNS
+/// observations need) cannot be exhausted through this port.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections served at once; more are closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// Time for a client to send its request headers.
+    pub header_timeout: std::time::Duration,
+    /// Time a connection may live in all.
+    pub connection_timeout: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            header_timeout: std::time::Duration::from_secs(5),
+            connection_timeout: std::time::Duration::from_secs(30),
+        }
+    }
+}
+
 /// Binds `listen` and serves `/metrics` in a background task. Binding errors are
 /// returned at once, so a taken port fails start-up rather than a scrape.
 pub async fn serve(
     listen: SocketAddr,
     store: Store,
     clock: Arc<dyn Clock>,
+) -> Result<MetricsServer, MetricsError> {
+    serve_with(listen, store, clock, Limits::default()).await
+}
+
+/// [`serve`] with explicit limits.
+pub async fn serve_with(
+    listen: SocketAddr,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
 ) -> Result<MetricsServer, MetricsError> {
     let bind_error = |error| MetricsError::Bind {
         addr: listen,
@@ -77,13 +113,47 @@ pub async fn serve(
     let app = Router::new()
         .route("/metrics", get(scrape))
         .with_state(Ctx { store, clock });
-    let task = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::error!(%error, "metrics endpoint stopped");
-        }
-    });
+    let task = tokio::spawn(accept_loop(listener, app, limits));
     tracing::info!(%addr, "metrics at http://{addr}/metrics");
     Ok(MetricsServer { addr, task })
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Limits) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut refused: u64 = 0;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of descriptors, most likely: wait instead of spinning.
+                tracing::warn!(%error, "metrics endpoint cannot accept");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            refused += 1;
+            if refused.is_power_of_two() {
+                tracing::warn!(
+                    refused,
+                    max = limits.max_connections,
+                    "metrics endpoint at its connection cap; closing new connections"
+                );
+            }
+            drop(stream);
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(limits.connection_timeout, connection).await;
+            drop(permit);
+        });
+    }
 }
 
 async fn scrape(AxumState(ctx): AxumState<Ctx>) -> Response {

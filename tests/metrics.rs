@@ -140,3 +140,44 @@ async fn a_taken_port_fails_at_once() {
     .unwrap_err();
     assert!(err.to_string().contains("cannot listen"), "{err}");
 }
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Half-open connections (connected, nothing sent) are capped and timed out: they cannot
+/// exhaust the daemon's file descriptors, and scrapes work again once they are gone.
+#[tokio::test]
+async fn half_open_connections_are_capped_and_timed_out() {
+    let rig = Rig::new(1, 1).await;
+    let limits = metrics::Limits {
+        max_connections: 8,
+        header_timeout: Duration::from_millis(300),
+        connection_timeout: Duration::from_secs(2),
+    };
+    let server = metrics::serve_with(
+        "127.0.0.1:0".parse().unwrap(),
+        rig.store.clone(),
+        Arc::new(rig.world.clock.clone()),
+        limits,
+    )
+    .await
+    .unwrap();
+    let before = open_descriptors();
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(tokio::net::TcpStream::connect(server.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Our 200 client ends, plus what the server kept: at most its cap (and slack).
+    let held = open_descriptors().saturating_sub(before + idle.len());
+    assert!(
+        held <= 8 + 4,
+        "the server holds {held} descriptors for idle clients"
+    );
+    // The idle ones are dropped after the header timeout; a real scrape then works.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = scrape(server.addr).await;
+    assert!(text.contains("dnssec_warden_zones"));
+    drop(idle);
+}
