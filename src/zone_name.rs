@@ -53,9 +53,7 @@ pub enum ZoneNameProblem {
         "is a top-level domain alone; a zone at a provider has at least two labels (like example.com)"
     )]
     SingleLabel,
-    #[error(
-        "looks like an IP address, not a domain name (its last label {label:?} is all digits)"
-    )]
+    #[error("looks like an IP address, not a domain name (its last label {label:?} is all digits)")]
     Numeric { label: String },
     #[error("is not a valid internationalised domain name (IDNA, UTS #46)")]
     Idna,
@@ -308,9 +306,12 @@ mod tests {
 
     #[test]
     fn invalid_idna_is_refused() {
-        assert_eq!(problem("xn--zz-.example"), ZoneNameProblem::Hyphen {
-            label: "xn--zz-".into()
-        });
+        assert_eq!(
+            problem("xn--zz-.example"),
+            ZoneNameProblem::Hyphen {
+                label: "xn--zz-".into()
+            }
+        );
         assert_eq!(problem("xn--a.example"), ZoneNameProblem::Idna);
         // A lone combining mark cannot start a label.
         assert_eq!(problem("\u{0301}a.example"), ZoneNameProblem::Idna);
