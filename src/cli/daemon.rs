@@ -255,7 +255,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
                 }
                 _ = term.recv() => break Next::Stop,
                 _ = int.recv() => break Next::Stop,
-                _ = hup.recv() => match reload(config, &prepared.settings) {
+                Some(()) = hup.recv() => match reload(config, &prepared.settings) {
                     Ok(new) => break Next::Reload(Box::new(new)),
                     Err(e) => tracing::error!(
                         error = %e,
