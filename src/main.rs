@@ -207,9 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     api_keys,
                     users,
                 },
-        } => runtime
-            .block_on(lab_provider(listen, api_keys, users))
-            .map_err(Failure::from),
+        } => runtime.block_on(lab_provider(listen, api_keys, users)),
     }
 }
 
@@ -288,17 +286,19 @@ async fn lab_provider(
     listen: SocketAddr,
     api_keys: Vec<String>,
     users: Vec<String>,
-) -> anyhow::Result<ExitCode> {
+) -> Result<ExitCode, Failure> {
     let users = users
         .iter()
         .map(|u| {
             u.split_once(':')
                 .map(|(name, pw)| (name.to_string(), pw.to_string()))
-                .with_context(|| format!("--user {u:?}: expected USER:PASSWORD"))
+                .ok_or_else(|| unusable(anyhow::anyhow!("--user {u:?}: expected USER:PASSWORD")))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, Failure>>()?;
     if api_keys.is_empty() && users.is_empty() {
-        anyhow::bail!("give at least one --api-key or --user, or no request can authenticate");
+        return Err(unusable(anyhow::anyhow!(
+            "give at least one --api-key or --user, or no request can authenticate"
+        )));
     }
     if !listen.ip().is_loopback() {
         tracing::warn!(%listen, "the simulator is listening beyond loopback");

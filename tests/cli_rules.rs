@@ -138,6 +138,10 @@ fn exit_codes_follow_one_rule() {
     assert!(err.contains("unknown.example. is not known"), "{err}");
     // 2: the command line.
     assert_eq!(run(&s.config, &["enable"]).0, 2);
+    assert_eq!(
+        run(&s.config, &["lab", "provider", "--user", "nocolon"]).0,
+        2
+    );
     // 2: the configuration, for every command that reads it.
     let bad = s.dir.path().join("bad.toml");
     std::fs::write(&bad, "[timing]\npoll_waiting = \"soon\"\n").unwrap();
