@@ -4,6 +4,10 @@
 //! at 3 a.m. is fixed in one read. Unknown keys are errors (`deny_unknown_fields`).
 //! Secrets are not read here: [`Settings`] says where they live, and
 //! [`CredentialSource::load`] fetches them when the provider client is built.
+//!
+//! A relative path in the file (`api_key_file`, `password_file`, `dns.trust_anchor_file`,
+//! `database.path`) is relative to the directory of the file itself, never to the working
+//! directory of whoever runs the command.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -12,8 +16,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use url::Url;
 
-use crate::dnssec;
 use crate::secret::Secret;
+use crate::zone_name::ZoneName;
 
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";
 
@@ -267,8 +271,8 @@ pub struct MetricsSettings {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZoneSelection {
-    /// Zone names, lower case with the trailing dot.
-    Names(Vec<String>),
+    /// Zone names in their canonical form (A-labels, lower case, trailing dot), each once.
+    Names(Vec<ZoneName>),
     /// Every zone of the account.
     All,
 }
@@ -537,6 +541,17 @@ struct Validator {
 }
 
 impl Validator {
+    /// A path from the file: a relative one is taken relative to the file's directory.
+    fn path(&self, path: PathBuf) -> PathBuf {
+        if path.is_absolute() {
+            return path;
+        }
+        match self.file.parent() {
+            Some(dir) => dir.join(path),
+            None => path,
+        }
+    }
+
     fn err(&self, key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             file: self.file.clone(),
@@ -741,7 +756,7 @@ impl Validator {
             if path.as_os_str().is_empty() {
                 return Err(self.err(&format!("{stem}_file"), "is empty"));
             }
-            found.push(SecretSource::File(path));
+            found.push(SecretSource::File(self.path(path)));
         }
         if let Some(var) = env {
             if var.is_empty() || var.contains('=') {
@@ -771,7 +786,9 @@ impl Validator {
         if raw.path.as_os_str().is_empty() {
             return Err(self.err("database.path", "is empty"));
         }
-        Ok(DatabaseSettings { path: raw.path })
+        Ok(DatabaseSettings {
+            path: self.path(raw.path),
+        })
     }
 
     fn dns(&self, raw: RawDns) -> Result<DnsSettings, ConfigError> {
@@ -846,7 +863,7 @@ impl Validator {
             root_hints,
             port: raw.port,
             trust_anchor_file: (!raw.trust_anchor_file.is_empty())
-                .then(|| PathBuf::from(&raw.trust_anchor_file)),
+                .then(|| self.path(PathBuf::from(&raw.trust_anchor_file))),
             validating_resolvers,
             query_timeout: self.duration("dns.query_timeout", &raw.query_timeout)?,
             query_attempts: raw.query_attempts,
@@ -889,17 +906,22 @@ impl Validator {
             )),
             (None, Some(true)) => Ok(ZoneSelection::All),
             (Some(names), _) => {
-                let mut out: Vec<String> = Vec::with_capacity(names.len());
+                let mut out: Vec<ZoneName> = Vec::with_capacity(names.len());
                 for (i, name) in names.iter().enumerate() {
                     let key = format!("zones.names[{i}]");
-                    let fqdn = dnssec::fqdn(name).map_err(|e| self.err(&key, e.to_string()))?;
-                    if fqdn == "." {
-                        return Err(self.err(&key, "the root zone cannot be managed"));
+                    let zone = ZoneName::parse(name).map_err(|e| self.err(&key, e.to_string()))?;
+                    // Duplicates are found after normalisation: `bücher.example` and
+                    // `xn--bcher-kva.example` are one zone.
+                    if let Some(first) = out.iter().position(|z| *z == zone) {
+                        return Err(self.err(
+                            &key,
+                            format!(
+                                "{name:?} is the same zone as {:?} (zones.names[{first}]): both are {zone}",
+                                names[first]
+                            ),
+                        ));
                     }
-                    if out.contains(&fqdn) {
-                        return Err(self.err(&key, format!("{name:?} is listed twice")));
-                    }
-                    out.push(fqdn);
+                    out.push(zone);
                 }
                 Ok(ZoneSelection::Names(out))
             }
@@ -1015,6 +1037,35 @@ impl SecretSource {
             return Err(SecretError::Empty(origin));
         }
         Ok(Secret::new(trimmed.to_string()))
+    }
+}
+
+impl CredentialSource {
+    /// Secret files any user of the machine can read, one message each (naming the file
+    /// and its mode, never the secret). A warning, not an error: the file still works.
+    pub fn exposure_warnings(&self) -> Vec<String> {
+        let sources = match self {
+            Self::ApiKey(source) => vec![source],
+            Self::Login { password, .. } => vec![password],
+        };
+        sources
+            .into_iter()
+            .filter_map(SecretSource::exposure_warning)
+            .collect()
+    }
+}
+
+impl SecretSource {
+    /// For a secret file readable by every user: what to say about it.
+    pub fn exposure_warning(&self) -> Option<String> {
+        let Self::File(path) = self else {
+            return None;
+        };
+        let mode = crate::secret::world_readable_mode(path)?;
+        Some(format!(
+            "secret file {} is readable by every user (mode {mode:04o}); restrict it: chmod o-r (0600, or 0640 with the daemon's group)",
+            path.display()
+        ))
     }
 }
 
@@ -1279,6 +1330,102 @@ mod tests {
             SecretSource::File(dir.path().join("missing")).load(),
             Err(SecretError::File { .. })
         ));
+    }
+
+    #[test]
+    fn zone_names_are_normalised_and_duplicates_found_after() {
+        let s = parse("[zones]\nnames = [\"Bücher.example\", \"example.COM.\"]").unwrap();
+        let ZoneSelection::Names(names) = s.zones else {
+            panic!("names")
+        };
+        let names: Vec<&str> = names.iter().map(ZoneName::as_str).collect();
+        assert_eq!(names, ["xn--bcher-kva.example.", "example.com."]);
+
+        let err =
+            parse("[zones]\nnames = [\"bücher.example\", \"xn--bcher-kva.example\"]").unwrap_err();
+        assert_eq!(err.key(), Some("zones.names[1]"));
+        let text = err.to_string();
+        assert!(text.contains("\"bücher.example\""), "{text}");
+        assert!(text.contains("\"xn--bcher-kva.example\""), "{text}");
+        assert!(text.contains("zones.names[0]"), "{text}");
+
+        for bad in [
+            "a/b.example",
+            "*.example",
+            "127.0.0.1",
+            ".",
+            "com",
+            "a\\u0000b.example",
+        ] {
+            let err = parse(&format!("[zones]\nnames = [\"{bad}\"]")).unwrap_err();
+            assert_eq!(err.key(), Some("zones.names[0]"), "{bad}: {err}");
+            assert!(err.to_string().contains("zone name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_relative_to_the_file() {
+        let s = Settings::parse(
+            "[provider]\napi_key_file = \"keys/api-key\"\n\
+             [database]\npath = \"state.db\"\n[dns]\ntrust_anchor_file = \"anchors\"",
+            Path::new("/etc/dnssec-warden/config.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.provider.unwrap().credentials,
+            CredentialSource::ApiKey(SecretSource::File("/etc/dnssec-warden/keys/api-key".into()))
+        );
+        assert_eq!(
+            s.database.path,
+            PathBuf::from("/etc/dnssec-warden/state.db")
+        );
+        assert_eq!(
+            s.dns.trust_anchor_file,
+            Some(PathBuf::from("/etc/dnssec-warden/anchors"))
+        );
+        let s = Settings::parse(
+            "[provider]\nusername = \"u\"\npassword_file = \"../pw\"\n[database]\npath = \"/abs/state.db\"",
+            Path::new("/etc/dnssec-warden/config.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.provider.unwrap().credentials,
+            CredentialSource::Login {
+                username: "u".into(),
+                password: SecretSource::File("/etc/dnssec-warden/../pw".into()),
+            }
+        );
+        assert_eq!(s.database.path, PathBuf::from("/abs/state.db"));
+        // A config named relative to the working directory: its paths are too, alike.
+        let s = Settings::parse("[database]\npath = \"s.db\"", Path::new("conf/c.toml")).unwrap();
+        assert_eq!(s.database.path, PathBuf::from("conf/s.db"));
+        let s = Settings::parse("[database]\npath = \"s.db\"", Path::new("c.toml")).unwrap();
+        assert_eq!(s.database.path, PathBuf::from("s.db"));
+    }
+
+    #[test]
+    fn world_readable_secret_files_are_warned_about_without_the_secret() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "s3cr3t-value\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let source = CredentialSource::ApiKey(SecretSource::File(path.clone()));
+        assert!(source.exposure_warnings().is_empty());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let warnings = source.exposure_warnings();
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains(&path.display().to_string()),
+            "{warnings:?}"
+        );
+        assert!(warnings[0].contains("0644"), "{warnings:?}");
+        assert!(!warnings[0].contains("s3cr3t"), "{warnings:?}");
+        assert!(
+            CredentialSource::ApiKey(SecretSource::Env("K".into()))
+                .exposure_warnings()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -16,3 +16,4 @@ pub mod secret;
 pub mod store;
 pub mod systemd;
 pub mod timefmt;
+pub mod zone_name;

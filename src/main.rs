@@ -9,11 +9,12 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use dnssec_warden::cli;
+use dnssec_warden::cli::daemon::Prepared;
 use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
-use dnssec_warden::dnssec::fqdn;
 use dnssec_warden::lab::{ProviderSim, SimOptions, demo};
 use dnssec_warden::lifecycle::{Intent, Policy};
 use dnssec_warden::logging::{self, LogFormat};
+use dnssec_warden::zone_name::ZoneName;
 
 #[derive(Parser)]
 #[command(
@@ -97,6 +98,7 @@ enum LabCommand {
 }
 
 fn main() -> ExitCode {
+    // Usage errors exit 2 (clap's own code, and the rule below).
     let cli = Cli::parse();
     let level = match cli.command {
         Command::Run | Command::Lab { .. } => "info",
@@ -107,23 +109,72 @@ fn main() -> ExitCode {
     logging::init(cli.log_format, level);
     match run(cli) {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+        Err(Failure { code, error }) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(code)
         }
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// The exit status, one rule for every command:
+/// 0: done (for `check`: the chain is consistent);
+/// 1: the command ran and the answer is "no", or it failed at run time: a zone the
+///    database does not know, an inconsistent chain, a database, provider or network
+///    failure, a daemon already running;
+/// 2: what was given cannot be used: the command line (clap's usage errors), a zone name,
+///    the configuration file (syntax, a key, or a start-up check such as a secret file
+///    that cannot be read).
+const EXIT_FAILED: u8 = 1;
+const EXIT_UNUSABLE: u8 = 2;
+
+/// An error with its exit status; `?` on any other error means status 1.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Self {
+            code: EXIT_FAILED,
+            error: error.into(),
+        }
+    }
+}
+
+fn unusable(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: EXIT_UNUSABLE,
+        error: error.into(),
+    }
+}
+
+fn load(path: &Path) -> Result<Settings, Failure> {
+    Settings::load(path).map_err(unusable)
+}
+
+fn zone_name(text: &str) -> Result<ZoneName, Failure> {
+    ZoneName::parse(text).map_err(unusable)
+}
+
+fn not_known(zone: &ZoneName) -> Failure {
+    anyhow::anyhow!("{zone} is not known to dnssec-warden (list it in [zones] or run `enable`)")
+        .into()
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     match cli.command {
         Command::Run => runtime.block_on(async {
-            cli::daemon::run(&cli.config).await?;
+            cli::daemon::run(&cli.config)
+                .await
+                .map_err(|e| if e.is_config() { unusable(e) } else { e.into() })?;
             Ok(ExitCode::SUCCESS)
         }),
         Command::Status { zone, json } => runtime.block_on(status(&cli.config, zone, json)),
         Command::Enable { zone } => runtime.block_on(async {
-            let settings = Settings::load(&cli.config)?;
+            let zone = zone_name(&zone)?;
+            let settings = load(&cli.config)?;
             println!(
                 "{}",
                 cli::intent::set(&settings, &zone, Intent::Enabled, false).await?
@@ -134,14 +185,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             zone,
             ds_never_submitted,
         } => runtime.block_on(async {
-            let settings = Settings::load(&cli.config)?;
+            let zone = zone_name(&zone)?;
+            let settings = load(&cli.config)?;
             let line =
                 cli::intent::set(&settings, &zone, Intent::Disabled, ds_never_submitted).await?;
             println!("{line}");
             Ok(ExitCode::SUCCESS)
         }),
         Command::History { zone, json } => runtime.block_on(history(&cli.config, &zone, json)),
-        Command::CheckConfig => check_config(&cli.config),
+        Command::CheckConfig => runtime.block_on(async { check_config(&cli.config) }),
         Command::Check { zone, json } => runtime.block_on(check(&cli.config, &zone, json)),
         Command::Demo { keep } => runtime.block_on(async {
             let mut out = std::io::stdout();
@@ -159,59 +211,65 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn status(path: &Path, zone: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
-    let settings = Settings::load(path)?;
+async fn status(path: &Path, zone: Option<String>, json: bool) -> Result<ExitCode, Failure> {
+    let zone = zone.as_deref().map(zone_name).transpose()?;
+    let settings = load(path)?;
     let store = cli::status::open_store(&settings).await?;
     let policy = Policy::from(&settings.timing);
-    let zone = zone.map(|z| fqdn(&z)).transpose()?;
+    let name = zone.as_ref().map(ZoneName::as_str);
     let found = if json {
-        cli::status::status_json(&store, zone.as_deref(), &policy)
+        cli::status::status_json(&store, name, &policy)
             .await?
             .map(|v| serde_json::to_string_pretty(&v))
             .transpose()?
     } else {
-        cli::status::status_text(&store, zone.as_deref(), &policy).await?
+        cli::status::status_text(&store, name, &policy).await?
     };
-    match found {
-        Some(text) => {
+    match (found, zone) {
+        (Some(text), _) => {
             println!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }
-        None => anyhow::bail!(
-            "{} is not known to dnssec-warden (list it in [zones] or run `enable`)",
-            zone.unwrap_or_default()
-        ),
+        (None, Some(zone)) => Err(not_known(&zone)),
+        (None, None) => Err(anyhow::anyhow!("no status").into()),
     }
 }
 
-async fn history(path: &Path, zone: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let settings = Settings::load(path)?;
+async fn history(path: &Path, zone: &str, json: bool) -> Result<ExitCode, Failure> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
     let store = cli::status::open_store(&settings).await?;
-    let zone = fqdn(zone)?;
+    if store.zone(zone.as_str()).await?.is_none() {
+        return Err(not_known(&zone));
+    }
     if json {
-        let v = cli::status::history_json(&store, &zone).await?;
+        let v = cli::status::history_json(&store, zone.as_str()).await?;
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", cli::status::history_text(&store, &zone).await?);
+        print!(
+            "{}",
+            cli::status::history_text(&store, zone.as_str()).await?
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_config(path: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let settings = Settings::load(path)?;
-    if let Some(provider) = &settings.provider {
-        provider
-            .credentials
-            .load()
-            .with_context(|| format!("config {}: provider credentials", path.display()))?;
+/// Every start-up check `run` makes (the same [`Prepared`]), without starting anything.
+fn check_config(path: &Path) -> Result<ExitCode, Failure> {
+    let prepared = Prepared::load(path).map_err(unusable)?;
+    for warning in &prepared.warnings {
+        eprintln!("warning: config {}: {warning}", path.display());
     }
     println!("{}: OK", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
-async fn check(path: &std::path::Path, zone: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let settings = Settings::load(path)?;
-    let report = dnssec_warden::dns::check::run(&settings, zone).await?;
+async fn check(path: &Path, zone: &str, json: bool) -> Result<ExitCode, Failure> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    let report = dnssec_warden::dns::check::run(&settings, zone.as_str())
+        .await
+        .map_err(unusable)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -220,7 +278,7 @@ async fn check(path: &std::path::Path, zone: &str, json: bool) -> anyhow::Result
     Ok(if report.consistent {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(2)
+        ExitCode::from(EXIT_FAILED)
     })
 }
 
@@ -228,17 +286,19 @@ async fn lab_provider(
     listen: SocketAddr,
     api_keys: Vec<String>,
     users: Vec<String>,
-) -> anyhow::Result<ExitCode> {
+) -> Result<ExitCode, Failure> {
     let users = users
         .iter()
         .map(|u| {
             u.split_once(':')
                 .map(|(name, pw)| (name.to_string(), pw.to_string()))
-                .with_context(|| format!("--user {u:?}: expected USER:PASSWORD"))
+                .ok_or_else(|| unusable(anyhow::anyhow!("--user {u:?}: expected USER:PASSWORD")))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, Failure>>()?;
     if api_keys.is_empty() && users.is_empty() {
-        anyhow::bail!("give at least one --api-key or --user, or no request can authenticate");
+        return Err(unusable(anyhow::anyhow!(
+            "give at least one --api-key or --user, or no request can authenticate"
+        )));
     }
     if !listen.ip().is_loopback() {
         tracing::warn!(%listen, "the simulator is listening beyond loopback");

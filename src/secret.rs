@@ -33,9 +33,35 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
     out
 }
 
+/// The permission bits of the file at `path` when any user may read it (the "other"
+/// read bit), else None (also when it cannot be looked at: reading it will say why).
+pub fn world_readable_mode(path: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+    (mode & 0o004 != 0).then_some(mode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn world_readable_files_are_told_apart() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "k").unwrap();
+        for (mode, seen) in [
+            (0o600, None),
+            (0o640, None),
+            (0o644, Some(0o644)),
+            (0o604, Some(0o604)),
+        ] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(world_readable_mode(&path), seen, "{mode:o}");
+        }
+        assert_eq!(world_readable_mode(&dir.path().join("missing")), None);
+    }
 
     #[test]
     fn debug_hides_the_value() {

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use dnssec_warden::config::{CredentialSource, SecretSource, Settings, ZoneSelection};
+use dnssec_warden::zone_name::ZoneName;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
@@ -25,7 +26,7 @@ fn the_example_config_parses_with_its_documented_defaults() {
     assert_eq!(example.database, defaults.database);
     assert_eq!(
         example.zones,
-        ZoneSelection::Names(vec!["example.com.".into()])
+        ZoneSelection::Names(vec![ZoneName::parse("example.com").unwrap()])
     );
     let (p, d) = (example.provider.unwrap(), defaults.provider.unwrap());
     assert_eq!(p.base_url, d.base_url);
@@ -86,6 +87,63 @@ fn check_config_accepts_a_good_file() {
 }
 
 #[test]
+fn check_config_runs_the_start_up_checks_of_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(dir.path().join("empty-key"), "\n").unwrap();
+    for (text, says) in [
+        // Parses, but `run` could not start with it.
+        ("[zones]\nnames = [\"example.com\"]\n", "[provider]"),
+        (
+            "[provider]\napi_key_file = \"no-such-key\"\n",
+            "no-such-key",
+        ),
+        ("[provider]\napi_key_file = \"empty-key\"\n", "is empty"),
+        (
+            "[provider]\napi_key_env = \"DNSSEC_WARDEN_TEST_UNSET\"\n",
+            "DNSSEC_WARDEN_TEST_UNSET",
+        ),
+        (
+            "[provider]\napi_key_file = \"empty-key\"\n[dns]\ntrust_anchor_file = \"no-anchors\"\n",
+            "is empty",
+        ),
+        (
+            "[zones]\nnames = [\"bücher.example\", \"xn--bcher-kva.example\"]\n",
+            "zones.names[1]",
+        ),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let out = bin()
+            .args(["check-config", "--config"])
+            .arg(&config)
+            .env_remove("DNSSEC_WARDEN_TEST_UNSET")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(stderr.contains(says), "{text}: {stderr}");
+        assert!(stderr.contains(&config.display().to_string()), "{stderr}");
+    }
+    std::fs::write(dir.path().join("key"), "k-123\n").unwrap();
+    std::fs::write(
+        &config,
+        "[provider]\napi_key_file = \"key\"\n[dns]\ntrust_anchor_file = \"no-anchors\"\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&dir.path().join("no-anchors").display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn check_config_names_the_bad_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
@@ -108,7 +166,7 @@ fn check_config_names_the_bad_key_and_file() {
             .arg(&config)
             .output()
             .unwrap();
-        assert!(!out.status.success());
+        assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(key), "{key}: {stderr}");
         assert!(stderr.contains(&config.display().to_string()), "{stderr}");

@@ -1,6 +1,11 @@
 //! `dnssec-warden run`: the daemon. SIGTERM and SIGINT finish the step in flight and exit;
-//! SIGHUP re-reads the configuration (a bad file is reported and the running one kept);
+//! SIGHUP re-reads the configuration and runs every start-up check on it before anything
+//! changes (a file that could not run is reported and the running one kept);
 //! a lock file beside the database keeps a second daemon away from the same state.
+//!
+//! [`Prepared`] is everything `run` needs from a configuration file, built and checked in
+//! one place: at start, on every reload, and by `check-config`, so that a file
+//! `check-config` accepts is a file `run` starts with.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,28 +17,42 @@ use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
 use crate::config::{ConfigError, SecretError, Settings, ZoneSelection};
-use crate::dns::DnsObserver;
+use crate::dns::{DnsObserver, ObserverError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::{GcoreClient, Provider, ProviderError};
 use crate::store::Store;
 use crate::systemd;
+use crate::zone_name::ZoneName;
 
 /// How often the database is looked at for operator intents, at the least.
 const INTENT_POLL: Duration = Duration::from_secs(1);
 
+/// Why a configuration file cannot run. Every message names the file.
 #[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
+pub enum PrepareError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("provider credentials: {0}")]
-    Secret(#[from] SecretError),
-    #[error("`run` needs a [provider] section in {0}")]
-    NoProvider(PathBuf),
+    #[error("config {file}: `run` needs a [provider] section")]
+    NoProvider { file: PathBuf },
+    #[error("config {file}: provider credentials: {error}")]
+    Secret { file: PathBuf, error: SecretError },
+    #[error("config {file}: provider client: {error}")]
+    Provider { file: PathBuf, error: ProviderError },
+    #[error("config {file}: DNS observer: {error}")]
+    Observer { file: PathBuf, error: ObserverError },
+    #[error("config {file}: alert sinks: {error}")]
+    Alerts {
+        file: PathBuf,
+        error: crate::alert::WebhookError,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The configuration cannot run; nothing was started.
     #[error(transparent)]
-    Provider(#[from] ProviderError),
-    #[error("DNS observer: {0}")]
-    Observer(String),
+    Prepare(#[from] PrepareError),
     #[error(transparent)]
     Store(#[from] IntentError),
     #[error(transparent)]
@@ -44,15 +63,98 @@ pub enum DaemonError {
     AlreadyRunning(String),
     #[error("cannot install a signal handler: {0}")]
     Signal(std::io::Error),
-    #[error("alert sinks: {0}")]
-    Alerts(#[from] crate::alert::WebhookError),
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
 }
 
+impl DaemonError {
+    /// The configuration is at fault (exit status 2), not the world (1).
+    pub fn is_config(&self) -> bool {
+        matches!(self, Self::Prepare(_))
+    }
+}
+
+/// Everything `run` builds from a configuration: the settings, the provider client with
+/// its credentials read, the DNS observer with its trust anchors parsed, the alert sinks,
+/// the policy. Built before anything changes, so a file that fails never replaces one
+/// that works.
+pub struct Prepared {
+    pub settings: Settings,
+    pub provider: Arc<GcoreClient>,
+    pub observer: Arc<DnsObserver>,
+    pub notifier: Notifier,
+    pub policy: Policy,
+    /// Worth telling the operator, not worth refusing the file for (a world-readable
+    /// secret file).
+    pub warnings: Vec<String>,
+}
+
+impl Prepared {
+    /// Reads the file at `path` and runs every start-up check on it.
+    pub fn load(path: &Path) -> Result<Self, PrepareError> {
+        Self::from_settings(Settings::load(path)?)
+    }
+
+    /// Every start-up check `run` makes, in the order it needs them.
+    pub fn from_settings(settings: Settings) -> Result<Self, PrepareError> {
+        let file = settings.source.clone();
+        let provider_settings = settings
+            .provider
+            .as_ref()
+            .ok_or_else(|| PrepareError::NoProvider { file: file.clone() })?;
+        let warnings = provider_settings.credentials.exposure_warnings();
+        let credentials =
+            provider_settings
+                .credentials
+                .load()
+                .map_err(|error| PrepareError::Secret {
+                    file: file.clone(),
+                    error,
+                })?;
+        let provider = GcoreClient::new(provider_settings, credentials).map_err(|error| {
+            PrepareError::Provider {
+                file: file.clone(),
+                error,
+            }
+        })?;
+        let observer = DnsObserver::new(&settings.dns).map_err(|error| PrepareError::Observer {
+            file: file.clone(),
+            error,
+        })?;
+        let notifier = Notifier::from_settings(&settings)
+            .map_err(|error| PrepareError::Alerts { file, error })?;
+        Ok(Self {
+            policy: Policy::from(&settings.timing),
+            provider: Arc::new(provider),
+            observer: Arc::new(observer),
+            notifier,
+            warnings,
+            settings,
+        })
+    }
+
+    /// An engine on these parts.
+    pub fn engine(&self, store: Store) -> Engine<GcoreClient, DnsObserver> {
+        Engine::new(
+            store,
+            self.provider.clone(),
+            self.observer.clone(),
+            Arc::new(SystemClock),
+            self.policy.clone(),
+            self.notifier.clone(),
+        )
+    }
+
+    fn log_warnings(&self) {
+        for warning in &self.warnings {
+            tracing::warn!(config = %self.settings.source.display(), "{warning}");
+        }
+    }
+}
+
 enum Next {
     Stop,
-    Reload,
+    Reload(Box<Prepared>),
 }
 
 /// Holds the daemon's exclusive lock on the database for as long as it lives.
@@ -90,16 +192,36 @@ pub fn lock(database: &Path) -> Result<DaemonLock, DaemonError> {
     }
 }
 
-pub async fn run(config: &Path) -> Result<(), DaemonError> {
+/// The file at `config` again, for a reload: every start-up check, nothing swapped yet.
+/// What takes a restart (`database.path`, `[metrics]`) keeps its running value, with a
+/// warning.
+fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
     let mut settings = Settings::load(config)?;
-    let _lock = lock(&settings.database.path)?;
-    let store = open_store(&settings).await?;
+    if settings.database.path != running.database.path {
+        tracing::warn!(
+            "database.path changed; that takes a restart, keeping {}",
+            running.database.path.display()
+        );
+        settings.database = running.database.clone();
+    }
+    if settings.metrics != running.metrics {
+        tracing::warn!("[metrics] changed; that takes a restart, keeping the running endpoint");
+        settings.metrics = running.metrics.clone();
+    }
+    Prepared::from_settings(settings)
+}
+
+pub async fn run(config: &Path) -> Result<(), DaemonError> {
+    let mut prepared = Prepared::load(config)?;
+    let _lock = lock(&prepared.settings.database.path)?;
+    let store = open_store(&prepared.settings).await?;
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
-    tracing::info!(config = %config.display(), database = %settings.database.path.display(), "dnssec-warden starting");
+    tracing::info!(config = %config.display(), database = %prepared.settings.database.path.display(), "dnssec-warden starting");
+    prepared.log_warnings();
     // Outside the reload loop: a new [metrics] address takes a restart.
-    let _metrics = match &settings.metrics {
+    let _metrics = match &prepared.settings.metrics {
         Some(m) => {
             Some(crate::metrics::serve(m.listen, store.clone(), Arc::new(SystemClock)).await?)
         }
@@ -107,49 +229,40 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
     };
     let mut ready = false;
     loop {
-        let provider_settings = settings
-            .provider
-            .as_ref()
-            .ok_or_else(|| DaemonError::NoProvider(config.to_path_buf()))?;
-        let provider = Arc::new(GcoreClient::new(
-            provider_settings,
-            provider_settings.credentials.load()?,
-        )?);
-        let observer = Arc::new(
-            DnsObserver::new(&settings.dns).map_err(|e| DaemonError::Observer(e.to_string()))?,
-        );
-        let policy = Policy::from(&settings.timing);
-        let engine = Engine::new(
-            store.clone(),
-            provider.clone(),
-            observer,
-            Arc::new(SystemClock),
-            policy.clone(),
-            Notifier::from_settings(&settings)?,
-        );
+        let engine = prepared.engine(store.clone());
         let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
         if !ready {
             systemd::ready();
             ready = true;
         }
         let zones = tokio::spawn(keep_zones(
-            settings.zones.clone(),
+            prepared.settings.zones.clone(),
             store.clone(),
-            provider,
-            policy.poll_active,
+            prepared.provider.clone(),
+            prepared.policy.poll_active,
         ));
         let (stop, stopped) = watch::channel(false);
         let running = engine.run(stopped, INTENT_POLL);
         tokio::pin!(running);
-        let next = tokio::select! {
-            result = &mut running => {
-                zones.abort();
-                supervisor.abort();
-                return result.map_err(DaemonError::from);
+        // Until a stop, or a reload whose file passed every start-up check: a file that
+        // fails leaves the engine running undisturbed on what it had.
+        let next = loop {
+            tokio::select! {
+                result = &mut running => {
+                    zones.abort();
+                    supervisor.abort();
+                    return result.map_err(DaemonError::from);
+                }
+                _ = term.recv() => break Next::Stop,
+                _ = int.recv() => break Next::Stop,
+                Some(()) = hup.recv() => match reload(config, &prepared.settings) {
+                    Ok(new) => break Next::Reload(Box::new(new)),
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        "configuration reload failed; keeping the running configuration"
+                    ),
+                },
             }
-            _ = term.recv() => Next::Stop,
-            _ = int.recv() => Next::Stop,
-            _ = hup.recv() => Next::Reload,
         };
         // Let the step in flight finish; no new one starts.
         if matches!(next, Next::Stop) {
@@ -166,23 +279,11 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
                 store.close().await;
                 return Ok(());
             }
-            Next::Reload => match Settings::load(config) {
-                Ok(new) => {
-                    if new.database.path != settings.database.path {
-                        tracing::warn!(
-                            "database.path changed; that takes a restart, keeping {}",
-                            settings.database.path.display()
-                        );
-                    }
-                    let database = settings.database.clone();
-                    settings = new;
-                    settings.database = database;
-                    tracing::info!("configuration reloaded");
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "configuration reload failed; keeping the running configuration");
-                }
-            },
+            Next::Reload(new) => {
+                prepared = *new;
+                tracing::info!("configuration reloaded");
+                prepared.log_warnings();
+            }
         }
     }
 }
@@ -225,7 +326,7 @@ async fn keep_zones<P: Provider>(
         match &selection {
             ZoneSelection::Names(names) => {
                 for name in names {
-                    if let Err(e) = store.ensure_zone(name, now).await {
+                    if let Err(e) = store.ensure_zone(name.as_str(), now).await {
                         tracing::error!(zone = name.as_str(), error = %e, "cannot add zone");
                     }
                 }
@@ -234,12 +335,16 @@ async fn keep_zones<P: Provider>(
             ZoneSelection::All => match provider.list_zones().await {
                 Ok(zones) => {
                     for zone in zones {
-                        let Ok(name) = crate::dnssec::fqdn(&zone.name) else {
-                            tracing::warn!(
-                                zone = zone.name.as_str(),
-                                "skipping a zone with an invalid name"
-                            );
-                            continue;
+                        let name = match ZoneName::parse(&zone.name) {
+                            Ok(name) => name.into_string(),
+                            Err(e) => {
+                                tracing::warn!(
+                                    zone = zone.name.as_str(),
+                                    error = %e,
+                                    "skipping a zone of the account whose name is not a zone name"
+                                );
+                                continue;
+                            }
                         };
                         match store.ensure_zone(&name, now).await {
                             Ok(true) => tracing::info!(

@@ -2,14 +2,12 @@
 //! audit event) for the running daemon to pick up. Safe while the daemon runs.
 
 use crate::config::Settings;
-use crate::dnssec;
 use crate::lifecycle::{Clock, Intent, State, SystemClock};
 use crate::store::{Store, StoreError};
+use crate::zone_name::ZoneName;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntentError {
-    #[error("{0}")]
-    Name(#[from] dnssec::DnssecError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot create the database directory {path}: {error}")]
@@ -34,11 +32,11 @@ pub async fn open_store(settings: &Settings) -> Result<Store, IntentError> {
 /// Records the intent; returns a line for the operator.
 pub async fn set(
     settings: &Settings,
-    zone: &str,
+    zone: &ZoneName,
     intent: Intent,
     ds_never_submitted: bool,
 ) -> Result<String, IntentError> {
-    let zone = dnssec::fqdn(zone)?;
+    let zone = zone.as_str().to_string();
     let store = open_store(settings).await?;
     let state = store.zone(&zone).await?.and_then(|row| row.zone.state);
     if ds_never_submitted && state != Some(State::AwaitingDs) {

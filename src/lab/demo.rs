@@ -46,6 +46,9 @@ pub enum DemoError {
     Config(String),
     #[error("the demo did not finish: {0}")]
     Stuck(String),
+    /// The lock on the demo's database, as `run` takes it.
+    #[error(transparent)]
+    Lock(#[from] crate::cli::daemon::DaemonError),
 }
 
 /// What the simulated registrar has done for a zone.
@@ -104,6 +107,9 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     );
     std::fs::write(&config_path, &config)?;
     let settings = Settings::load(&config_path).map_err(|e| DemoError::Config(e.to_string()))?;
+    // The demo's engine is a daemon on this database as long as it runs (with --keep,
+    // until Ctrl-C): a `run` on the same config must find it taken.
+    let _lock = crate::cli::daemon::lock(&settings.database.path)?;
 
     let store = Store::open(&settings.database.path).await?;
     let clock = SystemClock;

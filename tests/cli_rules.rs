@@ -1,0 +1,243 @@
+//! Issue 11 through the real binary, no network: one zone-name rule for the file and the
+//! command line, one exit-code rule for every command, warnings about world-readable
+//! secrets, and relative paths resolved against the configuration file's directory.
+//!
+//! Exit codes: 0 done; 1 the command ran and the answer is "no" or it failed at run time
+//! (an unknown zone, an inconsistent chain, a database or provider failure, a daemon
+//! already running); 2 what was given cannot be used (command line, zone name, config).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+}
+
+/// A config with a provider on a closed loopback port, an API key file (0600), the
+/// database in the directory and `zones`.
+fn setup(zones: &str) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, "k-123456\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = {key:?}\n\
+             [database]\npath = {:?}\n[zones]\n{zones}\n",
+            dir.path().join("state.db")
+        ),
+    )
+    .unwrap();
+    Setup { dir, config }
+}
+
+fn run(config: &Path, args: &[&str]) -> (i32, String, String) {
+    run_in(config, args, Path::new("/"))
+}
+
+fn run_in(config: &Path, args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let out: Output = bin()
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_unicode_zone_name_is_its_a_label_everywhere() {
+    let s = setup("names = [\"Bücher.Example\"]");
+    let (code, out, err) = run(&s.config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The CLI takes either form and stores the A-label.
+    let (code, out, err) = run(&s.config, &["enable", "bücher.example"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("xn--bcher-kva.example."), "{out}");
+    let (code, out, err) = run(&s.config, &["status", "XN--BCHER-KVA.example.", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["zone"], "xn--bcher-kva.example.");
+    assert_eq!(json["intent"], "enabled");
+    let (code, out, err) = run(&s.config, &["history", "BÜCHER.example"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("operator asked to enable DNSSEC"), "{out}");
+}
+
+#[test]
+fn both_forms_of_one_name_in_the_file_are_a_duplicate() {
+    let s = setup("names = [\"bücher.example\", \"example.org\", \"xn--bcher-kva.example\"]");
+    let (code, _, err) = run(&s.config, &["check-config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("zones.names[2]"), "{err}");
+    assert!(err.contains("bücher.example"), "{err}");
+    assert!(err.contains("xn--bcher-kva.example"), "{err}");
+}
+
+#[test]
+fn names_that_are_no_host_names_are_refused_with_the_reason() {
+    let s = setup("names = [\"example.com\"]");
+    for (name, says) in [
+        (
+            "a/b.example",
+            "label \"a/b\" has a character not allowed in a host name: '/'",
+        ),
+        ("a?b.example", "'?'"),
+        ("a#b.example", "'#'"),
+        ("*.example", "'*'"),
+        ("127.0.0.1", "IP address"),
+        (".", "root"),
+        ("com", "two labels"),
+        ("a-.example", "hyphen"),
+        ("a..example", "empty label"),
+    ] {
+        let (code, out, err) = run(&s.config, &["enable", name]);
+        assert_eq!(code, 2, "enable {name:?}: {out}{err}");
+        assert!(err.contains(says), "enable {name:?}: {err}");
+        assert!(err.contains(&format!("zone name {name:?}")), "{err}");
+        for cmd in ["disable", "status", "history"] {
+            let (code, _, err) = run(&s.config, &[cmd, name]);
+            assert_eq!(code, 2, "{cmd} {name:?}: {err}");
+        }
+    }
+    // The same rule in the file; a NUL only fits there.
+    for name in ["a\\u0000b.example", "a/b.example", "127.0.0.1", "*.example"] {
+        let s = setup(&format!("names = [\"example.com\", \"{name}\"]"));
+        let (code, _, err) = run(&s.config, &["check-config"]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(err.contains("zones.names[1]"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn exit_codes_follow_one_rule() {
+    let s = setup("names = [\"example.com\"]");
+    // 0: done.
+    assert_eq!(run(&s.config, &["enable", "example.com"]).0, 0);
+    assert_eq!(run(&s.config, &["status", "example.com"]).0, 0);
+    assert_eq!(run(&s.config, &["history", "example.com"]).0, 0);
+    // 1: a zone the database does not know, for `status` and `history` alike.
+    let (code, _, err) = run(&s.config, &["status", "unknown.example"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unknown.example. is not known"), "{err}");
+    let (code, _, err) = run(&s.config, &["history", "unknown.example"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unknown.example. is not known"), "{err}");
+    // 2: the command line.
+    assert_eq!(run(&s.config, &["enable"]).0, 2);
+    assert_eq!(
+        run(&s.config, &["lab", "provider", "--user", "nocolon"]).0,
+        2
+    );
+    // 2: the configuration, for every command that reads it.
+    let bad = s.dir.path().join("bad.toml");
+    std::fs::write(&bad, "[timing]\npoll_waiting = \"soon\"\n").unwrap();
+    for args in [
+        &["check-config"][..],
+        &["run"],
+        &["status"],
+        &["enable", "example.com"],
+        &["history", "example.com"],
+        &["check", "example.com"],
+    ] {
+        let (code, _, err) = run(&bad, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("timing.poll_waiting"), "{args:?}: {err}");
+    }
+    // 2: a file that parses but cannot run: `run` and `check-config` refuse it alike.
+    let missing = s.dir.path().join("missing-key.toml");
+    std::fs::write(
+        &missing,
+        format!(
+            "[provider]\napi_key_file = {:?}\n[database]\npath = {:?}\n",
+            s.dir.path().join("no-such-key"),
+            s.dir.path().join("other.db")
+        ),
+    )
+    .unwrap();
+    for cmd in ["check-config", "run"] {
+        let (code, _, err) = run(&missing, &[cmd]);
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(err.contains("no-such-key"), "{cmd}: {err}");
+    }
+    let anchors = s.dir.path().join("bad-anchor.toml");
+    std::fs::write(
+        &anchors,
+        format!(
+            "[provider]\napi_key_file = {:?}\n[database]\npath = {:?}\n[dns]\ntrust_anchor_file = {:?}\n",
+            s.dir.path().join("api-key"),
+            s.dir.path().join("other.db"),
+            s.dir.path().join("no-such-anchors"),
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = run(&anchors, &["check-config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no-such-anchors"), "{err}");
+    let no_provider = s.dir.path().join("no-provider.toml");
+    std::fs::write(&no_provider, "[zones]\nnames = [\"example.com\"]\n").unwrap();
+    let (code, _, err) = run(&no_provider, &["check-config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[provider]"), "{err}");
+}
+
+#[test]
+fn a_world_readable_secret_is_warned_about() {
+    let s = setup("names = [\"example.com\"]");
+    let key = s.dir.path().join("api-key");
+    let (code, out, err) = run(&s.config, &["check-config"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    assert!(out.contains("OK"), "{out}");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, out, err) = run(&s.config, &["check-config"]);
+    assert_eq!(code, 0, "a warning, not an error: {err}");
+    assert!(out.contains("OK"), "{out}");
+    assert!(err.contains("warning"), "{err}");
+    assert!(err.contains(&key.display().to_string()), "{err}");
+    assert!(err.contains("0644"), "{err}");
+    assert!(err.contains("readable by every user"), "{err}");
+    assert!(!err.contains("k-123456"), "{err}");
+}
+
+#[test]
+fn relative_paths_are_relative_to_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path().join("etc");
+    std::fs::create_dir(&etc).unwrap();
+    std::fs::write(etc.join("api-key"), "k-123456\n").unwrap();
+    std::fs::set_permissions(etc.join("api-key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        etc.join("anchors"),
+        ". 3600 IN DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\n",
+    )
+    .unwrap();
+    let config = etc.join("config.toml");
+    std::fs::write(
+        &config,
+        "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = \"api-key\"\n\
+         [database]\npath = \"state/state.db\"\n[dns]\ntrust_anchor_file = \"anchors\"\n\
+         [zones]\nnames = [\"example.com\"]\n",
+    )
+    .unwrap();
+    // Run from elsewhere: the working directory has no say.
+    let (code, out, err) = run_in(&config, &["check-config"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = run_in(&config, &["enable", "example.com"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(etc.join("state").join("state.db").exists());
+    assert!(!dir.path().join("state").exists());
+}
