@@ -3,6 +3,7 @@
 
 use crate::config::Settings;
 use crate::lifecycle::{Clock, Intent, State, SystemClock};
+use crate::provider::{GcoreClient, ProviderError};
 use crate::store::{Store, StoreError};
 use crate::zone_name::ZoneName;
 
@@ -14,6 +15,33 @@ pub enum IntentError {
     Directory { path: String, error: std::io::Error },
     #[error("--ds-never-submitted only applies to a zone in awaiting_ds; {zone} is in {state}")]
     NotAwaitingDs { zone: String, state: String },
+    #[error("the provider has no zone {zone}: create it there first (nothing was recorded)")]
+    NotAtProvider { zone: String },
+}
+
+/// Asks the configured provider whether it has the zone: `Err` only for a definite "no
+/// such zone"; a provider that cannot be asked now is the daemon's to retry, said in the
+/// returned note.
+async fn provider_knows(settings: &Settings, zone: &str) -> Result<Option<String>, IntentError> {
+    let Some(provider) = &settings.provider else {
+        return Ok(None);
+    };
+    let client = provider
+        .credentials
+        .load()
+        .map_err(|e| e.to_string())
+        .and_then(|c| GcoreClient::new(provider, c).map_err(|e| e.to_string()));
+    let client = match client {
+        Ok(client) => client,
+        Err(e) => return Ok(Some(format!("the provider was not asked: {e}"))),
+    };
+    match client.get_zone(zone).await {
+        Ok(_) => Ok(None),
+        Err(ProviderError::NotFound(_)) => Err(IntentError::NotAtProvider {
+            zone: zone.to_string(),
+        }),
+        Err(e) => Ok(Some(format!("the provider could not be asked now: {e}"))),
+    }
 }
 
 /// Opens the database named by the settings, creating its directory if needed.
@@ -37,6 +65,11 @@ pub async fn set(
     ds_never_submitted: bool,
 ) -> Result<String, IntentError> {
     let zone = zone.as_str().to_string();
+    let asked = if intent == Intent::Enabled {
+        provider_knows(settings, &zone).await?
+    } else {
+        None
+    };
     let store = open_store(settings).await?;
     let state = store.zone(&zone).await?.and_then(|row| row.zone.state);
     if ds_never_submitted && state != Some(State::AwaitingDs) {
@@ -64,7 +97,8 @@ pub async fn set(
         .await?;
     store.close().await;
     Ok(format!(
-        "{zone}: intent {intent} recorded (state: {}); the running daemon acts on it within seconds",
-        state.map_or("not yet observed".to_string(), |s| s.to_string())
+        "{zone}: intent {intent} recorded (state: {}); the running daemon acts on it within seconds{}",
+        state.map_or("not yet observed".to_string(), |s| s.to_string()),
+        asked.map(|note| format!(" ({note})")).unwrap_or_default()
     ))
 }

@@ -45,6 +45,14 @@ fn waiting(row: &ZoneRow, policy: &Policy) -> Waiting {
     describe(&row.zone, policy)
 }
 
+/// The provider's failure at the last observation, if it could not be asked.
+fn provider_error(row: &ZoneRow) -> Option<&str> {
+    row.last_observation
+        .as_ref()
+        .and_then(|o| o.pointer("/provider/error"))
+        .and_then(Value::as_str)
+}
+
 fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
     let z = &row.zone;
     let waiting = waiting(row, policy);
@@ -60,6 +68,7 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "ds_to_enter": z.facts.ds_to_enter,
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
+        "provider_error": provider_error(row),
         "alerts": alerts.iter().filter(|a| a.zone == z.name).map(alert_json).collect::<Vec<_>>(),
     })
 }
@@ -123,6 +132,9 @@ pub async fn status_text(
             w.on,
             until
         );
+        if let Some(error) = provider_error(row) {
+            let _ = writeln!(out, "{:<28} PROVIDER: {error}", "");
+        }
         for a in alerts.iter().filter(|a| a.zone == z.name) {
             let _ = writeln!(
                 out,

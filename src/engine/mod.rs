@@ -89,6 +89,30 @@ pub struct Engine<P, O> {
     step_timeout: Duration,
 }
 
+/// A provider failure is logged at warn the first time it is seen for a zone, and again
+/// only when it changes (a revoked key, an unreadable answer: said at once, not an hour
+/// later as `observation_failing`, and not at every poll); recovery is logged once.
+fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
+    let before = row
+        .last_observation
+        .as_ref()
+        .and_then(|o| o.pointer("/provider/error"))
+        .and_then(serde_json::Value::as_str);
+    let zone = row.zone.name.as_str();
+    match (now, before) {
+        (ProviderView::Unknown(error), before) if before != Some(error.as_str()) => {
+            tracing::warn!(
+                zone,
+                error = error.as_str(),
+                "the provider cannot be asked about this zone (logged again only when the error changes)"
+            );
+        }
+        (ProviderView::Unknown(_), _) => {}
+        (_, Some(_)) => tracing::info!(zone, "the provider answers again"),
+        (_, None) => {}
+    }
+}
+
 /// When the engine last made progress (a step ended, however it ended, or the loop came
 /// round): system time, for liveness only. The systemd watchdog is fed only while this
 /// moves, so it measures the engine, not the provider's speed: steps are bounded.
@@ -309,6 +333,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .await?;
         self.settle_unknown_calls(name, &observation.provider)
             .await?;
+        log_provider_change(&row, &observation.provider);
         self.crash_point(CrashPoint::Observed)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
