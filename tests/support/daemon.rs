@@ -202,7 +202,7 @@ impl LabWorld {
             key_file,
             rest,
         };
-        world.write_config(&world.sim.base_url().to_string());
+        world.write_config(world.sim.base_url().as_str());
         world
     }
 
