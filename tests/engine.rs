@@ -435,18 +435,22 @@ async fn a_call_in_flight_at_a_crash_is_settled_by_the_next_observation() {
     rig.assert_audit_chain().await;
 }
 
-/// Many zones on a provider that hangs: the engine's heartbeat (what feeds the systemd
-/// watchdog) keeps moving, because every step is bounded and each one that ends, however
-/// it ends, is progress.
-#[tokio::test]
-async fn a_hanging_provider_does_not_stop_the_heartbeat() {
-    let rig = Rig::new(1, 1).await;
+async fn forty_more_zones(rig: &Rig) {
     for i in 0..40 {
         rig.store
             .ensure_zone(&format!("z{i}.test."), rig.world.clock.now())
             .await
             .unwrap();
     }
+}
+
+/// Many zones on a provider that hangs: the engine's heartbeat (what feeds the systemd
+/// watchdog) keeps moving, because every step is bounded and each one that ends, however
+/// it ends, is progress.
+#[tokio::test]
+async fn a_hanging_provider_does_not_stop_the_heartbeat() {
+    let rig = Rig::new(1, 1).await;
+    forty_more_zones(&rig).await;
     rig.world.lock().provider_delay = Duration::from_secs(3600);
     let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy)
         .with_workers(4)
@@ -478,12 +482,7 @@ async fn a_hanging_provider_does_not_stop_the_heartbeat() {
 #[tokio::test]
 async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
     let rig = Rig::new(1, 1).await;
-    for i in 0..40 {
-        rig.store
-            .ensure_zone(&format!("z{i}.test."), rig.world.clock.now())
-            .await
-            .unwrap();
-    }
+    forty_more_zones(&rig).await;
     rig.world.lock().provider_delay = Duration::from_millis(200);
     let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy).with_workers(4);
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -745,11 +745,17 @@ impl Store {
     }
 
     pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        self.outbox(zone, "pending").await
+    }
+
+    /// The zone's outbox rows in `status`, oldest first.
+    async fn outbox(&self, zone: &str, status: &str) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<RawOutbox> = sqlx::query_as(
             "SELECT id, zone, effect, attempts FROM outbox \
-             WHERE zone = ? AND status = 'pending' ORDER BY id",
+             WHERE zone = ? AND status = ? ORDER BY id",
         )
         .bind(zone)
+        .bind(status)
         .fetch_all(&self.pool)
         .await?;
         raw.into_iter()
@@ -852,23 +858,7 @@ impl Store {
 
     /// Provider calls of this zone whose outcome is unknown, oldest first.
     pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        let raw: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, zone, effect, attempts FROM outbox \
-             WHERE zone = ? AND status = 'unknown' ORDER BY id",
-        )
-        .bind(zone)
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter()
-            .map(|r| {
-                Ok(OutboxItem {
-                    id: r.id,
-                    zone: r.zone,
-                    effect: serde_json::from_str(&r.effect).map_err(corrupt)?,
-                    attempts: r.attempts,
-                })
-            })
-            .collect()
+        self.outbox(zone, "unknown").await
     }
 
     /// Settles a call of unknown outcome by what the provider now says: `took_effect`
