@@ -275,12 +275,12 @@ impl RealWorld {
             ),
         )
         .map_err(|e| e.to_string())?;
-        // The database is made (migrated) here, before any daemon: `run` and `status`
-        // opening a fresh file at the same moment race on the migration (reported).
-        let (made, _, err) = cli(&config, &["status", "--json"]);
-        if !made {
-            return Err(format!("status on a fresh database: {err}"));
-        }
+        // The database is made (migrated) here, before any daemon, as `run` would make it
+        // (`status` only reads, and never creates one).
+        let store = dnssec_warden::store::Store::open(&dir.path().join("state.db"))
+            .await
+            .map_err(|e| format!("a fresh database: {e}"))?;
+        store.close().await;
         Ok(Self {
             block,
             port,
