@@ -244,6 +244,7 @@ fn setup() -> Setup {
         query_attempts: 2,
         queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
+        budget: Default::default(),
     };
     let observer =
         DnsObserver::with_transport(&settings, ObserverOptions::default(), fake.clone()).unwrap();
