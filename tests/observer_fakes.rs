@@ -567,6 +567,40 @@ async fn a_glueless_fan_out_ends_in_unknown_budget_exhausted() {
     }
     let stats = s.observer.stats();
     assert!(stats.exchanges <= 100, "{stats:?}");
+    // Nothing learnt while the budget ran out was kept: once the delegation is sane
+    // again, the child's server is asked.
+    s.fake
+        .world
+        .lock()
+        .unwrap()
+        .zones
+        .get_mut("test.")
+        .unwrap()
+        .delegations
+        .get_mut(ZONE)
+        .unwrap()
+        .ns = vec!["ns.child.test.".into()];
+    let child = s.observer.child(ZONE).await.unwrap();
+    assert_eq!(child.answers.len(), 1);
+    assert_eq!(child.answers[0].addr, IpAddr::from(CHILD), "{child:?}");
+}
+
+/// `dns.max_queries_per_observation`: an observation needing more questions ends as
+/// unknown, having asked no more.
+#[tokio::test]
+async fn an_observation_asks_no_more_questions_than_its_budget() {
+    let s = setup_with(|settings| settings.budget.max_queries = 3);
+    // Priming, `test.`, `child.test.`: three NS questions; the DS ones are over budget.
+    let err = s.observer.parent(ZONE).await.unwrap_err();
+    assert!(err.reason.contains("budget exhausted: queries"), "{err}");
+    let asked = s.fake.asked.lock().unwrap().len();
+    assert_eq!(asked, 3);
+    // Enough for three NS and two DS questions: each observation has a budget of its
+    // own (the second finds the cuts cached and asks only the DS).
+    let s = setup_with(|settings| settings.budget.max_queries = 5);
+    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
+    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
+    assert_eq!(s.fake.asked.lock().unwrap().len(), 7);
 }
 
 /// Issue 17: the reason a server has no address is kept, not hidden behind "the zone has

@@ -624,7 +624,10 @@ impl Discovery {
 /// asked as soon as the last one failed, or [`NEXT_ADDRESS_AFTER`] passed without an
 /// answer; at most [`PARALLEL`] at once. Answers still outstanding are dropped (their
 /// exchanges end). Every problem, when no address answered.
-async fn first_answer<T, F, Fut>(targets: Vec<(String, IpAddr)>, ask: F) -> Result<T, Vec<String>>
+pub(crate) async fn first_answer<T, F, Fut>(
+    targets: Vec<(String, IpAddr)>,
+    ask: F,
+) -> Result<T, Vec<String>>
 where
     F: Fn(String, IpAddr) -> Fut,
     Fut: Future<Output = Result<T, String>>,
