@@ -57,6 +57,7 @@ fn settings(port: u16) -> DnsSettings {
         query_attempts: 3,
         queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
+        budget: Default::default(),
     }
 }
 

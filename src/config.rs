@@ -153,6 +153,57 @@ pub const DEFAULT_QUERIES_PER_SERVER: usize = 16;
 /// servers together.
 pub const MAX_QUERIES_PER_SERVER: usize = 64;
 
+/// The budget of one observation (one zone's parent view, child view or validation):
+/// what discovery and the queries behind it may spend before the observation ends as
+/// unknown, "budget exhausted: …". Depth alone bounds nothing: a glueless fan-out of F
+/// names per zone costs F^depth lookups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservationBudget {
+    /// Wall time of one observation (`dns.observation_timeout`), well under the engine's
+    /// step timeout of 120 s.
+    pub timeout: Duration,
+    /// Questions asked (each with up to `dns.query_attempts` tries),
+    /// `dns.max_queries_per_observation`.
+    pub max_queries: u32,
+    /// Addresses of name servers looked up because no glue came with them,
+    /// `dns.max_host_lookups`.
+    pub max_host_lookups: u32,
+    /// Name servers one delegation may have (`dns.max_ns_per_delegation`); beyond it the
+    /// zone is unknown, never asked in part.
+    pub max_ns_per_delegation: usize,
+    /// Addresses one name server may have (`dns.max_addresses_per_server`); beyond it the
+    /// server is unknown.
+    pub max_addresses_per_server: usize,
+}
+
+/// Default of `dns.observation_timeout`.
+pub const DEFAULT_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Upper bound of `dns.observation_timeout`: the engine abandons a step after 120 s, and
+/// a step may observe and then call the provider.
+pub const MAX_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default of `dns.max_queries_per_observation`: a zone under a TLD of 13 dual-stack
+/// servers asks 26 DS questions; its 13 dual-stack servers 78 DNSKEY/CDS/CDNSKEY ones;
+/// glueless name servers a few more each.
+pub const DEFAULT_MAX_QUERIES_PER_OBSERVATION: u32 = 500;
+/// Default of `dns.max_host_lookups` (Unbound stops at 64 target lookups per query).
+pub const DEFAULT_MAX_HOST_LOOKUPS: u32 = 64;
+/// Default of `dns.max_ns_per_delegation`: 13 is the most seen in practice.
+pub const DEFAULT_MAX_NS_PER_DELEGATION: usize = 20;
+/// Default of `dns.max_addresses_per_server`: one IPv4 and one IPv6 address is usual.
+pub const DEFAULT_MAX_ADDRESSES_PER_SERVER: usize = 8;
+
+impl Default for ObservationBudget {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_OBSERVATION_TIMEOUT,
+            max_queries: DEFAULT_MAX_QUERIES_PER_OBSERVATION,
+            max_host_lookups: DEFAULT_MAX_HOST_LOOKUPS,
+            max_ns_per_delegation: DEFAULT_MAX_NS_PER_DELEGATION,
+            max_addresses_per_server: DEFAULT_MAX_ADDRESSES_PER_SERVER,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnsSettings {
     pub root_hints: Vec<IpAddr>,
@@ -168,6 +219,8 @@ pub struct DnsSettings {
     /// Which name server addresses are asked. Both by default; a host without IPv6 sets
     /// `["ipv4"]`, or every IPv6 address would answer "unknown" and block every decision.
     pub address_families: AddressFamilies,
+    /// What one observation may spend (`dns.observation_timeout`, `dns.max_*`).
+    pub budget: ObservationBudget,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,6 +481,11 @@ struct RawDns {
     query_attempts: u32,
     queries_per_server: usize,
     address_families: Vec<String>,
+    observation_timeout: String,
+    max_queries_per_observation: u32,
+    max_host_lookups: u32,
+    max_ns_per_delegation: usize,
+    max_addresses_per_server: usize,
 }
 
 impl Default for RawDns {
@@ -441,6 +499,11 @@ impl Default for RawDns {
             query_attempts: 3,
             queries_per_server: DEFAULT_QUERIES_PER_SERVER,
             address_families: vec!["ipv4".into(), "ipv6".into()],
+            observation_timeout: "60s".into(),
+            max_queries_per_observation: DEFAULT_MAX_QUERIES_PER_OBSERVATION,
+            max_host_lookups: DEFAULT_MAX_HOST_LOOKUPS,
+            max_ns_per_delegation: DEFAULT_MAX_NS_PER_DELEGATION,
+            max_addresses_per_server: DEFAULT_MAX_ADDRESSES_PER_SERVER,
         }
     }
 }
@@ -852,6 +915,7 @@ impl Validator {
         if !families.ipv4 && !families.ipv6 {
             return Err(self.err("dns.address_families", "needs \"ipv4\", \"ipv6\" or both"));
         }
+        let budget = self.budget(&raw)?;
         let root_hints: Vec<IpAddr> = root_hints;
         if !root_hints.iter().any(|a| families.allows(a)) {
             return Err(self.err(
@@ -869,6 +933,50 @@ impl Validator {
             query_attempts: raw.query_attempts,
             queries_per_server: raw.queries_per_server,
             address_families: families,
+            budget,
+        })
+    }
+
+    fn budget(&self, raw: &RawDns) -> Result<ObservationBudget, ConfigError> {
+        let timeout = self.duration("dns.observation_timeout", &raw.observation_timeout)?;
+        if timeout > MAX_OBSERVATION_TIMEOUT {
+            return Err(self.err(
+                "dns.observation_timeout",
+                format!(
+                    "must be at most {}s (the engine abandons a step after 120s)",
+                    MAX_OBSERVATION_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        let range = |key: &str, value: u64, max: u64| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(self.err(key, format!("must be 1 to {max}")))
+            }
+        };
+        range(
+            "dns.max_queries_per_observation",
+            raw.max_queries_per_observation.into(),
+            100_000,
+        )?;
+        range("dns.max_host_lookups", raw.max_host_lookups.into(), 10_000)?;
+        range(
+            "dns.max_ns_per_delegation",
+            raw.max_ns_per_delegation as u64,
+            1_000,
+        )?;
+        range(
+            "dns.max_addresses_per_server",
+            raw.max_addresses_per_server as u64,
+            256,
+        )?;
+        Ok(ObservationBudget {
+            timeout,
+            max_queries: raw.max_queries_per_observation,
+            max_host_lookups: raw.max_host_lookups,
+            max_ns_per_delegation: raw.max_ns_per_delegation,
+            max_addresses_per_server: raw.max_addresses_per_server,
         })
     }
 

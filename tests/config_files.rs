@@ -39,6 +39,40 @@ fn the_example_config_parses_with_its_documented_defaults() {
     );
 }
 
+/// Issue 17: what one observation may spend, as `[dns]` keys.
+#[test]
+fn the_observation_budget_is_configured_in_the_dns_section() {
+    let path = Path::new("budget.toml");
+    let settings = Settings::parse(
+        "[dns]\nobservation_timeout = \"30s\"\nmax_queries_per_observation = 200\n\
+         max_host_lookups = 16\nmax_ns_per_delegation = 13\nmax_addresses_per_server = 4\n",
+        path,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let budget = settings.dns.budget;
+    assert_eq!(budget.timeout, std::time::Duration::from_secs(30));
+    assert_eq!(budget.max_queries, 200);
+    assert_eq!(budget.max_host_lookups, 16);
+    assert_eq!(budget.max_ns_per_delegation, 13);
+    assert_eq!(budget.max_addresses_per_server, 4);
+    // Unset: the defaults, as documented in config.example.toml.
+    let defaults = Settings::parse("", path).unwrap().dns.budget;
+    assert_eq!(
+        defaults,
+        dnssec_warden::config::ObservationBudget::default()
+    );
+    assert_eq!(defaults.timeout, std::time::Duration::from_secs(60));
+    assert_eq!(
+        (
+            defaults.max_queries,
+            defaults.max_host_lookups,
+            defaults.max_ns_per_delegation,
+            defaults.max_addresses_per_server
+        ),
+        (500, 64, 20, 8)
+    );
+}
+
 #[test]
 fn every_shipped_toml_file_parses() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -155,6 +189,24 @@ fn check_config_names_the_bad_key_and_file() {
         ("[timing]\npoll_wating = \"5m\"\n", "poll_wating"),
         ("[dns]\nqueries_per_server = 0\n", "dns.queries_per_server"),
         ("[dns]\nqueries_per_server = 65\n", "dns.queries_per_server"),
+        (
+            "[dns]\nobservation_timeout = \"5m\"\n",
+            "dns.observation_timeout",
+        ),
+        (
+            "[dns]\nmax_queries_per_observation = 0\n",
+            "dns.max_queries_per_observation",
+        ),
+        ("[dns]\nmax_host_lookups = 0\n", "dns.max_host_lookups"),
+        (
+            "[dns]\nmax_ns_per_delegation = 0\n",
+            "dns.max_ns_per_delegation",
+        ),
+        (
+            "[dns]\nmax_addresses_per_server = 0\n",
+            "dns.max_addresses_per_server",
+        ),
+        ("[dns]\nmax_ns_per_delgation = 13\n", "max_ns_per_delgation"),
         (
             "[dns]\nvalidating_resolvers = [\"1.1.1.1\", \"resolver\"]\n",
             "dns.validating_resolvers[1]",

@@ -9,16 +9,19 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
-use crate::config::AddressFamilies;
+use crate::config::{AddressFamilies, ObservationBudget};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::{BoxFuture, join_all};
-use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::{Name, RData, RecordType};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::time::Instant;
 
-use super::query::{self, Querier};
+use super::budget::{Budget, Exhausted};
+use super::query::{self, Outcome, Querier};
 use super::wire;
 
 /// Longest a delegation is believed, whatever its TTL says.
@@ -28,6 +31,16 @@ const CACHE_SWEEP_AT: usize = 50_000;
 /// How deep name server address lookups may nest (a name server whose name lies in a zone
 /// whose name servers need a lookup, …). Breaks glueless loops.
 const MAX_DEPTH: u8 = 4;
+/// Where one answer from any of a zone's addresses will do, the next address is asked
+/// when the last one failed, or when this long passed without an answer (a silent
+/// address costs `query_timeout` x `query_attempts`): silent addresses are waited out
+/// side by side, not one after another.
+const NEXT_ADDRESS_AFTER: Duration = Duration::from_millis(250);
+/// Addresses asked at once for one such answer, and glueless name servers looked up at
+/// once for one delegation. The querier's caps (in flight, per server) apply beneath.
+const PARALLEL: usize = 8;
+/// Problems quoted in one error; the rest are counted.
+const PROBLEMS_QUOTED: usize = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DiscoveryError {
@@ -47,6 +60,16 @@ pub enum DiscoveryError {
     NotACut { name: String, zone: String },
     #[error("name server lookups nest too deep at {0}")]
     TooDeep(String),
+    #[error(
+        "{zone} is delegated to {count} name servers, more than dns.max_ns_per_delegation ({max})"
+    )]
+    TooManyServers {
+        zone: String,
+        count: usize,
+        max: usize,
+    },
+    #[error(transparent)]
+    Budget(#[from] Exhausted),
 }
 
 /// One name server of a zone, with the addresses learnt for it.
@@ -100,6 +123,7 @@ pub struct Discovery {
     port: u16,
     root_hints: Vec<IpAddr>,
     families: AddressFamilies,
+    limits: ObservationBudget,
     cache: Mutex<HashMap<String, Arc<ZoneCut>>>,
 }
 
@@ -109,16 +133,31 @@ enum Probe {
     NoSuchName,
 }
 
+/// What one server said to a probe, before its name servers are looked up.
+enum Heard {
+    NotCut,
+    NoSuchName,
+    /// Name servers, their TTL, the glue and the bailiwick it is believed in.
+    Referral {
+        hosts: Vec<String>,
+        ttl: u32,
+        message: Arc<Message>,
+        authoritative: bool,
+    },
+}
+
 impl Discovery {
     pub fn new(
         querier: Arc<Querier>,
         port: u16,
         root_hints: Vec<IpAddr>,
         families: AddressFamilies,
+        limits: ObservationBudget,
     ) -> Self {
         Self {
             querier,
             port,
+            limits,
             root_hints: root_hints
                 .into_iter()
                 .filter(|a| families.allows(a))
@@ -153,18 +192,43 @@ impl Discovery {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    /// The deepest zone cut at or above `name`.
+    /// The deepest zone cut at or above `name`, within a budget of its own.
     pub async fn locate(&self, name: &str) -> Result<Arc<ZoneCut>, DiscoveryError> {
-        self.locate_at(name.to_string(), 0).await
+        self.locate_within(name, &Budget::new(self.limits)).await
     }
 
-    /// The cut of `zone` itself, which must be delegated.
+    /// The deepest zone cut at or above `name`, spending `budget`.
+    pub async fn locate_within(
+        &self,
+        name: &str,
+        budget: &Budget,
+    ) -> Result<Arc<ZoneCut>, DiscoveryError> {
+        let cut = self.locate_at(name.to_string(), 0, budget).await;
+        // A lookup cut short anywhere below may have left servers without addresses:
+        // the budget is the reason, not what those servers said.
+        match budget.exhausted() {
+            Some(e) => Err(e.into()),
+            None => cut,
+        }
+    }
+
+    /// The cut of `zone` itself, which must be delegated, within a budget of its own.
     pub async fn delegation(&self, zone: &str) -> Result<Arc<ZoneCut>, DiscoveryError> {
+        self.delegation_within(zone, &Budget::new(self.limits))
+            .await
+    }
+
+    /// The cut of `zone` itself, which must be delegated, spending `budget`.
+    pub async fn delegation_within(
+        &self,
+        zone: &str,
+        budget: &Budget,
+    ) -> Result<Arc<ZoneCut>, DiscoveryError> {
         // Most calls find the cut itself cached (only valid names are ever cached).
         if let Some(cut) = self.cached(zone) {
             return Ok(cut);
         }
-        let cut = self.locate(zone).await?;
+        let cut = self.locate_within(zone, budget).await?;
         if cut.zone != zone {
             return Err(DiscoveryError::NotACut {
                 name: zone.to_string(),
@@ -174,11 +238,20 @@ impl Discovery {
         Ok(cut)
     }
 
-    fn locate_at(
-        &self,
+    /// Keeps a cut for later observations, unless the budget ran out while it was built:
+    /// its servers may then lack addresses for this observation's reasons only.
+    fn remember_within(&self, cut: &Arc<ZoneCut>, budget: &Budget) {
+        if budget.exhausted().is_none() {
+            self.remember(cut);
+        }
+    }
+
+    fn locate_at<'a>(
+        &'a self,
         name: String,
         depth: u8,
-    ) -> BoxFuture<'_, Result<Arc<ZoneCut>, DiscoveryError>> {
+        budget: &'a Budget,
+    ) -> BoxFuture<'a, Result<Arc<ZoneCut>, DiscoveryError>> {
         Box::pin(async move {
             if depth > MAX_DEPTH {
                 return Err(DiscoveryError::TooDeep(name));
@@ -201,12 +274,12 @@ impl Discovery {
             }
             let mut cut = match cut {
                 Some(c) => c,
-                None => self.prime(depth).await?,
+                None => self.prime(depth, budget).await?,
             };
             for below in wire::names_below(&cut.zone, &name) {
-                match self.probe(&cut, &below, depth).await? {
+                match self.probe(&cut, &below, depth, budget).await? {
                     Probe::Cut(next) => {
-                        self.remember(&next);
+                        self.remember_within(&next, budget);
                         cut = next;
                     }
                     Probe::NotCut => {}
@@ -217,49 +290,92 @@ impl Discovery {
         })
     }
 
+    /// One question, paid from `budget`.
+    async fn ask(
+        &self,
+        budget: &Budget,
+        addr: IpAddr,
+        qname: &Name,
+        qtype: RecordType,
+    ) -> Result<Outcome, Exhausted> {
+        budget.query()?;
+        Ok(self
+            .querier
+            .ask(SocketAddr::new(addr, self.port), qname, qtype)
+            .await)
+    }
+
     /// The root's name servers, from the hints' own answer to `. NS`.
-    async fn prime(&self, depth: u8) -> Result<Arc<ZoneCut>, DiscoveryError> {
-        let mut problems = Vec::new();
+    async fn prime(&self, depth: u8, budget: &Budget) -> Result<Arc<ZoneCut>, DiscoveryError> {
         let root = Name::root();
-        for hint in &self.root_hints {
-            let server = SocketAddr::new(*hint, self.port);
-            let message = match self.querier.ask(server, &root, RecordType::NS).await {
-                Ok(m) => m,
-                Err(e) => {
-                    problems.push(format!("{hint}: {e}"));
-                    continue;
+        let targets = self
+            .root_hints
+            .iter()
+            .map(|hint| (String::new(), *hint))
+            .collect();
+        let heard = first_answer(targets, |_, hint| {
+            let root = &root;
+            async move {
+                let message = match self.ask(budget, hint, root, RecordType::NS).await {
+                    Ok(Ok(m)) => m,
+                    Ok(Err(e)) => return Err(format!("{hint}: {e}")),
+                    Err(e) => return Err(e.to_string()),
+                };
+                let hosts = ns_hosts(&message.answers, root);
+                if message.metadata.response_code != ResponseCode::NoError
+                    || !message.metadata.authoritative
+                    || hosts.is_empty()
+                {
+                    return Err(format!(
+                        "{hint}: no authoritative root NS set ({})",
+                        message.metadata.response_code
+                    ));
                 }
-            };
-            let hosts = ns_hosts(&message.answers, &root);
-            if message.metadata.response_code != ResponseCode::NoError
-                || !message.metadata.authoritative
-                || hosts.is_empty()
-            {
-                problems.push(format!(
-                    "{hint}: no authoritative root NS set ({})",
-                    message.metadata.response_code
-                ));
-                continue;
+                Ok((hosts, message))
             }
-            let ttl = ns_ttl(&message.answers, &root);
-            let servers = self
-                .servers_for(&hosts, &message.additionals, ".", depth)
-                .await;
-            let cut = Arc::new(ZoneCut {
-                zone: ".".into(),
-                name: Name::root(),
-                servers,
-                parent: None,
-                expires: expiry(ttl, None),
+        })
+        .await;
+        let (hosts, message) = match heard {
+            Ok(heard) => heard,
+            Err(problems) => {
+                if let Some(e) = budget.exhausted() {
+                    return Err(e.into());
+                }
+                return Err(DiscoveryError::NoRoot(if problems.is_empty() {
+                    "no root hints configured".into()
+                } else {
+                    summarize(problems)
+                }));
+            }
+        };
+        self.within_cap(".", &hosts)?;
+        let ttl = ns_ttl(&message.answers, &root);
+        let servers = self
+            .servers_for(&hosts, &message.additionals, ".", depth, budget)
+            .await;
+        let cut = Arc::new(ZoneCut {
+            zone: ".".into(),
+            name: Name::root(),
+            servers,
+            parent: None,
+            expires: expiry(ttl, None),
+        });
+        self.remember_within(&cut, budget);
+        Ok(cut)
+    }
+
+    /// A delegation to more name servers than `dns.max_ns_per_delegation` is refused
+    /// whole: asking a subset could make "every server agrees" true of a part.
+    fn within_cap(&self, zone: &str, hosts: &[String]) -> Result<(), DiscoveryError> {
+        let max = self.limits.max_ns_per_delegation;
+        if hosts.len() > max {
+            return Err(DiscoveryError::TooManyServers {
+                zone: zone.to_string(),
+                count: hosts.len(),
+                max,
             });
-            self.remember(&cut);
-            return Ok(cut);
         }
-        Err(DiscoveryError::NoRoot(if problems.is_empty() {
-            "no root hints configured".into()
-        } else {
-            problems.join("; ")
-        }))
+        Ok(())
     }
 
     /// Asks `cut`'s servers whether `name` (just below it) is a zone cut.
@@ -268,180 +384,366 @@ impl Discovery {
         cut: &Arc<ZoneCut>,
         name: &str,
         depth: u8,
+        budget: &Budget,
     ) -> Result<Probe, DiscoveryError> {
         let qname = wire::parse_name(name).ok_or_else(|| DiscoveryError::BadName(name.into()))?;
-        let mut problems = Vec::new();
-        for (host, addr) in cut.addresses() {
-            let server = SocketAddr::new(addr, self.port);
-            let message = match self.querier.ask(server, &qname, RecordType::NS).await {
-                Ok(m) => m,
-                Err(e) => {
-                    problems.push(format!("{host} ({addr}): {e}"));
-                    continue;
-                }
-            };
-            let meta = &message.metadata;
-            match meta.response_code {
-                ResponseCode::NoError => {}
-                ResponseCode::NXDomain if meta.authoritative => return Ok(Probe::NoSuchName),
-                other => {
-                    problems.push(format!("{host} ({addr}): {other}"));
-                    continue;
-                }
-            }
-            // Authoritative: the server holds `name`'s data, so either `name` is inside
-            // `cut`'s zone (no NS there) or the server hosts the child too and answers with
-            // its apex NS, whose glue it is authoritative for. Otherwise a referral, whose
-            // glue is only believed within the zone that gave it.
-            let (section, bailiwick) = if meta.authoritative {
-                (&message.answers, name)
-            } else {
-                (&message.authorities, cut.zone.as_str())
-            };
-            let hosts = ns_hosts(section, &qname);
-            if hosts.is_empty() {
-                if meta.authoritative {
-                    return Ok(Probe::NotCut);
-                }
-                problems.push(format!(
-                    "{host} ({addr}): not authoritative and no referral (lame)"
-                ));
-                continue;
-            }
-            let ttl = ns_ttl(section, &qname);
-            let servers = self
-                .servers_for(&hosts, &message.additionals, bailiwick, depth)
-                .await;
-            return Ok(Probe::Cut(Arc::new(ZoneCut {
-                zone: name.to_string(),
-                name: qname.clone(),
-                servers,
-                parent: Some(cut.clone()),
-                expires: expiry(ttl, Some(cut)),
-            })));
+        let targets = cut.addresses();
+        if targets.is_empty() {
+            return Err(DiscoveryError::NoAnswer {
+                zone: cut.zone.clone(),
+                name: name.to_string(),
+                detail: unaddressed(cut),
+            });
         }
-        Err(DiscoveryError::NoAnswer {
-            zone: cut.zone.clone(),
-            name: name.to_string(),
-            detail: if problems.is_empty() {
-                "the zone has no server address".into()
-            } else {
-                problems.join("; ")
-            },
+        let heard = first_answer(targets, |host, addr| {
+            let qname = &qname;
+            async move {
+                let message = match self.ask(budget, addr, qname, RecordType::NS).await {
+                    Ok(Ok(m)) => m,
+                    Ok(Err(e)) => return Err(format!("{host} ({addr}): {e}")),
+                    Err(e) => return Err(e.to_string()),
+                };
+                let meta = &message.metadata;
+                match meta.response_code {
+                    ResponseCode::NoError => {}
+                    ResponseCode::NXDomain if meta.authoritative => return Ok(Heard::NoSuchName),
+                    other => return Err(format!("{host} ({addr}): {other}")),
+                }
+                // Authoritative: the server holds `name`'s data, so either `name` is
+                // inside `cut`'s zone (no NS there) or the server hosts the child too and
+                // answers with its apex NS, whose glue it is authoritative for.
+                // Otherwise a referral, whose glue is only believed within the zone
+                // that gave it.
+                let authoritative = meta.authoritative;
+                let section = if authoritative {
+                    &message.answers
+                } else {
+                    &message.authorities
+                };
+                let hosts = ns_hosts(section, qname);
+                if hosts.is_empty() {
+                    if authoritative {
+                        return Ok(Heard::NotCut);
+                    }
+                    return Err(format!(
+                        "{host} ({addr}): not authoritative and no referral (lame)"
+                    ));
+                }
+                let ttl = ns_ttl(section, qname);
+                Ok(Heard::Referral {
+                    hosts,
+                    ttl,
+                    message,
+                    authoritative,
+                })
+            }
         })
+        .await;
+        let (hosts, ttl, message, authoritative) = match heard {
+            Ok(Heard::NotCut) => return Ok(Probe::NotCut),
+            Ok(Heard::NoSuchName) => return Ok(Probe::NoSuchName),
+            Ok(Heard::Referral {
+                hosts,
+                ttl,
+                message,
+                authoritative,
+            }) => (hosts, ttl, message, authoritative),
+            Err(problems) => {
+                if let Some(e) = budget.exhausted() {
+                    return Err(e.into());
+                }
+                return Err(DiscoveryError::NoAnswer {
+                    zone: cut.zone.clone(),
+                    name: name.to_string(),
+                    detail: summarize(problems),
+                });
+            }
+        };
+        self.within_cap(name, &hosts)?;
+        let bailiwick = if authoritative {
+            name
+        } else {
+            cut.zone.as_str()
+        };
+        let servers = self
+            .servers_for(&hosts, &message.additionals, bailiwick, depth, budget)
+            .await;
+        Ok(Probe::Cut(Arc::new(ZoneCut {
+            zone: name.to_string(),
+            name: qname,
+            servers,
+            parent: Some(cut.clone()),
+            expires: expiry(ttl, Some(cut)),
+        })))
     }
 
-    /// Addresses for each host: glue from `additionals` within `bailiwick`, else looked up.
+    /// Addresses for each host: glue from `additionals` within `bailiwick`, else looked up
+    /// (a few at once, each paid from `budget`).
     async fn servers_for(
         &self,
         hosts: &[String],
-        additionals: &[hickory_proto::rr::Record],
+        additionals: &[Record],
         bailiwick: &str,
         depth: u8,
+        budget: &Budget,
     ) -> Vec<NameServer> {
-        let lookups = hosts.iter().map(|host| async move {
-            let mut addrs: Vec<IpAddr> = Vec::new();
-            if wire::is_subdomain(host, bailiwick) {
-                for r in additionals {
-                    if wire::name_text(&r.name) != *host {
-                        continue;
-                    }
-                    let ip = match &r.data {
-                        RData::A(a) => IpAddr::V4(a.0),
-                        RData::AAAA(a) => IpAddr::V6(a.0),
-                        _ => continue,
-                    };
-                    if !addrs.contains(&ip) {
-                        addrs.push(ip);
-                    }
-                }
+        // Named futures, boxed: a closure's future here is not `Send` for every lifetime.
+        let lookups: Vec<BoxFuture<'_, NameServer>> = hosts
+            .iter()
+            .map(|host| {
+                Box::pin(self.server_for(host, additionals, bailiwick, depth, budget))
+                    as BoxFuture<'_, NameServer>
+            })
+            .collect();
+        futures::stream::iter(lookups)
+            .buffered(PARALLEL)
+            .collect()
+            .await
+    }
+
+    async fn server_for(
+        &self,
+        host: &str,
+        additionals: &[Record],
+        bailiwick: &str,
+        depth: u8,
+        budget: &Budget,
+    ) -> NameServer {
+        let glue = if wire::is_subdomain(host, bailiwick) {
+            glue(host, additionals)
+        } else {
+            Vec::new()
+        };
+        let found = if !glue.is_empty() {
+            Ok(glue)
+        } else {
+            match budget.host_lookup() {
+                Ok(()) => self.host_addresses(host, depth + 1, budget).await,
+                Err(e) => Err(e.into()),
             }
-            if !addrs.is_empty() {
-                return NameServer {
-                    host: host.clone(),
-                    addrs,
-                    problem: None,
-                };
-            }
-            match self.host_addresses(host, depth + 1).await {
-                Ok(addrs) if !addrs.is_empty() => NameServer {
-                    host: host.clone(),
-                    addrs,
-                    problem: None,
-                },
-                Ok(_) => NameServer {
-                    host: host.clone(),
-                    addrs: Vec::new(),
-                    problem: Some("no A or AAAA record".into()),
-                },
-                Err(e) => NameServer {
-                    host: host.clone(),
-                    addrs: Vec::new(),
-                    problem: Some(e.to_string()),
-                },
-            }
+        };
+        self.name_server(host, found)
+    }
+
+    /// A name server from what was learnt of its addresses.
+    fn name_server(&self, host: &str, found: Result<Vec<IpAddr>, DiscoveryError>) -> NameServer {
+        let usable = found.map_err(|e| e.to_string()).and_then(|addrs| {
+            usable_addresses(addrs, self.families, self.limits.max_addresses_per_server)
         });
-        let mut servers = join_all(lookups).await;
-        // Addresses of a family this host does not use are left out, not asked and failed.
-        for server in &mut servers {
-            let before = server.addrs.len();
-            server.addrs.retain(|a| self.families.allows(a));
-            if before > 0 && server.addrs.is_empty() {
-                server.problem = Some("no address of a family in dns.address_families".into());
-            }
+        match usable {
+            Ok(addrs) => NameServer {
+                host: host.to_string(),
+                addrs,
+                problem: None,
+            },
+            Err(problem) => NameServer {
+                host: host.to_string(),
+                addrs: Vec::new(),
+                problem: Some(problem),
+            },
         }
-        servers
     }
 
     /// A and AAAA of `host`, asked of the servers authoritative for it.
-    fn host_addresses(
-        &self,
+    fn host_addresses<'a>(
+        &'a self,
         host: &str,
         depth: u8,
-    ) -> BoxFuture<'_, Result<Vec<IpAddr>, DiscoveryError>> {
+        budget: &'a Budget,
+    ) -> BoxFuture<'a, Result<Vec<IpAddr>, DiscoveryError>> {
         let host = host.to_string();
         Box::pin(async move {
-            let cut = self.locate_at(host.clone(), depth).await?;
+            let cut = self.locate_at(host.clone(), depth, budget).await?;
             let qname =
                 wire::parse_name(&host).ok_or_else(|| DiscoveryError::BadName(host.clone()))?;
-            let mut problems = Vec::new();
-            for (ns, addr) in cut.addresses() {
-                let server = SocketAddr::new(addr, self.port);
-                let (a, aaaa) = futures::join!(
-                    self.querier.ask(server, &qname, RecordType::A),
-                    self.querier.ask(server, &qname, RecordType::AAAA)
-                );
-                let mut found = Vec::new();
-                let mut answered = false;
-                for outcome in [a, aaaa] {
-                    match query::authoritative(&outcome, &ns, addr) {
-                        Ok(m) => {
-                            answered = true;
-                            for r in &m.answers {
-                                if wire::name_text(&r.name) != host {
-                                    continue;
-                                }
-                                match &r.data {
-                                    RData::A(a) => found.push(IpAddr::V4(a.0)),
-                                    RData::AAAA(a) => found.push(IpAddr::V6(a.0)),
-                                    _ => {}
+            let targets = cut.addresses();
+            if targets.is_empty() {
+                return Err(DiscoveryError::NoAnswer {
+                    zone: cut.zone.clone(),
+                    name: host,
+                    detail: unaddressed(&cut),
+                });
+            }
+            let heard = first_answer(targets, |ns, addr| {
+                let (qname, host) = (&qname, &host);
+                async move {
+                    let (a, aaaa) = futures::join!(
+                        self.ask(budget, addr, qname, RecordType::A),
+                        self.ask(budget, addr, qname, RecordType::AAAA)
+                    );
+                    let mut found = Vec::new();
+                    let mut answered = false;
+                    let mut problems = Vec::new();
+                    for outcome in [a, aaaa] {
+                        let outcome = match outcome {
+                            Ok(outcome) => outcome,
+                            Err(e) => {
+                                problems.push(e.to_string());
+                                continue;
+                            }
+                        };
+                        match query::authoritative(&outcome, &ns, addr) {
+                            Ok(m) => {
+                                answered = true;
+                                for r in &m.answers {
+                                    if wire::name_text(&r.name) != *host {
+                                        continue;
+                                    }
+                                    match &r.data {
+                                        RData::A(a) => found.push(IpAddr::V4(a.0)),
+                                        RData::AAAA(a) => found.push(IpAddr::V6(a.0)),
+                                        _ => {}
+                                    }
                                 }
                             }
+                            Err(problem) => problems.push(problem),
                         }
-                        Err(problem) => problems.push(problem),
+                    }
+                    if answered {
+                        found.dedup();
+                        Ok(found)
+                    } else {
+                        Err(problems.join("; "))
                     }
                 }
-                if answered {
-                    return Ok(found);
-                }
-            }
-            Err(DiscoveryError::NoAnswer {
-                zone: cut.zone.clone(),
-                name: host,
-                detail: problems.join("; "),
+            })
+            .await;
+            heard.map_err(|problems| match budget.exhausted() {
+                Some(e) => e.into(),
+                None => DiscoveryError::NoAnswer {
+                    zone: cut.zone.clone(),
+                    name: host,
+                    detail: summarize(problems),
+                },
             })
         })
     }
+}
+
+/// The first `Ok` of `ask` over `targets` (server name, address). The next address is
+/// asked as soon as the last one failed, or [`NEXT_ADDRESS_AFTER`] passed without an
+/// answer; at most [`PARALLEL`] at once. Answers still outstanding are dropped (their
+/// exchanges end). Every problem, when no address answered.
+pub(crate) async fn first_answer<T, F, Fut>(
+    targets: Vec<(String, IpAddr)>,
+    ask: F,
+) -> Result<T, Vec<String>>
+where
+    F: Fn(String, IpAddr) -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let mut targets = targets.into_iter();
+    let mut running = FuturesUnordered::new();
+    let mut problems = Vec::new();
+    // Each turn starts an address or ends one: at most twice as many turns as addresses.
+    loop {
+        if running.is_empty() {
+            match targets.next() {
+                Some((host, addr)) => running.push(ask(host, addr)),
+                None => return Err(problems),
+            }
+        }
+        let more = running.len() < PARALLEL && targets.len() > 0;
+        tokio::select! {
+            Some(result) = running.next() => match result {
+                Ok(answer) => return Ok(answer),
+                Err(problem) => problems.push(problem),
+            },
+            () = tokio::time::sleep(NEXT_ADDRESS_AFTER), if more => {
+                if let Some((host, addr)) = targets.next() {
+                    running.push(ask(host, addr));
+                }
+            }
+        }
+    }
+}
+
+/// The addresses of a name server that are asked: those of a family this host does not
+/// use are left out, not asked and failed; more than `max` (`dns.max_addresses_per_server`)
+/// make the server unknown, never asked in part.
+fn usable_addresses(
+    mut addrs: Vec<IpAddr>,
+    families: AddressFamilies,
+    max: usize,
+) -> Result<Vec<IpAddr>, String> {
+    if addrs.is_empty() {
+        return Err("no A or AAAA record".into());
+    }
+    addrs.retain(|a| families.allows(a));
+    if addrs.is_empty() {
+        return Err("no address of a family in dns.address_families".into());
+    }
+    if addrs.len() > max {
+        return Err(format!(
+            "{} addresses, more than dns.max_addresses_per_server ({max})",
+            addrs.len()
+        ));
+    }
+    Ok(addrs)
+}
+
+/// The A and AAAA glue of `host` in `additionals`.
+fn glue(host: &str, additionals: &[Record]) -> Vec<IpAddr> {
+    let mut addrs: Vec<IpAddr> = Vec::new();
+    for r in additionals {
+        if wire::name_text(&r.name) != host {
+            continue;
+        }
+        let ip = match &r.data {
+            RData::A(a) => IpAddr::V4(a.0),
+            RData::AAAA(a) => IpAddr::V6(a.0),
+            _ => continue,
+        };
+        if !addrs.contains(&ip) {
+            addrs.push(ip);
+        }
+    }
+    addrs
+}
+
+/// Why none of `cut`'s servers has an address: each server's own reason (a lookup that
+/// nested too deep, failed, ran out of budget), not just that there is none.
+fn unaddressed(cut: &ZoneCut) -> String {
+    let problems: Vec<String> = cut
+        .servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s.host,
+                s.problem.as_deref().unwrap_or("no address")
+            )
+        })
+        .collect();
+    if problems.is_empty() {
+        "the zone has no name server".into()
+    } else {
+        format!("no server has an address ({})", summarize(problems))
+    }
+}
+
+/// The first few problems, and how many more there were: nested lookups quote their
+/// inner problems, which must not grow with the fan-out.
+fn summarize(problems: Vec<String>) -> String {
+    const MAX_CHARS: usize = 2000;
+    let more = problems.len().saturating_sub(PROBLEMS_QUOTED);
+    let mut text = problems
+        .into_iter()
+        .take(PROBLEMS_QUOTED)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    if text.len() > MAX_CHARS {
+        let mut end = MAX_CHARS;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 fn ns_hosts(records: &[hickory_proto::rr::Record], owner: &Name) -> Vec<String> {
@@ -470,5 +772,87 @@ fn expiry(ttl: u32, parent: Option<&Arc<ZoneCut>>) -> Instant {
     match parent {
         Some(p) => own.min(p.expires),
         None => own,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_with_more_addresses_than_the_cap_is_unknown_not_cut_down() {
+        let addrs: Vec<IpAddr> = (1..=9u8).map(|i| IpAddr::from([192, 0, 2, i])).collect();
+        let both = AddressFamilies::default();
+        assert_eq!(
+            usable_addresses(addrs.clone(), both, 8),
+            Err("9 addresses, more than dns.max_addresses_per_server (8)".into())
+        );
+        assert_eq!(usable_addresses(addrs.clone(), both, 9), Ok(addrs));
+        let v6: IpAddr = "2001:db8::1".parse().unwrap_or(IpAddr::from([0u8; 16]));
+        let v4_only = AddressFamilies {
+            ipv4: true,
+            ipv6: false,
+        };
+        assert!(
+            usable_addresses(vec![v6], v4_only, 8)
+                .unwrap_err()
+                .contains("dns.address_families")
+        );
+        assert_eq!(
+            usable_addresses(Vec::new(), both, 8),
+            Err("no A or AAAA record".into())
+        );
+    }
+
+    #[test]
+    fn problems_are_summarized_not_grown_with_the_fan_out() {
+        let problems: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+        assert_eq!(summarize(problems), "p0; p1; p2; p3; and 6 more");
+        let long = summarize(vec!["é".repeat(3000)]);
+        assert!(long.len() <= 2000 + '…'.len_utf8(), "{}", long.len());
+    }
+
+    /// The next address is asked when the last failed or stays silent; the first answer
+    /// wins; silent addresses are waited out side by side.
+    #[tokio::test(start_paused = true)]
+    async fn the_first_answer_of_addresses_asked_side_by_side() {
+        let targets: Vec<(String, IpAddr)> = (1..=12u8)
+            .map(|i| (format!("t{i}."), IpAddr::from([127, 0, 0, i])))
+            .collect();
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let start = Instant::now();
+        // Eleven silent for 6 s (2 s x 3 attempts), the twelfth answers at once.
+        let answer = first_answer(targets.clone(), |host, addr| {
+            asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                if addr == IpAddr::from([127, 0, 0, 12]) {
+                    Ok(host)
+                } else {
+                    tokio::time::sleep(Duration::from_secs(6)).await;
+                    Err(format!("{host}: timeout"))
+                }
+            }
+        })
+        .await;
+        assert_eq!(answer, Ok("t12.".to_string()));
+        assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 12);
+        // One after another: 66 s. Side by side, 8 at once: the twelfth starts once the
+        // first four silent ones are done.
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+
+        // An address that fails at once hands over at once; when none answers, every
+        // problem is told.
+        let start = Instant::now();
+        let problems = first_answer(targets, |host, _| async move {
+            Err::<(), _>(format!("{host}: refused"))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(problems.len(), 12);
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 }

@@ -2,6 +2,7 @@
 //! every child server, and whether the chain validates.
 
 pub mod anchor;
+pub mod budget;
 pub mod check;
 pub mod classify;
 pub mod discovery;
@@ -14,6 +15,7 @@ pub mod validator;
 pub mod wire;
 
 pub use anchor::{AnchorError, TrustAnchors};
+pub use budget::{Budget, Exhausted};
 pub use model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentDsVerdict, ParentView, ServerAnswer,
     SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict, combine_validation,

@@ -9,6 +9,7 @@ use hickory_proto::rr::RecordType;
 use tokio::sync::Semaphore;
 
 use super::anchor::{AnchorError, TrustAnchors};
+use super::budget::Budget;
 use super::classify;
 use super::discovery::{Discovery, DiscoveryError, NameServer, ZoneCut};
 use super::model::{
@@ -18,7 +19,7 @@ use super::query::{Limits, Querier, QueryStats};
 use super::transport::{NetTransport, Transport};
 use super::validator::Validator;
 use super::{ObserveError, Observer, resolvers};
-use crate::config::DnsSettings;
+use crate::config::{DnsSettings, ObservationBudget};
 
 /// Tuning beyond the configuration file; the defaults suit a daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,7 @@ struct Inner {
     port: u16,
     resolvers: Vec<SocketAddr>,
     zones: Semaphore,
+    budget: ObservationBudget,
 }
 
 /// Observes zones by asking every server directly. Cheap to clone; clones share the
@@ -102,12 +104,14 @@ impl DnsObserver {
                 settings.port,
                 settings.root_hints.clone(),
                 settings.address_families,
+                settings.budget,
             ),
             querier,
             anchors,
             port: settings.port,
             resolvers: settings.validating_resolvers.clone(),
             zones: Semaphore::new(options.zones_in_flight.max(1)),
+            budget: settings.budget,
         })))
     }
 
@@ -120,7 +124,32 @@ impl DnsObserver {
         self.0.discovery.forget();
     }
 
-    async fn delegation(&self, zone: &str) -> Result<Arc<ZoneCut>, ObserveError> {
+    /// `observe` within one observation's budget (`dns.observation_timeout`, the
+    /// `dns.max_*` keys), the wait for its turn included: a budget run out anywhere is
+    /// the observation's result, unknown, whatever was heard meanwhile.
+    async fn within_budget<T>(
+        &self,
+        zone: &str,
+        observe: impl AsyncFnOnce(&Budget) -> Result<T, ObserveError>,
+    ) -> Result<T, ObserveError> {
+        let budget = Budget::new(self.0.budget);
+        let result = match tokio::time::timeout_at(budget.deadline(), observe(&budget)).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(ObserveError {
+                zone: zone.to_string(),
+                reason: budget.time_is_up().to_string(),
+            }),
+        };
+        match budget.exhausted() {
+            Some(e) => Err(ObserveError {
+                zone: zone.to_string(),
+                reason: e.to_string(),
+            }),
+            None => result,
+        }
+    }
+
+    async fn delegation(&self, zone: &str, budget: &Budget) -> Result<Arc<ZoneCut>, ObserveError> {
         let observe_error = |reason: String| ObserveError {
             zone: zone.to_string(),
             reason,
@@ -131,61 +160,91 @@ impl DnsObserver {
         }
         self.0
             .discovery
-            .delegation(&name)
+            .delegation_within(&name, budget)
             .await
             .map_err(|e: DiscoveryError| observe_error(e.to_string()))
     }
 
     async fn parent_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
-        let _turn = self.0.zones.acquire().await;
-        let cut = self.delegation(zone).await?;
-        let Some(parent) = cut.parent.clone() else {
-            return Err(ObserveError {
-                zone: zone.into(),
-                reason: "no parent zone found".into(),
-            });
-        };
-        let qname = &cut.name;
-        let port = self.0.port;
-        let querier = &self.0.querier;
-        let parent_zone = &parent.zone;
-        let answers = ask_every_address(&parent.servers, DsAnswer::Unknown, |addr| async move {
-            let outcome = querier
-                .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
+        self.within_budget(zone, async |budget| {
+            let _turn = self.0.zones.acquire().await;
+            let cut = self.delegation(zone, budget).await?;
+            let Some(parent) = cut.parent.clone() else {
+                return Err(ObserveError {
+                    zone: zone.into(),
+                    reason: "no parent zone found".into(),
+                });
+            };
+            let qname = &cut.name;
+            let port = self.0.port;
+            let querier = &self.0.querier;
+            let parent_zone = &parent.zone;
+            let answers =
+                ask_every_address(&parent.servers, DsAnswer::Unknown, |addr| async move {
+                    if let Err(e) = budget.query() {
+                        return DsAnswer::Unknown(UnknownReason::Network(e.to_string()));
+                    }
+                    let outcome = querier
+                        .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
+                        .await;
+                    classify::classify_ds(qname, parent_zone, &outcome)
+                })
                 .await;
-            classify::classify_ds(qname, parent_zone, &outcome)
+            Ok(ParentView {
+                zone: cut.zone.clone(),
+                parent: parent.zone.clone(),
+                answers,
+            })
         })
-        .await;
-        Ok(ParentView {
-            zone: cut.zone.clone(),
-            parent: parent.zone.clone(),
-            answers,
-        })
+        .await
     }
 
     async fn child_view(&self, zone: &str) -> Result<ChildView, ObserveError> {
-        let _turn = self.0.zones.acquire().await;
-        let cut = self.delegation(zone).await?;
-        let qname = &cut.name;
-        let port = self.0.port;
-        let querier = &self.0.querier;
-        let answers = ask_every_address(&cut.servers, DnskeyAnswer::Unknown, |addr| async move {
-            let to = SocketAddr::new(addr, port);
-            let (keys, cds, cdnskey) = futures::join!(
-                querier.ask(to, qname, RecordType::DNSKEY),
-                querier.ask(to, qname, RecordType::CDS),
-                querier.ask(to, qname, RecordType::CDNSKEY),
-            );
-            classify::classify_dnskey(qname, &keys, Some(&cds), Some(&cdnskey))
+        self.within_budget(zone, async |budget| {
+            let _turn = self.0.zones.acquire().await;
+            let cut = self.delegation(zone, budget).await?;
+            let qname = &cut.name;
+            let port = self.0.port;
+            let querier = &self.0.querier;
+            let answers =
+                ask_every_address(&cut.servers, DnskeyAnswer::Unknown, |addr| async move {
+                    let to = SocketAddr::new(addr, port);
+                    for _ in 0..3 {
+                        if let Err(e) = budget.query() {
+                            return DnskeyAnswer::Unknown(UnknownReason::Network(e.to_string()));
+                        }
+                    }
+                    let (keys, cds, cdnskey) = futures::join!(
+                        querier.ask(to, qname, RecordType::DNSKEY),
+                        querier.ask(to, qname, RecordType::CDS),
+                        querier.ask(to, qname, RecordType::CDNSKEY),
+                    );
+                    classify::classify_dnskey(qname, &keys, Some(&cds), Some(&cdnskey))
+                })
+                .await;
+            Ok(ChildView {
+                zone: cut.zone.clone(),
+                answers,
+            })
         })
-        .await;
-        Ok(ChildView {
-            zone: cut.zone.clone(),
-            answers,
-        })
+        .await
     }
 
+    /// Our validator's and the resolvers' probes, within `dns.observation_timeout`. (The
+    /// validator looks delegations up with a budget of its own per zone cut.)
     async fn validation_probes(&self, zone: &str) -> Vec<ValidationProbe> {
+        let budget = Budget::new(self.0.budget);
+        match tokio::time::timeout_at(budget.deadline(), self.validation_probes_now(zone)).await {
+            Ok(probes) => probes,
+            Err(_elapsed) => vec![ValidationProbe {
+                source: "validator".into(),
+                verdict: super::ValidationVerdict::Unknown,
+                detail: budget.time_is_up().to_string(),
+            }],
+        }
+    }
+
+    async fn validation_probes_now(&self, zone: &str) -> Vec<ValidationProbe> {
         let _turn = self.0.zones.acquire().await;
         let name = match crate::dnssec::fqdn(zone) {
             Ok(n) => n,

@@ -242,6 +242,7 @@ impl LabDns {
             query_attempts: 2,
             queries_per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
             address_families: Default::default(),
+            budget: Default::default(),
         }
     }
 

@@ -1,0 +1,169 @@
+//! What one observation may spend: questions, host lookups and wall time
+//! ([`ObservationBudget`], the `[dns]` keys). Spent from every task of the observation
+//! at once; once one part runs out, everything after it fails fast with the same reason,
+//! and the observation ends as unknown, "budget exhausted: <which>".
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::config::ObservationBudget;
+
+/// Which part of the budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Exhausted {
+    #[error("budget exhausted: queries ({0} per observation, dns.max_queries_per_observation)")]
+    Queries(u32),
+    #[error("budget exhausted: host lookups ({0} per observation, dns.max_host_lookups)")]
+    HostLookups(u32),
+    #[error("budget exhausted: time ({}s per observation, dns.observation_timeout)", .0.as_secs_f64())]
+    Time(Duration),
+}
+
+/// One observation's budget, being spent.
+#[derive(Debug)]
+pub struct Budget {
+    limits: ObservationBudget,
+    deadline: Instant,
+    queries: AtomicU32,
+    host_lookups: AtomicU32,
+    exhausted: OnceLock<Exhausted>,
+}
+
+impl Budget {
+    /// A full budget; its clock starts now.
+    pub fn new(limits: ObservationBudget) -> Self {
+        Self {
+            limits,
+            deadline: Instant::now() + limits.timeout,
+            queries: AtomicU32::new(0),
+            host_lookups: AtomicU32::new(0),
+            exhausted: OnceLock::new(),
+        }
+    }
+
+    pub fn limits(&self) -> &ObservationBudget {
+        &self.limits
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The first part that ran out, if one did.
+    pub fn exhausted(&self) -> Option<Exhausted> {
+        if let Some(e) = self.exhausted.get() {
+            return Some(*e);
+        }
+        (Instant::now() >= self.deadline)
+            .then(|| self.run_out(Exhausted::Time(self.limits.timeout)))
+    }
+
+    /// Spends one question.
+    pub fn query(&self) -> Result<(), Exhausted> {
+        self.spend(&self.queries, self.limits.max_queries, Exhausted::Queries)
+    }
+
+    /// Spends one host lookup.
+    pub fn host_lookup(&self) -> Result<(), Exhausted> {
+        self.spend(
+            &self.host_lookups,
+            self.limits.max_host_lookups,
+            Exhausted::HostLookups,
+        )
+    }
+
+    /// Questions spent so far.
+    pub fn queries(&self) -> u32 {
+        self.queries
+            .load(Ordering::Relaxed)
+            .min(self.limits.max_queries)
+    }
+
+    /// Host lookups spent so far.
+    pub fn host_lookups(&self) -> u32 {
+        self.host_lookups
+            .load(Ordering::Relaxed)
+            .min(self.limits.max_host_lookups)
+    }
+
+    /// Marks the wall time as run out (the observation's timeout fired).
+    pub fn time_is_up(&self) -> Exhausted {
+        self.run_out(Exhausted::Time(self.limits.timeout))
+    }
+
+    fn spend(
+        &self,
+        counter: &AtomicU32,
+        max: u32,
+        exhausted: fn(u32) -> Exhausted,
+    ) -> Result<(), Exhausted> {
+        if let Some(e) = self.exhausted() {
+            return Err(e);
+        }
+        // Saturating: a counter past its limit stays there.
+        let before = counter
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n <= max).then(|| n + 1)
+            })
+            .unwrap_or(max.saturating_add(1));
+        if before >= max {
+            return Err(self.run_out(exhausted(max)));
+        }
+        Ok(())
+    }
+
+    fn run_out(&self, reason: Exhausted) -> Exhausted {
+        *self.exhausted.get_or_init(|| reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(queries: u32, lookups: u32) -> ObservationBudget {
+        ObservationBudget {
+            max_queries: queries,
+            max_host_lookups: lookups,
+            ..ObservationBudget::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn spends_up_to_the_limit_then_fails_with_the_first_reason() {
+        let budget = Budget::new(limits(3, 1));
+        for _ in 0..3 {
+            assert_eq!(budget.query(), Ok(()));
+        }
+        assert_eq!(budget.query(), Err(Exhausted::Queries(3)));
+        assert_eq!(budget.queries(), 3);
+        // Everything else fails fast now, with the reason that came first.
+        assert_eq!(budget.host_lookup(), Err(Exhausted::Queries(3)));
+        assert_eq!(budget.exhausted(), Some(Exhausted::Queries(3)));
+        assert_eq!(
+            Exhausted::Queries(3).to_string(),
+            "budget exhausted: queries (3 per observation, dns.max_queries_per_observation)"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_runs_out_at_the_deadline() {
+        let budget = Budget::new(ObservationBudget {
+            timeout: Duration::from_secs(5),
+            ..ObservationBudget::default()
+        });
+        assert_eq!(budget.exhausted(), None);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(budget.query(), Err(Exhausted::Time(Duration::from_secs(5))));
+        assert!(
+            budget
+                .exhausted()
+                .unwrap()
+                .to_string()
+                .starts_with("budget exhausted: time (5s")
+        );
+    }
+}
