@@ -324,7 +324,7 @@ impl Discovery {
             zone: cut.zone.clone(),
             name: name.to_string(),
             detail: if problems.is_empty() {
-                "the zone has no server address".into()
+                unaddressed(cut)
             } else {
                 problems.join("; ")
             },
@@ -438,10 +438,34 @@ impl Discovery {
             Err(DiscoveryError::NoAnswer {
                 zone: cut.zone.clone(),
                 name: host,
-                detail: problems.join("; "),
+                detail: if problems.is_empty() {
+                    unaddressed(&cut)
+                } else {
+                    problems.join("; ")
+                },
             })
         })
     }
+}
+
+/// Why no server of `cut` could be asked: each name server with the reason its address
+/// is missing (a lookup that nested too deep, say), never an empty detail.
+fn unaddressed(cut: &ZoneCut) -> String {
+    if cut.servers.is_empty() {
+        return "the zone has no name server".into();
+    }
+    let why: Vec<String> = cut
+        .servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s.host,
+                s.problem.as_deref().unwrap_or("no address")
+            )
+        })
+        .collect();
+    format!("no server address ({})", why.join("; "))
 }
 
 fn ns_hosts(records: &[hickory_proto::rr::Record], owner: &Name) -> Vec<String> {

@@ -153,7 +153,15 @@ impl DnsObserver {
             let outcome = querier
                 .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
                 .await;
-            classify::classify_ds(qname, parent_zone, &outcome)
+            let answer = classify::classify_ds(qname, parent_zone, &outcome);
+            // Issue 17: an NXDOMAIN is checked against the same server's referral.
+            if classify::is_nxdomain(&outcome) {
+                let ns = querier
+                    .ask(SocketAddr::new(addr, port), qname, RecordType::NS)
+                    .await;
+                return classify::contradicted_by_referral(qname, answer, &ns);
+            }
+            answer
         })
         .await;
         Ok(ParentView {
@@ -240,7 +248,10 @@ where
                 server: server.host.clone(),
                 addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 answer: unknown(UnknownReason::NoAddress(
-                    server.problem.clone().unwrap_or_default(),
+                    server
+                        .problem
+                        .clone()
+                        .unwrap_or_else(|| format!("no address learnt for {}", server.host)),
                 )),
             };
             futures::future::Either::Left(async move { answer })
