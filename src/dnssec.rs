@@ -175,6 +175,22 @@ pub struct Ds {
     pub digest: Vec<u8>,
 }
 
+impl Ds {
+    /// Whether a validator can use this DS: an algorithm and a digest type it implements
+    /// (those our validator verifies with hickory-proto and ring). A DS set of which no
+    /// record is usable makes the zone insecure to validators, not bogus (RFC 4035
+    /// section 5.2, RFC 6840 section 5.2).
+    pub fn supported(&self) -> bool {
+        algorithm_supported(self.algorithm) && DigestType::from_code(self.digest_type).is_ok()
+    }
+}
+
+/// The DNSKEY algorithms validators (and our validator) implement: RSA/SHA-1 (5, 7),
+/// RSA/SHA-2 (8, 10), ECDSA (13, 14), Ed25519 (15).
+pub fn algorithm_supported(algorithm: u8) -> bool {
+    matches!(algorithm, 5 | 7 | 8 | 10 | 13 | 14 | 15)
+}
+
 impl fmt::Display for Ds {
     /// Presentation form of the RDATA: `26191 13 2 135E…`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -338,7 +338,7 @@ async fn every_unknown_reason() {
         assert_eq!(answer_at(&view, TLD_A), DsAnswer::Absent);
         assert_eq!(answer_at(&view, TLD_B), DsAnswer::Unknown(expected.clone()));
         assert_eq!(
-            view.verdict(&[s.key.dnskey()]),
+            view.verdict(&dnssec_warden::dns::ServedKeys::known(vec![s.key.dnskey()])),
             ParentDsVerdict::Unknown,
             "{expected:?}"
         );

@@ -145,7 +145,10 @@ async fn a_silent_parent_server_beside_an_absent_one_is_unknown() {
         DsAnswer::Unknown(UnknownReason::Timeout)
     );
     assert!(!parent.all_absent());
-    assert_eq!(parent.verdict(&[]), ParentDsVerdict::Unknown);
+    assert_eq!(
+        parent.verdict(&dnssec_warden::dns::ServedKeys::default()),
+        ParentDsVerdict::Unknown
+    );
 }
 
 #[tokio::test]

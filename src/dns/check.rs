@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{
     ChildView, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, ParentView, ValidationProbe,
-    ValidationVerdict, combine_validation,
+    ValidationVerdict, VerdictReason, combine_validation,
 };
 use crate::provider::{GcoreClient, Provider, ProviderError};
 
@@ -34,6 +34,12 @@ pub struct CheckReport {
     pub zone: String,
     /// `all_match | all_absent | partial | mismatch | unknown` (DESIGN.md section 6).
     pub parent_ds: ParentDsVerdict,
+    /// What lies behind a `parent_ds` of `unknown`: `parent_unknown` (a parent address
+    /// gave no usable answer), `child_unknown` (a DS matches no key, but no child address
+    /// answered: not evidence of a wrong DS), `no_supported_ds` (a DS set of only
+    /// algorithms or digest types validators do not implement: the zone is insecure to
+    /// them, RFC 4035 section 5.2, RFC 6840 section 5.2). Empty otherwise.
+    pub parent_ds_reasons: Vec<VerdictReason>,
     /// `secure | insecure | bogus | unknown`.
     pub validation: ValidationVerdict,
     /// Secure, or cleanly insecure: the exit status is 0 exactly then.
@@ -62,10 +68,12 @@ pub async fn check<O: Observer>(
     let mut errors = Vec::new();
     let parent = parent.map_err(|e| errors.push(e.to_string())).ok();
     let child = child.map_err(|e| errors.push(e.to_string())).ok();
+    // No child view at all is no evidence: `ServedKeys::default()` is not known.
     let served = child.as_ref().map(|c| c.served_keys()).unwrap_or_default();
-    let parent_ds = parent
-        .as_ref()
-        .map_or(ParentDsVerdict::Unknown, |p| p.verdict(&served));
+    let (parent_ds, parent_ds_reasons) = match parent.as_ref().map(|p| p.assess(&served)) {
+        Some(a) => (a.verdict, a.reasons),
+        None => (ParentDsVerdict::Unknown, vec![VerdictReason::ParentUnknown]),
+    };
     let validation = combine_validation(&probes);
     let provider = match provider {
         None => None,
@@ -86,6 +94,7 @@ pub async fn check<O: Observer>(
             .map(|p| p.zone.clone())
             .unwrap_or_else(|| crate::dnssec::fqdn(zone).unwrap_or_else(|_| zone.to_string())),
         parent_ds,
+        parent_ds_reasons,
         validation,
         consistent,
         provider,
@@ -160,6 +169,10 @@ fn advise(r: &CheckReport) -> Vec<String> {
     let provider_on = r.provider.as_ref().and_then(|p| p.dnssec_enabled);
     let any_ds = r.parent.as_ref().is_some_and(|p| p.any_present());
     let unsigned = r.child.as_ref().is_some_and(|c| c.all_unsigned());
+    let child_unread = r
+        .child
+        .as_ref()
+        .is_none_or(|c| c.any_unknown() && c.served_keys().keys.is_empty());
     if !r.errors.is_empty() {
         advice.push(
             "The delegation could not be followed; check the zone name and that the parent's servers answer."
@@ -178,6 +191,10 @@ fn advise(r: &CheckReport) -> Vec<String> {
             "The zone is unsigned and the parent has no DS: cleanly insecure. To enable DNSSEC, run `dnssec-warden enable`."
                 .into(),
         ),
+        ParentDsVerdict::AllAbsent if child_unread => advice.push(
+            "The parent has no DS, and the zone's name servers could not be read (see the per-server detail): whether the zone is signed is unknown. Retry; never treat this as \"unsigned\"."
+                .into(),
+        ),
         ParentDsVerdict::AllAbsent => advice.push(
             "The zone is signed but the parent has no DS yet: give the registrar the DS record (see the provider section), then check again."
                 .into(),
@@ -194,10 +211,27 @@ fn advise(r: &CheckReport) -> Vec<String> {
             "OUTAGE RISK: a DS at the parent matches no key the zone serves. Correct the DS at the registrar to the provider's current DS."
                 .into(),
         ),
-        ParentDsVerdict::Unknown => advice.push(
-            "Some parent server gave no usable answer (see the per-server detail). Nothing can be concluded; retry, and never treat this as \"no DS\"."
-                .into(),
-        ),
+        ParentDsVerdict::Unknown => {
+            let reasons = &r.parent_ds_reasons;
+            if reasons.contains(&VerdictReason::NoSupportedDs) {
+                advice.push(
+                    "No supported DS: a parent server publishes a DS set whose every record uses an algorithm or digest type validators do not implement, so validators treat the zone as insecure (RFC 4035 section 5.2, RFC 6840 section 5.2). Not an outage, but no chain of trust: replace the DS at the registrar with one of algorithm 13 and digest type 2 (see the provider section)."
+                        .into(),
+                );
+            }
+            if reasons.contains(&VerdictReason::ChildUnknown) {
+                advice.push(
+                    "No name server of the zone could be read (silent, refused, lame or without address): the parent's DS cannot be judged against the served keys. This is not evidence of a wrong DS; fix or wait for the zone's name servers, then check again."
+                        .into(),
+                );
+            }
+            if reasons.contains(&VerdictReason::ParentUnknown) || reasons.is_empty() {
+                advice.push(
+                    "Some parent server gave no usable answer (see the per-server detail). Nothing can be concluded; retry, and never treat this as \"no DS\"."
+                        .into(),
+                );
+            }
+        }
     }
     if r.validation == ValidationVerdict::Bogus && r.parent_ds != ParentDsVerdict::Mismatch {
         advice.push(
@@ -320,6 +354,10 @@ pub fn render_text(r: &CheckReport) -> String {
         let _ = writeln!(out, "error: {e}");
     }
     let _ = writeln!(out, "parent_ds: {}", r.parent_ds);
+    if !r.parent_ds_reasons.is_empty() {
+        let reasons: Vec<String> = r.parent_ds_reasons.iter().map(|x| x.to_string()).collect();
+        let _ = writeln!(out, "parent_ds reasons: {}", reasons.join(", "));
+    }
     let _ = writeln!(out, "validation: {}", r.validation);
     for a in &r.advice {
         let _ = writeln!(out, "-> {a}");

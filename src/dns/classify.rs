@@ -114,6 +114,32 @@ pub fn classify_ds(zone: &Name, parent: &str, outcome: &Outcome) -> DsAnswer {
     DsAnswer::Present { ds, ttl }
 }
 
+/// The DS answer was an NXDOMAIN: the zone's name does not exist at that server.
+pub fn is_nxdomain(outcome: &Outcome) -> bool {
+    matches!(outcome, Ok(m) if m.metadata.response_code == ResponseCode::NXDomain)
+}
+
+/// `ds` is what the same parent server said to `zone DS` (an NXDOMAIN) and `ns` what it
+/// says to `zone NS`. A server that refers the zone to its name servers (the name
+/// exists, delegated) while denying the name exists contradicts itself: neither answer
+/// is believed, and the DS answer is unknown. Otherwise `ds` stands.
+pub fn contradicted_by_referral(zone: &Name, ds: DsAnswer, ns: &Outcome) -> DsAnswer {
+    let Ok(m) = ns else { return ds };
+    let refers = m.metadata.response_code == ResponseCode::NoError
+        && m.authorities
+            .iter()
+            .chain(&m.answers)
+            .any(|r| r.record_type() == RecordType::NS && wire::same_name(&r.name, zone));
+    if refers && matches!(ds, DsAnswer::Absent) {
+        DsAnswer::Unknown(UnknownReason::Contradiction(format!(
+            "NXDOMAIN for the DS of {}, yet a referral of it to its name servers",
+            wire::name_text(zone)
+        )))
+    } else {
+        ds
+    }
+}
+
 /// `zone DNSKEY` asked at a server the parent delegates `zone` to. `cds` and `cdnskey`
 /// are the same server's answers to `zone CDS` and `zone CDNSKEY`, when asked.
 pub fn classify_dnskey(
@@ -140,6 +166,25 @@ pub fn classify_dnskey(
         .map(wire::dnskey_from)
         .collect();
     if keys.is_empty() {
+        // As for the DS: an answer section holding anything but signatures (a CNAME at the
+        // apex, DNSKEYs owned by another name) is no NODATA, whatever SOA comes with it.
+        if message
+            .answers
+            .iter()
+            .any(|r| r.record_type() != RecordType::RRSIG)
+        {
+            let found: Vec<String> = message
+                .answers
+                .iter()
+                .filter(|r| r.record_type() != RecordType::RRSIG)
+                .take(3)
+                .map(|r| format!("{} {}", wire::name_text(&r.name), r.record_type()))
+                .collect();
+            return DnskeyAnswer::Unknown(UnknownReason::Malformed(format!(
+                "answer section holds no DNSKEY for the zone, but {}",
+                found.join(", ")
+            )));
+        }
         return match negative_from(message, &zone_text) {
             Ok(()) => DnskeyAnswer::Absent,
             Err(r) => DnskeyAnswer::Unknown(r),

@@ -17,8 +17,9 @@ pub mod wire;
 pub use anchor::{AnchorError, TrustAnchors};
 pub use budget::{Budget, Exhausted};
 pub use model::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentDsVerdict, ParentView, ServerAnswer,
-    SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict, combine_validation,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentAssessment, ParentDsVerdict, ParentView,
+    ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
+    VerdictReason, combine_validation,
 };
 pub use observer::{DnsObserver, ObserverError, ObserverOptions};
 pub use query::QueryStats;

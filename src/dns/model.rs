@@ -30,6 +30,9 @@ pub enum UnknownReason {
     Network(String),
     /// The address could not be learnt (no glue and no resolution).
     NoAddress(String),
+    /// The server contradicted itself: e.g. it refers the zone to its name servers (so the
+    /// name exists) and answers NXDOMAIN for the zone's DS. Neither answer is believed.
+    Contradiction(String),
 }
 
 impl fmt::Display for UnknownReason {
@@ -43,6 +46,7 @@ impl fmt::Display for UnknownReason {
             Self::Malformed(detail) => write!(f, "malformed answer: {detail}"),
             Self::Network(detail) => write!(f, "network: {detail}"),
             Self::NoAddress(detail) => write!(f, "no address: {detail}"),
+            Self::Contradiction(detail) => write!(f, "contradictory answers: {detail}"),
         }
     }
 }
@@ -132,10 +136,69 @@ pub enum ParentDsVerdict {
     AllAbsent,
     /// Some addresses serve a (matching) DS, others answered absent.
     Partial,
-    /// Some address serves a DS set none of whose records points at a served key.
+    /// Some address serves a DS set none of whose usable records points at a key served
+    /// by a child address that answered (at least one did).
     Mismatch,
-    /// Some address gave no answer, and nothing above could be concluded.
+    /// Some address gave no answer, no child address answered to judge a DS against, or
+    /// a DS set holds nothing a validator can use: nothing above could be concluded.
     Unknown,
+}
+
+/// Why a `parent_ds` verdict is what it is, where the verdict alone would mislead
+/// (`check --json`'s `parent_ds_reasons`). The verdict keeps to the five values of the
+/// contract; these say what lies behind an `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictReason {
+    /// Some parent address gave no usable answer.
+    ParentUnknown,
+    /// A DS matches no key, but no child address answered: the child's servers are
+    /// down, refusing or lame, which is not evidence of a wrong DS.
+    ChildUnknown,
+    /// Some parent address serves a DS set none of whose records uses an algorithm or
+    /// digest type validators implement: validators treat the zone as insecure (RFC 4035
+    /// section 5.2, RFC 6840 section 5.2). Not an outage, and not a chain of trust.
+    NoSupportedDs,
+}
+
+impl fmt::Display for VerdictReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ParentUnknown => "parent_unknown",
+            Self::ChildUnknown => "child_unknown",
+            Self::NoSupportedDs => "no_supported_ds",
+        })
+    }
+}
+
+/// A `parent_ds` verdict with the reasons behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentAssessment {
+    pub verdict: ParentDsVerdict,
+    pub reasons: Vec<VerdictReason>,
+}
+
+/// What the child's servers were seen to serve: the evidence a DS is judged against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServedKeys {
+    /// Every distinct key served by a child address that answered.
+    pub keys: Vec<Dnskey>,
+    /// At least one child address answered authoritatively (its keys, or "no DNSKEY").
+    /// Without that there is no evidence against a DS: see [`ParentView::verdict`].
+    pub known: bool,
+}
+
+impl ServedKeys {
+    /// Keys known to be served (at least one child address answered).
+    pub fn known(keys: Vec<Dnskey>) -> Self {
+        Self { keys, known: true }
+    }
+
+    /// Keys assumed, not seen served (the provider's key while the child could not be
+    /// asked): enough to recognise a match, never to call a DS wrong.
+    pub fn assumed(keys: Vec<Dnskey>) -> Self {
+        Self { keys, known: false }
+    }
 }
 
 /// `check --json`'s `validation` verdict.
@@ -231,41 +294,97 @@ impl ParentView {
         all
     }
 
+    /// Some address serves a DS set none of whose records a validator can use
+    /// (unsupported algorithm or digest type only): to validators the zone is insecure.
+    pub fn any_unsupported_only(&self) -> bool {
+        self.answers.iter().any(
+            |a| matches!(&a.answer, DsAnswer::Present { ds, .. } if !ds.iter().any(Ds::supported)),
+        )
+    }
+
     /// The verdict against the SEP keys the child serves.
+    pub fn verdict(&self, served: &ServedKeys) -> ParentDsVerdict {
+        self.assess(served).verdict
+    }
+
+    /// The verdict and the reasons behind it. The rules:
     ///
-    /// A set with one matching and one stale record still validates (RFC 4035 section
-    /// 5.2 needs one DS to match), so it is not a mismatch; a set where nothing matches is,
-    /// even while other addresses are unknown: that breakage is already certain.
-    pub fn verdict(&self, served: &[Dnskey]) -> ParentDsVerdict {
+    /// - Only DS records a validator can use count (supported algorithm and digest type).
+    ///   A set with none of them is neither a match nor a mismatch: validators treat the
+    ///   zone as insecure (RFC 4035 section 5.2, RFC 6840 section 5.2). That address
+    ///   counts as unknown, with [`VerdictReason::NoSupportedDs`].
+    /// - A set with one matching and one stale record still validates (RFC 4035 section
+    ///   5.2 needs one DS to match), so it is not a mismatch.
+    /// - `mismatch` needs known child evidence: at least one child address answered
+    ///   (its keys, or "no DNSKEY"), and some address's usable DS set matches no SEP key
+    ///   served by any child address that answered. A resolver that reaches an answering
+    ///   child server then fails validation: the breakage is certain, even while other
+    ///   child or parent addresses are unknown. When no child address answered (silent,
+    ///   REFUSED, lame, no address), the served set is empty for want of evidence, not
+    ///   because the zone serves nothing: the DS is not judged and the address counts as
+    ///   unknown, with [`VerdictReason::ChildUnknown`]. A child outage reads as
+    ///   `unknown`, never as a wrong DS.
+    /// - `all_absent`, `all_match` and `partial` need every parent address to have
+    ///   answered (safety rule 3).
+    pub fn assess(&self, served: &ServedKeys) -> ParentAssessment {
         let sep: Vec<&Dnskey> = served
+            .keys
             .iter()
             .filter(|k| k.is_sep() && k.is_zone_key())
             .collect();
+        let mut reasons = Vec::new();
+        let mut reason = |r: VerdictReason| {
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        };
         let mut present = 0;
         let mut absent = 0;
         let mut unknown = 0;
+        let mut mismatch = false;
         for a in &self.answers {
             match &a.answer {
                 DsAnswer::Present { ds, .. } => {
-                    let matched = ds
+                    let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
+                    if usable.is_empty() {
+                        reason(VerdictReason::NoSupportedDs);
+                        unknown += 1;
+                        continue;
+                    }
+                    let matched = usable
                         .iter()
                         .any(|d| sep.iter().any(|k| k.matches_ds(&self.zone, d)));
-                    if !matched {
-                        return ParentDsVerdict::Mismatch;
+                    if matched {
+                        present += 1;
+                    } else if served.known {
+                        mismatch = true;
+                    } else {
+                        reason(VerdictReason::ChildUnknown);
+                        unknown += 1;
                     }
-                    present += 1;
                 }
                 DsAnswer::Absent => absent += 1,
-                DsAnswer::Unknown(_) => unknown += 1,
+                DsAnswer::Unknown(_) => {
+                    reason(VerdictReason::ParentUnknown);
+                    unknown += 1;
+                }
             }
         }
-        match (present, absent, unknown) {
-            (_, _, u) if u > 0 => ParentDsVerdict::Unknown,
-            (0, 0, 0) => ParentDsVerdict::Unknown,
-            (0, _, 0) => ParentDsVerdict::AllAbsent,
-            (_, 0, 0) => ParentDsVerdict::AllMatch,
-            _ => ParentDsVerdict::Partial,
+        if self.answers.is_empty() {
+            reason(VerdictReason::ParentUnknown);
         }
+        let verdict = match (mismatch, present, absent, unknown) {
+            (true, ..) => ParentDsVerdict::Mismatch,
+            (_, _, _, u) if u > 0 => ParentDsVerdict::Unknown,
+            (_, 0, 0, 0) => ParentDsVerdict::Unknown,
+            (_, 0, _, 0) => ParentDsVerdict::AllAbsent,
+            (_, _, 0, 0) => ParentDsVerdict::AllMatch,
+            _ => ParentDsVerdict::Partial,
+        };
+        if verdict == ParentDsVerdict::Mismatch {
+            reasons.clear();
+        }
+        ParentAssessment { verdict, reasons }
     }
 }
 
@@ -306,8 +425,21 @@ impl ChildView {
                 .any(|a| matches!(a.answer, DnskeyAnswer::Unknown(_)))
     }
 
+    /// What the child's servers were seen to serve, as evidence for the parent verdict:
+    /// every distinct key any child address serves, and whether any address answered at
+    /// all (an empty set from silent servers is no evidence that nothing is served).
+    pub fn served_keys(&self) -> ServedKeys {
+        ServedKeys {
+            keys: self.keys_served(),
+            known: self
+                .answers
+                .iter()
+                .any(|a| !matches!(a.answer, DnskeyAnswer::Unknown(_))),
+        }
+    }
+
     /// Every distinct key any child address serves.
-    pub fn served_keys(&self) -> Vec<Dnskey> {
+    fn keys_served(&self) -> Vec<Dnskey> {
         let mut all: Vec<Dnskey> = Vec::new();
         for a in &self.answers {
             if let DnskeyAnswer::Keys(k) = &a.answer {
@@ -469,7 +601,7 @@ mod tests {
     fn verdicts() {
         let key = LabKey::generate(257).unwrap().dnskey();
         let other = LabKey::generate(257).unwrap().dnskey();
-        let served = std::slice::from_ref(&key);
+        let served = &ServedKeys::known(vec![key.clone()]);
         use ParentDsVerdict::*;
         assert_eq!(
             parent(vec![present(&key, 60), present(&key, 60)]).verdict(served),
@@ -506,12 +638,18 @@ mod tests {
             "a timeout beside an absent is never all_absent"
         );
         assert_eq!(parent(vec![]).verdict(served), Unknown);
-        // Nothing served (unsigned child): any DS is a mismatch.
-        assert_eq!(parent(vec![present(&key, 60)]).verdict(&[]), Mismatch);
+        // Nothing served, known (an unsigned child answered): any DS is a mismatch.
+        assert_eq!(
+            parent(vec![present(&key, 60)]).verdict(&ServedKeys::known(vec![])),
+            Mismatch
+        );
         // A ZSK (flags 256) is not what a DS may point at.
         let mut zsk = key.clone();
         zsk.flags = 256;
-        assert_eq!(parent(vec![present(&zsk, 60)]).verdict(&[zsk]), Mismatch);
+        assert_eq!(
+            parent(vec![present(&zsk, 60)]).verdict(&ServedKeys::known(vec![zsk])),
+            Mismatch
+        );
         // One stale record beside a matching one still validates.
         let mixed = DsAnswer::Present {
             ds: vec![
@@ -521,6 +659,93 @@ mod tests {
             ttl: 60,
         };
         assert_eq!(parent(vec![mixed]).verdict(served), AllMatch);
+    }
+
+    /// Issue 17, item 1: no child address answered, so nothing is evidence against a DS.
+    #[test]
+    fn no_child_evidence_is_never_a_mismatch() {
+        let key = LabKey::generate(257).unwrap().dnskey();
+        let other = LabKey::generate(257).unwrap().dnskey();
+        let nothing = ServedKeys::default();
+        let view = parent(vec![present(&key, 60), present(&other, 60)]);
+        let a = view.assess(&nothing);
+        assert_eq!(a.verdict, ParentDsVerdict::Unknown);
+        assert_eq!(a.reasons, vec![VerdictReason::ChildUnknown]);
+        // The provider's key assumed (no child view): a match is recognised, a wrong DS
+        // is not judged.
+        let assumed = ServedKeys::assumed(vec![key.clone()]);
+        assert_eq!(
+            parent(vec![present(&key, 60), DsAnswer::Absent]).verdict(&assumed),
+            ParentDsVerdict::Partial
+        );
+        assert_eq!(
+            parent(vec![present(&other, 60)]).verdict(&assumed),
+            ParentDsVerdict::Unknown
+        );
+        // A child view whose every answer is unknown is no evidence either.
+        let child = ChildView {
+            zone: ZONE.into(),
+            answers: [
+                UnknownReason::Timeout,
+                UnknownReason::Refused,
+                UnknownReason::Lame,
+                UnknownReason::NoAddress("ns3.nowhere.test. does not exist".into()),
+            ]
+            .into_iter()
+            .map(|r| ServerAnswer {
+                server: "ns.child.test.".into(),
+                addr: "127.0.0.20".parse().unwrap(),
+                answer: DnskeyAnswer::Unknown(r),
+            })
+            .collect(),
+        };
+        assert!(!child.served_keys().known);
+        assert_eq!(
+            parent(vec![present(&key, 60)]).verdict(&child.served_keys()),
+            ParentDsVerdict::Unknown
+        );
+        // One answering child address (unsigned) makes a DS a certain mismatch.
+        let mut one = child.clone();
+        one.answers[0].answer = DnskeyAnswer::Absent;
+        assert_eq!(
+            parent(vec![present(&key, 60)]).verdict(&one.served_keys()),
+            ParentDsVerdict::Mismatch
+        );
+    }
+
+    /// Issue 17, item 5: a DS set nothing supports is insecure to validators, not a
+    /// mismatch; one supported matching record beside unsupported ones still matches.
+    #[test]
+    fn a_ds_set_nothing_supports_is_not_a_mismatch() {
+        let key = LabKey::generate(257).unwrap().dnskey();
+        let served = ServedKeys::known(vec![key.clone()]);
+        let good = key.to_ds(ZONE, DigestType::Sha256).unwrap();
+        let odd_digest = Ds {
+            digest_type: 99,
+            ..good.clone()
+        };
+        let private_alg = Ds {
+            algorithm: 253,
+            ..good.clone()
+        };
+        let only_unsupported = parent(vec![DsAnswer::Present {
+            ds: vec![odd_digest.clone(), private_alg],
+            ttl: 60,
+        }]);
+        let a = only_unsupported.assess(&served);
+        assert_eq!(a.verdict, ParentDsVerdict::Unknown);
+        assert_eq!(a.reasons, vec![VerdictReason::NoSupportedDs]);
+        assert!(only_unsupported.any_unsupported_only());
+        assert!(
+            only_unsupported.any_present(),
+            "still a DS for safety rule 1"
+        );
+        let mixed = parent(vec![DsAnswer::Present {
+            ds: vec![odd_digest, good],
+            ttl: 60,
+        }]);
+        assert_eq!(mixed.verdict(&served), ParentDsVerdict::AllMatch);
+        assert!(!mixed.any_unsupported_only());
     }
 
     #[test]

@@ -187,7 +187,19 @@ impl DnsObserver {
                     let outcome = querier
                         .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
                         .await;
-                    classify::classify_ds(qname, parent_zone, &outcome)
+                    let answer = classify::classify_ds(qname, parent_zone, &outcome);
+                    // An NXDOMAIN is checked against the same server's referral: a server
+                    // that refers the zone and denies it contradicts itself (unknown).
+                    if classify::is_nxdomain(&outcome) {
+                        if let Err(e) = budget.query() {
+                            return DsAnswer::Unknown(UnknownReason::Network(e.to_string()));
+                        }
+                        let ns = querier
+                            .ask(SocketAddr::new(addr, port), qname, RecordType::NS)
+                            .await;
+                        return classify::contradicted_by_referral(qname, answer, &ns);
+                    }
+                    answer
                 })
                 .await;
             Ok(ParentView {
@@ -299,7 +311,10 @@ where
                 server: server.host.clone(),
                 addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 answer: unknown(UnknownReason::NoAddress(
-                    server.problem.clone().unwrap_or_default(),
+                    server
+                        .problem
+                        .clone()
+                        .unwrap_or_else(|| format!("no address learnt for {}", server.host)),
                 )),
             };
             futures::future::Either::Left(async move { answer })

@@ -231,9 +231,9 @@ impl Mux {
         let delivery = if datagram.len() >= DATAGRAM_MAX {
             Delivery::Cut
         } else {
-            match Message::from_vec(datagram) {
+            match decode(datagram) {
                 Ok(answer) => Delivery::Answer(answer),
-                Err(e) => Delivery::Failed(ExchangeError::Malformed(e.to_string())),
+                Err(e) => Delivery::Failed(e),
             }
         };
         // The query may have given up meanwhile; its answer is then of no use.
@@ -429,12 +429,18 @@ async fn tcp_exchange(
         stream.read_exact(&mut len).await.map_err(net)?;
         let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
         stream.read_exact(&mut buf).await.map_err(net)?;
-        let answer =
-            Message::from_vec(&buf).map_err(|e| ExchangeError::Malformed(e.to_string()))?;
+        let answer = decode(&buf)?;
         if answer.metadata.id != query.metadata.id {
             return Err(ExchangeError::Malformed("answer ID differs".into()));
         }
         check_answers(&answer, query)?;
+        // RFC 7766 leaves TC no meaning over TCP: an answer that still says it is cut
+        // short is incomplete, and a NODATA in it is no "no".
+        if answer.metadata.truncation {
+            return Err(ExchangeError::Malformed(
+                "truncated answer (TC=1) over TCP".into(),
+            ));
+        }
         Ok(answer)
     };
     match timeout_at(deadline, io).await {
@@ -443,14 +449,35 @@ async fn tcp_exchange(
     }
 }
 
+/// A DNS message from the wire; when hickory cannot decode it, the error names what is
+/// wrong where we can tell (a DNSKEY whose protocol is not 3, say), with hickory's words
+/// after it.
+fn decode(bytes: &[u8]) -> Result<Message, ExchangeError> {
+    Message::from_vec(bytes).map_err(|e| {
+        ExchangeError::Malformed(match super::wire::diagnose(bytes) {
+            Some(what) => format!("{what} (decoder: {e})"),
+            None => e.to_string(),
+        })
+    })
+}
+
 /// The answer must be a response to this very question.
 pub fn check_answers(answer: &Message, query: &Message) -> Result<(), ExchangeError> {
+    use hickory_proto::op::ResponseCode;
     if answer.metadata.message_type != hickory_proto::op::MessageType::Response {
         return Err(ExchangeError::Malformed("not a response".into()));
     }
-    // A FORMERR or NOTIMP may legitimately come back without the question.
+    // Only a FORMERR or NOTIMP may come back without the question (RFC 1035 does not
+    // require a server that could not parse or does not implement the query to repeat
+    // it). Any other answer without it is tied to our question by the 16-bit ID alone:
+    // a NODATA of that shape would read as "no DS" or "unsigned".
     if answer.queries.is_empty() {
-        return Ok(());
+        return match answer.metadata.response_code {
+            ResponseCode::FormErr | ResponseCode::NotImp => Ok(()),
+            code => Err(ExchangeError::Malformed(format!(
+                "answer ({code}) without the question section"
+            ))),
+        };
     }
     let same = answer.queries.len() == query.queries.len()
         && answer.queries.iter().zip(&query.queries).all(|(a, q)| {
@@ -517,6 +544,39 @@ mod tests {
         mux.deliver(&answer_to(b.id));
         assert!(matches!(b_answer.try_recv(), Ok(Delivery::Answer(_))));
         assert!(a_answer.try_recv().is_err());
+    }
+
+    /// Only FORMERR and NOTIMP may leave the question out.
+    #[test]
+    fn only_formerr_and_notimp_may_omit_the_question() {
+        use hickory_proto::op::ResponseCode;
+        let query = crate::dns::wire::build_query(
+            &crate::dns::wire::parse_name("child.test.").unwrap(),
+            hickory_proto::rr::RecordType::DS,
+            false,
+        );
+        let bare = |code| {
+            let mut m = Message::new(
+                query.metadata.id,
+                hickory_proto::op::MessageType::Response,
+                hickory_proto::op::OpCode::Query,
+            );
+            m.metadata.response_code = code;
+            m
+        };
+        for code in [ResponseCode::FormErr, ResponseCode::NotImp] {
+            assert!(check_answers(&bare(code), &query).is_ok(), "{code}");
+        }
+        for code in [
+            ResponseCode::NoError,
+            ResponseCode::NXDomain,
+            ResponseCode::Refused,
+        ] {
+            assert!(
+                matches!(check_answers(&bare(code), &query), Err(ExchangeError::Malformed(d)) if d.contains("question")),
+                "{code}"
+            );
+        }
     }
 
     /// A socket takes at most SOCKET_MAX_USES queries.

@@ -21,16 +21,8 @@ use super::discovery::{Discovery, ZoneCut};
 use super::model::{ValidationProbe, ValidationVerdict};
 use super::query::{self, Querier};
 use super::wire;
-use crate::dnssec::{DigestType, Dnskey, Ds};
-
-/// The algorithms we can verify (hickory-proto with ring).
-fn algorithm_supported(alg: u8) -> bool {
-    matches!(alg, 5 | 7 | 8 | 10 | 13 | 14 | 15)
-}
-
-fn digest_supported(kind: u8) -> bool {
-    DigestType::from_code(kind).is_ok()
-}
+use crate::dnssec::{Dnskey, Ds};
+use futures::future::join_all;
 
 /// What one step of the walk concluded.
 enum Step<T> {
@@ -38,6 +30,49 @@ enum Step<T> {
     Insecure(String),
     Bogus(String),
     Unknown(String),
+}
+
+/// The distinct items of every list, in order of first appearance.
+fn distinct<T: PartialEq>(lists: Vec<Vec<T>>) -> Vec<T> {
+    let mut all: Vec<T> = Vec::new();
+    for item in lists.into_iter().flatten() {
+        if !all.contains(&item) {
+            all.push(item);
+        }
+    }
+    all
+}
+
+/// Combines one step as every address of a zone's servers answered it. The verdict must
+/// not rest on one server (safety rule 3): a resolver may ask any of them.
+/// - any bogus: bogus (the resolvers that ask that server fail);
+/// - all insecure: insecure;
+/// - all ok: ok, the values merged by `merge`;
+/// - insecure beside ok (one server proves no DS, another serves one): the servers
+///   disagree, and what a resolver concludes depends on which it asks: unknown.
+fn combine<T>(zone: &str, steps: Vec<(String, Step<T>)>, merge: impl Fn(Vec<T>) -> T) -> Step<T> {
+    let mut oks = Vec::new();
+    let mut insecure = Vec::new();
+    let mut unknown = Vec::new();
+    for (server, step) in steps {
+        match step {
+            Step::Bogus(d) => return Step::Bogus(format!("at {server}: {d}")),
+            Step::Ok(v) => oks.push(v),
+            Step::Insecure(d) => insecure.push(d),
+            Step::Unknown(d) => unknown.push(format!("{server}: {d}")),
+        }
+    }
+    if !unknown.is_empty() {
+        return Step::Unknown(unknown.join("; "));
+    }
+    match (oks.is_empty(), insecure.first()) {
+        (true, Some(first)) => Step::Insecure(first.clone()),
+        (false, None) => Step::Ok(merge(oks)),
+        (false, Some(first)) => Step::Unknown(format!(
+            "the servers of {zone} disagree: some prove the zone insecure ({first}), others serve a verified DS"
+        )),
+        (true, None) => Step::Unknown(format!("no server of {zone} answered")),
+    }
 }
 
 pub struct Validator<'a> {
@@ -92,76 +127,126 @@ impl Validator<'_> {
         };
         for pair in chain[start..].windows(2) {
             let (parent, child) = (&pair[0], &pair[1]);
-            let ds = match self.child_ds(parent, &child.zone, &keys).await {
-                Step::Ok(ds) => ds,
+            let sets = match self.child_ds(parent, &child.zone, &keys).await {
+                Step::Ok(sets) => sets,
                 Step::Insecure(d) => return Step::Insecure(d),
                 Step::Bogus(d) => return Step::Bogus(d),
                 Step::Unknown(d) => return Step::Unknown(d),
             };
-            let usable: Vec<Ds> = ds
-                .into_iter()
-                .filter(|d| algorithm_supported(d.algorithm) && digest_supported(d.digest_type))
-                .collect();
-            if usable.is_empty() {
-                // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
-                return Step::Insecure(format!(
-                    "the DS set of {} uses no algorithm or digest we support",
-                    child.zone
-                ));
+            // Each parent address's DS set must lead to the child's keys on its own: a
+            // resolver may have any one of them.
+            let mut steps = Vec::new();
+            for (i, ds) in sets.iter().enumerate() {
+                let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
+                let step = if usable.is_empty() {
+                    // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
+                    Step::Insecure(format!(
+                        "the DS set of {} uses no algorithm or digest we support",
+                        child.zone
+                    ))
+                } else {
+                    match self
+                        .trusted_dnskeys(child, |k| {
+                            usable.iter().any(|d| k.matches_ds(&child.zone, d))
+                        })
+                        .await
+                    {
+                        Step::Bogus(d) => Step::Bogus(format!("{}: {d}", child.zone)),
+                        other => other,
+                    }
+                };
+                steps.push((format!("DS set {} of {}", i + 1, parent.zone), step));
             }
-            keys = match self
-                .trusted_dnskeys(child, |k| {
-                    usable.iter().any(|d| k.matches_ds(&child.zone, d))
-                })
-                .await
-            {
+            keys = match combine(&parent.zone, steps, distinct) {
                 Step::Ok(k) => k,
                 Step::Insecure(d) => return Step::Insecure(d),
-                Step::Bogus(d) => return Step::Bogus(format!("{}: {d}", child.zone)),
+                Step::Bogus(d) => return Step::Bogus(d),
                 Step::Unknown(d) => return Step::Unknown(d),
             };
         }
-        // The zone's keys are trusted; its data must verify with them.
+        // The zone's keys are trusted; its data must verify with them, at every address.
         let Some(qname) = wire::parse_name(zone) else {
             return Step::Unknown(format!("{zone} is not a valid name"));
         };
-        let message = match self.authoritative(&cut, &qname, RecordType::SOA).await {
-            Ok(m) => m,
+        let answers = match self.authoritative(&cut, &qname, RecordType::SOA).await {
+            Ok(a) => a,
             Err(d) => return Step::Unknown(d),
         };
-        match self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys) {
-            Ok(()) => Step::Ok(format!("chain of trust verified down to the {zone} SOA")),
-            Err(d) => Step::Bogus(format!("{zone} SOA: {d}")),
+        for (server, message) in &answers {
+            if let Err(d) =
+                self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys)
+            {
+                return Step::Bogus(format!("{zone} SOA at {server}: {d}"));
+            }
         }
+        Step::Ok(format!(
+            "chain of trust verified down to the {zone} SOA, at every server address"
+        ))
     }
 
-    /// The first authoritative answer any server of `cut` gives.
+    /// The answer of every address of `cut`'s servers, each authoritative; unknown (the
+    /// reasons) if any address could not be asked or did not speak for its zone.
     async fn authoritative(
         &self,
         cut: &ZoneCut,
         qname: &Name,
         qtype: RecordType,
-    ) -> Result<std::sync::Arc<Message>, String> {
-        let mut problems = Vec::new();
-        for (host, addr) in cut.addresses() {
+    ) -> Result<Vec<(String, std::sync::Arc<Message>)>, String> {
+        let addresses = cut.addresses();
+        let unaddressed: Vec<String> = cut
+            .servers
+            .iter()
+            .filter(|s| s.addrs.is_empty())
+            .map(|s| {
+                format!(
+                    "{}: no address ({})",
+                    s.host,
+                    s.problem.as_deref().unwrap_or("none learnt")
+                )
+            })
+            .collect();
+        if addresses.is_empty() || !unaddressed.is_empty() {
+            return Err(format!(
+                "not every server of {} can be asked about {} {qtype}: {}",
+                cut.zone,
+                wire::name_text(qname),
+                if unaddressed.is_empty() {
+                    "the zone has no name server".to_string()
+                } else {
+                    unaddressed.join("; ")
+                }
+            ));
+        }
+        let asks = addresses.iter().map(|(host, addr)| async move {
             let outcome = self
                 .querier
-                .ask(SocketAddr::new(addr, self.port), qname, qtype)
+                .ask(SocketAddr::new(*addr, self.port), qname, qtype)
                 .await;
-            match query::authoritative(&outcome, &host, addr) {
-                Ok(m) => return Ok(m.clone()),
+            query::authoritative(&outcome, host, *addr)
+                .map(|m| (format!("{host} ({addr})"), m.clone()))
+        });
+        let mut answers = Vec::new();
+        let mut problems = Vec::new();
+        for result in join_all(asks).await {
+            match result {
+                Ok(a) => answers.push(a),
                 Err(problem) => problems.push(problem),
             }
         }
-        Err(format!(
-            "no server of {} answered {} {qtype}: {}",
-            cut.zone,
-            wire::name_text(qname),
-            problems.join("; ")
-        ))
+        if problems.is_empty() {
+            Ok(answers)
+        } else {
+            Err(format!(
+                "not every server of {} answered {} {qtype}: {}",
+                cut.zone,
+                wire::name_text(qname),
+                problems.join("; ")
+            ))
+        }
     }
 
-    /// The DNSKEY RRset of `cut`, signed by a key `trusted` accepts.
+    /// The DNSKEY RRset of `cut` at every address, each signed by a key `trusted` accepts;
+    /// the keys of every address together.
     async fn trusted_dnskeys(
         &self,
         cut: &ZoneCut,
@@ -170,11 +255,29 @@ impl Validator<'_> {
         let Some(qname) = wire::parse_name(&cut.zone) else {
             return Step::Unknown(format!("{} is not a valid name", cut.zone));
         };
-        let message = match self.authoritative(cut, &qname, RecordType::DNSKEY).await {
-            Ok(m) => m,
+        let answers = match self.authoritative(cut, &qname, RecordType::DNSKEY).await {
+            Ok(a) => a,
             Err(d) => return Step::Unknown(d),
         };
-        let keys: Vec<Dnskey> = wire::rrset(&message.answers, &qname, RecordType::DNSKEY)
+        let steps = answers
+            .into_iter()
+            .map(|(server, message)| {
+                let step = self.dnskeys_in(&message, &qname, &cut.zone, &trusted);
+                (server, step)
+            })
+            .collect();
+        combine(&cut.zone, steps, distinct)
+    }
+
+    /// The DNSKEY RRset in one server's answer, signed by a key `trusted` accepts.
+    fn dnskeys_in(
+        &self,
+        message: &Message,
+        qname: &Name,
+        zone: &str,
+        trusted: &impl Fn(&Dnskey) -> bool,
+    ) -> Step<Vec<Dnskey>> {
+        let keys: Vec<Dnskey> = wire::rrset(&message.answers, qname, RecordType::DNSKEY)
             .filter_map(wire::as_dnskey)
             .map(wire::dnskey_from)
             .collect();
@@ -189,51 +292,62 @@ impl Validator<'_> {
         if entry.is_empty() {
             return Step::Bogus("no served DNSKEY matches the DS (or trust anchor)".into());
         }
-        match self.verify_rrset(
-            &message.answers,
-            &qname,
-            RecordType::DNSKEY,
-            &cut.zone,
-            &entry,
-        ) {
+        match self.verify_rrset(&message.answers, qname, RecordType::DNSKEY, zone, &entry) {
             Ok(()) => Step::Ok(keys),
             Err(d) => Step::Bogus(format!("DNSKEY RRset: {d}")),
         }
     }
 
-    /// The DS RRset of `child` at `parent`, verified, or a verified proof that there is none.
-    async fn child_ds(&self, parent: &ZoneCut, child: &str, keys: &[Dnskey]) -> Step<Vec<Ds>> {
+    /// The DS RRset of `child` at every address of `parent`, each verified (the distinct
+    /// sets), or a verified proof at every address that there is none.
+    async fn child_ds(&self, parent: &ZoneCut, child: &str, keys: &[Dnskey]) -> Step<Vec<Vec<Ds>>> {
         let Some(qname) = wire::parse_name(child) else {
             return Step::Unknown(format!("{child} is not a valid name"));
         };
-        let message = match self.authoritative(parent, &qname, RecordType::DS).await {
-            Ok(m) => m,
+        let answers = match self.authoritative(parent, &qname, RecordType::DS).await {
+            Ok(a) => a,
             Err(d) => return Step::Unknown(d),
         };
-        let ds: Vec<Ds> = wire::rrset(&message.answers, &qname, RecordType::DS)
+        let steps = answers
+            .into_iter()
+            .map(|(server, message)| {
+                let step = match self.ds_in(&message, &qname, &parent.zone, child, keys) {
+                    Step::Ok(ds) => Step::Ok(vec![ds]),
+                    Step::Insecure(d) => Step::Insecure(d),
+                    Step::Bogus(d) => Step::Bogus(d),
+                    Step::Unknown(d) => Step::Unknown(d),
+                };
+                (server, step)
+            })
+            .collect();
+        combine(&parent.zone, steps, distinct)
+    }
+
+    /// The DS RRset in one parent server's answer, verified, or its verified denial.
+    fn ds_in(
+        &self,
+        message: &Message,
+        qname: &Name,
+        parent: &str,
+        child: &str,
+        keys: &[Dnskey],
+    ) -> Step<Vec<Ds>> {
+        let ds: Vec<Ds> = wire::rrset(&message.answers, qname, RecordType::DS)
             .filter_map(wire::as_ds)
             .map(wire::ds_from)
             .collect();
         if !ds.is_empty() {
-            return match self.verify_rrset(
-                &message.answers,
-                &qname,
-                RecordType::DS,
-                &parent.zone,
-                keys,
-            ) {
+            return match self.verify_rrset(&message.answers, qname, RecordType::DS, parent, keys) {
                 Ok(()) => Step::Ok(ds),
-                Err(d) => Step::Bogus(format!("DS of {child} at {}: {d}", parent.zone)),
+                Err(d) => Step::Bogus(format!("DS of {child} at {parent}: {d}")),
             };
         }
-        match self.denial_of_ds(&message, &qname, &parent.zone, keys) {
+        match self.denial_of_ds(message, qname, parent, keys) {
             Ok(how) => Step::Insecure(format!(
-                "{} proves there is no DS for {child} ({how}): the zone is unsigned in the chain",
-                parent.zone
+                "{parent} proves there is no DS for {child} ({how}): the zone is unsigned in the chain"
             )),
             Err(d) => Step::Bogus(format!(
-                "no DS for {child} at {}, and no valid proof: {d}",
-                parent.zone
+                "no DS for {child} at {parent}, and no valid proof: {d}"
             )),
         }
     }

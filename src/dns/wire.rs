@@ -274,6 +274,63 @@ pub fn as_dnskey(record: &Record) -> Option<&DNSKEY> {
     }
 }
 
+/// What is wrong with a message hickory could not decode, where a walk over its records
+/// can tell: a DNSKEY or CDNSKEY whose protocol is not 3 (RFC 4034 section 2.1.2) or whose
+/// RDATA is too short to hold its fields. `None` when nothing specific is found. Every
+/// loop is bounded by the message's length.
+pub fn diagnose(bytes: &[u8]) -> Option<String> {
+    let u16_at = |at: usize| -> Option<usize> {
+        Some(usize::from(u16::from_be_bytes([
+            *bytes.get(at)?,
+            *bytes.get(at + 1)?,
+        ])))
+    };
+    // Skips a (possibly compressed) name: the offset just after it.
+    let skip_name = |mut at: usize| -> Option<usize> {
+        for _ in 0..128 {
+            let len = *bytes.get(at)?;
+            match len {
+                0 => return Some(at + 1),
+                l if l & 0xC0 == 0xC0 => return Some(at + 2),
+                l if l & 0xC0 == 0 => at += 1 + usize::from(l),
+                _ => return None,
+            }
+        }
+        None
+    };
+    let questions = u16_at(4)?;
+    let records = u16_at(6)? + u16_at(8)? + u16_at(10)?;
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(at)? + 4;
+    }
+    for _ in 0..records {
+        at = skip_name(at)?;
+        let rtype = u16_at(at)?;
+        let rdlength = u16_at(at + 8)?;
+        let rdata = at + 10;
+        let name = match RecordType::from(u16::try_from(rtype).ok()?) {
+            RecordType::DNSKEY => "DNSKEY",
+            RecordType::CDNSKEY => "CDNSKEY",
+            _ => {
+                at = rdata + rdlength;
+                continue;
+            }
+        };
+        if rdlength < 4 {
+            return Some(format!(
+                "{name} record with {rdlength} octets of RDATA (flags, protocol and algorithm need 4)"
+            ));
+        }
+        let protocol = *bytes.get(rdata + 2)?;
+        if protocol != crate::dnssec::PROTOCOL_DNSSEC {
+            return Some(format!("{name} with protocol {protocol} (must be 3)"));
+        }
+        at = rdata + rdlength;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,8 @@ pub enum AlertKind {
     DsUnpublishedOverdue,
     DsRemovalOverdue,
     DsMismatch,
+    /// The parent's DS set holds nothing validators can use: insecure to them.
+    DsUnsupported,
     DnssecOffWithDs,
     PartialPropagationStuck,
     ValidationFailed,
@@ -28,10 +30,11 @@ pub enum Severity {
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 9] = [
+    pub const ALL: [AlertKind; 10] = [
         AlertKind::DsUnpublishedOverdue,
         AlertKind::DsRemovalOverdue,
         AlertKind::DsMismatch,
+        AlertKind::DsUnsupported,
         AlertKind::DnssecOffWithDs,
         AlertKind::PartialPropagationStuck,
         AlertKind::ValidationFailed,
@@ -45,6 +48,7 @@ impl AlertKind {
             Self::DsUnpublishedOverdue => "ds_unpublished_overdue",
             Self::DsRemovalOverdue => "ds_removal_overdue",
             Self::DsMismatch => "ds_mismatch",
+            Self::DsUnsupported => "ds_unsupported",
             Self::DnssecOffWithDs => "dnssec_off_with_ds",
             Self::PartialPropagationStuck => "partial_propagation_stuck",
             Self::ValidationFailed => "validation_failed",

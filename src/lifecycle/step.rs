@@ -11,7 +11,7 @@ use super::alerts::{AlertCheck, AlertKind};
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::time::Timestamp;
-use crate::dns::{ChildView, ParentDsVerdict, ParentView, ValidationVerdict};
+use crate::dns::{ChildView, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
 use crate::provider::DnssecKey;
 
 /// A zone as the lifecycle knows it between steps.
@@ -780,16 +780,18 @@ impl Run<'_> {
                     checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
                 }
             }
-            let mut served = self.child().map(ChildView::served_keys).unwrap_or_default();
-            if let Some(key) = self.key()
-                && !served.contains(&key.dnskey)
-                && self.child().is_none()
-            {
-                served.push(key.dnskey.clone());
-            }
+            // The evidence a DS is judged against: what the child's addresses served. While
+            // no child view exists, the provider's key stands in to recognise a match (for
+            // `partial`), never to call a DS wrong.
+            let served = match (self.child(), self.key()) {
+                (Some(child), _) => child.served_keys(),
+                (None, Some(key)) => ServedKeys::assumed(vec![key.dnskey.clone()]),
+                (None, None) => ServedKeys::default(),
+            };
             let verdict = parent.verdict(&served);
             match verdict {
-                ParentDsVerdict::Mismatch if !provider_off && self.child().is_some() => {
+                // `mismatch` already needs a child address that answered (known evidence).
+                ParentDsVerdict::Mismatch if !provider_off => {
                     let ds: Vec<String> =
                         parent.distinct_ds().iter().map(|d| d.to_string()).collect();
                     checks.push(AlertCheck::firing(
@@ -802,7 +804,28 @@ impl Run<'_> {
                     ));
                 }
                 ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => {}
+                // No DS anywhere: nothing can mismatch, whatever the child said.
+                ParentDsVerdict::AllAbsent => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+                // A match seen only against the provider's key, or no child address
+                // answered: the child evidence is unknown; the alert is not judged.
+                _ if !served.known => {}
                 _ => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+            }
+            // A DS set of only algorithms or digest types validators do not implement:
+            // validators treat the zone as insecure (RFC 4035 5.2, RFC 6840 5.2). Not an
+            // outage (so not `ds_mismatch`), but no chain of trust either: a warning.
+            if parent.any_unsupported_only() {
+                let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
+                checks.push(AlertCheck::firing(
+                    AlertKind::DsUnsupported,
+                    format!(
+                        "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace the DS at the registrar{}",
+                        ds.join(", "),
+                        self.enterable_ds().map(|l| format!(" with: {l}")).unwrap_or_default()
+                    ),
+                ));
+            } else if !parent.any_unknown() {
+                checks.push(AlertCheck::clear(AlertKind::DsUnsupported));
             }
             match verdict {
                 ParentDsVerdict::Partial => {

@@ -30,6 +30,8 @@ fn provider_key(key: &Dnskey) -> DnssecKey {
 enum P {
     Ds(u32),
     WrongDs,
+    /// The right key, under a digest type no validator implements.
+    UnsupportedDs,
     No,
     Timeout,
 }
@@ -73,6 +75,13 @@ impl World {
                         },
                         P::WrongDs => DsAnswer::Present {
                             ds: vec![self.other.to_ds(ZONE, DigestType::Sha256).unwrap()],
+                            ttl: 3600,
+                        },
+                        P::UnsupportedDs => DsAnswer::Present {
+                            ds: vec![crate::dnssec::Ds {
+                                digest_type: 99,
+                                ..self.key.to_ds(ZONE, DigestType::Sha256).unwrap()
+                            }],
                             ttl: 3600,
                         },
                         P::No => DsAnswer::Absent,
@@ -955,4 +964,77 @@ fn no_hold_starts_while_the_zones_largest_ttl_is_unknown() {
     );
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
     assert!(d.facts.hold_until.is_some());
+}
+
+/// Issue 17, item 1: every child address unknown (silent, REFUSED, lame, no address) is
+/// no evidence against the parent's DS: `ds_mismatch` is neither fired nor cleared.
+#[test]
+fn a_child_outage_neither_fires_nor_clears_ds_mismatch() {
+    let w = World::new();
+    for parent in [[P::Ds(60), P::Ds(60)], [P::WrongDs, P::WrongDs]] {
+        for state in [State::Active, State::AwaitingDs, State::DsObserved] {
+            let mut z = zone(Some(state), Intent::Enabled);
+            z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+            let d = w.run(
+                &mut z,
+                &w.obs(T0, Some(true), &parent, &[C::Refused, C::Refused]),
+            );
+            assert!(
+                !judged(&d, AlertKind::DsMismatch),
+                "{state}: judged on no child evidence: {:?}",
+                d.alerts
+            );
+        }
+    }
+    // The child view could not be built at all: the same.
+    let mut z = zone(Some(State::Active), Intent::Enabled);
+    let mut o = w.obs(T0, Some(true), &[P::WrongDs, P::WrongDs], &[]);
+    o.child = Err("cannot observe child.test.: timeout".into());
+    let d = w.run(&mut z, &o);
+    assert!(!judged(&d, AlertKind::DsMismatch), "{:?}", d.alerts);
+    // One child address answers with its key: a wrong DS is certain, and fires.
+    let mut z = zone(Some(State::Active), Intent::Enabled);
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            T0,
+            Some(true),
+            &[P::WrongDs, P::WrongDs],
+            &[C::Serves, C::Refused],
+        ),
+    );
+    assert!(
+        firing(&d, AlertKind::DsMismatch).is_some(),
+        "{:?}",
+        d.alerts
+    );
+}
+
+/// Issue 17, item 5: a DS set of only unsupported digest types or algorithms makes the
+/// zone insecure to validators: a warning (`ds_unsupported`), never the critical
+/// `ds_mismatch`; cleared once the DS is usable.
+#[test]
+fn a_ds_nothing_supports_is_a_warning_not_a_mismatch() {
+    let w = World::new();
+    let mut z = zone(Some(State::Active), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            T0,
+            Some(true),
+            &[P::UnsupportedDs, P::UnsupportedDs],
+            &[C::Serves],
+        ),
+    );
+    assert_eq!(firing(&d, AlertKind::DsMismatch), None, "{:?}", d.alerts);
+    let message = firing(&d, AlertKind::DsUnsupported).expect("ds_unsupported fires");
+    assert!(message.contains("insecure"), "{message}");
+    assert_eq!(AlertKind::DsUnsupported.severity(), Severity::Warning);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &[C::Serves]),
+    );
+    assert!(judged(&d, AlertKind::DsUnsupported));
+    assert_eq!(firing(&d, AlertKind::DsUnsupported), None);
 }

@@ -1,0 +1,602 @@
+//! A scripted authoritative world on loopback, in the spirit of hickory-dns's per-server
+//! test fakes: a signed hierarchy (real ECDSA keys, RRSIGs made per answer by the lab's
+//! [`World`]) served over UDP and TCP by one small server per address, where each
+//! server's behaviour is data: answer normally, stay silent, REFUSE, refer up or
+//! sideways (lame), drop the question section, set TC over TCP, answer with the wrong
+//! records, NXDOMAIN right after a referral, garble a DNSKEY's protocol field.
+//!
+//! ```text
+//!  .            a.root-servers.test.  127.0.72.1   signed; its DS is the trust anchor
+//!  test.        a.nic.test.           127.0.72.2   signed, each TLD server its own DS set
+//!               b.nic.test.           127.0.72.3
+//!  child.test.  ns1.child.test.       127.0.72.4   signed with `child_key`; the DS at
+//!               ns2.child.test.       127.0.72.5   both TLD servers by default
+//! ```
+//! Every server listens on one port, free on every address (as the lab's hierarchy does),
+//! so the observer and the `check` command reach all of them through `dns.port`.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::wire;
+use dnssec_warden::dnssec::{DigestType, Ds};
+use dnssec_warden::lab::dns::{Delegation, KeySource, World, ZoneData};
+use dnssec_warden::lab::keys::LabKey;
+use hickory_proto::dnssec::PublicKey;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::{A, CNAME, NS};
+use hickory_proto::rr::{RData, Record, RecordType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::task::JoinSet;
+
+pub const ROOT: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 1);
+pub const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 2);
+pub const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 3);
+pub const CHILD_1: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 4);
+pub const CHILD_2: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 5);
+pub const ZONE: &str = "child.test.";
+pub const TLD: &str = "test.";
+
+const HOSTS: &[(&str, Ipv4Addr)] = &[
+    ("a.root-servers.test.", ROOT),
+    ("a.nic.test.", TLD_A),
+    ("b.nic.test.", TLD_B),
+    ("ns1.child.test.", CHILD_1),
+    ("ns2.child.test.", CHILD_2),
+];
+
+/// What one server does with a question, instead of (or on top of) the world's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Behaviour {
+    /// The world's answer.
+    Normal,
+    /// No answer at all, over UDP or TCP: the client times out.
+    Silent,
+    /// This RCODE and nothing else (REFUSED, SERVFAIL, NOTIMP, FORMERR, ...).
+    Rcode(ResponseCode),
+    /// A referral up, to the root (AA=0, the root's NS): an upward-referring lame server.
+    LameUp,
+    /// A referral sideways, to a zone that is not the one asked about (AA=0).
+    LameSideways,
+    /// The world's answer with its question section removed (only the ID ties it to ours).
+    NoQuestion,
+    /// This RCODE without the question section (as FORMERR and NOTIMP may come back).
+    RcodeNoQuestion(ResponseCode),
+    /// NODATA (the SOA of the zone, no records) without a question section.
+    NodataNoQuestion,
+    /// Over UDP TC=1 and empty; over TCP a NODATA still flagged TC=1.
+    TruncatedOverTcp,
+    /// The answer section is a CNAME at the name asked about; the SOA in the authority.
+    CnameAtName,
+    /// The answer's records owned by another name (`other.test.`); the SOA in the authority.
+    ForeignOwner,
+    /// NXDOMAIN with the SOA of the zone the server speaks for.
+    Nxdomain,
+    /// The answer's DNSKEY records with this protocol field (RFC 4034: must be 3).
+    DnskeyProtocol(u8),
+}
+
+/// Which servers a lever applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Servers {
+    Tld,
+    Child,
+    One(Ipv4Addr),
+}
+
+impl Servers {
+    fn addrs(self) -> Vec<Ipv4Addr> {
+        match self {
+            Self::Tld => vec![TLD_A, TLD_B],
+            Self::Child => vec![CHILD_1, CHILD_2],
+            Self::One(ip) => vec![ip],
+        }
+    }
+}
+
+#[derive(Default)]
+struct Scripts {
+    /// (server, question type or every type) -> behaviour.
+    by_server: HashMap<(IpAddr, Option<RecordType>), Behaviour>,
+}
+
+impl Scripts {
+    fn get(&self, server: IpAddr, qtype: RecordType) -> Behaviour {
+        self.by_server
+            .get(&(server, Some(qtype)))
+            .or_else(|| self.by_server.get(&(server, None)))
+            .cloned()
+            .unwrap_or(Behaviour::Normal)
+    }
+}
+
+struct Shared {
+    world: Mutex<World>,
+    scripts: Mutex<Scripts>,
+}
+
+/// The running world; dropping it stops every server and deletes the anchor file.
+pub struct ScriptedDns {
+    shared: Arc<Shared>,
+    port: u16,
+    _tasks: JoinSet<()>,
+    dir: tempfile::TempDir,
+    pub child_key: LabKey,
+    pub tld_key: LabKey,
+}
+
+impl ScriptedDns {
+    /// The hierarchy above, every server answering normally, the child's DS at both TLD
+    /// servers.
+    pub async fn start() -> Self {
+        let root_key = LabKey::generate(257).expect("key");
+        let tld_key = LabKey::generate(257).expect("key");
+        let child_key = LabKey::generate(257).expect("key");
+        let mut world = World::default();
+        for (host, ip) in HOSTS {
+            world.hosts.insert(host.to_string(), *ip);
+        }
+        let ds_of = |key: &LabKey, owner: &str| {
+            key.dnskey()
+                .to_ds(owner, DigestType::Sha256)
+                .expect("digest")
+        };
+        let mut root = ZoneData::new(
+            ".",
+            &["a.root-servers.test."],
+            KeySource::Static(root_key.clone()),
+        );
+        root.add_a("a.root-servers.test.", ROOT);
+        root.add_a("a.nic.test.", TLD_A);
+        root.add_a("b.nic.test.", TLD_B);
+        root.delegations.insert(
+            TLD.into(),
+            Delegation {
+                ns: vec!["a.nic.test.".into(), "b.nic.test.".into()],
+                ns_ttl: 3600,
+                ds: HashMap::from([(IpAddr::from(ROOT), vec![ds_of(&tld_key, TLD)])]),
+                ds_ttl: 3600,
+            },
+        );
+        let mut tld = ZoneData::new(
+            TLD,
+            &["a.nic.test.", "b.nic.test."],
+            KeySource::Static(tld_key.clone()),
+        );
+        for (host, ip) in HOSTS {
+            tld.add_a(host, *ip);
+        }
+        let child_ds = vec![ds_of(&child_key, ZONE)];
+        tld.delegations.insert(
+            ZONE.into(),
+            Delegation {
+                ns: vec!["ns1.child.test.".into(), "ns2.child.test.".into()],
+                ns_ttl: 300,
+                ds: HashMap::from([
+                    (IpAddr::from(TLD_A), child_ds.clone()),
+                    (IpAddr::from(TLD_B), child_ds),
+                ]),
+                ds_ttl: 3600,
+            },
+        );
+        let mut child = ZoneData::new(
+            ZONE,
+            &["ns1.child.test.", "ns2.child.test."],
+            KeySource::Static(child_key.clone()),
+        );
+        child.add_a("ns1.child.test.", CHILD_1);
+        child.add_a("ns2.child.test.", CHILD_2);
+        world.zones.insert(".".into(), root);
+        world.zones.insert(TLD.into(), tld);
+        world.zones.insert(ZONE.into(), child);
+        world.hosting.insert(ROOT.into(), vec![".".into()]);
+        world.hosting.insert(TLD_A.into(), vec![TLD.into()]);
+        world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
+        world.hosting.insert(CHILD_1.into(), vec![ZONE.into()]);
+        world.hosting.insert(CHILD_2.into(), vec![ZONE.into()]);
+
+        let dir = tempfile::tempdir().expect("temporary directory");
+        std::fs::write(
+            dir.path().join("anchor.ds"),
+            format!(". 3600 IN DS {}\n", ds_of(&root_key, ".")),
+        )
+        .expect("anchor file");
+        let shared = Arc::new(Shared {
+            world: Mutex::new(world),
+            scripts: Mutex::new(Scripts::default()),
+        });
+        let (port, tasks) = bind_all(&shared).await;
+        Self {
+            shared,
+            port,
+            _tasks: tasks,
+            dir,
+            child_key,
+            tld_key,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `behaviour` for every question `on` gets (`qtype` None) or for one type only.
+    pub fn script(&self, on: Servers, qtype: Option<RecordType>, behaviour: Behaviour) {
+        let mut scripts = self
+            .shared
+            .scripts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for ip in on.addrs() {
+            scripts
+                .by_server
+                .insert((ip.into(), qtype), behaviour.clone());
+        }
+    }
+
+    /// Replaces the child's DS set on the given TLD servers (empty: no DS there).
+    pub fn set_ds(&self, on: Servers, ds: Vec<Ds>) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(d) = world
+            .zones
+            .get_mut(TLD)
+            .and_then(|t| t.delegations.get_mut(ZONE))
+        else {
+            return;
+        };
+        for ip in on.addrs() {
+            d.ds.insert(ip.into(), ds.clone());
+        }
+    }
+
+    /// Signs the child with `key`, or leaves it unsigned.
+    pub fn set_child_key(&self, key: Option<LabKey>) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(z) = world.zones.get_mut(ZONE) {
+            z.key = key.map_or(KeySource::Unsigned, KeySource::Static);
+        }
+    }
+
+    /// Delegates the child to one more name server too, `host`, with no address
+    /// anywhere (its name lies in a zone that does not exist).
+    pub fn add_unreachable_child_server(&self, host: &str) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = world
+            .zones
+            .get_mut(TLD)
+            .and_then(|t| t.delegations.get_mut(ZONE))
+        {
+            d.ns.push(host.to_string());
+        }
+    }
+
+    /// Delegates `zone` (below `test.`, no DS) to `hosts`, with no glue: their addresses
+    /// must be looked up.
+    pub fn delegate(&self, zone: &str, hosts: &[&str]) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = world.zones.get_mut(TLD) {
+            t.delegations.insert(
+                zone.to_string(),
+                Delegation {
+                    ns: hosts.iter().map(|h| h.to_string()).collect(),
+                    ns_ttl: 300,
+                    ds: HashMap::new(),
+                    ds_ttl: 300,
+                },
+            );
+        }
+    }
+
+    /// The child's DS as the TLD publishes it by default.
+    pub fn child_ds(&self) -> Ds {
+        self.child_key
+            .dnskey()
+            .to_ds(ZONE, DigestType::Sha256)
+            .expect("digest")
+    }
+
+    pub fn trust_anchor_path(&self) -> PathBuf {
+        self.dir.path().join("anchor.ds")
+    }
+
+    /// Observer settings for this world: short timeouts, one attempt (loopback).
+    pub fn settings(&self) -> DnsSettings {
+        DnsSettings {
+            root_hints: vec![ROOT.into()],
+            port: self.port,
+            trust_anchor_file: Some(self.trust_anchor_path()),
+            validating_resolvers: Vec::new(),
+            query_timeout: Duration::from_millis(300),
+            query_attempts: 1,
+            queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+            address_families: Default::default(),
+            budget: Default::default(),
+        }
+    }
+
+    /// A config file for the `dnssec-warden` binary (no provider) in `dir`.
+    pub fn config_file(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("config.toml");
+        let text = format!(
+            "[database]\npath = \"{}\"\n[dns]\nroot_hints = [\"{ROOT}\"]\nport = {}\ntrust_anchor_file = \"{}\"\nvalidating_resolvers = []\nquery_timeout = \"300ms\"\nquery_attempts = 1\n[zones]\nnames = []\n",
+            dir.join("state.db").display(),
+            self.port,
+            self.trust_anchor_path().display()
+        );
+        std::fs::write(&path, text).expect("config file");
+        path
+    }
+}
+
+/// The world's answer to `query` at `server`, transformed by the server's behaviour; the
+/// wire form to send, or `None` for silence.
+fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<Vec<u8>> {
+    let question = query.queries.first()?;
+    let qtype = question.query_type();
+    let qname = question.name().clone();
+    let behaviour = shared
+        .scripts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(server, qtype);
+    let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
+    let mut answer = world.respond(server, query)?;
+    // The zone this server speaks for, for SOAs in made-up negative answers.
+    let soa: Vec<Record> = world
+        .hosting
+        .get(&server)
+        .and_then(|zones| {
+            let mut at = wire::name_text(&qname);
+            for _ in 0..128 {
+                if zones.contains(&at) {
+                    return world.zones.get(&at);
+                }
+                if at == "." {
+                    return None;
+                }
+                at = wire::parent_name(&at);
+            }
+            None
+        })
+        .and_then(|z| {
+            let apex = wire::parse_name(&z.name)?;
+            let data = z.records.get(&(z.name.clone(), RecordType::SOA))?;
+            Some(
+                data.iter()
+                    .map(|d| Record::from_rdata(apex.clone(), 60, d.clone()))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    drop(world);
+    let negative = |m: &mut Message| {
+        m.answers.clear();
+        m.authorities = soa.clone();
+        m.additionals.clear();
+        m.metadata.authoritative = true;
+    };
+    let referral = |m: &mut Message, owner: &str, host: &str, ip: Ipv4Addr| {
+        m.answers.clear();
+        m.metadata.authoritative = false;
+        m.metadata.response_code = ResponseCode::NoError;
+        let (Some(owner), Some(host)) = (wire::parse_name(owner), wire::parse_name(host)) else {
+            return;
+        };
+        m.authorities = vec![Record::from_rdata(owner, 3600, RData::NS(NS(host.clone())))];
+        m.additionals = vec![Record::from_rdata(host, 3600, RData::A(A(ip)))];
+    };
+    let mut patch = None;
+    match behaviour {
+        Behaviour::Normal => {}
+        Behaviour::Silent => return None,
+        Behaviour::Rcode(code) => {
+            answer.answers.clear();
+            answer.authorities.clear();
+            answer.additionals.clear();
+            answer.metadata.response_code = code;
+        }
+        Behaviour::LameUp => referral(&mut answer, ".", "a.root-servers.test.", ROOT),
+        Behaviour::LameSideways => referral(&mut answer, "other.test.", "ns.other.test.", TLD_A),
+        Behaviour::NoQuestion => answer.queries.clear(),
+        Behaviour::RcodeNoQuestion(code) => {
+            answer = Message::error_msg(answer.metadata.id, answer.metadata.op_code, code);
+        }
+        Behaviour::NodataNoQuestion => {
+            negative(&mut answer);
+            answer.queries.clear();
+        }
+        Behaviour::TruncatedOverTcp => {
+            negative(&mut answer);
+            answer.metadata.truncation = true;
+            if !tcp {
+                answer.authorities.clear();
+            }
+        }
+        Behaviour::CnameAtName => {
+            negative(&mut answer);
+            let target = wire::parse_name("elsewhere.test.")?;
+            answer.answers = vec![Record::from_rdata(qname, 300, RData::CNAME(CNAME(target)))];
+        }
+        Behaviour::ForeignOwner => {
+            let other = wire::parse_name("other.test.")?;
+            let mut moved = answer.answers.clone();
+            for r in &mut moved {
+                r.name = other.clone();
+            }
+            negative(&mut answer);
+            answer.answers = moved;
+        }
+        Behaviour::Nxdomain => {
+            negative(&mut answer);
+            answer.metadata.response_code = ResponseCode::NXDomain;
+        }
+        Behaviour::DnskeyProtocol(protocol) => patch = Some(protocol),
+    }
+    let mut bytes = answer.to_vec().ok()?;
+    if let Some(protocol) = patch {
+        set_dnskey_protocol(&mut bytes, &answer, protocol);
+    }
+    Some(bytes)
+}
+
+/// Rewrites the protocol octet of every DNSKEY in `bytes` (the wire form of `answer`),
+/// found by its public key, which hickory would refuse to write with a protocol other
+/// than 3.
+fn set_dnskey_protocol(bytes: &mut [u8], answer: &Message, protocol: u8) {
+    for r in &answer.answers {
+        let Some(key) = wire::as_dnskey(r) else {
+            continue;
+        };
+        let public = key.public_key().public_bytes().to_vec();
+        if public.is_empty() {
+            continue;
+        }
+        let at = bytes
+            .windows(public.len())
+            .position(|w| w == public.as_slice());
+        if let Some(at) = at
+            && at >= 2
+        {
+            bytes[at - 2] = protocol;
+        }
+    }
+}
+
+/// Binds UDP and TCP on every address at one port; bounded tries.
+async fn bind_all(shared: &Arc<Shared>) -> (u16, JoinSet<()>) {
+    for _ in 0..50 {
+        let Ok(probe) = std::net::UdpSocket::bind(SocketAddr::new(ROOT.into(), 0)) else {
+            continue;
+        };
+        let Ok(port) = probe.local_addr().map(|a| a.port()) else {
+            continue;
+        };
+        drop(probe);
+        let mut tasks = JoinSet::new();
+        let mut ok = true;
+        for (_, ip) in HOSTS {
+            let addr = SocketAddr::new((*ip).into(), port);
+            let (Ok(udp), Ok(tcp)) = (UdpSocket::bind(addr).await, TcpListener::bind(addr).await)
+            else {
+                ok = false;
+                break;
+            };
+            let (u, t) = (shared.clone(), shared.clone());
+            tasks.spawn(serve_udp(udp, u));
+            tasks.spawn(serve_tcp(tcp, t));
+        }
+        if ok {
+            return (port, tasks);
+        }
+        tasks.abort_all();
+    }
+    panic!("no port free on every scripted address after 50 tries");
+}
+
+async fn serve_udp(socket: UdpSocket, shared: Arc<Shared>) {
+    let Ok(local) = socket.local_addr() else {
+        return;
+    };
+    let mut buf = vec![0u8; 65_535];
+    loop {
+        let Ok((len, peer)) = socket.recv_from(&mut buf).await else {
+            continue;
+        };
+        let Some(query) = buf.get(..len).and_then(|q| Message::from_vec(q).ok()) else {
+            continue;
+        };
+        let Some(mut bytes) = reply(&shared, local.ip(), &query, false) else {
+            continue;
+        };
+        let limit = query
+            .edns
+            .as_ref()
+            .map_or(512, |e| usize::from(e.max_payload().max(512)));
+        if bytes.len() > limit
+            && let Ok(mut short) = Message::from_vec(&bytes)
+        {
+            short.answers.clear();
+            short.authorities.clear();
+            short.additionals.clear();
+            short.metadata.truncation = true;
+            bytes = short.to_vec().unwrap_or_default();
+        }
+        let _ = socket.send_to(&bytes, peer).await;
+    }
+}
+
+async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    connections.spawn(serve_connection(stream, shared.clone()));
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    let Ok(local) = stream.local_addr() else {
+        return;
+    };
+    // A few queries per connection at most, each within a second.
+    for _ in 0..8 {
+        let mut len = [0u8; 2];
+        let read = tokio::time::timeout(Duration::from_secs(1), stream.read_exact(&mut len));
+        if !matches!(read.await, Ok(Ok(_))) {
+            return;
+        }
+        let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        if stream.read_exact(&mut query).await.is_err() {
+            return;
+        }
+        let Ok(query) = Message::from_vec(&query) else {
+            return;
+        };
+        let Some(bytes) = reply(&shared, local.ip(), &query, true) else {
+            // Silence: hold the connection until the client gives up (bounded).
+            let mut sink = [0u8; 1];
+            let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut sink)).await;
+            return;
+        };
+        let Ok(n) = u16::try_from(bytes.len()) else {
+            return;
+        };
+        let mut framed = n.to_be_bytes().to_vec();
+        framed.extend_from_slice(&bytes);
+        if stream.write_all(&framed).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs `dnssec-warden check ZONE --json` with `config`: exit code and the JSON.
+pub async fn check_json(config: &Path, zone: &str) -> (i32, serde_json::Value) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+        .arg("--config")
+        .arg(config)
+        .args(["check", zone, "--json"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .expect("check finished within a minute")
+        .expect("check ran");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), json)
+}
