@@ -353,7 +353,7 @@ mod tests {
     use super::*;
     use base64::Engine;
 
-    /// The provider's own published example (gcore-api.md, DNSSEC object).
+    /// The provider's own published example (DESIGN.md section 7, the DNSSEC object).
     fn provider_example_key() -> Dnskey {
         Dnskey {
             flags: 257,

@@ -27,11 +27,11 @@ use super::{DnssecSwitched, Provider};
 use crate::config::{Credentials, ProviderSettings};
 use crate::secret::{Secret, redact};
 
-/// The provider's `error` text when DNSSEC is off (gcore-api.md, GET …/dnssec).
+/// The provider's `error` text when DNSSEC is off (DESIGN.md section 7, GET …/dnssec).
 pub const DNSSEC_DISABLED_MESSAGE: &str = "dnssec is disabled";
 /// Page size of the list calls.
 pub const PAGE_LIMIT: usize = 100;
-/// The login endpoint allows at most this many requests per second (interface document §8).
+/// The login endpoint allows at most this many requests per second (DESIGN.md section 7).
 pub const LOGINS_PER_SECOND: usize = 5;
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;

@@ -1,4 +1,4 @@
-//! The provider's JSON shapes (gcore-api.md) and the checked DNSSEC key.
+//! The provider's JSON shapes (DESIGN.md section 7) and the checked DNSSEC key.
 //!
 //! Response types accept fields they do not know: the provider may add some, and a new
 //! field must not stop the daemon. Missing required fields are decode errors.
@@ -37,7 +37,7 @@ pub struct Zone {
     pub records: Vec<ZoneRecordSummary>,
 }
 
-/// The provider's own DNSSEC scan result: a hint, never proof (gcore-api.md).
+/// The provider's own DNSSEC scan result: a hint, never proof (DESIGN.md section 7).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DnssecStatus {
