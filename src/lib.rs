@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod logging;
 pub mod metrics;
 pub mod provider;
+pub mod retry;
 pub mod secret;
 pub mod store;
 pub mod systemd;

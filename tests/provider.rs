@@ -39,6 +39,7 @@ fn quick_policy() -> RetryPolicy {
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
         budget: Duration::from_secs(20),
+        ..RetryPolicy::default()
     }
 }
 

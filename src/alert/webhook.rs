@@ -7,6 +7,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::AlertEvent;
 use crate::config::WebhookSettings;
+use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after};
 
 /// No single wait between two attempts is longer than this.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -34,8 +35,7 @@ pub struct Webhook {
     url: url::Url,
     headers: Vec<(HeaderName, HeaderValue)>,
     timeout: Duration,
-    max_attempts: u32,
-    backoff: Duration,
+    retry: RetryPolicy,
     client: reqwest::Client,
 }
 
@@ -78,8 +78,14 @@ impl Webhook {
             url: settings.url.clone(),
             headers,
             timeout: settings.timeout,
-            max_attempts: settings.max_attempts.max(1),
-            backoff: settings.backoff,
+            retry: RetryPolicy {
+                max_attempts: settings.max_attempts.max(1),
+                base_delay: settings.backoff,
+                max_delay: MAX_BACKOFF,
+                // Bounded by the attempts; a tick's notifications wait for this sink.
+                budget: Duration::MAX,
+                max_retry_after: MAX_BACKOFF,
+            },
             client,
         })
     }
@@ -88,20 +94,17 @@ impl Webhook {
         &self.name
     }
 
-    /// POSTs the event, retrying network errors, 408, 429 and 5xx with exponential
-    /// backoff, at most `max_attempts` times; a `Retry-After` (in seconds) lengthens the
-    /// next wait, up to [`MAX_BACKOFF`]. Other answers are not retried now: the
-    /// notification stays owed and the next tick tries again.
+    /// POSTs the event, retrying network errors, 408, 429 and 5xx with the shared
+    /// [`RetryPolicy`] (exponential backoff with jitter, at most `max_attempts` times; a
+    /// `Retry-After` lengthens the next wait, up to [`MAX_BACKOFF`]). Other answers are
+    /// not retried now: the notification stays owed and the next tick tries again.
     pub async fn send(&self, event: &AlertEvent) -> Result<(), WebhookError> {
-        let mut wait = self.backoff;
         let mut asked: Option<Duration> = None;
         let mut last = String::new();
         let mut attempts = 0;
-        while attempts < self.max_attempts {
+        while attempts < self.retry.max_attempts {
             if attempts > 0 {
-                let pause = asked.take().map_or(wait, |a| a.max(wait)).min(MAX_BACKOFF);
-                tokio::time::sleep(pause).await;
-                wait = wait.saturating_mul(2).min(MAX_BACKOFF);
+                tokio::time::sleep(self.retry.delay(attempts, asked.take())).await;
             }
             attempts += 1;
             let mut request = self
@@ -120,12 +123,9 @@ impl Webhook {
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
                         .and_then(|v| v.to_str().ok())
-                        .and_then(crate::provider::parse_retry_after);
+                        .and_then(parse_retry_after);
                     last = format!("HTTP {status}{}", self.answer_excerpt(response).await);
-                    let transient = status.is_server_error()
-                        || status == reqwest::StatusCode::REQUEST_TIMEOUT
-                        || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
-                    if !transient {
+                    if !is_retryable_status(status.as_u16()) {
                         break;
                     }
                 }

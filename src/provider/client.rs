@@ -19,12 +19,12 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::error::ProviderError;
-use super::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
 use super::types::{
     CreatedZone, DnssecKey, NewZone, ParentDsHint, RawDnssec, Rrset, RrsetBody, Zone,
 };
 use super::{DnssecSwitched, Provider};
 use crate::config::{Credentials, ProviderSettings};
+use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
 use crate::secret::{Secret, redact};
 
 /// The provider's `error` text when DNSSEC is off (DESIGN.md section 7, GET …/dnssec).

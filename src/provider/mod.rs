@@ -3,16 +3,15 @@
 
 mod client;
 mod error;
-mod retry;
 mod types;
 
+pub use crate::retry::{
+    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
+};
 pub use client::{
     DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
 };
 pub use error::{ErrorClass, ProviderError};
-pub use retry::{
-    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
-};
 pub use types::{
     CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord, Rrset,
     RrsetBody, Zone, ZoneRecordSummary,

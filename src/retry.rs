@@ -1,4 +1,5 @@
-//! When and how long to wait before trying a provider call again.
+//! When and how long to wait before trying an HTTP call again: the provider client and
+//! the alert webhooks share this one policy.
 
 use std::time::{Duration, SystemTime};
 
@@ -12,6 +13,8 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// No retry starts once this much time has passed since the first attempt.
     pub budget: Duration,
+    /// A `Retry-After` longer than this counts as this.
+    pub max_retry_after: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -21,6 +24,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(250),
             max_delay: Duration::from_secs(10),
             budget: Duration::from_secs(120),
+            max_retry_after: MAX_RETRY_AFTER,
         }
     }
 }
@@ -41,7 +45,7 @@ impl RetryPolicy {
         // Jitter in [ceiling/2, ceiling]: spreads retries of many zones, keeps a floor.
         let jittered = ceiling.mul_f64(0.5 + fastrand::f64() * 0.5);
         match retry_after {
-            Some(wait) => wait.min(MAX_RETRY_AFTER).max(jittered),
+            Some(wait) => wait.min(self.max_retry_after).max(jittered),
             None => jittered,
         }
     }
