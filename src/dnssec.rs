@@ -103,7 +103,9 @@ impl Dnskey {
         out
     }
 
-    /// The key tag of RFC 4034 appendix B.
+    /// The key tag of RFC 4034 appendix B: hickory-proto's checksum over the RDATA (for
+    /// any algorithm, even one hickory does not know), `ldns-key2ds` as the independent
+    /// oracle in `tests/ldns_crosscheck.rs`.
     pub fn key_tag(&self) -> u16 {
         if self.algorithm == 1 {
             // RSA/MD5 (appendix B.1): the 16 bits just above the modulus' last byte.
@@ -113,16 +115,7 @@ impl Dnskey {
             }
             return u16::from_be_bytes([self.public_key[n - 3], self.public_key[n - 2]]);
         }
-        let mut acc: u32 = 0;
-        for (i, byte) in self.rdata().iter().enumerate() {
-            acc += if i % 2 == 0 {
-                u32::from(*byte) << 8
-            } else {
-                u32::from(*byte)
-            };
-        }
-        acc += (acc >> 16) & 0xffff;
-        (acc & 0xffff) as u16
+        hickory_proto::dnssec::rdata::DNSKEY::calculate_key_tag_internal(&self.rdata())
     }
 
     pub fn is_zone_key(&self) -> bool {
