@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
 use crate::config::{ConfigError, SecretError, Settings, ZoneSelection};
-use crate::dns::{DnsObserver, ObserverError};
+use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::{GcoreClient, Provider, ProviderError};
@@ -40,7 +40,10 @@ pub enum PrepareError {
     #[error("config {file}: provider client: {error}")]
     Provider { file: PathBuf, error: ProviderError },
     #[error("config {file}: DNS observer: {error}")]
-    Observer { file: PathBuf, error: ObserverError },
+    Observer {
+        file: PathBuf,
+        error: ObserverSetupError,
+    },
     #[error("config {file}: alert sinks: {error}")]
     Alerts {
         file: PathBuf,

@@ -370,7 +370,7 @@ pub fn render_text(r: &CheckReport) -> String {
 pub async fn run(
     settings: &crate::config::Settings,
     zone: &str,
-) -> Result<CheckReport, super::ObserverError> {
+) -> Result<CheckReport, super::ObserverSetupError> {
     let observer = super::DnsObserver::new(&settings.dns)?;
     let client = settings.provider.as_ref().map(|p| {
         p.credentials

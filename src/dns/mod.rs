@@ -21,7 +21,7 @@ pub use model::{
     ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
     VerdictReason, combine_validation,
 };
-pub use observer::{DnsObserver, ObserverError, ObserverOptions};
+pub use observer::{DnsObserver, ObserverOptions, ObserverSetupError};
 pub use query::QueryStats;
 pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 

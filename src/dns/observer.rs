@@ -43,7 +43,7 @@ impl Default for ObserverOptions {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ObserverError {
+pub enum ObserverSetupError {
     #[error(transparent)]
     Anchor(#[from] AnchorError),
 }
@@ -74,7 +74,7 @@ impl std::fmt::Debug for DnsObserver {
 
 impl DnsObserver {
     /// Over the network, as configured. Reads the trust anchor file.
-    pub fn new(settings: &DnsSettings) -> Result<Self, ObserverError> {
+    pub fn new(settings: &DnsSettings) -> Result<Self, ObserverSetupError> {
         let transport = Arc::new(NetTransport::new(settings.query_timeout));
         let options = ObserverOptions {
             per_server: settings.queries_per_server,
@@ -88,7 +88,7 @@ impl DnsObserver {
         settings: &DnsSettings,
         options: ObserverOptions,
         transport: Arc<dyn Transport>,
-    ) -> Result<Self, ObserverError> {
+    ) -> Result<Self, ObserverSetupError> {
         let anchors = TrustAnchors::load(settings.trust_anchor_file.as_deref())?;
         let querier = Arc::new(Querier::new(
             transport,

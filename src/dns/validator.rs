@@ -24,8 +24,8 @@ use super::wire;
 use crate::dnssec::{Dnskey, Ds};
 use futures::future::join_all;
 
-/// What one step of the walk concluded.
-enum Step<T> {
+/// What one link of the chain walk concluded.
+enum Link<T> {
     Ok(T),
     Insecure(String),
     Bogus(String),
@@ -50,28 +50,28 @@ fn distinct<T: PartialEq>(lists: Vec<Vec<T>>) -> Vec<T> {
 /// - all ok: ok, the values merged by `merge`;
 /// - insecure beside ok (one server proves no DS, another serves one): the servers
 ///   disagree, and what a resolver concludes depends on which it asks: unknown.
-fn combine<T>(zone: &str, steps: Vec<(String, Step<T>)>, merge: impl Fn(Vec<T>) -> T) -> Step<T> {
+fn combine<T>(zone: &str, steps: Vec<(String, Link<T>)>, merge: impl Fn(Vec<T>) -> T) -> Link<T> {
     let mut oks = Vec::new();
     let mut insecure = Vec::new();
     let mut unknown = Vec::new();
     for (server, step) in steps {
         match step {
-            Step::Bogus(d) => return Step::Bogus(format!("at {server}: {d}")),
-            Step::Ok(v) => oks.push(v),
-            Step::Insecure(d) => insecure.push(d),
-            Step::Unknown(d) => unknown.push(format!("{server}: {d}")),
+            Link::Bogus(d) => return Link::Bogus(format!("at {server}: {d}")),
+            Link::Ok(v) => oks.push(v),
+            Link::Insecure(d) => insecure.push(d),
+            Link::Unknown(d) => unknown.push(format!("{server}: {d}")),
         }
     }
     if !unknown.is_empty() {
-        return Step::Unknown(unknown.join("; "));
+        return Link::Unknown(unknown.join("; "));
     }
     match (oks.is_empty(), insecure.first()) {
-        (true, Some(first)) => Step::Insecure(first.clone()),
-        (false, None) => Step::Ok(merge(oks)),
-        (false, Some(first)) => Step::Unknown(format!(
+        (true, Some(first)) => Link::Insecure(first.clone()),
+        (false, None) => Link::Ok(merge(oks)),
+        (false, Some(first)) => Link::Unknown(format!(
             "the servers of {zone} disagree: some prove the zone insecure ({first}), others serve a verified DS"
         )),
-        (true, None) => Step::Unknown(format!("no server of {zone} answered")),
+        (true, None) => Link::Unknown(format!("no server of {zone} answered")),
     }
 }
 
@@ -87,10 +87,10 @@ pub struct Validator<'a> {
 impl Validator<'_> {
     pub async fn probe(&self, zone: &str) -> ValidationProbe {
         let (verdict, detail) = match self.walk(zone).await {
-            Step::Ok(detail) => (ValidationVerdict::Secure, detail),
-            Step::Insecure(d) => (ValidationVerdict::Insecure, d),
-            Step::Bogus(d) => (ValidationVerdict::Bogus, d),
-            Step::Unknown(d) => (ValidationVerdict::Unknown, d),
+            Link::Ok(detail) => (ValidationVerdict::Secure, detail),
+            Link::Insecure(d) => (ValidationVerdict::Insecure, d),
+            Link::Bogus(d) => (ValidationVerdict::Bogus, d),
+            Link::Unknown(d) => (ValidationVerdict::Unknown, d),
         };
         ValidationProbe {
             source: "validator".into(),
@@ -99,15 +99,15 @@ impl Validator<'_> {
         }
     }
 
-    async fn walk(&self, zone: &str) -> Step<String> {
+    async fn walk(&self, zone: &str) -> Link<String> {
         let cut = match self.discovery.delegation(zone).await {
             Ok(c) => c,
-            Err(e) => return Step::Unknown(e.to_string()),
+            Err(e) => return Link::Unknown(e.to_string()),
         };
         let chain = cut.chain();
         // The anchored zone: the deepest one on the chain with an anchor.
         let Some(start) = chain.iter().rposition(|c| self.anchors.covers(&c.zone)) else {
-            return Step::Unknown(format!("no trust anchor covers {zone}"));
+            return Link::Unknown(format!("no trust anchor covers {zone}"));
         };
         let anchored = &chain[start];
         let anchor_ds = self.anchors.ds_for(&anchored.zone);
@@ -118,20 +118,20 @@ impl Validator<'_> {
             })
             .await
         {
-            Step::Ok(k) => k,
-            Step::Insecure(d) => return Step::Insecure(d),
-            Step::Bogus(d) => {
-                return Step::Bogus(format!("trust anchor for {}: {d}", anchored.zone));
+            Link::Ok(k) => k,
+            Link::Insecure(d) => return Link::Insecure(d),
+            Link::Bogus(d) => {
+                return Link::Bogus(format!("trust anchor for {}: {d}", anchored.zone));
             }
-            Step::Unknown(d) => return Step::Unknown(d),
+            Link::Unknown(d) => return Link::Unknown(d),
         };
         for pair in chain[start..].windows(2) {
             let (parent, child) = (&pair[0], &pair[1]);
             let sets = match self.child_ds(parent, &child.zone, &keys).await {
-                Step::Ok(sets) => sets,
-                Step::Insecure(d) => return Step::Insecure(d),
-                Step::Bogus(d) => return Step::Bogus(d),
-                Step::Unknown(d) => return Step::Unknown(d),
+                Link::Ok(sets) => sets,
+                Link::Insecure(d) => return Link::Insecure(d),
+                Link::Bogus(d) => return Link::Bogus(d),
+                Link::Unknown(d) => return Link::Unknown(d),
             };
             // Each parent address's DS set must lead to the child's keys on its own: a
             // resolver may have any one of them.
@@ -140,7 +140,7 @@ impl Validator<'_> {
                 let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
                 let step = if usable.is_empty() {
                     // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
-                    Step::Insecure(format!(
+                    Link::Insecure(format!(
                         "the DS set of {} uses no algorithm or digest we support",
                         child.zone
                     ))
@@ -151,35 +151,35 @@ impl Validator<'_> {
                         })
                         .await
                     {
-                        Step::Bogus(d) => Step::Bogus(format!("{}: {d}", child.zone)),
+                        Link::Bogus(d) => Link::Bogus(format!("{}: {d}", child.zone)),
                         other => other,
                     }
                 };
                 steps.push((format!("DS set {} of {}", i + 1, parent.zone), step));
             }
             keys = match combine(&parent.zone, steps, distinct) {
-                Step::Ok(k) => k,
-                Step::Insecure(d) => return Step::Insecure(d),
-                Step::Bogus(d) => return Step::Bogus(d),
-                Step::Unknown(d) => return Step::Unknown(d),
+                Link::Ok(k) => k,
+                Link::Insecure(d) => return Link::Insecure(d),
+                Link::Bogus(d) => return Link::Bogus(d),
+                Link::Unknown(d) => return Link::Unknown(d),
             };
         }
         // The zone's keys are trusted; its data must verify with them, at every address.
         let Some(qname) = wire::parse_name(zone) else {
-            return Step::Unknown(format!("{zone} is not a valid name"));
+            return Link::Unknown(format!("{zone} is not a valid name"));
         };
         let answers = match self.authoritative(&cut, &qname, RecordType::SOA).await {
             Ok(a) => a,
-            Err(d) => return Step::Unknown(d),
+            Err(d) => return Link::Unknown(d),
         };
         for (server, message) in &answers {
             if let Err(d) =
                 self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys)
             {
-                return Step::Bogus(format!("{zone} SOA at {server}: {d}"));
+                return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
             }
         }
-        Step::Ok(format!(
+        Link::Ok(format!(
             "chain of trust verified down to the {zone} SOA, at every server address"
         ))
     }
@@ -251,13 +251,13 @@ impl Validator<'_> {
         &self,
         cut: &ZoneCut,
         trusted: impl Fn(&Dnskey) -> bool,
-    ) -> Step<Vec<Dnskey>> {
+    ) -> Link<Vec<Dnskey>> {
         let Some(qname) = wire::parse_name(&cut.zone) else {
-            return Step::Unknown(format!("{} is not a valid name", cut.zone));
+            return Link::Unknown(format!("{} is not a valid name", cut.zone));
         };
         let answers = match self.authoritative(cut, &qname, RecordType::DNSKEY).await {
             Ok(a) => a,
-            Err(d) => return Step::Unknown(d),
+            Err(d) => return Link::Unknown(d),
         };
         let steps = answers
             .into_iter()
@@ -276,13 +276,13 @@ impl Validator<'_> {
         qname: &Name,
         zone: &str,
         trusted: &impl Fn(&Dnskey) -> bool,
-    ) -> Step<Vec<Dnskey>> {
+    ) -> Link<Vec<Dnskey>> {
         let keys: Vec<Dnskey> = wire::rrset(&message.answers, qname, RecordType::DNSKEY)
             .filter_map(wire::as_dnskey)
             .map(wire::dnskey_from)
             .collect();
         if keys.is_empty() {
-            return Step::Bogus("a DS points at the zone but it serves no DNSKEY".into());
+            return Link::Bogus("a DS points at the zone but it serves no DNSKEY".into());
         }
         let entry: Vec<Dnskey> = keys
             .iter()
@@ -290,32 +290,32 @@ impl Validator<'_> {
             .cloned()
             .collect();
         if entry.is_empty() {
-            return Step::Bogus("no served DNSKEY matches the DS (or trust anchor)".into());
+            return Link::Bogus("no served DNSKEY matches the DS (or trust anchor)".into());
         }
         match self.verify_rrset(&message.answers, qname, RecordType::DNSKEY, zone, &entry) {
-            Ok(()) => Step::Ok(keys),
-            Err(d) => Step::Bogus(format!("DNSKEY RRset: {d}")),
+            Ok(()) => Link::Ok(keys),
+            Err(d) => Link::Bogus(format!("DNSKEY RRset: {d}")),
         }
     }
 
     /// The DS RRset of `child` at every address of `parent`, each verified (the distinct
     /// sets), or a verified proof at every address that there is none.
-    async fn child_ds(&self, parent: &ZoneCut, child: &str, keys: &[Dnskey]) -> Step<Vec<Vec<Ds>>> {
+    async fn child_ds(&self, parent: &ZoneCut, child: &str, keys: &[Dnskey]) -> Link<Vec<Vec<Ds>>> {
         let Some(qname) = wire::parse_name(child) else {
-            return Step::Unknown(format!("{child} is not a valid name"));
+            return Link::Unknown(format!("{child} is not a valid name"));
         };
         let answers = match self.authoritative(parent, &qname, RecordType::DS).await {
             Ok(a) => a,
-            Err(d) => return Step::Unknown(d),
+            Err(d) => return Link::Unknown(d),
         };
         let steps = answers
             .into_iter()
             .map(|(server, message)| {
                 let step = match self.ds_in(&message, &qname, &parent.zone, child, keys) {
-                    Step::Ok(ds) => Step::Ok(vec![ds]),
-                    Step::Insecure(d) => Step::Insecure(d),
-                    Step::Bogus(d) => Step::Bogus(d),
-                    Step::Unknown(d) => Step::Unknown(d),
+                    Link::Ok(ds) => Link::Ok(vec![ds]),
+                    Link::Insecure(d) => Link::Insecure(d),
+                    Link::Bogus(d) => Link::Bogus(d),
+                    Link::Unknown(d) => Link::Unknown(d),
                 };
                 (server, step)
             })
@@ -331,22 +331,22 @@ impl Validator<'_> {
         parent: &str,
         child: &str,
         keys: &[Dnskey],
-    ) -> Step<Vec<Ds>> {
+    ) -> Link<Vec<Ds>> {
         let ds: Vec<Ds> = wire::rrset(&message.answers, qname, RecordType::DS)
             .filter_map(wire::as_ds)
             .map(wire::ds_from)
             .collect();
         if !ds.is_empty() {
             return match self.verify_rrset(&message.answers, qname, RecordType::DS, parent, keys) {
-                Ok(()) => Step::Ok(ds),
-                Err(d) => Step::Bogus(format!("DS of {child} at {parent}: {d}")),
+                Ok(()) => Link::Ok(ds),
+                Err(d) => Link::Bogus(format!("DS of {child} at {parent}: {d}")),
             };
         }
         match self.denial_of_ds(message, qname, parent, keys) {
-            Ok(how) => Step::Insecure(format!(
+            Ok(how) => Link::Insecure(format!(
                 "{parent} proves there is no DS for {child} ({how}): the zone is unsigned in the chain"
             )),
-            Err(d) => Step::Bogus(format!(
+            Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),
         }
