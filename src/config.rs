@@ -8,6 +8,11 @@
 //! A relative path in the file (`api_key_file`, `password_file`, `dns.trust_anchor_file`,
 //! `database.path`) is relative to the directory of the file itself, never to the working
 //! directory of whoever runs the command.
+//!
+//! Adding a key: one field with its serde attributes in its section's struct (a default,
+//! and a `deserialize_with` helper from `de` when the value has a form or a range), and a
+//! doc line with the default in `config.example.toml`. Only a rule involving two keys
+//! belongs in the `Validator`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -1133,6 +1138,116 @@ mod tests {
         assert_eq!(s.timing.poll_active, Duration::from_secs(3600));
         assert_eq!(s.timing.ds_overdue_after, Duration::from_secs(86_400));
         assert_eq!(s.zones, ZoneSelection::Names(vec![]));
+        // One Default impl per section: the lifecycle's for [timing], the settings' own.
+        assert_eq!(s.timing, Policy::default());
+        assert_eq!(s.dns, DnsSettings::default());
+        assert_eq!(s.dns.trust_anchor_file, None);
+        assert_eq!(s.alerts, AlertSettings::default());
+        assert_eq!(s.database, DatabaseSettings::default());
+    }
+
+    /// Each value is checked as it is deserialized into its type, and the error still
+    /// names its key.
+    #[test]
+    fn typed_values_fail_at_their_key() {
+        for (text, key, says) in [
+            (
+                "[timing]\nretry_base = 5",
+                "timing.retry_base",
+                "expected a string",
+            ),
+            (
+                "[timing]\nretry_base = \"5 s\"",
+                "timing.retry_base",
+                "unknown unit",
+            ),
+            (
+                "[dns]\naddress_families = [\"ipv5\"]",
+                "dns.address_families[0]",
+                "`ipv5`",
+            ),
+            (
+                "[dns]\naddress_families = []",
+                "dns.address_families",
+                "ipv4",
+            ),
+            ("[dns]\nroot_hints = []", "dns.root_hints", "at least one"),
+            (
+                "[dns]\nroot_hints = [\"::1\"]\naddress_families = [\"ipv4\"]",
+                "dns.root_hints",
+                "no address of an enabled family",
+            ),
+            (
+                "[dns]\nquery_attempts = 0",
+                "dns.query_attempts",
+                "at least 1",
+            ),
+            (
+                "[dns]\nmax_host_lookups = 10001",
+                "dns.max_host_lookups",
+                "1 to 10000",
+            ),
+            ("[database]\npath = \"\"", "database.path", "is empty"),
+            (
+                "[provider]\napi_key_env = \"A=B\"",
+                "provider.api_key_env",
+                "variable name",
+            ),
+            (
+                "[provider]\napi_key_credential = \"a/b\"",
+                "provider.api_key_credential",
+                "without '/'",
+            ),
+            (
+                "[provider]\nusername = \" \"\npassword_env = \"P\"",
+                "provider.username",
+                "is empty",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\nmax_attempts = 0",
+                "provider.max_attempts",
+                "at least 1",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\nretry_budget = \"0s\"",
+                "provider.retry_budget",
+                "longer than zero",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\napi_key_credential = \"k\"",
+                "provider.api_key_file",
+                "only one of",
+            ),
+            (
+                "[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { X-N = 1 }",
+                "alerts.webhook[0].headers.X-N",
+                "expected a string",
+            ),
+            (
+                "[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { X = \"a\\u0001\" }",
+                "alerts.webhook[0].headers.X",
+                "header value",
+            ),
+            (
+                "[registrar]\ncommand = \"/bin/x\"",
+                "registrar.command",
+                "command line",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{text}: {err}");
+            assert!(err.to_string().contains(says), "{text}: {err}");
+        }
+        let s =
+            parse("[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { b = \"2\", A = \"1\" }")
+                .unwrap();
+        assert_eq!(
+            s.alerts.webhooks[0].headers,
+            [
+                ("A".to_string(), "1".to_string()),
+                ("b".to_string(), "2".to_string())
+            ]
+        );
     }
 
     #[test]
