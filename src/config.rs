@@ -8,15 +8,22 @@
 //! A relative path in the file (`api_key_file`, `password_file`, `dns.trust_anchor_file`,
 //! `database.path`) is relative to the directory of the file itself, never to the working
 //! directory of whoever runs the command.
+//!
+//! Adding a key: one field with its serde attributes in its section's struct (a default,
+//! and a `deserialize_with` helper from `de` when the value has a form or a range), and a
+//! doc line with the default in `config.example.toml`. Only a rule involving two keys
+//! belongs in the `Validator`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use url::Url;
 
+use crate::lifecycle::Policy;
 use crate::secret::Secret;
+use crate::timefmt::positive_duration as duration;
 use crate::zone_name::ZoneName;
 
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";
@@ -83,6 +90,11 @@ impl ConfigError {
 }
 
 /// Validated settings. Durations are parsed, addresses are addresses, names are names.
+///
+/// Each section is deserialized into its typed struct: a value that is wrong on its own
+/// (a bad duration, address, URL, a number out of range) fails while the file is read,
+/// with the key that holds it. What is left for [`Settings::parse`] afterwards are the
+/// checks across keys, and paths made relative to the file.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The file these settings came from, for messages.
@@ -91,7 +103,8 @@ pub struct Settings {
     pub provider: Option<ProviderSettings>,
     pub database: DatabaseSettings,
     pub dns: DnsSettings,
-    pub timing: TimingSettings,
+    /// `[timing]`: the lifecycle's own timing struct.
+    pub timing: Policy,
     pub zones: ZoneSelection,
     pub alerts: AlertSettings,
     /// `[registrar]`: the hook run when a DS should be published or withdrawn.
@@ -138,9 +151,19 @@ pub enum Credentials {
     Login { username: String, password: Secret },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DatabaseSettings {
+    #[serde(deserialize_with = "de::non_empty_path")]
     pub path: PathBuf,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            path: "/var/lib/dnssec-warden/state.db".into(),
+        }
+    }
 }
 
 /// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
@@ -204,7 +227,10 @@ impl Default for ObservationBudget {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[dns]`. The file writes the observation budget's keys beside the others
+/// (`dns.max_host_lookups`); here they are grouped in [`ObservationBudget`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "DnsFile")]
 pub struct DnsSettings {
     pub root_hints: Vec<IpAddr>,
     pub port: u16,
@@ -223,6 +249,13 @@ pub struct DnsSettings {
     pub budget: ObservationBudget,
 }
 
+impl Default for DnsSettings {
+    fn default() -> Self {
+        DnsFile::default().into()
+    }
+}
+
+/// Which address families are asked; deserialized from `["ipv4", "ipv6"]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressFamilies {
     pub ipv4: bool,
@@ -247,41 +280,74 @@ impl AddressFamilies {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimingSettings {
-    pub poll_waiting: Duration,
-    pub poll_active: Duration,
-    pub propagation_margin: Duration,
-    pub ds_overdue_after: Duration,
-    pub ds_removal_overdue_after: Duration,
-    pub partial_stuck_after: Duration,
-    pub signatures_expiring_within: Duration,
-    pub observation_failing_after: Duration,
-    pub retry_base: Duration,
-    pub assumed_ds_ttl: Duration,
+impl<'de> Deserialize<'de> for AddressFamilies {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Family {
+            Ipv4,
+            Ipv6,
+        }
+        let families = Vec::<Family>::deserialize(d)?;
+        let has = |f: fn(&Family) -> bool| families.iter().any(f);
+        let out = Self {
+            ipv4: has(|f| matches!(f, Family::Ipv4)),
+            ipv6: has(|f| matches!(f, Family::Ipv6)),
+        };
+        if !out.ipv4 && !out.ipv6 {
+            return Err(serde::de::Error::custom("needs \"ipv4\", \"ipv6\" or both"));
+        }
+        Ok(out)
+    }
 }
 
 /// `[alerts]`: where alerts go besides the log, and how often an open one is repeated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct AlertSettings {
+    #[serde(deserialize_with = "duration")]
     pub renotify_after: Duration,
+    /// `[[alerts.webhook]]`
+    #[serde(rename = "webhook")]
     pub webhooks: Vec<WebhookSettings>,
+    /// `[[alerts.exec]]`
+    #[serde(rename = "exec")]
     pub execs: Vec<ExecSettings>,
 }
 
+impl Default for AlertSettings {
+    fn default() -> Self {
+        Self {
+            renotify_after: Duration::from_secs(86_400),
+            webhooks: Vec::new(),
+            execs: Vec::new(),
+        }
+    }
+}
+
 /// One `[[alerts.webhook]]`: a JSON POST with a Slack-compatible `text`.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WebhookSettings {
     /// The key it came from (`alerts.webhook[0]`), to name it in logs without its URL.
+    #[serde(skip)]
     pub name: String,
+    #[serde(deserialize_with = "de::http_url")]
     pub url: Url,
     /// Extra request headers (an `Authorization` token, say), sorted by name.
+    #[serde(default, deserialize_with = "de::headers")]
     pub headers: Vec<(String, String)>,
     /// Time limit of one attempt.
+    #[serde(default = "de::secs::<10>", deserialize_with = "duration")]
     pub timeout: Duration,
     /// Attempts per notification and tick, the first included.
+    #[serde(
+        default = "de::int::<3, _>",
+        deserialize_with = "de::in_range::<1, 10, _, _>"
+    )]
     pub max_attempts: u32,
     /// Wait before the first retry; doubled for each further one.
+    #[serde(default = "de::secs::<1>", deserialize_with = "duration")]
     pub backoff: Duration,
 }
 
@@ -303,17 +369,24 @@ impl std::fmt::Debug for WebhookSettings {
 }
 
 /// One `[[alerts.exec]]`: a command run with the alert in its environment and on stdin.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExecSettings {
     /// The key it came from (`alerts.exec[0]`).
+    #[serde(skip)]
     pub name: String,
+    #[serde(deserialize_with = "de::command")]
     pub command: Vec<String>,
+    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
     pub timeout: Duration,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RegistrarSettings {
+    #[serde(deserialize_with = "de::command")]
     pub command: Vec<String>,
+    #[serde(default = "de::secs::<60>", deserialize_with = "duration")]
     pub timeout: Duration,
 }
 
@@ -330,220 +403,150 @@ pub enum ZoneSelection {
     All,
 }
 
-// ---- the file as written -------------------------------------------------------------
+// ---- the sections whose file form differs from their settings --------------------------
 
+/// The file as written: every section typed; `[provider]` and `[zones]` still hold the
+/// keys that are only meaningful together.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    provider: Option<RawProvider>,
-    #[serde(default)]
-    database: RawDatabase,
-    #[serde(default)]
-    dns: RawDns,
-    #[serde(default)]
-    timing: RawTiming,
-    #[serde(default)]
-    zones: RawZones,
-    #[serde(default)]
-    alerts: RawAlerts,
-    registrar: Option<RawRegistrar>,
-    #[serde(default)]
-    metrics: RawMetrics,
-}
-
-#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-struct RawAlerts {
-    renotify_after: String,
-    webhook: Vec<RawWebhook>,
-    exec: Vec<RawExec>,
-}
-
-impl Default for RawAlerts {
-    fn default() -> Self {
-        Self {
-            renotify_after: "24h".into(),
-            webhook: Vec::new(),
-            exec: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWebhook {
-    url: String,
-    #[serde(default)]
-    headers: toml::Table,
-    #[serde(default = "default_webhook_timeout")]
-    timeout: String,
-    #[serde(default = "default_webhook_attempts")]
-    max_attempts: u32,
-    #[serde(default = "default_webhook_backoff")]
-    backoff: String,
-}
-
-fn default_webhook_timeout() -> String {
-    "10s".into()
-}
-fn default_webhook_attempts() -> u32 {
-    3
-}
-fn default_webhook_backoff() -> String {
-    "1s".into()
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawExec {
-    command: Vec<String>,
-    #[serde(default = "default_exec_timeout")]
-    timeout: String,
-}
-
-fn default_exec_timeout() -> String {
-    "30s".into()
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRegistrar {
-    command: Vec<String>,
-    #[serde(default = "default_registrar_timeout")]
-    timeout: String,
-}
-
-fn default_registrar_timeout() -> String {
-    "60s".into()
+struct SettingsFile {
+    provider: Option<ProviderFile>,
+    database: DatabaseSettings,
+    dns: DnsSettings,
+    timing: Policy,
+    zones: ZonesFile,
+    alerts: AlertSettings,
+    registrar: Option<RegistrarSettings>,
+    metrics: MetricsFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawMetrics {
-    listen: Option<String>,
+struct MetricsFile {
+    #[serde(default, deserialize_with = "de::listen")]
+    listen: Option<SocketAddr>,
 }
 
+/// `[provider]`: the credentials are several keys of which exactly one source is set.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawProvider {
-    #[serde(default = "default_base_url")]
-    base_url: String,
+struct ProviderFile {
+    #[serde(default = "default_base_url", deserialize_with = "de::http_url")]
+    base_url: Url,
+    #[serde(default, deserialize_with = "de::secret_file")]
     api_key_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::env_name")]
     api_key_env: Option<String>,
+    #[serde(default, deserialize_with = "de::credential_name")]
     api_key_credential: Option<String>,
+    #[serde(default, deserialize_with = "de::username")]
     username: Option<String>,
+    #[serde(default, deserialize_with = "de::secret_file")]
     password_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::env_name")]
     password_env: Option<String>,
+    #[serde(default, deserialize_with = "de::credential_name")]
     password_credential: Option<String>,
-    #[serde(default = "default_request_timeout")]
-    request_timeout: String,
-    #[serde(default = "default_max_attempts")]
+    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
+    request_timeout: Duration,
+    #[serde(
+        default = "de::int::<5, _>",
+        deserialize_with = "de::in_range::<1, {u64::MAX}, _, _>"
+    )]
     max_attempts: u32,
-    #[serde(default = "default_retry_budget")]
-    retry_budget: String,
+    #[serde(default = "de::secs::<120>", deserialize_with = "duration")]
+    retry_budget: Duration,
 }
 
-fn default_base_url() -> String {
-    "https://api.gcore.com".into()
-}
-fn default_request_timeout() -> String {
-    "30s".into()
-}
-fn default_max_attempts() -> u32 {
-    5
-}
-fn default_retry_budget() -> String {
-    "2m".into()
+fn default_base_url() -> Url {
+    Url::parse("https://api.gcore.com").expect("a constant URL")
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDatabase {
-    path: PathBuf,
-}
-
-impl Default for RawDatabase {
-    fn default() -> Self {
-        Self {
-            path: "/var/lib/dnssec-warden/state.db".into(),
-        }
-    }
-}
-
+/// `[dns]` as written, the budget's keys beside the others.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-struct RawDns {
-    root_hints: Vec<String>,
+struct DnsFile {
+    #[serde(deserialize_with = "de::root_hints")]
+    root_hints: Vec<IpAddr>,
+    #[serde(deserialize_with = "de::in_range::<1, 65535, _, _>")]
     port: u16,
-    trust_anchor_file: String,
-    validating_resolvers: Vec<String>,
-    query_timeout: String,
+    #[serde(deserialize_with = "de::empty_is_none")]
+    trust_anchor_file: Option<PathBuf>,
+    #[serde(deserialize_with = "de::servers")]
+    validating_resolvers: Vec<SocketAddr>,
+    #[serde(deserialize_with = "duration")]
+    query_timeout: Duration,
+    #[serde(deserialize_with = "de::in_range::<1, {u64::MAX}, _, _>")]
     query_attempts: u32,
+    #[serde(deserialize_with = "de::in_range::<1, {MAX_QUERIES_PER_SERVER as u64}, _, _>")]
     queries_per_server: usize,
-    address_families: Vec<String>,
-    observation_timeout: String,
+    address_families: AddressFamilies,
+    #[serde(deserialize_with = "de::observation_timeout")]
+    observation_timeout: Duration,
+    #[serde(deserialize_with = "de::in_range::<1, 100_000, _, _>")]
     max_queries_per_observation: u32,
+    #[serde(deserialize_with = "de::in_range::<1, 10_000, _, _>")]
     max_host_lookups: u32,
+    #[serde(deserialize_with = "de::in_range::<1, 1_000, _, _>")]
     max_ns_per_delegation: usize,
+    #[serde(deserialize_with = "de::in_range::<1, 256, _, _>")]
     max_addresses_per_server: usize,
 }
 
-impl Default for RawDns {
+impl Default for DnsFile {
     fn default() -> Self {
+        let budget = ObservationBudget::default();
         Self {
-            root_hints: IANA_ROOT_HINTS.iter().map(|s| s.to_string()).collect(),
+            root_hints: IANA_ROOT_HINTS
+                .iter()
+                .filter_map(|s| s.parse().ok())
+                .collect(),
             port: 53,
-            trust_anchor_file: String::new(),
-            validating_resolvers: vec!["1.1.1.1".into(), "9.9.9.9".into()],
-            query_timeout: "2s".into(),
+            trust_anchor_file: None,
+            validating_resolvers: ["1.1.1.1:53", "9.9.9.9:53"]
+                .iter()
+                .filter_map(|s| s.parse().ok())
+                .collect(),
+            query_timeout: Duration::from_secs(2),
             query_attempts: 3,
             queries_per_server: DEFAULT_QUERIES_PER_SERVER,
-            address_families: vec!["ipv4".into(), "ipv6".into()],
-            observation_timeout: "60s".into(),
-            max_queries_per_observation: DEFAULT_MAX_QUERIES_PER_OBSERVATION,
-            max_host_lookups: DEFAULT_MAX_HOST_LOOKUPS,
-            max_ns_per_delegation: DEFAULT_MAX_NS_PER_DELEGATION,
-            max_addresses_per_server: DEFAULT_MAX_ADDRESSES_PER_SERVER,
+            address_families: AddressFamilies::default(),
+            observation_timeout: budget.timeout,
+            max_queries_per_observation: budget.max_queries,
+            max_host_lookups: budget.max_host_lookups,
+            max_ns_per_delegation: budget.max_ns_per_delegation,
+            max_addresses_per_server: budget.max_addresses_per_server,
         }
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawTiming {
-    poll_waiting: String,
-    poll_active: String,
-    propagation_margin: String,
-    ds_overdue_after: String,
-    ds_removal_overdue_after: String,
-    partial_stuck_after: String,
-    signatures_expiring_within: String,
-    observation_failing_after: String,
-    retry_base: String,
-    assumed_ds_ttl: String,
-}
-
-impl Default for RawTiming {
-    fn default() -> Self {
+impl From<DnsFile> for DnsSettings {
+    fn from(f: DnsFile) -> Self {
         Self {
-            poll_waiting: "5m".into(),
-            poll_active: "1h".into(),
-            propagation_margin: "1h".into(),
-            ds_overdue_after: "24h".into(),
-            ds_removal_overdue_after: "24h".into(),
-            partial_stuck_after: "6h".into(),
-            signatures_expiring_within: "3d".into(),
-            observation_failing_after: "1h".into(),
-            retry_base: "5s".into(),
-            assumed_ds_ttl: "1d".into(),
+            root_hints: f.root_hints,
+            port: f.port,
+            trust_anchor_file: f.trust_anchor_file,
+            validating_resolvers: f.validating_resolvers,
+            query_timeout: f.query_timeout,
+            query_attempts: f.query_attempts,
+            queries_per_server: f.queries_per_server,
+            address_families: f.address_families,
+            budget: ObservationBudget {
+                timeout: f.observation_timeout,
+                max_queries: f.max_queries_per_observation,
+                max_host_lookups: f.max_host_lookups,
+                max_ns_per_delegation: f.max_ns_per_delegation,
+                max_addresses_per_server: f.max_addresses_per_server,
+            },
         }
     }
 }
 
+/// `[zones]`: `names` or `all`, never both.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawZones {
-    names: Option<Vec<String>>,
+struct ZonesFile {
+    names: Option<Vec<de::ZoneEntry>>,
     all: Option<bool>,
 }
 
@@ -575,7 +578,7 @@ impl Settings {
             message: err.message().trim().to_string(),
         };
         let deserializer = toml::Deserializer::parse(text).map_err(syntax)?;
-        let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let raw: SettingsFile = serde_path_to_error::deserialize(deserializer).map_err(|err| {
             let key = err.path().to_string();
             let inner = err.into_inner();
             if key == "." || key.is_empty() {
@@ -599,6 +602,8 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// What is left after the typed sections: checks across keys, and paths taken relative
+/// to the file.
 struct Validator {
     file: PathBuf,
 }
@@ -623,135 +628,43 @@ impl Validator {
         }
     }
 
-    fn duration(&self, key: &str, text: &str) -> Result<Duration, ConfigError> {
-        let value = parse_duration(text).map_err(|msg| self.err(key, msg))?;
-        if value.is_zero() {
-            return Err(self.err(key, "must be longer than zero"));
+    fn settings(&self, raw: SettingsFile) -> Result<Settings, ConfigError> {
+        let mut dns = raw.dns;
+        if !dns
+            .root_hints
+            .iter()
+            .any(|a| dns.address_families.allows(a))
+        {
+            return Err(self.err(
+                "dns.root_hints",
+                "no address of an enabled family (dns.address_families)",
+            ));
         }
-        Ok(value)
-    }
-
-    fn settings(&self, raw: RawConfig) -> Result<Settings, ConfigError> {
+        dns.trust_anchor_file = dns.trust_anchor_file.map(|p| self.path(p));
+        let mut alerts = raw.alerts;
+        for (i, w) in alerts.webhooks.iter_mut().enumerate() {
+            w.name = format!("alerts.webhook[{i}]");
+        }
+        for (i, e) in alerts.execs.iter_mut().enumerate() {
+            e.name = format!("alerts.exec[{i}]");
+        }
         Ok(Settings {
             source: self.file.clone(),
             provider: raw.provider.map(|p| self.provider(p)).transpose()?,
-            database: self.database(raw.database)?,
-            dns: self.dns(raw.dns)?,
-            timing: self.timing(raw.timing)?,
+            database: DatabaseSettings {
+                path: self.path(raw.database.path),
+            },
+            dns,
+            timing: raw.timing,
             zones: self.zones(raw.zones)?,
-            alerts: self.alerts(raw.alerts)?,
-            registrar: raw.registrar.map(|r| self.registrar(r)).transpose()?,
-            metrics: self.metrics(raw.metrics)?,
+            alerts,
+            registrar: raw.registrar,
+            metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
         })
     }
 
-    /// A command line: at least the program, no empty words.
-    fn command(&self, key: &str, argv: Vec<String>) -> Result<Vec<String>, ConfigError> {
-        match argv.first() {
-            None => Err(self.err(
-                key,
-                "must name a program: [\"/path/to/program\", \"arg\", ...]",
-            )),
-            Some(program) if program.trim().is_empty() => {
-                Err(self.err(&format!("{key}[0]"), "the program must not be empty"))
-            }
-            Some(_) => Ok(argv),
-        }
-    }
-
-    fn alerts(&self, raw: RawAlerts) -> Result<AlertSettings, ConfigError> {
-        let renotify_after = self.duration("alerts.renotify_after", &raw.renotify_after)?;
-        let webhooks = raw
-            .webhook
-            .into_iter()
-            .enumerate()
-            .map(|(i, w)| self.webhook(&format!("alerts.webhook[{i}]"), w))
-            .collect::<Result<_, _>>()?;
-        let execs = raw
-            .exec
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let name = format!("alerts.exec[{i}]");
-                Ok(ExecSettings {
-                    command: self.command(&format!("{name}.command"), e.command)?,
-                    timeout: self.duration(&format!("{name}.timeout"), &e.timeout)?,
-                    name,
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(AlertSettings {
-            renotify_after,
-            webhooks,
-            execs,
-        })
-    }
-
-    fn webhook(&self, name: &str, raw: RawWebhook) -> Result<WebhookSettings, ConfigError> {
-        let key = format!("{name}.url");
-        // The URL may hold a token: the message says what is wrong, never echoes it.
-        let url = Url::parse(&raw.url).map_err(|e| self.err(&key, format!("not a URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-            return Err(self.err(&key, "must be an http:// or https:// URL with a host"));
-        }
-        let mut headers = Vec::with_capacity(raw.headers.len());
-        for (header, value) in raw.headers {
-            let key = format!("{name}.headers.{header}");
-            if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
-                return Err(self.err(&key, "not a valid HTTP header name"));
-            }
-            let toml::Value::String(value) = value else {
-                return Err(self.err(&key, "must be a string"));
-            };
-            if reqwest::header::HeaderValue::from_str(&value).is_err() {
-                return Err(self.err(&key, "not a valid HTTP header value (control characters?)"));
-            }
-            headers.push((header, value));
-        }
-        if !(1..=10).contains(&raw.max_attempts) {
-            return Err(self.err(&format!("{name}.max_attempts"), "must be 1 to 10"));
-        }
-        Ok(WebhookSettings {
-            name: name.to_string(),
-            url,
-            headers,
-            timeout: self.duration(&format!("{name}.timeout"), &raw.timeout)?,
-            max_attempts: raw.max_attempts,
-            backoff: self.duration(&format!("{name}.backoff"), &raw.backoff)?,
-        })
-    }
-
-    fn registrar(&self, raw: RawRegistrar) -> Result<RegistrarSettings, ConfigError> {
-        Ok(RegistrarSettings {
-            command: self.command("registrar.command", raw.command)?,
-            timeout: self.duration("registrar.timeout", &raw.timeout)?,
-        })
-    }
-
-    fn metrics(&self, raw: RawMetrics) -> Result<Option<MetricsSettings>, ConfigError> {
-        raw.listen
-            .map(|text| {
-                text.parse::<SocketAddr>()
-                    .map(|listen| MetricsSettings { listen })
-                    .map_err(|_| {
-                        self.err(
-                            "metrics.listen",
-                            format!("{text:?} is not IP:port (e.g. \"127.0.0.1:9753\")"),
-                        )
-                    })
-            })
-            .transpose()
-    }
-
-    fn provider(&self, raw: RawProvider) -> Result<ProviderSettings, ConfigError> {
-        let base_url = Url::parse(&raw.base_url)
-            .map_err(|e| self.err("provider.base_url", format!("not a URL: {e}")))?;
-        if !matches!(base_url.scheme(), "http" | "https") || base_url.host().is_none() {
-            return Err(self.err(
-                "provider.base_url",
-                "must be an http:// or https:// URL with a host",
-            ));
-        }
+    /// Exactly one credential source: an API key, or a username with a password.
+    fn provider(&self, raw: ProviderFile) -> Result<ProviderSettings, ConfigError> {
         let api_key = self.one_source(
             "provider.api_key",
             raw.api_key_file,
@@ -767,9 +680,6 @@ impl Validator {
         let credentials = match (api_key, raw.username, password) {
             (Some(key), None, None) => CredentialSource::ApiKey(key),
             (None, Some(username), Some(password)) => {
-                if username.trim().is_empty() {
-                    return Err(self.err("provider.username", "is empty"));
-                }
                 CredentialSource::Login { username, password }
             }
             (None, Some(_), None) => {
@@ -794,15 +704,12 @@ impl Validator {
                 ));
             }
         };
-        if raw.max_attempts == 0 {
-            return Err(self.err("provider.max_attempts", "must be at least 1"));
-        }
         Ok(ProviderSettings {
-            base_url,
+            base_url: raw.base_url,
             credentials,
-            request_timeout: self.duration("provider.request_timeout", &raw.request_timeout)?,
+            request_timeout: raw.request_timeout,
             max_attempts: raw.max_attempts,
-            retry_budget: self.duration("provider.retry_budget", &raw.retry_budget)?,
+            retry_budget: raw.retry_budget,
         })
     }
 
@@ -814,28 +721,14 @@ impl Validator {
         env: Option<String>,
         credential: Option<String>,
     ) -> Result<Option<SecretSource>, ConfigError> {
-        let mut found = Vec::new();
-        if let Some(path) = file {
-            if path.as_os_str().is_empty() {
-                return Err(self.err(&format!("{stem}_file"), "is empty"));
-            }
-            found.push(SecretSource::File(self.path(path)));
-        }
-        if let Some(var) = env {
-            if var.is_empty() || var.contains('=') {
-                return Err(self.err(&format!("{stem}_env"), "is not a variable name"));
-            }
-            found.push(SecretSource::Env(var));
-        }
-        if let Some(name) = credential {
-            if name.is_empty() || name.contains('/') {
-                return Err(self.err(
-                    &format!("{stem}_credential"),
-                    "must be a credential name without '/'",
-                ));
-            }
-            found.push(SecretSource::Credential(name));
-        }
+        let mut found: Vec<SecretSource> = [
+            file.map(|p| SecretSource::File(self.path(p))),
+            env.map(SecretSource::Env),
+            credential.map(SecretSource::Credential),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if found.len() > 1 {
             return Err(self.err(
                 &format!("{stem}_file"),
@@ -845,168 +738,9 @@ impl Validator {
         Ok(found.pop())
     }
 
-    fn database(&self, raw: RawDatabase) -> Result<DatabaseSettings, ConfigError> {
-        if raw.path.as_os_str().is_empty() {
-            return Err(self.err("database.path", "is empty"));
-        }
-        Ok(DatabaseSettings {
-            path: self.path(raw.path),
-        })
-    }
-
-    fn dns(&self, raw: RawDns) -> Result<DnsSettings, ConfigError> {
-        if raw.root_hints.is_empty() {
-            return Err(self.err("dns.root_hints", "needs at least one address"));
-        }
-        let root_hints: Vec<IpAddr> = raw
-            .root_hints
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                text.parse::<IpAddr>().map_err(|_| {
-                    self.err(
-                        &format!("dns.root_hints[{i}]"),
-                        format!("{text:?} is not an IP address"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        if raw.port == 0 {
-            return Err(self.err("dns.port", "must be 1 to 65535"));
-        }
-        let validating_resolvers = raw
-            .validating_resolvers
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                parse_server(text, 53).ok_or_else(|| {
-                    self.err(
-                        &format!("dns.validating_resolvers[{i}]"),
-                        format!("{text:?} is not an address (IP or IP:port, [v6]:port)"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        if raw.query_attempts == 0 {
-            return Err(self.err("dns.query_attempts", "must be at least 1"));
-        }
-        if !(1..=MAX_QUERIES_PER_SERVER).contains(&raw.queries_per_server) {
-            return Err(self.err(
-                "dns.queries_per_server",
-                format!("must be 1 to {MAX_QUERIES_PER_SERVER}"),
-            ));
-        }
-        let mut families = AddressFamilies {
-            ipv4: false,
-            ipv6: false,
-        };
-        for (i, family) in raw.address_families.iter().enumerate() {
-            match family.as_str() {
-                "ipv4" => families.ipv4 = true,
-                "ipv6" => families.ipv6 = true,
-                other => {
-                    return Err(self.err(
-                        &format!("dns.address_families[{i}]"),
-                        format!("{other:?} is neither \"ipv4\" nor \"ipv6\""),
-                    ));
-                }
-            }
-        }
-        if !families.ipv4 && !families.ipv6 {
-            return Err(self.err("dns.address_families", "needs \"ipv4\", \"ipv6\" or both"));
-        }
-        let budget = self.budget(&raw)?;
-        let root_hints: Vec<IpAddr> = root_hints;
-        if !root_hints.iter().any(|a| families.allows(a)) {
-            return Err(self.err(
-                "dns.root_hints",
-                "no address of an enabled family (dns.address_families)",
-            ));
-        }
-        Ok(DnsSettings {
-            root_hints,
-            port: raw.port,
-            trust_anchor_file: (!raw.trust_anchor_file.is_empty())
-                .then(|| self.path(PathBuf::from(&raw.trust_anchor_file))),
-            validating_resolvers,
-            query_timeout: self.duration("dns.query_timeout", &raw.query_timeout)?,
-            query_attempts: raw.query_attempts,
-            queries_per_server: raw.queries_per_server,
-            address_families: families,
-            budget,
-        })
-    }
-
-    fn budget(&self, raw: &RawDns) -> Result<ObservationBudget, ConfigError> {
-        let timeout = self.duration("dns.observation_timeout", &raw.observation_timeout)?;
-        if timeout > MAX_OBSERVATION_TIMEOUT {
-            return Err(self.err(
-                "dns.observation_timeout",
-                format!(
-                    "must be at most {}s (the engine abandons a step after 120s)",
-                    MAX_OBSERVATION_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-        let range = |key: &str, value: u64, max: u64| {
-            if (1..=max).contains(&value) {
-                Ok(())
-            } else {
-                Err(self.err(key, format!("must be 1 to {max}")))
-            }
-        };
-        range(
-            "dns.max_queries_per_observation",
-            raw.max_queries_per_observation.into(),
-            100_000,
-        )?;
-        range("dns.max_host_lookups", raw.max_host_lookups.into(), 10_000)?;
-        range(
-            "dns.max_ns_per_delegation",
-            raw.max_ns_per_delegation as u64,
-            1_000,
-        )?;
-        range(
-            "dns.max_addresses_per_server",
-            raw.max_addresses_per_server as u64,
-            256,
-        )?;
-        Ok(ObservationBudget {
-            timeout,
-            max_queries: raw.max_queries_per_observation,
-            max_host_lookups: raw.max_host_lookups,
-            max_ns_per_delegation: raw.max_ns_per_delegation,
-            max_addresses_per_server: raw.max_addresses_per_server,
-        })
-    }
-
-    fn timing(&self, raw: RawTiming) -> Result<TimingSettings, ConfigError> {
-        Ok(TimingSettings {
-            poll_waiting: self.duration("timing.poll_waiting", &raw.poll_waiting)?,
-            poll_active: self.duration("timing.poll_active", &raw.poll_active)?,
-            propagation_margin: self
-                .duration("timing.propagation_margin", &raw.propagation_margin)?,
-            ds_overdue_after: self.duration("timing.ds_overdue_after", &raw.ds_overdue_after)?,
-            ds_removal_overdue_after: self.duration(
-                "timing.ds_removal_overdue_after",
-                &raw.ds_removal_overdue_after,
-            )?,
-            partial_stuck_after: self
-                .duration("timing.partial_stuck_after", &raw.partial_stuck_after)?,
-            signatures_expiring_within: self.duration(
-                "timing.signatures_expiring_within",
-                &raw.signatures_expiring_within,
-            )?,
-            observation_failing_after: self.duration(
-                "timing.observation_failing_after",
-                &raw.observation_failing_after,
-            )?,
-            retry_base: self.duration("timing.retry_base", &raw.retry_base)?,
-            assumed_ds_ttl: self.duration("timing.assumed_ds_ttl", &raw.assumed_ds_ttl)?,
-        })
-    }
-
-    fn zones(&self, raw: RawZones) -> Result<ZoneSelection, ConfigError> {
+    /// `names` or `all`; duplicates are found after normalisation: `bücher.example` and
+    /// `xn--bcher-kva.example` are one zone.
+    fn zones(&self, raw: ZonesFile) -> Result<ZoneSelection, ConfigError> {
         match (raw.names, raw.all) {
             (Some(_), Some(true)) => Err(self.err(
                 "zones.all",
@@ -1014,76 +748,24 @@ impl Validator {
             )),
             (None, Some(true)) => Ok(ZoneSelection::All),
             (Some(names), _) => {
-                let mut out: Vec<ZoneName> = Vec::with_capacity(names.len());
-                for (i, name) in names.iter().enumerate() {
-                    let key = format!("zones.names[{i}]");
-                    let zone = ZoneName::parse(name).map_err(|e| self.err(&key, e.to_string()))?;
-                    // Duplicates are found after normalisation: `bücher.example` and
-                    // `xn--bcher-kva.example` are one zone.
-                    if let Some(first) = out.iter().position(|z| *z == zone) {
+                for (i, entry) in names.iter().enumerate() {
+                    if let Some(first) = names[..i].iter().position(|e| e.zone == entry.zone) {
                         return Err(self.err(
-                            &key,
+                            &format!("zones.names[{i}]"),
                             format!(
-                                "{name:?} is the same zone as {:?} (zones.names[{first}]): both are {zone}",
-                                names[first]
+                                "{:?} is the same zone as {:?} (zones.names[{first}]): both are {}",
+                                entry.text, names[first].text, entry.zone
                             ),
                         ));
                     }
-                    out.push(zone);
                 }
-                Ok(ZoneSelection::Names(out))
+                Ok(ZoneSelection::Names(
+                    names.into_iter().map(|e| e.zone).collect(),
+                ))
             }
             (None, _) => Ok(ZoneSelection::Names(Vec::new())),
         }
     }
-}
-
-/// `"90s"`, `"5m"`, `"24h"`, `"2d"`, `"1h30m"`, `"250ms"`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("empty duration (write e.g. \"90s\", \"5m\", \"24h\")".into());
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(format!(
-                "invalid duration {text:?}: expected a number at {rest:?}"
-            ));
-        }
-        let number: u64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}: number too large"))?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let part = match unit {
-            "ms" => Duration::from_millis(number),
-            "s" => Duration::from_secs(number),
-            "m" => Duration::from_secs(number.saturating_mul(60)),
-            "h" => Duration::from_secs(number.saturating_mul(3600)),
-            "d" => Duration::from_secs(number.saturating_mul(86_400)),
-            "" => {
-                return Err(format!(
-                    "invalid duration {text:?}: a unit is needed (ms, s, m, h or d)"
-                ));
-            }
-            other => {
-                return Err(format!(
-                    "invalid duration {text:?}: unknown unit {other:?} (use ms, s, m, h or d)"
-                ));
-            }
-        };
-        total = total.saturating_add(part);
-    }
-    Ok(total)
 }
 
 /// `IP`, `IP:port` or `[IPv6]:port`.
@@ -1092,6 +774,248 @@ pub fn parse_server(text: &str, default_port: u16) -> Option<SocketAddr> {
         return Some(SocketAddr::new(ip, default_port));
     }
     text.parse::<SocketAddr>().ok()
+}
+
+/// The `deserialize_with` helpers: each one type of value, and what is wrong with it on
+/// its own. The key is added by `serde_path_to_error`.
+mod de {
+    use std::fmt;
+    use std::net::{IpAddr, SocketAddr};
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
+    use serde::{Deserialize, Deserializer};
+    use url::Url;
+
+    use crate::zone_name::ZoneName;
+
+    pub fn secs<const N: u64>() -> Duration {
+        Duration::from_secs(N)
+    }
+
+    pub fn int<const N: u64, T: TryFrom<u64> + Default>() -> T {
+        T::try_from(N).unwrap_or_default()
+    }
+
+    /// An integer in `MIN..=MAX` (`MAX = u64::MAX`: no upper bound).
+    pub fn in_range<'de, const MIN: u64, const MAX: u64, D, T>(d: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de> + Copy + TryInto<u64>,
+    {
+        let value = T::deserialize(d)?;
+        match value.try_into() {
+            Ok(v) if (MIN..=MAX).contains(&v) => Ok(value),
+            _ if MAX == u64::MAX => Err(D::Error::custom(format!("must be at least {MIN}"))),
+            _ => Err(D::Error::custom(format!("must be {MIN} to {MAX}"))),
+        }
+    }
+
+    /// `dns.observation_timeout`: at most [`super::MAX_OBSERVATION_TIMEOUT`].
+    pub fn observation_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let value = super::duration(d)?;
+        if value > super::MAX_OBSERVATION_TIMEOUT {
+            return Err(D::Error::custom(format!(
+                "must be at most {}s (the engine abandons a step after 120s)",
+                super::MAX_OBSERVATION_TIMEOUT.as_secs()
+            )));
+        }
+        Ok(value)
+    }
+
+    /// An http:// or https:// URL with a host. It may hold a token (a Slack webhook): the
+    /// message says what is wrong and never echoes it, as `Url`'s own serde impl would.
+    pub fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Url, D::Error> {
+        let text = String::deserialize(d)?;
+        let url = Url::parse(&text).map_err(|e| D::Error::custom(format!("not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+            return Err(D::Error::custom(
+                "must be an http:// or https:// URL with a host",
+            ));
+        }
+        Ok(url)
+    }
+
+    /// `metrics.listen`: `IP:port`. Parsed here rather than by serde's own impl, whose
+    /// message ("invalid socket address syntax") would lose the value and the form.
+    pub fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map(Some).map_err(|_| {
+            D::Error::custom(format!("{text:?} is not IP:port (e.g. \"127.0.0.1:9753\")"))
+        })
+    }
+
+    /// `dns.root_hints`: IP addresses, at least one (each named by its value when wrong,
+    /// which serde's own impl does not).
+    pub fn root_hints<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpAddr>, D::Error> {
+        struct Ip(IpAddr);
+        impl<'de> Deserialize<'de> for Ip {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                text.parse()
+                    .map(Ip)
+                    .map_err(|_| D::Error::custom(format!("{text:?} is not an IP address")))
+            }
+        }
+        let hints: Vec<IpAddr> = Vec::<Ip>::deserialize(d)?
+            .into_iter()
+            .map(|ip| ip.0)
+            .collect();
+        if hints.is_empty() {
+            return Err(D::Error::custom("needs at least one address"));
+        }
+        Ok(hints)
+    }
+
+    /// `dns.validating_resolvers`: `IP`, `IP:port` or `[IPv6]:port`, port 53 by default.
+    pub fn servers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SocketAddr>, D::Error> {
+        struct Server(SocketAddr);
+        impl<'de> Deserialize<'de> for Server {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                super::parse_server(&text, 53).map(Server).ok_or_else(|| {
+                    D::Error::custom(format!(
+                        "{text:?} is not an address (IP or IP:port, [v6]:port)"
+                    ))
+                })
+            }
+        }
+        Ok(Vec::<Server>::deserialize(d)?
+            .into_iter()
+            .map(|s| s.0)
+            .collect())
+    }
+
+    /// `""` is no path (`dns.trust_anchor_file`: the built-in root anchor).
+    pub fn empty_is_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        let path = PathBuf::deserialize(d)?;
+        Ok((!path.as_os_str().is_empty()).then_some(path))
+    }
+
+    pub fn non_empty_path<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        let path = PathBuf::deserialize(d)?;
+        if path.as_os_str().is_empty() {
+            return Err(D::Error::custom("is empty"));
+        }
+        Ok(path)
+    }
+
+    pub fn secret_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        non_empty_path(d).map(Some)
+    }
+
+    pub fn env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let var = String::deserialize(d)?;
+        if var.is_empty() || var.contains('=') {
+            return Err(D::Error::custom("is not a variable name"));
+        }
+        Ok(Some(var))
+    }
+
+    pub fn credential_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let name = String::deserialize(d)?;
+        if name.is_empty() || name.contains('/') {
+            return Err(D::Error::custom("must be a credential name without '/'"));
+        }
+        Ok(Some(name))
+    }
+
+    pub fn username<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let name = String::deserialize(d)?;
+        if name.trim().is_empty() {
+            return Err(D::Error::custom("is empty"));
+        }
+        Ok(Some(name))
+    }
+
+    /// A command line: at least the program (`command[0]`, not blank), then its arguments.
+    pub fn command<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        struct Argv;
+        struct Program;
+        impl<'de> DeserializeSeed<'de> for Program {
+            type Value = String;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+                let program = String::deserialize(d)?;
+                if program.trim().is_empty() {
+                    return Err(D::Error::custom("the program must not be empty"));
+                }
+                Ok(program)
+            }
+        }
+        impl<'de> Visitor<'de> for Argv {
+            type Value = Vec<String>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a command line: [\"/path/to/program\", \"arg\", ...]")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+                let Some(program) = seq.next_element_seed(Program)? else {
+                    return Err(A::Error::custom(
+                        "must name a program: [\"/path/to/program\", \"arg\", ...]",
+                    ));
+                };
+                let mut argv = vec![program];
+                while let Some(arg) = seq.next_element()? {
+                    argv.push(arg);
+                }
+                Ok(argv)
+            }
+        }
+        d.deserialize_seq(Argv)
+    }
+
+    /// HTTP headers, `{ Name = "value" }`, sorted by name. The value's check runs as the
+    /// value is read, so the error's key is `headers.<Name>`.
+    pub fn headers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+        struct Headers;
+        struct Value<'a>(&'a str);
+        impl<'de> DeserializeSeed<'de> for Value<'_> {
+            type Value = String;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+                if reqwest::header::HeaderName::from_bytes(self.0.as_bytes()).is_err() {
+                    return Err(D::Error::custom("not a valid HTTP header name"));
+                }
+                let value = String::deserialize(d)?;
+                if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                    return Err(D::Error::custom(
+                        "not a valid HTTP header value (control characters?)",
+                    ));
+                }
+                Ok(value)
+            }
+        }
+        impl<'de> Visitor<'de> for Headers {
+            type Value = Vec<(String, String)>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table of header names and values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let value = map.next_value_seed(Value(&name))?;
+                    out.push((name, value));
+                }
+                out.sort();
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Headers)
+    }
+
+    /// One of `zones.names`: the name as written (for messages) and its canonical form.
+    #[derive(Debug)]
+    pub struct ZoneEntry {
+        pub text: String,
+        pub zone: ZoneName,
+    }
+
+    impl<'de> Deserialize<'de> for ZoneEntry {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let text = String::deserialize(d)?;
+            let zone = ZoneName::parse(&text).map_err(D::Error::custom)?;
+            Ok(Self { text, zone })
+        }
+    }
 }
 
 impl CredentialSource {
@@ -1214,6 +1138,116 @@ mod tests {
         assert_eq!(s.timing.poll_active, Duration::from_secs(3600));
         assert_eq!(s.timing.ds_overdue_after, Duration::from_secs(86_400));
         assert_eq!(s.zones, ZoneSelection::Names(vec![]));
+        // One Default impl per section: the lifecycle's for [timing], the settings' own.
+        assert_eq!(s.timing, Policy::default());
+        assert_eq!(s.dns, DnsSettings::default());
+        assert_eq!(s.dns.trust_anchor_file, None);
+        assert_eq!(s.alerts, AlertSettings::default());
+        assert_eq!(s.database, DatabaseSettings::default());
+    }
+
+    /// Each value is checked as it is deserialized into its type, and the error still
+    /// names its key.
+    #[test]
+    fn typed_values_fail_at_their_key() {
+        for (text, key, says) in [
+            (
+                "[timing]\nretry_base = 5",
+                "timing.retry_base",
+                "expected a string",
+            ),
+            (
+                "[timing]\nretry_base = \"5 s\"",
+                "timing.retry_base",
+                "unknown unit",
+            ),
+            (
+                "[dns]\naddress_families = [\"ipv5\"]",
+                "dns.address_families[0]",
+                "`ipv5`",
+            ),
+            (
+                "[dns]\naddress_families = []",
+                "dns.address_families",
+                "ipv4",
+            ),
+            ("[dns]\nroot_hints = []", "dns.root_hints", "at least one"),
+            (
+                "[dns]\nroot_hints = [\"::1\"]\naddress_families = [\"ipv4\"]",
+                "dns.root_hints",
+                "no address of an enabled family",
+            ),
+            (
+                "[dns]\nquery_attempts = 0",
+                "dns.query_attempts",
+                "at least 1",
+            ),
+            (
+                "[dns]\nmax_host_lookups = 10001",
+                "dns.max_host_lookups",
+                "1 to 10000",
+            ),
+            ("[database]\npath = \"\"", "database.path", "is empty"),
+            (
+                "[provider]\napi_key_env = \"A=B\"",
+                "provider.api_key_env",
+                "variable name",
+            ),
+            (
+                "[provider]\napi_key_credential = \"a/b\"",
+                "provider.api_key_credential",
+                "without '/'",
+            ),
+            (
+                "[provider]\nusername = \" \"\npassword_env = \"P\"",
+                "provider.username",
+                "is empty",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\nmax_attempts = 0",
+                "provider.max_attempts",
+                "at least 1",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\nretry_budget = \"0s\"",
+                "provider.retry_budget",
+                "longer than zero",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\napi_key_credential = \"k\"",
+                "provider.api_key_file",
+                "only one of",
+            ),
+            (
+                "[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { X-N = 1 }",
+                "alerts.webhook[0].headers.X-N",
+                "expected a string",
+            ),
+            (
+                "[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { X = \"a\\u0001\" }",
+                "alerts.webhook[0].headers.X",
+                "header value",
+            ),
+            (
+                "[registrar]\ncommand = \"/bin/x\"",
+                "registrar.command",
+                "command line",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{text}: {err}");
+            assert!(err.to_string().contains(says), "{text}: {err}");
+        }
+        let s =
+            parse("[[alerts.webhook]]\nurl = \"http://a/\"\nheaders = { b = \"2\", A = \"1\" }")
+                .unwrap();
+        assert_eq!(
+            s.alerts.webhooks[0].headers,
+            [
+                ("A".to_string(), "1".to_string()),
+                ("b".to_string(), "2".to_string())
+            ]
+        );
     }
 
     #[test]
@@ -1534,18 +1568,6 @@ mod tests {
                 .exposure_warnings()
                 .is_empty()
         );
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
-        assert!(parse_duration("5").unwrap_err().contains("unit"));
-        assert!(parse_duration("5 m").is_err());
-        assert!(parse_duration("m").is_err());
-        assert!(parse_duration("").is_err());
     }
 
     #[test]

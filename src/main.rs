@@ -12,7 +12,7 @@ use dnssec_warden::cli;
 use dnssec_warden::cli::daemon::Prepared;
 use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
 use dnssec_warden::lab::{ProviderSim, SimOptions, demo};
-use dnssec_warden::lifecycle::{Intent, Policy};
+use dnssec_warden::lifecycle::Intent;
 use dnssec_warden::logging::{self, LogFormat};
 use dnssec_warden::zone_name::ZoneName;
 
@@ -215,7 +215,7 @@ async fn status(path: &Path, zone: Option<String>, json: bool) -> Result<ExitCod
     let zone = zone.as_deref().map(zone_name).transpose()?;
     let settings = load(path)?;
     let store = cli::status::open_store(&settings).await?;
-    let policy = Policy::from(&settings.timing);
+    let policy = settings.timing.clone();
     let name = zone.as_ref().map(ZoneName::as_str);
     let found = if json {
         cli::status::status_json(&store, name, &policy)

@@ -127,7 +127,7 @@ impl Prepared {
         let notifier = Notifier::from_settings(&settings)
             .map_err(|error| PrepareError::Alerts { file, error })?;
         Ok(Self {
-            policy: Policy::from(&settings.timing),
+            policy: settings.timing.clone(),
             provider: Arc::new(provider),
             observer: Arc::new(observer),
             notifier,

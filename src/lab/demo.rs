@@ -128,7 +128,7 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     )?);
     let observer =
         Arc::new(DnsObserver::new(&settings.dns).map_err(|e| DemoError::Config(e.to_string()))?);
-    let policy = Policy::from(&settings.timing);
+    let policy: Policy = settings.timing.clone();
     let engine = Arc::new(Engine::new(
         store.clone(),
         provider,

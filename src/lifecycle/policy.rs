@@ -1,29 +1,44 @@
-//! The timings every decision uses, from the `[timing]` section of the configuration.
+//! The timings every decision uses: the lifecycle's own struct, deserialized as the
+//! `[timing]` section of the configuration (the defaults below are the documented ones,
+//! every duration longer than zero, unknown keys refused).
 
 use std::time::Duration;
 
-use crate::config::TimingSettings;
+use serde::Deserialize;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::timefmt::positive_duration as duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Policy {
     /// Observation interval of zones in a waiting state.
+    #[serde(deserialize_with = "duration")]
     pub poll_waiting: Duration,
     /// Observation interval of `active` and `disabled` zones.
+    #[serde(deserialize_with = "duration")]
     pub poll_active: Duration,
     /// Added to every TTL-based wait (RFC 7583 section 3.3.1's propagation delay).
+    #[serde(deserialize_with = "duration")]
     pub propagation_margin: Duration,
+    #[serde(deserialize_with = "duration")]
     pub ds_overdue_after: Duration,
+    #[serde(deserialize_with = "duration")]
     pub ds_removal_overdue_after: Duration,
     /// Parent servers disagreeing this long: `partial_propagation_stuck`.
+    #[serde(deserialize_with = "duration")]
     pub partial_stuck_after: Duration,
     /// An RRSIG over the DNSKEY set expiring within this: `signatures_expiring`.
+    #[serde(deserialize_with = "duration")]
     pub signatures_expiring_within: Duration,
     /// No complete observation for this long: `observation_failing`.
+    #[serde(deserialize_with = "duration")]
     pub observation_failing_after: Duration,
     /// First retry after an incomplete observation; doubles up to `poll_waiting`.
+    #[serde(deserialize_with = "duration")]
     pub retry_base: Duration,
     /// The DS TTL assumed when a DS was announced but never seen at the parent (it may
     /// have come and gone unseen): a day, the longest DS TTL in common use.
+    #[serde(deserialize_with = "duration")]
     pub assumed_ds_ttl: Duration,
 }
 
@@ -40,23 +55,6 @@ impl Default for Policy {
             observation_failing_after: Duration::from_secs(3600),
             retry_base: Duration::from_secs(5),
             assumed_ds_ttl: Duration::from_secs(86_400),
-        }
-    }
-}
-
-impl From<&TimingSettings> for Policy {
-    fn from(t: &TimingSettings) -> Self {
-        Self {
-            poll_waiting: t.poll_waiting,
-            poll_active: t.poll_active,
-            propagation_margin: t.propagation_margin,
-            ds_overdue_after: t.ds_overdue_after,
-            ds_removal_overdue_after: t.ds_removal_overdue_after,
-            partial_stuck_after: t.partial_stuck_after,
-            signatures_expiring_within: t.signatures_expiring_within,
-            observation_failing_after: t.observation_failing_after,
-            retry_base: t.retry_base,
-            assumed_ds_ttl: t.assumed_ds_ttl,
         }
     }
 }
