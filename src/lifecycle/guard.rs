@@ -3,7 +3,8 @@
 //! engine calls it with a parent observation taken immediately before the provider call.
 
 use super::policy::Policy;
-use super::step::{Facts, disable_deadline};
+use super::facts::Facts;
+use super::step::disable_deadline;
 use super::time::Timestamp;
 use crate::dns::{DsAnswer, ParentView};
 
