@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
+use super::facts::Facts;
 use super::policy::Policy;
 use super::state::State;
-use super::facts::Facts;
 use super::step::{Observation, ProviderView, Zone, enterable_ds};
 use super::time::Timestamp;
 use crate::dns::{ParentDsVerdict, ServedKeys, ValidationVerdict};
@@ -290,7 +290,9 @@ pub fn judge(
                 (_, Err(e)) => format!("parent: {e}"),
                 _ => "some parent server gives no answer".to_string(),
             };
-            format!("{zone}: no complete observation since {since} ({why}); no decision can be taken")
+            format!(
+                "{zone}: no complete observation since {since} ({why}); no decision can be taken"
+            )
         })
     });
     if let Some(since) = facts.failing_since

@@ -16,7 +16,8 @@ pub use guard::{GuardRefusal, may_disable};
 pub use policy::Policy;
 pub use state::{Intent, State};
 pub use step::{
-    AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline, step,
+    AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline,
+    step,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
