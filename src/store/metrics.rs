@@ -35,9 +35,9 @@ impl Store {
                 .await?;
         rows.into_iter()
             .map(|r| {
-                let facts = super::parse_facts(&r.name, &r.facts)?;
+                let facts = super::rows::parse_facts(&r.name, &r.facts)?;
                 Ok(ZoneHealth {
-                    state: super::parse_state(r.state.as_deref())?,
+                    state: super::rows::parse_state(r.state.as_deref())?,
                     name: r.name,
                     last_observed_at: r.last_observed_at.map(Timestamp),
                     failures: i64::from(facts.failures),
@@ -55,7 +55,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|(k, n)| Ok((super::parse("alert kind", &k)?, n)))
+            .map(|(k, n)| Ok((super::rows::parse("alert kind", &k)?, n)))
             .collect()
     }
 

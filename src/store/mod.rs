@@ -7,24 +7,22 @@
 
 mod faults;
 mod metrics;
+mod rows;
 #[cfg(test)]
 mod tests;
 
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{FromRow, SqliteConnection, SqlitePool};
-use strum::{Display, EnumString, IntoStaticStr, VariantArray};
+use sqlx::{SqliteConnection, SqlitePool};
 
-use crate::lifecycle::{
-    AlertKind, Decision, Effect, EffectKind, Facts, Intent, Severity, State, Timestamp, Zone,
-};
+use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 pub use faults::WriteFailure;
 use faults::{Health, Identity, Noted, WriteTx};
+use rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -65,124 +63,6 @@ pub enum StoreError {
     Missing { path: String },
 }
 
-/// A zone row: the lifecycle's view plus the engine's bookkeeping.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ZoneRow {
-    pub zone: Zone,
-    pub next_check_at: Timestamp,
-    pub last_observed_at: Option<Timestamp>,
-    pub last_observation: Option<serde_json::Value>,
-    pub version: i64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRow {
-    pub id: i64,
-    pub zone: String,
-    pub at: Timestamp,
-    pub kind: EventKind,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub reason: String,
-    /// How many more times the same event was seen right after it, and when last.
-    pub repeats: i64,
-    pub last_seen: Option<Timestamp>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct AlertRow {
-    pub id: i64,
-    pub zone: String,
-    pub kind: AlertKind,
-    pub severity: Severity,
-    pub message: String,
-    pub opened_at: Timestamp,
-    pub last_notified_at: Option<Timestamp>,
-    pub notifications: i64,
-    pub resolved_at: Option<Timestamp>,
-    pub resolved_notified_at: Option<Timestamp>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxItem {
-    pub id: i64,
-    pub zone: String,
-    pub effect: Effect,
-    pub attempts: i64,
-}
-
-/// What an audit event records (`events.kind`, the `history` view, `history --json`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum EventKind {
-    /// The zone moved to another state (stored with the observation that moved it).
-    Transition,
-    /// A step's remark that moved nothing.
-    Note,
-    /// The operator's `enable` or `disable`.
-    Intent,
-    /// An effect performed, failed, or settled after an unknown outcome.
-    Effect,
-    /// The safety guard refused "DNSSEC off".
-    Guard,
-    /// An alert opened or resolved.
-    Alert,
-}
-
-impl EventKind {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
-    /// Transitions and intents are each their own fact; any other event identical to the
-    /// zone's last one of its kind since is a condition seen again, and counted.
-    fn counts_repeats(self) -> bool {
-        !matches!(self, Self::Transition | Self::Intent)
-    }
-}
-
-impl PartialEq<&str> for EventKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-/// An outbox row's status: `pending` until performed, then how it ended.
-/// pending → done | failed | refused | superseded | unknown → done | failed (settled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, IntoStaticStr, VariantArray)]
-#[strum(serialize_all = "snake_case")]
-pub enum OutboxStatus {
-    Pending,
-    Done,
-    Failed,
-    /// Refused by the safety guard.
-    Refused,
-    /// A provider call a newer step no longer asked for.
-    Superseded,
-    /// A provider call that may or may not have taken effect: the next observation
-    /// settles it (`settle_unknown_call`).
-    Unknown,
-}
-
-impl OutboxStatus {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
@@ -192,126 +72,6 @@ pub struct Store {
     /// The path, for log lines.
     label: Arc<str>,
 }
-
-/// A `zones` row as stored (`SELECT *`): the facts are one JSON column.
-#[derive(FromRow)]
-struct RawZone {
-    name: String,
-    intent: String,
-    ds_never_submitted: bool,
-    state: Option<String>,
-    state_since: i64,
-    facts: String,
-    next_check_at: i64,
-    last_observed_at: Option<i64>,
-    last_observation: Option<String>,
-    version: i64,
-}
-
-#[derive(FromRow)]
-struct RawEvent {
-    id: i64,
-    zone: String,
-    at: i64,
-    kind: String,
-    from_state: Option<String>,
-    to_state: Option<String>,
-    reason: String,
-    repeats: i64,
-    last_at: Option<i64>,
-}
-
-#[derive(FromRow)]
-struct RawAlert {
-    id: i64,
-    zone: String,
-    kind: String,
-    severity: String,
-    message: String,
-    opened_at: i64,
-    last_notified_at: Option<i64>,
-    notifications: i64,
-    resolved_at: Option<i64>,
-    resolved_notified_at: Option<i64>,
-}
-
-#[derive(FromRow)]
-struct RawOutbox {
-    id: i64,
-    zone: String,
-    effect: String,
-    attempts: i64,
-}
-
-fn ts(v: Option<i64>) -> Option<Timestamp> {
-    v.map(Timestamp)
-}
-
-fn corrupt(what: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(what.to_string())
-}
-
-/// A text column holding one of an enum's names; anything else is corrupt data, named.
-fn parse<T: FromStr>(what: &str, text: &str) -> Result<T, StoreError> {
-    text.parse()
-        .map_err(|_| StoreError::Corrupt(format!("unknown {what} {text:?}")))
-}
-
-/// A zone's `state` column: NULL before its first step.
-fn parse_state(column: Option<&str>) -> Result<Option<State>, StoreError> {
-    column.map(|s| parse("state", s)).transpose()
-}
-
-/// A zone's `facts` column: `lifecycle::Facts` as JSON. An error names the fact.
-fn parse_facts(zone: &str, text: &str) -> Result<Facts, StoreError> {
-    let mut json = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut json)
-        .map_err(|e| corrupt(format!("zone {zone}: facts.{}: {}", e.path(), e.inner())))
-}
-
-impl TryFrom<RawZone> for ZoneRow {
-    type Error = StoreError;
-    fn try_from(r: RawZone) -> Result<Self, StoreError> {
-        Ok(ZoneRow {
-            zone: Zone {
-                intent: parse("intent", &r.intent)?,
-                ds_never_submitted: r.ds_never_submitted,
-                state: parse_state(r.state.as_deref())?,
-                since: Timestamp(r.state_since),
-                facts: parse_facts(&r.name, &r.facts)?,
-                name: r.name,
-            },
-            next_check_at: Timestamp(r.next_check_at),
-            last_observed_at: ts(r.last_observed_at),
-            last_observation: r
-                .last_observation
-                .as_deref()
-                .and_then(|t| serde_json::from_str(t).ok()),
-            version: r.version,
-        })
-    }
-}
-
-impl TryFrom<RawAlert> for AlertRow {
-    type Error = StoreError;
-    fn try_from(r: RawAlert) -> Result<Self, StoreError> {
-        Ok(AlertRow {
-            id: r.id,
-            zone: r.zone,
-            kind: parse::<AlertKind>("alert kind", &r.kind)?,
-            severity: parse::<Severity>("severity", &r.severity)?,
-            message: r.message,
-            opened_at: Timestamp(r.opened_at),
-            last_notified_at: ts(r.last_notified_at),
-            notifications: r.notifications,
-            resolved_at: ts(r.resolved_at),
-            resolved_notified_at: ts(r.resolved_notified_at),
-        })
-    }
-}
-
-const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
-    notifications, resolved_at, resolved_notified_at";
 
 impl Store {
     /// Opens (creating if needed) the database and brings its schema up to date. An
@@ -770,16 +530,7 @@ impl Store {
         .bind(status.as_str())
         .fetch_all(&self.pool)
         .await?;
-        raw.into_iter()
-            .map(|r| {
-                Ok(OutboxItem {
-                    id: r.id,
-                    zone: r.zone,
-                    effect: serde_json::from_str(&r.effect).map_err(corrupt)?,
-                    attempts: r.attempts,
-                })
-            })
-            .collect()
+        raw.into_iter().map(OutboxItem::try_from).collect()
     }
 
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
@@ -836,8 +587,11 @@ impl Store {
         .bind(zone)
         .fetch_all(&mut *tx)
         .await?;
+        let rows = rows
+            .into_iter()
+            .map(OutboxItem::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
         for row in &rows {
-            let effect: Effect = serde_json::from_str(&row.effect).map_err(corrupt)?;
             sqlx::query(
                 "UPDATE outbox SET status = ?, finished_at = ?, \
                  last_error = 'in flight when the daemon stopped' WHERE id = ?",
@@ -857,7 +611,7 @@ impl Store {
                 state,
                 &format!(
                     "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
-                    effect.describe()
+                    row.effect.describe()
                 ),
                 None,
             )
@@ -957,21 +711,7 @@ impl Store {
         .bind(zone)
         .fetch_all(&self.pool)
         .await?;
-        raw.into_iter()
-            .map(|r| {
-                Ok(EventRow {
-                    id: r.id,
-                    zone: r.zone,
-                    at: Timestamp(r.at),
-                    kind: parse("event kind", &r.kind)?,
-                    from: r.from_state,
-                    to: r.to_state,
-                    reason: r.reason,
-                    repeats: r.repeats,
-                    last_seen: ts(r.last_at),
-                })
-            })
-            .collect()
+        raw.into_iter().map(EventRow::try_from).collect()
     }
 
     /// Open alerts, of one zone or of all.

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use strum::VariantArray;
 
+use super::rows::parse_facts;
 use super::*;
-use crate::lifecycle::{AuditNote, Decision};
+use crate::lifecycle::{AlertKind, AuditNote, Decision, Effect, Facts};
 
 const ZONE: &str = "example.com.";
 
