@@ -218,7 +218,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     for kind in AlertKind::ALL {
         let n = alerts
             .iter()
-            .find(|(k, _)| *k == kind)
+            .find(|(k, _)| *k == *kind)
             .map_or(0, |(_, n)| *n);
         let labels = [
             ("kind", kind.as_str()),

@@ -25,7 +25,7 @@ pub use observe::summarize;
 use crate::dns::Observer;
 use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, step};
 use crate::provider::{Provider, ProviderError};
-use crate::store::{OutboxStatus, Store, StoreError};
+use crate::store::{EventKind, OutboxStatus, Store, StoreError};
 
 /// Points where a test can make the engine stop dead, as a crash would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,7 +481,9 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 && item.attempts + 1 < NOTIFICATION_ATTEMPTS
             {
                 self.store.retry_effect(item.id, &note).await?;
-                self.store.record(zone, "effect", &note, now).await?;
+                self.store
+                    .record(zone, EventKind::Effect, &note, now)
+                    .await?;
                 tracing::error!(zone, "{note}");
                 continue;
             }
@@ -490,9 +492,9 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
                 .await?;
             let kind = if status == OutboxStatus::Refused {
-                "guard"
+                EventKind::Guard
             } else {
-                "effect"
+                EventKind::Effect
             };
             self.store.record(zone, kind, &note, now).await?;
             if failed {

@@ -1,13 +1,37 @@
-//! The conditions dnssec-warden alerts on. `step` judges them; the engine turns changes
-//! into one notification per episode and a `resolved` when the condition clears.
-
-use std::fmt;
-use std::str::FromStr;
+//! The conditions dnssec-warden alerts on, and `judge`: what one observation says about
+//! each of them. `step` applies the judgement; the engine turns changes into one
+//! notification per episode and a `resolved` when the condition clears.
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+use super::facts::Facts;
+use super::policy::Policy;
+use super::state::State;
+use super::step::{Observation, ProviderView, Zone, enterable_ds};
+use super::time::Timestamp;
+use crate::dns::{ParentDsVerdict, ServedKeys, ValidationVerdict};
+
+/// An alert condition. The names are a contract (`status --json`, the SQLite file, the
+/// metrics labels, the hooks' `KIND`); to add one, see ARCHITECTURE.md "Where to add".
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum AlertKind {
     DsUnpublishedOverdue,
     DsRemovalOverdue,
@@ -22,40 +46,33 @@ pub enum AlertKind {
     RegistrarHookFailed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Severity {
     Warning,
     Critical,
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 10] = [
-        AlertKind::DsUnpublishedOverdue,
-        AlertKind::DsRemovalOverdue,
-        AlertKind::DsMismatch,
-        AlertKind::DsUnsupported,
-        AlertKind::DnssecOffWithDs,
-        AlertKind::PartialPropagationStuck,
-        AlertKind::ValidationFailed,
-        AlertKind::SignaturesExpiring,
-        AlertKind::ObservationFailing,
-        AlertKind::RegistrarHookFailed,
-    ];
+    pub const ALL: &'static [AlertKind] = Self::VARIANTS;
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::DsUnpublishedOverdue => "ds_unpublished_overdue",
-            Self::DsRemovalOverdue => "ds_removal_overdue",
-            Self::DsMismatch => "ds_mismatch",
-            Self::DsUnsupported => "ds_unsupported",
-            Self::DnssecOffWithDs => "dnssec_off_with_ds",
-            Self::PartialPropagationStuck => "partial_propagation_stuck",
-            Self::ValidationFailed => "validation_failed",
-            Self::SignaturesExpiring => "signatures_expiring",
-            Self::ObservationFailing => "observation_failing",
-            Self::RegistrarHookFailed => "registrar_hook_failed",
-        }
+        self.into()
     }
 
     /// Critical: the domain fails validation now. Warning: a step is late or at risk.
@@ -69,29 +86,7 @@ impl AlertKind {
 
 impl Severity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Warning => "warning",
-            Self::Critical => "critical",
-        }
-    }
-}
-
-impl fmt::Display for AlertKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for AlertKind {
-    type Err = super::state::ParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AlertKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| super::state::ParseError {
-                what: "alert kind",
-                value: s.to_string(),
-            })
+        self.into()
     }
 }
 
@@ -116,5 +111,218 @@ impl AlertCheck {
 
     pub fn clear(kind: AlertKind) -> Self {
         Self { kind, firing: None }
+    }
+}
+
+/// What one observation says about the alert conditions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// Every condition this observation can judge; those it cannot judge are left out,
+    /// so an unknown never resolves an alert.
+    pub checks: Vec<AlertCheck>,
+    /// Moments before the next poll at which a judgement changes by itself (a condition
+    /// becomes overdue or stuck).
+    pub deadlines: Vec<Timestamp>,
+    /// `Facts::partial_since` as this observation leaves it: set while parent servers
+    /// disagree, cleared once they agree, kept while the parent is unknown.
+    pub partial_since: Option<Timestamp>,
+}
+
+/// Judges every alert condition for `zone`, now in `state` with `facts` (the step's
+/// outcome), on `obs`. Pure: the caller applies `partial_since` and the deadlines.
+pub fn judge(
+    zone: &Zone,
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+    policy: &Policy,
+) -> Judgement {
+    let mut checks = Vec::new();
+    let mut deadlines = Vec::new();
+    let mut partial_since = facts.partial_since;
+    let now = obs.at;
+    let parent = obs.parent.as_ref().ok();
+    let child = obs.child.as_ref().ok();
+    let key = match &obs.provider {
+        ProviderView::On(key) => Some(key),
+        _ => None,
+    };
+    let since = if state == zone.state { zone.since } else { now };
+    let zone = &zone.name;
+
+    let overdue = match (state, facts.ds_announced_at) {
+        (Some(State::AwaitingDs), Some(at)) if now.since(at) >= policy.ds_overdue_after => {
+            Some(match &facts.ds_to_enter {
+                Some(line) => format!(
+                    "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {line}"
+                ),
+                None => format!(
+                    "{zone}: the DS announced at {at} is still not published by every parent server. The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
+                ),
+            })
+        }
+        _ => None,
+    };
+    checks.push(AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue));
+
+    let removal = (state == Some(State::AwaitingDsRemoval)
+        && now.since(since) >= policy.ds_removal_overdue_after)
+        .then(|| {
+            format!(
+                "{zone}: a DS is still published at the parent since the disable was asked for at {since}. Remove it at the registrar: {}",
+                facts.ds_line.as_deref().unwrap_or("(the zone's DS)")
+            )
+        });
+    checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
+
+    let provider_off = matches!(obs.provider, ProviderView::Off);
+    let provider_known = matches!(obs.provider, ProviderView::On(_) | ProviderView::Off);
+    if let Some(parent) = parent {
+        if provider_known {
+            if provider_off && parent.any_present() {
+                checks.push(AlertCheck::firing(
+                    AlertKind::DnssecOffWithDs,
+                    format!(
+                        "{zone}: DNSSEC is off at the provider while a parent server still publishes a DS: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL"
+                    ),
+                ));
+            } else if !provider_off || !parent.any_unknown() {
+                checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
+            }
+        }
+        // The evidence a DS is judged against: what the child's addresses served. While
+        // no child view exists, the provider's key stands in to recognise a match (for
+        // `partial`), never to call a DS wrong.
+        let served = match (child, key) {
+            (Some(child), _) => child.served_keys(),
+            (None, Some(key)) => ServedKeys::assumed(vec![key.dnskey.clone()]),
+            (None, None) => ServedKeys::default(),
+        };
+        let verdict = parent.verdict(&served);
+        match verdict {
+            // `mismatch` already needs a child address that answered (known evidence).
+            ParentDsVerdict::Mismatch if !provider_off => {
+                let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
+                checks.push(AlertCheck::firing(
+                    AlertKind::DsMismatch,
+                    format!(
+                        "{zone}: the parent publishes DS {} which matches no key the zone's name servers serve: validation fails. Correct the DS at the registrar{}",
+                        ds.join(", "),
+                        enterable_ds(facts, obs).map(|l| format!(" to: {l}")).unwrap_or_default()
+                    ),
+                ));
+            }
+            ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => {}
+            // No DS anywhere: nothing can mismatch, whatever the child said.
+            ParentDsVerdict::AllAbsent => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+            // A match seen only against the provider's key, or no child address
+            // answered: the child evidence is unknown; the alert is not judged.
+            _ if !served.known => {}
+            _ => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+        }
+        // A DS set of only algorithms or digest types validators do not implement:
+        // validators treat the zone as insecure (RFC 4035 5.2, RFC 6840 5.2). Not an
+        // outage (so not `ds_mismatch`), but no chain of trust either: a warning.
+        if parent.any_unsupported_only() {
+            let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
+            checks.push(AlertCheck::firing(
+                AlertKind::DsUnsupported,
+                format!(
+                    "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace the DS at the registrar{}",
+                    ds.join(", "),
+                    enterable_ds(facts, obs).map(|l| format!(" with: {l}")).unwrap_or_default()
+                ),
+            ));
+        } else if !parent.any_unknown() {
+            checks.push(AlertCheck::clear(AlertKind::DsUnsupported));
+        }
+        match verdict {
+            ParentDsVerdict::Partial => {
+                let since = *partial_since.get_or_insert(now);
+                let stuck = now.since(since) >= policy.partial_stuck_after;
+                checks.push(AlertCheck::new(
+                    AlertKind::PartialPropagationStuck,
+                    stuck.then(|| format!(
+                        "{zone}: parent servers disagree about the DS since {since}: some publish it, some do not. Check with the registrar or the registry"
+                    )),
+                ));
+                if !stuck {
+                    deadlines.push(since.plus(policy.partial_stuck_after));
+                }
+            }
+            ParentDsVerdict::Unknown => {}
+            _ => {
+                partial_since = None;
+                checks.push(AlertCheck::clear(AlertKind::PartialPropagationStuck));
+            }
+        }
+    }
+
+    match obs.validation {
+        ValidationVerdict::Bogus => checks.push(AlertCheck::firing(
+            AlertKind::ValidationFailed,
+            format!("{zone}: validation fails (bogus): resolvers answer SERVFAIL for the domain. Run `dnssec-warden check {zone}`"),
+        )),
+        ValidationVerdict::Secure | ValidationVerdict::Insecure => {
+            checks.push(AlertCheck::clear(AlertKind::ValidationFailed))
+        }
+        ValidationVerdict::Unknown => {}
+    }
+
+    if let Some(child) = child {
+        let horizon = now.plus(policy.signatures_expiring_within).unix_secs();
+        let firing = child.earliest_expiration().and_then(|exp| {
+            (i64::from(exp) <= horizon).then(|| {
+                format!(
+                    "{zone}: a signature over the DNSKEY set expires at {}; the provider must re-sign before then",
+                    Timestamp(i64::from(exp) * 1000)
+                )
+            })
+        });
+        checks.push(AlertCheck::new(AlertKind::SignaturesExpiring, firing));
+    }
+
+    let failing = facts.failing_since.and_then(|since| {
+        (now.since(since) >= policy.observation_failing_after).then(|| {
+            let why = match (&obs.provider, &obs.parent) {
+                (ProviderView::Unknown(e), _) => format!("provider: {e}"),
+                (ProviderView::Missing, _) => format!("the provider has no zone {zone}"),
+                (_, Err(e)) => format!("parent: {e}"),
+                _ => "some parent server gives no answer".to_string(),
+            };
+            format!(
+                "{zone}: no complete observation since {since} ({why}); no decision can be taken"
+            )
+        })
+    });
+    if let Some(since) = facts.failing_since
+        && failing.is_none()
+    {
+        deadlines.push(since.plus(policy.observation_failing_after));
+    }
+    checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
+
+    // Only while the zone waits on the registrar: once it moved on, the hook's job is
+    // done (or was done by hand).
+    let hook = match (state, &obs.registrar_hook_failed) {
+        (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(error)) => Some(format!(
+            "{zone}: the registrar hook failed ({error}); the DS request did not reach the registrar automatically. {}",
+            match state {
+                Some(State::AwaitingDs) => format!(
+                    "Enter the DS by hand: {}",
+                    facts.ds_to_enter.as_deref().unwrap_or(
+                        "(not shown while not every name server serves the key: see status)"
+                    )
+                ),
+                _ => "Remove the DS by hand".to_string(),
+            }
+        )),
+        _ => None,
+    };
+    checks.push(AlertCheck::new(AlertKind::RegistrarHookFailed, hook));
+    Judgement {
+        checks,
+        deadlines,
+        partial_since,
     }
 }

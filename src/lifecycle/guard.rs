@@ -2,8 +2,9 @@
 //! 1 and 2). Kept apart from `step` on purpose: a bug in `step` cannot bypass it. The
 //! engine calls it with a parent observation taken immediately before the provider call.
 
+use super::facts::Facts;
 use super::policy::Policy;
-use super::step::{Facts, disable_deadline};
+use super::step::disable_deadline;
 use super::time::Timestamp;
 use crate::dns::{DsAnswer, ParentView};
 

@@ -2,6 +2,7 @@
 //! policy of timings, the alert conditions, and the guard in front of "DNSSEC off".
 
 pub mod alerts;
+pub mod facts;
 pub mod guard;
 pub mod policy;
 pub mod state;
@@ -9,12 +10,14 @@ pub mod step;
 pub mod time;
 pub mod waiting;
 
-pub use alerts::{AlertCheck, AlertKind, Severity};
+pub use alerts::{AlertCheck, AlertKind, Judgement, Severity, judge};
+pub use facts::Facts;
 pub use guard::{GuardRefusal, may_disable};
 pub use policy::Policy;
 pub use state::{Intent, State};
 pub use step::{
-    AuditNote, Decision, Effect, Facts, Observation, ProviderView, Zone, disable_deadline, step,
+    AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline,
+    step,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 

@@ -7,11 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::alerts::{AlertCheck, AlertKind};
+use super::alerts::{self, AlertCheck};
+use super::facts::Facts;
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::time::Timestamp;
-use crate::dns::{ChildView, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
+use crate::dns::{ChildView, ParentView, ValidationVerdict};
 use crate::provider::DnssecKey;
 
 /// A zone as the lifecycle knows it between steps.
@@ -26,38 +27,6 @@ pub struct Zone {
     pub state: Option<State>,
     pub since: Timestamp,
     pub facts: Facts,
-}
-
-/// What the rules remember across steps.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Facts {
-    /// The DS (zone-file line) of the provider key being followed.
-    pub ds_line: Option<String>,
-    /// The DS that belongs at the registrar now, as shown to the operator. Set only once it
-    /// was announced (`awaiting_ds`, `ds_observed`, `active`), and only while the last
-    /// observation showed the provider on with that key and every child address serving
-    /// it (safety rule 8); `None` means the instruction is withheld or withdrawn.
-    pub ds_to_enter: Option<String>,
-    /// Since when the provider says DNSSEC is off while the zone is on the enable path
-    /// (switched off outside dnssec-warden, or an enable call not taken yet).
-    pub provider_off_since: Option<Timestamp>,
-    /// When every child address was first seen serving that key (continuously since).
-    pub dnskey_everywhere_at: Option<Timestamp>,
-    /// End of the propagation hold before the DS may be announced.
-    pub hold_until: Option<Timestamp>,
-    pub ds_announced_at: Option<Timestamp>,
-    pub ds_first_seen_at: Option<Timestamp>,
-    /// When every parent address first answered that the DS is gone.
-    pub t_gone: Option<Timestamp>,
-    /// The largest DS TTL any parent address gave since the zone was last disabled.
-    pub max_ds_ttl: Option<u32>,
-    /// The largest DNSKEY TTL any child address gave since the zone was last disabled.
-    pub max_dnskey_ttl: Option<u32>,
-    /// Since when parent servers disagree.
-    pub partial_since: Option<Timestamp>,
-    /// Since when observations are incomplete, and how many in a row.
-    pub failing_since: Option<Timestamp>,
-    pub failures: u32,
 }
 
 /// What the provider said about the zone's DNSSEC.
@@ -87,9 +56,15 @@ pub struct Observation {
     pub registrar_hook_failed: Option<String>,
 }
 
-/// A side effect, performed by the engine after the decision is committed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A side effect, performed by the engine after the decision is committed. Stored in the
+/// outbox as JSON tagged `effect`, beside its kind (`EffectKind`, the same name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::EnumDiscriminants)]
 #[serde(rename_all = "snake_case", tag = "effect")]
+#[strum_discriminants(
+    name(EffectKind),
+    derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray),
+    strum(serialize_all = "snake_case")
+)]
 pub enum Effect {
     /// `PATCH …/dnssec {"enabled":true}`.
     EnableDnssec,
@@ -115,7 +90,26 @@ impl Effect {
     /// Provider calls are re-derived from the state at every step, so an older pending
     /// one is superseded by the newer decision; notifications are delivered once each.
     pub fn is_provider_call(&self) -> bool {
+        self.kind().is_provider_call()
+    }
+
+    pub fn kind(&self) -> EffectKind {
+        self.into()
+    }
+}
+
+impl EffectKind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    pub fn is_provider_call(self) -> bool {
         matches!(self, Self::EnableDnssec | Self::DisableDnssec)
+    }
+
+    /// A request to the operator or the registrar hook about the DS at the registrar.
+    pub fn is_registrar_request(self) -> bool {
+        matches!(self, Self::AnnounceDs | Self::RequestDsRemoval)
     }
 }
 
@@ -167,13 +161,15 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         }
     }
     run.track_instruction();
-    let alerts = run.assess_alerts();
+    let judgement = alerts::judge(zone, run.state, &run.facts, obs, policy);
+    run.facts.partial_since = judgement.partial_since;
+    run.deadlines.extend(judgement.deadlines);
     let wake_at = run.wake_at();
     Decision {
         state: run.state,
         facts: run.facts,
         effects: run.effects,
-        alerts,
+        alerts: judgement.checks,
         notes: run.notes,
         wake_at,
     }
@@ -266,19 +262,12 @@ impl Run<'_> {
         }
     }
 
-    /// The DS line rule 8 allows showing as "to enter" now: the provider is on with the
-    /// followed key and every child address answered serving it.
-    fn enterable_ds(&self) -> Option<String> {
-        let key = self.key()?;
-        let line = key.ds_line().to_string();
-        let followed = self.facts.ds_line.as_deref().is_none_or(|l| l == line);
-        (followed && self.child().is_some_and(|c| c.all_serve(&key.dnskey))).then_some(line)
-    }
-
     /// Keeps `ds_to_enter` and `provider_off_since` true to this observation.
     fn track_instruction(&mut self) {
         self.facts.ds_to_enter = match self.state {
-            Some(State::AwaitingDs | State::DsObserved | State::Active) => self.enterable_ds(),
+            Some(State::AwaitingDs | State::DsObserved | State::Active) => {
+                enterable_ds(&self.facts, self.obs)
+            }
             _ => None,
         };
         let enable_path = matches!(
@@ -724,199 +713,6 @@ impl Run<'_> {
         }
     }
 
-    // ---- alerts ---------------------------------------------------------------------
-
-    /// Every condition this observation can judge; those it cannot judge are left out,
-    /// so an unknown never resolves an alert.
-    fn assess_alerts(&mut self) -> Vec<AlertCheck> {
-        let mut checks = Vec::new();
-        let zone = &self.zone.name;
-        let state = self.state;
-        let since = if state == self.zone.state {
-            self.zone.since
-        } else {
-            self.now
-        };
-
-        let overdue = match (state, self.facts.ds_announced_at) {
-            (Some(State::AwaitingDs), Some(at))
-                if self.now.since(at) >= self.policy.ds_overdue_after =>
-            {
-                Some(match &self.facts.ds_to_enter {
-                    Some(line) => format!(
-                        "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {line}"
-                    ),
-                    None => format!(
-                        "{zone}: the DS announced at {at} is still not published by every parent server. The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
-                    ),
-                })
-            }
-            _ => None,
-        };
-        checks.push(AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue));
-
-        let removal = (state == Some(State::AwaitingDsRemoval)
-            && self.now.since(since) >= self.policy.ds_removal_overdue_after)
-            .then(|| {
-                format!(
-                    "{zone}: a DS is still published at the parent since the disable was asked for at {since}. Remove it at the registrar: {}",
-                    self.facts.ds_line.as_deref().unwrap_or("(the zone's DS)")
-                )
-            });
-        checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
-
-        let provider_off = matches!(self.obs.provider, ProviderView::Off);
-        let provider_known = matches!(self.obs.provider, ProviderView::On(_) | ProviderView::Off);
-        if let Some(parent) = self.parent() {
-            if provider_known {
-                if provider_off && parent.any_present() {
-                    checks.push(AlertCheck::firing(
-                        AlertKind::DnssecOffWithDs,
-                        format!(
-                            "{zone}: DNSSEC is off at the provider while a parent server still publishes a DS: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL"
-                        ),
-                    ));
-                } else if !provider_off || !parent.any_unknown() {
-                    checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
-                }
-            }
-            // The evidence a DS is judged against: what the child's addresses served. While
-            // no child view exists, the provider's key stands in to recognise a match (for
-            // `partial`), never to call a DS wrong.
-            let served = match (self.child(), self.key()) {
-                (Some(child), _) => child.served_keys(),
-                (None, Some(key)) => ServedKeys::assumed(vec![key.dnskey.clone()]),
-                (None, None) => ServedKeys::default(),
-            };
-            let verdict = parent.verdict(&served);
-            match verdict {
-                // `mismatch` already needs a child address that answered (known evidence).
-                ParentDsVerdict::Mismatch if !provider_off => {
-                    let ds: Vec<String> =
-                        parent.distinct_ds().iter().map(|d| d.to_string()).collect();
-                    checks.push(AlertCheck::firing(
-                        AlertKind::DsMismatch,
-                        format!(
-                            "{zone}: the parent publishes DS {} which matches no key the zone's name servers serve: validation fails. Correct the DS at the registrar{}",
-                            ds.join(", "),
-                            self.enterable_ds().map(|l| format!(" to: {l}")).unwrap_or_default()
-                        ),
-                    ));
-                }
-                ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => {}
-                // No DS anywhere: nothing can mismatch, whatever the child said.
-                ParentDsVerdict::AllAbsent => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
-                // A match seen only against the provider's key, or no child address
-                // answered: the child evidence is unknown; the alert is not judged.
-                _ if !served.known => {}
-                _ => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
-            }
-            // A DS set of only algorithms or digest types validators do not implement:
-            // validators treat the zone as insecure (RFC 4035 5.2, RFC 6840 5.2). Not an
-            // outage (so not `ds_mismatch`), but no chain of trust either: a warning.
-            if parent.any_unsupported_only() {
-                let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
-                checks.push(AlertCheck::firing(
-                    AlertKind::DsUnsupported,
-                    format!(
-                        "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace the DS at the registrar{}",
-                        ds.join(", "),
-                        self.enterable_ds().map(|l| format!(" with: {l}")).unwrap_or_default()
-                    ),
-                ));
-            } else if !parent.any_unknown() {
-                checks.push(AlertCheck::clear(AlertKind::DsUnsupported));
-            }
-            match verdict {
-                ParentDsVerdict::Partial => {
-                    let since = *self.facts.partial_since.get_or_insert(self.now);
-                    let stuck = self.now.since(since) >= self.policy.partial_stuck_after;
-                    checks.push(AlertCheck::new(
-                        AlertKind::PartialPropagationStuck,
-                        stuck.then(|| format!(
-                            "{zone}: parent servers disagree about the DS since {since}: some publish it, some do not. Check with the registrar or the registry"
-                        )),
-                    ));
-                    if !stuck {
-                        self.deadlines
-                            .push(since.plus(self.policy.partial_stuck_after));
-                    }
-                }
-                ParentDsVerdict::Unknown => {}
-                _ => {
-                    self.facts.partial_since = None;
-                    checks.push(AlertCheck::clear(AlertKind::PartialPropagationStuck));
-                }
-            }
-        }
-
-        match self.obs.validation {
-            ValidationVerdict::Bogus => checks.push(AlertCheck::firing(
-                AlertKind::ValidationFailed,
-                format!("{zone}: validation fails (bogus): resolvers answer SERVFAIL for the domain. Run `dnssec-warden check {zone}`"),
-            )),
-            ValidationVerdict::Secure | ValidationVerdict::Insecure => {
-                checks.push(AlertCheck::clear(AlertKind::ValidationFailed))
-            }
-            ValidationVerdict::Unknown => {}
-        }
-
-        if let Some(child) = self.child() {
-            let within = self.policy.signatures_expiring_within;
-            let horizon = self.now.plus(within).unix_secs();
-            let firing = child.earliest_expiration().and_then(|exp| {
-                (i64::from(exp) <= horizon).then(|| {
-                    format!(
-                        "{zone}: a signature over the DNSKEY set expires at {}; the provider must re-sign before then",
-                        Timestamp(i64::from(exp) * 1000)
-                    )
-                })
-            });
-            checks.push(AlertCheck::new(AlertKind::SignaturesExpiring, firing));
-        }
-
-        let failing = self.facts.failing_since.and_then(|since| {
-            (self.now.since(since) >= self.policy.observation_failing_after).then(|| {
-                let why = match (&self.obs.provider, &self.obs.parent) {
-                    (ProviderView::Unknown(e), _) => format!("provider: {e}"),
-                    (ProviderView::Missing, _) => {
-                        format!("the provider has no zone {zone}")
-                    }
-                    (_, Err(e)) => format!("parent: {e}"),
-                    _ => "some parent server gives no answer".to_string(),
-                };
-                format!("{zone}: no complete observation since {since} ({why}); no decision can be taken")
-            })
-        });
-        if let Some(since) = self.facts.failing_since
-            && failing.is_none()
-        {
-            self.deadlines
-                .push(since.plus(self.policy.observation_failing_after));
-        }
-        checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
-
-        // Only while the zone waits on the registrar: once it moved on, the hook's job is
-        // done (or was done by hand).
-        let hook = match (state, &self.obs.registrar_hook_failed) {
-            (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(error)) => Some(format!(
-                "{zone}: the registrar hook failed ({error}); the DS request did not reach the registrar automatically. {}",
-                match state {
-                    Some(State::AwaitingDs) => format!(
-                        "Enter the DS by hand: {}",
-                        self.facts.ds_to_enter.as_deref().unwrap_or(
-                            "(not shown while not every name server serves the key: see status)"
-                        )
-                    ),
-                    _ => "Remove the DS by hand".to_string(),
-                }
-            )),
-            _ => None,
-        };
-        checks.push(AlertCheck::new(AlertKind::RegistrarHookFailed, hook));
-        checks
-    }
-
     fn wake_at(&self) -> Timestamp {
         if self.state != self.zone.state {
             // A new state is judged on a fresh observation, now.
@@ -955,4 +751,16 @@ pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
             .plus(secs(facts.max_dnskey_ttl))
             .plus(policy.propagation_margin)
     })
+}
+
+/// The DS line rule 8 allows showing as "to enter" now: the provider is on with the
+/// followed key and every child address answered serving it.
+pub(super) fn enterable_ds(facts: &Facts, obs: &Observation) -> Option<String> {
+    let ProviderView::On(key) = &obs.provider else {
+        return None;
+    };
+    let line = key.ds_line().to_string();
+    let followed = facts.ds_line.as_deref().is_none_or(|l| l == line);
+    let served = obs.child.as_ref().is_ok_and(|c| c.all_serve(&key.dnskey));
+    (followed && served).then_some(line)
 }

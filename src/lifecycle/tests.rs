@@ -1038,3 +1038,39 @@ fn a_ds_nothing_supports_is_a_warning_not_a_mismatch() {
     assert!(judged(&d, AlertKind::DsUnsupported));
     assert_eq!(firing(&d, AlertKind::DsUnsupported), None);
 }
+
+#[test]
+fn alert_judgement_is_pure_and_step_applies_it() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let obs = w.obs(T0, Some(true), &[P::Ds(60), P::No], &[C::Serves]);
+    let facts = z.facts.clone();
+    let j = judge(&z, z.state, &facts, &obs, &w.policy);
+    // Parent servers disagree: the episode starts now, stuck after the threshold.
+    assert_eq!(j.partial_since, Some(T0));
+    assert!(j.deadlines.contains(&T0.plus(w.policy.partial_stuck_after)));
+    assert!(
+        j.checks
+            .contains(&AlertCheck::clear(AlertKind::PartialPropagationStuck))
+    );
+    assert_eq!(facts, z.facts, "judge reads the facts, never writes them");
+    let d = step(&z, &obs, &w.policy);
+    assert_eq!(d.facts.partial_since, j.partial_since);
+    assert_eq!(d.alerts, j.checks);
+    assert!(d.wake_at <= T0.plus(w.policy.partial_stuck_after));
+
+    // Agreement ends the episode; an unknown parent keeps it.
+    let mut z2 = z.clone();
+    z2.facts.partial_since = Some(T0);
+    let agreed = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &[C::Serves]);
+    assert_eq!(
+        judge(&z2, z2.state, &z2.facts, &agreed, &w.policy).partial_since,
+        None
+    );
+    let unknown = w.obs(T0, Some(true), &[P::Ds(60), P::Timeout], &[C::Serves]);
+    assert_eq!(
+        judge(&z2, z2.state, &z2.facts, &unknown, &w.policy).partial_since,
+        Some(T0)
+    );
+}

@@ -1,10 +1,8 @@
 //! Read-only queries for the Prometheus endpoint (`crate::metrics`).
 
-use std::str::FromStr;
-
 use sqlx::FromRow;
 
-use super::{Store, StoreError, corrupt};
+use super::{Store, StoreError};
 use crate::lifecycle::{AlertKind, State, Timestamp};
 
 /// What the metrics say about one zone.
@@ -25,26 +23,25 @@ struct RawHealth {
     name: String,
     state: Option<String>,
     last_observed_at: Option<i64>,
-    failures: i64,
-    failing_since: Option<i64>,
+    facts: String,
 }
 
 impl Store {
     /// Every zone's state and observation health, by name.
     pub async fn zone_health(&self) -> Result<Vec<ZoneHealth>, StoreError> {
-        let rows: Vec<RawHealth> = sqlx::query_as(
-            "SELECT name, state, last_observed_at, failures, failing_since FROM zones ORDER BY name",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<RawHealth> =
+            sqlx::query_as("SELECT name, state, last_observed_at, facts FROM zones ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?;
         rows.into_iter()
             .map(|r| {
+                let facts = super::rows::parse_facts(&r.name, &r.facts)?;
                 Ok(ZoneHealth {
-                    state: super::parse_state(r.state.as_deref())?,
+                    state: super::rows::parse_state(r.state.as_deref())?,
                     name: r.name,
                     last_observed_at: r.last_observed_at.map(Timestamp),
-                    failures: r.failures,
-                    failing_since: r.failing_since.map(Timestamp),
+                    failures: i64::from(facts.failures),
+                    failing_since: facts.failing_since,
                 })
             })
             .collect()
@@ -58,7 +55,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|(k, n)| Ok((AlertKind::from_str(&k).map_err(corrupt)?, n)))
+            .map(|(k, n)| Ok((super::rows::parse("alert kind", &k)?, n)))
             .collect()
     }
 

@@ -7,20 +7,22 @@
 
 mod faults;
 mod metrics;
+mod rows;
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{FromRow, SqlitePool};
+use sqlx::{SqliteConnection, SqlitePool};
 
-use crate::lifecycle::{
-    AlertKind, Decision, Effect, Facts, Intent, Severity, State, Timestamp, Zone,
-};
+use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 pub use faults::WriteFailure;
 use faults::{Health, Identity, Noted, WriteTx};
+use rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -61,74 +63,6 @@ pub enum StoreError {
     Missing { path: String },
 }
 
-/// A zone row: the lifecycle's view plus the engine's bookkeeping.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ZoneRow {
-    pub zone: Zone,
-    pub next_check_at: Timestamp,
-    pub last_observed_at: Option<Timestamp>,
-    pub last_observation: Option<serde_json::Value>,
-    pub version: i64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRow {
-    pub id: i64,
-    pub zone: String,
-    pub at: Timestamp,
-    pub kind: String,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub reason: String,
-    /// How many more times the same event was seen right after it, and when last.
-    pub repeats: i64,
-    pub last_seen: Option<Timestamp>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct AlertRow {
-    pub id: i64,
-    pub zone: String,
-    pub kind: AlertKind,
-    pub severity: Severity,
-    pub message: String,
-    pub opened_at: Timestamp,
-    pub last_notified_at: Option<Timestamp>,
-    pub notifications: i64,
-    pub resolved_at: Option<Timestamp>,
-    pub resolved_notified_at: Option<Timestamp>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxItem {
-    pub id: i64,
-    pub zone: String,
-    pub effect: Effect,
-    pub attempts: i64,
-}
-
-/// How an outbox row ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutboxStatus {
-    Done,
-    Failed,
-    Refused,
-    /// A provider call that may or may not have taken effect: the next observation
-    /// settles it (`settle_unknown_call`).
-    Unknown,
-}
-
-impl OutboxStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Done => "done",
-            Self::Failed => "failed",
-            Self::Refused => "refused",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
@@ -138,154 +72,6 @@ pub struct Store {
     /// The path, for log lines.
     label: Arc<str>,
 }
-
-#[derive(FromRow)]
-struct RawZone {
-    name: String,
-    intent: String,
-    ds_never_submitted: bool,
-    state: Option<String>,
-    state_since: i64,
-    ds_line: Option<String>,
-    ds_to_enter: Option<String>,
-    provider_off_since: Option<i64>,
-    dnskey_everywhere_at: Option<i64>,
-    hold_until: Option<i64>,
-    ds_announced_at: Option<i64>,
-    ds_first_seen_at: Option<i64>,
-    t_gone: Option<i64>,
-    max_ds_ttl: Option<i64>,
-    max_dnskey_ttl: Option<i64>,
-    partial_since: Option<i64>,
-    failing_since: Option<i64>,
-    failures: i64,
-    next_check_at: i64,
-    last_observed_at: Option<i64>,
-    last_observation: Option<String>,
-    version: i64,
-}
-
-#[derive(FromRow)]
-struct RawEvent {
-    id: i64,
-    zone: String,
-    at: i64,
-    kind: String,
-    from_state: Option<String>,
-    to_state: Option<String>,
-    reason: String,
-    repeats: i64,
-    last_at: Option<i64>,
-}
-
-#[derive(FromRow)]
-struct RawAlert {
-    id: i64,
-    zone: String,
-    kind: String,
-    severity: String,
-    message: String,
-    opened_at: i64,
-    last_notified_at: Option<i64>,
-    notifications: i64,
-    resolved_at: Option<i64>,
-    resolved_notified_at: Option<i64>,
-}
-
-#[derive(FromRow)]
-struct RawOutbox {
-    id: i64,
-    zone: String,
-    effect: String,
-    attempts: i64,
-}
-
-fn ts(v: Option<i64>) -> Option<Timestamp> {
-    v.map(Timestamp)
-}
-
-fn corrupt(what: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(what.to_string())
-}
-
-/// A zone's `state` column: NULL before its first step.
-fn parse_state(column: Option<&str>) -> Result<Option<State>, StoreError> {
-    column.map(State::from_str).transpose().map_err(corrupt)
-}
-
-impl TryFrom<RawZone> for ZoneRow {
-    type Error = StoreError;
-    fn try_from(r: RawZone) -> Result<Self, StoreError> {
-        Ok(ZoneRow {
-            zone: Zone {
-                intent: Intent::from_str(&r.intent).map_err(corrupt)?,
-                ds_never_submitted: r.ds_never_submitted,
-                state: parse_state(r.state.as_deref())?,
-                since: Timestamp(r.state_since),
-                facts: Facts {
-                    ds_line: r.ds_line,
-                    ds_to_enter: r.ds_to_enter,
-                    provider_off_since: ts(r.provider_off_since),
-                    dnskey_everywhere_at: ts(r.dnskey_everywhere_at),
-                    hold_until: ts(r.hold_until),
-                    ds_announced_at: ts(r.ds_announced_at),
-                    ds_first_seen_at: ts(r.ds_first_seen_at),
-                    t_gone: ts(r.t_gone),
-                    max_ds_ttl: r
-                        .max_ds_ttl
-                        .map(u32::try_from)
-                        .transpose()
-                        .map_err(corrupt)?,
-                    max_dnskey_ttl: r
-                        .max_dnskey_ttl
-                        .map(u32::try_from)
-                        .transpose()
-                        .map_err(corrupt)?,
-                    partial_since: ts(r.partial_since),
-                    failing_since: ts(r.failing_since),
-                    failures: u32::try_from(r.failures).map_err(corrupt)?,
-                },
-                name: r.name,
-            },
-            next_check_at: Timestamp(r.next_check_at),
-            last_observed_at: ts(r.last_observed_at),
-            last_observation: r
-                .last_observation
-                .as_deref()
-                .and_then(|t| serde_json::from_str(t).ok()),
-            version: r.version,
-        })
-    }
-}
-
-impl TryFrom<RawAlert> for AlertRow {
-    type Error = StoreError;
-    fn try_from(r: RawAlert) -> Result<Self, StoreError> {
-        Ok(AlertRow {
-            id: r.id,
-            zone: r.zone,
-            kind: AlertKind::from_str(&r.kind).map_err(corrupt)?,
-            severity: match r.severity.as_str() {
-                "critical" => Severity::Critical,
-                "warning" => Severity::Warning,
-                other => return Err(corrupt(format!("severity {other:?}"))),
-            },
-            message: r.message,
-            opened_at: Timestamp(r.opened_at),
-            last_notified_at: ts(r.last_notified_at),
-            notifications: r.notifications,
-            resolved_at: ts(r.resolved_at),
-            resolved_notified_at: ts(r.resolved_notified_at),
-        })
-    }
-}
-
-const ZONE_COLUMNS: &str = "name, intent, ds_never_submitted, state, state_since, ds_line, \
-    ds_to_enter, provider_off_since, dnskey_everywhere_at, hold_until, ds_announced_at, ds_first_seen_at, t_gone, max_ds_ttl, \
-    max_dnskey_ttl, partial_since, failing_since, failures, next_check_at, last_observed_at, last_observation, version";
-
-const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
-    notifications, resolved_at, resolved_notified_at";
 
 impl Store {
     /// Opens (creating if needed) the database and brings its schema up to date. An
@@ -442,19 +228,17 @@ impl Store {
     }
 
     pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
-        let raw: Option<RawZone> =
-            sqlx::query_as(&format!("SELECT {ZONE_COLUMNS} FROM zones WHERE name = ?"))
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?;
+        let raw: Option<RawZone> = sqlx::query_as("SELECT * FROM zones WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
         raw.map(ZoneRow::try_from).transpose()
     }
 
     pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
-        let raw: Vec<RawZone> =
-            sqlx::query_as(&format!("SELECT {ZONE_COLUMNS} FROM zones ORDER BY name"))
-                .fetch_all(&self.pool)
-                .await?;
+        let raw: Vec<RawZone> = sqlx::query_as("SELECT * FROM zones ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
@@ -494,9 +278,11 @@ impl Store {
     pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "UPDATE zones SET next_check_at = min(next_check_at, ?) \
-             WHERE name IN (SELECT zone FROM outbox WHERE status IN ('pending', 'unknown'))",
+             WHERE name IN (SELECT zone FROM outbox WHERE status IN (?, ?))",
         )
         .bind(now.0)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(OutboxStatus::Unknown.as_str())
         .execute(self.writer()?)
         .await
         .noted(self)?;
@@ -531,17 +317,14 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
-        let state: (Option<String>,) = sqlx::query_as("SELECT state FROM zones WHERE name = ?")
-            .bind(name)
-            .fetch_one(&mut *tx)
-            .await?;
+        let state = state_of(&mut tx, name).await?;
         insert_event(
             &mut tx,
             name,
             now,
-            "intent",
-            state.0.as_deref(),
-            state.0.as_deref(),
+            EventKind::Intent,
+            state,
+            state,
             reason,
             None,
         )
@@ -565,32 +348,17 @@ impl Store {
         } else {
             zone.since
         };
-        let f = &decision.facts;
+        let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
         let observation_text = observation.to_string();
         let mut tx = self.write().await?;
         let updated = sqlx::query(
-            "UPDATE zones SET state = ?, state_since = ?, ds_line = ?, ds_to_enter = ?, \
-             provider_off_since = ?, dnskey_everywhere_at = ?, \
-             hold_until = ?, ds_announced_at = ?, ds_first_seen_at = ?, t_gone = ?, max_ds_ttl = ?, \
-             max_dnskey_ttl = ?, partial_since = ?, failing_since = ?, failures = ?, next_check_at = ?, \
+            "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
              last_observed_at = ?, last_observation = ?, version = version + 1 \
              WHERE name = ? AND version = ?",
         )
         .bind(decision.state.map(State::as_str))
         .bind(since.0)
-        .bind(&f.ds_line)
-        .bind(&f.ds_to_enter)
-        .bind(f.provider_off_since.map(|t| t.0))
-        .bind(f.dnskey_everywhere_at.map(|t| t.0))
-        .bind(f.hold_until.map(|t| t.0))
-        .bind(f.ds_announced_at.map(|t| t.0))
-        .bind(f.ds_first_seen_at.map(|t| t.0))
-        .bind(f.t_gone.map(|t| t.0))
-        .bind(f.max_ds_ttl.map(i64::from))
-        .bind(f.max_dnskey_ttl.map(i64::from))
-        .bind(f.partial_since.map(|t| t.0))
-        .bind(f.failing_since.map(|t| t.0))
-        .bind(i64::from(f.failures))
+        .bind(facts)
         .bind(decision.wake_at.0)
         .bind(now.0)
         .bind(&observation_text)
@@ -603,19 +371,18 @@ impl Store {
             return Ok(false);
         }
         for note in &decision.notes {
-            let kind = if note.from != note.to {
-                "transition"
+            let (kind, obs) = if note.from != note.to {
+                (EventKind::Transition, Some(observation_text.as_str()))
             } else {
-                "note"
+                (EventKind::Note, None)
             };
-            let obs = (kind == "transition").then_some(observation_text.as_str());
             insert_event(
                 &mut tx,
                 &zone.name,
                 now,
                 kind,
-                note.from.map(State::as_str),
-                note.to.map(State::as_str),
+                note.from,
+                note.to,
                 &note.reason,
                 obs,
             )
@@ -625,20 +392,24 @@ impl Store {
             // Provider calls are re-derived by every step from a fresh observation: one
             // still needed is in this decision, so older unperformed ones are void.
             sqlx::query(
-                "UPDATE outbox SET status = 'superseded', finished_at = ? WHERE zone = ? \
-                 AND status = 'pending' \
-                 AND json_extract(effect, '$.effect') IN ('enable_dnssec', 'disable_dnssec')",
+                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? \
+                 AND status = ? AND kind IN (?, ?)",
             )
+            .bind(OutboxStatus::Superseded.as_str())
             .bind(now.0)
             .bind(&zone.name)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::EnableDnssec.as_str())
+            .bind(EffectKind::DisableDnssec.as_str())
             .execute(&mut *tx)
             .await?;
         }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
-            sqlx::query("INSERT INTO outbox (zone, created_at, effect) VALUES (?, ?, ?)")
+            sqlx::query("INSERT INTO outbox (zone, created_at, kind, effect) VALUES (?, ?, ?, ?)")
                 .bind(&zone.name)
                 .bind(now.0)
+                .bind(effect.kind().as_str())
                 .bind(text)
                 .execute(&mut *tx)
                 .await?;
@@ -651,7 +422,7 @@ impl Store {
             .bind(check.kind.as_str())
             .fetch_optional(&mut *tx)
             .await?;
-            let state = decision.state.map(State::as_str);
+            let state = decision.state;
             match (&check.firing, open) {
                 (Some(message), None) => {
                     sqlx::query(
@@ -671,7 +442,14 @@ impl Store {
                         check.kind.severity().as_str()
                     );
                     insert_event(
-                        &mut tx, &zone.name, now, "alert", state, state, &reason, None,
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
                     )
                     .await?;
                 }
@@ -690,7 +468,14 @@ impl Store {
                         .await?;
                     let reason = format!("alert {} resolved", check.kind);
                     insert_event(
-                        &mut tx, &zone.name, now, "alert", state, state, &reason, None,
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
                     )
                     .await?;
                 }
@@ -716,58 +501,36 @@ impl Store {
     pub async fn record(
         &self,
         zone: &str,
-        kind: &str,
+        kind: EventKind,
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        let state: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT state FROM zones WHERE name = ?")
-                .bind(zone)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let state = state
-            .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?
-            .0;
-        insert_event(
-            &mut tx,
-            zone,
-            now,
-            kind,
-            state.as_deref(),
-            state.as_deref(),
-            reason,
-            None,
-        )
-        .await?;
+        let state = state_of(&mut tx, zone).await?;
+        insert_event(&mut tx, zone, now, kind, state, state, reason, None).await?;
         tx.commit().await?;
         Ok(())
     }
 
     pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, "pending").await
+        self.outbox(zone, OutboxStatus::Pending).await
     }
 
     /// The zone's outbox rows in `status`, oldest first.
-    async fn outbox(&self, zone: &str, status: &str) -> Result<Vec<OutboxItem>, StoreError> {
+    async fn outbox(
+        &self,
+        zone: &str,
+        status: OutboxStatus,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<RawOutbox> = sqlx::query_as(
             "SELECT id, zone, effect, attempts FROM outbox \
              WHERE zone = ? AND status = ? ORDER BY id",
         )
         .bind(zone)
-        .bind(status)
+        .bind(status.as_str())
         .fetch_all(&self.pool)
         .await?;
-        raw.into_iter()
-            .map(|r| {
-                Ok(OutboxItem {
-                    id: r.id,
-                    zone: r.zone,
-                    effect: serde_json::from_str(&r.effect).map_err(corrupt)?,
-                    attempts: r.attempts,
-                })
-            })
-            .collect()
+        raw.into_iter().map(OutboxItem::try_from).collect()
     }
 
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
@@ -780,12 +543,13 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
-             WHERE id = ? AND status = 'pending'",
+             WHERE id = ? AND status = ?",
         )
         .bind(status.as_str())
         .bind(now.0)
         .bind(error)
         .bind(id)
+        .bind(OutboxStatus::Pending.as_str())
         .execute(self.writer()?)
         .await
         .noted(self)?;
@@ -795,9 +559,10 @@ impl Store {
     /// Marks a provider call as begun, before the request leaves: a crash from here on
     /// leaves a call whose outcome is unknown, never one that looks unperformed.
     pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET started_at = ? WHERE id = ? AND status = 'pending'")
+        sqlx::query("UPDATE outbox SET started_at = ? WHERE id = ? AND status = ?")
             .bind(now.0)
             .bind(id)
+            .bind(OutboxStatus::Pending.as_str())
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -814,39 +579,39 @@ impl Store {
         let mut tx = self.write().await?;
         let rows: Vec<RawOutbox> = sqlx::query_as(
             "SELECT id, zone, effect, attempts FROM outbox \
-             WHERE status = 'pending' AND started_at IS NOT NULL \
+             WHERE status = ? AND started_at IS NOT NULL \
              AND (? IS NULL OR zone = ?) ORDER BY id",
         )
+        .bind(OutboxStatus::Pending.as_str())
         .bind(zone)
         .bind(zone)
         .fetch_all(&mut *tx)
         .await?;
+        let rows = rows
+            .into_iter()
+            .map(OutboxItem::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
         for row in &rows {
-            let effect: Effect = serde_json::from_str(&row.effect).map_err(corrupt)?;
             sqlx::query(
-                "UPDATE outbox SET status = 'unknown', finished_at = ?, \
+                "UPDATE outbox SET status = ?, finished_at = ?, \
                  last_error = 'in flight when the daemon stopped' WHERE id = ?",
             )
+            .bind(OutboxStatus::Unknown.as_str())
             .bind(now.0)
             .bind(row.id)
             .execute(&mut *tx)
             .await?;
-            let state: Option<(Option<String>,)> =
-                sqlx::query_as("SELECT state FROM zones WHERE name = ?")
-                    .bind(&row.zone)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            let state = state.and_then(|(s,)| s);
+            let state = state_of(&mut tx, &row.zone).await?;
             insert_event(
                 &mut tx,
                 &row.zone,
                 now,
-                "effect",
-                state.as_deref(),
-                state.as_deref(),
+                EventKind::Effect,
+                state,
+                state,
                 &format!(
                     "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
-                    effect.describe()
+                    row.effect.describe()
                 ),
                 None,
             )
@@ -858,7 +623,7 @@ impl Store {
 
     /// Provider calls of this zone whose outcome is unknown, oldest first.
     pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, "unknown").await
+        self.outbox(zone, OutboxStatus::Unknown).await
     }
 
     /// Settles a call of unknown outcome by what the provider now says: `took_effect`
@@ -873,27 +638,30 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         let settled = sqlx::query(
-            "UPDATE outbox SET status = ?, finished_at = ? WHERE id = ? AND status = 'unknown'",
+            "UPDATE outbox SET status = ?, finished_at = ? WHERE id = ? AND status = ?",
         )
-        .bind(if took_effect { "done" } else { "failed" })
+        .bind(
+            if took_effect {
+                OutboxStatus::Done
+            } else {
+                OutboxStatus::Failed
+            }
+            .as_str(),
+        )
         .bind(now.0)
         .bind(id)
+        .bind(OutboxStatus::Unknown.as_str())
         .execute(&mut *tx)
         .await?;
         if settled.rows_affected() == 1 {
-            let state: Option<(Option<String>,)> =
-                sqlx::query_as("SELECT state FROM zones WHERE name = ?")
-                    .bind(zone)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            let state = state.and_then(|(s,)| s);
+            let state = state_of(&mut tx, zone).await?;
             insert_event(
                 &mut tx,
                 zone,
                 now,
-                "effect",
-                state.as_deref(),
-                state.as_deref(),
+                EventKind::Effect,
+                state,
+                state,
                 reason,
                 None,
             )
@@ -923,11 +691,12 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let row: Option<(Option<String>,)> = sqlx::query_as(
             "SELECT last_error FROM outbox WHERE zone = ? AND created_at >= ? \
-             AND json_extract(effect, '$.effect') IN ('announce_ds', 'request_ds_removal') \
-             ORDER BY id DESC LIMIT 1",
+             AND kind IN (?, ?) ORDER BY id DESC LIMIT 1",
         )
         .bind(zone)
         .bind(since.0)
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(EffectKind::RequestDsRemoval.as_str())
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.and_then(|(error,)| error))
@@ -942,20 +711,7 @@ impl Store {
         .bind(zone)
         .fetch_all(&self.pool)
         .await?;
-        Ok(raw
-            .into_iter()
-            .map(|r| EventRow {
-                id: r.id,
-                zone: r.zone,
-                at: Timestamp(r.at),
-                kind: r.kind,
-                from: r.from_state,
-                to: r.to_state,
-                reason: r.reason,
-                repeats: r.repeats,
-                last_seen: ts(r.last_at),
-            })
-            .collect())
+        raw.into_iter().map(EventRow::try_from).collect()
     }
 
     /// Open alerts, of one zone or of all.
@@ -1036,15 +792,7 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await?;
         rows.into_iter()
-            .map(|(s, n)| {
-                Ok((
-                    s.as_deref()
-                        .map(State::from_str)
-                        .transpose()
-                        .map_err(corrupt)?,
-                    n,
-                ))
-            })
+            .map(|(s, n)| Ok((parse_state(s.as_deref())?, n)))
             .collect()
     }
 
@@ -1088,32 +836,45 @@ async fn migration_lock(database: &Path) -> Result<std::fs::File, StoreError> {
         .map_err(open_error)
 }
 
+/// The zone's state, inside a write transaction.
+async fn state_of(tx: &mut SqliteConnection, zone: &str) -> Result<Option<State>, StoreError> {
+    let row: Option<(Option<String>,)> = sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+        .bind(zone)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (state,) = row.ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+    parse_state(state.as_deref())
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn insert_event(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut SqliteConnection,
     zone: &str,
     at: Timestamp,
-    kind: &str,
-    from: Option<&str>,
-    to: Option<&str>,
+    kind: EventKind,
+    from: Option<State>,
+    to: Option<State>,
     reason: &str,
     observation: Option<&str>,
 ) -> Result<(), StoreError> {
-    // Transitions and intents are each their own fact. Any other event identical to the
-    // zone's last one of its kind, with no transition or intent since, is that condition
-    // seen again: counted, not written again.
-    if !matches!(kind, "transition" | "intent") {
+    let from = from.map(State::as_str);
+    let to = to.map(State::as_str);
+    // An event identical to the zone's last one of its kind, with no transition or intent
+    // since, is that condition seen again: counted, not written again.
+    if kind.counts_repeats() {
         type Last = (i64, String, Option<String>, Option<String>, String);
         let last: Option<Last> = sqlx::query_as(
             "SELECT id, kind, from_state, to_state, reason FROM events \
-             WHERE zone = ? AND kind IN (?, 'transition', 'intent') ORDER BY id DESC LIMIT 1",
+             WHERE zone = ? AND kind IN (?, ?, ?) ORDER BY id DESC LIMIT 1",
         )
         .bind(zone)
-        .bind(kind)
+        .bind(kind.as_str())
+        .bind(EventKind::Transition.as_str())
+        .bind(EventKind::Intent.as_str())
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((id, k, f, t, r)) = last
-            && k == kind
+            && k == kind.as_str()
             && f.as_deref() == from
             && t.as_deref() == to
             && r == reason
@@ -1135,7 +896,7 @@ async fn insert_event(
     )
     .bind(zone)
     .bind(at.0)
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(from)
     .bind(to)
     .bind(reason)

@@ -1,0 +1,60 @@
+//! What the rules remember about a zone across steps.
+//!
+//! The store keeps `Facts` as one JSON object (`zones.facts`): adding a fact is one field
+//! here (with its line in the table below), and no migration. A field missing from a
+//! stored object reads as its default; a field no longer known is ignored.
+
+use serde::{Deserialize, Serialize};
+
+use super::time::Timestamp;
+
+/// What the rules remember across steps, and in which states each fact holds.
+///
+/// `step` owns every fact: it sets them on the transitions named here, and entering
+/// `disabled` starts a new lifecycle (every fact cleared but the observation health).
+/// Outside the states named, a fact is `None` or left over from earlier in the same
+/// lifecycle, and no rule reads it there.
+///
+/// | fact | holds in | set | cleared |
+/// |---|---|---|---|
+/// | `ds_line` | `enabling` (once the provider is on) .. `disabling` | following the provider's key (`enabling`, adoption, announcing) | entering `disabled` |
+/// | `ds_to_enter` | `awaiting_ds`, `ds_observed`, `active` | recomputed at every step (safety rule 8) | in every other state, and while the instruction is withheld |
+/// | `provider_off_since` | `enabling` .. `active` (the enable path) | the provider says off | the provider says on, or the zone leaves the enable path |
+/// | `dnskey_everywhere_at`, `hold_until` | `enabling`; kept as history until `disabled` | every child address serves the key (the propagation hold, rule 4) | a server stops serving it, the key changes, the instruction is withdrawn |
+/// | `ds_announced_at` | `awaiting_ds` .. `disabling` | announcing the DS | entering `disabled` |
+/// | `ds_first_seen_at` | `ds_observed`, `active` .. `disabling` | every parent address publishes the DS | entering `disabled` |
+/// | `t_gone` | `ttl_wait`, `disabling` | every parent address answers "no DS" | entering `awaiting_ds_removal` or `disabled` |
+/// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
+/// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
+/// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Facts {
+    /// The DS (zone-file line) of the provider key being followed.
+    pub ds_line: Option<String>,
+    /// The DS that belongs at the registrar now, as shown to the operator. Set only once it
+    /// was announced (`awaiting_ds`, `ds_observed`, `active`), and only while the last
+    /// observation showed the provider on with that key and every child address serving
+    /// it (safety rule 8); `None` means the instruction is withheld or withdrawn.
+    pub ds_to_enter: Option<String>,
+    /// Since when the provider says DNSSEC is off while the zone is on the enable path
+    /// (switched off outside dnssec-warden, or an enable call not taken yet).
+    pub provider_off_since: Option<Timestamp>,
+    /// When every child address was first seen serving that key (continuously since).
+    pub dnskey_everywhere_at: Option<Timestamp>,
+    /// End of the propagation hold before the DS may be announced.
+    pub hold_until: Option<Timestamp>,
+    pub ds_announced_at: Option<Timestamp>,
+    pub ds_first_seen_at: Option<Timestamp>,
+    /// When every parent address first answered that the DS is gone.
+    pub t_gone: Option<Timestamp>,
+    /// The largest DS TTL any parent address gave since the zone was last disabled.
+    pub max_ds_ttl: Option<u32>,
+    /// The largest DNSKEY TTL any child address gave since the zone was last disabled.
+    pub max_dnskey_ttl: Option<u32>,
+    /// Since when parent servers disagree.
+    pub partial_since: Option<Timestamp>,
+    /// Since when observations are incomplete, and how many in a row.
+    pub failing_since: Option<Timestamp>,
+    pub failures: u32,
+}

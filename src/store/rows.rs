@@ -1,0 +1,280 @@
+//! The one mapping between SQLite rows and the lifecycle's types: the rows the store
+//! returns, the kinds and statuses it writes, and how a stored text becomes a typed value
+//! (anything else is `StoreError::Corrupt`, naming what).
+
+use std::str::FromStr;
+
+use serde::Serialize;
+use sqlx::FromRow;
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
+
+use super::StoreError;
+use crate::lifecycle::{AlertKind, Effect, Facts, Severity, State, Timestamp, Zone};
+
+/// A zone row: the lifecycle's view plus the engine's bookkeeping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneRow {
+    pub zone: Zone,
+    pub next_check_at: Timestamp,
+    pub last_observed_at: Option<Timestamp>,
+    pub last_observation: Option<serde_json::Value>,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub id: i64,
+    pub zone: String,
+    pub at: Timestamp,
+    pub kind: EventKind,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub reason: String,
+    /// How many more times the same event was seen right after it, and when last.
+    pub repeats: i64,
+    pub last_seen: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertRow {
+    pub id: i64,
+    pub zone: String,
+    pub kind: AlertKind,
+    pub severity: Severity,
+    pub message: String,
+    pub opened_at: Timestamp,
+    pub last_notified_at: Option<Timestamp>,
+    pub notifications: i64,
+    pub resolved_at: Option<Timestamp>,
+    pub resolved_notified_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxItem {
+    pub id: i64,
+    pub zone: String,
+    pub effect: Effect,
+    pub attempts: i64,
+}
+
+/// What an audit event records (`events.kind`, the `history` view, `history --json`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum EventKind {
+    /// The zone moved to another state (stored with the observation that moved it).
+    Transition,
+    /// A step's remark that moved nothing.
+    Note,
+    /// The operator's `enable` or `disable`.
+    Intent,
+    /// An effect performed, failed, or settled after an unknown outcome.
+    Effect,
+    /// The safety guard refused "DNSSEC off".
+    Guard,
+    /// An alert opened or resolved.
+    Alert,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// Transitions and intents are each their own fact; any other event identical to the
+    /// zone's last one of its kind since is a condition seen again, and counted.
+    pub(super) fn counts_repeats(self) -> bool {
+        !matches!(self, Self::Transition | Self::Intent)
+    }
+}
+
+impl PartialEq<&str> for EventKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// An outbox row's status: `pending` until performed, then how it ended.
+/// pending → done | failed | refused | superseded | unknown → done | failed (settled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum OutboxStatus {
+    Pending,
+    Done,
+    Failed,
+    /// Refused by the safety guard.
+    Refused,
+    /// A provider call a newer step no longer asked for.
+    Superseded,
+    /// A provider call that may or may not have taken effect: the next observation
+    /// settles it (`settle_unknown_call`).
+    Unknown,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A `zones` row as stored (`SELECT *`): the facts are one JSON column.
+#[derive(FromRow)]
+pub(super) struct RawZone {
+    name: String,
+    intent: String,
+    ds_never_submitted: bool,
+    state: Option<String>,
+    state_since: i64,
+    facts: String,
+    next_check_at: i64,
+    last_observed_at: Option<i64>,
+    last_observation: Option<String>,
+    version: i64,
+}
+
+#[derive(FromRow)]
+pub(super) struct RawEvent {
+    id: i64,
+    zone: String,
+    at: i64,
+    kind: String,
+    from_state: Option<String>,
+    to_state: Option<String>,
+    reason: String,
+    repeats: i64,
+    last_at: Option<i64>,
+}
+
+#[derive(FromRow)]
+pub(super) struct RawAlert {
+    id: i64,
+    zone: String,
+    kind: String,
+    severity: String,
+    message: String,
+    opened_at: i64,
+    last_notified_at: Option<i64>,
+    notifications: i64,
+    resolved_at: Option<i64>,
+    resolved_notified_at: Option<i64>,
+}
+
+#[derive(FromRow)]
+pub(super) struct RawOutbox {
+    id: i64,
+    zone: String,
+    effect: String,
+    attempts: i64,
+}
+
+pub(super) fn ts(v: Option<i64>) -> Option<Timestamp> {
+    v.map(Timestamp)
+}
+
+pub(super) fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+/// A text column holding one of an enum's names; anything else is corrupt data, named.
+pub(super) fn parse<T: FromStr>(what: &str, text: &str) -> Result<T, StoreError> {
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("unknown {what} {text:?}")))
+}
+
+/// A zone's `state` column: NULL before its first step.
+pub(super) fn parse_state(column: Option<&str>) -> Result<Option<State>, StoreError> {
+    column.map(|s| parse("state", s)).transpose()
+}
+
+/// A zone's `facts` column: `lifecycle::Facts` as JSON. An error names the fact.
+pub(super) fn parse_facts(zone: &str, text: &str) -> Result<Facts, StoreError> {
+    let mut json = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut json)
+        .map_err(|e| corrupt(format!("zone {zone}: facts.{}: {}", e.path(), e.inner())))
+}
+
+impl TryFrom<RawZone> for ZoneRow {
+    type Error = StoreError;
+    fn try_from(r: RawZone) -> Result<Self, StoreError> {
+        Ok(ZoneRow {
+            zone: Zone {
+                intent: parse("intent", &r.intent)?,
+                ds_never_submitted: r.ds_never_submitted,
+                state: parse_state(r.state.as_deref())?,
+                since: Timestamp(r.state_since),
+                facts: parse_facts(&r.name, &r.facts)?,
+                name: r.name,
+            },
+            next_check_at: Timestamp(r.next_check_at),
+            last_observed_at: ts(r.last_observed_at),
+            last_observation: r
+                .last_observation
+                .as_deref()
+                .and_then(|t| serde_json::from_str(t).ok()),
+            version: r.version,
+        })
+    }
+}
+
+impl TryFrom<RawAlert> for AlertRow {
+    type Error = StoreError;
+    fn try_from(r: RawAlert) -> Result<Self, StoreError> {
+        Ok(AlertRow {
+            id: r.id,
+            zone: r.zone,
+            kind: parse::<AlertKind>("alert kind", &r.kind)?,
+            severity: parse::<Severity>("severity", &r.severity)?,
+            message: r.message,
+            opened_at: Timestamp(r.opened_at),
+            last_notified_at: ts(r.last_notified_at),
+            notifications: r.notifications,
+            resolved_at: ts(r.resolved_at),
+            resolved_notified_at: ts(r.resolved_notified_at),
+        })
+    }
+}
+
+pub(super) const ALERT_COLUMNS: &str = "id, zone, kind, severity, message, opened_at, last_notified_at, \
+    notifications, resolved_at, resolved_notified_at";
+
+impl TryFrom<RawEvent> for EventRow {
+    type Error = StoreError;
+    fn try_from(r: RawEvent) -> Result<Self, StoreError> {
+        Ok(EventRow {
+            id: r.id,
+            zone: r.zone,
+            at: Timestamp(r.at),
+            kind: parse("event kind", &r.kind)?,
+            from: r.from_state,
+            to: r.to_state,
+            reason: r.reason,
+            repeats: r.repeats,
+            last_seen: ts(r.last_at),
+        })
+    }
+}
+
+impl TryFrom<RawOutbox> for OutboxItem {
+    type Error = StoreError;
+    fn try_from(r: RawOutbox) -> Result<Self, StoreError> {
+        Ok(OutboxItem {
+            effect: serde_json::from_str(&r.effect)
+                .map_err(|e| corrupt(format!("outbox row {}: effect: {e}", r.id)))?,
+            id: r.id,
+            zone: r.zone,
+            attempts: r.attempts,
+        })
+    }
+}
