@@ -61,6 +61,15 @@ pub enum StoreError {
     EmptyFile { path: String },
     #[error("no database at {path} (has the daemon run yet?)")]
     Missing { path: String },
+    #[error(
+        "database {path} is at schema {applied}, this dnssec-warden needs {wanted}: restart the \
+         daemon (it migrates the database when it starts), then try again"
+    )]
+    SchemaBehind {
+        path: String,
+        applied: i64,
+        wanted: i64,
+    },
 }
 
 #[derive(Clone)]
@@ -140,6 +149,28 @@ impl Store {
                 path: shown(),
                 error,
             })?;
+        // Only the daemon migrates: a reader newer than the file says so plainly instead
+        // of failing on a missing column.
+        let wanted = sqlx::migrate!("./migrations")
+            .migrations
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let applied: Option<(Option<i64>,)> =
+            sqlx::query_as("SELECT max(version) FROM _sqlx_migrations WHERE success")
+                .fetch_optional(&pool)
+                .await
+                .ok()
+                .flatten();
+        let applied = applied.and_then(|(v,)| v).unwrap_or(0);
+        if applied < wanted {
+            return Err(StoreError::SchemaBehind {
+                path: shown(),
+                applied,
+                wanted,
+            });
+        }
         Ok(Self::new(pool, None, path))
     }
 
