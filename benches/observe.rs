@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use dnssec_warden::config::DnsSettings;
 use dnssec_warden::dns::{DnsObserver, DsAnswer, Observer};
-use dnssec_warden::dnssec::DigestType;
-use dnssec_warden::lab::dns::{KeySource, World, ZoneData, server};
-use dnssec_warden::lab::{ProviderSim, SimOptions};
+use dnssec_warden_lab::DigestType;
+use dnssec_warden_lab::dns::{KeySource, World, ZoneData, server};
+use dnssec_warden_lab::{ProviderSim, SimOptions};
 use knot::{Knot, Signing, ZoneConf};
 
 const ZONES: usize = 10_000;

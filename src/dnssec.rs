@@ -316,6 +316,24 @@ pub fn name_to_wire(name: &str) -> Result<Vec<u8>, DnssecError> {
     Ok(wire)
 }
 
+/// A fresh ECDSA P-256 key-signing key (flags 257) for unit tests: a real public key, so
+/// that tags and digests are those of a key a provider could hold.
+#[cfg(test)]
+pub(crate) fn test_key() -> Dnskey {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+        .expect("the OS RNG works in tests");
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .expect("a generated key parses");
+    Dnskey {
+        flags: 257,
+        protocol: PROTOCOL_DNSSEC,
+        algorithm: ALG_ECDSAP256SHA256,
+        public_key: pair.public_key().as_ref()[1..].to_vec(),
+    }
+}
+
 pub fn hex_upper(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(bytes.len() * 2);

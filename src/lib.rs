@@ -7,7 +7,6 @@ pub mod config;
 pub mod dns;
 pub mod dnssec;
 pub mod engine;
-pub mod lab;
 pub mod lifecycle;
 pub mod logging;
 pub mod metrics;

@@ -1,6 +1,7 @@
 //! The `dnssec-warden` command. Everything below `main` returns typed errors; `anyhow`
 //! lives only here, to print them.
 
+#[cfg(feature = "demo")]
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,11 +11,14 @@ use clap::{Parser, Subcommand};
 
 use dnssec_warden::cli;
 use dnssec_warden::cli::daemon::Prepared;
+#[cfg(feature = "demo")]
+use dnssec_warden::cli::demo;
 use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
-use dnssec_warden::lab::{ProviderSim, SimOptions, demo};
 use dnssec_warden::lifecycle::Intent;
 use dnssec_warden::logging::{self, LogFormat};
 use dnssec_warden::zone_name::ZoneName;
+#[cfg(feature = "demo")]
+use dnssec_warden_lab::{ProviderSim, SimOptions};
 
 #[derive(Parser)]
 #[command(
@@ -70,18 +74,21 @@ enum Command {
         json: bool,
     },
     /// The whole lifecycle of two zones in a simulated world on loopback (no setup).
+    #[cfg(feature = "demo")]
     Demo {
         /// Leave the world running afterwards, to try `status` and `check` on it.
         #[arg(long)]
         keep: bool,
     },
     /// Pieces of the simulated world, to run on their own.
+    #[cfg(feature = "demo")]
     Lab {
         #[command(subcommand)]
         what: LabCommand,
     },
 }
 
+#[cfg(feature = "demo")]
 #[derive(Subcommand)]
 enum LabCommand {
     /// The provider API simulator, until interrupted.
@@ -101,8 +108,11 @@ fn main() -> ExitCode {
     // Usage errors exit 2 (clap's own code, and the rule below).
     let cli = Cli::parse();
     let level = match cli.command {
-        Command::Run | Command::Lab { .. } => "info",
+        Command::Run => "info",
+        #[cfg(feature = "demo")]
+        Command::Lab { .. } => "info",
         // The demo tells its story from the audit trail; the log would say it twice.
+        #[cfg(feature = "demo")]
         Command::Demo { .. } => "error",
         _ => "warn",
     };
@@ -195,11 +205,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::History { zone, json } => runtime.block_on(history(&cli.config, &zone, json)),
         Command::CheckConfig => runtime.block_on(async { check_config(&cli.config) }),
         Command::Check { zone, json } => runtime.block_on(check(&cli.config, &zone, json)),
+        #[cfg(feature = "demo")]
         Command::Demo { keep } => runtime.block_on(async {
             let mut out = std::io::stdout();
             demo::run(&mut out, keep).await?;
             Ok(ExitCode::SUCCESS)
         }),
+        #[cfg(feature = "demo")]
         Command::Lab {
             what:
                 LabCommand::Provider {
@@ -282,6 +294,7 @@ async fn check(path: &Path, zone: &str, json: bool) -> Result<ExitCode, Failure>
     })
 }
 
+#[cfg(feature = "demo")]
 async fn lab_provider(
     listen: SocketAddr,
     api_keys: Vec<String>,
@@ -322,6 +335,7 @@ async fn lab_provider(
     Ok(ExitCode::SUCCESS)
 }
 
+#[cfg(feature = "demo")]
 async fn terminate() {
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(mut sig) => {

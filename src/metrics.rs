@@ -19,13 +19,12 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::State as AxumState;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -110,15 +109,13 @@ pub async fn serve_with(
         .await
         .map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
-    let app = Router::new()
-        .route("/metrics", get(scrape))
-        .with_state(Ctx { store, clock });
-    let task = tokio::spawn(accept_loop(listener, app, limits));
+    let ctx = Arc::new(Ctx { store, clock });
+    let task = tokio::spawn(accept_loop(listener, ctx, limits));
     tracing::info!(%addr, "metrics at http://{addr}/metrics");
     Ok(MetricsServer { addr, task })
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Limits) {
+async fn accept_loop(listener: tokio::net::TcpListener, ctx: Arc<Ctx>, limits: Limits) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut refused: u64 = 0;
     loop {
@@ -143,7 +140,11 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Lim
             drop(stream);
             continue;
         };
-        let service = TowerToHyperService::new(app.clone());
+        let ctx = ctx.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let ctx = ctx.clone();
+            async move { Ok::<_, std::convert::Infallible>(respond(&ctx, &request).await) }
+        });
         tokio::spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -156,19 +157,35 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router, limits: Lim
     }
 }
 
-async fn scrape(AxumState(ctx): AxumState<Ctx>) -> Response {
+/// `GET /metrics` (and `HEAD`); 404 for any other path, 405 for any other method.
+async fn respond(ctx: &Ctx, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let plain = |status: StatusCode, body: String| {
+        let mut response = Response::new(Full::new(Bytes::from(body)));
+        *response.status_mut() = status;
+        response
+    };
+    if request.uri().path() != "/metrics" {
+        return plain(StatusCode::NOT_FOUND, String::new());
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, String::new());
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET,HEAD"));
+        return response;
+    }
     match render(&ctx.store, ctx.clock.as_ref()).await {
-        Ok(body) => (
-            [(
+        Ok(body) => {
+            let mut response = plain(StatusCode::OK, body);
+            response.headers_mut().insert(
                 header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            body,
-        )
-            .into_response(),
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            response
+        }
         Err(error) => {
             tracing::warn!(%error, "metrics scrape failed");
-            (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+            plain(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
         }
     }
 }

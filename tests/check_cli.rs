@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dnssec_warden::lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_B, TldServers};
-use dnssec_warden::lab::keys::LabKey;
-use dnssec_warden::lab::{ProviderSim, SimOptions};
+use dnssec_warden_lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_B, TldServers};
+use dnssec_warden_lab::keys::LabKey;
+use dnssec_warden_lab::{ProviderSim, SimOptions};
 use serde_json::Value;
 
 fn config(dir: &Path, lab: &LabDns, extra: &str) -> PathBuf {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use dnssec_warden::lab::CallRecord;
+use dnssec_warden_lab::CallRecord;
 use support::world::{Daemon, RealWorld, Tld, alert_kinds, cli, state, wait_state};
 
 const LONG: Duration = Duration::from_secs(40);

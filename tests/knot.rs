@@ -13,7 +13,7 @@ use std::time::Duration;
 use dnssec_warden::dns::wire::{build_query, parse_name};
 use dnssec_warden::dns::{NetTransport, Transport};
 use dnssec_warden::dnssec::{DigestType, DsLine};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::rr::RecordType;
 use serde_json::Value;
 
@@ -257,9 +257,7 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
     let test_ds = keymgr_csk(&parent_conf, "test.");
     let signed_ds = keymgr_csk(&child_conf, "signed.test.");
     keymgr_csk(&child_conf, "wrong.test.");
-    let stranger = LabKey::generate(257)
-        .unwrap()
-        .dnskey()
+    let stranger = dnssec_warden::dnssec::Dnskey::from(LabKey::generate(257).unwrap().dnskey())
         .to_ds("wrong.test.", DigestType::Sha256)
         .unwrap();
     let soa = |ns: &str| format!("@ 3600 SOA {ns} hostmaster.test. 1 3600 600 86400 60\n");

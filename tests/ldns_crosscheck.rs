@@ -6,7 +6,7 @@ use std::process::Command;
 
 use base64::Engine;
 use dnssec_warden::dnssec::{DigestType, Dnskey, DsLine};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden_lab::keys::LabKey;
 
 fn ldns_ds(owner: &str, key: &Dnskey, digest_flag: &str) -> DsLine {
     let dir = tempfile::tempdir().unwrap();
@@ -46,7 +46,7 @@ fn our_ds_equals_ldns_key2ds() {
     for i in 0..4 {
         keys.push((
             format!("Zone{i}.Example."),
-            LabKey::generate(257).unwrap().dnskey(),
+            LabKey::generate(257).unwrap().dnskey().into(),
         ));
     }
     let mut compared = 0;

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use dnssec_warden::lab::dns::TldServers;
+use dnssec_warden_lab::dns::TldServers;
 use serde_json::Value;
 use support::daemon::{Daemon, LabWorld, bin, cli, status, wait_state};
 

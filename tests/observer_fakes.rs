@@ -13,9 +13,9 @@ use dnssec_warden::dns::{
     DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, Observer, ObserverOptions,
     ParentDsVerdict, Transport, UnknownReason,
 };
-use dnssec_warden::dnssec::DigestType;
-use dnssec_warden::lab::dns::{Delegation, KeySource, World, ZoneData};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden_lab::DigestType;
+use dnssec_warden_lab::dns::{Delegation, KeySource, World, ZoneData};
+use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 
@@ -338,7 +338,9 @@ async fn every_unknown_reason() {
         assert_eq!(answer_at(&view, TLD_A), DsAnswer::Absent);
         assert_eq!(answer_at(&view, TLD_B), DsAnswer::Unknown(expected.clone()));
         assert_eq!(
-            view.verdict(&dnssec_warden::dns::ServedKeys::known(vec![s.key.dnskey()])),
+            view.verdict(&dnssec_warden::dns::ServedKeys::known(vec![
+                s.key.dnskey().into()
+            ])),
             ParentDsVerdict::Unknown,
             "{expected:?}"
         );

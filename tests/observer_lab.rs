@@ -4,12 +4,13 @@
 use std::net::IpAddr;
 use std::process::Command;
 
+use dnssec_warden::cli::lab::LabSettings;
 use dnssec_warden::dns::{
     DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, UnknownReason,
     ValidationVerdict, combine_validation,
 };
-use dnssec_warden::lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_A, TLD_B, TldServers};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden_lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_A, TLD_B, TldServers};
+use dnssec_warden_lab::keys::LabKey;
 
 const ZONE: &str = "example.test.";
 
@@ -51,7 +52,7 @@ async fn signed_child_with_ds_everywhere_is_secure() {
     assert_eq!(parent.max_ds_ttl(), Some(7200));
     let child = observer.child(ZONE).await.unwrap();
     assert_eq!(child.answers.len(), 2);
-    assert!(child.all_serve(&key.dnskey()));
+    assert!(child.all_serve(&key.dnskey().into()));
     match &child.answers[0].answer {
         DnskeyAnswer::Keys(k) => {
             assert!(k.signed);
@@ -184,7 +185,7 @@ async fn servfail_refused_and_stopped_servers_are_unknown_with_their_reason() {
 
 #[tokio::test]
 async fn the_child_follows_the_provider_simulator() {
-    use dnssec_warden::lab::{ProviderSim, SimOptions};
+    use dnssec_warden_lab::{ProviderSim, SimOptions};
     let options = SimOptions {
         api_keys: vec!["lab-key".into()],
         ..SimOptions::default()
@@ -213,7 +214,7 @@ async fn the_child_follows_the_provider_simulator() {
     assert!(status.is_success(), "{status}");
     let served = handle.dnskey(ZONE).unwrap();
     let child = observer.child(ZONE).await.unwrap();
-    assert!(child.all_serve(&served), "{child:?}");
+    assert!(child.all_serve(&served.clone().into()), "{child:?}");
     lab.publish_ds(ZONE, TldServers::Both, &served).unwrap();
     assert_eq!(
         verdicts(&observer, ZONE).await,

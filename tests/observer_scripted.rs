@@ -10,8 +10,8 @@ use dnssec_warden::dns::{
     DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, ParentView, UnknownReason,
     ValidationVerdict,
 };
-use dnssec_warden::dnssec::{DigestType, Ds};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
+use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use support::scripted_dns::{
@@ -117,8 +117,7 @@ async fn a_wrong_ds_beside_a_silent_child_server_is_still_a_mismatch() {
     dns.set_ds(
         Servers::Tld,
         vec![
-            other
-                .dnskey()
+            Dnskey::from(other.dnskey())
                 .to_ds(ZONE, DigestType::Sha256)
                 .expect("digest"),
         ],
@@ -345,8 +344,7 @@ async fn validation_rests_on_every_parent_address() {
     dns.set_ds(
         Servers::One(TLD_B),
         vec![
-            other
-                .dnskey()
+            Dnskey::from(other.dnskey())
                 .to_ds(ZONE, DigestType::Sha256)
                 .expect("digest"),
         ],

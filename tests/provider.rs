@@ -6,12 +6,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use dnssec_warden::config::Credentials;
-use dnssec_warden::lab::{Fault, FaultKind, ProviderSim, SimOptions};
 use dnssec_warden::provider::{
     DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, Provider, ProviderError,
     ResourceRecord, RetryPolicy, RrsetBody,
 };
 use dnssec_warden::secret::Secret;
+use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
 use serde_json::json;
 use support::fault_proxy::{self, FaultProxy, Rule};
 
@@ -208,7 +208,10 @@ async fn dnssec_switch_returns_a_checked_real_key() {
     assert_eq!(key.dnskey.public_key.len(), 64);
     assert_eq!(
         Some(&key.dnskey),
-        sim.handle().dnskey("signed.example").as_ref()
+        sim.handle()
+            .dnskey("signed.example")
+            .map(dnssec_warden::dnssec::Dnskey::from)
+            .as_ref()
     );
 
     // A GET right after the PATCH gives the same key; so does a second enable.

@@ -26,9 +26,11 @@ if ((${#missing[@]})); then
     [[ -z $policy_set ]] || $sudo rm -f /usr/sbin/policy-rc.d
 fi
 
-cargo fmt --check
-cargo clippy --all-targets --locked -- -D warnings
-# Library, binary and integration tests, and doc tests; not the benchmark (a
-# measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
-cargo test --lib --bins --tests --locked
-cargo test --doc --locked
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+# The daemon without the simulated world (no `demo`, no lab crate, no axum) must build.
+cargo build --no-default-features --locked
+# Library, binary and integration tests of both crates, and doc tests; not the benchmark
+# (a measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
+cargo test --workspace --lib --bins --tests --locked
+cargo test --workspace --doc --locked

@@ -251,7 +251,7 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
 /// once per poll), and once space is freed it steps the zone again by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_waits_out_a_full_disk_and_carries_on() {
-    use dnssec_warden::lab::fake::FakeWorld;
+    use crate::common::fake::FakeWorld;
     use dnssec_warden::lifecycle::Clock;
 
     let Some(fs) = Tmpfs::mount("3m") else {

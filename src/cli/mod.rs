@@ -1,5 +1,9 @@
 //! What the `dnssec-warden` subcommands do, apart from parsing arguments (in `main`).
 
 pub mod daemon;
+#[cfg(feature = "demo")]
+pub mod demo;
 pub mod intent;
+#[cfg(feature = "demo")]
+pub mod lab;
 pub mod status;

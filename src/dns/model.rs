@@ -570,7 +570,6 @@ mod dnskey_text {
 mod tests {
     use super::*;
     use crate::dnssec::DigestType;
-    use crate::lab::keys::LabKey;
 
     const ZONE: &str = "child.test.";
 
@@ -599,8 +598,8 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let key = LabKey::generate(257).unwrap().dnskey();
-        let other = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
+        let other = crate::dnssec::test_key();
         let served = &ServedKeys::known(vec![key.clone()]);
         use ParentDsVerdict::*;
         assert_eq!(
@@ -664,8 +663,8 @@ mod tests {
     /// Issue 17, item 1: no child address answered, so nothing is evidence against a DS.
     #[test]
     fn no_child_evidence_is_never_a_mismatch() {
-        let key = LabKey::generate(257).unwrap().dnskey();
-        let other = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
+        let other = crate::dnssec::test_key();
         let nothing = ServedKeys::default();
         let view = parent(vec![present(&key, 60), present(&other, 60)]);
         let a = view.assess(&nothing);
@@ -717,7 +716,7 @@ mod tests {
     /// mismatch; one supported matching record beside unsupported ones still matches.
     #[test]
     fn a_ds_set_nothing_supports_is_not_a_mismatch() {
-        let key = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
         let served = ServedKeys::known(vec![key.clone()]);
         let good = key.to_ds(ZONE, DigestType::Sha256).unwrap();
         let odd_digest = Ds {
@@ -750,7 +749,7 @@ mod tests {
 
     #[test]
     fn unanimity_predicates() {
-        let key = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
         let timeout = DsAnswer::Unknown(UnknownReason::Timeout);
         assert!(parent(vec![DsAnswer::Absent, DsAnswer::Absent]).all_absent());
         assert!(!parent(vec![DsAnswer::Absent, timeout.clone()]).all_absent());
@@ -765,7 +764,7 @@ mod tests {
 
     #[test]
     fn child_predicates() {
-        let key = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
         let keys = |list: Vec<Dnskey>| {
             DnskeyAnswer::Keys(ChildKeys {
                 keys: list,
@@ -825,7 +824,7 @@ mod tests {
 
     #[test]
     fn views_round_trip_through_json() {
-        let key = LabKey::generate(257).unwrap().dnskey();
+        let key = crate::dnssec::test_key();
         let view = parent(vec![
             present(&key, 60),
             DsAnswer::Unknown(UnknownReason::Servfail),

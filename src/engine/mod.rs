@@ -27,7 +27,10 @@ use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, 
 use crate::provider::{Provider, ProviderError};
 use crate::store::{EventKind, OutboxStatus, Store, StoreError};
 
-/// Points where a test can make the engine stop dead, as a crash would.
+/// Points where a test can make the engine stop dead, as a crash would. Only in test
+/// builds (feature `test-hooks`, which the integration tests enable): a release build has
+/// no crash points.
+#[cfg(any(test, feature = "test-hooks"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
     /// Observed, nothing written.
@@ -38,6 +41,7 @@ pub enum CrashPoint {
     EffectPerformed,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 pub type CrashHook = Arc<dyn Fn(CrashPoint) -> bool + Send + Sync>;
 
 /// How often a DS request is tried when the registrar hook fails.
@@ -57,6 +61,7 @@ const TICK_BUDGET: Duration = Duration::from_secs(30);
 pub enum EngineError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[cfg(any(test, feature = "test-hooks"))]
     #[error("stopped at {0:?} (test crash)")]
     Crashed(CrashPoint),
     #[error("the step took longer than {}s and was abandoned", .0.as_secs())]
@@ -84,6 +89,7 @@ pub struct Engine<P, O> {
     workers: usize,
     notifier: Notifier,
     claimed: Mutex<HashSet<String>>,
+    #[cfg(any(test, feature = "test-hooks"))]
     crash: Option<CrashHook>,
     heartbeat: Heartbeat,
     step_timeout: Duration,
@@ -168,6 +174,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             workers: 16,
             notifier,
             claimed: Mutex::new(HashSet::new()),
+            #[cfg(any(test, feature = "test-hooks"))]
             crash: None,
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
@@ -186,6 +193,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         self
     }
 
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn with_crash_hook(mut self, hook: CrashHook) -> Self {
         self.crash = Some(hook);
         self
@@ -250,7 +258,9 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                     };
                 self.heartbeat.beat();
                 match &outcome {
-                    Ok(_) | Err(EngineError::Crashed(_)) => {}
+                    Ok(_) => {}
+                    #[cfg(any(test, feature = "test-hooks"))]
+                    Err(EngineError::Crashed(_)) => {}
                     // The store logs a failing disk once per episode, not once per zone.
                     Err(EngineError::Store(e)) if e.is_unwritable() => {
                         tracing::debug!(zone = %name, error = %e, "step not recorded");
@@ -268,14 +278,17 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 outcome
             })
             .buffer_unordered(self.workers);
+        #[cfg(any(test, feature = "test-hooks"))]
         let mut crashed = None;
-        while let Some(outcome) = results.next().await {
+        while let Some(_outcome) = results.next().await {
             count += 1;
-            if let Err(EngineError::Crashed(point)) = outcome {
+            #[cfg(any(test, feature = "test-hooks"))]
+            if let Err(EngineError::Crashed(point)) = _outcome {
                 crashed.get_or_insert(point);
             }
         }
         drop(results);
+        #[cfg(any(test, feature = "test-hooks"))]
         if let Some(point) = crashed {
             return Err(EngineError::Crashed(point));
         }
@@ -334,6 +347,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         self.settle_unknown_calls(name, &observation.provider)
             .await?;
         log_provider_change(&row, &observation.provider);
+        #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Observed)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
@@ -359,6 +373,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 tracing::debug!(zone = name, state, "{}", note.reason);
             }
         }
+        #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Committed)?;
         self.perform_effects(name).await?;
         Ok(StepOutcome::Stepped {
@@ -375,6 +390,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         })
     }
 
+    #[cfg(any(test, feature = "test-hooks"))]
     fn crash_point(&self, point: CrashPoint) -> Result<(), EngineError> {
         match &self.crash {
             Some(hook) if hook(point) => Err(EngineError::Crashed(point)),
@@ -473,6 +489,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                     self.notify(&n).await
                 }
             };
+            #[cfg(any(test, feature = "test-hooks"))]
             self.crash_point(CrashPoint::EffectPerformed)?;
             let now = self.clock.now();
             // A DS request whose hook failed is tried again at the next steps, a few times.

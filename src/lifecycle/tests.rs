@@ -8,7 +8,6 @@ use crate::dns::{
     UnknownReason, ValidationVerdict,
 };
 use crate::dnssec::{DigestType, Dnskey};
-use crate::lab::keys::LabKey;
 use crate::provider::DnssecKey;
 
 const ZONE: &str = "child.test.";
@@ -52,8 +51,8 @@ struct World {
 impl World {
     fn new() -> Self {
         Self {
-            key: LabKey::generate(257).unwrap().dnskey(),
-            other: LabKey::generate(257).unwrap().dnskey(),
+            key: crate::dnssec::test_key(),
+            other: crate::dnssec::test_key(),
             policy: Policy::default(),
         }
     }

@@ -1,15 +1,17 @@
 //! Shared set-up for engine tests: a fake world, a manual clock, an in-memory store.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use dnssec_warden::config::{AlertSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
-use dnssec_warden::lab::fake::FakeWorld;
 use dnssec_warden::lifecycle::{Clock, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::Store;
+use fake::FakeWorld;
 
 pub const ZONE: &str = "child.test.";
 pub const T0: Timestamp = Timestamp(1_800_000_000_000);

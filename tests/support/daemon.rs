@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dnssec_warden::lab::dns::{KeySource, LabDns};
-use dnssec_warden::lab::{ProviderSim, SimOptions};
+use dnssec_warden_lab::dns::{KeySource, LabDns};
+use dnssec_warden_lab::{ProviderSim, SimOptions};
 use serde_json::Value;
 
 pub const KEY: &str = "e2e-api-key-123456";

@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use dnssec_warden::config::DnsSettings;
 use dnssec_warden::dns::wire;
-use dnssec_warden::dnssec::{DigestType, Ds};
-use dnssec_warden::lab::dns::{Delegation, KeySource, World, ZoneData};
-use dnssec_warden::lab::keys::LabKey;
+use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
+use dnssec_warden_lab::dns::{Delegation, KeySource, World, ZoneData};
+use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::dnssec::PublicKey;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::{A, CNAME, NS};
@@ -143,7 +143,7 @@ impl ScriptedDns {
         }
         let ds_of = |key: &LabKey, owner: &str| {
             key.dnskey()
-                .to_ds(owner, DigestType::Sha256)
+                .to_ds(owner, dnssec_warden_lab::DigestType::Sha256)
                 .expect("digest")
         };
         let mut root = ZoneData::new(
@@ -250,7 +250,7 @@ impl ScriptedDns {
             return;
         };
         for ip in on.addrs() {
-            d.ds.insert(ip.into(), ds.clone());
+            d.ds.insert(ip.into(), ds.iter().cloned().map(Into::into).collect());
         }
     }
 
@@ -294,8 +294,7 @@ impl ScriptedDns {
 
     /// The child's DS as the TLD publishes it by default.
     pub fn child_ds(&self) -> Ds {
-        self.child_key
-            .dnskey()
+        Dnskey::from(self.child_key.dnskey())
             .to_ds(ZONE, DigestType::Sha256)
             .expect("digest")
     }

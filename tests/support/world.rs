@@ -19,8 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dnssec_warden::dnssec::Dnskey;
-use dnssec_warden::lab::{ProviderSim, Signer, SimOptions};
+use dnssec_warden_lab::{ProviderSim, Signer, SimOptions};
 use serde_json::Value;
 
 use super::knot::{Knot, Proc, Result, Signing, Unbound, ZoneConf, wait_for_zone};
@@ -64,14 +63,14 @@ impl KnotSigner {
 }
 
 impl Signer for KnotSigner {
-    fn enable(&self, zone: &str) -> std::result::Result<Dnskey, String> {
+    fn enable(&self, zone: &str) -> std::result::Result<dnssec_warden_lab::Dnskey, String> {
         if !self.signing(zone)? {
             self.primary.set_signing(zone, self.body(zone)?, true)?;
         }
         // Knot makes the key when it first signs; bounded wait for it.
         for _ in 0..100 {
             if let Some(key) = self.primary.dnskey(zone)? {
-                return Ok(key);
+                return Ok(key.into());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -82,11 +81,11 @@ impl Signer for KnotSigner {
         self.primary.set_signing(zone, self.body(zone)?, false)
     }
 
-    fn key(&self, zone: &str) -> std::result::Result<Option<Dnskey>, String> {
+    fn key(&self, zone: &str) -> std::result::Result<Option<dnssec_warden_lab::Dnskey>, String> {
         if !self.signing(zone)? {
             return Ok(None);
         }
-        self.primary.dnskey(zone)
+        Ok(self.primary.dnskey(zone)?.map(Into::into))
     }
 }
 

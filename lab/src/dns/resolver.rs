@@ -111,14 +111,14 @@ impl LabResolver {
 
     /// Polls with a query for `. SOA` until Unbound answers; bounded to five seconds.
     async fn wait_ready(&mut self) -> Result<(), ResolverError> {
-        use crate::dns::transport::{NetTransport, Transport};
         let limit = Duration::from_secs(5);
-        let transport = NetTransport::new(Duration::from_millis(200));
-        let query = crate::dns::wire::build_query(
+        let query = crate::wire::build_query(
             &hickory_proto::rr::Name::root(),
             hickory_proto::rr::RecordType::SOA,
             true,
-        );
+        )
+        .to_vec()
+        .map_err(|e| ResolverError::NotReady(limit, e.to_string()))?;
         let mut last = String::new();
         for _ in 0..25 {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -127,13 +127,31 @@ impl LabResolver {
                     format!("unbound exited: {status}"),
                 ));
             }
-            match transport.exchange(self.addr, &query).await {
-                Ok(_) => return Ok(()),
-                Err(e) => last = e.to_string(),
+            match ask(self.addr, &query).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    last = e.to_string();
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         Err(ResolverError::NotReady(limit, last))
+    }
+}
+
+/// One query over UDP; any answer within 200 ms counts.
+async fn ask(addr: SocketAddr, query: &[u8]) -> std::io::Result<()> {
+    let socket =
+        tokio::net::UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)).await?;
+    socket.connect(addr).await?;
+    socket.send(query).await?;
+    let mut buf = [0u8; 1232];
+    match tokio::time::timeout(Duration::from_millis(200), socket.recv(&mut buf)).await {
+        Ok(received) => received.map(|_| ()),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer within 200 ms",
+        )),
     }
 }
 

@@ -9,16 +9,16 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::dns::{
+use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ObserveError, Observer, ParentView, ServerAnswer,
     SignatureWindow, UnknownReason, ValidationProbe,
 };
-use crate::dnssec::{DigestType, Dnskey, Ds};
-use crate::lab::keys::LabKey;
-use crate::lifecycle::{Clock, ManualClock, Timestamp};
-use crate::provider::{
+use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
+use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
+use dnssec_warden::provider::{
     DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, Rrset, Zone,
 };
+use dnssec_warden_lab::keys::LabKey;
 
 /// The TTL the fake child servers give their DNSKEY set.
 pub const DNSKEY_TTL: u32 = 300;
@@ -131,7 +131,7 @@ impl FakeWorld {
         let mut s = self.lock();
         let zone = s.zone.clone();
         if let (Some(server), Ok(key)) = (s.parents.get_mut(i), LabKey::generate(257))
-            && let Ok(ds) = key.dnskey().to_ds(&zone, DigestType::Sha256)
+            && let Ok(ds) = Dnskey::from(key.dnskey()).to_ds(&zone, DigestType::Sha256)
         {
             server.ds = Some((vec![ds], ttl));
         }
@@ -156,7 +156,7 @@ impl FakeWorld {
     pub fn flip_dnssec(&self, on: bool) {
         let mut s = self.lock();
         if on && s.key.is_none() {
-            s.key = LabKey::generate(257).ok().map(|k| k.dnskey());
+            s.key = LabKey::generate(257).ok().map(|k| k.dnskey().into());
         }
         if !on {
             s.key = None;
@@ -168,7 +168,7 @@ impl FakeWorld {
     pub fn rekey(&self) {
         let mut s = self.lock();
         if s.dnssec_on {
-            s.key = LabKey::generate(257).ok().map(|k| k.dnskey());
+            s.key = LabKey::generate(257).ok().map(|k| k.dnskey().into());
         }
     }
 
@@ -271,7 +271,7 @@ impl Provider for FakeWorld {
             }
         }
         if enabled && s.key.is_none() {
-            s.key = LabKey::generate(257).ok().map(|k| k.dnskey());
+            s.key = LabKey::generate(257).ok().map(|k| k.dnskey().into());
         }
         if !enabled {
             s.key = None;

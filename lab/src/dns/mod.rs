@@ -29,9 +29,8 @@ use std::time::Duration;
 pub use resolver::{LabResolver, RESOLVER};
 pub use zone::{Delegation, Fault, KeyFn, KeySource, World, ZoneData};
 
-use crate::config::DnsSettings;
 use crate::dnssec::{DigestType, Dnskey, Ds};
-use crate::lab::keys::LabKey;
+use crate::keys::LabKey;
 
 pub const ROOT: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 1);
 pub const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 2);
@@ -74,7 +73,7 @@ pub enum LabDnsError {
     #[error("lab DNS: {0}")]
     Io(#[from] std::io::Error),
     #[error("lab DNS: {0}")]
-    Key(#[from] crate::lab::keys::KeyError),
+    Key(#[from] crate::keys::KeyError),
     #[error("lab DNS: {0} is not a zone of the lab")]
     NoSuchZone(String),
     #[error("lab DNS: {0} must be a name below test.")]
@@ -230,30 +229,6 @@ impl LabDns {
         &self.tld_key
     }
 
-    /// Settings that point the observer at the lab: root hints, port, trust anchor; fast
-    /// timeouts, for a lab on loopback never needs long ones.
-    pub fn settings(&self) -> DnsSettings {
-        DnsSettings {
-            root_hints: vec![ROOT.into()],
-            port: self.port,
-            trust_anchor_file: Some(self.trust_anchor_path()),
-            validating_resolvers: Vec::new(),
-            query_timeout: Duration::from_millis(400),
-            query_attempts: 2,
-            queries_per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
-            address_families: Default::default(),
-            budget: Default::default(),
-        }
-    }
-
-    /// [`settings`](Self::settings) with the lab's validating resolver(s) configured.
-    pub fn settings_with_resolvers(&self, resolvers: &[SocketAddr]) -> DnsSettings {
-        DnsSettings {
-            validating_resolvers: resolvers.to_vec(),
-            ..self.settings()
-        }
-    }
-
     /// The `[dns]` section of a config file for the same settings.
     pub fn config_section(&self) -> String {
         format!(
@@ -267,7 +242,7 @@ impl LabDns {
     /// delegated from both TLD servers without a DS.
     pub fn add_child(&self, zone: &str, key: KeySource) -> Result<(), LabDnsError> {
         let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
-        if !crate::dns::wire::is_subdomain(&name, TLD) || name == TLD || name == PROVIDER_ZONE {
+        if !crate::wire::is_subdomain(&name, TLD) || name == TLD || name == PROVIDER_ZONE {
             return Err(LabDnsError::BadChild(zone.into()));
         }
         let mut world = self.world();

@@ -18,12 +18,12 @@ use crate::config::{Credentials, Settings};
 use crate::dns::DnsObserver;
 use crate::dnssec::DsLine;
 use crate::engine::{Engine, Notifier};
-use crate::lab::dns::{KeySource, LabDns, LabDnsError, TldServers};
-use crate::lab::{ProviderSim, SimOptions};
 use crate::lifecycle::{AlertKind, Clock, Intent, Policy, State, SystemClock};
 use crate::provider::{GcoreClient, ProviderError, RetryPolicy};
 use crate::secret::Secret;
 use crate::store::{Store, StoreError};
+use dnssec_warden_lab::dns::{KeySource, LabDns, LabDnsError, TldServers};
+use dnssec_warden_lab::{ProviderSim, SimOptions};
 
 /// The prompt registrar publishes on one TLD server first, then on both; the forgetful
 /// one does nothing until the overdue alert makes the operator chase it.
@@ -155,7 +155,7 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
          zones          {PROMPT} (a prompt registrar), {FORGETFUL} (a registrar that forgets)\n  \
          database       {}\n",
         sim.base_url(),
-        crate::lab::dns::ROOT,
+        dnssec_warden_lab::dns::ROOT,
         lab.provider_addrs()[0].port(),
         settings.database.path.display(),
     );
@@ -331,7 +331,7 @@ async fn registrar_step(
                             "{zone:<12} [registrar] the operator saw the overdue alert and chased the registrar: DS published on both TLD servers"
                         ),
                     );
-                    lab.set_ds(zone, TldServers::Both, vec![ds.ds])?;
+                    lab.set_ds(zone, TldServers::Both, vec![ds.ds.into()])?;
                     reg.published_both = true;
                 }
             } else if !reg.published_a && submitted.elapsed() > Duration::from_millis(500) {
@@ -339,7 +339,7 @@ async fn registrar_step(
                     out,
                     &format!("{zone:<12} [registrar] DS published on TLD server A only (B lags)"),
                 );
-                lab.set_ds(zone, TldServers::A, vec![ds.ds])?;
+                lab.set_ds(zone, TldServers::A, vec![ds.ds.into()])?;
                 reg.published_a = true;
             } else if reg.published_a
                 && !reg.published_both
@@ -349,7 +349,7 @@ async fn registrar_step(
                     out,
                     &format!("{zone:<12} [registrar] DS now on TLD server B as well"),
                 );
-                lab.set_ds(zone, TldServers::Both, vec![ds.ds])?;
+                lab.set_ds(zone, TldServers::Both, vec![ds.ds.into()])?;
                 reg.published_both = true;
             }
         }

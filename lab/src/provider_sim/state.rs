@@ -10,7 +10,7 @@ use super::faults::FaultPlan;
 use super::tokens::TokenStore;
 use super::{CallRecord, SimOptions};
 use crate::dnssec::{DigestType, Dnskey, hex_upper};
-use crate::lab::keys::LabKey;
+use crate::keys::LabKey;
 use crate::timefmt::rfc3339;
 
 pub(super) struct SimState {

@@ -14,9 +14,9 @@ use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA, NS, SOA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber};
 
-use crate::dns::wire;
 use crate::dnssec::{Dnskey, Ds};
-use crate::lab::keys::LabKey;
+use crate::keys::LabKey;
+use crate::wire;
 
 /// A zone's key as a function of the zone name, e.g. the provider simulator's lookup.
 pub type KeyFn = Arc<dyn Fn(&str) -> Option<LabKey> + Send + Sync>;
@@ -53,7 +53,7 @@ impl KeySource {
     }
 
     /// The provider simulator's key: DNSSEC switched on there signs the zone here.
-    pub fn provider(sim: crate::lab::SimHandle) -> Self {
+    pub fn provider(sim: crate::SimHandle) -> Self {
         Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
     }
 }

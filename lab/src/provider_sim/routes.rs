@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::faults::FaultKind;
 use super::state::{SimKey, SimRecord, SimRrset, SimState, normalize, unix_now, uuid_v4};
 use super::{CallRecord, Shared};
-use crate::lab::keys::LabKey;
+use crate::keys::LabKey;
 use crate::timefmt::rfc3339;
 
 type Reply = (StatusCode, axum::Json<Value>);

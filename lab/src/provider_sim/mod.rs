@@ -21,7 +21,7 @@ use url::Url;
 pub use faults::{Fault, FaultCount, FaultKind};
 
 use crate::dnssec::Dnskey;
-use crate::lab::keys::LabKey;
+use crate::keys::LabKey;
 use state::{SimState, normalize};
 
 /// The simulator's behaviour where the provider's is a choice or unknown.

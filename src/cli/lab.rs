@@ -1,0 +1,88 @@
+//! The seam between the product and the simulated world (`dnssec-warden-lab`), only in
+//! builds with the `demo` feature: DNS settings that point the observer at the lab, and
+//! DNSSEC records carried across. The lab has its own record types and arithmetic on
+//! purpose; these conversions copy fields, they compute nothing.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use dnssec_warden_lab::dns::{LabDns, ROOT};
+
+use crate::config::{DEFAULT_QUERIES_PER_SERVER, DnsSettings};
+use crate::dnssec::{Dnskey, Ds};
+
+/// The observer's settings for the lab hierarchy.
+pub trait LabSettings {
+    /// Root hints, port, trust anchor; fast timeouts, for a lab on loopback never needs
+    /// long ones. The same as [`LabDns::config_section`] in a file.
+    fn settings(&self) -> DnsSettings;
+    /// [`settings`](Self::settings) with the lab's validating resolver(s) configured.
+    fn settings_with_resolvers(&self, resolvers: &[SocketAddr]) -> DnsSettings;
+}
+
+impl LabSettings for LabDns {
+    fn settings(&self) -> DnsSettings {
+        DnsSettings {
+            root_hints: vec![ROOT.into()],
+            port: self.port(),
+            trust_anchor_file: Some(self.trust_anchor_path()),
+            validating_resolvers: Vec::new(),
+            query_timeout: Duration::from_millis(400),
+            query_attempts: 2,
+            queries_per_server: DEFAULT_QUERIES_PER_SERVER,
+            address_families: Default::default(),
+            budget: Default::default(),
+        }
+    }
+
+    fn settings_with_resolvers(&self, resolvers: &[SocketAddr]) -> DnsSettings {
+        DnsSettings {
+            validating_resolvers: resolvers.to_vec(),
+            ..self.settings()
+        }
+    }
+}
+
+impl From<dnssec_warden_lab::Dnskey> for Dnskey {
+    fn from(key: dnssec_warden_lab::Dnskey) -> Self {
+        Self {
+            flags: key.flags,
+            protocol: key.protocol,
+            algorithm: key.algorithm,
+            public_key: key.public_key,
+        }
+    }
+}
+
+impl From<Dnskey> for dnssec_warden_lab::Dnskey {
+    fn from(key: Dnskey) -> Self {
+        Self {
+            flags: key.flags,
+            protocol: key.protocol,
+            algorithm: key.algorithm,
+            public_key: key.public_key,
+        }
+    }
+}
+
+impl From<dnssec_warden_lab::Ds> for Ds {
+    fn from(ds: dnssec_warden_lab::Ds) -> Self {
+        Self {
+            key_tag: ds.key_tag,
+            algorithm: ds.algorithm,
+            digest_type: ds.digest_type,
+            digest: ds.digest,
+        }
+    }
+}
+
+impl From<Ds> for dnssec_warden_lab::Ds {
+    fn from(ds: Ds) -> Self {
+        Self {
+            key_tag: ds.key_tag,
+            algorithm: ds.algorithm,
+            digest_type: ds.digest_type,
+            digest: ds.digest,
+        }
+    }
+}
