@@ -1,10 +1,12 @@
-//! A provider simulator faithful to gcore-api.md, over real HTTP on loopback: zones,
+//! A provider simulator faithful to the provider API (DESIGN.md section 7), over real HTTP
+//! on loopback: zones,
 //! RRsets, DNSSEC with real ECDSA P-256 keys, login and refresh with expiring tokens, the
 //! documented status codes and error bodies, fault injection, and a log of every
 //! state-changing call (the oracle for "DNSSEC was never switched off too early").
 //!
-//! Where the provider's behaviour is only inferred (gcore-api.md marks it **I**), the
-//! behaviour is a field of [`SimOptions`].
+//! Where the provider's behaviour is only inferred from its documents (the status of a
+//! duplicate zone, list limits, the body of a 401, Retry-After), the behaviour is a field
+//! of [`SimOptions`].
 
 mod faults;
 mod routes;
@@ -33,7 +35,7 @@ pub struct SimOptions {
     pub users: Vec<(String, String)>,
     pub access_token_lifetime: Duration,
     pub refresh_token_lifetime: Duration,
-    /// Logins beyond this many in one second get 429 (interface document §8).
+    /// Logins beyond this many in one second get 429 (DESIGN.md section 7).
     pub logins_per_second: usize,
     /// Status for creating a zone that exists (unknown 1: 409 assumed).
     pub zone_exists_status: u16,

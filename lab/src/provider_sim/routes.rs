@@ -1,4 +1,4 @@
-//! The HTTP surface of the simulator, path for path as gcore-api.md describes it.
+//! The HTTP surface of the simulator, path for path as DESIGN.md section 7 describes it.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
