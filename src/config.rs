@@ -12,7 +12,7 @@
 //! Adding a key: one field with its serde attributes in its section's struct (a default,
 //! and a `deserialize_with` helper from `de` when the value has a form or a range), and a
 //! doc line with the default in `config.example.toml`. Only a rule involving two keys
-//! belongs in the `Validator`.
+//! belongs in `CrossChecks`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -591,7 +591,7 @@ impl Settings {
                 }
             }
         })?;
-        Validator { file }.settings(raw)
+        CrossChecks { file }.settings(raw)
     }
 }
 
@@ -604,11 +604,11 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// What is left after the typed sections: checks across keys, and paths taken relative
 /// to the file.
-struct Validator {
+struct CrossChecks {
     file: PathBuf,
 }
 
-impl Validator {
+impl CrossChecks {
     /// A path from the file: a relative one is taken relative to the file's directory.
     fn path(&self, path: PathBuf) -> PathBuf {
         if path.is_absolute() {

@@ -20,7 +20,7 @@ use url::Url;
 
 use super::error::ProviderError;
 use super::types::{
-    CreatedZone, DnssecKey, NewZone, ParentDsHint, RawDnssec, Rrset, RrsetBody, Zone,
+    CreatedZone, DnssecKey, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset, RrsetBody,
 };
 use super::{DnssecSwitched, Provider};
 use crate::config::{Credentials, ProviderSettings};
@@ -195,7 +195,7 @@ impl GcoreClient {
         self.json(Method::POST, &["zones"], &[], Some(&body)).await
     }
 
-    pub async fn get_zone(&self, zone: &str) -> Result<Zone, ProviderError> {
+    pub async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
         self.json(Method::GET, &["zones", api_name(zone)], &[], None)
             .await
     }
@@ -211,8 +211,8 @@ impl GcoreClient {
     /// A zone entry that cannot be read at all (no name, say) is skipped with a warning, so
     /// that one odd zone does not hide the others; a page of which no entry can be read is
     /// an error, not an empty account. Missing optional fields are not "unreadable" (see
-    /// [`Zone`]).
-    pub async fn list_zones(&self) -> Result<Vec<Zone>, ProviderError> {
+    /// [`ProviderZone`]).
+    pub async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
         self.paged(|offset| async move {
             let bytes = self
                 .call(Method::GET, &["zones"], &page_query(offset), None)
@@ -698,10 +698,10 @@ impl GcoreClient {
 }
 
 impl Provider for GcoreClient {
-    async fn get_zone(&self, zone: &str) -> Result<Zone, ProviderError> {
+    async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
         GcoreClient::get_zone(self, zone).await
     }
-    async fn list_zones(&self) -> Result<Vec<Zone>, ProviderError> {
+    async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
         GcoreClient::list_zones(self).await
     }
     async fn set_dnssec(&self, zone: &str, enabled: bool) -> Result<DnssecSwitched, ProviderError> {
@@ -763,7 +763,10 @@ async fn read_capped(
 
 /// One page of the zone list: the zones that can be read, how many entries the page had,
 /// and `total_amount`.
-fn zone_page(body: &[u8], secrets: &[String]) -> Result<(Vec<Zone>, usize, usize), ProviderError> {
+fn zone_page(
+    body: &[u8],
+    secrets: &[String],
+) -> Result<(Vec<ProviderZone>, usize, usize), ProviderError> {
     #[derive(Deserialize)]
     struct Page {
         zones: Vec<serde_json::Value>,
@@ -774,7 +777,7 @@ fn zone_page(body: &[u8], secrets: &[String]) -> Result<(Vec<Zone>, usize, usize
     let mut zones = Vec::with_capacity(got);
     let mut first_error = None;
     for entry in page.zones {
-        match serde_json::from_value::<Zone>(entry.clone()) {
+        match serde_json::from_value::<ProviderZone>(entry.clone()) {
             Ok(zone) => zones.push(zone),
             Err(e) => {
                 let excerpt = excerpt(entry.to_string().as_bytes(), secrets);

@@ -13,8 +13,8 @@ pub use client::{
 };
 pub use error::{ErrorClass, ProviderError};
 pub use types::{
-    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, RawDnssec, ResourceRecord, Rrset,
-    RrsetBody, Zone, ZoneRecordSummary,
+    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec,
+    ResourceRecord, Rrset, RrsetBody, ZoneRecordSummary,
 };
 
 /// The answer to `PATCH …/dnssec`.
@@ -27,8 +27,11 @@ pub struct DnssecSwitched {
 
 /// What the daemon needs from the provider. Zone names may carry the trailing dot.
 pub trait Provider: Send + Sync {
-    fn get_zone(&self, zone: &str) -> impl Future<Output = Result<Zone, ProviderError>> + Send;
-    fn list_zones(&self) -> impl Future<Output = Result<Vec<Zone>, ProviderError>> + Send;
+    fn get_zone(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ProviderZone, ProviderError>> + Send;
+    fn list_zones(&self) -> impl Future<Output = Result<Vec<ProviderZone>, ProviderError>> + Send;
     fn set_dnssec(
         &self,
         zone: &str,

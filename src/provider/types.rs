@@ -16,7 +16,7 @@ use crate::dnssec::{self, DigestType, Dnskey, Ds, DsLine};
 
 /// A zone as `GET /dns/v2/zones/{name}` and the list call return it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Zone {
+pub struct ProviderZone {
     pub name: String,
     #[serde(default)]
     pub id: Option<u64>,
@@ -378,20 +378,21 @@ mod tests {
 
     #[test]
     fn optional_fields_may_be_missing_or_null() {
-        let z: Zone = serde_json::from_str(
+        let z: ProviderZone = serde_json::from_str(
             r#"{"name":"a.b","dnssec_enabled":null,"records":null,"dnssec_status":null}"#,
         )
         .unwrap();
         assert_eq!(z.dnssec_enabled, None, "unknown, not off");
         assert!(z.records.is_empty());
-        let z: Zone = serde_json::from_str(
+        let z: ProviderZone = serde_json::from_str(
             r#"{"name":"a.b","records":[{"name":"a.b","type":"NS","ttl":null,"short_answers":null}]}"#,
         )
         .unwrap();
         assert_eq!(z.dnssec_enabled, None);
         assert_eq!(z.records[0].ttl, None);
         assert!(z.records[0].short_answers.is_empty());
-        let z: Zone = serde_json::from_str(r#"{"name":"a.b","dnssec_enabled":false}"#).unwrap();
+        let z: ProviderZone =
+            serde_json::from_str(r#"{"name":"a.b","dnssec_enabled":false}"#).unwrap();
         assert_eq!(z.dnssec_enabled, Some(false));
 
         let c: CreatedZone = serde_json::from_str(r#"{"id":7,"warnings":null}"#).unwrap();
@@ -432,12 +433,13 @@ mod tests {
 
     #[test]
     fn unknown_status_values_are_kept() {
-        let z: Zone = serde_json::from_str(
+        let z: ProviderZone = serde_json::from_str(
             r#"{"name":"a.b","dnssec_enabled":true,"dnssec_status":"pending-disabled"}"#,
         )
         .unwrap();
         assert_eq!(z.dnssec_status, Some(DnssecStatus::PendingDisabled));
-        let z: Zone = serde_json::from_str(r#"{"name":"a.b","dnssec_status":"rotating"}"#).unwrap();
+        let z: ProviderZone =
+            serde_json::from_str(r#"{"name":"a.b","dnssec_status":"rotating"}"#).unwrap();
         assert_eq!(
             z.dnssec_status,
             Some(DnssecStatus::Other("rotating".into()))

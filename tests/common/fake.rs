@@ -16,7 +16,7 @@ use dnssec_warden::dns::{
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
-    DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, Rrset, Zone,
+    DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone, Rrset,
 };
 use dnssec_warden_lab::keys::LabKey;
 
@@ -229,9 +229,9 @@ impl FakeWorld {
 }
 
 impl Provider for FakeWorld {
-    async fn get_zone(&self, zone: &str) -> Result<Zone, ProviderError> {
+    async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
         self.provider_fault()?;
-        Ok(Zone {
+        Ok(ProviderZone {
             name: zone.trim_end_matches('.').to_string(),
             id: Some(1),
             enabled: Some(true),
@@ -243,7 +243,7 @@ impl Provider for FakeWorld {
         })
     }
 
-    async fn list_zones(&self) -> Result<Vec<Zone>, ProviderError> {
+    async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
         let zone = self.lock().zone.clone();
         Ok(vec![self.get_zone(&zone).await?])
     }
