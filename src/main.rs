@@ -3,20 +3,19 @@
 
 #[cfg(feature = "demo")]
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use dnssec_warden::cli;
-use dnssec_warden::cli::daemon::Prepared;
+use dnssec_warden::cli::commands::{self, CommandError, Outcome};
 #[cfg(feature = "demo")]
 use dnssec_warden::cli::demo;
-use dnssec_warden::config::{DEFAULT_CONFIG_PATH, Settings};
+use dnssec_warden::config::DEFAULT_CONFIG_PATH;
 use dnssec_warden::lifecycle::Intent;
 use dnssec_warden::logging::{self, LogFormat};
-use dnssec_warden::zone_name::ZoneName;
 #[cfg(feature = "demo")]
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
@@ -126,14 +125,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The exit status, one rule for every command:
-/// 0: done (for `check`: the chain is consistent);
-/// 1: the command ran and the answer is "no", or it failed at run time: a zone the
-///    database does not know, an inconsistent chain, a database, provider or network
-///    failure, a daemon already running;
-/// 2: what was given cannot be used: the command line (clap's usage errors), a zone name,
-///    the configuration file (syntax, a key, or a start-up check such as a secret file
-///    that cannot be read).
+/// The exit status (see `cli::commands`): 0 done; 1 "no" or a run-time failure; 2 what
+/// was given cannot be used (clap's usage errors exit 2 as well).
 const EXIT_FAILED: u8 = 1;
 const EXIT_UNUSABLE: u8 = 2;
 
@@ -159,52 +152,52 @@ fn unusable(error: impl Into<anyhow::Error>) -> Failure {
     }
 }
 
-fn load(path: &Path) -> Result<Settings, Failure> {
-    Settings::load(path).map_err(unusable)
-}
-
-fn zone_name(text: &str) -> Result<ZoneName, Failure> {
-    ZoneName::parse(text).map_err(unusable)
-}
-
-fn not_known(zone: &ZoneName) -> Failure {
-    anyhow::anyhow!("{zone} is not known to dnssec-warden (list it in [zones] or run `enable`)")
-        .into()
+/// A one-shot command's outcome as the process ends it.
+fn ended(outcome: Result<Outcome, CommandError>) -> Result<ExitCode, Failure> {
+    match outcome {
+        Ok(Outcome::Done) => Ok(ExitCode::SUCCESS),
+        Ok(Outcome::No) => Ok(ExitCode::from(EXIT_FAILED)),
+        Err(e) => Err(Failure {
+            code: e.exit_code(),
+            error: anyhow::anyhow!("{e}"),
+        }),
+    }
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let config = cli.config.as_path();
+    let out = &mut std::io::stdout();
     match cli.command {
         Command::Run => runtime.block_on(async {
-            cli::daemon::run(&cli.config)
+            cli::daemon::run(config)
                 .await
                 .map_err(|e| if e.is_config() { unusable(e) } else { e.into() })?;
             Ok(ExitCode::SUCCESS)
         }),
-        Command::Status { zone, json } => runtime.block_on(status(&cli.config, zone, json)),
-        Command::Enable { zone } => runtime.block_on(async {
-            let zone = zone_name(&zone)?;
-            let settings = load(&cli.config)?;
-            println!(
-                "{}",
-                cli::intent::set(&settings, &zone, Intent::Enabled, false).await?
-            );
-            Ok(ExitCode::SUCCESS)
-        }),
+        Command::Status { zone, json } => {
+            ended(runtime.block_on(commands::status(config, zone.as_deref(), json, out)))
+        }
+        Command::Enable { zone } => {
+            ended(runtime.block_on(commands::intent(config, &zone, Intent::Enabled, false, out)))
+        }
         Command::Disable {
             zone,
             ds_never_submitted,
-        } => runtime.block_on(async {
-            let zone = zone_name(&zone)?;
-            let settings = load(&cli.config)?;
-            let line =
-                cli::intent::set(&settings, &zone, Intent::Disabled, ds_never_submitted).await?;
-            println!("{line}");
-            Ok(ExitCode::SUCCESS)
-        }),
-        Command::History { zone, json } => runtime.block_on(history(&cli.config, &zone, json)),
-        Command::CheckConfig => runtime.block_on(async { check_config(&cli.config) }),
-        Command::Check { zone, json } => runtime.block_on(check(&cli.config, &zone, json)),
+        } => ended(runtime.block_on(commands::intent(
+            config,
+            &zone,
+            Intent::Disabled,
+            ds_never_submitted,
+            out,
+        ))),
+        Command::History { zone, json } => {
+            ended(runtime.block_on(commands::history(config, &zone, json, out)))
+        }
+        Command::CheckConfig => ended(commands::check_config(config, out)),
+        Command::Check { zone, json } => {
+            ended(runtime.block_on(commands::check(config, &zone, json, out)))
+        }
         #[cfg(feature = "demo")]
         Command::Demo { keep } => runtime.block_on(async {
             let mut out = std::io::stdout();
@@ -221,77 +214,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 },
         } => runtime.block_on(lab_provider(listen, api_keys, users)),
     }
-}
-
-async fn status(path: &Path, zone: Option<String>, json: bool) -> Result<ExitCode, Failure> {
-    let zone = zone.as_deref().map(zone_name).transpose()?;
-    let settings = load(path)?;
-    let store = cli::status::open_store(&settings).await?;
-    let policy = settings.timing.clone();
-    let name = zone.as_ref().map(ZoneName::as_str);
-    let found = if json {
-        cli::status::status_json(&store, name, &policy)
-            .await?
-            .map(|v| serde_json::to_string_pretty(&v))
-            .transpose()?
-    } else {
-        cli::status::status_text(&store, name, &policy).await?
-    };
-    match (found, zone) {
-        (Some(text), _) => {
-            println!("{}", text.trim_end());
-            Ok(ExitCode::SUCCESS)
-        }
-        (None, Some(zone)) => Err(not_known(&zone)),
-        (None, None) => Err(anyhow::anyhow!("no status").into()),
-    }
-}
-
-async fn history(path: &Path, zone: &str, json: bool) -> Result<ExitCode, Failure> {
-    let zone = zone_name(zone)?;
-    let settings = load(path)?;
-    let store = cli::status::open_store(&settings).await?;
-    if store.zone(zone.as_str()).await?.is_none() {
-        return Err(not_known(&zone));
-    }
-    if json {
-        let v = cli::status::history_json(&store, zone.as_str()).await?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        print!(
-            "{}",
-            cli::status::history_text(&store, zone.as_str()).await?
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Every start-up check `run` makes (the same [`Prepared`]), without starting anything.
-fn check_config(path: &Path) -> Result<ExitCode, Failure> {
-    let prepared = Prepared::load(path).map_err(unusable)?;
-    for warning in &prepared.warnings {
-        eprintln!("warning: config {}: {warning}", path.display());
-    }
-    println!("{}: OK", path.display());
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn check(path: &Path, zone: &str, json: bool) -> Result<ExitCode, Failure> {
-    let zone = zone_name(zone)?;
-    let settings = load(path)?;
-    let report = dnssec_warden::dns::check::run(&settings, zone.as_str())
-        .await
-        .map_err(unusable)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", dnssec_warden::dns::check::render_text(&report));
-    }
-    Ok(if report.consistent {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    })
 }
 
 #[cfg(feature = "demo")]

@@ -1,0 +1,191 @@
+//! The one-shot commands: what each prints, and how it ends. `main` only parses the
+//! arguments and turns the outcome into the exit status (one rule for every command):
+//! 0 done (for `check`: the chain is consistent); 1 the answer is "no" or a run-time
+//! failure; 2 what was given cannot be used (a zone name, the configuration file).
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::cli::daemon::Prepared;
+use crate::config::Settings;
+use crate::lifecycle::Intent;
+use crate::zone_name::ZoneName;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a command that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Done,
+    /// Exit 1 without an error: `check` found the chain inconsistent.
+    No,
+}
+
+/// Why a command did not end well. Deliberately not a `std::error::Error` itself, so that
+/// `?` turns any error into a run-time failure (exit 1) while the handlers name the
+/// unusable inputs (exit 2) explicitly.
+#[derive(Debug)]
+pub enum CommandError {
+    /// What was given cannot be used: exit 2.
+    Unusable(BoxError),
+    /// A run-time failure (database, provider, network): exit 1.
+    Failed(BoxError),
+    /// A zone the database does not know: exit 1.
+    NotKnown(ZoneName),
+}
+
+impl CommandError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Unusable(_) => 2,
+            Self::Failed(_) | Self::NotKnown(_) => 1,
+        }
+    }
+
+    fn unusable(e: impl Into<BoxError>) -> Self {
+        Self::Unusable(e.into())
+    }
+}
+
+/// The error and every cause below it, as one line: `a: b: c`.
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let error: &(dyn std::error::Error + 'static) = match self {
+            Self::Unusable(e) | Self::Failed(e) => e.as_ref(),
+            Self::NotKnown(zone) => {
+                return write!(
+                    f,
+                    "{zone} is not known to dnssec-warden (list it in [zones] or run `enable`)"
+                );
+            }
+        };
+        write!(f, "{error}")?;
+        let mut cause = error.source();
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
+/// `?` on any other error: a run-time failure.
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for CommandError {
+    fn from(e: E) -> Self {
+        Self::Failed(Box::new(e))
+    }
+}
+
+fn load(path: &Path) -> Result<Settings, CommandError> {
+    Settings::load(path).map_err(CommandError::unusable)
+}
+
+fn zone_name(text: &str) -> Result<ZoneName, CommandError> {
+    ZoneName::parse(text).map_err(CommandError::unusable)
+}
+
+/// `status [ZONE] [--json]`.
+pub async fn status(
+    path: &Path,
+    zone: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    let zone = zone.map(zone_name).transpose()?;
+    let settings = load(path)?;
+    let store = super::status::open_store(&settings).await?;
+    let name = zone.as_ref().map(ZoneName::as_str);
+    let found = if json {
+        super::status::status_json(&store, name, &settings.timing)
+            .await?
+            .map(|v| serde_json::to_string_pretty(&v))
+            .transpose()?
+    } else {
+        super::status::status_text(&store, name, &settings.timing).await?
+    };
+    match (found, zone) {
+        (Some(text), _) => {
+            writeln!(out, "{}", text.trim_end())?;
+            Ok(Outcome::Done)
+        }
+        (None, Some(zone)) => Err(CommandError::NotKnown(zone)),
+        (None, None) => Err(CommandError::Failed("no status".into())),
+    }
+}
+
+/// `history ZONE [--json]`.
+pub async fn history(
+    path: &Path,
+    zone: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    let store = super::status::open_store(&settings).await?;
+    if store.zone(zone.as_str()).await?.is_none() {
+        return Err(CommandError::NotKnown(zone));
+    }
+    if json {
+        let v = super::status::history_json(&store, zone.as_str()).await?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        write!(
+            out,
+            "{}",
+            super::status::history_text(&store, zone.as_str()).await?
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// `enable ZONE` and `disable ZONE [--ds-never-submitted]`.
+pub async fn intent(
+    path: &Path,
+    zone: &str,
+    intent: Intent,
+    ds_never_submitted: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    let line = super::intent::set(&settings, &zone, intent, ds_never_submitted).await?;
+    writeln!(out, "{line}")?;
+    Ok(Outcome::Done)
+}
+
+/// `check-config`: every start-up check `run` makes (the same [`Prepared`]), without
+/// starting anything; warnings go to standard error.
+pub fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, CommandError> {
+    let prepared = Prepared::load(path).map_err(CommandError::unusable)?;
+    for warning in &prepared.warnings {
+        eprintln!("warning: config {}: {warning}", path.display());
+    }
+    writeln!(out, "{}: OK", path.display())?;
+    Ok(Outcome::Done)
+}
+
+/// `check ZONE [--json]`: `No` when the chain is not consistent.
+pub async fn check(
+    path: &Path,
+    zone: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    let report = crate::dns::check::run(&settings, zone.as_str())
+        .await
+        .map_err(CommandError::unusable)?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        write!(out, "{}", crate::dns::check::render_text(&report))?;
+    }
+    Ok(if report.consistent {
+        Outcome::Done
+    } else {
+        Outcome::No
+    })
+}
