@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd)
+packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
