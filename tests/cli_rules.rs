@@ -6,13 +6,14 @@
 //! (an unknown zone, an inconsistent chain, a database or provider failure, a daemon
 //! already running); 2 what was given cannot be used (command line, zone name, config).
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "support/daemon.rs"]
+#[allow(dead_code)]
+mod daemon;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
-}
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use daemon::{run, run_in};
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -37,25 +38,6 @@ fn setup(zones: &str) -> Setup {
     )
     .unwrap();
     Setup { dir, config }
-}
-
-fn run(config: &Path, args: &[&str]) -> (i32, String, String) {
-    run_in(config, args, Path::new("/"))
-}
-
-fn run_in(config: &Path, args: &[&str], cwd: &Path) -> (i32, String, String) {
-    let out: Output = bin()
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

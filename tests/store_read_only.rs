@@ -1,8 +1,13 @@
 //! `status` and `history` read the database and never create one: before the daemon's
 //! first run they say so and exit 1.
 
+#[path = "support/daemon.rs"]
+#[allow(dead_code)]
+mod daemon;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use daemon::run as cli;
 
 use dnssec_warden::lifecycle::{Intent, Timestamp};
 use dnssec_warden::store::Store;
@@ -18,20 +23,6 @@ fn config(dir: &Path) -> PathBuf {
     );
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn cli(config: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

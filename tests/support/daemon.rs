@@ -97,19 +97,31 @@ impl Drop for Daemon {
     }
 }
 
-/// Runs one command; (success, stdout, stderr).
-pub fn cli(config: &Path, args: &[&str]) -> (bool, String, String) {
+/// Runs one command in `cwd`; (exit code, stdout, stderr), -1 for a signal.
+pub fn run_in(config: &Path, args: &[&str], cwd: &Path) -> (i32, String, String) {
     let out = bin()
         .args(args)
         .arg("--config")
         .arg(config)
+        .current_dir(cwd)
         .output()
         .unwrap();
     (
-        out.status.success(),
+        out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Runs one command from `/` (a relative path cannot resolve by accident).
+pub fn run(config: &Path, args: &[&str]) -> (i32, String, String) {
+    run_in(config, args, Path::new("/"))
+}
+
+/// Runs one command; (success, stdout, stderr).
+pub fn cli(config: &Path, args: &[&str]) -> (bool, String, String) {
+    let (code, out, err) = run(config, args);
+    (code == 0, out, err)
 }
 
 pub fn try_status(config: &Path, zone: &str) -> Option<Value> {

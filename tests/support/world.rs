@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -348,9 +348,7 @@ impl RealWorld {
     }
 }
 
-pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
-}
+pub use super::daemon::{bin, cli};
 
 /// `dnssec-warden run`, stopped by PID (SIGKILL) when dropped.
 pub struct Daemon {
@@ -387,17 +385,6 @@ impl Daemon {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-pub fn cli(config: &Path, args: &[&str]) -> (bool, String, String) {
-    match bin().args(args).arg("--config").arg(config).output() {
-        Ok(out) => (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ),
-        Err(e) => (false, String::new(), e.to_string()),
     }
 }
 
