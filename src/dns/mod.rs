@@ -5,6 +5,7 @@ pub mod anchor;
 pub mod budget;
 pub mod check;
 pub mod classify;
+pub mod delegation;
 pub mod discovery;
 pub mod model;
 pub mod observer;
@@ -16,6 +17,9 @@ pub mod wire;
 
 pub use anchor::{AnchorError, TrustAnchors};
 pub use budget::{Budget, Exhausted};
+pub use delegation::{
+    DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
+};
 pub use model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentAssessment, ParentDsVerdict, ParentView,
     ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,

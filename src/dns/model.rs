@@ -10,6 +10,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::delegation::NsAnswer;
 use crate::dnssec::{Dnskey, Ds};
 
 /// Why a server's answer taught us nothing. Never counts as present or absent.
@@ -117,6 +118,9 @@ pub struct ParentView {
     /// The zone cut above it, e.g. `com.`.
     pub parent: String,
     pub answers: Vec<ServerAnswer<DsAnswer>>,
+    /// The NS set every parent address delegates the zone to (asked beside the DS).
+    #[serde(default)]
+    pub delegations: Vec<ServerAnswer<NsAnswer>>,
 }
 
 /// The DNSKEY set at every address of every name server the parent delegates to.
@@ -124,6 +128,10 @@ pub struct ParentView {
 pub struct ChildView {
     pub zone: String,
     pub answers: Vec<ServerAnswer<DnskeyAnswer>>,
+    /// The apex NS set every child address serves (its TTL bounds how long resolvers
+    /// may follow a delegation after it changed).
+    #[serde(default)]
+    pub apex_ns: Vec<ServerAnswer<NsAnswer>>,
 }
 
 /// `check --json`'s `parent_ds` verdict (DESIGN.md section 6).
@@ -577,6 +585,7 @@ mod tests {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
+            delegations: vec![],
             answers: answers
                 .into_iter()
                 .enumerate()
@@ -684,6 +693,7 @@ mod tests {
         // A child view whose every answer is unknown is no evidence either.
         let child = ChildView {
             zone: ZONE.into(),
+            apex_ns: vec![],
             answers: [
                 UnknownReason::Timeout,
                 UnknownReason::Refused,
@@ -782,6 +792,7 @@ mod tests {
         };
         let view = |answers: Vec<DnskeyAnswer>| ChildView {
             zone: ZONE.into(),
+            apex_ns: vec![],
             answers: answers
                 .into_iter()
                 .map(|answer| ServerAnswer {

@@ -206,6 +206,7 @@ impl DnsObserver {
                 zone: cut.zone.clone(),
                 parent: parent.zone.clone(),
                 answers,
+                delegations: vec![],
             })
         })
         .await
@@ -237,6 +238,7 @@ impl DnsObserver {
             Ok(ChildView {
                 zone: cut.zone.clone(),
                 answers,
+                apex_ns: vec![],
             })
         })
         .await

@@ -61,6 +61,7 @@ impl World {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
+            delegations: vec![],
             answers: answers
                 .iter()
                 .enumerate()
@@ -94,6 +95,7 @@ impl World {
     fn child(&self, answers: &[C]) -> ChildView {
         ChildView {
             zone: ZONE.into(),
+            apex_ns: vec![],
             answers: answers
                 .iter()
                 .map(|c| ServerAnswer {

@@ -37,6 +37,27 @@ pub struct ProviderZone {
     pub records: Vec<ZoneRecordSummary>,
 }
 
+impl ProviderZone {
+    /// The provider's name servers for the zone: the apex NS RRset the zone object
+    /// lists, as a comparable set (`dns::delegation::ns_set`). `None` when the object
+    /// lists no apex NS (unknown, never "no name servers").
+    pub fn apex_ns(&self) -> Option<Vec<String>> {
+        let apex = self.name.trim_end_matches('.');
+        let hosts: Vec<String> = self
+            .records
+            .iter()
+            .filter(|r| {
+                r.rtype.eq_ignore_ascii_case("NS")
+                    && r.name.trim_end_matches('.').eq_ignore_ascii_case(apex)
+            })
+            .flat_map(|r| r.short_answers.iter())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let set = crate::dns::delegation::ns_set(hosts);
+        (!set.is_empty()).then_some(set)
+    }
+}
+
 /// The provider's own DNSSEC scan result: a hint, never proof (DESIGN.md section 7).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -444,5 +465,28 @@ mod tests {
             z.dnssec_status,
             Some(DnssecStatus::Other("rotating".into()))
         );
+    }
+}
+
+#[cfg(test)]
+mod apex_ns_tests {
+    use super::*;
+
+    #[test]
+    fn the_apex_ns_is_read_from_the_zone_object() {
+        let zone: ProviderZone = serde_json::from_str(
+            r#"{"name":"Example.com","records":[
+                {"name":"example.com","type":"NS","ttl":3600,"short_answers":["NS2.example.net","ns1.example.net."]},
+                {"name":"sub.example.com","type":"NS","short_answers":["ns.elsewhere.test"]},
+                {"name":"example.com","type":"A","short_answers":["192.0.2.1"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            zone.apex_ns(),
+            Some(vec!["ns1.example.net.".into(), "ns2.example.net.".into()])
+        );
+        let bare: ProviderZone =
+            serde_json::from_str(r#"{"name":"example.com","records":null}"#).unwrap();
+        assert_eq!(bare.apex_ns(), None, "no NS listed is unknown, not empty");
     }
 }

@@ -336,6 +336,7 @@ impl Observer for FakeWorld {
         Ok(ParentView {
             zone: zone.to_string(),
             parent: "test.".into(),
+            delegations: vec![],
             answers: s
                 .parents
                 .iter()
@@ -360,6 +361,7 @@ impl Observer for FakeWorld {
         let s = self.lock();
         Ok(ChildView {
             zone: zone.to_string(),
+            apex_ns: vec![],
             answers: s
                 .children
                 .iter()
