@@ -55,6 +55,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         at: clock.now(),
         provider,
         zone_max_ttl,
+        provider_ns: zone.facts.provider_ns.clone(),
         parent: parent.map_err(|e| e.to_string()),
         child: child.map_err(|e| e.to_string()),
         validation,

@@ -39,6 +39,11 @@ pub enum AlertKind {
     /// The parent's DS set holds nothing validators can use: insecure to them.
     DsUnsupported,
     DnssecOffWithDs,
+    /// The delegation changed while a DS the new name servers cannot match is
+    /// published: resolvers that follow the new delegation fail validation.
+    DelegationChangedWithDs,
+    /// The DS set matches the served key but also holds DS records for keys nobody serves.
+    DsStale,
     PartialPropagationStuck,
     ValidationFailed,
     SignaturesExpiring,
@@ -78,7 +83,10 @@ impl AlertKind {
     /// Critical: the domain fails validation now. Warning: a step is late or at risk.
     pub fn severity(self) -> Severity {
         match self {
-            Self::DsMismatch | Self::DnssecOffWithDs | Self::ValidationFailed => Severity::Critical,
+            Self::DsMismatch
+            | Self::DnssecOffWithDs
+            | Self::DelegationChangedWithDs
+            | Self::ValidationFailed => Severity::Critical,
             _ => Severity::Warning,
         }
     }

@@ -57,4 +57,6 @@ pub struct Facts {
     /// Since when observations are incomplete, and how many in a row.
     pub failing_since: Option<Timestamp>,
     pub failures: u32,
+    /// The provider's name servers for the zone, as last listed by its API.
+    pub provider_ns: Option<Vec<String>>,
 }

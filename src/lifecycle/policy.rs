@@ -40,6 +40,10 @@ pub struct Policy {
     /// have come and gone unseen): a day, the longest DS TTL in common use.
     #[serde(deserialize_with = "duration")]
     pub assumed_ds_ttl: Duration,
+    /// The NS TTL assumed for an old delegation whose TTL was never seen (safety rule 9):
+    /// two days, the NS TTL of the largest TLDs' delegations.
+    #[serde(deserialize_with = "duration")]
+    pub assumed_ns_ttl: Duration,
 }
 
 impl Default for Policy {
@@ -55,6 +59,7 @@ impl Default for Policy {
             observation_failing_after: Duration::from_secs(3600),
             retry_base: Duration::from_secs(5),
             assumed_ds_ttl: Duration::from_secs(86_400),
+            assumed_ns_ttl: Duration::from_secs(172_800),
         }
     }
 }

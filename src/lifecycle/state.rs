@@ -26,6 +26,9 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 #[strum(serialize_all = "snake_case")]
 pub enum State {
     Disabled,
+    /// Moving in: waiting for every parent address to delegate to the provider's name
+    /// servers (safety rule 9).
+    AwaitingDelegation,
     Enabling,
     AwaitingDs,
     DsObserved,

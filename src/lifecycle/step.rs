@@ -49,6 +49,9 @@ pub struct Observation {
     pub provider: ProviderView,
     /// The largest TTL in the zone (from the provider's RRsets), for the enabling hold.
     pub zone_max_ttl: Option<u32>,
+    /// The provider's name servers for the zone (its apex NS, as `dns::delegation::ns_set`),
+    /// asked now or remembered from an earlier look; `None` when never known.
+    pub provider_ns: Option<Vec<String>>,
     pub parent: Result<ParentView, String>,
     pub child: Result<ChildView, String>,
     pub validation: ValidationVerdict,
@@ -495,6 +498,7 @@ impl Run<'_> {
     fn progress(&mut self, state: State) {
         match state {
             State::Disabled => {}
+            State::AwaitingDelegation => {}
             State::Enabling => self.enabling(),
             State::AwaitingDs => self.awaiting_ds(),
             State::DsObserved => self.ds_observed(),

@@ -136,6 +136,7 @@ impl World {
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
             registrar_hook_failed: None,
+            provider_ns: None,
         }
     }
 

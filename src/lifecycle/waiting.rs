@@ -30,6 +30,9 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             wait("the daemon to switch DNSSEC on", "daemon", None)
         }
         (Some(State::Disabled), _) => wait("nothing (DNSSEC off)", "nobody", None),
+        (Some(State::AwaitingDelegation), _) => {
+            wait("every parent server to delegate to the provider's name servers", "registrar", None)
+        }
         (Some(State::Enabling), Intent::Enabled) if f.provider_off_since.is_some() => wait(
             "the provider to switch DNSSEC on (it says off; asked again)",
             "provider",
