@@ -5,6 +5,7 @@ use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
+use super::delegation::{NsAnswer, ns_set};
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
 use super::query::Outcome;
 use super::transport::ExchangeError;
@@ -138,6 +139,128 @@ pub fn contradicted_by_referral(zone: &Name, ds: DsAnswer, ns: &Outcome) -> DsAn
     } else {
         ds
     }
+}
+
+/// The NS RRset owned by `zone` in `records`, as a comparable set, and its largest TTL
+/// (the longest a resolver may keep following it). `None` when there is none.
+fn ns_rrset(records: &[hickory_proto::rr::Record], zone: &Name) -> Option<NsAnswer> {
+    let mut hosts = Vec::new();
+    let mut ttl = 0;
+    for r in wire::rrset(records, zone, RecordType::NS) {
+        if let RData::NS(ns) = &r.data {
+            hosts.push(wire::name_text(&ns.0));
+            ttl = ttl.max(r.ttl);
+        }
+    }
+    let hosts = ns_set(hosts);
+    (!hosts.is_empty()).then_some(NsAnswer::Servers { hosts, ttl })
+}
+
+/// Up to three "owner TYPE" of the records in an answer section other than signatures,
+/// for a reason that names what was there instead.
+fn found_instead(message: &Message) -> Option<String> {
+    let found: Vec<String> = message
+        .answers
+        .iter()
+        .filter(|r| r.record_type() != RecordType::RRSIG)
+        .take(3)
+        .map(|r| format!("{} {}", wire::name_text(&r.name), r.record_type()))
+        .collect();
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
+/// `zone NS` asked at a server of `parent`: whom it delegates the zone to. A referral
+/// (AA=0, the zone's NS in the authority section) or, from a server hosting the child
+/// too, the authoritative apex NS are delegations; an authoritative NXDOMAIN or NODATA
+/// with the parent's SOA is "not delegated"; anything else is unknown (safety rule 3).
+pub fn classify_ns_at_parent(zone: &Name, parent: &str, outcome: &Outcome) -> NsAnswer {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return NsAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return NsAnswer::Unknown(reason);
+    }
+    if !message.metadata.authoritative {
+        // A referral carries no answer; one with answers is a cache speaking, and one
+        // to any other name (up, sideways) is a lame server.
+        if message.metadata.response_code == ResponseCode::NoError
+            && message.answers.is_empty()
+            && let Some(servers) = ns_rrset(&message.authorities, zone)
+        {
+            return servers;
+        }
+        return NsAnswer::Unknown(UnknownReason::Lame);
+    }
+    if message.metadata.response_code == ResponseCode::NXDomain {
+        return match negative_from(message, parent) {
+            Ok(()) => NsAnswer::NotDelegated,
+            Err(r) => NsAnswer::Unknown(r),
+        };
+    }
+    if let Some(servers) = ns_rrset(&message.answers, zone) {
+        return servers;
+    }
+    if let Some(found) = found_instead(message) {
+        return NsAnswer::Unknown(UnknownReason::Malformed(format!(
+            "answer section holds no NS for the zone, but {found}"
+        )));
+    }
+    // NODATA: with the parent's SOA the name exists inside the parent's zone and is not
+    // delegated; with any other zone's SOA the server is lame.
+    match negative_from(message, parent) {
+        Ok(()) => NsAnswer::NotDelegated,
+        Err(r) => NsAnswer::Unknown(r),
+    }
+}
+
+/// `zone NS` and `zone DS` asked at the same parent server: a server that denies the
+/// name (NXDOMAIN for one) and delegates it or publishes its DS (for the other)
+/// contradicts itself, and its delegation is not believed either.
+pub fn ns_contradicted_by_ds(zone: &Name, ns: NsAnswer, ds: &Outcome) -> NsAnswer {
+    let contradiction = |what: &str| {
+        NsAnswer::Unknown(UnknownReason::Contradiction(format!(
+            "{what} for {}",
+            wire::name_text(zone)
+        )))
+    };
+    match (&ns, ds) {
+        (NsAnswer::Servers { .. }, Ok(m)) if m.metadata.response_code == ResponseCode::NXDomain => {
+            contradiction("a referral, yet NXDOMAIN for the DS,")
+        }
+        (NsAnswer::NotDelegated, Ok(m))
+            if m.metadata.response_code == ResponseCode::NoError
+                && wire::rrset(&m.answers, zone, RecordType::DS)
+                    .next()
+                    .is_some() =>
+        {
+            contradiction("no delegation, yet a DS")
+        }
+        _ => ns,
+    }
+}
+
+/// `zone NS` asked at a server the parent delegates `zone` to: the apex NS RRset it
+/// serves with authority. A zone always has an apex NS, so there is no "none" here:
+/// anything but the authoritative RRset is unknown.
+pub fn classify_apex_ns(zone: &Name, outcome: &Outcome) -> NsAnswer {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return NsAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return NsAnswer::Unknown(reason);
+    }
+    if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
+        return NsAnswer::Unknown(UnknownReason::Lame);
+    }
+    if let Some(servers) = ns_rrset(&message.answers, zone) {
+        return servers;
+    }
+    NsAnswer::Unknown(UnknownReason::Malformed(match found_instead(message) {
+        Some(found) => format!("answer section holds no apex NS, but {found}"),
+        None => "authoritative answer without the apex NS".into(),
+    }))
 }
 
 /// `zone DNSKEY` asked at a server the parent delegates `zone` to. `cds` and `cdnskey`
