@@ -524,3 +524,117 @@ pub async fn run(
     )
     .await)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::ServerAnswer;
+
+    fn report(delegations: Vec<(&str, NsAnswer)>, provider_ns: Option<Vec<String>>) -> CheckReport {
+        let delegations: Vec<ServerAnswer<NsAnswer>> = delegations
+            .into_iter()
+            .enumerate()
+            .map(|(i, (server, answer))| ServerAnswer {
+                server: server.into(),
+                addr: std::net::IpAddr::from([127, 0, 0, 10 + i as u8]),
+                answer,
+            })
+            .collect();
+        let a = delegation::assess(&delegations, provider_ns.as_deref());
+        let mut r = CheckReport {
+            zone: "shop.test.".into(),
+            parent_ds: ParentDsVerdict::AllAbsent,
+            parent_ds_reasons: Vec::new(),
+            validation: ValidationVerdict::Insecure,
+            consistent: true,
+            delegation: a.verdict,
+            delegation_servers: a.servers,
+            provider_ns,
+            provider: None,
+            parent: Some(ParentView {
+                zone: "shop.test.".into(),
+                parent: "test.".into(),
+                answers: Vec::new(),
+                delegations,
+            }),
+            child: None,
+            validation_probes: Vec::new(),
+            errors: Vec::new(),
+            advice: Vec::new(),
+        };
+        r.advice = advise(&r);
+        r
+    }
+
+    fn to(hosts: &[&str]) -> NsAnswer {
+        NsAnswer::Servers {
+            hosts: delegation::ns_set(hosts),
+            ttl: 86400,
+        }
+    }
+
+    #[test]
+    fn foreign_and_mixed_delegations_are_said_with_what_to_do() {
+        let ours = Some(delegation::ns_set(["ns1.prov.net", "ns2.prov.net"]));
+        let old = ["ns1.old.net", "ns2.old.net"];
+        let r = report(
+            vec![("a.nic.test.", to(&old)), ("b.nic.test.", to(&old))],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Foreign);
+        let advice = r.advice.join("\n");
+        assert!(
+            advice.contains("delegates shop.test. to ns1.old.net., ns2.old.net.")
+                && advice.contains("not the provider's name servers ns1.prov.net., ns2.prov.net.")
+                && advice.contains("`dnssec-warden enable shop.test.`"),
+            "{advice}"
+        );
+        let text = render_text(&r);
+        assert!(text.contains("delegation: foreign"), "{text}");
+        assert!(
+            text.contains("a.nic.test. 127.0.0.10: ns1.old.net., ns2.old.net. ttl 86400 (foreign)"),
+            "{text}"
+        );
+
+        let r = report(
+            vec![
+                ("a.nic.test.", to(&["ns1.prov.net", "ns2.prov.net"])),
+                ("b.nic.test.", to(&old)),
+            ],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Mixed);
+        let advice = r.advice.join("\n");
+        assert!(
+            advice.contains("Parent servers disagree about the delegation")
+                && advice.contains("b.nic.test. 127.0.0.11: ns1.old.net., ns2.old.net."),
+            "{advice}"
+        );
+
+        // The provider's own: nothing to say. Unknown: said, never as foreign.
+        let r = report(
+            vec![("a.nic.test.", to(&["ns1.prov.net", "ns2.prov.net"]))],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Provider);
+        assert!(
+            !r.advice
+                .iter()
+                .any(|a| a.contains("delegates") || a.contains("disagree")),
+            "{:?}",
+            r.advice
+        );
+        let r = report(
+            vec![(
+                "a.nic.test.",
+                NsAnswer::Unknown(crate::dns::UnknownReason::Timeout),
+            )],
+            ours,
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Unknown);
+        assert!(render_text(&r).contains("a.nic.test. 127.0.0.10: unknown: timeout"));
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(json["delegation"], "unknown");
+        assert_eq!(json["delegation_servers"][0]["unknown"], "timeout");
+    }
+}
