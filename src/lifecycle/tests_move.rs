@@ -418,3 +418,48 @@ fn a_stale_ds_beside_the_right_one_is_a_warning_naming_it() {
     assert_eq!(AlertKind::DsStale.severity(), Severity::Warning);
     assert_eq!(firing(&d, AlertKind::DsMismatch), None);
 }
+
+/// An old delegation answered beside a silent parent server is certain evidence: the
+/// next complete delegation to the provider starts the hold (safety rule 9).
+#[test]
+fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    z.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
+    w.run(
+        &mut z,
+        &w.obs_delegating(
+            T0,
+            Some(true),
+            &[P::No, P::Timeout],
+            &[D::Old, D::Lost],
+            &[C::Serves],
+        ),
+    );
+    assert_eq!(z.facts.old_ns_ttl, Some(7200));
+    let t = T0.plus(secs(60));
+    let ours = [D::Ours, D::Ours];
+    w.run(
+        &mut z,
+        &w.obs_delegating(t, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(z.facts.delegated_at, Some(t));
+    // The usual hold is long over; the delegation hold is not.
+    let later = t.plus(secs(7200));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(later, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(
+            later.plus(HOUR),
+            Some(true),
+            &[P::No, P::No],
+            &ours,
+            &[C::Serves],
+        ),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
+}
