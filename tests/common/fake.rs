@@ -337,7 +337,8 @@ impl FakeWorld {
         stale
     }
 
-    fn add_ds(&self, i: usize, ds: Ds, ttl: u32) {
+    /// `ds` added to parent server `i`'s DS set (the set's TTL becomes the larger one).
+    pub fn add_ds(&self, i: usize, ds: Ds, ttl: u32) {
         self.change_ds(i, |set| {
             let (mut list, old_ttl) = set.unwrap_or((Vec::new(), ttl));
             if !list.contains(&ds) {
