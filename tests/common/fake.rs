@@ -20,10 +20,10 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use dnssec_warden::dns::delegation::{NsAnswer, ns_set};
+use dnssec_warden::dns::delegation::ns_set;
 use dnssec_warden::dns::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ObserveError, Observer, ParentView, ServerAnswer,
-    SignatureWindow, UnknownReason, ValidationProbe,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ObserveError, Observer, ParentView,
+    ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
