@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::fake::{Delegation, OLD_DNSKEY_TTL, PROVIDER_NS};
 use common::{Rig, ZONE};
 use dnssec_warden::dnssec::{DigestType, Ds};
+use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, Policy, Severity, State, Timestamp};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -172,6 +173,9 @@ async fn moving_in_with_an_old_ds_ends_active_in_the_safe_order() {
     let delegated = rig.world.clock.now();
 
     assert!(rig.run_until(State::Enabling, 3).await);
+    // The enable path switches DNSSEC on (in this step or the next).
+    rig.run_for(2).await;
+    assert_eq!(rig.state().await, Some(State::Enabling));
     assert!(rig.world.dnssec_on(), "the enable path switches DNSSEC on");
     assert!(rig.world.switches()[0].0 >= delegated);
     assert!(rig.run_until(State::AwaitingDs, 200).await);
@@ -450,4 +454,30 @@ async fn a_stale_ds_beside_the_matching_one_is_a_warning_naming_it() {
     );
     assert!(rig.open_alert(AlertKind::DsMismatch).await.is_none());
     assert_eq!(rig.state().await, Some(State::Active));
+}
+
+/// Safety rules 8 and 9 across a crash: an "enter this DS" committed just before the
+/// daemon died is not delivered after the restart once a parent server delegates
+/// elsewhere (the restarted engine observes first; the instruction is stale by then).
+#[tokio::test]
+async fn an_announcement_left_pending_by_a_crash_is_not_delivered_once_the_delegation_left() {
+    let mut rig = Rig::with_policy(2, 2, policy()).await;
+    rig.world.flip_dnssec(true);
+    rig.crash.arm(CrashPoint::Committed);
+    rig.tick().await; // adopted in awaiting_ds, the DS announcement committed, then the crash
+    assert_eq!(rig.state().await, Some(State::AwaitingDs));
+    assert_eq!(
+        rig.ds_announcements().await,
+        0,
+        "not delivered before the crash"
+    );
+    rig.world.delegate(0, Delegation::Old);
+    rig.run_for(1).await; // restarted: observes, steps, performs what is pending
+    assert!(rig.ds_shown_to_enter().await.is_empty());
+    assert_eq!(
+        rig.ds_announcements().await,
+        0,
+        "a DS announced while parent server 0 delegates to the old provider: {:#?}",
+        rig.reasons().await
+    );
 }

@@ -135,8 +135,19 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::Advance(secs) => rig.advance(Duration::from_secs(*secs)),
         Op::Tick => rig.tick().await,
         Op::Crash(point) => {
+            let seen_before = {
+                let w = rig.world.lock();
+                (w.old_delegation_seen, w.provider_ns_known)
+            };
             rig.crash.arm(*point);
             rig.tick().await;
+            if *point == CrashPoint::Observed {
+                // The observation died with the engine: what it saw of the delegation is
+                // no evidence the restarted engine could have (ground truth stays sound).
+                let mut w = rig.world.lock();
+                w.old_delegation_seen &= seen_before.0;
+                w.provider_ns_known &= seen_before.1;
+            }
         }
         Op::Delegate(i, d) => rig.world.delegate(*i, *d),
         Op::DelegateAll(d) => rig.world.delegate_all(*d),
@@ -159,6 +170,25 @@ async fn seen(rig: &Rig) -> Seen {
     }
 }
 
+/// The audit trail and the world's delegation log, for a failure's message.
+async fn trail(rig: &Rig) -> String {
+    let events: Vec<String> = rig
+        .store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} {} {:?}->{:?}: {}", e.at, e.kind, e.from, e.to, e.reason))
+        .collect();
+    let w = rig.world.lock();
+    format!(
+        "delegations {:?}, T_delegated {:?}; audit trail:\n{}",
+        w.delegation_log,
+        w.delegated_at,
+        events.join("\n")
+    )
+}
+
 /// The invariants checked after every operation (`before`: what was seen before it).
 async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, TestCaseError> {
     let now = seen(rig).await;
@@ -166,7 +196,8 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
     if now.announcements > before.announcements {
         // Safety rule 9: an "enter this DS" delivered now.
         if let Err(why) = rig.world.ds_announce_allowed(margin) {
-            prop_assert!(false, "after {what}: a DS was announced {why}");
+            let trail = trail(rig).await;
+            prop_assert!(false, "after {what}: a DS was announced {why}; {trail}");
         }
     }
     if now.observed != before.observed {
@@ -174,7 +205,11 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         if !shown.is_empty()
             && let Err(why) = rig.world.ds_announce_allowed(margin)
         {
-            prop_assert!(false, "after {what}: {shown:?} shown to enter {why}");
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: {shown:?} shown to enter {why}; {trail}"
+            );
         }
         let truth = rig.world.enterable_ds();
         for line in shown {
@@ -208,16 +243,18 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), Test
     let mut before = seen(rig).await;
     for round in 0..200 {
         let state = rig.state().await;
-        // Done once the goal (or, with no intent, any steady state) held for a few looks.
+        // Done once the goal (or, with no intent, any steady state) held for a few looks,
+        // at the provider's delegation (the goal's meaning).
         let settled = match goal {
             Some(goal) => state == Some(goal),
             None => state.is_some_and(State::is_steady),
-        };
+        } && rig.world.delegated_to_provider();
         steady = if settled { steady + 1 } else { 0 };
         if steady > 3 {
             break;
         }
-        if round == 30 {
+        // The engine had a few looks to ask for the NS change itself.
+        if round == 10 {
             rig.world.remove_old_ds_everywhere();
             rig.world.delegate_all(Delegation::Provider);
         }

@@ -130,8 +130,12 @@ pub struct WorldState {
     pub delegated_at: Option<Timestamp>,
     /// Whether a parent query has answered with the old delegation since every parent
     /// last delegated to the provider (as `ds_seen`: a re-delegation there and back
-    /// between two looks cannot be seen by any poller).
+    /// between two looks cannot be seen by any poller), at a time the provider's name
+    /// servers could be known (an NS set is "elsewhere" only against the provider's).
     pub old_delegation_seen: bool,
+    /// The provider's zone object has listed its name servers at least once (what a
+    /// daemon needs to tell the provider's delegation from another).
+    pub provider_ns_known: bool,
     /// The zone is moving in: it started delegated to the old provider and not every
     /// parent server has delegated it to the provider since. The daemon must never ask
     /// for "DNSSEC off" meanwhile.
@@ -140,6 +144,15 @@ pub struct WorldState {
     pub delegation_log: Vec<(Timestamp, usize, Delegation)>,
     /// Every change of a parent server's DS set: (time, parent, the set now).
     pub ds_log: Vec<(Timestamp, usize, Option<Vec<Ds>>)>,
+}
+
+impl WorldState {
+    /// Some parent server that answers delegates to the old provider.
+    fn old_delegation_answered(&self) -> bool {
+        self.parents
+            .iter()
+            .any(|p| p.delegation == Delegation::Old && !p.silent)
+    }
 }
 
 #[derive(Clone)]
@@ -184,6 +197,7 @@ impl FakeWorld {
                 old_apex_ns_ttl: 3600,
                 delegated_at: None,
                 old_delegation_seen: false,
+                provider_ns_known: false,
                 moving_in: false,
                 delegation_log: Vec::new(),
                 ds_log: Vec::new(),
@@ -545,6 +559,15 @@ impl FakeWorld {
 impl Provider for FakeWorld {
     async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
         self.provider_fault()?;
+        {
+            let mut s = self.lock();
+            if s.provider_ns_listed {
+                s.provider_ns_known = true;
+                if s.old_delegation_answered() {
+                    s.old_delegation_seen = true;
+                }
+            }
+        }
         Ok(ProviderZone {
             name: zone.trim_end_matches('.').to_string(),
             id: Some(1),
