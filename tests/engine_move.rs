@@ -481,3 +481,33 @@ async fn an_announcement_left_pending_by_a_crash_is_not_delivered_once_the_deleg
         rig.reasons().await
     );
 }
+
+/// Safety rule 9 beside an address that cannot be asked: a parent server answering with
+/// the old delegation is certain evidence that resolvers were sent there, even while
+/// another parent server is silent (the verdict is `unknown`, the old delegation is
+/// not). Once every address delegates to the provider, no DS before `T_delegated + old
+/// NS TTL + margin`.
+#[tokio::test]
+async fn an_old_delegation_answered_beside_a_silent_parent_is_waited_out() {
+    let mut rig = Rig::with_policy(2, 2, policy()).await;
+    rig.run_for(1).await;
+    assert_eq!(rig.state().await, Some(State::Disabled));
+    rig.world.lock().parents[0].silent = true;
+    rig.world.delegate(1, Delegation::Old);
+    rig.run_for(1).await; // parent server 1 answers: the old provider's name servers
+    rig.world.lock().parents[0].silent = false;
+    rig.world.delegate(1, Delegation::Provider);
+    let delegated = rig.world.clock.now();
+    rig.intent(Intent::Enabled).await;
+    assert!(rig.run_until(State::AwaitingDs, 100).await);
+    let hold_end = delegated
+        .plus_secs(rig.world.old_ns_ttl())
+        .plus(rig.policy.propagation_margin);
+    let announced = first_announcement(&rig).await.expect("the DS announced");
+    assert!(
+        announced >= hold_end,
+        "DS announced at {announced}, before every parent delegating to the provider ({delegated}) + old NS TTL + margin = {hold_end}: {:#?}",
+        rig.reasons().await
+    );
+    assert_no_violations(&rig);
+}
