@@ -22,7 +22,7 @@
 //! - DNSSEC is never switched off while a parent server publishes a DS (as above), and
 //!   the engine never asks for "DNSSEC off" while the zone moves in.
 //!
-//! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 150 for the
+//! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 100 for the
 //! delegation property).
 
 mod common;
@@ -366,7 +366,7 @@ fn delegation_cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(150)
+        .unwrap_or(100)
 }
 
 fn start() -> impl Strategy<Value = Start> {
@@ -386,7 +386,7 @@ proptest! {
     #[test]
     fn no_ds_before_the_old_delegation_expired_everywhere(
         start in start(),
-        ops in prop::collection::vec(delegation_op(), 1..40),
+        ops in prop::collection::vec(delegation_op(), 1..30),
         ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
         old_ns_ttls in (prop_oneof![Just(300u32), Just(86_400), Just(172_800)], prop_oneof![Just(300u32), Just(3600), Just(86_400)]),
     ) {

@@ -676,10 +676,7 @@ impl Observer for FakeWorld {
         if s.parents.iter().any(|p| p.ds.is_some() && !p.silent) {
             s.ds_seen = true;
         }
-        if s.parents
-            .iter()
-            .any(|p| p.delegation == Delegation::Old && !p.silent)
-        {
+        if s.provider_ns_known && s.old_delegation_answered() {
             s.old_delegation_seen = true;
         }
         let server = |i: usize| format!("ns{}.test.", i + 1);
