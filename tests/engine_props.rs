@@ -22,7 +22,7 @@
 //! - DNSSEC is never switched off while a parent server publishes a DS (as above), and
 //!   the engine never asks for "DNSSEC off" while the zone moves in.
 //!
-//! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 100 for the
+//! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 400 for the
 //! delegation property).
 
 mod common;
@@ -366,7 +366,7 @@ fn delegation_cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(100)
+        .unwrap_or(400)
 }
 
 fn start() -> impl Strategy<Value = Start> {
