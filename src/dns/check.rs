@@ -556,6 +556,7 @@ mod tests {
                 parent: "test.".into(),
                 answers: Vec::new(),
                 delegations,
+                evidence: Default::default(),
             }),
             child: None,
             validation_probes: Vec::new(),

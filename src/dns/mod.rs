@@ -21,9 +21,9 @@ pub use delegation::{
     DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
 };
 pub use model::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentAssessment, ParentDsVerdict, ParentView,
-    ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
-    VerdictReason, combine_validation,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentAssessment, ParentDsVerdict,
+    ParentView, ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
+    ValidationVerdict, VerdictReason, combine_validation,
 };
 pub use observer::{DnsObserver, ObserverOptions, ObserverSetupError};
 pub use query::QueryStats;
@@ -43,6 +43,15 @@ pub struct ObserveError {
 pub trait Observer: Send + Sync {
     /// The DS answer and the delegation (NS) of every address of every parent name server.
     fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
+    /// The same answers as `parent`, each validated from the trust anchor (safety rule
+    /// 10): a DS present needs a valid RRSIG by the parent's zone key, a DS absent a
+    /// valid NSEC or NSEC3 denial, signatures valid at the time of the look. An answer
+    /// that fails is `unknown` (`bogus_proof`); `evidence` is `validated`, or `insecure`
+    /// when the parent zone is provably insecure.
+    fn parent_validated(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
     /// The DNSKEY (and apex NS) answer of every address of every name server the parent
     /// delegates to.
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;

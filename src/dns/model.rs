@@ -34,6 +34,10 @@ pub enum UnknownReason {
     /// The server contradicted itself: e.g. it refers the zone to its name servers (so the
     /// name exists) and answers NXDOMAIN for the zone's DS. Neither answer is believed.
     Contradiction(String),
+    /// The answer failed validation from the trust anchor (safety rule 10): a DS without
+    /// a valid RRSIG by the parent's zone key, a "no DS" without a valid NSEC or NSEC3
+    /// denial, a signature outside its validity window, a proof for another name.
+    BogusProof(String),
 }
 
 impl fmt::Display for UnknownReason {
@@ -48,6 +52,7 @@ impl fmt::Display for UnknownReason {
             Self::Network(detail) => write!(f, "network: {detail}"),
             Self::NoAddress(detail) => write!(f, "no address: {detail}"),
             Self::Contradiction(detail) => write!(f, "contradictory answers: {detail}"),
+            Self::BogusProof(detail) => write!(f, "bogus proof: {detail}"),
         }
     }
 }
@@ -121,6 +126,25 @@ pub struct ParentView {
     /// The NS set every parent address delegates the zone to (asked beside the DS).
     #[serde(default)]
     pub delegations: Vec<ServerAnswer<NsAnswer>>,
+    /// Whether the DS answers were validated from the trust anchor (safety rule 10).
+    #[serde(default)]
+    pub evidence: Evidence,
+}
+
+/// How far the DS answers of a parent view can be trusted (safety rule 10).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Evidence {
+    /// Not validated: a routine look (`Observer::parent`).
+    #[default]
+    Unchecked,
+    /// Every answer that is not unknown was validated from the trust anchor: a DS set
+    /// with a valid RRSIG by the parent's zone key, a "no DS" with a valid NSEC or NSEC3
+    /// denial. An answer that failed is `unknown` (`bogus_proof`).
+    Validated,
+    /// The parent zone is provably insecure (no DS for it above, proven): the answers
+    /// are authoritative but cannot be validated. Says why.
+    Insecure(String),
 }
 
 /// The DNSKEY set at every address of every name server the parent delegates to.
@@ -585,6 +609,7 @@ mod tests {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
+            evidence: Default::default(),
             delegations: vec![],
             answers: answers
                 .into_iter()

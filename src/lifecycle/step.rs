@@ -292,6 +292,16 @@ impl Run<'_> {
 
     /// Keeps `ds_to_enter` and `provider_off_since` true to this observation.
     fn track_instruction(&mut self) {
+        if self.facts.moving_in && self.state == Some(State::AwaitingDsRemoval) {
+            if let Some(parent) = self.parent() {
+                let lines = parent_ds_lines(parent);
+                if !lines.is_empty() || !parent.any_unknown() {
+                    self.facts.ds_to_remove = lines;
+                }
+            }
+        } else {
+            self.facts.ds_to_remove.clear();
+        }
         self.facts.ds_to_enter = match self.state {
             Some(State::AwaitingDs | State::DsObserved | State::Active) => {
                 enterable_ds(&self.facts, self.obs, self.policy)
@@ -634,11 +644,18 @@ impl Run<'_> {
         let was_moving = std::mem::take(&mut self.facts.moving_in);
         let reason = "every parent server delegates to the provider's name servers";
         match (self.zone.intent, &self.obs.provider) {
-            (Intent::Enabled, _) => {
+            (Intent::Enabled, provider) => {
+                let until = self
+                    .delegation_hold()
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default();
                 self.go(
                     State::Enabling,
-                    format!("{reason}: on to the enable path (the DS is announced only after the old delegation has expired from caches, safety rule 9)"),
+                    format!("{reason}: on to the enable path; the DS is announced only after the old delegation has expired from caches{until} and every name server has served the key for the propagation hold (safety rules 4 and 9)"),
                 );
+                if matches!(provider, ProviderView::Off) {
+                    self.effects.push(Effect::EnableDnssec);
+                }
             }
             (Intent::Disabled, ProviderView::Off) => {
                 self.go(State::Disabled, format!("{reason}: moved in, DNSSEC off"));

@@ -80,6 +80,7 @@ impl World {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
+            evidence: Default::default(),
             delegations: answers
                 .iter()
                 .enumerate()

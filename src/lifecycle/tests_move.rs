@@ -76,6 +76,12 @@ fn moving_in_walks_the_safe_order() {
     );
     assert_eq!(z.facts.old_ns, vec![OLD.to_string()]);
     assert_eq!(z.facts.old_ns_ttl, Some(7200));
+    let waiting = super::waiting::describe(&z, &w.policy);
+    assert!(
+        waiting.what.contains(&old_line.to_string()),
+        "status names the DS to remove: {}",
+        waiting.what
+    );
 
     // The intent is `enabled`, yet nothing switches on while the DS goes.
     let t1 = T0.plus(HOUR);

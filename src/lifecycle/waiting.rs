@@ -128,7 +128,14 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
         }
         (Some(State::Active), _) => wait("nothing (DNSSEC active)", "nobody", None),
         (Some(State::AwaitingDsRemoval), _) if f.moving_in => wait(
-            "moving in: the old DS to be removed at the registrar and gone from every parent server",
+            format!(
+                "moving in: the old DS to be removed at the registrar and gone from every parent server: {}",
+                if f.ds_to_remove.is_empty() {
+                    "(none seen at the last look)".to_string()
+                } else {
+                    f.ds_to_remove.join("; ")
+                }
+            ),
             "registrar",
             Some(zone.since.plus(policy.ds_removal_overdue_after)),
         ),

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use dnssec_warden::dns::delegation::ns_set;
 use dnssec_warden::dns::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ObserveError, Observer, ParentView,
-    ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
+    ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
@@ -721,7 +721,15 @@ impl Observer for FakeWorld {
                     },
                 })
                 .collect(),
+            evidence: Evidence::Unchecked,
         })
+    }
+
+    /// The fake's answers are its ground truth: validated.
+    async fn parent_validated(&self, zone: &str) -> Result<ParentView, ObserveError> {
+        let mut view = self.parent(zone).await?;
+        view.evidence = Evidence::Validated;
+        Ok(view)
     }
 
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
