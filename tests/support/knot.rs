@@ -546,8 +546,10 @@ pub async fn serial(server: SocketAddr, zone: &str) -> Option<u32> {
     })
 }
 
-/// Unbound as a validating resolver with the lab anchor, every zone given as a stub zone
-/// (Unbound would otherwise ask port 53 below the root).
+/// Unbound as a validating resolver with the lab anchor and the given stub zones: the
+/// root alone when the lab runs on port 53 (Unbound follows the referrals from there),
+/// every zone otherwise (a referral carries no port: Unbound would ask port 53 below the
+/// root).
 pub struct Unbound {
     pub addr: SocketAddr,
     pub conf: PathBuf,
@@ -650,16 +652,28 @@ impl Unbound {
         name: &str,
         rtype: hickory_proto::rr::RecordType,
     ) -> Result<(String, bool)> {
-        let transport = NetTransport::new(Duration::from_secs(2));
-        let qname = parse_name(name).ok_or_else(|| format!("bad name {name}"))?;
-        let query = build_query(&qname, rtype, true);
-        let m = transport
-            .exchange(self.addr, &query)
-            .await
-            .map_err(|e| e.to_string())?;
+        let m = self.query(name, rtype, false).await?;
         Ok((
             m.metadata.response_code.to_string(),
             m.metadata.authentic_data,
         ))
+    }
+
+    /// The whole answer to a recursive `name type` query with DO, and CD when
+    /// `checking_disabled` (the data even of a bogus zone).
+    pub async fn query(
+        &self,
+        name: &str,
+        rtype: hickory_proto::rr::RecordType,
+        checking_disabled: bool,
+    ) -> Result<hickory_proto::op::Message> {
+        let transport = NetTransport::new(Duration::from_secs(2));
+        let qname = parse_name(name).ok_or_else(|| format!("bad name {name}"))?;
+        let mut query = build_query(&qname, rtype, true);
+        query.metadata.checking_disabled = checking_disabled;
+        transport
+            .exchange(self.addr, &query)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
