@@ -38,6 +38,8 @@ pub enum EventKind {
     DsPublish,
     /// The operator must remove the DS at the registrar.
     DsWithdraw,
+    /// The operator must change the zone's NS at the registrar (moving in).
+    NsChange,
 }
 
 impl EventKind {
@@ -48,6 +50,7 @@ impl EventKind {
             Self::Resolved => "resolved",
             Self::DsPublish => "ds_publish",
             Self::DsWithdraw => "ds_withdraw",
+            Self::NsChange => "ns_change",
         }
     }
 }

@@ -66,6 +66,8 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "until": waiting.until.map(|t| t.to_string()),
         "ds": z.facts.ds_line,
         "ds_to_enter": z.facts.ds_to_enter,
+        "delegation": z.facts.delegation.map_or("unknown", |d| d.as_str()),
+        "provider_ns": z.facts.provider_ns,
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
         "provider_error": provider_error(row),

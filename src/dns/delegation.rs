@@ -46,14 +46,20 @@ pub enum DelegationVerdict {
     Unknown,
 }
 
-impl fmt::Display for DelegationVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl DelegationVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
             Self::Provider => "provider",
             Self::Foreign => "foreign",
             Self::Mixed => "mixed",
             Self::Unknown => "unknown",
-        })
+        }
+    }
+}
+
+impl fmt::Display for DelegationVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -488,6 +488,13 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                     };
                     self.notify(&n).await
                 }
+                Effect::RequestDelegation { name_servers } => {
+                    let n = Notification::Delegate {
+                        zone: zone.to_string(),
+                        name_servers: name_servers.clone(),
+                    };
+                    self.notify(&n).await
+                }
             };
             #[cfg(any(test, feature = "test-hooks"))]
             self.crash_point(CrashPoint::EffectPerformed)?;

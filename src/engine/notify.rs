@@ -33,6 +33,11 @@ pub enum Notification {
         zone: String,
         ds_line: Option<String>,
     },
+    /// Change the zone's NS at the registrar (moving in, safety rule 9).
+    Delegate {
+        zone: String,
+        name_servers: Vec<String>,
+    },
 }
 
 impl Notification {
@@ -45,8 +50,12 @@ impl Notification {
                 "ACTION NEEDED: remove the DS for {zone} at the registrar{}",
                 ds_line
                     .as_deref()
-                    .map(|l| format!(" ({l})"))
+                    .map(|l| format!(" ({})", l.replace('\n', "; ")))
                     .unwrap_or_default()
+            ),
+            Self::Delegate { zone, name_servers } => format!(
+                "ACTION NEEDED: change the NS of {zone} at the registrar to: {}",
+                name_servers.join(", ")
             ),
         }
     }
@@ -55,12 +64,15 @@ impl Notification {
         match self {
             Self::PublishDs { .. } => "publish",
             Self::WithdrawDs { .. } => "withdraw",
+            Self::Delegate { .. } => "delegate",
         }
     }
 
     fn zone(&self) -> &str {
         match self {
-            Self::PublishDs { zone, .. } | Self::WithdrawDs { zone, .. } => zone,
+            Self::PublishDs { zone, .. }
+            | Self::WithdrawDs { zone, .. }
+            | Self::Delegate { zone, .. } => zone,
         }
     }
 
@@ -68,6 +80,7 @@ impl Notification {
         match self {
             Self::PublishDs { ds_line, .. } => Some(ds_line),
             Self::WithdrawDs { ds_line, .. } => ds_line.as_deref(),
+            Self::Delegate { .. } => None,
         }
     }
 }
@@ -152,6 +165,7 @@ impl Notifier {
         let event_kind = match n {
             Notification::PublishDs { .. } => EventKind::DsPublish,
             Notification::WithdrawDs { .. } => EventKind::DsWithdraw,
+            Notification::Delegate { .. } => EventKind::NsChange,
         };
         let event =
             AlertEvent::ds_request(event_kind, n.zone(), n.ds(), n.summary(), self.clock.now());
@@ -165,6 +179,11 @@ impl Notifier {
                     "DS request not delivered: {e}"
                 );
             }
+        }
+        // The registrar hook is for the DS only: a wrong NS set takes the domain down,
+        // so that change stays with a person.
+        if matches!(n, Notification::Delegate { .. }) {
+            return Ok(());
         }
         let Some(argv) = self.registrar_command.as_ref().filter(|a| !a.is_empty()) else {
             return Ok(());

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
 use crate::provider::{Provider, ProviderError};
@@ -27,6 +28,20 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             None
         }
     };
+    // The provider's name servers (safety rule 9): asked at every look at a zone that
+    // waits or is not delegated to them; a steady zone delegated to them uses the set
+    // remembered, and asks again only when the parent disagrees with it.
+    let remembered = zone.facts.provider_ns.clone();
+    let settled = zone.state.is_some_and(State::is_steady)
+        && zone.facts.delegation == Some(DelegationVerdict::Provider)
+        && remembered.is_some();
+    let name_servers = async {
+        if settled {
+            None
+        } else {
+            Some(provider.get_zone(name).await)
+        }
+    };
     let validation = async {
         if wants_validation {
             combine_validation(&observer.validation(name).await)
@@ -34,13 +49,27 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             ValidationVerdict::Unknown
         }
     };
-    let (dnssec, rrsets, parent, child, validation) = tokio::join!(
+    let (dnssec, rrsets, name_servers, parent, child, validation) = tokio::join!(
         provider.get_dnssec(name),
         rrsets,
+        name_servers,
         observer.parent(name),
         observer.child(name),
         validation
     );
+    let mut provider_ns = match name_servers {
+        Some(Ok(z)) => z.apex_ns().or(remembered),
+        _ => remembered,
+    };
+    if settled
+        && let Ok(view) = &parent
+        && delegation::assess(&view.delegations, provider_ns.as_deref()).verdict
+            != DelegationVerdict::Provider
+        && let Ok(z) = provider.get_zone(name).await
+        && let Some(ns) = z.apex_ns()
+    {
+        provider_ns = Some(ns);
+    }
     let provider = match dnssec {
         Ok(key) => ProviderView::On(Box::new(key)),
         Err(ProviderError::DnssecDisabled) => ProviderView::Off,
@@ -55,7 +84,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         at: clock.now(),
         provider,
         zone_max_ttl,
-        provider_ns: zone.facts.provider_ns.clone(),
+        provider_ns,
         parent: parent.map_err(|e| e.to_string()),
         child: child.map_err(|e| e.to_string()),
         validation,
@@ -97,9 +126,11 @@ pub fn summarize(obs: &Observation) -> serde_json::Value {
         ),
         Err(e) => json!({"error": e}),
     };
+    let delegation = crate::lifecycle::step::assess_delegation(obs);
     json!({
         "at": obs.at.to_string(),
         "provider": provider,
+        "delegation": delegation,
         "parent": parent,
         "child": child,
         "validation": obs.validation.to_string(),

@@ -8,9 +8,13 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 use super::facts::Facts;
 use super::policy::Policy;
 use super::state::State;
-use super::step::{Observation, ProviderView, Zone, enterable_ds};
+use super::step::{
+    Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, enterable_ds,
+    parent_ds_lines,
+};
 use super::time::Timestamp;
-use crate::dns::{ParentDsVerdict, ServedKeys, ValidationVerdict};
+use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
+use crate::dns::{DsAnswer, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
 
 /// An alert condition. The names are a contract (`status --json`, the SQLite file, the
 /// metrics labels, the hooks' `KIND`); to add one, see ARCHITECTURE.md "Where to add".
@@ -150,6 +154,7 @@ pub fn judge(
     let mut partial_since = facts.partial_since;
     let now = obs.at;
     let parent = obs.parent.as_ref().ok();
+    let deleg = assess_delegation(obs);
     let child = obs.child.as_ref().ok();
     let key = match &obs.provider {
         ProviderView::On(key) => Some(key),
@@ -160,12 +165,13 @@ pub fn judge(
 
     let overdue = match (state, facts.ds_announced_at) {
         (Some(State::AwaitingDs), Some(at)) if now.since(at) >= policy.ds_overdue_after => {
+            let there = published(parent);
             Some(match &facts.ds_to_enter {
                 Some(line) => format!(
-                    "{zone}: the DS announced at {at} is still not published by every parent server. Enter it at the registrar: {line}"
+                    "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). Enter it at the registrar: {line}"
                 ),
                 None => format!(
-                    "{zone}: the DS announced at {at} is still not published by every parent server. The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
+                    "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
                 ),
             })
         }
@@ -176,9 +182,14 @@ pub fn judge(
     let removal = (state == Some(State::AwaitingDsRemoval)
         && now.since(since) >= policy.ds_removal_overdue_after)
         .then(|| {
+            let records = parent.map(parent_ds_lines).unwrap_or_default();
+            let remove = if records.is_empty() {
+                facts.ds_line.as_deref().unwrap_or("(the zone's DS)").to_string()
+            } else {
+                records.join("; ")
+            };
             format!(
-                "{zone}: a DS is still published at the parent since the disable was asked for at {since}. Remove it at the registrar: {}",
-                facts.ds_line.as_deref().unwrap_or("(the zone's DS)")
+                "{zone}: a DS is still published at the parent since {since}. Remove it at the registrar: {remove}"
             )
         });
     checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
@@ -186,12 +197,25 @@ pub fn judge(
     let provider_off = matches!(obs.provider, ProviderView::Off);
     let provider_known = matches!(obs.provider, ProviderView::On(_) | ProviderView::Off);
     if let Some(parent) = parent {
-        if provider_known {
+        let moved = delegation_changed(zone, facts, obs, parent, &deleg, policy);
+        let moved_firing = moved.as_ref().is_some_and(|c| c.firing.is_some());
+        if let Some(check) = moved {
+            checks.push(check);
+        }
+        // Only a parent that may send resolvers to the provider's servers makes the
+        // provider's switch matter.
+        let foreign = deleg.verdict == DelegationVerdict::Foreign;
+        if moved_firing {
+            // Said by `delegation_changed_with_ds`, worded for what really happened.
+        } else if provider_known && foreign {
+            checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
+        } else if provider_known {
             if provider_off && parent.any_present() {
                 checks.push(AlertCheck::firing(
                     AlertKind::DnssecOffWithDs,
                     format!(
-                        "{zone}: DNSSEC is off at the provider while a parent server still publishes a DS: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL"
+                        "{zone}: DNSSEC is off at the provider while the parent still publishes DS {}: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL",
+                        published(Some(parent))
                     ),
                 ));
             } else if !provider_off || !parent.any_unknown() {
@@ -209,14 +233,29 @@ pub fn judge(
         let verdict = parent.verdict(&served);
         match verdict {
             // `mismatch` already needs a child address that answered (known evidence).
-            ParentDsVerdict::Mismatch if !provider_off => {
-                let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
+            _ if moved_firing => {}
+            ParentDsVerdict::Mismatch if !provider_off || foreign => {
+                let servers = if foreign {
+                    format!(
+                        "the name servers the parent delegates to ({}, not the provider's)",
+                        delegation::describe(&facts.old_ns)
+                    )
+                } else {
+                    "the zone's name servers".to_string()
+                };
+                let expected = match (enterable_ds(facts, obs, policy), key) {
+                    (Some(line), _) => format!(" Correct it at the registrar to: {line}"),
+                    (None, Some(key)) if !foreign => format!(
+                        " The provider's key needs: {} (not shown as to enter while not every name server serves it)",
+                        key.ds_line()
+                    ),
+                    _ => String::new(),
+                };
                 checks.push(AlertCheck::firing(
                     AlertKind::DsMismatch,
                     format!(
-                        "{zone}: the parent publishes DS {} which matches no key the zone's name servers serve: validation fails. Correct the DS at the registrar{}",
-                        ds.join(", "),
-                        enterable_ds(facts, obs).map(|l| format!(" to: {l}")).unwrap_or_default()
+                        "{zone}: the parent publishes DS {} which matches no key {servers} serve: validation fails.{expected}",
+                        published(Some(parent)),
                     ),
                 ));
             }
@@ -238,11 +277,14 @@ pub fn judge(
                 format!(
                     "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace the DS at the registrar{}",
                     ds.join(", "),
-                    enterable_ds(facts, obs).map(|l| format!(" with: {l}")).unwrap_or_default()
+                    enterable_ds(facts, obs, policy).map(|l| format!(" with: {l}")).unwrap_or_default()
                 ),
             ));
         } else if !parent.any_unknown() {
             checks.push(AlertCheck::clear(AlertKind::DsUnsupported));
+        }
+        if let Some(check) = stale_ds(zone, parent, &served, verdict, key.map(|k| &**k)) {
+            checks.push(check);
         }
         match verdict {
             ParentDsVerdict::Partial => {
@@ -333,4 +375,137 @@ pub fn judge(
         deadlines,
         partial_since,
     }
+}
+
+/// The DS records the parent publishes, as zone-file lines, for messages.
+fn published(parent: Option<&ParentView>) -> String {
+    let lines = parent.map(parent_ds_lines).unwrap_or_default();
+    if lines.is_empty() {
+        "none".to_string()
+    } else {
+        lines.join("; ")
+    }
+}
+
+/// The parent servers whose delegation matches `which`, for messages.
+fn servers_matching(deleg: &delegation::DelegationAssessment, which: &[DelegationMatch]) -> String {
+    let names: Vec<String> = deleg
+        .servers
+        .iter()
+        .filter(|s| which.contains(&s.matches))
+        .map(|s| format!("{} ({})", s.server, s.addr))
+        .collect();
+    names.join(", ")
+}
+
+/// `delegation_changed_with_ds`: a delegation that changed while a DS the new name
+/// servers cannot match is published (safety rule 9). Moving out: some parent address
+/// delegates elsewhere while the provider's DS is published. Moving in, in the wrong
+/// order: during a move, some parent address delegates to the provider's servers while
+/// the parent publishes a DS the provider does not sign with. `None`: not judged (the
+/// provider, its name servers, or a parent answer unknown).
+fn delegation_changed(
+    zone: &str,
+    facts: &Facts,
+    obs: &Observation,
+    parent: &ParentView,
+    deleg: &delegation::DelegationAssessment,
+    policy: &Policy,
+) -> Option<AlertCheck> {
+    let provider_ns = deleg.provider_ns.as_ref()?;
+    let key = match &obs.provider {
+        ProviderView::On(key) => Some(key),
+        ProviderView::Off => None,
+        ProviderView::Unknown(_) | ProviderView::Missing => return None,
+    };
+    let points_at_key =
+        |ds: &crate::dnssec::Ds| key.is_some_and(|k| k.dnskey.matches_ds(&parent.zone, ds));
+    let provider_ds = parent
+        .answers
+        .iter()
+        .any(|a| matches!(&a.answer, DsAnswer::Present { ds, .. } if ds.iter().any(points_at_key)));
+    if deleg.any_elsewhere() && provider_ds {
+        let sets: Vec<String> = deleg
+            .elsewhere_sets()
+            .iter()
+            .map(|s| delegation::describe(s))
+            .collect();
+        return Some(AlertCheck::firing(
+            AlertKind::DelegationChangedWithDs,
+            format!(
+                "{zone}: parent server(s) {} delegate to {}, not to the provider's name servers, while the parent publishes DS {} for the provider's key: validating resolvers that follow that delegation fail the domain. Remove the DS at the registrar now (`dnssec-warden disable {zone}` walks it), or put the NS back to {}",
+                servers_matching(deleg, &[DelegationMatch::Foreign, DelegationMatch::Mixed]),
+                sets.join(" / "),
+                published(Some(parent)),
+                delegation::describe(provider_ns)
+            ),
+        ));
+    }
+    let during_move = facts.moving_in
+        || deleg.verdict == DelegationVerdict::Mixed
+        || delegation_hold_until(facts, policy).is_some_and(|until| obs.at < until);
+    let to_provider = deleg.servers.iter().any(|s| {
+        matches!(
+            s.matches,
+            DelegationMatch::Provider | DelegationMatch::Mixed
+        )
+    });
+    let foreign_ds = parent.answers.iter().any(|a| {
+        matches!(&a.answer, DsAnswer::Present { ds, .. }
+            if ds.iter().any(crate::dnssec::Ds::supported) && !ds.iter().any(points_at_key))
+    });
+    if during_move && to_provider && foreign_ds {
+        return Some(AlertCheck::firing(
+            AlertKind::DelegationChangedWithDs,
+            format!(
+                "{zone}: parent server(s) {} delegate to the provider's name servers ({}) while the parent still publishes DS {}, for a key the provider does not sign with: validating resolvers that follow the new delegation fail the domain. Remove the DS at the registrar now, or put the NS back to {}",
+                servers_matching(deleg, &[DelegationMatch::Provider, DelegationMatch::Mixed]),
+                delegation::describe(provider_ns),
+                published(Some(parent)),
+                delegation::describe(&facts.old_ns)
+            ),
+        ));
+    }
+    let known = !parent.any_unknown() && deleg.verdict != DelegationVerdict::Unknown;
+    known.then(|| AlertCheck::clear(AlertKind::DelegationChangedWithDs))
+}
+
+/// `ds_stale`: beside a DS that matches the served key, DS records for keys no name
+/// server serves (and the provider does not sign with). Judged only on known child
+/// evidence.
+fn stale_ds(
+    zone: &str,
+    parent: &ParentView,
+    served: &ServedKeys,
+    verdict: ParentDsVerdict,
+    key: Option<&crate::provider::DnssecKey>,
+) -> Option<AlertCheck> {
+    match verdict {
+        ParentDsVerdict::AllMatch | ParentDsVerdict::Partial if served.known => {}
+        ParentDsVerdict::AllAbsent => return Some(AlertCheck::clear(AlertKind::DsStale)),
+        _ => return None,
+    }
+    let ttl = parent.max_ds_ttl().unwrap_or(0);
+    let stale: Vec<String> = parent
+        .distinct_ds()
+        .iter()
+        .filter(|d| d.supported())
+        .filter(|d| {
+            !served
+                .keys
+                .iter()
+                .any(|k| k.is_sep() && k.is_zone_key() && k.matches_ds(&parent.zone, d))
+                && !key.is_some_and(|k| k.dnskey.matches_ds(&parent.zone, d))
+        })
+        .map(|d| format!("{} {ttl} IN DS {d}", parent.zone))
+        .collect();
+    Some(AlertCheck::new(
+        AlertKind::DsStale,
+        (!stale.is_empty()).then(|| {
+            format!(
+                "{zone}: beside the DS that matches the served key, the parent publishes DS records for keys no name server serves: {}. Remove them at the registrar (unless a key roll is about to introduce their key)",
+                stale.join("; ")
+            )
+        }),
+    ))
 }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::time::Timestamp;
+use crate::dns::DelegationVerdict;
 
 /// What the rules remember across steps, and in which states each fact holds.
 ///
@@ -27,6 +28,12 @@ use super::time::Timestamp;
 /// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
 /// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
 /// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
+/// | `provider_ns` | every state, across lifecycles | the provider's API listed the zone's apex NS | never (replaced) |
+/// | `delegation` | every state, across lifecycles | the last known delegation verdict | never (replaced) |
+/// | `seen_at_provider` | every state, across lifecycles | every parent address delegated to the provider | never |
+/// | `old_ns`, `old_ns_ttl` | every state, across lifecycles | a parent address delegates elsewhere (the NS sets and the largest NS TTL seen for them) | the hold after the delegation came to the provider is over |
+/// | `delegated_at` | every state, across lifecycles | every parent address delegates to the provider after some did not (T_delegated, rule 9) | a parent address delegates elsewhere again |
+/// | `moving_in` | `awaiting_ds_removal`, `ttl_wait`, `awaiting_delegation` | a move in starts (DESIGN.md section 2) | it ends (`enabling`, `disabled`, or the disable path) |
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Facts {
@@ -59,4 +66,18 @@ pub struct Facts {
     pub failures: u32,
     /// The provider's name servers for the zone, as last listed by its API.
     pub provider_ns: Option<Vec<String>>,
+    /// The last delegation verdict that was not unknown.
+    pub delegation: Option<DelegationVerdict>,
+    /// Every parent address was once seen delegating to the provider's name servers: a
+    /// zone that then goes elsewhere has moved out, not in.
+    pub seen_at_provider: bool,
+    /// The name servers parent addresses delegate to other than the provider's.
+    pub old_ns: Vec<String>,
+    /// The largest NS TTL seen for that old delegation (parent and old servers' apex).
+    pub old_ns_ttl: Option<u32>,
+    /// T_delegated: every parent address delegates to the provider's name servers since.
+    pub delegated_at: Option<Timestamp>,
+    /// The zone is on the move in (DESIGN.md section 2): no provider call switches
+    /// DNSSEC off, and the end of `ttl_wait` leads to `awaiting_delegation`.
+    pub moving_in: bool,
 }

@@ -23,3 +23,5 @@ pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_move;

@@ -12,6 +12,7 @@ use super::facts::Facts;
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::time::Timestamp;
+use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
 use crate::dns::{ChildView, ParentView, ValidationVerdict};
 use crate::provider::DnssecKey;
 
@@ -75,8 +76,12 @@ pub enum Effect {
     DisableDnssec,
     /// Tell the operator (log, sinks, registrar hook) to enter this DS at the registrar.
     AnnounceDs { ds_line: String },
-    /// Tell the operator to remove the DS at the registrar.
+    /// Tell the operator to remove the DS at the registrar: the followed key's line, or
+    /// (moving in) every DS record the parent publishes, one zone-file line each.
     RequestDsRemoval { ds_line: Option<String> },
+    /// Tell the operator (log and sinks; never the registrar hook: a wrong NS set takes
+    /// the domain down) to change the zone's NS at the registrar to these name servers.
+    RequestDelegation { name_servers: Vec<String> },
 }
 
 impl Effect {
@@ -87,6 +92,7 @@ impl Effect {
             Self::DisableDnssec => "switch DNSSEC off",
             Self::AnnounceDs { .. } => "announce the DS",
             Self::RequestDsRemoval { .. } => "request the DS removal",
+            Self::RequestDelegation { .. } => "request the NS change",
         }
     }
 
@@ -152,13 +158,18 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         effects: Vec::new(),
         notes: Vec::new(),
         deadlines: Vec::new(),
+        delegation: assess_delegation(obs),
     };
     run.track_health();
     run.track_ttl();
+    run.track_delegation();
     match zone.state {
         None => run.adopt(),
         Some(state) => {
-            if !run.apply_intent(state) && !run.follow_provider_drift(state) {
+            if !run.follow_delegation(state)
+                && !run.apply_intent(state)
+                && !run.follow_provider_drift(state)
+            {
                 run.progress(state);
             }
         }
@@ -189,6 +200,8 @@ struct Run<'a> {
     notes: Vec<AuditNote>,
     /// Moments before the next poll at which something changes by itself.
     deadlines: Vec<Timestamp>,
+    /// Who the parent addresses delegate to, against the provider's name servers.
+    delegation: DelegationAssessment,
 }
 
 impl Run<'_> {
@@ -223,12 +236,23 @@ impl Run<'_> {
         match to {
             State::AwaitingDsRemoval => self.facts.t_gone = None,
             State::Disabled => {
-                // A new lifecycle starts from here: nothing of the old one applies.
+                // A new lifecycle starts from here: nothing of the old one applies but
+                // what is about the observations and the delegation.
+                let f = std::mem::take(&mut self.facts);
                 self.facts = Facts {
-                    failing_since: self.facts.failing_since,
-                    failures: self.facts.failures,
+                    failing_since: f.failing_since,
+                    failures: f.failures,
+                    provider_ns: f.provider_ns,
+                    delegation: f.delegation,
+                    seen_at_provider: f.seen_at_provider,
+                    old_ns: f.old_ns,
+                    old_ns_ttl: f.old_ns_ttl,
+                    delegated_at: f.delegated_at,
                     ..Facts::default()
                 };
+            }
+            State::Enabling | State::AwaitingDs | State::DsObserved | State::Active => {
+                self.facts.moving_in = false;
             }
             _ => {}
         }
@@ -269,7 +293,7 @@ impl Run<'_> {
     fn track_instruction(&mut self) {
         self.facts.ds_to_enter = match self.state {
             Some(State::AwaitingDs | State::DsObserved | State::Active) => {
-                enterable_ds(&self.facts, self.obs)
+                enterable_ds(&self.facts, self.obs, self.policy)
             }
             _ => None,
         };
@@ -370,6 +394,268 @@ impl Run<'_> {
         }
     }
 
+    // ---- delegation (safety rule 9) ---------------------------------------------------
+
+    fn verdict(&self) -> DelegationVerdict {
+        self.delegation.verdict
+    }
+
+    /// Some parent address sends resolvers to name servers that are not exactly the
+    /// provider's (certain evidence).
+    fn elsewhere(&self) -> bool {
+        matches!(
+            self.verdict(),
+            DelegationVerdict::Foreign | DelegationVerdict::Mixed
+        )
+    }
+
+    fn provider_ns_text(&self) -> String {
+        self.facts
+            .provider_ns
+            .as_deref()
+            .map(delegation::describe)
+            .unwrap_or_else(|| "(the provider lists no NS for the zone)".to_string())
+    }
+
+    /// Remembers who the parent delegates to: the verdict, `T_delegated`, and the old
+    /// delegation's name servers and largest NS TTL (the parent's and the old servers'
+    /// apex NS TTL), which bound how long resolvers may still follow it.
+    fn track_delegation(&mut self) {
+        if let Some(ns) = &self.obs.provider_ns {
+            self.facts.provider_ns = Some(ns.clone());
+        }
+        let verdict = self.verdict();
+        let before = self.facts.delegation;
+        match verdict {
+            DelegationVerdict::Provider => {
+                let was_elsewhere = matches!(
+                    before,
+                    Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
+                );
+                if was_elsewhere && self.facts.delegated_at.is_none() {
+                    self.facts.delegated_at = Some(self.now);
+                }
+                self.facts.seen_at_provider = true;
+            }
+            DelegationVerdict::Foreign | DelegationVerdict::Mixed => {
+                self.facts.delegated_at = None;
+                let mut old: Vec<String> = self.facts.old_ns.clone();
+                for set in self.delegation.elsewhere_sets() {
+                    old.extend(set);
+                }
+                self.facts.old_ns = delegation::ns_set(old);
+                let mut ttl = self.delegation.elsewhere_ttl();
+                // The servers the child view asked are the old ones when they are not
+                // exactly the provider's: their apex NS TTL counts too.
+                if let (Some(child), Some(ns)) = (self.child(), &self.facts.provider_ns) {
+                    let asked = delegation::ns_set(child.answers.iter().map(|a| &a.server));
+                    if &asked != ns {
+                        ttl = ttl.max(delegation::max_ttl(&child.apex_ns));
+                    }
+                }
+                if let Some(ttl) = ttl {
+                    self.facts.old_ns_ttl = Some(self.facts.old_ns_ttl.map_or(ttl, |m| m.max(ttl)));
+                }
+            }
+            DelegationVerdict::Unknown => return,
+        }
+        if before.is_some_and(|b| b != verdict) {
+            let now_to = match verdict {
+                DelegationVerdict::Provider => format!(
+                    "every parent server now delegates to the provider's name servers ({})",
+                    self.provider_ns_text()
+                ),
+                DelegationVerdict::Foreign => format!(
+                    "every parent server now delegates elsewhere: {}",
+                    delegation::describe(&self.facts.old_ns)
+                ),
+                _ => "parent servers now disagree about the delegation (some delegate to the provider's name servers, some elsewhere)".to_string(),
+            };
+            self.note(format!("the delegation changed: {now_to}"));
+        }
+        self.facts.delegation = Some(verdict);
+    }
+
+    /// The end of the delegation hold (safety rule 9): `T_delegated + old NS TTL +
+    /// margin`, if the delegation was seen coming to the provider.
+    fn delegation_hold(&self) -> Option<Timestamp> {
+        delegation_hold_until(&self.facts, self.policy)
+    }
+
+    /// May the provider's DS be announced now (safety rule 9)? Every parent address
+    /// delegates to exactly the provider's name servers, and the old delegation has
+    /// expired from every cache. Pushes the hold's end as a deadline when it is pending.
+    fn may_announce(&mut self) -> bool {
+        if self.verdict() != DelegationVerdict::Provider {
+            return false;
+        }
+        match self.delegation_hold() {
+            Some(until) if self.now < until => {
+                self.deadlines.push(until);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Handles a zone some parent address delegates elsewhere, before the intent and
+    /// the provider are looked at. True if it moved (or deliberately held) the zone.
+    fn follow_delegation(&mut self, state: State) -> bool {
+        if self.facts.moving_in || state == State::AwaitingDelegation || !self.elsewhere() {
+            return false;
+        }
+        let intent = self.zone.intent;
+        match state {
+            State::Disabled => {
+                let moving_in = match intent {
+                    Intent::Enabled => true,
+                    Intent::Disabled => !self.facts.seen_at_provider,
+                    Intent::None => false,
+                };
+                if moving_in {
+                    self.start_move_in(state);
+                }
+                // A zone that moved out is no longer the provider's to serve: nothing
+                // at the provider is asked of it (not even a drift to follow).
+                true
+            }
+            State::Enabling | State::AwaitingDs => {
+                match intent {
+                    Intent::Enabled | Intent::Disabled => self.start_move_in(state),
+                    Intent::None => {
+                        self.leave_for_delegation(state, "not every parent server delegates to the provider's name servers: nothing is asked until `enable` or `disable` starts the move in");
+                    }
+                }
+                true
+            }
+            // The provider's DS may be published (a critical alert says so), or the
+            // disable path is under way, which is the safe exit: carry on.
+            _ => false,
+        }
+    }
+
+    /// Leaves `state` for `awaiting_delegation`, withdrawing a DS instruction given in
+    /// `awaiting_ds` (safety rule 8).
+    fn leave_for_delegation(&mut self, state: State, why: &str) {
+        let told = if state == State::AwaitingDs {
+            self.effects.push(Effect::RequestDsRemoval {
+                ds_line: self.facts.ds_line.clone(),
+            });
+            format!(
+                "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
+                self.facts.ds_line.as_deref().unwrap_or("(none)")
+            )
+        } else {
+            String::new()
+        };
+        self.facts.dnskey_everywhere_at = None;
+        self.facts.hold_until = None;
+        self.facts.ds_to_enter = None;
+        let elsewhere = delegation::describe(&self.facts.old_ns);
+        self.go(
+            State::AwaitingDelegation,
+            format!("the parent delegates to {elsewhere}: {why}{told}"),
+        );
+    }
+
+    /// Starts the move in (DESIGN.md section 2): the old DS goes first, then the NS.
+    fn start_move_in(&mut self, state: State) {
+        let parent = self.parent().cloned();
+        let present = parent.as_ref().is_some_and(ParentView::any_present);
+        let absent = self.parent_known().is_some_and(ParentView::all_absent);
+        if !present && !absent && state == State::Disabled {
+            // Wait for a complete look at the parent before asking anything.
+            return;
+        }
+        self.facts.moving_in = true;
+        if present {
+            let records = parent.map(|p| parent_ds_lines(&p)).unwrap_or_default();
+            if state == State::AwaitingDs {
+                self.facts.ds_to_enter = None;
+            }
+            self.facts.dnskey_everywhere_at = None;
+            self.facts.hold_until = None;
+            self.go(
+                State::AwaitingDsRemoval,
+                format!(
+                    "moving in: the parent delegates to {} and publishes a DS; it must go first (safety rule 9). Remove at the registrar: {}",
+                    delegation::describe(&self.facts.old_ns),
+                    records.join("; ")
+                ),
+            );
+            self.effects.push(Effect::RequestDsRemoval {
+                ds_line: Some(records.join("\n")),
+            });
+        } else {
+            self.leave_for_delegation(state, "moving in");
+            self.ask_for_delegation();
+        }
+    }
+
+    fn ask_for_delegation(&mut self) {
+        if self.verdict() == DelegationVerdict::Provider {
+            self.note("every parent server already delegates to the provider's name servers");
+            return;
+        }
+        let ns = self.facts.provider_ns.clone().unwrap_or_default();
+        self.note(format!(
+            "moving in: change the NS at the registrar to: {}",
+            self.provider_ns_text()
+        ));
+        self.effects
+            .push(Effect::RequestDelegation { name_servers: ns });
+    }
+
+    /// Waits for every parent address to delegate to the provider's name servers; then
+    /// the move in ends as the operator's intent says.
+    fn awaiting_delegation(&mut self) {
+        if self.facts.moving_in && self.parent().is_some_and(ParentView::any_present) {
+            let records = self.parent().map(parent_ds_lines).unwrap_or_default();
+            self.go(
+                State::AwaitingDsRemoval,
+                format!(
+                    "a DS is published at the parent again; it must go before the move goes on. Remove at the registrar: {}",
+                    records.join("; ")
+                ),
+            );
+            self.effects.push(Effect::RequestDsRemoval {
+                ds_line: Some(records.join("\n")),
+            });
+            return;
+        }
+        if !self.facts.moving_in && self.elsewhere() {
+            if matches!(self.zone.intent, Intent::Enabled | Intent::Disabled) {
+                // The operator's word starts the move in from here.
+                self.start_move_in(State::AwaitingDelegation);
+            }
+            return;
+        }
+        if self.verdict() != DelegationVerdict::Provider {
+            return;
+        }
+        let was_moving = std::mem::take(&mut self.facts.moving_in);
+        let reason = "every parent server delegates to the provider's name servers";
+        match (self.zone.intent, &self.obs.provider) {
+            (Intent::Enabled, _) => {
+                self.go(
+                    State::Enabling,
+                    format!("{reason}: on to the enable path (the DS is announced only after the old delegation has expired from caches, safety rule 9)"),
+                );
+            }
+            (Intent::Disabled, ProviderView::Off) => {
+                self.go(State::Disabled, format!("{reason}: moved in, DNSSEC off"));
+            }
+            (Intent::Disabled, ProviderView::On(_)) => {
+                self.go(
+                    State::AwaitingDsRemoval,
+                    format!("{reason}; the operator's intent is disabled: switching DNSSEC off the safe way, once no parent server publishes a DS"),
+                );
+            }
+            (Intent::Disabled, _) => self.facts.moving_in = was_moving,
+            (Intent::None, _) => self.adopt(),
+        }
+    }
+
     // ---- adoption -------------------------------------------------------------------
 
     /// A zone seen for the first time is placed by what the world says (DESIGN.md §2).
@@ -383,7 +669,30 @@ impl Run<'_> {
                 "cannot adopt: the provider has no zone {} (create it there, or remove it from [zones])",
                 self.zone.name
             )),
+            _ if self.elsewhere() && self.zone.intent != Intent::None => {
+                if self.parent().is_some_and(ParentView::any_present)
+                    || self.parent_known().is_some_and(ParentView::all_absent)
+                {
+                    self.start_move_in(State::Disabled);
+                } else {
+                    self.note("cannot adopt yet: the parent's DS answers are incomplete");
+                }
+            }
+            ProviderView::Off if self.elsewhere() => self.go(
+                State::Disabled,
+                format!(
+                    "adopted: DNSSEC is off at the provider, and the parent delegates to {}, not to the provider's name servers",
+                    delegation::describe(&self.facts.old_ns)
+                ),
+            ),
             ProviderView::Off => self.go(State::Disabled, "adopted: DNSSEC is off at the provider"),
+            ProviderView::On(_) if self.elsewhere() => self.go(
+                State::AwaitingDelegation,
+                format!(
+                    "adopted: DNSSEC is on at the provider, but the parent delegates to {}: nothing is asked until `enable` or `disable` starts the move in",
+                    delegation::describe(&self.facts.old_ns)
+                ),
+            ),
             ProviderView::On(key) => {
                 let key = key.clone();
                 let Some(parent) = self.parent_known().cloned() else {
@@ -397,7 +706,9 @@ impl Run<'_> {
                         State::Active,
                         "adopted: DNSSEC is on and every parent server publishes a matching DS",
                     );
-                } else if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+                } else if self.child().is_some_and(|c| c.all_serve(&key.dnskey))
+                    && self.may_announce()
+                {
                     self.announce(&key, "adopted: DNSSEC is on, the parent does not publish a matching DS everywhere");
                 } else {
                     self.go(
@@ -413,6 +724,10 @@ impl Run<'_> {
 
     /// Starts the path the operator asked for; true if it moved the zone.
     fn apply_intent(&mut self, state: State) -> bool {
+        if self.facts.moving_in {
+            // The move in ends as the intent says (`awaiting_delegation`).
+            return false;
+        }
         match (self.zone.intent, state) {
             (Intent::Enabled, State::Disabled) => {
                 self.go(
@@ -498,7 +813,7 @@ impl Run<'_> {
     fn progress(&mut self, state: State) {
         match state {
             State::Disabled => {}
-            State::AwaitingDelegation => {}
+            State::AwaitingDelegation => self.awaiting_delegation(),
             State::Enabling => self.enabling(),
             State::AwaitingDs => self.awaiting_ds(),
             State::DsObserved => self.ds_observed(),
@@ -565,12 +880,12 @@ impl Run<'_> {
                 at
             }
         };
-        if self.now >= hold_until {
+        if self.now >= hold_until && self.may_announce() {
             self.announce(
                 &key,
                 "every name server has served the key for the whole propagation hold",
             );
-        } else {
+        } else if self.now < hold_until {
             self.deadlines.push(hold_until);
         }
     }
@@ -617,7 +932,7 @@ impl Run<'_> {
             ValidationVerdict::Bogus => {} // alerted; wait for it to clear
             verdict => {
                 let served = self.child().is_some_and(|c| c.all_serve(&key.dnskey));
-                if served {
+                if served && self.verdict() == DelegationVerdict::Provider {
                     self.go(
                         State::Active,
                         format!("chain of trust complete (validation: {verdict})"),
@@ -640,12 +955,12 @@ impl Run<'_> {
         }
         if self.parent_known().is_some_and(ParentView::all_absent) {
             self.facts.ds_line = Some(key.ds_line().to_string());
-            if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+            if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) && self.may_announce() {
                 self.announce(&key, "the DS disappeared from every parent server");
             } else {
                 self.go(
                     State::Enabling,
-                    "the DS disappeared from every parent server and not every name server serves the key now: the DS is announced again once they do",
+                    "the DS disappeared from every parent server and it cannot be announced again now (not every name server serves the key, or the delegation is not the provider's): it is once it can be",
                 );
             }
         }
@@ -691,7 +1006,13 @@ impl Run<'_> {
         let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
             return;
         };
-        if self.now >= deadline {
+        if self.now >= deadline && self.facts.moving_in {
+            self.go(
+                State::AwaitingDelegation,
+                "the old DS TTL and margin have passed since the DS was gone everywhere: the zone is insecure, and the NS can move",
+            );
+            self.ask_for_delegation();
+        } else if self.now >= deadline {
             self.go(
                 State::Disabling,
                 "the DS TTL and margin have passed since the DS was gone everywhere: switching DNSSEC off",
@@ -757,14 +1078,53 @@ pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
     })
 }
 
-/// The DS line rule 8 allows showing as "to enter" now: the provider is on with the
-/// followed key and every child address answered serving it.
-pub(super) fn enterable_ds(facts: &Facts, obs: &Observation) -> Option<String> {
+/// The DS line rules 8 and 9 allow showing as "to enter" now: the provider is on with
+/// the followed key, every child address answered serving it, every parent address
+/// delegates to the provider's name servers, and the delegation hold is over.
+pub(super) fn enterable_ds(facts: &Facts, obs: &Observation, policy: &Policy) -> Option<String> {
     let ProviderView::On(key) = &obs.provider else {
         return None;
     };
+    if assess_delegation(obs).verdict != DelegationVerdict::Provider
+        || delegation_hold_until(facts, policy).is_some_and(|until| obs.at < until)
+    {
+        return None;
+    }
     let line = key.ds_line().to_string();
     let followed = facts.ds_line.as_deref().is_none_or(|l| l == line);
     let served = obs.child.as_ref().is_ok_and(|c| c.all_serve(&key.dnskey));
     (followed && served).then_some(line)
+}
+
+/// Who the parent addresses delegate to, against the provider's name servers. No parent
+/// view: unknown.
+pub fn assess_delegation(obs: &Observation) -> DelegationAssessment {
+    let answers = obs
+        .parent
+        .as_ref()
+        .map(|p| p.delegations.as_slice())
+        .unwrap_or_default();
+    delegation::assess(answers, obs.provider_ns.as_deref())
+}
+
+/// `T_delegated + old NS TTL + margin` (safety rule 9), or `None` when the delegation was
+/// not seen coming to the provider. An old NS TTL never seen gets the assumed one.
+pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+    facts.delegated_at.map(|at| {
+        let ttl = facts.old_ns_ttl.map_or(policy.assumed_ns_ttl, |t| {
+            std::time::Duration::from_secs(u64::from(t))
+        });
+        at.plus(ttl).plus(policy.propagation_margin)
+    })
+}
+
+/// Every distinct DS record the parent publishes, as zone-file lines (for the operator
+/// to remove exactly these).
+pub fn parent_ds_lines(parent: &ParentView) -> Vec<String> {
+    let ttl = parent.max_ds_ttl().unwrap_or(0);
+    parent
+        .distinct_ds()
+        .iter()
+        .map(|ds| format!("{} {ttl} IN DS {ds}", parent.zone))
+        .collect()
 }

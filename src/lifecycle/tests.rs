@@ -4,17 +4,17 @@ use std::time::Duration;
 
 use super::*;
 use crate::dns::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, SignatureWindow,
-    UnknownReason, ValidationVerdict,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ParentView, ServerAnswer,
+    SignatureWindow, UnknownReason, ValidationVerdict,
 };
 use crate::dnssec::{DigestType, Dnskey};
 use crate::provider::DnssecKey;
 
-const ZONE: &str = "child.test.";
-const T0: Timestamp = Timestamp(1_800_000_000_000);
-const HOUR: Duration = Duration::from_secs(3600);
+pub(super) const ZONE: &str = "child.test.";
+pub(super) const T0: Timestamp = Timestamp(1_800_000_000_000);
+pub(super) const HOUR: Duration = Duration::from_secs(3600);
 
-fn provider_key(key: &Dnskey) -> DnssecKey {
+pub(super) fn provider_key(key: &Dnskey) -> DnssecKey {
     DnssecKey {
         zone: ZONE.into(),
         dnskey: key.clone(),
@@ -26,7 +26,7 @@ fn provider_key(key: &Dnskey) -> DnssecKey {
 
 /// Per-server answers, built tersely.
 #[derive(Clone)]
-enum P {
+pub(super) enum P {
     Ds(u32),
     WrongDs,
     /// The right key, under a digest type no validator implements.
@@ -35,21 +35,36 @@ enum P {
     Timeout,
 }
 
+/// Who a parent address delegates to: the provider's name servers, an old provider's,
+/// or no answer. Unlisted addresses delegate to the provider (unknown where their DS
+/// answer timed out).
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum D {
+    Ours,
+    Old,
+    Lost,
+}
+
+pub(super) const OURS: &str = "ns1.child.test.";
+pub(super) const OLD: &str = "ns1.old.test.";
+
 #[derive(Clone)]
-enum C {
+pub(super) enum C {
     Serves,
+    /// The old provider's key (the world's `other`).
+    OldKey,
     Unsigned,
     Refused,
 }
 
-struct World {
-    key: Dnskey,
-    other: Dnskey,
-    policy: Policy,
+pub(super) struct World {
+    pub(super) key: Dnskey,
+    pub(super) other: Dnskey,
+    pub(super) policy: Policy,
 }
 
 impl World {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             key: crate::dnssec::test_key(),
             other: crate::dnssec::test_key(),
@@ -58,10 +73,38 @@ impl World {
     }
 
     fn parent(&self, answers: &[P]) -> ParentView {
+        self.parent_delegating(answers, &[])
+    }
+
+    pub(super) fn parent_delegating(&self, answers: &[P], deleg: &[D]) -> ParentView {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
-            delegations: vec![],
+            delegations: answers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let d = deleg.get(i).copied().unwrap_or(match p {
+                        P::Timeout => D::Lost,
+                        _ => D::Ours,
+                    });
+                    ServerAnswer {
+                        server: format!("ns{}.test.", i + 1),
+                        addr: format!("127.0.0.{}", i + 1).parse().unwrap(),
+                        answer: match d {
+                            D::Ours => NsAnswer::Servers {
+                                hosts: vec![OURS.into()],
+                                ttl: 3600,
+                            },
+                            D::Old => NsAnswer::Servers {
+                                hosts: vec![OLD.into()],
+                                ttl: 7200,
+                            },
+                            D::Lost => NsAnswer::Unknown(UnknownReason::Timeout),
+                        },
+                    }
+                })
+                .collect(),
             answers: answers
                 .iter()
                 .enumerate()
@@ -92,7 +135,7 @@ impl World {
         }
     }
 
-    fn child(&self, answers: &[C]) -> ChildView {
+    pub(super) fn child(&self, answers: &[C]) -> ChildView {
         ChildView {
             zone: ZONE.into(),
             apex_ns: vec![],
@@ -115,6 +158,15 @@ impl World {
                             cdnskey: vec![],
                             delete_requested: false,
                         }),
+                        C::OldKey => DnskeyAnswer::Keys(ChildKeys {
+                            keys: vec![self.other.clone()],
+                            ttl: 900,
+                            signed: true,
+                            signatures: vec![],
+                            cds: vec![],
+                            cdnskey: vec![],
+                            delete_requested: false,
+                        }),
                         C::Unsigned => DnskeyAnswer::Absent,
                         C::Refused => DnskeyAnswer::Unknown(UnknownReason::Refused),
                     },
@@ -123,7 +175,13 @@ impl World {
         }
     }
 
-    fn obs(&self, at: Timestamp, on: Option<bool>, parent: &[P], child: &[C]) -> Observation {
+    pub(super) fn obs(
+        &self,
+        at: Timestamp,
+        on: Option<bool>,
+        parent: &[P],
+        child: &[C],
+    ) -> Observation {
         Observation {
             at,
             provider: match on {
@@ -136,12 +194,12 @@ impl World {
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
             registrar_hook_failed: None,
-            provider_ns: None,
+            provider_ns: Some(vec![OURS.into()]),
         }
     }
 
     /// Steps and applies the decision as the engine would.
-    fn run(&self, zone: &mut Zone, obs: &Observation) -> Decision {
+    pub(super) fn run(&self, zone: &mut Zone, obs: &Observation) -> Decision {
         let d = step(zone, obs, &self.policy);
         if d.state != zone.state {
             zone.since = obs.at;
@@ -152,7 +210,7 @@ impl World {
     }
 }
 
-fn zone(state: Option<State>, intent: Intent) -> Zone {
+pub(super) fn zone(state: Option<State>, intent: Intent) -> Zone {
     Zone {
         name: ZONE.into(),
         intent,
@@ -163,14 +221,14 @@ fn zone(state: Option<State>, intent: Intent) -> Zone {
     }
 }
 
-fn firing(d: &Decision, kind: AlertKind) -> Option<&str> {
+pub(super) fn firing(d: &Decision, kind: AlertKind) -> Option<&str> {
     d.alerts
         .iter()
         .find(|c| c.kind == kind)
         .and_then(|c| c.firing.as_deref())
 }
 
-fn judged(d: &Decision, kind: AlertKind) -> bool {
+pub(super) fn judged(d: &Decision, kind: AlertKind) -> bool {
     d.alerts.iter().any(|c| c.kind == kind)
 }
 

@@ -2,8 +2,10 @@
 
 use super::policy::Policy;
 use super::state::{Intent, State};
-use super::step::{Zone, disable_deadline};
+use super::step::{Zone, delegation_hold_until, disable_deadline};
 use super::time::Timestamp;
+use crate::dns::DelegationVerdict;
+use crate::dns::delegation::describe as hosts;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Waiting {
@@ -24,15 +26,54 @@ fn wait(what: impl Into<String>, on: &'static str, until: Option<Timestamp>) -> 
 
 pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
+    let provider_ns = f
+        .provider_ns
+        .as_deref()
+        .map(hosts)
+        .unwrap_or_else(|| "(the provider lists none: see `check`)".to_string());
+    let delegation_hold = delegation_hold_until(f, policy);
     match (zone.state, zone.intent) {
         (None, _) => wait("the first observation", "daemon", None),
         (Some(State::Disabled), Intent::Enabled) => {
             wait("the daemon to switch DNSSEC on", "daemon", None)
         }
-        (Some(State::Disabled), _) => wait("nothing (DNSSEC off)", "nobody", None),
-        (Some(State::AwaitingDelegation), _) => {
-            wait("every parent server to delegate to the provider's name servers", "registrar", None)
+        (Some(State::Disabled), _)
+            if matches!(
+                f.delegation,
+                Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
+            ) =>
+        {
+            wait(
+                format!(
+                    "nothing (DNSSEC off; the parent delegates to {}, not to the provider's name servers)",
+                    hosts(&f.old_ns)
+                ),
+                "nobody",
+                None,
+            )
         }
+        (Some(State::Disabled), _) => wait("nothing (DNSSEC off)", "nobody", None),
+        (Some(State::AwaitingDelegation), _) if f.moving_in => wait(
+            format!(
+                "the NS at the registrar to be changed to: {provider_ns} (every parent server must delegate to exactly these; the old delegation: {})",
+                hosts(&f.old_ns)
+            ),
+            "registrar",
+            None,
+        ),
+        (Some(State::AwaitingDelegation), Intent::None) => wait(
+            format!(
+                "the operator: the parent delegates to {}, not to the provider's name servers ({provider_ns}); `enable` or `disable` starts the move in",
+                hosts(&f.old_ns)
+            ),
+            "operator",
+            None,
+        ),
+        (Some(State::AwaitingDelegation), _) => wait(
+            "a complete look at the parent to start the move in",
+            "daemon",
+            None,
+        ),
         (Some(State::Enabling), Intent::Enabled) if f.provider_off_since.is_some() => wait(
             "the provider to switch DNSSEC on (it says off; asked again)",
             "provider",
@@ -43,6 +84,22 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             "operator",
             None,
         ),
+        (Some(State::Enabling), _)
+            if delegation_hold.is_some_and(|until| until > zone.since) =>
+        {
+            match f.hold_until {
+                Some(until) if Some(until) > delegation_hold => wait(
+                    "the propagation hold after every name server served the key",
+                    "ttl",
+                    Some(until),
+                ),
+                _ => wait(
+                    "the old delegation to expire from resolvers' caches (safety rule 9), and every name server to serve the provider's key",
+                    "ttl",
+                    delegation_hold,
+                ),
+            }
+        }
         (Some(State::Enabling), _) => match f.hold_until {
             Some(until) => wait(
                 "the propagation hold after every name server served the key",
@@ -70,6 +127,16 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             wait("the daemon to start the disable", "daemon", None)
         }
         (Some(State::Active), _) => wait("nothing (DNSSEC active)", "nobody", None),
+        (Some(State::AwaitingDsRemoval), _) if f.moving_in => wait(
+            "moving in: the old DS to be removed at the registrar and gone from every parent server",
+            "registrar",
+            Some(zone.since.plus(policy.ds_removal_overdue_after)),
+        ),
+        (Some(State::TtlWait), _) if f.moving_in => wait(
+            "moving in: the old DS TTL and margin to pass; then the NS can move",
+            "ttl",
+            disable_deadline(f, policy),
+        ),
         (Some(State::AwaitingDsRemoval), _) => wait(
             "the DS to be removed at the registrar and gone from every parent server",
             "registrar",

@@ -78,6 +78,9 @@ fn string_forms_round_trip_and_agree_with_serde() {
             ds_line: "x".into(),
         },
         Effect::RequestDsRemoval { ds_line: None },
+        Effect::RequestDelegation {
+            name_servers: vec!["ns1.example.net.".into()],
+        },
     ];
     assert_eq!(effects.len(), EffectKind::VARIANTS.len());
     for effect in effects {
@@ -203,7 +206,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 4,
+                wanted: 5,
                 ..
             })
         ),
@@ -249,6 +252,27 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             .await
             .unwrap(),
         Some("hook exited with 1".into())
+    );
+    // Migration 5 rebuilt `zones` under the rows that reference it: the new state is
+    // accepted, an unknown one still refused, and the references still enforced.
+    sqlx::query("UPDATE zones SET state = 'awaiting_delegation'")
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    assert!(
+        sqlx::query("UPDATE zones SET state = 'adopting'")
+            .execute(&store.pool)
+            .await
+            .is_err()
+    );
+    assert!(
+        sqlx::query(
+            "INSERT INTO outbox (zone, created_at, effect, kind) VALUES ('nowhere.', 1, '{}', 'x')"
+        )
+        .execute(&store.pool)
+        .await
+        .is_err(),
+        "foreign keys are enforced after the rebuild"
     );
     store.close().await;
 }

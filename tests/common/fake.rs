@@ -9,14 +9,16 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use dnssec_warden::dns::delegation::ns_set;
 use dnssec_warden::dns::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, ObserveError, Observer, ParentView, ServerAnswer,
-    SignatureWindow, UnknownReason, ValidationProbe,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ObserveError, Observer, ParentView,
+    ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
     DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone, Rrset,
+    ZoneRecordSummary,
 };
 use dnssec_warden_lab::keys::LabKey;
 
@@ -239,7 +241,18 @@ impl Provider for FakeWorld {
             dnssec_enabled: Some(self.dnssec_on()),
             dnssec_status: None,
             dnssec_status_modified_on: None,
-            records: vec![],
+            // The provider's name servers: the child servers (the parent delegates to
+            // them).
+            records: vec![ZoneRecordSummary {
+                name: zone.trim_end_matches('.').to_string(),
+                rtype: "NS".into(),
+                ttl: Some(3600),
+                short_answers: self
+                    .name_servers(zone)
+                    .into_iter()
+                    .map(serde_json::Value::from)
+                    .collect(),
+            }],
         })
     }
 
@@ -318,6 +331,22 @@ impl Provider for FakeWorld {
     }
 }
 
+/// The child servers' names: the provider's name servers for the zone.
+fn children_names(zone: &str, count: usize) -> Vec<String> {
+    (1..=count).map(|i| format!("ns{i}.{zone}")).collect()
+}
+
+impl FakeWorld {
+    fn name_servers(&self, zone: &str) -> Vec<String> {
+        let zone = if zone.ends_with('.') {
+            zone.to_string()
+        } else {
+            format!("{zone}.")
+        };
+        children_names(&zone, self.lock().children.len())
+    }
+}
+
 impl Observer for FakeWorld {
     async fn parent(&self, zone: &str) -> Result<ParentView, ObserveError> {
         let countdown = self.lock().ds_reappears_after;
@@ -336,7 +365,23 @@ impl Observer for FakeWorld {
         Ok(ParentView {
             zone: zone.to_string(),
             parent: "test.".into(),
-            delegations: vec![],
+            delegations: s
+                .parents
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ServerAnswer {
+                    server: format!("ns{}.test.", i + 1),
+                    addr: std::net::IpAddr::from([127, 0, 0, u8::try_from(i + 1).unwrap_or(1)]),
+                    answer: if p.silent {
+                        NsAnswer::Unknown(UnknownReason::Timeout)
+                    } else {
+                        NsAnswer::Servers {
+                            hosts: ns_set(children_names(zone, s.children.len())),
+                            ttl: 3600,
+                        }
+                    },
+                })
+                .collect(),
             answers: s
                 .parents
                 .iter()
