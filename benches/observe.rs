@@ -200,6 +200,7 @@ async fn bench() -> Res<()> {
         SimOptions {
             api_keys: vec!["bench-key".into()],
             max_page_limit: 1000,
+            name_servers: vec!["ns1.dns.test".into(), "ns2.dns.test".into()],
             ..SimOptions::default()
         },
     )

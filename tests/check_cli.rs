@@ -108,6 +108,9 @@ async fn check_reports_the_provider_and_text_advice() {
         "127.0.0.1:0".parse().unwrap(),
         SimOptions {
             api_keys: vec!["check-key".into()],
+            name_servers: dnssec_warden_lab::dns::NAME_SERVERS
+                .map(String::from)
+                .to_vec(),
             ..SimOptions::default()
         },
     )

@@ -6,16 +6,18 @@ mod support;
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use dnssec_warden::dns::delegation::{self, ns_set};
 use dnssec_warden::dns::{
-    DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, ParentView, UnknownReason,
-    ValidationVerdict,
+    DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict,
+    ParentView, ServerAnswer, UnknownReason, ValidationVerdict,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use support::scripted_dns::{
-    Behaviour, CHILD_1, CHILD_2, ScriptedDns, Servers, TLD_A, TLD_B, ZONE, check_json,
+    Behaviour, CHILD_1, CHILD_2, ELSEWHERE, ELSEWHERE_HOST, ScriptedDns, Servers, TLD_A, TLD_B,
+    ZONE, check_json,
 };
 
 async fn world() -> (ScriptedDns, DnsObserver) {
@@ -357,4 +359,383 @@ async fn validation_rests_on_every_parent_address() {
     dns.script(Servers::One(TLD_A), Some(RecordType::DS), Behaviour::Silent);
     let probes = observer.validation(ZONE).await;
     assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
+}
+
+// Delegation awareness (issue 13, items 1 and 5): whom each parent address sends
+// resolvers to, asked beside the DS; unknown never counts.
+
+/// The child's own NS set, as the TLD delegates it by default.
+fn child_ns() -> Vec<String> {
+    ns_set(["ns1.child.test.", "ns2.child.test."])
+}
+
+fn ns_at(answers: &[ServerAnswer<NsAnswer>], ip: Ipv4Addr) -> NsAnswer {
+    answers
+        .iter()
+        .find(|a| a.addr == IpAddr::from(ip))
+        .map(|a| a.answer.clone())
+        .unwrap_or_else(|| panic!("no NS answer from {ip}: {answers:?}"))
+}
+
+fn verdict_against(view: &ParentView, provider_ns: &[String]) -> DelegationVerdict {
+    delegation::assess(&view.delegations, Some(provider_ns)).verdict
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_referral_at_each_parent_address_is_its_delegation() {
+    let (_dns, observer) = world().await;
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(view.delegations.len(), view.answers.len(), "{view:?}");
+    for (ds, ns) in view.answers.iter().zip(&view.delegations) {
+        assert_eq!((&ds.server, ds.addr), (&ns.server, ns.addr), "same order");
+    }
+    for tld in [TLD_A, TLD_B] {
+        assert_eq!(
+            ns_at(&view.delegations, tld),
+            NsAnswer::Servers {
+                hosts: child_ns(),
+                ttl: 300
+            },
+            "{view:?}"
+        );
+    }
+    assert_eq!(
+        verdict_against(&view, &child_ns()),
+        DelegationVerdict::Provider
+    );
+    assert_eq!(
+        verdict_against(&view, &ns_set(["ns1.gcorelabs.net", "ns2.gcdn.services"])),
+        DelegationVerdict::Foreign
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_parent_address_delegating_elsewhere_is_mixed() {
+    let (dns, observer) = world().await;
+    dns.script(
+        Servers::One(TLD_B),
+        Some(RecordType::NS),
+        Behaviour::ReferTo(vec![ELSEWHERE_HOST.into()]),
+    );
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(
+        ns_at(&view.delegations, TLD_A),
+        NsAnswer::Servers {
+            hosts: child_ns(),
+            ttl: 300
+        }
+    );
+    assert_eq!(
+        ns_at(&view.delegations, TLD_B),
+        NsAnswer::Servers {
+            hosts: vec![ELSEWHERE_HOST.to_string()],
+            ttl: 300
+        }
+    );
+    let assessment = delegation::assess(&view.delegations, Some(&child_ns()));
+    assert_eq!(assessment.verdict, DelegationVerdict::Mixed);
+    assert_eq!(
+        assessment.elsewhere_sets(),
+        vec![vec![ELSEWHERE_HOST.to_string()]]
+    );
+    // The DS answers are untouched by it.
+    assert!(matches!(ds_at(&view, TLD_B), DsAnswer::Present { .. }));
+}
+
+/// Safety rule 3 for the delegation: a silent address leaves it unknown, even when every
+/// address that answered delegates to exactly the provider's set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_parent_address_leaves_the_delegation_unknown() {
+    let (dns, observer) = world().await;
+    dns.script(Servers::One(TLD_B), Some(RecordType::NS), Behaviour::Silent);
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(
+        ns_at(&view.delegations, TLD_B),
+        NsAnswer::Unknown(UnknownReason::Timeout)
+    );
+    assert!(matches!(
+        ns_at(&view.delegations, TLD_A),
+        NsAnswer::Servers { .. }
+    ));
+    assert_eq!(
+        verdict_against(&view, &child_ns()),
+        DelegationVerdict::Unknown
+    );
+    assert_eq!(
+        delegation::assess(&view.delegations, None).verdict,
+        DelegationVerdict::Unknown,
+        "no provider set: unknown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authoritative_nxdomain_is_not_delegated() {
+    let (dns, observer) = world().await;
+    // The cut is found (and cached) first: a parent denying the zone everywhere would
+    // end discovery itself.
+    observer.parent(ZONE).await.expect("parent view");
+    dns.set_ds(Servers::One(TLD_A), Vec::new());
+    dns.script(Servers::One(TLD_A), None, Behaviour::Nxdomain);
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(ns_at(&view.delegations, TLD_A), NsAnswer::NotDelegated);
+    assert_eq!(ds_at(&view, TLD_A), DsAnswer::Absent, "{view:?}");
+    let assessment = delegation::assess(&view.delegations, Some(&child_ns()));
+    assert_eq!(assessment.verdict, DelegationVerdict::Mixed);
+    assert_eq!(assessment.servers[0].delegates_to, Some(Vec::new()));
+}
+
+/// The existing contradiction (NXDOMAIN for the DS, a referral for the NS) rests on the
+/// one NS question asked at each address: four questions per view, not five, and the
+/// delegation of that address is not believed either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_contradiction_reuses_the_one_ns_answer() {
+    let (dns, observer) = world().await;
+    observer.parent(ZONE).await.expect("parent view");
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::DS),
+        Behaviour::Nxdomain,
+    );
+    let before = observer.stats();
+    let view = observer.parent(ZONE).await.expect("parent view");
+    let after = observer.stats();
+    assert_eq!(
+        after.exchanges - before.exchanges,
+        4,
+        "DS and NS once at each of two addresses"
+    );
+    assert!(matches!(
+        ds_at(&view, TLD_A),
+        DsAnswer::Unknown(UnknownReason::Contradiction(_))
+    ));
+    assert!(
+        matches!(
+            ns_at(&view.delegations, TLD_A),
+            NsAnswer::Unknown(UnknownReason::Contradiction(_))
+        ),
+        "{view:?}"
+    );
+    assert_eq!(
+        verdict_against(&view, &child_ns()),
+        DelegationVerdict::Unknown
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lame_or_garbage_ns_answer_at_the_parent_is_unknown_with_its_reason() {
+    let (dns, observer) = world().await;
+    observer.parent(ZONE).await.expect("parent view");
+    type Expected = fn(&UnknownReason) -> bool;
+    let cases: Vec<(Behaviour, Expected)> = vec![
+        (Behaviour::LameUp, |r| *r == UnknownReason::Lame),
+        (Behaviour::LameSideways, |r| *r == UnknownReason::Lame),
+        (
+            Behaviour::CnameAtName,
+            |r| matches!(r, UnknownReason::Malformed(d) if d.contains("CNAME")),
+        ),
+        (
+            Behaviour::NoQuestion,
+            |r| matches!(r, UnknownReason::Malformed(d) if d.contains("question")),
+        ),
+        (Behaviour::Rcode(ResponseCode::Refused), |r| {
+            *r == UnknownReason::Refused
+        }),
+        (Behaviour::Rcode(ResponseCode::ServFail), |r| {
+            *r == UnknownReason::Servfail
+        }),
+    ];
+    for (behaviour, expected) in cases {
+        dns.script(Servers::One(TLD_A), Some(RecordType::NS), behaviour.clone());
+        let view = observer.parent(ZONE).await.expect("parent view");
+        match ns_at(&view.delegations, TLD_A) {
+            NsAnswer::Unknown(reason) => {
+                assert!(expected(&reason), "{behaviour:?}: {reason:?}");
+                assert!(!reason.to_string().is_empty());
+            }
+            other => panic!("{behaviour:?}: {other:?}"),
+        }
+        assert_eq!(
+            verdict_against(&view, &child_ns()),
+            DelegationVerdict::Unknown,
+            "{behaviour:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apex_ns_comes_from_every_child_address() {
+    let (dns, observer) = world().await;
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(child.apex_ns.len(), child.answers.len(), "{child:?}");
+    for ip in [CHILD_1, CHILD_2] {
+        match ns_at(&child.apex_ns, ip) {
+            NsAnswer::Servers { hosts, ttl } => {
+                assert_eq!(hosts, child_ns());
+                assert!(ttl > 0);
+            }
+            other => panic!("{ip}: {other:?}"),
+        }
+    }
+    assert!(delegation::max_ttl(&child.apex_ns).is_some());
+    dns.script(
+        Servers::One(CHILD_1),
+        Some(RecordType::NS),
+        Behaviour::LameUp,
+    );
+    dns.script(
+        Servers::One(CHILD_2),
+        Some(RecordType::NS),
+        Behaviour::Rcode(ResponseCode::Refused),
+    );
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(
+        ns_at(&child.apex_ns, CHILD_1),
+        NsAnswer::Unknown(UnknownReason::Lame)
+    );
+    assert_eq!(
+        ns_at(&child.apex_ns, CHILD_2),
+        NsAnswer::Unknown(UnknownReason::Refused)
+    );
+    assert_eq!(delegation::max_ttl(&child.apex_ns), None);
+    // The DNSKEY answers do not depend on it.
+    assert!(
+        child
+            .answers
+            .iter()
+            .all(|a| matches!(a.answer, DnskeyAnswer::Keys(_)))
+    );
+}
+
+/// A re-delegation between two observations: the cached cut still names the old
+/// servers, until a parent view sees the parent delegate elsewhere and forgets it; the
+/// next child view then asks the new servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelegation_seen_at_the_parent_makes_the_next_child_view_follow_it() {
+    let (dns, observer) = world().await;
+    let addrs = |answers: &[ServerAnswer<DnskeyAnswer>]| {
+        let mut a: Vec<IpAddr> = answers.iter().map(|a| a.addr).collect();
+        a.sort();
+        a
+    };
+    let old = vec![IpAddr::from(CHILD_1), IpAddr::from(CHILD_2)];
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(addrs(&child.answers), old);
+    dns.set_child_ns(&[ELSEWHERE_HOST]);
+    // Still the cached delegation: nothing told the observer yet.
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(addrs(&child.answers), old);
+    let view = observer.parent(ZONE).await.expect("parent view");
+    for tld in [TLD_A, TLD_B] {
+        assert_eq!(
+            ns_at(&view.delegations, tld),
+            NsAnswer::Servers {
+                hosts: vec![ELSEWHERE_HOST.to_string()],
+                ttl: 300
+            }
+        );
+    }
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(
+        addrs(&child.answers),
+        vec![IpAddr::from(ELSEWHERE)],
+        "{child:?}"
+    );
+    assert_eq!(
+        ns_at(&child.apex_ns, ELSEWHERE),
+        NsAnswer::Servers {
+            hosts: child_ns(),
+            ttl: match ns_at(&child.apex_ns, ELSEWHERE) {
+                NsAnswer::Servers { ttl, .. } => ttl,
+                _ => 0,
+            }
+        },
+        "the new server serves the zone's own apex NS"
+    );
+    // A delegation unchanged keeps the cache: the parent view after it asks no more
+    // than DS and NS at each parent address.
+    let before = observer.stats();
+    observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(observer.stats().exchanges - before.exchanges, 4);
+}
+
+/// `check --json`: the delegation verdict, per-server detail and the provider's name
+/// servers, from the provider's zone object; without a provider, unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_json_reports_the_delegation() {
+    use dnssec_warden_lab::{ProviderSim, SimOptions};
+    let (dns, _observer) = world().await;
+    let dir = tempfile::tempdir().expect("dir");
+
+    // No provider: no provider set, so unknown; the DS verdict is as before.
+    let (_, json) = check_json(&dns.config_file(dir.path()), ZONE).await;
+    assert_eq!(json["delegation"], "unknown", "{json:#}");
+    assert!(json["provider_ns"].is_null(), "{json:#}");
+    assert_eq!(json["parent_ds"], "all_match", "{json:#}");
+    assert_eq!(
+        json["delegation_servers"].as_array().map(Vec::len),
+        Some(2),
+        "{json:#}"
+    );
+
+    // The provider lists the child's own servers as its name servers.
+    let sim = ProviderSim::start(
+        "127.0.0.1:0".parse().expect("address"),
+        SimOptions {
+            api_keys: vec!["scripted-key".into()],
+            name_servers: vec!["ns1.child.test".into(), "NS2.child.test.".into()],
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("simulator");
+    sim.handle().add_zone("child.test");
+    std::fs::write(dir.path().join("api-key"), "scripted-key\n").expect("key file");
+    let provider = format!(
+        "[provider]\nbase_url = \"{}\"\napi_key_file = \"{}\"\nrequest_timeout = \"2s\"\nmax_attempts = 1\n",
+        sim.base_url(),
+        dir.path().join("api-key").display()
+    );
+    let conf = dns.config_file_with(dir.path(), &provider);
+    let (_, json) = check_json(&conf, ZONE).await;
+    assert_eq!(json["delegation"], "provider", "{json:#}");
+    assert_eq!(
+        json["provider_ns"],
+        serde_json::json!(["ns1.child.test.", "ns2.child.test."])
+    );
+    assert!(
+        json["delegation_servers"]
+            .as_array()
+            .is_some_and(|s| s.iter().all(|s| s["matches"] == "provider")),
+        "{json:#}"
+    );
+    assert!(json["parent"]["delegations"].is_array(), "{json:#}");
+
+    // The registrar moved the zone elsewhere: foreign, with the way in said.
+    dns.set_child_ns(&[ELSEWHERE_HOST]);
+    let (_, json) = check_json(&conf, ZONE).await;
+    assert_eq!(json["delegation"], "foreign", "{json:#}");
+    let text = advice(&json);
+    assert!(
+        text.contains(ELSEWHERE_HOST)
+            && text.contains("ns1.child.test., ns2.child.test.")
+            && text.contains("dnssec-warden enable child.test."),
+        "{text}"
+    );
+
+    // One TLD server still sends resolvers to the provider: mixed, each server named.
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::NS),
+        Behaviour::ReferTo(vec!["ns1.child.test.".into(), "ns2.child.test.".into()]),
+    );
+    let (_, json) = check_json(&conf, ZONE).await;
+    assert_eq!(json["delegation"], "mixed", "{json:#}");
+    let text = advice(&json);
+    assert!(
+        text.contains("disagree") && text.contains("a.nic.test.") && text.contains(ELSEWHERE_HOST),
+        "{text}"
+    );
+    // The existing fields keep their meaning.
+    assert!(json["parent_ds"].is_string() && json["validation"].is_string());
 }

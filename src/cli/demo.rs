@@ -72,6 +72,9 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
             api_keys: vec![api_key.clone()],
             ds_ttl: 2,
             name_server_ttl: 1,
+            name_servers: dnssec_warden_lab::dns::NAME_SERVERS
+                .map(String::from)
+                .to_vec(),
             ..SimOptions::default()
         },
     )

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::config::Settings;
+use crate::dns::DelegationVerdict;
 use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock};
 use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
@@ -136,6 +137,21 @@ pub async fn status_text(
         );
         if let Some(error) = provider_error(row) {
             let _ = writeln!(out, "{:<28} PROVIDER: {error}", "");
+        }
+        // Said whenever the parent does not (only) send resolvers to the provider.
+        if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) =
+            z.facts.delegation
+        {
+            let _ = writeln!(
+                out,
+                "{:<28} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
+                "",
+                crate::dns::delegation::describe(&z.facts.old_ns),
+                z.facts
+                    .provider_ns
+                    .as_deref()
+                    .map_or_else(|| "unknown".to_string(), crate::dns::delegation::describe)
+            );
         }
         for a in alerts.iter().filter(|a| a.zone == z.name) {
             let _ = writeln!(

@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
 use super::{
-    ChildView, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, ParentView, ValidationProbe,
-    ValidationVerdict, VerdictReason, combine_validation,
+    ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
+    ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
 };
 use crate::provider::{GcoreClient, Provider, ProviderError};
 
@@ -44,6 +45,14 @@ pub struct CheckReport {
     pub validation: ValidationVerdict,
     /// Secure, or cleanly insecure: the exit status is 0 exactly then.
     pub consistent: bool,
+    /// `provider | foreign | mixed | unknown`: whom the parent addresses delegate the
+    /// zone to, against the provider's name servers (DESIGN.md section 2).
+    pub delegation: DelegationVerdict,
+    /// Per parent address: the NS set it delegates to and how it compares.
+    pub delegation_servers: Vec<DelegationDetail>,
+    /// The provider's name servers for the zone (its apex NS), when the provider could
+    /// be asked and lists them.
+    pub provider_ns: Option<Vec<String>>,
     pub provider: Option<ProviderState>,
     pub parent: Option<ParentView>,
     pub child: Option<ChildView>,
@@ -75,13 +84,31 @@ pub async fn check<O: Observer>(
         None => (ParentDsVerdict::Unknown, vec![VerdictReason::ParentUnknown]),
     };
     let validation = combine_validation(&probes);
-    let provider = match provider {
-        None => None,
-        Some(Err(e)) => Some(ProviderState::failed(e)),
+    let (provider, provider_ns) = match provider {
+        None => (None, None),
+        Some(Err(e)) => {
+            errors.push(format!(
+                "provider: {e}; the delegation cannot be judged without its name servers"
+            ));
+            (Some(ProviderState::failed(e)), None)
+        }
         Some(Ok(client)) => {
-            Some(provider_state(client, zone, parent.as_ref(), child.as_ref()).await)
+            let (state, ns) = provider_state(client, zone, parent.as_ref(), child.as_ref()).await;
+            match ns {
+                Ok(ns) => (Some(state), Some(ns)),
+                Err(e) => {
+                    errors.push(e);
+                    (Some(state), None)
+                }
+            }
         }
     };
+    let assessment = delegation::assess(
+        parent
+            .as_ref()
+            .map_or(&[][..], |p| p.delegations.as_slice()),
+        provider_ns.as_deref(),
+    );
     let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
     let consistent = match parent_ds {
         ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
@@ -97,6 +124,9 @@ pub async fn check<O: Observer>(
         parent_ds_reasons,
         validation,
         consistent,
+        delegation: assessment.verdict,
+        delegation_servers: assessment.servers,
+        provider_ns,
         provider,
         parent,
         child,
@@ -122,24 +152,34 @@ impl ProviderState {
     }
 }
 
+/// The provider's side of the zone, and its name servers (the apex NS of the zone
+/// object) or why they are not known.
 async fn provider_state(
     client: &GcoreClient,
     zone: &str,
     parent: Option<&ParentView>,
     child: Option<&ChildView>,
-) -> ProviderState {
+) -> (ProviderState, Result<Vec<String>, String>) {
     let mut state = ProviderState::failed(String::new());
     state.error = None;
-    match client.get_zone(zone).await {
-        Ok(z) => state.dnssec_enabled = z.dnssec_enabled,
+    let ns = match client.get_zone(zone).await {
+        Ok(z) => {
+            state.dnssec_enabled = z.dnssec_enabled;
+            z.apex_ns().ok_or_else(|| {
+                format!("the provider's zone object lists no apex NS for {zone}: the delegation cannot be judged")
+            })
+        }
         Err(e) => {
             state.error = Some(format!("zone: {e}"));
-            return state;
+            let ns = Err(format!(
+                "provider zone {zone}: {e}; the delegation cannot be judged without its name servers"
+            ));
+            return (state, ns);
         }
-    }
+    };
     // Unknown (the provider left the field out) is settled by asking for the key.
     if state.dnssec_enabled == Some(false) {
-        return state;
+        return (state, ns);
     }
     match Provider::get_dnssec(client, zone).await {
         Ok(key) => {
@@ -161,7 +201,7 @@ async fn provider_state(
         Err(ProviderError::DnssecDisabled) => state.dnssec_enabled = Some(false),
         Err(e) => state.error = Some(format!("DNSSEC key: {e}")),
     }
-    state
+    (state, ns)
 }
 
 fn advise(r: &CheckReport) -> Vec<String> {
@@ -173,7 +213,9 @@ fn advise(r: &CheckReport) -> Vec<String> {
         .child
         .as_ref()
         .is_none_or(|c| c.any_unknown() && c.served_keys().keys.is_empty());
-    if !r.errors.is_empty() {
+    // Only a view that could not be built means the delegation could not be followed
+    // (a provider error is in `errors` too, and said below).
+    if r.parent.is_none() || r.child.is_none() {
         advice.push(
             "The delegation could not be followed; check the zone name and that the parent's servers answer."
                 .into(),
@@ -268,7 +310,64 @@ fn advise(r: &CheckReport) -> Vec<String> {
                 .into(),
         );
     }
+    advice.extend(advise_delegation(r));
     advice
+}
+
+/// What the delegation verdict asks of the operator.
+fn advise_delegation(r: &CheckReport) -> Option<String> {
+    let provider_ns = r.provider_ns.as_deref().unwrap_or_default();
+    let sets = || {
+        let mut sets: Vec<&[String]> = Vec::new();
+        for s in &r.delegation_servers {
+            if let Some(hosts) = &s.delegates_to
+                && !sets.contains(&hosts.as_slice())
+            {
+                sets.push(hosts);
+            }
+        }
+        sets
+    };
+    match r.delegation {
+        DelegationVerdict::Provider => None,
+        DelegationVerdict::Foreign => Some(format!(
+            "The parent delegates {zone} to {to}, not the provider's name servers {ours}. To move the zone in run `dnssec-warden enable {zone}` and follow `dnssec-warden status {zone}`: it says each step (any old DS removed first, then the NS changed at the registrar).",
+            zone = r.zone,
+            to = sets()
+                .into_iter()
+                .map(delegation::describe)
+                .collect::<Vec<_>>()
+                .join(" / "),
+            ours = delegation::describe(provider_ns),
+        )),
+        DelegationVerdict::Mixed => {
+            let by_server: Vec<String> = r
+                .delegation_servers
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}: {}",
+                        s.server,
+                        s.addr,
+                        match &s.delegates_to {
+                            Some(hosts) => delegation::describe(hosts),
+                            None => "unknown".into(),
+                        }
+                    )
+                })
+                .collect();
+            Some(format!(
+                "Parent servers disagree about the delegation: {}; the provider's name servers are {}. Resolvers are sent to different servers: wait for the registry to finish the change, or correct the NS at the registrar.",
+                by_server.join("; "),
+                delegation::describe(provider_ns)
+            ))
+        }
+        DelegationVerdict::Unknown if r.provider_ns.is_some() && !r.delegation_servers.is_empty() => Some(
+            "Some parent server gave no usable answer about the delegation (see the per-server detail): whether it is the provider's is unknown."
+                .into(),
+        ),
+        DelegationVerdict::Unknown => None,
+    }
 }
 
 /// The report in words, for a terminal.
@@ -341,6 +440,20 @@ pub fn render_text(r: &CheckReport) -> String {
                 DnskeyAnswer::Unknown(reason) => format!("unknown: {reason}"),
             };
             let _ = writeln!(out, "  {} {}: {what}", a.server, a.addr);
+            let apex = child
+                .apex_ns
+                .iter()
+                .find(|n| n.server == a.server && n.addr == a.addr)
+                .map(|n| match &n.answer {
+                    NsAnswer::Servers { hosts, ttl } => {
+                        format!("{} ttl {ttl}", delegation::describe(hosts))
+                    }
+                    NsAnswer::NotDelegated => "none".into(),
+                    NsAnswer::Unknown(reason) => format!("unknown: {reason}"),
+                });
+            if let Some(apex) = apex {
+                let _ = writeln!(out, "    apex NS: {apex}");
+            }
         }
     }
     for p in &r.validation_probes {
@@ -359,6 +472,32 @@ pub fn render_text(r: &CheckReport) -> String {
         let _ = writeln!(out, "parent_ds reasons: {}", reasons.join(", "));
     }
     let _ = writeln!(out, "validation: {}", r.validation);
+    let _ = writeln!(
+        out,
+        "delegation: {} (provider's name servers: {})",
+        r.delegation,
+        r.provider_ns
+            .as_deref()
+            .map_or_else(|| "unknown".to_string(), delegation::describe)
+    );
+    for d in &r.delegation_servers {
+        let what = match (&d.delegates_to, &d.unknown) {
+            (Some(hosts), _) => format!(
+                "{}{} ({})",
+                delegation::describe(hosts),
+                d.ttl.map(|t| format!(" ttl {t}")).unwrap_or_default(),
+                match d.matches {
+                    DelegationMatch::Provider => "provider",
+                    DelegationMatch::Foreign => "foreign",
+                    DelegationMatch::Mixed => "mixed",
+                    DelegationMatch::Unknown => "not judged",
+                }
+            ),
+            (None, Some(reason)) => format!("unknown: {reason}"),
+            (None, None) => "unknown".into(),
+        };
+        let _ = writeln!(out, "  {} {}: {what}", d.server, d.addr);
+    }
     for a in &r.advice {
         let _ = writeln!(out, "-> {a}");
     }
@@ -384,4 +523,118 @@ pub async fn run(
         zone,
     )
     .await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::ServerAnswer;
+
+    fn report(delegations: Vec<(&str, NsAnswer)>, provider_ns: Option<Vec<String>>) -> CheckReport {
+        let delegations: Vec<ServerAnswer<NsAnswer>> = delegations
+            .into_iter()
+            .enumerate()
+            .map(|(i, (server, answer))| ServerAnswer {
+                server: server.into(),
+                addr: std::net::IpAddr::from([127, 0, 0, 10 + i as u8]),
+                answer,
+            })
+            .collect();
+        let a = delegation::assess(&delegations, provider_ns.as_deref());
+        let mut r = CheckReport {
+            zone: "shop.test.".into(),
+            parent_ds: ParentDsVerdict::AllAbsent,
+            parent_ds_reasons: Vec::new(),
+            validation: ValidationVerdict::Insecure,
+            consistent: true,
+            delegation: a.verdict,
+            delegation_servers: a.servers,
+            provider_ns,
+            provider: None,
+            parent: Some(ParentView {
+                zone: "shop.test.".into(),
+                parent: "test.".into(),
+                answers: Vec::new(),
+                delegations,
+            }),
+            child: None,
+            validation_probes: Vec::new(),
+            errors: Vec::new(),
+            advice: Vec::new(),
+        };
+        r.advice = advise(&r);
+        r
+    }
+
+    fn to(hosts: &[&str]) -> NsAnswer {
+        NsAnswer::Servers {
+            hosts: delegation::ns_set(hosts),
+            ttl: 86400,
+        }
+    }
+
+    #[test]
+    fn foreign_and_mixed_delegations_are_said_with_what_to_do() {
+        let ours = Some(delegation::ns_set(["ns1.prov.net", "ns2.prov.net"]));
+        let old = ["ns1.old.net", "ns2.old.net"];
+        let r = report(
+            vec![("a.nic.test.", to(&old)), ("b.nic.test.", to(&old))],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Foreign);
+        let advice = r.advice.join("\n");
+        assert!(
+            advice.contains("delegates shop.test. to ns1.old.net., ns2.old.net.")
+                && advice.contains("not the provider's name servers ns1.prov.net., ns2.prov.net.")
+                && advice.contains("`dnssec-warden enable shop.test.`"),
+            "{advice}"
+        );
+        let text = render_text(&r);
+        assert!(text.contains("delegation: foreign"), "{text}");
+        assert!(
+            text.contains("a.nic.test. 127.0.0.10: ns1.old.net., ns2.old.net. ttl 86400 (foreign)"),
+            "{text}"
+        );
+
+        let r = report(
+            vec![
+                ("a.nic.test.", to(&["ns1.prov.net", "ns2.prov.net"])),
+                ("b.nic.test.", to(&old)),
+            ],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Mixed);
+        let advice = r.advice.join("\n");
+        assert!(
+            advice.contains("Parent servers disagree about the delegation")
+                && advice.contains("b.nic.test. 127.0.0.11: ns1.old.net., ns2.old.net."),
+            "{advice}"
+        );
+
+        // The provider's own: nothing to say. Unknown: said, never as foreign.
+        let r = report(
+            vec![("a.nic.test.", to(&["ns1.prov.net", "ns2.prov.net"]))],
+            ours.clone(),
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Provider);
+        assert!(
+            !r.advice
+                .iter()
+                .any(|a| a.contains("delegates") || a.contains("disagree")),
+            "{:?}",
+            r.advice
+        );
+        let r = report(
+            vec![(
+                "a.nic.test.",
+                NsAnswer::Unknown(crate::dns::UnknownReason::Timeout),
+            )],
+            ours,
+        );
+        assert_eq!(r.delegation, DelegationVerdict::Unknown);
+        assert!(render_text(&r).contains("a.nic.test. 127.0.0.10: unknown: timeout"));
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(json["delegation"], "unknown");
+        assert_eq!(json["delegation_servers"][0]["unknown"], "timeout");
+    }
 }

@@ -5,6 +5,7 @@ use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
+use super::delegation::{NsAnswer, ns_set};
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
 use super::query::Outcome;
 use super::transport::ExchangeError;
@@ -140,6 +141,128 @@ pub fn contradicted_by_referral(zone: &Name, ds: DsAnswer, ns: &Outcome) -> DsAn
     }
 }
 
+/// The NS RRset owned by `zone` in `records`, as a comparable set, and its largest TTL
+/// (the longest a resolver may keep following it). `None` when there is none.
+fn ns_rrset(records: &[hickory_proto::rr::Record], zone: &Name) -> Option<NsAnswer> {
+    let mut hosts = Vec::new();
+    let mut ttl = 0;
+    for r in wire::rrset(records, zone, RecordType::NS) {
+        if let RData::NS(ns) = &r.data {
+            hosts.push(wire::name_text(&ns.0));
+            ttl = ttl.max(r.ttl);
+        }
+    }
+    let hosts = ns_set(hosts);
+    (!hosts.is_empty()).then_some(NsAnswer::Servers { hosts, ttl })
+}
+
+/// Up to three "owner TYPE" of the records in an answer section other than signatures,
+/// for a reason that names what was there instead.
+fn found_instead(message: &Message) -> Option<String> {
+    let found: Vec<String> = message
+        .answers
+        .iter()
+        .filter(|r| r.record_type() != RecordType::RRSIG)
+        .take(3)
+        .map(|r| format!("{} {}", wire::name_text(&r.name), r.record_type()))
+        .collect();
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
+/// `zone NS` asked at a server of `parent`: whom it delegates the zone to. A referral
+/// (AA=0, the zone's NS in the authority section) or, from a server hosting the child
+/// too, the authoritative apex NS are delegations; an authoritative NXDOMAIN or NODATA
+/// with the parent's SOA is "not delegated"; anything else is unknown (safety rule 3).
+pub fn classify_ns_at_parent(zone: &Name, parent: &str, outcome: &Outcome) -> NsAnswer {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return NsAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return NsAnswer::Unknown(reason);
+    }
+    if !message.metadata.authoritative {
+        // A referral carries no answer; one with answers is a cache speaking, and one
+        // to any other name (up, sideways) is a lame server.
+        if message.metadata.response_code == ResponseCode::NoError
+            && message.answers.is_empty()
+            && let Some(servers) = ns_rrset(&message.authorities, zone)
+        {
+            return servers;
+        }
+        return NsAnswer::Unknown(UnknownReason::Lame);
+    }
+    if message.metadata.response_code == ResponseCode::NXDomain {
+        return match negative_from(message, parent) {
+            Ok(()) => NsAnswer::NotDelegated,
+            Err(r) => NsAnswer::Unknown(r),
+        };
+    }
+    if let Some(servers) = ns_rrset(&message.answers, zone) {
+        return servers;
+    }
+    if let Some(found) = found_instead(message) {
+        return NsAnswer::Unknown(UnknownReason::Malformed(format!(
+            "answer section holds no NS for the zone, but {found}"
+        )));
+    }
+    // NODATA: with the parent's SOA the name exists inside the parent's zone and is not
+    // delegated; with any other zone's SOA the server is lame.
+    match negative_from(message, parent) {
+        Ok(()) => NsAnswer::NotDelegated,
+        Err(r) => NsAnswer::Unknown(r),
+    }
+}
+
+/// `zone NS` and `zone DS` asked at the same parent server: a server that denies the
+/// name (NXDOMAIN for one) and delegates it or publishes its DS (for the other)
+/// contradicts itself, and its delegation is not believed either.
+pub fn ns_contradicted_by_ds(zone: &Name, ns: NsAnswer, ds: &Outcome) -> NsAnswer {
+    let contradiction = |what: &str| {
+        NsAnswer::Unknown(UnknownReason::Contradiction(format!(
+            "{what} for {}",
+            wire::name_text(zone)
+        )))
+    };
+    match (&ns, ds) {
+        (NsAnswer::Servers { .. }, Ok(m)) if m.metadata.response_code == ResponseCode::NXDomain => {
+            contradiction("a referral, yet NXDOMAIN for the DS,")
+        }
+        (NsAnswer::NotDelegated, Ok(m))
+            if m.metadata.response_code == ResponseCode::NoError
+                && wire::rrset(&m.answers, zone, RecordType::DS)
+                    .next()
+                    .is_some() =>
+        {
+            contradiction("no delegation, yet a DS")
+        }
+        _ => ns,
+    }
+}
+
+/// `zone NS` asked at a server the parent delegates `zone` to: the apex NS RRset it
+/// serves with authority. A zone always has an apex NS, so there is no "none" here:
+/// anything but the authoritative RRset is unknown.
+pub fn classify_apex_ns(zone: &Name, outcome: &Outcome) -> NsAnswer {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return NsAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return NsAnswer::Unknown(reason);
+    }
+    if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
+        return NsAnswer::Unknown(UnknownReason::Lame);
+    }
+    if let Some(servers) = ns_rrset(&message.answers, zone) {
+        return servers;
+    }
+    NsAnswer::Unknown(UnknownReason::Malformed(match found_instead(message) {
+        Some(found) => format!("answer section holds no apex NS, but {found}"),
+        None => "authoritative answer without the apex NS".into(),
+    }))
+}
+
 /// `zone DNSKEY` asked at a server the parent delegates `zone` to. `cds` and `cdnskey`
 /// are the same server's answers to `zone CDS` and `zone CDNSKEY`, when asked.
 pub fn classify_dnskey(
@@ -237,4 +360,245 @@ pub fn classify_dnskey(
         cdnskey: cdnskey_records,
         delete_requested,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use hickory_proto::op::{MessageType, OpCode};
+    use hickory_proto::rr::Record;
+    use hickory_proto::rr::rdata::{CNAME, NS, SOA};
+
+    use super::*;
+
+    fn name(text: &str) -> Name {
+        wire::parse_name(text).unwrap_or_else(Name::root)
+    }
+
+    fn ns(owner: &str, host: &str, ttl: u32) -> Record {
+        Record::from_rdata(name(owner), ttl, RData::NS(NS(name(host))))
+    }
+
+    fn soa(owner: &str) -> Record {
+        Record::from_rdata(
+            name(owner),
+            60,
+            RData::SOA(SOA::new(
+                name(&format!("ns.{owner}")),
+                name(&format!("hostmaster.{owner}")),
+                1,
+                3600,
+                600,
+                86400,
+                60,
+            )),
+        )
+    }
+
+    fn message(aa: bool, rcode: ResponseCode, answers: Vec<Record>, auth: Vec<Record>) -> Outcome {
+        let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+        m.metadata.authoritative = aa;
+        m.metadata.response_code = rcode;
+        m.answers = answers;
+        m.authorities = auth;
+        Ok(Arc::new(m))
+    }
+
+    const ZONE: &str = "child.test.";
+    const PARENT: &str = "test.";
+
+    #[test]
+    fn the_parent_delegates_by_referral_or_by_hosting_the_child() {
+        let z = name(ZONE);
+        let referral = message(
+            false,
+            ResponseCode::NoError,
+            vec![],
+            vec![
+                ns(ZONE, "NS2.child.test.", 300),
+                ns(ZONE, "ns1.child.test.", 600),
+            ],
+        );
+        let expected = NsAnswer::Servers {
+            hosts: ns_set(["ns1.child.test", "ns2.child.test"]),
+            ttl: 600,
+        };
+        assert_eq!(classify_ns_at_parent(&z, PARENT, &referral), expected);
+        // A parent server that hosts the child too answers the apex NS with authority.
+        let hosting = message(
+            true,
+            ResponseCode::NoError,
+            vec![
+                ns(ZONE, "ns1.child.test.", 600),
+                ns(ZONE, "ns2.child.test.", 600),
+            ],
+            vec![],
+        );
+        assert_eq!(classify_ns_at_parent(&z, PARENT, &hosting), expected);
+    }
+
+    #[test]
+    fn only_the_parents_own_denial_is_not_delegated() {
+        let z = name(ZONE);
+        let nx = message(true, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &nx),
+            NsAnswer::NotDelegated
+        );
+        let nodata = message(true, ResponseCode::NoError, vec![], vec![soa(PARENT)]);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &nodata),
+            NsAnswer::NotDelegated
+        );
+        // Another zone's SOA: lame. No SOA at all: malformed. Neither is "not delegated".
+        let other = message(true, ResponseCode::NoError, vec![], vec![soa(ZONE)]);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &other),
+            NsAnswer::Unknown(UnknownReason::Lame)
+        );
+        let bare = message(true, ResponseCode::NXDomain, vec![], vec![]);
+        assert!(matches!(
+            classify_ns_at_parent(&z, PARENT, &bare),
+            NsAnswer::Unknown(UnknownReason::Malformed(_))
+        ));
+        // An NXDOMAIN without authority is a cache or a lame server speaking.
+        let cached = message(false, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &cached),
+            NsAnswer::Unknown(UnknownReason::Lame)
+        );
+    }
+
+    #[test]
+    fn anything_else_at_the_parent_is_unknown() {
+        let z = name(ZONE);
+        let cases = [
+            // A referral up or sideways.
+            message(
+                false,
+                ResponseCode::NoError,
+                vec![],
+                vec![ns(".", "a.root.", 1)],
+            ),
+            // A recursive answer, not the parent speaking.
+            message(
+                false,
+                ResponseCode::NoError,
+                vec![ns(ZONE, "ns1.child.test.", 300)],
+                vec![],
+            ),
+            message(false, ResponseCode::NoError, vec![], vec![]),
+        ];
+        for outcome in &cases {
+            assert_eq!(
+                classify_ns_at_parent(&z, PARENT, outcome),
+                NsAnswer::Unknown(UnknownReason::Lame),
+                "{outcome:?}"
+            );
+        }
+        let cname = message(
+            true,
+            ResponseCode::NoError,
+            vec![Record::from_rdata(
+                z.clone(),
+                60,
+                RData::CNAME(CNAME(name("x.test."))),
+            )],
+            vec![soa(PARENT)],
+        );
+        assert!(matches!(
+            classify_ns_at_parent(&z, PARENT, &cname),
+            NsAnswer::Unknown(UnknownReason::Malformed(d)) if d.contains("CNAME")
+        ));
+        let refused = message(true, ResponseCode::Refused, vec![], vec![]);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &refused),
+            NsAnswer::Unknown(UnknownReason::Refused)
+        );
+        let timeout: Outcome = Err(ExchangeError::Timeout);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &timeout),
+            NsAnswer::Unknown(UnknownReason::Timeout)
+        );
+    }
+
+    #[test]
+    fn a_parent_denying_what_it_delegates_is_not_believed() {
+        let z = name(ZONE);
+        let servers = NsAnswer::Servers {
+            hosts: ns_set(["ns1.child.test"]),
+            ttl: 300,
+        };
+        let ds_nx = message(true, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
+        assert!(matches!(
+            ns_contradicted_by_ds(&z, servers.clone(), &ds_nx),
+            NsAnswer::Unknown(UnknownReason::Contradiction(_))
+        ));
+        let ds_nodata = message(true, ResponseCode::NoError, vec![], vec![soa(PARENT)]);
+        assert_eq!(
+            ns_contradicted_by_ds(&z, servers.clone(), &ds_nodata),
+            servers
+        );
+        let timeout: Outcome = Err(ExchangeError::Timeout);
+        assert_eq!(
+            ns_contradicted_by_ds(&z, NsAnswer::NotDelegated, &timeout),
+            NsAnswer::NotDelegated
+        );
+        // A DS exists only at a delegation: "not delegated" beside one is not believed.
+        let ds = wire::to_hickory_ds(&crate::dnssec::Ds {
+            key_tag: 1,
+            algorithm: 13,
+            digest_type: 2,
+            digest: vec![0; 32],
+        });
+        let ds_present = message(
+            true,
+            ResponseCode::NoError,
+            vec![Record::from_rdata(
+                z.clone(),
+                300,
+                RData::DNSSEC(DNSSECRData::DS(ds)),
+            )],
+            vec![],
+        );
+        assert!(matches!(
+            ns_contradicted_by_ds(&z, NsAnswer::NotDelegated, &ds_present),
+            NsAnswer::Unknown(UnknownReason::Contradiction(_))
+        ));
+    }
+
+    #[test]
+    fn the_apex_ns_needs_the_childs_authority() {
+        let z = name(ZONE);
+        let apex = message(
+            true,
+            ResponseCode::NoError,
+            vec![ns(ZONE, "ns1.child.test.", 3600)],
+            vec![],
+        );
+        assert_eq!(
+            classify_apex_ns(&z, &apex),
+            NsAnswer::Servers {
+                hosts: ns_set(["ns1.child.test"]),
+                ttl: 3600
+            }
+        );
+        let referral = message(
+            false,
+            ResponseCode::NoError,
+            vec![],
+            vec![ns(ZONE, "ns1.child.test.", 3600)],
+        );
+        assert_eq!(
+            classify_apex_ns(&z, &referral),
+            NsAnswer::Unknown(UnknownReason::Lame)
+        );
+        // A zone always has an apex NS: a NODATA for it is no answer.
+        let nodata = message(true, ResponseCode::NoError, vec![], vec![soa(ZONE)]);
+        assert!(matches!(
+            classify_apex_ns(&z, &nodata),
+            NsAnswer::Unknown(UnknownReason::Malformed(_))
+        ));
+    }
 }

@@ -192,6 +192,14 @@ impl Discovery {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
+    /// Forgets the cached cut of `zone` and every cut below it (they hang from it): the
+    /// parent now delegates it elsewhere, and the next lookup follows the new delegation.
+    pub fn forget_zone(&self, zone: &str) {
+        let zone = zone.to_ascii_lowercase();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.retain(|cached, _| !wire::is_subdomain(cached, &zone));
+    }
+
     /// The deepest zone cut at or above `name`, within a budget of its own.
     pub async fn locate(&self, name: &str) -> Result<Arc<ZoneCut>, DiscoveryError> {
         self.locate_within(name, &Budget::new(self.limits)).await
@@ -802,6 +810,52 @@ mod tests {
             usable_addresses(Vec::new(), both, 8),
             Err("no A or AAAA record".into())
         );
+    }
+
+    /// A re-delegated zone is forgotten with every cut hanging below it, and nothing
+    /// else: its parent and its siblings stay cached.
+    #[tokio::test]
+    async fn forgetting_a_zone_forgets_it_and_what_lies_below() {
+        let querier = Arc::new(Querier::new(
+            Arc::new(super::super::transport::NetTransport::new(
+                Duration::from_millis(10),
+            )),
+            query::Limits::default(),
+        ));
+        let discovery = Discovery::new(
+            querier,
+            53,
+            Vec::new(),
+            AddressFamilies::default(),
+            ObservationBudget::default(),
+        );
+        let cut = |zone: &str, parent: Option<&Arc<ZoneCut>>| {
+            let name = wire::parse_name(zone).unwrap_or_else(Name::root);
+            let cut = Arc::new(ZoneCut {
+                zone: zone.into(),
+                name,
+                servers: Vec::new(),
+                parent: parent.cloned(),
+                expires: Instant::now() + Duration::from_secs(600),
+            });
+            discovery.remember(&cut);
+            cut
+        };
+        let root = cut(".", None);
+        let tld = cut("test.", Some(&root));
+        let child = cut("child.test.", Some(&tld));
+        cut("sub.child.test.", Some(&child));
+        cut("otherchild.test.", Some(&tld));
+        discovery.forget_zone("Child.Test.");
+        for (zone, kept) in [
+            (".", true),
+            ("test.", true),
+            ("otherchild.test.", true),
+            ("child.test.", false),
+            ("sub.child.test.", false),
+        ] {
+            assert_eq!(discovery.cached(zone).is_some(), kept, "{zone}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use super::anchor::{AnchorError, TrustAnchors};
 use super::budget::Budget;
 use super::classify;
+use super::delegation::{NsAnswer, ns_set};
 use super::discovery::{Discovery, DiscoveryError, NameServer, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, UnknownReason, ValidationProbe,
@@ -179,34 +180,54 @@ impl DnsObserver {
             let port = self.0.port;
             let querier = &self.0.querier;
             let parent_zone = &parent.zone;
-            let answers =
-                ask_every_address(&parent.servers, DsAnswer::Unknown, |addr| async move {
-                    if let Err(e) = budget.query() {
-                        return DsAnswer::Unknown(UnknownReason::Network(e.to_string()));
+            // DS and NS side by side at every address: the NS answer tells whom the
+            // parent sends resolvers to and also settles an NXDOMAIN for the DS (a
+            // server that refers the zone and denies it contradicts itself), so it is
+            // asked once.
+            let both = ask_every_address(
+                &parent.servers,
+                |reason| (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason)),
+                |addr| async move {
+                    let budget_spent = |e: super::Exhausted| {
+                        let reason = UnknownReason::Network(e.to_string());
+                        (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason))
+                    };
+                    if let Err(e) = budget.query().and_then(|()| budget.query()) {
+                        return budget_spent(e);
                     }
-                    let outcome = querier
-                        .ask(SocketAddr::new(addr, port), qname, RecordType::DS)
-                        .await;
-                    let answer = classify::classify_ds(qname, parent_zone, &outcome);
-                    // An NXDOMAIN is checked against the same server's referral: a server
-                    // that refers the zone and denies it contradicts itself (unknown).
-                    if classify::is_nxdomain(&outcome) {
-                        if let Err(e) = budget.query() {
-                            return DsAnswer::Unknown(UnknownReason::Network(e.to_string()));
-                        }
-                        let ns = querier
-                            .ask(SocketAddr::new(addr, port), qname, RecordType::NS)
-                            .await;
-                        return classify::contradicted_by_referral(qname, answer, &ns);
+                    let to = SocketAddr::new(addr, port);
+                    let (ds, ns) = futures::join!(
+                        querier.ask(to, qname, RecordType::DS),
+                        querier.ask(to, qname, RecordType::NS),
+                    );
+                    let mut answer = classify::classify_ds(qname, parent_zone, &ds);
+                    if classify::is_nxdomain(&ds) {
+                        answer = classify::contradicted_by_referral(qname, answer, &ns);
                     }
-                    answer
-                })
-                .await;
+                    let delegation = classify::ns_contradicted_by_ds(
+                        qname,
+                        classify::classify_ns_at_parent(qname, parent_zone, &ns),
+                        &ds,
+                    );
+                    (answer, delegation)
+                },
+            )
+            .await;
+            let (answers, delegations) = split(both);
+            // A parent address delegating elsewhere than the cached cut: the cache is
+            // stale (a re-delegation), so the next child view follows the new one.
+            let cached = ns_set(cut.servers.iter().map(|s| s.host.as_str()));
+            if delegations
+                .iter()
+                .any(|d| matches!(&d.answer, NsAnswer::Servers { hosts, .. } if *hosts != cached))
+            {
+                self.0.discovery.forget_zone(&cut.zone);
+            }
             Ok(ParentView {
                 zone: cut.zone.clone(),
                 parent: parent.zone.clone(),
                 answers,
-                delegations: vec![],
+                delegations,
             })
         })
         .await
@@ -219,26 +240,43 @@ impl DnsObserver {
             let qname = &cut.name;
             let port = self.0.port;
             let querier = &self.0.querier;
-            let answers =
-                ask_every_address(&cut.servers, DnskeyAnswer::Unknown, |addr| async move {
+            let both = ask_every_address(
+                &cut.servers,
+                |reason| {
+                    (
+                        DnskeyAnswer::Unknown(reason.clone()),
+                        NsAnswer::Unknown(reason),
+                    )
+                },
+                |addr| async move {
                     let to = SocketAddr::new(addr, port);
-                    for _ in 0..3 {
+                    for _ in 0..4 {
                         if let Err(e) = budget.query() {
-                            return DnskeyAnswer::Unknown(UnknownReason::Network(e.to_string()));
+                            let reason = UnknownReason::Network(e.to_string());
+                            return (
+                                DnskeyAnswer::Unknown(reason.clone()),
+                                NsAnswer::Unknown(reason),
+                            );
                         }
                     }
-                    let (keys, cds, cdnskey) = futures::join!(
+                    let (keys, cds, cdnskey, ns) = futures::join!(
                         querier.ask(to, qname, RecordType::DNSKEY),
                         querier.ask(to, qname, RecordType::CDS),
                         querier.ask(to, qname, RecordType::CDNSKEY),
+                        querier.ask(to, qname, RecordType::NS),
                     );
-                    classify::classify_dnskey(qname, &keys, Some(&cds), Some(&cdnskey))
-                })
-                .await;
+                    (
+                        classify::classify_dnskey(qname, &keys, Some(&cds), Some(&cdnskey)),
+                        classify::classify_apex_ns(qname, &ns),
+                    )
+                },
+            )
+            .await;
+            let (answers, apex_ns) = split(both);
             Ok(ChildView {
                 zone: cut.zone.clone(),
                 answers,
-                apex_ns: vec![],
+                apex_ns,
             })
         })
         .await
@@ -336,6 +374,27 @@ where
             .chain(unaddressed)
     });
     join_all(asks).await
+}
+
+/// One list of paired answers as two lists in the same order.
+fn split<A, B>(both: Vec<ServerAnswer<(A, B)>>) -> (Vec<ServerAnswer<A>>, Vec<ServerAnswer<B>>) {
+    both.into_iter()
+        .map(|a| {
+            let (first, second) = a.answer;
+            (
+                ServerAnswer {
+                    server: a.server.clone(),
+                    addr: a.addr,
+                    answer: first,
+                },
+                ServerAnswer {
+                    server: a.server,
+                    addr: a.addr,
+                    answer: second,
+                },
+            )
+        })
+        .unzip()
 }
 
 impl Observer for DnsObserver {

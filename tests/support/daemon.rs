@@ -181,6 +181,9 @@ impl LabWorld {
                 api_keys: vec![KEY.into()],
                 ds_ttl: 2,
                 name_server_ttl: 1,
+                name_servers: dnssec_warden_lab::dns::NAME_SERVERS
+                    .map(String::from)
+                    .to_vec(),
                 ..SimOptions::default()
             },
         )

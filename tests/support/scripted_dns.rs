@@ -11,6 +11,8 @@
 //!               b.nic.test.           127.0.72.3
 //!  child.test.  ns1.child.test.       127.0.72.4   signed with `child_key`; the DS at
 //!               ns2.child.test.       127.0.72.5   both TLD servers by default
+//!               ns1.elsewhere.test.   127.0.72.6   serves the child too, delegated to
+//!                                                  only after `set_child_ns`
 //! ```
 //! Every server listens on one port, free on every address (as the lab's hierarchy does),
 //! so the observer and the `check` command reach all of them through `dns.port`.
@@ -39,6 +41,9 @@ pub const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 2);
 pub const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 3);
 pub const CHILD_1: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 4);
 pub const CHILD_2: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 5);
+/// Another provider's server, hosting the child too (a move in or out).
+pub const ELSEWHERE: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 6);
+pub const ELSEWHERE_HOST: &str = "ns1.elsewhere.test.";
 pub const ZONE: &str = "child.test.";
 pub const TLD: &str = "test.";
 
@@ -48,6 +53,7 @@ const HOSTS: &[(&str, Ipv4Addr)] = &[
     ("b.nic.test.", TLD_B),
     ("ns1.child.test.", CHILD_1),
     ("ns2.child.test.", CHILD_2),
+    (ELSEWHERE_HOST, ELSEWHERE),
 ];
 
 /// What one server does with a question, instead of (or on top of) the world's answer.
@@ -79,6 +85,9 @@ pub enum Behaviour {
     Nxdomain,
     /// The answer's DNSKEY records with this protocol field (RFC 4034: must be 3).
     DnskeyProtocol(u8),
+    /// A referral of the name asked about to these hosts (AA=0, NS TTL 300, glue for
+    /// the hosts of this world): a parent server delegating elsewhere than the others.
+    ReferTo(Vec<String>),
 }
 
 /// Which servers a lever applies to.
@@ -199,6 +208,7 @@ impl ScriptedDns {
         world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
         world.hosting.insert(CHILD_1.into(), vec![ZONE.into()]);
         world.hosting.insert(CHILD_2.into(), vec![ZONE.into()]);
+        world.hosting.insert(ELSEWHERE.into(), vec![ZONE.into()]);
 
         let dir = tempfile::tempdir().expect("temporary directory");
         std::fs::write(
@@ -275,6 +285,19 @@ impl ScriptedDns {
         }
     }
 
+    /// Re-delegates the child at every TLD server to `hosts` (names of this world, whose
+    /// glue the TLD has), as a registrar's NS change does.
+    pub fn set_child_ns(&self, hosts: &[&str]) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = world
+            .zones
+            .get_mut(TLD)
+            .and_then(|t| t.delegations.get_mut(ZONE))
+        {
+            d.ns = hosts.iter().map(|h| h.to_string()).collect();
+        }
+    }
+
     /// Delegates `zone` (below `test.`, no DS) to `hosts`, with no glue: their addresses
     /// must be looked up.
     pub fn delegate(&self, zone: &str, hosts: &[&str]) {
@@ -320,9 +343,15 @@ impl ScriptedDns {
 
     /// A config file for the `dnssec-warden` binary (no provider) in `dir`.
     pub fn config_file(&self, dir: &Path) -> PathBuf {
+        self.config_file_with(dir, "")
+    }
+
+    /// As [`config_file`](Self::config_file), with `extra` (a `[provider]` section, say)
+    /// appended.
+    pub fn config_file_with(&self, dir: &Path, extra: &str) -> PathBuf {
         let path = dir.join("config.toml");
         let text = format!(
-            "[database]\npath = \"{}\"\n[dns]\nroot_hints = [\"{ROOT}\"]\nport = {}\ntrust_anchor_file = \"{}\"\nvalidating_resolvers = []\nquery_timeout = \"300ms\"\nquery_attempts = 1\n[zones]\nnames = []\n",
+            "[database]\npath = \"{}\"\n[dns]\nroot_hints = [\"{ROOT}\"]\nport = {}\ntrust_anchor_file = \"{}\"\nvalidating_resolvers = []\nquery_timeout = \"300ms\"\nquery_attempts = 1\n[zones]\nnames = []\n{extra}",
             dir.join("state.db").display(),
             self.port,
             self.trust_anchor_path().display()
@@ -435,6 +464,27 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             answer.metadata.response_code = ResponseCode::NXDomain;
         }
         Behaviour::DnskeyProtocol(protocol) => patch = Some(protocol),
+        Behaviour::ReferTo(hosts) => {
+            answer.answers.clear();
+            answer.metadata.authoritative = false;
+            answer.metadata.response_code = ResponseCode::NoError;
+            answer.authorities = hosts
+                .iter()
+                .filter_map(|h| wire::parse_name(h))
+                .map(|h| Record::from_rdata(qname.clone(), 300, RData::NS(NS(h))))
+                .collect();
+            answer.additionals = hosts
+                .iter()
+                .filter_map(|h| {
+                    let ip = HOSTS.iter().find(|(name, _)| name == h)?.1;
+                    Some(Record::from_rdata(
+                        wire::parse_name(h)?,
+                        300,
+                        RData::A(A(ip)),
+                    ))
+                })
+                .collect();
+        }
     }
     let mut bytes = answer.to_vec().ok()?;
     if let Some(protocol) = patch {

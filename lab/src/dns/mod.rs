@@ -39,6 +39,9 @@ pub const PROVIDER_1: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 4);
 pub const PROVIDER_2: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 5);
 pub const TLD: &str = "test.";
 pub const PROVIDER_ZONE: &str = "provider.test.";
+/// The provider's name servers in the lab: every child zone is delegated to them, and the
+/// provider simulator must list them as the zone's apex NS (`SimOptions::name_servers`).
+pub const NAME_SERVERS: [&str; 2] = ["ns1.provider.test.", "ns2.provider.test."];
 
 const HOSTS: &[(&str, Ipv4Addr)] = &[
     ("a.root-servers.test.", ROOT),
@@ -246,7 +249,7 @@ impl LabDns {
             return Err(LabDnsError::BadChild(zone.into()));
         }
         let mut world = self.world();
-        let mut data = ZoneData::new(&name, &["ns1.provider.test.", "ns2.provider.test."], key);
+        let mut data = ZoneData::new(&name, &NAME_SERVERS, key);
         data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
         world.zones.insert(name.clone(), data);
         for ip in [PROVIDER_1, PROVIDER_2] {
@@ -259,7 +262,7 @@ impl LabDns {
             tld.delegations.insert(
                 name,
                 Delegation {
-                    ns: vec!["ns1.provider.test.".into(), "ns2.provider.test.".into()],
+                    ns: NAME_SERVERS.map(String::from).to_vec(),
                     ns_ttl: 300,
                     ds: HashMap::new(),
                     ds_ttl: 3600,
