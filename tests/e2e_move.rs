@@ -73,7 +73,12 @@ impl Trail {
     fn look(&mut self) -> Value {
         let s = status(&self.config, &self.zone);
         let state = s["state"].as_str().unwrap_or("(none)").to_string();
-        if self.transitions.last().map(|t| &t.1) != Some(&state) {
+        // A change of state or of the delegation verdict.
+        if self
+            .transitions
+            .last()
+            .is_none_or(|t| t.1 != state || t.2["delegation"] != s["delegation"])
+        {
             self.transitions
                 .push((self.started.elapsed(), state, s.clone()));
         }
@@ -139,23 +144,44 @@ impl Trail {
     }
 
     fn states(&self) -> Vec<String> {
-        self.transitions.iter().map(|t| t.1.clone()).collect()
+        let mut states: Vec<String> = self.transitions.iter().map(|t| t.1.clone()).collect();
+        states.dedup();
+        states
     }
 
     fn report(&self) -> String {
         let mut out = String::from("states seen:\n");
         for (at, state, s) in &self.transitions {
             out.push_str(&format!(
-                "  {:>7.1}s {state}: waiting_for {} | delegation {} | ds_to_enter {}\n",
+                "  {:>7.1}s {state}: waiting_for {} | delegation {} (provider_ns {}) | ds_to_enter {}\n",
                 at.as_secs_f64(),
                 s["waiting_for"],
                 s["delegation"],
+                s["provider_ns"],
                 s["ds_to_enter"]
             ));
         }
         let (_, history, _) = cli(&self.config, &["history", &self.zone]);
+        let (_, check, err) = cli(&self.config, &["check", &self.zone, "--json"]);
+        let check = match serde_json::from_str::<Value>(&check) {
+            Ok(c) => format!("{} {}", c["delegation"], c["delegation_servers"]),
+            Err(_) => format!("{check}{err}"),
+        };
+        // The last observation's delegation and parent views, as the daemon stored them.
+        let db = self.config.with_file_name("state.db");
+        let observed = std::process::Command::new("sqlite3")
+            .arg("-readonly")
+            .arg(&db)
+            .arg(format!(
+                "select json_extract(last_observation, '$.delegation'), \
+                 json_extract(last_observation, '$.parent') from zones where name = '{}'",
+                self.zone
+            ))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(sqlite3: {e})"));
         format!(
-            "{out}history:\n{history}--- daemon log (tail) ---\n{}",
+            "{out}history:\n{history}check now: {check}\nlast observation: {observed}\n--- daemon log (tail) ---\n{}",
             tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), 60)
         )
     }
@@ -236,7 +262,8 @@ async fn move_in_with_dnssec_on_at_both_ends() {
     let waiting = s["waiting_for"].as_str().unwrap_or_default();
     assert!(
         names_ds(waiting, &old_ds),
-        "the removal request names the DS at the parent ({old_ds}): {s}"
+        "status waiting_for names the DS to remove at the parent ({old_ds}): {s}\nhistory:\n{}",
+        cli(&config, &["history", zone]).1
     );
     w.remove_ds(zone, Tld::A).unwrap();
     trail
