@@ -3,7 +3,8 @@
 //! ```text
 //!  .          127.0.B.1   knotd   signed (keymgr CSK; its DS is the trust anchor)
 //!  test.      127.0.B.2   knotd   signed, its own key     a.nic.test.
-//!             127.0.B.3   knotd   signed, its own key     b.nic.test.  (independent)
+//!             127.0.B.3   knotd   signed, its own key     b.nic.test.  (independent
+//!                                 signers, each publishing both keys: RFC 8901)
 //!  <child>    127.0.B.4   knotd   primary; signing driven by the provider simulator
 //!             127.0.B.5   knotd   secondary, by NOTIFY and zone transfer
 //!  old        127.0.B.6   knotd   the old provider's primary, ns1.old.test., own keys
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use dnssec_warden_lab::{ProviderSim, Signer, SimOptions};
 use serde_json::Value;
 
-use super::knot::{Knot, Proc, Result, Signing, Unbound, ZoneConf, wait_for_zone};
+use super::knot::{Knot, Proc, Result, Signing, Unbound, UnboundOptions, ZoneConf, wait_for_zone};
 
 pub const API_KEY: &str = "e2e-knot-api-key";
 
@@ -48,6 +49,15 @@ pub struct WorldOptions {
     /// Zones (also in `zones`) that start at the old provider: hosted and signed there,
     /// delegated to [`OLD_NS`] with the old key's DS at both TLD servers.
     pub at_old_provider: Vec<String>,
+    /// The TTL of the old delegation's NS RRset, at the TLD servers and at the old
+    /// servers' apex (2 s when `None`, as everything else in the lab); Unbound caches up
+    /// to it, so it may follow the old delegation that long after it changed (what safety
+    /// rule 9 waits out). Unbound prefers the apex NS it learns from the old servers to
+    /// the TLD's, so both must be long for it to stay.
+    pub old_ns_ttl: Option<u32>,
+    /// Unbound's `val-max-restart` (its default 5 when `None`): 0 makes it fail a bogus
+    /// answer at once instead of asking other servers and the parent again.
+    pub val_max_restart: Option<u32>,
 }
 
 /// The old provider: a signing primary and its secondary, each zone with its own CSK.
@@ -153,9 +163,9 @@ fn soa(ns: &str) -> String {
 
 /// The zone as a provider serves it: the same `www` everywhere, and `who TXT` naming the
 /// provider that answered (so a test can tell which delegation a resolver followed).
-fn child_body(zone: &str, ns: &[&str; 2], who: &str) -> String {
+fn child_body(zone: &str, ns: &[&str; 2], ns_ttl: u32, who: &str) -> String {
     format!(
-        "$ORIGIN {zone}\n{}@ 2 NS {}\n@ 2 NS {}\nwww 2 A 192.0.2.1\nwho 2 TXT \"{who}\"\n",
+        "$ORIGIN {zone}\n{}@ {ns_ttl} NS {}\n@ {ns_ttl} NS {}\nwww 2 A 192.0.2.1\nwho 2 TXT \"{who}\"\n",
         soa(ns[0]),
         ns[0],
         ns[1]
@@ -181,6 +191,7 @@ impl RealWorld {
             }
         }
         let moving: Vec<&str> = options.at_old_provider.iter().map(String::as_str).collect();
+        let old_ns_ttl = options.old_ns_ttl.unwrap_or(2).max(1);
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let at = |h| ip(block, h);
         let port =
@@ -214,7 +225,11 @@ impl RealWorld {
             let mut old_primary_zones = Vec::new();
             let mut old_secondary_zones = Vec::new();
             for z in &moving {
-                let mut conf = ZoneConf::new(z, child_body(z, &OLD_NS, "old"), Signing::Manual);
+                let mut conf = ZoneConf::new(
+                    z,
+                    child_body(z, &OLD_NS, old_ns_ttl, "old"),
+                    Signing::Manual,
+                );
                 conf.secondaries = vec![at(7)];
                 old_primary_zones.push(conf);
                 old_secondary_zones.push(ZoneConf::secondary(z, at(6)));
@@ -247,7 +262,7 @@ impl RealWorld {
         for z in zones {
             match old.as_ref().and_then(|o| o.ds.get(*z)) {
                 Some(ds) => tld.push_str(&format!(
-                    "{z} 2 NS {}\n{z} 2 NS {}\n{z} 2 DS {ds}\n",
+                    "{z} {old_ns_ttl} NS {}\n{z} {old_ns_ttl} NS {}\n{z} 2 DS {ds}\n",
                     OLD_NS[0], OLD_NS[1]
                 )),
                 None => tld.push_str(&format!(
@@ -255,7 +270,7 @@ impl RealWorld {
                     PROVIDER_NS[0], PROVIDER_NS[1]
                 )),
             }
-            let body = child_body(z, &PROVIDER_NS, "new");
+            let body = child_body(z, &PROVIDER_NS, 2, "new");
             let mut conf = ZoneConf::new(z, body.clone(), Signing::Off);
             conf.secondaries = vec![at(5)];
             primary_zones.push(conf);
@@ -286,6 +301,13 @@ impl RealWorld {
         let root_ds = root.generate_csk(".")?;
         let ds_a = tld_a.generate_csk("test.")?;
         let ds_b = tld_b.generate_csk("test.")?;
+        // Each TLD server signs with its own key and publishes the other's too (RFC 8901's
+        // multi-signer model): a resolver that took the DNSKEY set from one server
+        // validates the other's signatures, even without retrying elsewhere.
+        let keys_a = tld_a.dnskey_text("test.")?;
+        let keys_b = tld_b.dnskey_text("test.")?;
+        tld_a.import_public_keys("test.", &keys_b)?;
+        tld_b.import_public_keys("test.", &keys_a)?;
         root.write_zone(
             ".",
             &format!(
@@ -359,8 +381,18 @@ impl RealWorld {
                 }
             }
         }
-        let unbound =
-            Unbound::start(&dir.path().join("unbound"), at(53), port, &anchor, &stubs).await?;
+        let unbound = Unbound::start_with(
+            &dir.path().join("unbound"),
+            at(53),
+            port,
+            &anchor,
+            &stubs,
+            &UnboundOptions {
+                cache_max_ttl: old_ns_ttl.max(2),
+                val_max_restart: options.val_max_restart.unwrap_or(5),
+            },
+        )
+        .await?;
 
         let primary = Arc::new(primary);
         let signer = Arc::new(KnotSigner {
@@ -656,7 +688,8 @@ impl Probe {
             let Some(qname) = dnssec_warden::dns::wire::parse_name(&name) else {
                 return vec![format!("bad name {name}")];
             };
-            let mut seen: Vec<String> = Vec::new();
+            // Runs of the same answer: (answer, first seen, how many times).
+            let mut runs: Vec<(String, String, usize)> = Vec::new();
             // Bounded: at most ten minutes of probes.
             for _ in 0..2000 {
                 if s.load(Ordering::SeqCst) {
@@ -682,21 +715,27 @@ impl Probe {
                         b.fetch_add(1, Ordering::SeqCst);
                     }
                     rcode = format!(
-                        "{rcode} ({}) at {}",
+                        "{rcode} ({})",
                         if validation {
                             "validation"
                         } else {
                             "unreachable"
-                        },
-                        dnssec_warden::timefmt::rfc3339_ms(std::time::SystemTime::now())
+                        }
                     );
                 }
-                if seen.last() != Some(&rcode) {
-                    seen.push(rcode);
+                match runs.last_mut() {
+                    Some(run) if run.0 == rcode => run.2 += 1,
+                    _ => runs.push((
+                        rcode,
+                        dnssec_warden::timefmt::rfc3339_ms(std::time::SystemTime::now()),
+                        1,
+                    )),
                 }
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
-            seen
+            runs.into_iter()
+                .map(|(answer, from, n)| format!("{answer} from {from}, {n} times"))
+                .collect()
         });
         Self { stop, bogus, task }
     }
