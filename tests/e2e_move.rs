@@ -19,16 +19,24 @@ use support::world::{
 
 /// One wait for the daemon (every wait below is bounded by it, in rounds and time).
 const LONG: Duration = Duration::from_secs(40);
-/// The old delegation's NS TTL in the lab (the TLD's NS and the old servers' apex NS are
-/// both 2 s) plus `timing.propagation_margin` (1 s): rule 9's least delegation hold.
-const OLD_NS_HOLD: Duration = Duration::from_secs(3);
+/// `timing.propagation_margin` in the lab's configuration.
+const MARGIN: Duration = Duration::from_secs(1);
 
-async fn world(block: u8, zone: &str) -> RealWorld {
+/// A world with `zone` at the old provider; `old_ns_ttl` the NS TTL of the old delegation
+/// at the TLD servers (2 s when `None`), `val_max_restart` Unbound's (5 when `None`).
+async fn world(
+    block: u8,
+    zone: &str,
+    old_ns_ttl: Option<u32>,
+    val_max_restart: Option<u32>,
+) -> RealWorld {
     let w = RealWorld::start_with(
         block,
         &[zone],
         WorldOptions {
             at_old_provider: vec![zone.to_string()],
+            old_ns_ttl,
+            val_max_restart,
         },
     )
     .await
@@ -43,8 +51,8 @@ async fn world(block: u8, zone: &str) -> RealWorld {
 
 /// The zone's state changes as `status --json` showed them, with the time and the whole
 /// status at each, and the invariant of safety rule 9 checked at every look: no
-/// `ds_to_enter` before the delegation was the provider's at both TLD servers for the old
-/// NS TTL and the margin.
+/// `ds_to_enter` before the delegation was the provider's at both TLD servers for `hold`
+/// (the old NS TTL and the margin).
 struct Trail {
     config: PathBuf,
     log: PathBuf,
@@ -55,10 +63,12 @@ struct Trail {
     delegated_at: Option<Instant>,
     /// When a `ds_to_enter` was first shown.
     first_ds_to_enter: Option<Instant>,
+    /// Rule 9's least delegation hold in this world.
+    hold: Duration,
 }
 
 impl Trail {
-    fn new(config: &Path, log: &Path, zone: &str) -> Self {
+    fn new(config: &Path, log: &Path, zone: &str, hold: Duration) -> Self {
         Self {
             config: config.to_path_buf(),
             log: log.to_path_buf(),
@@ -67,6 +77,7 @@ impl Trail {
             transitions: Vec::new(),
             delegated_at: None,
             first_ds_to_enter: None,
+            hold,
         }
     }
 
@@ -87,13 +98,14 @@ impl Trail {
             self.first_ds_to_enter = Some(now);
             let held = self.delegated_at.map(|t| now.duration_since(t));
             assert!(
-                held.is_some_and(|h| h >= OLD_NS_HOLD),
+                held.is_some_and(|h| h >= self.hold),
                 "safety rule 9: a DS to enter was shown {} the delegation was the provider's \
-                 at both TLD servers (at least {OLD_NS_HOLD:?} after it is due)\nstatus: {s}\n{}",
+                 at both TLD servers (due at least {:?} after)\nstatus: {s}\n{}",
                 match held {
                     Some(h) => format!("{h:?} after"),
                     None => "before".to_string(),
                 },
+                self.hold,
                 self.report()
             );
         }
@@ -228,12 +240,18 @@ fn secs(d: Duration) -> String {
 /// (a) The move in the safe order, DNSSEC on at both ends: insecure first (the old DS
 /// removed at the registrar and its TTL waited out), then the NS change (at one TLD
 /// server, then the other), the old delegation's TTL waited out, and only then the new DS.
-/// Unbound, asked all along, never fails validation.
+/// Unbound, asked all along, never fails validation. It fails at the first bogus answer
+/// (`val-max-restart: 0`: by default it asks other servers and the parent again, which
+/// hid even a DS published at the moment of the NS change in the lab), and it keeps the
+/// old delegation for its NS TTL, 6 s here (at the TLD servers and the old servers'
+/// apex): in this world the probe fails a DS entered 2 s after the NS change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_in_with_dnssec_on_at_both_ends() {
     let zone = "move.test.";
+    let old_ns_ttl = 6;
+    let hold = Duration::from_secs(old_ns_ttl.into()) + MARGIN;
     let t0 = Instant::now();
-    let w = world(65, zone).await;
+    let w = world(65, zone, Some(old_ns_ttl), Some(0)).await;
     let config = w.config.clone();
     let old_ds = w.old_ds(zone).unwrap();
     // The starting point: secure, through the old provider.
@@ -249,7 +267,7 @@ async fn move_in_with_dnssec_on_at_both_ends() {
     let probe = Probe::start(&w, zone);
     let log = w.dir.path().join("daemon.log");
     let daemon = Daemon::start(&config, &log).unwrap();
-    let mut trail = Trail::new(&config, &log, zone);
+    let mut trail = Trail::new(&config, &log, zone, hold);
 
     // Foreign, unsigned at the provider, no intent: only watched.
     trail.state("disabled").await;
@@ -402,7 +420,7 @@ async fn move_in_with_dnssec_on_at_both_ends() {
 async fn wrongly_ordered_move_raises_the_delegation_alert() {
     let zone = "hasty.test.";
     let t0 = Instant::now();
-    let w = world(66, zone).await;
+    let w = world(66, zone, None, None).await;
     let config = w.config.clone();
     assert_eq!(
         w.resolve_fresh(zone).await.unwrap(),
@@ -415,7 +433,7 @@ async fn wrongly_ordered_move_raises_the_delegation_alert() {
     w.signer.enable(zone).unwrap();
     let log = w.dir.path().join("daemon.log");
     let daemon = Daemon::start(&config, &log).unwrap();
-    let mut trail = Trail::new(&config, &log, zone);
+    let mut trail = Trail::new(&config, &log, zone, MARGIN);
     // Foreign and signed at the provider, no intent: awaiting_delegation, nothing raised
     // (the old provider's chain validates).
     trail.state("awaiting_delegation").await;
@@ -478,7 +496,7 @@ async fn wrongly_ordered_move_raises_the_delegation_alert() {
 async fn the_lab_resolver_follows_a_redelegation() {
     let zone = "lab.test.";
     let t0 = Instant::now();
-    let w = world(67, zone).await;
+    let w = world(67, zone, None, None).await;
     assert_eq!(
         w.resolve_fresh(zone).await.unwrap(),
         ("No Error".to_string(), true),
