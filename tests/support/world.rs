@@ -7,8 +7,9 @@
 //!                                 signers, each publishing both keys: RFC 8901)
 //!  <child>    127.0.B.4   knotd   primary; signing driven by the provider simulator
 //!             127.0.B.5   knotd   secondary, by NOTIFY and zone transfer
-//!  old        127.0.B.6   knotd   the old provider's primary, ns1.old.test., own keys
-//!  provider   127.0.B.7   knotd   its secondary, ns2.old.test.  (only with zones moving in)
+//!  <child>    127.0.B.6   knotd   the old provider's signing primary, ns1.old.test.,
+//!   (moving   127.0.B.7   knotd   its secondary, ns2.old.test.  its own keys; only
+//!    in)                          with zones moving in
 //!  resolver   127.0.B.53  unbound validating, the lab anchor
 //! ```
 //! All on one port: 53 when it is free on every address, else one the kernel picks. On
@@ -199,10 +200,10 @@ impl RealWorld {
         let follows_referrals = port == 53;
         if !follows_referrals {
             eprintln!(
-                "NOTE: port 53 is not free on every address of 127.0.{block}.x (it takes root and no other server there): the lab runs \
-                 on port {port}, where Unbound cannot follow referrals, so every zone is a stub \
-                 zone pinned to the servers it starts delegated to and Unbound does NOT follow \
-                 a re-delegation"
+                "NOTE: port 53 is not free on every address of 127.0.{block}.x (it takes root \
+                 and no other server there): the lab runs on port {port}, where Unbound cannot \
+                 follow referrals, so every zone is a stub zone pinned to the servers it starts \
+                 delegated to and Unbound does NOT follow a re-delegation"
             );
         }
 
