@@ -1,11 +1,12 @@
 //! `cargo bench --bench observe`: one observation pass over 10,000 zones under a real
 //! two-server Knot DNS TLD on loopback, against the machine's floor (`dnsperf` sending the
-//! same DS queries to the same servers), then a full engine pass with the provider
+//! same DS and NS queries to the same servers), then a full engine pass with the provider
 //! simulator in the loop, then the idle CPU of `dnssec-warden run` between polls.
 //! It prints figures; it asserts nothing about time. The last line is, for scripts:
 //! `observe_ratio_to_floor=<ratio> observe_cold_ratio_to_floor=<ratio> peak_rss_mib=<n> zones=<n>`.
 //! `observe_ratio_to_floor` is the warm pass over the floor: like for like, the same
-//! 20,000 DS queries to the same two servers (the floor sends no discovery queries).
+//! 40,000 DS and NS queries (each parent address is asked both, safety rule 9) to the
+//! same two servers (the floor sends no discovery queries).
 //! `observe_cold_ratio_to_floor` is the cold pass (10,002 discovery queries more) over
 //! the same floor; before this split, `observe_ratio_to_floor` was that cold ratio.
 //!
@@ -340,7 +341,7 @@ async fn bench() -> Res<()> {
     let our_queries = num("cold_exchanges") + num("warm_exchanges");
     let rss_mib = num("vm_hwm_kib") / 1024.0;
     println!(
-        "observe pass, cold (discovery + DS at both TLD servers): {cold:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
+        "observe pass, cold (discovery + DS and NS at both TLD servers): {cold:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
         num("cold_cpu_secs"),
         num("cold_exchanges"),
         num("cold_present"),
@@ -348,7 +349,7 @@ async fn bench() -> Res<()> {
         num("cold_unknown")
     );
     println!(
-        "observe pass, warm (delegations cached; DS at both TLD servers): {warm:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
+        "observe pass, warm (delegations cached; DS and NS at both TLD servers): {warm:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
         num("warm_cpu_secs"),
         num("warm_exchanges"),
         num("warm_present"),
@@ -360,15 +361,18 @@ async fn bench() -> Res<()> {
         num("peak_in_flight")
     );
 
-    // 2. The floor: dnsperf, the same DS queries (DO=1) to the same two servers at once.
+    // 2. The floor: dnsperf, the same DS and NS queries (DO=1) to the same two servers at
+    // once.
     let data = dir.path().join("ds-queries.txt");
-    let queries: String = (0..ZONES).map(|i| format!("{} DS\n", zone(i))).collect();
+    let queries: String = (0..ZONES)
+        .map(|i| format!("{0} DS\n{0} NS\n", zone(i)))
+        .collect();
     std::fs::write(&data, queries).map_err(|e| e.to_string())?;
     let knotd_before = knotd_cpu();
     let (floor, floor_wall, floor_completed) = dnsperf_floor(&data, port, None)?;
     let knotd_floor = knotd_cpu() - knotd_before;
     println!(
-        "floor: dnsperf -D (DO=1; dnsperf always sets RD=1), {floor_completed} DS queries completed, {floor:.3}s (slower of two concurrent runs; {floor_wall:.3}s wall with process start)",
+        "floor: dnsperf -D (DO=1; dnsperf always sets RD=1), {floor_completed} DS and NS queries completed, {floor:.3}s (slower of two concurrent runs; {floor_wall:.3}s wall with process start)",
     );
     // Both passes share two cores with knotd, so its CPU per query is part of the race.
     println!(

@@ -204,9 +204,10 @@ pub const DEFAULT_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Upper bound of `dns.observation_timeout`: the engine abandons a step after 120 s, and
 /// a step may observe and then call the provider.
 pub const MAX_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(90);
-/// Default of `dns.max_queries_per_observation`: a zone under a TLD of 13 dual-stack
-/// servers asks 26 DS questions; its 13 dual-stack servers 78 DNSKEY/CDS/CDNSKEY ones;
-/// glueless name servers a few more each.
+/// Default of `dns.max_queries_per_observation` (the parent view and the child view each
+/// have their own): a zone under a TLD of 13 dual-stack servers asks 52 DS and NS
+/// questions; its 13 dual-stack servers 104 DNSKEY/CDS/CDNSKEY/NS ones; glueless name
+/// servers a few more each.
 pub const DEFAULT_MAX_QUERIES_PER_OBSERVATION: u32 = 500;
 /// Default of `dns.max_host_lookups` (Unbound stops at 64 target lookups per query).
 pub const DEFAULT_MAX_HOST_LOOKUPS: u32 = 64;

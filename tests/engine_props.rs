@@ -11,15 +11,28 @@
 //! - the zone is still there, and its audit trail is an unbroken chain of transitions;
 //! - with a cooperative world afterwards, the zone reaches what the last intent asked for.
 //!
-//! `PROPTEST_CASES` overrides the number of sequences (default 2000).
+//! The second property adds the delegation (DESIGN.md "Moving in", "Moving out", safety
+//! rule 9): worlds that start delegated to the provider or moving in (delegated to an old
+//! provider, with or without its DS), and full and partial re-delegations, old-DS
+//! publications and removals at random moments. After every step, against the ground
+//! truth of the fake world:
+//! - no DS for the provider's key is announced (an "enter this DS" delivered) or shown
+//!   "to enter" (facts, status, alerts) while any parent server delegates elsewhere, nor
+//!   before `T_delegated + old NS TTL + propagation_margin`;
+//! - DNSSEC is never switched off while a parent server publishes a DS (as above), and
+//!   the engine never asks for "DNSSEC off" while the zone moves in.
+//!
+//! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 100 for the
+//! delegation property).
 
 mod common;
 
 use std::time::Duration;
 
-use common::{Rig, ZONE};
+use common::fake::{Delegation, FakeWorld};
+use common::{Rig, T0, ZONE};
 use dnssec_warden::engine::CrashPoint;
-use dnssec_warden::lifecycle::{Clock, Intent, Policy, State};
+use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -38,6 +51,22 @@ enum Op {
     Advance(u64),
     Tick,
     Crash(CrashPoint),
+    /// The registrar re-delegates one parent server (a partial re-delegation).
+    Delegate(usize, Delegation),
+    /// ... or every parent server at once.
+    DelegateAll(Delegation),
+    /// The old provider's DS published at, or removed from, one parent server.
+    PublishOld(usize),
+    RemoveOld(usize),
+}
+
+/// How a sequence's world starts.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// Delegated to the provider everywhere (the first property's world).
+    Provider,
+    /// Moving in: delegated to the old provider everywhere, with its DS or without.
+    MovingIn { old_ds: bool },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -69,6 +98,21 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+fn delegation() -> impl Strategy<Value = Delegation> {
+    prop_oneof![Just(Delegation::Provider), Just(Delegation::Old)]
+}
+
+/// The first property's operations plus re-delegations and the old DS.
+fn delegation_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => op(),
+        2 => (0..2usize, delegation()).prop_map(|(i, d)| Op::Delegate(i, d)),
+        1 => delegation().prop_map(Op::DelegateAll),
+        1 => (0..2usize).prop_map(Op::PublishOld),
+        2 => (0..2usize).prop_map(Op::RemoveOld),
+    ]
+}
+
 /// A registry publishes every DS with its one TTL (a TLD's policy), chosen per sequence.
 async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
     match op {
@@ -91,14 +135,98 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::Advance(secs) => rig.advance(Duration::from_secs(*secs)),
         Op::Tick => rig.tick().await,
         Op::Crash(point) => {
+            let seen_before = {
+                let w = rig.world.lock();
+                (w.old_delegation_seen, w.provider_ns_known)
+            };
             rig.crash.arm(*point);
             rig.tick().await;
+            if *point == CrashPoint::Observed {
+                // The observation died with the engine: what it saw of the delegation is
+                // no evidence the restarted engine could have (ground truth stays sound).
+                let mut w = rig.world.lock();
+                w.old_delegation_seen &= seen_before.0;
+                w.provider_ns_known &= seen_before.1;
+            }
         }
+        Op::Delegate(i, d) => rig.world.delegate(*i, *d),
+        Op::DelegateAll(d) => rig.world.delegate_all(*d),
+        Op::PublishOld(i) => rig.world.publish_old_ds(*i, ttl),
+        Op::RemoveOld(i) => rig.world.remove_old_ds(*i),
     }
 }
 
-/// The world turns helpful: servers answer, the registrar does what it is told.
-async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) {
+/// What the last check saw, to tell what a tick changed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    observed: Option<dnssec_warden::lifecycle::Timestamp>,
+    announcements: i64,
+}
+
+async fn seen(rig: &Rig) -> Seen {
+    Seen {
+        observed: rig.last_observed().await,
+        announcements: rig.ds_announcements().await,
+    }
+}
+
+/// The audit trail and the world's delegation log, for a failure's message.
+async fn trail(rig: &Rig) -> String {
+    let events: Vec<String> = rig
+        .store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} {} {:?}->{:?}: {}", e.at, e.kind, e.from, e.to, e.reason))
+        .collect();
+    let w = rig.world.lock();
+    format!(
+        "delegations {:?}, T_delegated {:?}; audit trail:\n{}",
+        w.delegation_log,
+        w.delegated_at,
+        events.join("\n")
+    )
+}
+
+/// The invariants checked after every operation (`before`: what was seen before it).
+async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, TestCaseError> {
+    let now = seen(rig).await;
+    let margin = rig.policy.propagation_margin;
+    if now.announcements > before.announcements {
+        // Safety rule 9: an "enter this DS" delivered now.
+        if let Err(why) = rig.world.ds_announce_allowed(margin) {
+            let trail = trail(rig).await;
+            prop_assert!(false, "after {what}: a DS was announced {why}; {trail}");
+        }
+    }
+    if now.observed != before.observed {
+        let shown = rig.ds_shown_to_enter().await;
+        if !shown.is_empty()
+            && let Err(why) = rig.world.ds_announce_allowed(margin)
+        {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: {shown:?} shown to enter {why}; {trail}"
+            );
+        }
+        let truth = rig.world.enterable_ds();
+        for line in shown {
+            prop_assert!(
+                truth.as_deref() == Some(line.as_str()),
+                "after {what}: {line} shown to enter, but the world allows {truth:?}"
+            );
+        }
+    }
+    let violations = rig.world.violations();
+    prop_assert!(violations.is_empty(), "after {what}: {violations:?}");
+    Ok(now)
+}
+
+/// The world turns helpful: servers answer, the registrar does what it is told (the
+/// NS changed once asked for; after a while, a move in is finished bluntly).
+async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), TestCaseError> {
     {
         let mut w = rig.world.lock();
         w.provider_failures = 0;
@@ -112,16 +240,23 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) {
     }
     rig.crash.arm_none();
     let mut steady = 0;
-    for _ in 0..200 {
+    let mut before = seen(rig).await;
+    for round in 0..200 {
         let state = rig.state().await;
-        // Done once the goal (or, with no intent, any steady state) held for a few looks.
+        // Done once the goal (or, with no intent, any steady state) held for a few looks,
+        // at the provider's delegation (the goal's meaning).
         let settled = match goal {
             Some(goal) => state == Some(goal),
             None => state.is_some_and(State::is_steady),
-        };
+        } && rig.world.delegated_to_provider();
         steady = if settled { steady + 1 } else { 0 };
         if steady > 3 {
             break;
+        }
+        // The engine had a few looks to ask for the NS change itself.
+        if round == 10 {
+            rig.world.remove_old_ds_everywhere();
+            rig.world.delegate_all(Delegation::Provider);
         }
         match state {
             Some(State::AwaitingDs) | Some(State::DsObserved) => {
@@ -132,13 +267,23 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) {
                 rig.world.withdraw_ds(0);
                 rig.world.withdraw_ds(1);
             }
+            Some(State::AwaitingDelegation) => rig.world.delegate_all(Delegation::Provider),
             _ => {}
         }
         rig.run_for(1).await;
+        before = check_invariants(rig, before, &format!("settling, round {round}")).await?;
     }
+    Ok(())
 }
 
-fn check(ops: Vec<Op>, ttl: u32) -> Result<(), TestCaseError> {
+/// One sequence; `old_ns_ttls`: the parent's NS TTL for the old delegation and the old
+/// servers' apex NS TTL.
+fn check(
+    ops: Vec<Op>,
+    ttl: u32,
+    start: Start,
+    old_ns_ttls: (u32, u32),
+) -> Result<(), TestCaseError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -150,34 +295,33 @@ fn check(ops: Vec<Op>, ttl: u32) -> Result<(), TestCaseError> {
             poll_active: Duration::from_secs(6 * 3600),
             ..Policy::default()
         };
-        let mut rig = Rig::with_policy(2, 2, policy).await;
-        let mut last_intent = Intent::None;
-        for op in &ops {
-            let observed_before = rig.last_observed().await;
-            apply(&mut rig, op, ttl).await;
-            if matches!(op, Op::Tick | Op::Crash(_)) && rig.last_observed().await != observed_before
-            {
-                let shown = rig.ds_shown_to_enter().await;
-                let truth = rig.world.enterable_ds();
-                for line in shown {
-                    prop_assert!(
-                        truth.as_deref() == Some(line.as_str()),
-                        "after {op:?}: {line} shown to enter, but the world allows {truth:?}"
-                    );
-                }
+        let mut rig = match start {
+            Start::Provider => Rig::with_policy(2, 2, policy).await,
+            Start::MovingIn { old_ds } => {
+                let clock = ManualClock::starting_at(T0);
+                let world = FakeWorld::moving_in(ZONE, 2, 2, clock, old_ds.then_some(ttl));
+                Rig::with_world(world, policy, None).await
             }
+        };
+        {
+            let mut w = rig.world.lock();
+            (w.old_parent_ns_ttl, w.old_apex_ns_ttl) = old_ns_ttls;
+        }
+        let mut last_intent = Intent::None;
+        let mut before = seen(&rig).await;
+        for op in &ops {
+            apply(&mut rig, op, ttl).await;
             if let Op::Intent(i, _) = op {
                 last_intent = *i;
             }
-            let violations = rig.world.violations();
-            prop_assert!(violations.is_empty(), "after {op:?}: {violations:?}");
+            before = check_invariants(&rig, before, &format!("{op:?}")).await?;
         }
         let goal = match last_intent {
             Intent::Enabled => Some(State::Active),
             Intent::Disabled => Some(State::Disabled),
             Intent::None => None,
         };
-        settle(&mut rig, ttl, goal).await;
+        settle(&mut rig, ttl, goal).await?;
         let violations = rig.world.violations();
         prop_assert!(violations.is_empty(), "while settling: {violations:?}");
         prop_assert!(rig.store.zone(ZONE).await.unwrap().is_some(), "zone lost");
@@ -214,6 +358,38 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
         ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
     ) {
-        check(ops, ttl)?;
+        check(ops, ttl, Start::Provider, (86_400, 3600))?;
+    }
+}
+
+fn delegation_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+fn start() -> impl Strategy<Value = Start> {
+    prop_oneof![
+        Just(Start::Provider),
+        any::<bool>().prop_map(|old_ds| Start::MovingIn { old_ds }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: delegation_cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn no_ds_before_the_old_delegation_expired_everywhere(
+        start in start(),
+        ops in prop::collection::vec(delegation_op(), 1..30),
+        ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
+        old_ns_ttls in (prop_oneof![Just(300u32), Just(86_400), Just(172_800)], prop_oneof![Just(300u32), Just(3600), Just(86_400)]),
+    ) {
+        check(ops, ttl, start, old_ns_ttls)?;
     }
 }

@@ -41,9 +41,10 @@ pub struct ObserveError {
 /// What the lifecycle needs from the DNS. Zone names are lower case with the trailing dot.
 /// Implementations ask every address of every server directly (RD=0), never a cache.
 pub trait Observer: Send + Sync {
-    /// The DS answer of every address of every parent name server.
+    /// The DS answer and the delegation (NS) of every address of every parent name server.
     fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
-    /// The DNSKEY answer of every address of every name server the parent delegates to.
+    /// The DNSKEY (and apex NS) answer of every address of every name server the parent
+    /// delegates to.
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
     /// Our validator's and each configured validating resolver's view of the zone.
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;

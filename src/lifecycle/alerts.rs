@@ -292,9 +292,19 @@ pub fn judge(
                 let stuck = now.since(since) >= policy.partial_stuck_after;
                 checks.push(AlertCheck::new(
                     AlertKind::PartialPropagationStuck,
-                    stuck.then(|| format!(
-                        "{zone}: parent servers disagree about the DS since {since}: some publish it, some do not. Check with the registrar or the registry"
-                    )),
+                    stuck.then(|| {
+                        let without: Vec<String> = parent
+                            .answers
+                            .iter()
+                            .filter(|a| matches!(a.answer, DsAnswer::Absent))
+                            .map(|a| format!("{} ({})", a.server, a.addr))
+                            .collect();
+                        format!(
+                            "{zone}: parent servers disagree about the DS since {since}: DS {} is published, but not by {}. Check with the registrar or the registry",
+                            published(Some(parent)),
+                            without.join(", ")
+                        )
+                    }),
                 ));
                 if !stuck {
                     deadlines.push(since.plus(policy.partial_stuck_after));
@@ -323,8 +333,16 @@ pub fn judge(
         let horizon = now.plus(policy.signatures_expiring_within).unix_secs();
         let firing = child.earliest_expiration().and_then(|exp| {
             (i64::from(exp) <= horizon).then(|| {
+                let who = if deleg.verdict == DelegationVerdict::Foreign {
+                    format!(
+                        "the operator of the name servers the parent delegates to ({}, not the provider's)",
+                        delegation::describe(&facts.old_ns)
+                    )
+                } else {
+                    "the provider".to_string()
+                };
                 format!(
-                    "{zone}: a signature over the DNSKEY set expires at {}; the provider must re-sign before then",
+                    "{zone}: a signature over the DNSKEY set expires at {}; {who} must re-sign before then",
                     Timestamp(i64::from(exp) * 1000)
                 )
             })
@@ -364,7 +382,10 @@ pub fn judge(
                         "(not shown while not every name server serves the key: see status)"
                     )
                 ),
-                _ => "Remove the DS by hand".to_string(),
+                _ => format!(
+                    "Remove the DS by hand: {}",
+                    published(obs.parent.as_ref().ok())
+                ),
             }
         )),
         _ => None,

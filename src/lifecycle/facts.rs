@@ -31,8 +31,9 @@ use crate::dns::DelegationVerdict;
 /// | `provider_ns` | every state, across lifecycles | the provider's API listed the zone's apex NS | never (replaced) |
 /// | `delegation` | every state, across lifecycles | the last known delegation verdict | never (replaced) |
 /// | `seen_at_provider` | every state, across lifecycles | every parent address delegated to the provider | never |
-/// | `old_ns`, `old_ns_ttl` | every state, across lifecycles | a parent address delegates elsewhere (the NS sets and the largest NS TTL seen for them) | the hold after the delegation came to the provider is over |
+/// | `old_ns`, `old_ns_ttl` | every state, across lifecycles | a parent address delegates elsewhere (the NS sets and the largest NS TTL seen for them) | never (the largest kept) |
 /// | `delegated_at` | every state, across lifecycles | every parent address delegates to the provider after some did not (T_delegated, rule 9) | a parent address delegates elsewhere again |
+/// | `elsewhere_seen` | every state, across lifecycles | a parent address delegates elsewhere | every parent address delegates to the provider |
 /// | `moving_in` | `awaiting_ds_removal`, `ttl_wait`, `awaiting_delegation` | a move in starts (DESIGN.md section 2) | it ends (`enabling`, `disabled`, or the disable path) |
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -77,6 +78,10 @@ pub struct Facts {
     pub old_ns_ttl: Option<u32>,
     /// T_delegated: every parent address delegates to the provider's name servers since.
     pub delegated_at: Option<Timestamp>,
+    /// A parent address was seen delegating elsewhere since the delegation was last the
+    /// provider's everywhere (even beside an unknown answer): the next complete
+    /// delegation to the provider starts a delegation hold.
+    pub elsewhere_seen: bool,
     /// The zone is on the move in (DESIGN.md section 2): no provider call switches
     /// DNSSEC off, and the end of `ttl_wait` leads to `awaiting_delegation`.
     pub moving_in: bool,

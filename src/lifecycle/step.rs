@@ -248,6 +248,7 @@ impl Run<'_> {
                     old_ns: f.old_ns,
                     old_ns_ttl: f.old_ns_ttl,
                     delegated_at: f.delegated_at,
+                    elsewhere_seen: f.elsewhere_seen,
                     ..Facts::default()
                 };
             }
@@ -403,10 +404,7 @@ impl Run<'_> {
     /// Some parent address sends resolvers to name servers that are not exactly the
     /// provider's (certain evidence).
     fn elsewhere(&self) -> bool {
-        matches!(
-            self.verdict(),
-            DelegationVerdict::Foreign | DelegationVerdict::Mixed
-        )
+        self.delegation.any_elsewhere()
     }
 
     fn provider_ns_text(&self) -> String {
@@ -426,38 +424,38 @@ impl Run<'_> {
         }
         let verdict = self.verdict();
         let before = self.facts.delegation;
-        match verdict {
-            DelegationVerdict::Provider => {
-                let was_elsewhere = matches!(
-                    before,
-                    Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
-                );
-                if was_elsewhere && self.facts.delegated_at.is_none() {
-                    self.facts.delegated_at = Some(self.now);
-                }
-                self.facts.seen_at_provider = true;
+        // Certain evidence counts even beside an unknown answer: one parent address that
+        // delegates elsewhere may have sent resolvers there.
+        if self.delegation.any_elsewhere() {
+            self.facts.delegated_at = None;
+            self.facts.elsewhere_seen = true;
+            let mut old: Vec<String> = self.facts.old_ns.clone();
+            for set in self.delegation.elsewhere_sets() {
+                old.extend(set);
             }
-            DelegationVerdict::Foreign | DelegationVerdict::Mixed => {
-                self.facts.delegated_at = None;
-                let mut old: Vec<String> = self.facts.old_ns.clone();
-                for set in self.delegation.elsewhere_sets() {
-                    old.extend(set);
-                }
-                self.facts.old_ns = delegation::ns_set(old);
-                let mut ttl = self.delegation.elsewhere_ttl();
-                // The servers the child view asked are the old ones when they are not
-                // exactly the provider's: their apex NS TTL counts too.
-                if let (Some(child), Some(ns)) = (self.child(), &self.facts.provider_ns) {
-                    let asked = delegation::ns_set(child.answers.iter().map(|a| &a.server));
-                    if &asked != ns {
-                        ttl = ttl.max(delegation::max_ttl(&child.apex_ns));
-                    }
-                }
-                if let Some(ttl) = ttl {
-                    self.facts.old_ns_ttl = Some(self.facts.old_ns_ttl.map_or(ttl, |m| m.max(ttl)));
+            self.facts.old_ns = delegation::ns_set(old);
+            let mut ttl = self.delegation.elsewhere_ttl();
+            // The servers the child view asked are the old ones when they are not
+            // exactly the provider's: their apex NS TTL counts too.
+            if let (Some(child), Some(ns)) = (self.child(), &self.facts.provider_ns) {
+                let asked = delegation::ns_set(child.answers.iter().map(|a| &a.server));
+                if &asked != ns {
+                    ttl = ttl.max(delegation::max_ttl(&child.apex_ns));
                 }
             }
-            DelegationVerdict::Unknown => return,
+            if let Some(ttl) = ttl {
+                self.facts.old_ns_ttl = Some(self.facts.old_ns_ttl.map_or(ttl, |m| m.max(ttl)));
+            }
+        }
+        if verdict == DelegationVerdict::Provider {
+            if self.facts.elsewhere_seen && self.facts.delegated_at.is_none() {
+                self.facts.delegated_at = Some(self.now);
+            }
+            self.facts.elsewhere_seen = false;
+            self.facts.seen_at_provider = true;
+        }
+        if verdict == DelegationVerdict::Unknown {
+            return;
         }
         if before.is_some_and(|b| b != verdict) {
             let now_to = match verdict {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::step::delegation_hold_until;
 use super::tests::{C, D, HOUR, OLD, OURS, P, T0, World, ZONE, firing, judged, provider_key, zone};
 use super::*;
 
@@ -417,4 +418,53 @@ fn a_stale_ds_beside_the_right_one_is_a_warning_naming_it() {
     assert!(msg.contains(&stale.to_string()), "{msg}");
     assert_eq!(AlertKind::DsStale.severity(), Severity::Warning);
     assert_eq!(firing(&d, AlertKind::DsMismatch), None);
+}
+
+/// An old delegation answered beside a silent parent server is certain evidence: the
+/// next complete delegation to the provider starts the hold (safety rule 9).
+#[test]
+fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    z.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(
+            T0,
+            Some(true),
+            &[P::No, P::Timeout],
+            &[D::Old, D::Lost],
+            &[C::Serves],
+        ),
+    );
+    assert_eq!(z.facts.old_ns_ttl, Some(7200));
+    assert_eq!(d.state, Some(State::AwaitingDelegation), "certain evidence");
+    let t = T0.plus(secs(60));
+    let ours = [D::Ours, D::Ours];
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    assert_eq!(z.facts.delegated_at, Some(t));
+    let rule9 = t.plus(secs(7200)).plus(HOUR);
+    assert_eq!(delegation_hold_until(&z.facts, &w.policy), Some(rule9));
+    // The usual hold starts now and ends long before the delegation hold.
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    let usual = z.facts.hold_until.unwrap();
+    assert!(usual < rule9);
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(usual, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Enabling));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(rule9, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs));
 }

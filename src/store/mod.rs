@@ -434,6 +434,29 @@ impl Store {
             .bind(EffectKind::DisableDnssec.as_str())
             .execute(&mut *tx)
             .await?;
+            // A request to the operator that a crash (or a failing hook) left undelivered
+            // is void once it is no longer true (safety rules 8 and 9): a DS announcement
+            // once the zone left `awaiting_ds` or follows another key, an NS change once
+            // the zone left `awaiting_delegation`. Withdrawals stay owed.
+            let state = decision.state.map_or("", State::as_str);
+            sqlx::query(
+                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = ? \
+                 AND ((kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
+                   OR (kind = ? AND ? <> ?))",
+            )
+            .bind(OutboxStatus::Superseded.as_str())
+            .bind(now.0)
+            .bind(&zone.name)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(state)
+            .bind(State::AwaitingDs.as_str())
+            .bind(decision.facts.ds_line.as_deref())
+            .bind(EffectKind::RequestDelegation.as_str())
+            .bind(state)
+            .bind(State::AwaitingDelegation.as_str())
+            .execute(&mut *tx)
+            .await?;
         }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;

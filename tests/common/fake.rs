@@ -1,11 +1,22 @@
 //! A scripted world for engine tests: a provider and a DNS that answer from a shared
 //! model the test changes at will, on a manual clock. The provider fake also checks the
-//! two invariants at the moment DNSSEC is switched off, against the ground truth (not
+//! invariants at the moment DNSSEC is switched off, against the ground truth (not
 //! against what the engine observed):
 //! - no parent server publishes a DS (safety rule 1);
 //! - the last DS disappeared at least its TTL ago, so no resolver can still hold it (the
 //!   physical fact behind safety rule 2; the rule adds a margin on top, which covers a DS
-//!   that flickers between two looks).
+//!   that flickers between two looks);
+//! - no zone moving in is switched off (DESIGN.md "Moving in": the old DS is removed and
+//!   waited out without any provider call).
+//!
+//! The delegation (DESIGN.md section 2, safety rule 9): the provider lists its name
+//! servers ([`PROVIDER_NS`]) as the zone's apex NS in `get_zone`/`list_zones`; every
+//! parent server delegates the zone either to them or to an old provider's
+//! ([`OLD_NS`]), whose servers serve an old key of their own. The child view is the
+//! servers the parents delegate to. Ground truth for rule 9 is kept with the fake
+//! clock's timestamps: when every parent last became delegated to the provider
+//! ([`WorldState::delegated_at`]), the old delegation's NS TTLs, and every change of a
+//! parent's delegation and DS set.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -24,14 +35,34 @@ use dnssec_warden_lab::keys::LabKey;
 
 /// The TTL the fake child servers give their DNSKEY set.
 pub const DNSKEY_TTL: u32 = 300;
+/// The provider's name servers: its apex NS, and the delegation when it serves the zone.
+pub const PROVIDER_NS: [&str; 2] = ["ns1.prov.test.", "ns2.prov.test."];
+/// The NS TTL of the provider's delegation at the parent and of its apex NS.
+pub const PROVIDER_NS_TTL: u32 = 3600;
+/// The old provider's name servers (a zone moving in is still delegated to them).
+pub const OLD_NS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+/// The TTL the old provider's servers give their DNSKEY set.
+pub const OLD_DNSKEY_TTL: u32 = 3600;
+
+/// Whose name servers a parent server delegates the zone to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Delegation {
+    /// The provider's ([`PROVIDER_NS`]).
+    #[default]
+    Provider,
+    /// The old provider's ([`OLD_NS`]).
+    Old,
+}
 
 /// One parent name server address.
 #[derive(Debug, Clone, Default)]
 pub struct ParentServer {
     /// The DS set it publishes, with its TTL.
     pub ds: Option<(Vec<Ds>, u32)>,
-    /// Answers nothing useful (a timeout).
+    /// Answers nothing useful (a timeout), for the DS and the delegation alike.
     pub silent: bool,
+    /// Who it delegates the zone to.
+    pub delegation: Delegation,
 }
 
 /// One child name server address.
@@ -77,6 +108,51 @@ pub struct WorldState {
     /// The expiration (Unix seconds) of the RRSIG the child servers give over the
     /// DNSKEY set; never by default.
     pub signature_expiration: u32,
+
+    // ---- the delegation (safety rule 9) ----
+    /// The provider's name servers, as its API lists them for the zone.
+    pub provider_ns: Vec<String>,
+    /// The provider's zone object lists its apex NS (else `apex_ns()` is unknown).
+    pub provider_ns_listed: bool,
+    /// The old provider's name servers.
+    pub old_ns: Vec<String>,
+    /// The old provider's servers, asked while some parent delegates to them.
+    pub old_children: Vec<ChildServer>,
+    /// The key the old provider signs with, and whether it signs.
+    pub old_key: Dnskey,
+    pub old_signed: bool,
+    /// The parent's NS TTL for the old delegation, and the old servers' apex NS TTL.
+    pub old_parent_ns_ttl: u32,
+    pub old_apex_ns_ttl: u32,
+    /// Ground truth for rule 9 (`T_delegated`): when every parent server last became
+    /// delegated to the provider after an old delegation a poller could have seen.
+    /// `None`: never delegated elsewhere as far as anyone could tell.
+    pub delegated_at: Option<Timestamp>,
+    /// Whether a parent query has answered with the old delegation since every parent
+    /// last delegated to the provider (as `ds_seen`: a re-delegation there and back
+    /// between two looks cannot be seen by any poller), at a time the provider's name
+    /// servers could be known (an NS set is "elsewhere" only against the provider's).
+    pub old_delegation_seen: bool,
+    /// The provider's zone object has listed its name servers at least once (what a
+    /// daemon needs to tell the provider's delegation from another).
+    pub provider_ns_known: bool,
+    /// The zone is moving in: it started delegated to the old provider and not every
+    /// parent server has delegated it to the provider since. The daemon must never ask
+    /// for "DNSSEC off" meanwhile.
+    pub moving_in: bool,
+    /// Every change of a parent server's delegation: (time, parent, new delegation).
+    pub delegation_log: Vec<(Timestamp, usize, Delegation)>,
+    /// Every change of a parent server's DS set: (time, parent, the set now).
+    pub ds_log: Vec<(Timestamp, usize, Option<Vec<Ds>>)>,
+}
+
+impl WorldState {
+    /// Some parent server that answers delegates to the old provider.
+    fn old_delegation_answered(&self) -> bool {
+        self.parents
+            .iter()
+            .any(|p| p.delegation == Delegation::Old && !p.silent)
+    }
 }
 
 #[derive(Clone)]
@@ -85,7 +161,12 @@ pub struct FakeWorld {
     pub clock: ManualClock,
 }
 
+fn generate_key() -> Dnskey {
+    LabKey::generate(257).expect("a lab key").dnskey().into()
+}
+
 impl FakeWorld {
+    /// Delegated to the provider at every parent server, DNSSEC off, no DS.
     pub fn new(zone: &str, parents: usize, children: usize, clock: ManualClock) -> Self {
         Self {
             state: Arc::new(Mutex::new(WorldState {
@@ -106,9 +187,49 @@ impl FakeWorld {
                 ds_reappears_after: None,
                 validation: Vec::new(),
                 signature_expiration: u32::MAX,
+                provider_ns: PROVIDER_NS.iter().map(|s| s.to_string()).collect(),
+                provider_ns_listed: true,
+                old_ns: OLD_NS.iter().map(|s| s.to_string()).collect(),
+                old_children: vec![ChildServer::default(); 2],
+                old_key: generate_key(),
+                old_signed: true,
+                old_parent_ns_ttl: 86_400,
+                old_apex_ns_ttl: 3600,
+                delegated_at: None,
+                old_delegation_seen: false,
+                provider_ns_known: false,
+                moving_in: false,
+                delegation_log: Vec::new(),
+                ds_log: Vec::new(),
             })),
             clock,
         }
+    }
+
+    /// A zone moving in: at the provider (DNSSEC off), delegated to the old provider at
+    /// every parent server, whose servers sign with the old key; with `old_ds_ttl`, the
+    /// old provider's DS at every parent server with that TTL.
+    pub fn moving_in(
+        zone: &str,
+        parents: usize,
+        children: usize,
+        clock: ManualClock,
+        old_ds_ttl: Option<u32>,
+    ) -> Self {
+        let world = Self::new(zone, parents, children, clock);
+        {
+            let mut s = world.lock();
+            s.moving_in = true;
+            for p in &mut s.parents {
+                p.delegation = Delegation::Old;
+            }
+        }
+        if let Some(ttl) = old_ds_ttl {
+            for i in 0..parents {
+                world.publish_old_ds(i, ttl);
+            }
+        }
+        world
     }
 
     pub fn lock(&self) -> MutexGuard<'_, WorldState> {
@@ -125,6 +246,8 @@ impl FakeWorld {
             server.ds = Some((vec![ds], ttl));
         }
         s.largest_ds_ttl = s.largest_ds_ttl.max(ttl);
+        drop(s);
+        self.log_ds(i);
     }
 
     /// A DS for a key nobody serves (a typo at the registrar).
@@ -138,19 +261,183 @@ impl FakeWorld {
             server.ds = Some((vec![ds], ttl));
         }
         s.largest_ds_ttl = s.largest_ds_ttl.max(ttl);
+        drop(s);
+        self.log_ds(i);
     }
 
     pub fn withdraw_ds(&self, i: usize) {
+        self.change_ds(i, |_| None);
+    }
+
+    /// Changes parent server `i`'s DS set, keeping the ground truth: the log, and when
+    /// the last DS anywhere disappeared (once a poller could have seen one).
+    fn change_ds(
+        &self,
+        i: usize,
+        f: impl FnOnce(Option<(Vec<Ds>, u32)>) -> Option<(Vec<Ds>, u32)>,
+    ) {
         let now = self.clock.now();
         let mut s = self.lock();
         let had = s.parents.iter().any(|p| p.ds.is_some());
-        if let Some(server) = s.parents.get_mut(i) {
-            server.ds = None;
+        let Some(server) = s.parents.get_mut(i) else {
+            return;
+        };
+        server.ds = f(server.ds.take()).filter(|(set, _)| !set.is_empty());
+        if let Some((_, ttl)) = &server.ds {
+            let ttl = *ttl;
+            s.largest_ds_ttl = s.largest_ds_ttl.max(ttl);
         }
         if had && s.parents.iter().all(|p| p.ds.is_none()) && s.ds_seen {
             s.ds_gone_at = Some(now);
             s.ds_seen = false;
         }
+        drop(s);
+        self.log_ds(i);
+    }
+
+    fn log_ds(&self, i: usize) {
+        let now = self.clock.now();
+        let mut s = self.lock();
+        let Some(set) = s
+            .parents
+            .get(i)
+            .map(|p| p.ds.as_ref().map(|(ds, _)| ds.clone()))
+        else {
+            return;
+        };
+        s.ds_log.push((now, i, set));
+    }
+
+    /// The old provider's DS (for its key, SHA-256).
+    pub fn old_ds(&self) -> Ds {
+        let s = self.lock();
+        s.old_key
+            .to_ds(&s.zone, DigestType::Sha256)
+            .expect("the old key's DS")
+    }
+
+    /// The registrar publishes the old provider's DS on parent server `i`, beside what
+    /// it publishes already.
+    pub fn publish_old_ds(&self, i: usize, ttl: u32) {
+        let old = self.old_ds();
+        self.add_ds(i, old, ttl);
+    }
+
+    /// The registrar removes the old provider's DS from parent server `i` (the rest of
+    /// its DS set stays).
+    pub fn remove_old_ds(&self, i: usize) {
+        let old = self.old_ds();
+        self.change_ds(i, |set| {
+            set.map(|(ds, ttl)| (ds.into_iter().filter(|d| *d != old).collect(), ttl))
+        });
+    }
+
+    /// The old provider's DS removed from every parent server.
+    pub fn remove_old_ds_everywhere(&self) {
+        let n = self.lock().parents.len();
+        for i in 0..n {
+            self.remove_old_ds(i);
+        }
+    }
+
+    /// A DS for a key nobody serves added to parent server `i`'s DS set (a stale record
+    /// beside the good one); returns it.
+    pub fn publish_stale_ds(&self, i: usize, ttl: u32) -> Ds {
+        let zone = self.lock().zone.clone();
+        let stale = generate_key()
+            .to_ds(&zone, DigestType::Sha256)
+            .expect("a DS");
+        self.add_ds(i, stale.clone(), ttl);
+        stale
+    }
+
+    /// `ds` added to parent server `i`'s DS set (the set's TTL becomes the larger one).
+    pub fn add_ds(&self, i: usize, ds: Ds, ttl: u32) {
+        self.change_ds(i, |set| {
+            let (mut list, old_ttl) = set.unwrap_or((Vec::new(), ttl));
+            if !list.contains(&ds) {
+                list.push(ds);
+            }
+            Some((list, old_ttl.max(ttl)))
+        });
+    }
+
+    /// The registrar changes parent server `i`'s delegation. Keeps the ground truth:
+    /// the log, whether the zone is still moving in, and `T_delegated` (when every
+    /// parent server last became delegated to the provider after an old delegation
+    /// that could have been seen).
+    pub fn delegate(&self, i: usize, to: Delegation) {
+        let now = self.clock.now();
+        let mut s = self.lock();
+        let Some(server) = s.parents.get_mut(i) else {
+            return;
+        };
+        if server.delegation == to {
+            return;
+        }
+        server.delegation = to;
+        s.delegation_log.push((now, i, to));
+        if s.parents
+            .iter()
+            .all(|p| p.delegation == Delegation::Provider)
+        {
+            s.moving_in = false;
+            if s.old_delegation_seen {
+                s.delegated_at = Some(now);
+                s.old_delegation_seen = false;
+            }
+        }
+    }
+
+    /// Every parent server delegates to `to`.
+    pub fn delegate_all(&self, to: Delegation) {
+        let n = self.lock().parents.len();
+        for i in 0..n {
+            self.delegate(i, to);
+        }
+    }
+
+    /// Ground truth: every parent server delegates to exactly the provider's servers.
+    pub fn delegated_to_provider(&self) -> bool {
+        self.lock()
+            .parents
+            .iter()
+            .all(|p| p.delegation == Delegation::Provider)
+    }
+
+    /// Ground truth: the old delegation's NS TTL (the larger of the parent's and the old
+    /// servers' apex NS TTL).
+    pub fn old_ns_ttl(&self) -> u32 {
+        let s = self.lock();
+        s.old_parent_ns_ttl.max(s.old_apex_ns_ttl)
+    }
+
+    /// Safety rule 9 against the ground truth: whether a DS for the provider's key may be
+    /// announced (or shown "to enter") now, with `margin` the propagation margin. Err
+    /// says why not: some parent server delegates elsewhere, or the old delegation may
+    /// still be cached (before `T_delegated + old NS TTL + margin`).
+    pub fn ds_announce_allowed(&self, margin: std::time::Duration) -> Result<(), String> {
+        let now = self.clock.now();
+        let s = self.lock();
+        if let Some(i) = s
+            .parents
+            .iter()
+            .position(|p| p.delegation != Delegation::Provider)
+        {
+            return Err(format!(
+                "at {now} parent server {i} delegates the zone to the old provider"
+            ));
+        }
+        if let Some(at) = s.delegated_at {
+            let ttl = s.old_parent_ns_ttl.max(s.old_apex_ns_ttl);
+            let allowed = at.plus_secs(ttl).plus(margin);
+            if now < allowed {
+                return Err(format!(
+                    "at {now}, before {allowed} (delegated to the provider everywhere at {at} + old NS TTL {ttl} s + margin): resolvers may still follow the old delegation"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Someone switches DNSSEC at the provider behind the daemon's back (no invariant is
@@ -179,7 +466,12 @@ impl FakeWorld {
     pub fn enterable_ds(&self) -> Option<String> {
         let s = self.lock();
         let key = s.key.as_ref().filter(|_| s.dnssec_on)?;
-        let served = s.children.iter().all(|c| !c.lagging && !c.silent);
+        // Every child address: with an old delegation anywhere, the old servers too,
+        // which never serve the provider's key.
+        let served = s.children.iter().all(|c| !c.lagging && !c.silent)
+            && s.parents
+                .iter()
+                .all(|p| p.delegation == Delegation::Provider);
         let line = provider_key(&s.zone, key).ok()?.ds_line().to_string();
         served.then_some(line)
     }
@@ -214,6 +506,40 @@ fn provider_key(zone: &str, key: &Dnskey) -> Result<DnssecKey, ProviderError> {
 }
 
 impl FakeWorld {
+    /// The zone object's `records`: its apex NS (the provider's name servers).
+    fn apex_ns_records(&self, zone: &str) -> Vec<ZoneRecordSummary> {
+        let s = self.lock();
+        if !s.provider_ns_listed {
+            return vec![];
+        }
+        vec![ZoneRecordSummary {
+            name: zone.trim_end_matches('.').to_string(),
+            rtype: "NS".into(),
+            ttl: Some(PROVIDER_NS_TTL),
+            short_answers: s
+                .provider_ns
+                .iter()
+                .map(|h| serde_json::Value::String(h.trim_end_matches('.').to_string()))
+                .collect(),
+        }]
+    }
+
+    /// Which servers the child view asks: those the parent servers that answer delegate
+    /// to (all of them when none answers), as (provider's, old provider's).
+    fn delegated_servers(s: &WorldState) -> (bool, bool) {
+        let answering: Vec<&ParentServer> = s.parents.iter().filter(|p| !p.silent).collect();
+        let asked = if answering.is_empty() {
+            s.parents.iter().collect()
+        } else {
+            answering
+        };
+        let to = |d: Delegation| asked.iter().any(|p| p.delegation == d);
+        if s.parents.is_empty() {
+            return (true, false);
+        }
+        (to(Delegation::Provider), to(Delegation::Old))
+    }
+
     fn provider_fault(&self) -> Result<(), ProviderError> {
         let mut s = self.lock();
         if s.zone_missing {
@@ -233,6 +559,15 @@ impl FakeWorld {
 impl Provider for FakeWorld {
     async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
         self.provider_fault()?;
+        {
+            let mut s = self.lock();
+            if s.provider_ns_listed {
+                s.provider_ns_known = true;
+                if s.old_delegation_answered() {
+                    s.old_delegation_seen = true;
+                }
+            }
+        }
         Ok(ProviderZone {
             name: zone.trim_end_matches('.').to_string(),
             id: Some(1),
@@ -241,18 +576,7 @@ impl Provider for FakeWorld {
             dnssec_enabled: Some(self.dnssec_on()),
             dnssec_status: None,
             dnssec_status_modified_on: None,
-            // The provider's name servers: the child servers (the parent delegates to
-            // them).
-            records: vec![ZoneRecordSummary {
-                name: zone.trim_end_matches('.').to_string(),
-                rtype: "NS".into(),
-                ttl: Some(3600),
-                short_answers: self
-                    .name_servers(zone)
-                    .into_iter()
-                    .map(serde_json::Value::from)
-                    .collect(),
-            }],
+            records: self.apex_ns_records(zone),
         })
     }
 
@@ -265,6 +589,12 @@ impl Provider for FakeWorld {
         self.provider_fault()?;
         let now = self.clock.now();
         let mut s = self.lock();
+        if !enabled && s.moving_in {
+            let v = format!(
+                "DNSSEC switch-off asked at {now} while the zone moves in (a parent server still delegates to the old provider)"
+            );
+            s.violations.push(v);
+        }
         if !enabled && s.dnssec_on {
             if let Some(i) = s.parents.iter().position(|p| p.ds.is_some()) {
                 let v =
@@ -331,22 +661,6 @@ impl Provider for FakeWorld {
     }
 }
 
-/// The child servers' names: the provider's name servers for the zone.
-fn children_names(zone: &str, count: usize) -> Vec<String> {
-    (1..=count).map(|i| format!("ns{i}.{zone}")).collect()
-}
-
-impl FakeWorld {
-    fn name_servers(&self, zone: &str) -> Vec<String> {
-        let zone = if zone.ends_with('.') {
-            zone.to_string()
-        } else {
-            format!("{zone}.")
-        };
-        children_names(&zone, self.lock().children.len())
-    }
-}
-
 impl Observer for FakeWorld {
     async fn parent(&self, zone: &str) -> Result<ParentView, ObserveError> {
         let countdown = self.lock().ds_reappears_after;
@@ -362,6 +676,11 @@ impl Observer for FakeWorld {
         if s.parents.iter().any(|p| p.ds.is_some() && !p.silent) {
             s.ds_seen = true;
         }
+        if s.provider_ns_known && s.old_delegation_answered() {
+            s.old_delegation_seen = true;
+        }
+        let server = |i: usize| format!("ns{}.test.", i + 1);
+        let addr = |i: usize| std::net::IpAddr::from([127, 0, 0, u8::try_from(i + 1).unwrap_or(1)]);
         Ok(ParentView {
             zone: zone.to_string(),
             parent: "test.".into(),
@@ -370,15 +689,18 @@ impl Observer for FakeWorld {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| ServerAnswer {
-                    server: format!("ns{}.test.", i + 1),
-                    addr: std::net::IpAddr::from([127, 0, 0, u8::try_from(i + 1).unwrap_or(1)]),
-                    answer: if p.silent {
-                        NsAnswer::Unknown(UnknownReason::Timeout)
-                    } else {
-                        NsAnswer::Servers {
-                            hosts: ns_set(children_names(zone, s.children.len())),
-                            ttl: 3600,
-                        }
+                    server: server(i),
+                    addr: addr(i),
+                    answer: match (p.delegation, p.silent) {
+                        (_, true) => NsAnswer::Unknown(UnknownReason::Timeout),
+                        (Delegation::Provider, false) => NsAnswer::Servers {
+                            hosts: ns_set(&s.provider_ns),
+                            ttl: PROVIDER_NS_TTL,
+                        },
+                        (Delegation::Old, false) => NsAnswer::Servers {
+                            hosts: ns_set(&s.old_ns),
+                            ttl: s.old_parent_ns_ttl,
+                        },
                     },
                 })
                 .collect(),
@@ -387,8 +709,8 @@ impl Observer for FakeWorld {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| ServerAnswer {
-                    server: format!("ns{}.test.", i + 1),
-                    addr: std::net::IpAddr::from([127, 0, 0, u8::try_from(i + 1).unwrap_or(1)]),
+                    server: server(i),
+                    addr: addr(i),
                     answer: match (&p.ds, p.silent) {
                         (_, true) => DsAnswer::Unknown(UnknownReason::Timeout),
                         (Some((ds, ttl)), false) => DsAnswer::Present {
@@ -404,33 +726,96 @@ impl Observer for FakeWorld {
 
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
+        let (provider, old) = Self::delegated_servers(&s);
+        let keys = |key: &Dnskey, ttl: u32| {
+            DnskeyAnswer::Keys(ChildKeys {
+                keys: vec![key.clone()],
+                ttl,
+                signed: true,
+                signatures: vec![SignatureWindow {
+                    key_tag: key.key_tag(),
+                    inception: 0,
+                    expiration: s.signature_expiration,
+                }],
+                cds: vec![],
+                cdnskey: vec![],
+                delete_requested: false,
+            })
+        };
+        let name = |list: &[String], i: usize| {
+            list.get(i % list.len().max(1))
+                .cloned()
+                .unwrap_or_else(|| format!("ns{}.{zone}", i + 1))
+        };
+        // (server, address, DNSKEY answer, apex NS answer) for every address asked.
+        let mut asked: Vec<(String, std::net::IpAddr, DnskeyAnswer, NsAnswer)> = Vec::new();
+        if provider {
+            for (i, c) in s.children.iter().enumerate() {
+                let answer = match (&s.key, s.dnssec_on && !c.lagging, c.silent) {
+                    (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
+                    (Some(key), true, false) => keys(key, DNSKEY_TTL),
+                    _ => DnskeyAnswer::Absent,
+                };
+                let ns = if c.silent {
+                    NsAnswer::Unknown(UnknownReason::Timeout)
+                } else {
+                    NsAnswer::Servers {
+                        hosts: ns_set(&s.provider_ns),
+                        ttl: PROVIDER_NS_TTL,
+                    }
+                };
+                asked.push((
+                    name(&s.provider_ns, i),
+                    std::net::IpAddr::from([127, 0, 1, u8::try_from(i + 1).unwrap_or(1)]),
+                    answer,
+                    ns,
+                ));
+            }
+        }
+        if old {
+            for (i, c) in s.old_children.iter().enumerate() {
+                let (answer, ns) = if c.silent {
+                    (
+                        DnskeyAnswer::Unknown(UnknownReason::Timeout),
+                        NsAnswer::Unknown(UnknownReason::Timeout),
+                    )
+                } else {
+                    (
+                        if s.old_signed {
+                            keys(&s.old_key, OLD_DNSKEY_TTL)
+                        } else {
+                            DnskeyAnswer::Absent
+                        },
+                        NsAnswer::Servers {
+                            hosts: ns_set(&s.old_ns),
+                            ttl: s.old_apex_ns_ttl,
+                        },
+                    )
+                };
+                asked.push((
+                    name(&s.old_ns, i),
+                    std::net::IpAddr::from([127, 0, 2, u8::try_from(i + 1).unwrap_or(1)]),
+                    answer,
+                    ns,
+                ));
+            }
+        }
         Ok(ChildView {
             zone: zone.to_string(),
-            apex_ns: vec![],
-            answers: s
-                .children
+            apex_ns: asked
                 .iter()
-                .enumerate()
-                .map(|(i, c)| ServerAnswer {
-                    server: format!("ns{}.{zone}", i + 1),
-                    addr: std::net::IpAddr::from([127, 0, 1, u8::try_from(i + 1).unwrap_or(1)]),
-                    answer: match (&s.key, s.dnssec_on && !c.lagging, c.silent) {
-                        (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
-                        (Some(key), true, false) => DnskeyAnswer::Keys(ChildKeys {
-                            keys: vec![key.clone()],
-                            ttl: DNSKEY_TTL,
-                            signed: true,
-                            signatures: vec![SignatureWindow {
-                                key_tag: key.key_tag(),
-                                inception: 0,
-                                expiration: s.signature_expiration,
-                            }],
-                            cds: vec![],
-                            cdnskey: vec![],
-                            delete_requested: false,
-                        }),
-                        _ => DnskeyAnswer::Absent,
-                    },
+                .map(|(server, addr, _, ns)| ServerAnswer {
+                    server: server.clone(),
+                    addr: *addr,
+                    answer: ns.clone(),
+                })
+                .collect(),
+            answers: asked
+                .into_iter()
+                .map(|(server, addr, answer, _)| ServerAnswer {
+                    server,
+                    addr,
+                    answer,
                 })
                 .collect(),
         })

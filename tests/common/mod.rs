@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use dnssec_warden::config::{AlertSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
-use dnssec_warden::lifecycle::{Clock, ManualClock, Policy, State, Timestamp};
-use dnssec_warden::store::Store;
+use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::store::{AlertRow, Store};
 use fake::FakeWorld;
 
 pub const ZONE: &str = "child.test.";
@@ -117,8 +117,29 @@ impl Rig {
         policy: Policy,
         notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
     ) -> Self {
+        let world = FakeWorld::new(ZONE, parents, children, ManualClock::starting_at(T0));
+        Self::with_world(world, policy, notify).await
+    }
+
+    /// A zone moving in (`FakeWorld::moving_in`): at the provider, DNSSEC off, delegated
+    /// to the old provider at every parent server, with its DS there if `old_ds_ttl`.
+    pub async fn moving_in(
+        parents: usize,
+        children: usize,
+        policy: Policy,
+        old_ds_ttl: Option<u32>,
+    ) -> Self {
         let clock = ManualClock::starting_at(T0);
-        let world = FakeWorld::new(ZONE, parents, children, clock);
+        let world = FakeWorld::moving_in(ZONE, parents, children, clock, old_ds_ttl);
+        Self::with_world(world, policy, None).await
+    }
+
+    /// Over a world built by the caller (on a clock at `T0`).
+    pub async fn with_world(
+        world: FakeWorld,
+        policy: Policy,
+        notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
+    ) -> Self {
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
@@ -217,6 +238,77 @@ impl Rig {
             }
         }
         shown
+    }
+
+    /// The operator records an intent now.
+    pub async fn intent(&self, intent: Intent) {
+        let now = self.world.clock.now();
+        self.store
+            .set_intent(
+                ZONE,
+                intent,
+                false,
+                &format!("operator asked: {intent}"),
+                now,
+            )
+            .await
+            .unwrap();
+    }
+
+    /// The states the audit trail's transitions went through, in order.
+    pub async fn states_seen(&self) -> Vec<String> {
+        self.store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == "transition")
+            .filter_map(|e| e.to)
+            .collect()
+    }
+
+    /// How many times a DS was announced ("enter this DS" delivered), counting repeats.
+    pub async fn ds_announcements(&self) -> i64 {
+        self.effect_events("ACTION NEEDED: enter this DS").await
+    }
+
+    /// How many effect events begin with `prefix`, counting repeats.
+    pub async fn effect_events(&self, prefix: &str) -> i64 {
+        self.store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "effect" && e.reason.starts_with(prefix))
+            .map(|e| 1 + e.repeats)
+            .sum()
+    }
+
+    /// Every audit event's reason (all kinds), oldest first.
+    pub async fn reasons(&self) -> Vec<String> {
+        self.store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.reason)
+            .collect()
+    }
+
+    /// The zone's open alert of `kind`, if any.
+    pub async fn open_alert(&self, kind: AlertKind) -> Option<AlertRow> {
+        self.store
+            .open_alerts(Some(ZONE))
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|a| a.kind == kind)
+    }
+
+    /// What the zone waits for, as `status` says it.
+    pub async fn waiting_for(&self) -> String {
+        let row = self.store.zone(ZONE).await.unwrap().unwrap();
+        dnssec_warden::lifecycle::waiting::describe(&row.zone, &self.policy).what
     }
 
     /// Transitions recorded in the audit trail form an unbroken chain to the current state.
