@@ -401,6 +401,28 @@ impl Knot {
             .ok_or_else(|| format!("keymgr made no key for {zone}"))
     }
 
+    /// The zone's keys as `keymgr ZONE dnskey` prints them (`zone. DNSKEY …` lines).
+    pub fn dnskey_text(&self, zone: &str) -> Result<String> {
+        self.keymgr(&[zone, "dnskey"])
+    }
+
+    /// Publishes another signer's keys (`dnskey_text` of that server) in `zone`'s DNSKEY
+    /// set without signing with them (`keymgr import-pub`): the multi-signer model of
+    /// RFC 8901, where every server's DNSKEY set holds every signer's key.
+    pub fn import_public_keys(&self, zone: &str, dnskey_text: &str) -> Result<()> {
+        for (i, line) in dnskey_text
+            .lines()
+            .filter(|l| l.contains("DNSKEY"))
+            .enumerate()
+        {
+            let file = self.dir.join(format!("imported-{i}.key"));
+            std::fs::write(&file, format!("{line}\n")).map_err(|e| e.to_string())?;
+            let path = file.to_string_lossy().into_owned();
+            self.keymgr(&[zone, "import-pub", &path])?;
+        }
+        Ok(())
+    }
+
     /// The SHA-256 DS rdata of the zone's key (`keymgr ZONE ds`), if it has one.
     pub fn ds(&self, zone: &str) -> Result<Option<String>> {
         let text = match self.keymgr(&[zone, "ds"]) {
@@ -546,8 +568,31 @@ pub async fn serial(server: SocketAddr, zone: &str) -> Option<u32> {
     })
 }
 
-/// Unbound as a validating resolver with the lab anchor, every zone given as a stub zone
-/// (Unbound would otherwise ask port 53 below the root).
+/// How the lab's Unbound caches and validates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnboundOptions {
+    /// Answers are cached at most this long (the lab's TTLs are 2 s; a longer one, such as
+    /// an old delegation's NS TTL, is then kept that long).
+    pub cache_max_ttl: u32,
+    /// How often a failed validation is retried with another authority (Unbound's
+    /// default 5, which can hide a bogus answer by asking the parent again; 0 fails at
+    /// once, as a resolver without that retry would).
+    pub val_max_restart: u32,
+}
+
+impl Default for UnboundOptions {
+    fn default() -> Self {
+        Self {
+            cache_max_ttl: 2,
+            val_max_restart: 5,
+        }
+    }
+}
+
+/// Unbound as a validating resolver with the lab anchor and the given stub zones: the
+/// root alone when the lab runs on port 53 (Unbound follows the referrals from there),
+/// every zone otherwise (a referral carries no port: Unbound would ask port 53 below the
+/// root).
 pub struct Unbound {
     pub addr: SocketAddr,
     pub conf: PathBuf,
@@ -562,6 +607,22 @@ impl Unbound {
         anchor: &Path,
         stubs: &[(&str, Vec<Ipv4Addr>)],
     ) -> Result<Self> {
+        Self::start_with(dir, addr, port, anchor, stubs, &UnboundOptions::default()).await
+    }
+
+    /// [`Unbound::start`] with [`UnboundOptions`].
+    pub async fn start_with(
+        dir: &Path,
+        addr: Ipv4Addr,
+        port: u16,
+        anchor: &Path,
+        stubs: &[(&str, Vec<Ipv4Addr>)],
+        options: &UnboundOptions,
+    ) -> Result<Self> {
+        let UnboundOptions {
+            cache_max_ttl,
+            val_max_restart,
+        } = *options;
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         let mut conf = format!(
             "server:\n  interface: {addr}\n  port: {port}\n  do-ip6: no\n\
@@ -570,7 +631,8 @@ impl Unbound {
              \x20 verbosity: 0\n  module-config: \"validator iterator\"\n\
              \x20 trust-anchor-file: \"{anchor}\"\n  ede: yes\n\
              \x20 local-zone: \"test.\" nodefault\n  val-log-level: 2\n\
-             \x20 cache-max-ttl: 2\n  cache-max-negative-ttl: 2\n  infra-host-ttl: 2\n\
+             \x20 cache-max-ttl: {cache_max_ttl}\n  cache-max-negative-ttl: 2\n  infra-host-ttl: 2\n\
+             \x20 val-max-restart: {val_max_restart}\n\
              \x20 access-control: 127.0.0.0/8 allow\n\
              remote-control:\n  control-enable: yes\n  control-use-cert: no\n\
              \x20 control-interface: \"{dir}/unbound.ctl\"\n",
@@ -650,16 +712,28 @@ impl Unbound {
         name: &str,
         rtype: hickory_proto::rr::RecordType,
     ) -> Result<(String, bool)> {
-        let transport = NetTransport::new(Duration::from_secs(2));
-        let qname = parse_name(name).ok_or_else(|| format!("bad name {name}"))?;
-        let query = build_query(&qname, rtype, true);
-        let m = transport
-            .exchange(self.addr, &query)
-            .await
-            .map_err(|e| e.to_string())?;
+        let m = self.query(name, rtype, false).await?;
         Ok((
             m.metadata.response_code.to_string(),
             m.metadata.authentic_data,
         ))
+    }
+
+    /// The whole answer to a recursive `name type` query with DO, and CD when
+    /// `checking_disabled` (the data even of a bogus zone).
+    pub async fn query(
+        &self,
+        name: &str,
+        rtype: hickory_proto::rr::RecordType,
+        checking_disabled: bool,
+    ) -> Result<hickory_proto::op::Message> {
+        let transport = NetTransport::new(Duration::from_secs(2));
+        let qname = parse_name(name).ok_or_else(|| format!("bad name {name}"))?;
+        let mut query = build_query(&qname, rtype, true);
+        query.metadata.checking_disabled = checking_disabled;
+        transport
+            .exchange(self.addr, &query)
+            .await
+            .map_err(|e| e.to_string())
     }
 }

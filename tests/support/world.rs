@@ -3,14 +3,27 @@
 //! ```text
 //!  .          127.0.B.1   knotd   signed (keymgr CSK; its DS is the trust anchor)
 //!  test.      127.0.B.2   knotd   signed, its own key     a.nic.test.
-//!             127.0.B.3   knotd   signed, its own key     b.nic.test.  (independent)
+//!             127.0.B.3   knotd   signed, its own key     b.nic.test.  (independent
+//!                                 signers, each publishing both keys: RFC 8901)
 //!  <child>    127.0.B.4   knotd   primary; signing driven by the provider simulator
 //!             127.0.B.5   knotd   secondary, by NOTIFY and zone transfer
-//!  resolver   127.0.B.53  unbound validating, the lab anchor, every zone a stub zone
+//!  <child>    127.0.B.6   knotd   the old provider's signing primary, ns1.old.test.,
+//!   (moving   127.0.B.7   knotd   its secondary, ns2.old.test.  its own keys; only
+//!    in)                          with zones moving in
+//!  resolver   127.0.B.53  unbound validating, the lab anchor
 //! ```
-//! All on one port: 53 when it is free on every address, else one the kernel picks.
+//! All on one port: 53 when it is free on every address, else one the kernel picks. On
+//! port 53 Unbound knows only the root server and follows the referrals from there (so it
+//! follows a re-delegation as any resolver would); on another port it cannot follow
+//! referrals (they carry no port) and every zone is a stub zone, pinned to the servers it
+//! starts delegated to ([`RealWorld::follows_referrals`]).
 //! The provider simulator's DNSSEC switch drives the primary's signing ([`KnotSigner`]);
-//! the test is the registrar, editing `test.` on one TLD server or both.
+//! the test is the registrar, editing `test.` on one TLD server or both: the DS
+//! ([`RealWorld::publish_ds`], [`RealWorld::remove_ds`]) and the NS RRset
+//! ([`RealWorld::delegate`]). A zone named in [`WorldOptions::at_old_provider`] starts
+//! hosted and signed (Knot, its own key) at the old provider, delegated to
+//! `ns1.old.test.`/`ns2.old.test.` with the old key's DS at both TLD servers, and unsigned
+//! at the provider: a zone about to move in.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -22,9 +35,39 @@ use std::time::{Duration, Instant};
 use dnssec_warden_lab::{ProviderSim, Signer, SimOptions};
 use serde_json::Value;
 
-use super::knot::{Knot, Proc, Result, Signing, Unbound, ZoneConf, wait_for_zone};
+use super::knot::{Knot, Proc, Result, Signing, Unbound, UnboundOptions, ZoneConf, wait_for_zone};
 
 pub const API_KEY: &str = "e2e-knot-api-key";
+
+/// The provider's name servers (the simulator's apex NS for every zone).
+pub const PROVIDER_NS: [&str; 2] = ["ns1.dns.test.", "ns2.dns.test."];
+/// The old provider's name servers, a zone moving in starts delegated to.
+pub const OLD_NS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+
+/// What a world starts with beyond [`RealWorld::start`]'s zones at the provider.
+#[derive(Debug, Clone, Default)]
+pub struct WorldOptions {
+    /// Zones (also in `zones`) that start at the old provider: hosted and signed there,
+    /// delegated to [`OLD_NS`] with the old key's DS at both TLD servers.
+    pub at_old_provider: Vec<String>,
+    /// The TTL of the old delegation's NS RRset, at the TLD servers and at the old
+    /// servers' apex (2 s when `None`, as everything else in the lab); Unbound caches up
+    /// to it, so it may follow the old delegation that long after it changed (what safety
+    /// rule 9 waits out). Unbound prefers the apex NS it learns from the old servers to
+    /// the TLD's, so both must be long for it to stay.
+    pub old_ns_ttl: Option<u32>,
+    /// Unbound's `val-max-restart` (its default 5 when `None`): 0 makes it fail a bogus
+    /// answer at once instead of asking other servers and the parent again.
+    pub val_max_restart: Option<u32>,
+}
+
+/// The old provider: a signing primary and its secondary, each zone with its own CSK.
+pub struct OldProvider {
+    pub primary: Knot,
+    pub secondary: Knot,
+    /// The DS (`tag 13 2 HEX`) of each zone's old key.
+    ds: HashMap<String, String>,
+}
 
 /// Which TLD servers a registrar edit goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +143,10 @@ pub struct RealWorld {
     pub tld_b: Knot,
     pub primary: Arc<Knot>,
     pub secondary: Knot,
+    /// The old provider, when some zone starts there.
+    pub old: Option<OldProvider>,
+    /// Unbound follows the referrals from the root (port 53); false: it has stub zones.
+    pub follows_referrals: bool,
     pub anchor: PathBuf,
     pub config: PathBuf,
     pub zones: Vec<String>,
@@ -115,36 +162,116 @@ fn soa(ns: &str) -> String {
     format!("@ 2 SOA {ns} hostmaster.test. $SERIAL 3600 600 86400 2\n")
 }
 
-fn child_body(zone: &str) -> String {
+/// The zone as a provider serves it: the same `www` everywhere, and `who TXT` naming the
+/// provider that answered (so a test can tell which delegation a resolver followed).
+fn child_body(zone: &str, ns: &[&str; 2], ns_ttl: u32, who: &str) -> String {
     format!(
-        "$ORIGIN {zone}\n{}@ 2 NS ns1.dns.test.\n@ 2 NS ns2.dns.test.\nwww 2 A 192.0.2.1\n",
-        soa("ns1.dns.test.")
+        "$ORIGIN {zone}\n{}@ {ns_ttl} NS {}\n@ {ns_ttl} NS {}\nwww 2 A 192.0.2.1\nwho 2 TXT \"{who}\"\n",
+        soa(ns[0]),
+        ns[0],
+        ns[1]
     )
 }
 
 impl RealWorld {
-    /// Starts everything for `zones` (names below `test.`, with the trailing dot).
+    /// Starts everything for `zones` (names below `test.`, with the trailing dot), every
+    /// zone delegated to the provider.
     pub async fn start(block: u8, zones: &[&str]) -> Result<Self> {
+        Self::start_with(block, zones, WorldOptions::default()).await
+    }
+
+    /// Starts everything for `zones`; those in `options.at_old_provider` start at the old
+    /// provider (signed there, its DS at both TLD servers), the others at the provider.
+    pub async fn start_with(block: u8, zones: &[&str], options: WorldOptions) -> Result<Self> {
         super::knot::ensure_packages(&["knot", "knot-dnsutils", "unbound"])?;
+        for z in &options.at_old_provider {
+            if !zones.contains(&z.as_str()) {
+                return Err(format!(
+                    "{z} is at the old provider but not among {zones:?}"
+                ));
+            }
+        }
+        let moving: Vec<&str> = options.at_old_provider.iter().map(String::as_str).collect();
+        let old_ns_ttl = options.old_ns_ttl.unwrap_or(2).max(1);
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let at = |h| ip(block, h);
-        let port = super::knot::pick_port(&[at(1), at(2), at(3), at(4), at(5), at(53)])?;
+        let port =
+            super::knot::pick_port(&[at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(53)])?;
+        let follows_referrals = port == 53;
+        if !follows_referrals {
+            eprintln!(
+                "NOTE: port 53 is not free on every address of 127.0.{block}.x (it takes root \
+                 and no other server there): the lab runs on port {port}, where Unbound cannot \
+                 follow referrals, so every zone is a stub zone pinned to the servers it starts \
+                 delegated to and Unbound does NOT follow a re-delegation"
+            );
+        }
 
         let mut tld = format!(
             "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
-             a.nic 3600 A {}\nb.nic 3600 A {}\nns1.dns 3600 A {}\nns2.dns 3600 A {}\n",
+             a.nic 3600 A {}\nb.nic 3600 A {}\nns1.dns 3600 A {}\nns2.dns 3600 A {}\n\
+             ns1.old 3600 A {}\nns2.old 3600 A {}\n",
             soa("a.nic.test."),
             at(2),
             at(3),
             at(4),
-            at(5)
+            at(5),
+            at(6),
+            at(7)
         );
+        // The old provider signs with keys made up front, so their DS goes into `test.`.
+        let mut old = if moving.is_empty() {
+            None
+        } else {
+            let mut old_primary_zones = Vec::new();
+            let mut old_secondary_zones = Vec::new();
+            for z in &moving {
+                let mut conf = ZoneConf::new(
+                    z,
+                    child_body(z, &OLD_NS, old_ns_ttl, "old"),
+                    Signing::Manual,
+                );
+                conf.secondaries = vec![at(7)];
+                old_primary_zones.push(conf);
+                old_secondary_zones.push(ZoneConf::secondary(z, at(6)));
+            }
+            let primary = Knot::new(
+                &dir.path().join("old-primary"),
+                at(6),
+                port,
+                &old_primary_zones,
+            )?;
+            let secondary = Knot::new(
+                &dir.path().join("old-secondary"),
+                at(7),
+                port,
+                &old_secondary_zones,
+            )?;
+            let mut ds = HashMap::new();
+            for z in &moving {
+                ds.insert(z.to_string(), primary.generate_csk(z)?);
+            }
+            Some(OldProvider {
+                primary,
+                secondary,
+                ds,
+            })
+        };
         let mut bodies = HashMap::new();
         let mut primary_zones = Vec::new();
         let mut secondary_zones = Vec::new();
         for z in zones {
-            tld.push_str(&format!("{z} 2 NS ns1.dns.test.\n{z} 2 NS ns2.dns.test.\n"));
-            let body = child_body(z);
+            match old.as_ref().and_then(|o| o.ds.get(*z)) {
+                Some(ds) => tld.push_str(&format!(
+                    "{z} {old_ns_ttl} NS {}\n{z} {old_ns_ttl} NS {}\n{z} 2 DS {ds}\n",
+                    OLD_NS[0], OLD_NS[1]
+                )),
+                None => tld.push_str(&format!(
+                    "{z} 2 NS {}\n{z} 2 NS {}\n",
+                    PROVIDER_NS[0], PROVIDER_NS[1]
+                )),
+            }
+            let body = child_body(z, &PROVIDER_NS, 2, "new");
             let mut conf = ZoneConf::new(z, body.clone(), Signing::Off);
             conf.secondaries = vec![at(5)];
             primary_zones.push(conf);
@@ -175,6 +302,13 @@ impl RealWorld {
         let root_ds = root.generate_csk(".")?;
         let ds_a = tld_a.generate_csk("test.")?;
         let ds_b = tld_b.generate_csk("test.")?;
+        // Each TLD server signs with its own key and publishes the other's too (RFC 8901's
+        // multi-signer model): a resolver that took the DNSKEY set from one server
+        // validates the other's signatures, even without retrying elsewhere.
+        let keys_a = tld_a.dnskey_text("test.")?;
+        let keys_b = tld_b.dnskey_text("test.")?;
+        tld_a.import_public_keys("test.", &keys_b)?;
+        tld_b.import_public_keys("test.", &keys_a)?;
         root.write_zone(
             ".",
             &format!(
@@ -199,6 +333,10 @@ impl RealWorld {
         ] {
             k.start()?;
         }
+        if let Some(o) = old.as_mut() {
+            o.primary.start()?;
+            o.secondary.start()?;
+        }
         let limit = Duration::from_secs(20);
         let mut waits = vec![
             (root.socket(), ".".to_string()),
@@ -209,26 +347,53 @@ impl RealWorld {
             waits.push((primary.socket(), z.to_string()));
             waits.push((secondary.socket(), z.to_string()));
         }
+        if let Some(o) = &old {
+            for z in &moving {
+                waits.push((o.primary.socket(), z.to_string()));
+                waits.push((o.secondary.socket(), z.to_string()));
+            }
+        }
         for (server, z) in waits {
             wait_for_zone(server, &z, limit).await.map_err(|e| {
                 format!(
-                    "{e}\n{}{}{}{}{}",
+                    "{e}\n{}{}{}{}{}{}",
                     root.log(),
                     tld_a.log(),
                     tld_b.log(),
                     primary.log(),
-                    secondary.log()
+                    secondary.log(),
+                    old.as_ref()
+                        .map(|o| format!("{}{}", o.primary.log(), o.secondary.log()))
+                        .unwrap_or_default()
                 )
             })?;
         }
 
-        let mut stubs: Vec<(&str, Vec<Ipv4Addr>)> =
-            vec![(".", vec![at(1)]), ("test.", vec![at(2), at(3)])];
-        for z in zones {
-            stubs.push((z, vec![at(4), at(5)]));
+        // Port 53: the root alone, and Unbound iterates from there like any resolver. Else
+        // stubs, which pin each zone to the servers it starts delegated to.
+        let mut stubs: Vec<(&str, Vec<Ipv4Addr>)> = vec![(".", vec![at(1)])];
+        if !follows_referrals {
+            stubs.push(("test.", vec![at(2), at(3)]));
+            for z in zones {
+                if moving.contains(z) {
+                    stubs.push((z, vec![at(6), at(7)]));
+                } else {
+                    stubs.push((z, vec![at(4), at(5)]));
+                }
+            }
         }
-        let unbound =
-            Unbound::start(&dir.path().join("unbound"), at(53), port, &anchor, &stubs).await?;
+        let unbound = Unbound::start_with(
+            &dir.path().join("unbound"),
+            at(53),
+            port,
+            &anchor,
+            &stubs,
+            &UnboundOptions {
+                cache_max_ttl: old_ns_ttl.max(2),
+                val_max_restart: options.val_max_restart.unwrap_or(5),
+            },
+        )
+        .await?;
 
         let primary = Arc::new(primary);
         let signer = Arc::new(KnotSigner {
@@ -264,7 +429,7 @@ impl RealWorld {
                  validating_resolvers = [\"{}\"]\nquery_timeout = \"1s\"\nquery_attempts = 2\n\
                  [timing]\npoll_waiting = \"300ms\"\npoll_active = \"1s\"\npropagation_margin = \"1s\"\n\
                  ds_overdue_after = \"1h\"\nds_removal_overdue_after = \"1h\"\npartial_stuck_after = \"1h\"\n\
-                 observation_failing_after = \"1h\"\nretry_base = \"200ms\"\nassumed_ds_ttl = \"2s\"\n\
+                 observation_failing_after = \"1h\"\nretry_base = \"200ms\"\nassumed_ds_ttl = \"2s\"\nassumed_ns_ttl = \"3s\"\n\
                  [zones]\nnames = [{}]\n",
                 sim.base_url(),
                 dir.path().join("state.db"),
@@ -291,6 +456,8 @@ impl RealWorld {
             tld_b,
             primary,
             secondary,
+            old,
+            follows_referrals,
             anchor,
             config,
             zones: zones.iter().map(|z| z.to_string()).collect(),
@@ -322,6 +489,51 @@ impl RealWorld {
         Ok(())
     }
 
+    /// The registrar replaces the zone's NS RRset with `hosts` (TTL 2, glue already in
+    /// `test.` for [`PROVIDER_NS`] and [`OLD_NS`]); the DS stays as it is.
+    pub fn delegate(&self, zone: &str, on: Tld, hosts: &[&str]) -> Result<()> {
+        if hosts.is_empty() {
+            return Err(format!("a delegation of {zone} to no server"));
+        }
+        let rrs: Vec<String> = hosts.iter().map(|h| format!("2 NS {h}")).collect();
+        let set: Vec<(&str, &str)> = rrs.iter().map(|rr| (zone, rr.as_str())).collect();
+        for k in self.tlds(on) {
+            k.edit("test.", &set, &[(zone, "NS")])?;
+        }
+        Ok(())
+    }
+
+    /// The DS of the old provider's key for `zone` (`tag 13 2 HEX`).
+    pub fn old_ds(&self, zone: &str) -> Result<String> {
+        self.old
+            .as_ref()
+            .and_then(|o| o.ds.get(zone).cloned())
+            .ok_or_else(|| format!("{zone} is not at the old provider"))
+    }
+
+    /// Unbound's answer to `who.<zone> TXT` (checking disabled, so it comes even when the
+    /// zone is bogus): which provider's servers Unbound followed, `"old"` or `"new"`.
+    pub async fn who_answers(&self, zone: &str) -> Result<String> {
+        let m = self
+            .unbound
+            .query(
+                &format!("who.{zone}"),
+                hickory_proto::rr::RecordType::TXT,
+                true,
+            )
+            .await?;
+        m.answers
+            .iter()
+            .find_map(|r| match &r.data {
+                hickory_proto::rr::RData::TXT(t) => t
+                    .txt_data
+                    .first()
+                    .map(|d| String::from_utf8_lossy(d).into_owned()),
+                _ => None,
+            })
+            .ok_or_else(|| format!("no TXT for who.{zone}: {}", m.metadata.response_code))
+    }
+
     /// The DS of Knot's key for `zone`, as `keymgr ds` prints it.
     pub fn knot_ds(&self, zone: &str) -> Result<String> {
         self.primary
@@ -338,8 +550,19 @@ impl RealWorld {
     }
 
     pub fn logs(&self) -> String {
+        let old = self
+            .old
+            .as_ref()
+            .map(|o| {
+                format!(
+                    "--- old primary ---\n{}--- old secondary ---\n{}",
+                    o.primary.log(),
+                    o.secondary.log()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}",
+            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}{old}",
             self.primary.log(),
             self.secondary.log(),
             self.tld_a.log(),
@@ -440,4 +663,92 @@ pub async fn wait_state(
     Err(format!(
         "{zone} never reached {want} within {within:?}; seen {seen:?}"
     ))
+}
+
+/// Asks Unbound for `www.<zone> A` every 300 ms (no flush: what a user's resolver would
+/// see) until finished; a SERVFAIL is asked again with checking disabled, and counts as a
+/// validation failure only if that one answers (the data is there, only validation
+/// failed), not when Unbound could reach no server on a loaded machine.
+pub struct Probe {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    bogus: Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<Vec<String>>,
+}
+
+impl Probe {
+    pub fn start(w: &RealWorld, zone: &str) -> Self {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let bogus = Arc::new(AtomicUsize::new(0));
+        let addr = w.unbound.addr;
+        let name = format!("www.{zone}");
+        let (s, b) = (stop.clone(), bogus.clone());
+        let task = tokio::spawn(async move {
+            use dnssec_warden::dns::Transport;
+            let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+            let Some(qname) = dnssec_warden::dns::wire::parse_name(&name) else {
+                return vec![format!("bad name {name}")];
+            };
+            // Runs of the same answer: (answer, first seen, how many times).
+            let mut runs: Vec<(String, String, usize)> = Vec::new();
+            // Bounded: at most ten minutes of probes.
+            for _ in 0..2000 {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let q = dnssec_warden::dns::wire::build_query(
+                    &qname,
+                    hickory_proto::rr::RecordType::A,
+                    true,
+                );
+                let mut rcode = match transport.exchange(addr, &q).await {
+                    Ok(m) => m.metadata.response_code.to_string(),
+                    Err(e) => format!("error {e}"),
+                };
+                if rcode.contains("SERVFAIL") || rcode.contains("Server Failure") {
+                    let mut cd = q.clone();
+                    cd.metadata.checking_disabled = true;
+                    let validation = matches!(
+                        transport.exchange(addr, &cd).await,
+                        Ok(m) if m.metadata.response_code == hickory_proto::op::ResponseCode::NoError
+                    );
+                    if validation {
+                        b.fetch_add(1, Ordering::SeqCst);
+                    }
+                    rcode = format!(
+                        "{rcode} ({})",
+                        if validation {
+                            "validation"
+                        } else {
+                            "unreachable"
+                        }
+                    );
+                }
+                match runs.last_mut() {
+                    Some(run) if run.0 == rcode => run.2 += 1,
+                    _ => runs.push((
+                        rcode,
+                        dnssec_warden::timefmt::rfc3339_ms(std::time::SystemTime::now()),
+                        1,
+                    )),
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            runs.into_iter()
+                .map(|(answer, from, n)| format!("{answer} from {from}, {n} times"))
+                .collect()
+        });
+        Self { stop, bogus, task }
+    }
+
+    /// Stops the probe: (validation SERVFAILs seen, the answers seen, repeats folded).
+    pub async fn finish(self) -> (usize, Vec<String>) {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::SeqCst);
+        let seen = self
+            .task
+            .await
+            .unwrap_or_else(|e| vec![format!("the probe task failed: {e}")]);
+        (self.bogus.load(Ordering::SeqCst), seen)
+    }
 }
