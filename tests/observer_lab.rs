@@ -343,3 +343,64 @@ async fn unbound_agrees_with_our_validator() {
         assert_eq!(probes[1].verdict, expected, "unbound, {zone}: {probes:?}");
     }
 }
+
+/// The lab's old provider and its re-delegation lever, as the real observer sees them:
+/// a zone moving in is delegated elsewhere with the old key's DS (secure through the old
+/// servers), then mixed while one TLD server lags, then at the provider's name servers.
+#[tokio::test]
+async fn a_moving_child_goes_from_the_old_provider_to_the_provider() {
+    use dnssec_warden::dns::DelegationVerdict;
+    use dnssec_warden_lab::dns::{NAME_SERVERS, OLD_1, OLD_2, OLD_NAME_SERVERS};
+
+    let lab = LabDns::start().await.unwrap();
+    let old_key = LabKey::generate(257).unwrap();
+    let new_key = LabKey::generate(257).unwrap();
+    lab.add_moving_child(ZONE, &old_key, KeySource::Static(new_key.clone()))
+        .unwrap();
+    let observer = DnsObserver::new(&lab.settings()).unwrap();
+    let provider: Vec<String> = NAME_SERVERS.map(String::from).to_vec();
+    let verdict = |parent: &dnssec_warden::dns::ParentView| {
+        dnssec_warden::dns::delegation::assess(&parent.delegations, Some(&provider)).verdict
+    };
+
+    let parent = observer.parent(ZONE).await.unwrap();
+    assert_eq!(verdict(&parent), DelegationVerdict::Foreign, "{parent:?}");
+    let child = observer.child(ZONE).await.unwrap();
+    let asked: Vec<IpAddr> = child.answers.iter().map(|a| a.addr).collect();
+    assert!(
+        asked.contains(&IpAddr::from(OLD_1)) && asked.contains(&IpAddr::from(OLD_2)),
+        "{asked:?}"
+    );
+    assert!(child.all_serve(&old_key.dnskey().into()));
+    assert_eq!(
+        parent.verdict(&child.served_keys()),
+        ParentDsVerdict::AllMatch
+    );
+    let old: Vec<String> = OLD_NAME_SERVERS.map(String::from).to_vec();
+    // Every old server's apex NS names the old servers.
+    assert!(!child.apex_ns.is_empty());
+    for answer in &child.apex_ns {
+        match &answer.answer {
+            dnssec_warden::dns::NsAnswer::Servers { hosts, .. } => {
+                assert_eq!(dnssec_warden::dns::delegation::ns_set(hosts), old);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        combine_validation(&observer.validation(ZONE).await),
+        ValidationVerdict::Secure
+    );
+
+    // The old DS goes; the registrar changes the NS at one TLD server, then the other.
+    lab.remove_ds(ZONE, TldServers::Both).unwrap();
+    lab.delegate(ZONE, TldServers::A, &NAME_SERVERS).unwrap();
+    let parent = observer.parent(ZONE).await.unwrap();
+    assert_eq!(verdict(&parent), DelegationVerdict::Mixed, "{parent:?}");
+    lab.delegate(ZONE, TldServers::B, &NAME_SERVERS).unwrap();
+    let parent = observer.parent(ZONE).await.unwrap();
+    assert_eq!(verdict(&parent), DelegationVerdict::Provider, "{parent:?}");
+    let child = observer.child(ZONE).await.unwrap();
+    assert!(child.all_serve(&new_key.dnskey().into()));
+    assert!(!child.all_serve(&old_key.dnskey().into()));
+}

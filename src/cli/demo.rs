@@ -3,8 +3,12 @@
 //! The provider simulator, the lab DNS hierarchy and a simulated registrar run in this
 //! process; the real engine (real API client, real DNS observer, SQLite in a temporary
 //! directory) drives two zones through enable, an overdue DS (one registrar "forgets"),
-//! `active`, then disable through the TTL wait to `disabled`. Timings are compressed: a
-//! day of waiting takes seconds. The story is printed from the audit trail as it happens.
+//! `active`, then disable through the TTL wait to `disabled`; a third zone moves in from
+//! an old provider that signs it (its DS at the parent): the old DS removed and waited
+//! out, the NS changed at one TLD server then the other, the new DS announced only after
+//! the old delegation expired, `active`. The simulated registrar does what the daemon
+//! asks, reading its requests from the audit trail. Timings are compressed: a day of
+//! waiting takes seconds. The story is printed from the audit trail as it happens.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,17 +22,22 @@ use crate::config::{Credentials, Settings};
 use crate::dns::DnsObserver;
 use crate::dnssec::DsLine;
 use crate::engine::{Engine, Notifier};
-use crate::lifecycle::{AlertKind, Clock, Intent, Policy, State, SystemClock};
+use crate::lifecycle::{AlertKind, Clock, Facts, Intent, Policy, State, SystemClock, Timestamp};
 use crate::provider::{GcoreClient, ProviderError, RetryPolicy};
 use crate::secret::Secret;
 use crate::store::{Store, StoreError};
 use dnssec_warden_lab::dns::{KeySource, LabDns, LabDnsError, TldServers};
+use dnssec_warden_lab::keys::LabKey;
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
 /// The prompt registrar publishes on one TLD server first, then on both; the forgetful
 /// one does nothing until the overdue alert makes the operator chase it.
 const PROMPT: &str = "alpha.test.";
 const FORGETFUL: &str = "beta.test.";
+/// Moving in from an old provider (DNSSEC on there, its DS at the parent); the registrar
+/// follows the daemon's requests in order.
+const MOVING: &str = "gamma.test.";
+const ZONES: [&str; 3] = [PROMPT, FORGETFUL, MOVING];
 /// The whole demo must end well within a minute.
 const DEADLINE: Duration = Duration::from_secs(55);
 
@@ -61,8 +70,59 @@ struct RegistrarState {
     removed: bool,
 }
 
+/// A request the daemon made of the operator, in its own words from the audit trail
+/// (`Notification::summary`), for the registrar of the zone moving in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Request {
+    /// Remove these DS records (zone-file lines) at the registrar.
+    RemoveDs(Vec<String>),
+    /// Change the NS at the registrar to these name servers.
+    Delegate(Vec<String>),
+    /// Enter this DS at the registrar.
+    EnterDs(String),
+}
+
+impl Request {
+    /// Reads a request from an audit line; `None` for anything else.
+    fn parse(zone: &str, text: &str) -> Option<Self> {
+        let rest = text.strip_prefix("ACTION NEEDED: ")?;
+        if let Some(r) = rest.strip_prefix(&format!("remove the DS for {zone} at the registrar")) {
+            let lines = r
+                .trim()
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .map(|l| l.split("; ").map(|x| x.trim().to_string()).collect())
+                .unwrap_or_default();
+            return Some(Self::RemoveDs(lines));
+        }
+        if let Some(r) =
+            rest.strip_prefix(&format!("change the NS of {zone} at the registrar to: "))
+        {
+            let ns: Vec<String> = r
+                .split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect();
+            return (!ns.is_empty()).then_some(Self::Delegate(ns));
+        }
+        rest.strip_prefix(&format!("enter this DS for {zone} at the registrar: "))
+            .map(|r| Self::EnterDs(r.trim().to_string()))
+    }
+}
+
+/// What the registrar of the zone moving in is doing: the daemon's requests in order,
+/// each taken up half a second after it was made.
+#[derive(Default)]
+struct Mover {
+    queue: std::collections::VecDeque<(Instant, Request)>,
+    /// Re-delegated at TLD server A (at this moment, to these servers); B follows.
+    delegated_a: Option<(Instant, Vec<String>)>,
+}
+
 pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     let started = Instant::now();
+    // The same moment on the daemon's clock, to show its facts in the demo's seconds.
+    let started_at = SystemClock.now();
     let api_key = format!("demo-{:016x}", fastrand::u64(..));
     let sim = ProviderSim::start(
         "127.0.0.1:0"
@@ -87,6 +147,19 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
         lab.set_zone_ttl(zone, 1)?;
         lab.set_dnskey_ttl(zone, 1)?;
     }
+    // The zone moving in: at the provider (DNSSEC off there), still delegated to the old
+    // provider, which signs it with its own key, whose DS the parent publishes.
+    let old_key = LabKey::generate(257).map_err(|e| DemoError::Config(e.to_string()))?;
+    sim.handle().add_zone(MOVING);
+    lab.add_moving_child(MOVING, &old_key, KeySource::provider(sim.handle()))?;
+    lab.set_ds_ttl(MOVING, 2)?;
+    // The old delegation's NS TTL (at the parent and the old servers' apex) is 2 s, so
+    // its hold (rule 9) outlasts the new key's propagation hold.
+    lab.set_ns_ttl(MOVING, 2)?;
+    lab.set_zone_ttl(MOVING, 1)?;
+    lab.set_dnskey_ttl(MOVING, 1)?;
+    lab.set_old_zone_ttl(MOVING, 2)?;
+    lab.set_old_dnskey_ttl(MOVING, 1)?;
 
     // A real configuration file, so that `status` and `check` work on it with --keep.
     let dir = tempfile::Builder::new()
@@ -101,8 +174,8 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
          [database]\npath = {:?}\n\
          {}\
          [timing]\npoll_waiting = \"250ms\"\npoll_active = \"1s\"\npropagation_margin = \"1s\"\n\
-         ds_overdue_after = \"4s\"\nds_removal_overdue_after = \"20s\"\nretry_base = \"250ms\"\nassumed_ds_ttl = \"2s\"\n\
-         [zones]\nnames = [\"{PROMPT}\", \"{FORGETFUL}\"]\n",
+         ds_overdue_after = \"4s\"\nds_removal_overdue_after = \"20s\"\nretry_base = \"250ms\"\nassumed_ds_ttl = \"2s\"\nassumed_ns_ttl = \"2s\"\n\
+         [zones]\nnames = [\"{PROMPT}\", \"{FORGETFUL}\", \"{MOVING}\"]\n",
         sim.base_url(),
         key_file,
         dir.path().join("state.db"),
@@ -116,7 +189,7 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
 
     let store = Store::open(&settings.database.path).await?;
     let clock = SystemClock;
-    for zone in [PROMPT, FORGETFUL] {
+    for zone in ZONES {
         store.ensure_zone(zone, clock.now()).await?;
     }
     let provider = Arc::new(GcoreClient::with_policy(
@@ -153,21 +226,27 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     let _ = writeln!(
         out,
         "dnssec-warden demo: a provider, a DNS hierarchy and a registrar, simulated on loopback.\n\
-         Timings are compressed: the DS TTL is 2 s, the margin 1 s, 'overdue' is 4 s.\n  \
-         provider API   {}\n  DNS            root {}, TLD test. on two servers, provider name servers (port {})\n  \
-         zones          {PROMPT} (a prompt registrar), {FORGETFUL} (a registrar that forgets)\n  \
+         Timings are compressed: the DS TTL is 2 s, the old delegation's NS TTL 2 s, the margin 1 s, 'overdue' is 4 s.\n  \
+         provider API   {}\n  DNS            root {}, TLD test. on two servers, provider name servers {}, old provider's {} (port {})\n  \
+         zones          {PROMPT} (a prompt registrar), {FORGETFUL} (a registrar that forgets),\n                 \
+         {MOVING} (moving in: signed at the old provider, its DS key tag {} at the parent)\n  \
          database       {}\n",
         sim.base_url(),
         dnssec_warden_lab::dns::ROOT,
+        dnssec_warden_lab::dns::NAME_SERVERS.join(" "),
+        dnssec_warden_lab::dns::OLD_NAME_SERVERS.join(" "),
         lab.provider_addrs()[0].port(),
+        old_key.dnskey().key_tag(),
         settings.database.path.display(),
     );
 
     say(
         out,
-        &format!("operator: dnssec-warden enable {PROMPT}; dnssec-warden enable {FORGETFUL}"),
+        &format!(
+            "operator: dnssec-warden enable {PROMPT}; dnssec-warden enable {FORGETFUL}; dnssec-warden enable {MOVING}"
+        ),
     );
-    for zone in [PROMPT, FORGETFUL] {
+    for zone in ZONES {
         store
             .set_intent(
                 zone,
@@ -180,8 +259,10 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     }
 
     let mut registrar: HashMap<&str, RegistrarState> = HashMap::new();
+    let mut mover = Mover::default();
     let mut seen_event: HashMap<&str, i64> = HashMap::new();
     let mut disabling = false;
+    let mut moving_state = None;
     let outcome = loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
         if started.elapsed() > DEADLINE {
@@ -191,7 +272,7 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
             )));
         }
         let mut states = Vec::new();
-        for zone in [PROMPT, FORGETFUL] {
+        for zone in ZONES {
             // Print every new line of the audit trail.
             for e in store.events(zone).await? {
                 let last = seen_event.entry(zone).or_insert(0);
@@ -209,9 +290,26 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
                     (kind, _, _) => format!("{zone:<12} [{kind}] {}", e.reason),
                 };
                 say(out, &line);
+                if zone == MOVING
+                    && e.kind == crate::store::EventKind::Effect
+                    && let Some(request) = Request::parse(zone, &e.reason)
+                {
+                    mover.queue.push_back((Instant::now(), request));
+                }
             }
             let row = store.zone(zone).await?;
             let state = row.as_ref().and_then(|r| r.zone.state);
+            if zone == MOVING {
+                if state == Some(State::AwaitingDs)
+                    && moving_state != state
+                    && let Some(facts) = row.as_ref().map(|r| &r.zone.facts)
+                {
+                    say(out, &rule_9_check(facts, &policy, started_at));
+                }
+                moving_state = state;
+                mover_step(out, &say, &lab, &mut mover)?;
+                continue;
+            }
             let ds_line = row.and_then(|r| r.zone.facts.ds_line);
             states.push(state);
             let reg = registrar.entry(zone).or_default();
@@ -247,7 +345,10 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
                     .await?;
             }
         }
-        if disabling && states.iter().all(|s| *s == Some(State::Disabled)) {
+        if disabling
+            && states.iter().all(|s| *s == Some(State::Disabled))
+            && moving_state == Some(State::Active)
+        {
             break Ok(());
         }
     };
@@ -263,6 +364,12 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
             "{}",
             crate::cli::status::history_text(&store, FORGETFUL).await?
         );
+        let _ = writeln!(out, "\nHistory of {MOVING}:");
+        let _ = write!(
+            out,
+            "{}",
+            crate::cli::status::history_text(&store, MOVING).await?
+        );
         let calls: Vec<String> = sim
             .handle()
             .calls()
@@ -277,7 +384,8 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
         );
         let _ = writeln!(
             out,
-            "\nBoth zones went on and off without a moment of failed validation: DNSSEC was switched off only after every parent server had dropped the DS and its TTL had passed. Finished in {:.1}s.",
+            "\n{PROMPT} and {FORGETFUL} went on and off without a moment of failed validation: DNSSEC was switched off only after every parent server had dropped the DS and its TTL had passed.\n\
+             {MOVING} moved in in the safe order (safety rule 9): the old provider's DS went first and its TTL was waited out before the NS change, and the new DS was announced only after every TLD server delegated to the provider and the old delegation's NS TTL had passed. Finished in {:.1}s.",
             started.elapsed().as_secs_f64()
         );
     }
@@ -300,6 +408,106 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     let _ = running.await;
     store.close().await;
     outcome
+}
+
+/// The moving zone's DS announcement against safety rule 9, from the daemon's facts, in
+/// the demo's seconds: when the last TLD server delegated to the provider (T_delegated),
+/// the old delegation's NS TTL, and the earliest moment a DS could be announced.
+fn rule_9_check(facts: &Facts, policy: &Policy, started_at: Timestamp) -> String {
+    let secs = |t: Timestamp| t.since(started_at).as_secs_f64();
+    let zone = MOVING;
+    let Some(delegated) = facts.delegated_at else {
+        return format!("{zone:<12} [rule 9] the DS was announced, but no T_delegated is recorded");
+    };
+    let ttl = facts
+        .old_ns_ttl
+        .map_or(policy.assumed_ns_ttl, |t| Duration::from_secs(u64::from(t)));
+    let earliest = delegated.plus(ttl).plus(policy.propagation_margin);
+    let announced = facts
+        .ds_announced_at
+        .map_or("(not recorded)".to_string(), |t| format!("{:.1}s", secs(t)));
+    format!(
+        "{zone:<12} [rule 9] every TLD server delegated to the provider at {:.1}s (T_delegated); old NS TTL {}s + margin {}s: no DS before {:.1}s; announced at {announced}",
+        secs(delegated),
+        ttl.as_secs(),
+        policy.propagation_margin.as_secs(),
+        secs(earliest),
+    )
+}
+
+/// The registrar of the zone moving in: does what the daemon asked, in order, each
+/// request half a second after it was made; the NS change reaches TLD server A first and
+/// B a second and a half later.
+fn mover_step(
+    out: &mut impl Write,
+    say: &impl Fn(&mut dyn Write, &str),
+    lab: &LabDns,
+    mover: &mut Mover,
+) -> Result<(), DemoError> {
+    let zone = MOVING;
+    if let Some((at, ns)) = &mover.delegated_a {
+        if at.elapsed() > Duration::from_millis(1500) {
+            let names: Vec<&str> = ns.iter().map(String::as_str).collect();
+            lab.delegate(zone, TldServers::B, &names)?;
+            say(
+                out,
+                &format!(
+                    "{zone:<12} [registrar] NS now changed on TLD server B as well: {}",
+                    ns.join(" ")
+                ),
+            );
+            mover.delegated_a = None;
+        }
+        return Ok(());
+    }
+    let Some((asked, _)) = mover.queue.front() else {
+        return Ok(());
+    };
+    if asked.elapsed() < Duration::from_millis(500) {
+        return Ok(());
+    }
+    let Some((_, request)) = mover.queue.pop_front() else {
+        return Ok(());
+    };
+    match request {
+        Request::RemoveDs(lines) => {
+            say(
+                out,
+                &format!(
+                    "{zone:<12} [registrar] removed from both TLD servers the DS the daemon named:"
+                ),
+            );
+            for line in &lines {
+                say(out, &format!("{zone:<12}     {line}"));
+            }
+            lab.remove_ds(zone, TldServers::Both)?;
+        }
+        Request::Delegate(ns) => {
+            let names: Vec<&str> = ns.iter().map(String::as_str).collect();
+            lab.delegate(zone, TldServers::A, &names)?;
+            say(
+                out,
+                &format!(
+                    "{zone:<12} [registrar] NS changed on TLD server A to what the daemon asked: {} (B lags)",
+                    ns.join(" ")
+                ),
+            );
+            mover.delegated_a = Some((Instant::now(), ns));
+        }
+        Request::EnterDs(line) => {
+            let ds = DsLine::parse(&line).map_err(|e| {
+                DemoError::Stuck(format!(
+                    "the daemon asked for a DS that does not parse ({e}): {line}"
+                ))
+            })?;
+            lab.set_ds(zone, TldServers::Both, vec![ds.ds.into()])?;
+            say(
+                out,
+                &format!("{zone:<12} [registrar] DS published on both TLD servers: {line}"),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The simulated registrar: reads the DS the operator was told from the database and

@@ -6,6 +6,8 @@
 //!                  b.nic.test.           127.0.53.3        each with its own DS per child
 //!  provider.test.  ns1.provider.test.    127.0.53.4        the "managed DNS provider":
 //!  <child>.test.   ns2.provider.test.    127.0.53.5        hosts every child zone
+//!  <moving>.test.  ns1.old.test.         127.0.53.6        the "old provider": its own copy
+//!                  ns2.old.test.         127.0.53.7        of a zone moving in (own key, NS)
 //! ```
 //! Every server listens on the same port (chosen free at start, UDP and TCP), so the
 //! observer reaches all of them with `dns.port`. A child zone's key comes from a
@@ -14,7 +16,9 @@
 //!
 //! Levers for tests: publish or remove a DS on one TLD server or both, change TTLs, sign
 //! or unsign a child, publish the RFC 8078 delete CDS, fix the signature window, stop or
-//! restart a server, make one answer SERVFAIL, REFUSED or nothing.
+//! restart a server, make one answer SERVFAIL, REFUSED or nothing. A zone moving in
+//! ([`LabDns::add_moving_child`]) starts delegated to the old provider's servers with the
+//! old key's DS; [`LabDns::delegate`] re-delegates it at one TLD server or both.
 
 pub mod resolver;
 pub mod server;
@@ -37,11 +41,21 @@ pub const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 2);
 pub const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 3);
 pub const PROVIDER_1: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 4);
 pub const PROVIDER_2: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 5);
+/// The old provider's servers, serving the old copies of zones moving in.
+pub const OLD_1: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 6);
+pub const OLD_2: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 7);
 pub const TLD: &str = "test.";
 pub const PROVIDER_ZONE: &str = "provider.test.";
 /// The provider's name servers in the lab: every child zone is delegated to them, and the
 /// provider simulator must list them as the zone's apex NS (`SimOptions::name_servers`).
 pub const NAME_SERVERS: [&str; 2] = ["ns1.provider.test.", "ns2.provider.test."];
+
+/// The old provider's name servers: a zone moving in starts delegated to them.
+pub const OLD_NAME_SERVERS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+
+/// Bound from the start (answering REFUSED while they host nothing); their addresses are
+/// records of `test.` only once a zone moving in names them.
+const OLD_HOSTS: &[(&str, Ipv4Addr)] = &[("ns1.old.test.", OLD_1), ("ns2.old.test.", OLD_2)];
 
 const HOSTS: &[(&str, Ipv4Addr)] = &[
     ("a.root-servers.test.", ROOT),
@@ -51,7 +65,7 @@ const HOSTS: &[(&str, Ipv4Addr)] = &[
     ("ns2.provider.test.", PROVIDER_2),
 ];
 
-/// Which TLD servers a DS lever applies to.
+/// Which TLD servers a DS or delegation lever applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TldServers {
     A,
@@ -105,9 +119,10 @@ impl LabDns {
         let root_key = LabKey::generate(257)?;
         let tld_key = LabKey::generate(257)?;
         let mut world = World::default();
-        for (host, ip) in HOSTS {
+        for (host, ip) in HOSTS.iter().chain(OLD_HOSTS) {
             world.hosts.insert(host.to_string(), *ip);
         }
+        world.old_servers = [OLD_1, OLD_2].map(IpAddr::from).into();
         let mut root = ZoneData::new(
             ".",
             &["a.root-servers.test."],
@@ -219,6 +234,14 @@ impl LabDns {
         ]
     }
 
+    /// The old provider's servers (see [`LabDns::add_moving_child`]).
+    pub fn old_addrs(&self) -> [SocketAddr; 2] {
+        [
+            SocketAddr::new(OLD_1.into(), self.port),
+            SocketAddr::new(OLD_2.into(), self.port),
+        ]
+    }
+
     /// The lab root's DS, in a file in zone-file form.
     pub fn trust_anchor_path(&self) -> PathBuf {
         self.anchor_dir.path().join("lab-root.ds")
@@ -259,6 +282,7 @@ impl LabDns {
             }
         }
         if let Some(tld) = world.zones.get_mut(TLD) {
+            tld.delegation_ns.remove(&name);
             tld.delegations.insert(
                 name,
                 Delegation {
@@ -270,6 +294,121 @@ impl LabDns {
             );
         }
         Ok(())
+    }
+
+    /// Adds `zone` as a zone moving in: the provider hosts it as [`LabDns::add_child`]
+    /// does (signed by `key`, e.g. [`KeySource::provider`]), while the old provider's
+    /// servers ([`OLD_NAME_SERVERS`]) serve their own copy, signed with `old_key`, whose
+    /// apex NS names them. Both TLD servers delegate it to the old servers and publish
+    /// the old key's DS. The old copy's TTLs are the lab defaults (see
+    /// [`LabDns::set_old_zone_ttl`], [`LabDns::set_old_dnskey_ttl`]).
+    pub fn add_moving_child(
+        &self,
+        zone: &str,
+        old_key: &LabKey,
+        key: KeySource,
+    ) -> Result<(), LabDnsError> {
+        self.add_child(zone, key)?;
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        let ds = old_key
+            .dnskey()
+            .to_ds(&name, DigestType::Sha256)
+            .map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        let mut world = self.world();
+        let mut old = ZoneData::new(&name, &OLD_NAME_SERVERS, KeySource::Static(old_key.clone()));
+        old.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+        world.old_zones.insert(name.clone(), old);
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        for (host, ip) in OLD_HOSTS {
+            let key = (host.to_string(), hickory_proto::rr::RecordType::A);
+            if !tld.records.contains_key(&key) {
+                tld.add_a(host, *ip);
+            }
+        }
+        tld.delegation_ns.remove(&name);
+        let delegation = tld
+            .delegations
+            .get_mut(&name)
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        delegation.ns = OLD_NAME_SERVERS.map(String::from).to_vec();
+        for ip in TldServers::Both.addrs() {
+            delegation.ds.insert(ip, vec![ds.clone()]);
+        }
+        Ok(())
+    }
+
+    /// Delegates `zone` to the name servers `ns` on the given TLD servers (what a
+    /// registrar does on an NS change; one server first is a partial re-delegation).
+    /// The DS set is left as it is.
+    pub fn delegate(&self, zone: &str, on: TldServers, ns: &[&str]) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut set = Vec::with_capacity(ns.len());
+        for host in ns {
+            set.push(crate::dnssec::fqdn(host).map_err(|_| LabDnsError::BadChild((*host).into()))?);
+        }
+        let mut world = self.world();
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        if !tld.delegations.contains_key(&name) {
+            return Err(LabDnsError::NoSuchZone(name));
+        }
+        let per_server = tld.delegation_ns.entry(name).or_default();
+        for ip in on.addrs() {
+            per_server.insert(ip, set.clone());
+        }
+        Ok(())
+    }
+
+    /// The NS set each TLD server delegates `zone` to (empty if it is no child).
+    pub fn delegation(&self, zone: &str) -> Vec<(IpAddr, Vec<String>)> {
+        let Ok(name) = crate::dnssec::fqdn(zone) else {
+            return Vec::new();
+        };
+        let world = self.world();
+        let Some(tld) = world.zones.get(TLD) else {
+            return Vec::new();
+        };
+        let Some(d) = tld.delegations.get(&name) else {
+            return Vec::new();
+        };
+        [TLD_A, TLD_B]
+            .iter()
+            .map(|ip| {
+                let ip = IpAddr::from(*ip);
+                (ip, tld.ns_at(&name, d, ip).to_vec())
+            })
+            .collect()
+    }
+
+    fn with_old_zone(&self, zone: &str, f: impl FnOnce(&mut ZoneData)) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        let data = world
+            .old_zones
+            .get_mut(&name)
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        f(data);
+        Ok(())
+    }
+
+    /// TTL of the old copy's own records (SOA, the apex NS, A) of a zone moving in.
+    pub fn set_old_zone_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_old_zone(zone, |z| z.ttl = ttl)
+    }
+
+    /// DNSKEY TTL of the old copy of a zone moving in.
+    pub fn set_old_dnskey_ttl(&self, zone: &str, ttl: u32) -> Result<(), LabDnsError> {
+        self.with_old_zone(zone, |z| z.dnskey_ttl = ttl)
+    }
+
+    /// Signs the old copy with `key` from now on (or unsigns it).
+    pub fn set_old_key(&self, zone: &str, key: KeySource) -> Result<(), LabDnsError> {
+        self.with_old_zone(zone, |z| z.key = key)
     }
 
     fn with_delegation(
@@ -453,7 +592,7 @@ async fn bind_all(
         drop(probe);
         let mut running = HashMap::new();
         let mut ok = true;
-        for (_, ip) in HOSTS {
+        for (_, ip) in HOSTS.iter().chain(OLD_HOSTS) {
             match server::start(SocketAddr::new((*ip).into(), port), world.clone()).await {
                 Ok(r) => {
                     running.insert(IpAddr::from(*ip), r);
@@ -469,4 +608,243 @@ async fn bind_all(
         }
     }
     Err(LabDnsError::NoFreePort(TRIES))
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::dnssec::PublicKey;
+    use hickory_proto::dnssec::rdata::DNSSECRData;
+    use hickory_proto::op::Message;
+    use hickory_proto::rr::rdata::{A, NS};
+    use hickory_proto::rr::{RData, Record, RecordType};
+
+    use super::*;
+
+    const ZONE: &str = "moving.test.";
+
+    fn ask(lab: &LabDns, server: Ipv4Addr, name: &str, rtype: RecordType) -> Message {
+        let qname = crate::wire::parse_name(name).expect("a name");
+        let query = crate::wire::build_query(&qname, rtype, false);
+        lab.world()
+            .respond(server.into(), &query)
+            .expect("the lab answers")
+    }
+
+    fn ns_of(records: &[Record]) -> Vec<String> {
+        let mut names: Vec<String> = records
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::NS(NS(n)) => Some(crate::wire::name_text(n)),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn glue(message: &Message) -> Vec<(String, Ipv4Addr)> {
+        let mut glue: Vec<(String, Ipv4Addr)> = message
+            .additionals
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::A(A(ip)) => Some((crate::wire::name_text(&r.name), *ip)),
+                _ => None,
+            })
+            .collect();
+        glue.sort();
+        glue
+    }
+
+    fn keys_of(message: &Message) -> Vec<Vec<u8>> {
+        message
+            .answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::DNSSEC(DNSSECRData::DNSKEY(k)) => {
+                    Some(k.public_key().public_bytes().to_vec())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_child_is_delegated_to_the_provider_at_both_tld_servers() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        lab.add_child(ZONE, KeySource::Unsigned).expect("a child");
+        for (_, ns) in lab.delegation(ZONE) {
+            assert_eq!(ns, strings(&NAME_SERVERS));
+        }
+        for tld in [TLD_A, TLD_B] {
+            let referral = ask(&lab, tld, ZONE, RecordType::NS);
+            assert_eq!(ns_of(&referral.authorities), strings(&NAME_SERVERS));
+        }
+        // Nothing of the old provider's shows until a zone moves in.
+        let refused = ask(&lab, OLD_1, ZONE, RecordType::SOA);
+        assert_eq!(
+            refused.metadata.response_code,
+            hickory_proto::op::ResponseCode::Refused
+        );
+        let none = ask(&lab, TLD_A, "ns1.old.test.", RecordType::A);
+        assert!(none.answers.is_empty(), "{none:?}");
+    }
+
+    #[tokio::test]
+    async fn a_moving_child_starts_at_the_old_provider_with_its_ds() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        let old_key = LabKey::generate(257).expect("a key");
+        let new_key = LabKey::generate(257).expect("a key");
+        lab.add_moving_child(ZONE, &old_key, KeySource::Static(new_key.clone()))
+            .expect("a moving child");
+        let old_ds = old_key
+            .dnskey()
+            .to_ds(ZONE, DigestType::Sha256)
+            .expect("a DS");
+        for (_, ds) in lab.ds(ZONE) {
+            assert_eq!(ds, vec![old_ds.clone()]);
+        }
+        for tld in [TLD_A, TLD_B] {
+            let referral = ask(&lab, tld, ZONE, RecordType::NS);
+            assert!(!referral.metadata.authoritative);
+            assert_eq!(ns_of(&referral.authorities), strings(&OLD_NAME_SERVERS));
+            assert_eq!(
+                glue(&referral),
+                vec![
+                    ("ns1.old.test.".to_string(), OLD_1),
+                    ("ns2.old.test.".to_string(), OLD_2)
+                ]
+            );
+            let ds = ask(&lab, tld, ZONE, RecordType::DS);
+            assert!(ds.answers.iter().any(|r| r.record_type() == RecordType::DS));
+            // The old servers' addresses are data of test. as well (glueless lookups).
+            let a = ask(&lab, tld, "ns2.old.test.", RecordType::A);
+            assert_eq!(glue_answers(&a), vec![OLD_2]);
+        }
+        for old in [OLD_1, OLD_2] {
+            let dnskey = ask(&lab, old, ZONE, RecordType::DNSKEY);
+            assert!(dnskey.metadata.authoritative);
+            assert_eq!(keys_of(&dnskey), vec![old_key.dnskey().public_key]);
+            assert!(
+                dnskey
+                    .answers
+                    .iter()
+                    .any(|r| r.record_type() == RecordType::RRSIG)
+            );
+            let ns = ask(&lab, old, ZONE, RecordType::NS);
+            assert!(ns.metadata.authoritative);
+            assert_eq!(ns_of(&ns.answers), strings(&OLD_NAME_SERVERS));
+        }
+        for provider in [PROVIDER_1, PROVIDER_2] {
+            let dnskey = ask(&lab, provider, ZONE, RecordType::DNSKEY);
+            assert_eq!(keys_of(&dnskey), vec![new_key.dnskey().public_key]);
+            let ns = ask(&lab, provider, ZONE, RecordType::NS);
+            assert_eq!(ns_of(&ns.answers), strings(&NAME_SERVERS));
+        }
+        // The old copy's TTLs are its own.
+        lab.set_old_dnskey_ttl(ZONE, 2).expect("old copy");
+        lab.set_old_zone_ttl(ZONE, 1).expect("old copy");
+        let dnskey = ask(&lab, OLD_1, ZONE, RecordType::DNSKEY);
+        assert!(dnskey.answers.iter().all(|r| r.ttl == 2), "{dnskey:?}");
+        let ns = ask(&lab, OLD_2, ZONE, RecordType::NS);
+        assert!(ns.answers.iter().all(|r| r.ttl == 1), "{ns:?}");
+        let dnskey = ask(&lab, PROVIDER_1, ZONE, RecordType::DNSKEY);
+        assert!(dnskey.answers.iter().all(|r| r.ttl == 300), "{dnskey:?}");
+    }
+
+    fn glue_answers(message: &Message) -> Vec<Ipv4Addr> {
+        message
+            .answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::A(A(ip)) => Some(*ip),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn delegate_changes_the_ns_set_of_one_tld_server_at_a_time() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        let old_key = LabKey::generate(257).expect("a key");
+        lab.add_moving_child(ZONE, &old_key, KeySource::Unsigned)
+            .expect("a moving child");
+        lab.delegate(ZONE, TldServers::A, &NAME_SERVERS)
+            .expect("re-delegated at A");
+        assert_eq!(
+            lab.delegation(ZONE),
+            vec![
+                (IpAddr::from(TLD_A), strings(&NAME_SERVERS)),
+                (IpAddr::from(TLD_B), strings(&OLD_NAME_SERVERS)),
+            ]
+        );
+        let at_a = ask(&lab, TLD_A, &format!("www.{ZONE}"), RecordType::A);
+        assert_eq!(ns_of(&at_a.authorities), strings(&NAME_SERVERS));
+        assert_eq!(
+            glue(&at_a),
+            vec![
+                ("ns1.provider.test.".to_string(), PROVIDER_1),
+                ("ns2.provider.test.".to_string(), PROVIDER_2)
+            ]
+        );
+        let at_b = ask(&lab, TLD_B, &format!("www.{ZONE}"), RecordType::A);
+        assert_eq!(ns_of(&at_b.authorities), strings(&OLD_NAME_SERVERS));
+        // The DS stays as the registrar left it: on both servers.
+        assert!(lab.ds(ZONE).iter().all(|(_, ds)| ds.len() == 1));
+
+        lab.delegate(
+            ZONE,
+            TldServers::B,
+            &["ns1.provider.test", "ns2.provider.test."],
+        )
+        .expect("re-delegated at B");
+        for tld in [TLD_A, TLD_B] {
+            let referral = ask(&lab, tld, ZONE, RecordType::NS);
+            assert_eq!(ns_of(&referral.authorities), strings(&NAME_SERVERS));
+        }
+        // A mixed set at both, then back to the old provider.
+        lab.delegate(
+            ZONE,
+            TldServers::Both,
+            &["ns1.provider.test.", "ns1.old.test."],
+        )
+        .expect("mixed");
+        let mixed = ask(&lab, TLD_B, ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&mixed.authorities),
+            strings(&["ns1.old.test.", "ns1.provider.test."])
+        );
+        assert!(matches!(
+            lab.delegate("nowhere.test.", TldServers::A, &NAME_SERVERS),
+            Err(LabDnsError::NoSuchZone(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_old_servers_answer_on_the_lab_port() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        let old_key = LabKey::generate(257).expect("a key");
+        lab.add_moving_child(ZONE, &old_key, KeySource::Unsigned)
+            .expect("a moving child");
+        let qname = crate::wire::parse_name(ZONE).expect("a name");
+        let query = crate::wire::build_query(&qname, RecordType::DNSKEY, false)
+            .to_vec()
+            .expect("wire");
+        for addr in lab.old_addrs() {
+            let socket = tokio::net::UdpSocket::bind("127.0.0.1:0")
+                .await
+                .expect("a socket");
+            socket.send_to(&query, addr).await.expect("sent");
+            let mut buf = vec![0u8; 4096];
+            let (len, _) = tokio::time::timeout(Duration::from_secs(5), socket.recv_from(&mut buf))
+                .await
+                .expect("an answer in time")
+                .expect("received");
+            let answer = Message::from_vec(&buf[..len]).expect("a message");
+            assert_eq!(keys_of(&answer), vec![old_key.dnskey().public_key]);
+        }
+    }
 }

@@ -85,6 +85,9 @@ pub struct ZoneData {
     /// Plain records: (owner, type) -> RDATA, all with `ttl`.
     pub records: BTreeMap<(String, RecordType), Vec<RData>>,
     pub delegations: BTreeMap<String, Delegation>,
+    /// The NS set a parent server delegates a cut to where it differs from the
+    /// delegation's `ns` (a re-delegation done at one server first): cut -> server -> NS.
+    pub delegation_ns: BTreeMap<String, HashMap<IpAddr, Vec<String>>>,
     pub key: KeySource,
     /// Publish the RFC 8078 "delete DS" CDS and CDNSKEY.
     pub cds_delete: bool,
@@ -101,6 +104,7 @@ impl ZoneData {
             dnskey_ttl: 300,
             records: BTreeMap::new(),
             delegations: BTreeMap::new(),
+            delegation_ns: BTreeMap::new(),
             key,
             cds_delete: false,
             signature_window: None,
@@ -135,6 +139,20 @@ impl ZoneData {
             .push(RData::A(A(ip)));
     }
 
+    /// The NS set `server` delegates `cut` to: its own where it was given one, else the
+    /// delegation's.
+    pub fn ns_at<'a>(
+        &'a self,
+        cut: &str,
+        delegation: &'a Delegation,
+        server: IpAddr,
+    ) -> &'a [String] {
+        self.delegation_ns
+            .get(cut)
+            .and_then(|per_server| per_server.get(&server))
+            .unwrap_or(&delegation.ns)
+    }
+
     /// The delegation `name` lies at or below, if any.
     fn delegation_above(&self, name: &str) -> Option<(&String, &Delegation)> {
         // Walk up from the name: a few map lookups, however many delegations there are.
@@ -160,6 +178,11 @@ pub struct World {
     pub hosts: BTreeMap<String, Ipv4Addr>,
     /// IPv6 glue for name server hosts (nothing in the lab listens there).
     pub hosts6: BTreeMap<String, Ipv6Addr>,
+    /// The old provider's copies of zones moving in (their own keys and apex NS).
+    pub old_zones: BTreeMap<String, ZoneData>,
+    /// The old provider's servers: they answer from `old_zones` (every zone there), and
+    /// never from `zones`.
+    pub old_servers: BTreeSet<IpAddr>,
 }
 
 fn now() -> u32 {
@@ -297,11 +320,13 @@ impl World {
         // The most specific hosted zone: walk up from the name (a few map lookups, so a
         // server hosting 10,000 zones, as in the benchmark, stays fast).
         let hosted = self.hosting.get(&server);
+        let old = self.old_servers.contains(&server);
+        let zones = if old { &self.old_zones } else { &self.zones };
         let mut at = qname.clone();
         let mut found = None;
         for _ in 0..128 {
-            if let Some(z) = self.zones.get(&at)
-                && hosted.is_some_and(|h| h.contains(&at))
+            if let Some(z) = zones.get(&at)
+                && (old || hosted.is_some_and(|h| h.contains(&at)))
             {
                 found = Some(z);
                 break;
@@ -352,11 +377,11 @@ impl World {
                 return;
             }
             out.message.metadata.authoritative = false;
+            let ns_set = zone.ns_at(cut, delegation, server);
             let ns = out.rrset(
                 cut,
                 delegation.ns_ttl,
-                delegation
-                    .ns
+                ns_set
                     .iter()
                     .filter_map(|h| wire::parse_name(h))
                     .map(|n| RData::NS(NS(n)))
@@ -375,7 +400,7 @@ impl World {
                 let records = out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
                 out.message.authorities.extend(records);
             }
-            for host in &delegation.ns {
+            for host in ns_set {
                 if let (true, Some(ip)) =
                     (wire::is_subdomain(host, &zone.name), self.hosts.get(host))
                     && let Some(name) = wire::parse_name(host)
