@@ -59,6 +59,7 @@ fn settings(port: u16) -> DnsSettings {
         queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
+        require_validated_evidence: false,
     }
 }
 

@@ -248,6 +248,10 @@ pub struct DnsSettings {
     pub address_families: AddressFamilies,
     /// What one observation may spend (`dns.observation_timeout`, `dns.max_*`).
     pub budget: ObservationBudget,
+    /// Decisions that can take a domain down wait for validated evidence even where the
+    /// parent zone is unsigned (safety rule 10); by default such a parent's authoritative
+    /// answers are used, and said to be unvalidated.
+    pub require_validated_evidence: bool,
 }
 
 impl Default for DnsSettings {
@@ -492,6 +496,7 @@ struct DnsFile {
     max_ns_per_delegation: usize,
     #[serde(deserialize_with = "de::in_range::<1, 256, _, _>")]
     max_addresses_per_server: usize,
+    require_validated_evidence: bool,
 }
 
 impl Default for DnsFile {
@@ -517,6 +522,7 @@ impl Default for DnsFile {
             max_host_lookups: budget.max_host_lookups,
             max_ns_per_delegation: budget.max_ns_per_delegation,
             max_addresses_per_server: budget.max_addresses_per_server,
+            require_validated_evidence: false,
         }
     }
 }
@@ -539,6 +545,7 @@ impl From<DnsFile> for DnsSettings {
                 max_ns_per_delegation: f.max_ns_per_delegation,
                 max_addresses_per_server: f.max_addresses_per_server,
             },
+            require_validated_evidence: f.require_validated_evidence,
         }
     }
 }
@@ -649,6 +656,7 @@ impl CrossChecks {
         for (i, e) in alerts.execs.iter_mut().enumerate() {
             e.name = format!("alerts.exec[{i}]");
         }
+        let require_validated_evidence = dns.require_validated_evidence;
         Ok(Settings {
             source: self.file.clone(),
             provider: raw.provider.map(|p| self.provider(p)).transpose()?,
@@ -656,7 +664,10 @@ impl CrossChecks {
                 path: self.path(raw.database.path),
             },
             dns,
-            timing: raw.timing,
+            timing: Policy {
+                require_validated_evidence,
+                ..raw.timing
+            },
             zones: self.zones(raw.zones)?,
             alerts,
             registrar: raw.registrar,

@@ -252,6 +252,7 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
         queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
+        require_validated_evidence: false,
     };
     adjust(&mut settings);
     let fake = Arc::new(Fake {

@@ -32,6 +32,7 @@ impl LabSettings for LabDns {
             queries_per_server: DEFAULT_QUERIES_PER_SERVER,
             address_families: Default::default(),
             budget: Default::default(),
+            require_validated_evidence: false,
         }
     }
 

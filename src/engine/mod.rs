@@ -551,7 +551,11 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 ),
             ));
         }
-        let fresh = self.observer.parent(zone).await.map_err(|e| e.to_string());
+        let fresh = self
+            .observer
+            .parent_validated(zone)
+            .await
+            .map_err(|e| e.to_string());
         if let Err(refusal) = may_disable(&fresh, &row.zone.facts, self.clock.now(), &self.policy) {
             return Ok((
                 OutboxStatus::Refused,

@@ -21,6 +21,31 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         zone.state,
         Some(State::AwaitingDs | State::DsObserved | State::Active)
     );
+    // Safety rule 10: the looks that can lead to a decision that takes a domain down
+    // (T_gone, the DS seen, leaving `awaiting_delegation`, the move in's first step) are
+    // validated; routine looks at settled zones are not.
+    let validate = match zone.state {
+        Some(
+            State::AwaitingDsRemoval
+            | State::TtlWait
+            | State::Disabling
+            | State::AwaitingDs
+            | State::DsObserved
+            | State::AwaitingDelegation,
+        ) => true,
+        None => zone.intent != crate::lifecycle::Intent::None,
+        Some(_) => matches!(
+            zone.facts.delegation,
+            Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
+        ),
+    };
+    let parent_view = async {
+        if validate {
+            observer.parent_validated(name).await
+        } else {
+            observer.parent(name).await
+        }
+    };
     let rrsets = async {
         if wants_ttl {
             Some(provider.list_rrsets(name).await)
@@ -53,7 +78,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         provider.get_dnssec(name),
         rrsets,
         name_servers,
-        observer.parent(name),
+        parent_view,
         observer.child(name),
         validation
     );

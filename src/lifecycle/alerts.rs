@@ -14,7 +14,9 @@ use super::step::{
 };
 use super::time::Timestamp;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
-use crate::dns::{DsAnswer, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
+use crate::dns::{
+    DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict,
+};
 
 /// An alert condition. The names are a contract (`status --json`, the SQLite file, the
 /// metrics labels, the hooks' `KIND`); to add one, see ARCHITECTURE.md "Where to add".
@@ -48,6 +50,9 @@ pub enum AlertKind {
     DelegationChangedWithDs,
     /// The DS set matches the served key but also holds DS records for keys nobody serves.
     DsStale,
+    /// The operator requires validated evidence, and the parent zone is unsigned: the
+    /// zone waits (safety rule 10).
+    EvidenceUnvalidated,
     PartialPropagationStuck,
     ValidationFailed,
     SignaturesExpiring,
@@ -369,6 +374,24 @@ pub fn judge(
         deadlines.push(since.plus(policy.observation_failing_after));
     }
     checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
+
+    // Safety rule 10 with `dns.require_validated_evidence`: an unsigned parent stops the
+    // decisions; said while it does, cleared once the evidence is validated.
+    if let Some(parent) = parent {
+        match &parent.evidence {
+            Evidence::Insecure(why) if policy.require_validated_evidence => {
+                checks.push(AlertCheck::firing(
+                    AlertKind::EvidenceUnvalidated,
+                    format!(
+                        "{zone}: the parent zone {} is not signed ({why}), and dns.require_validated_evidence is set: no decision that can take the domain down is taken on its answers; the zone waits",
+                        parent.parent
+                    ),
+                ));
+            }
+            Evidence::Unchecked => {}
+            _ => checks.push(AlertCheck::clear(AlertKind::EvidenceUnvalidated)),
+        }
+    }
 
     // Only while the zone waits on the registrar: once it moved on, the hook's job is
     // done (or was done by hand).

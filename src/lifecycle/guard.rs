@@ -4,9 +4,9 @@
 
 use super::facts::Facts;
 use super::policy::Policy;
-use super::step::disable_deadline;
+use super::step::{disable_deadline, evidence_acceptable};
 use super::time::Timestamp;
-use crate::dns::{DsAnswer, ParentView};
+use crate::dns::{DsAnswer, Evidence, ParentView};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuardRefusal {
@@ -22,6 +22,8 @@ pub enum GuardRefusal {
     DsPresent { server: String, addr: String },
     #[error("no parent server answered at all")]
     NoParentServers,
+    #[error("the parent's answers are not validated evidence: {0}")]
+    Unvalidated(String),
     #[error("the time the DS was gone everywhere is not recorded")]
     NoTGone,
     #[error("the DS TTL and margin run until {until}, now is {now}")]
@@ -41,6 +43,14 @@ pub fn may_disable(
         .map_err(|e| GuardRefusal::ParentUnobservable(e.clone()))?;
     if parent.answers.is_empty() {
         return Err(GuardRefusal::NoParentServers);
+    }
+    if !evidence_acceptable(&parent.evidence, policy) {
+        return Err(GuardRefusal::Unvalidated(match &parent.evidence {
+            Evidence::Insecure(why) => format!(
+                "the parent zone is insecure ({why}) and dns.require_validated_evidence is set"
+            ),
+            _ => "the answers were not validated".to_string(),
+        }));
     }
     for a in &parent.answers {
         match &a.answer {

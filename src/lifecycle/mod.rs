@@ -24,4 +24,6 @@ pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_evidence;
+#[cfg(test)]
 mod tests_move;

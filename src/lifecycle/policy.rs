@@ -44,6 +44,10 @@ pub struct Policy {
     /// two days, the NS TTL of the largest TLDs' delegations.
     #[serde(deserialize_with = "duration")]
     pub assumed_ns_ttl: Duration,
+    /// `dns.require_validated_evidence` (safety rule 10): set from the `[dns]` section,
+    /// never read from `[timing]`.
+    #[serde(skip)]
+    pub require_validated_evidence: bool,
 }
 
 impl Default for Policy {
@@ -60,6 +64,7 @@ impl Default for Policy {
             retry_base: Duration::from_secs(5),
             assumed_ds_ttl: Duration::from_secs(86_400),
             assumed_ns_ttl: Duration::from_secs(172_800),
+            require_validated_evidence: false,
         }
     }
 }

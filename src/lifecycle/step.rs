@@ -13,7 +13,7 @@ use super::policy::Policy;
 use super::state::{Intent, State};
 use super::time::Timestamp;
 use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
-use crate::dns::{ChildView, ParentView, ValidationVerdict};
+use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
 use crate::provider::DnssecKey;
 
 /// A zone as the lifecycle knows it between steps.
@@ -233,6 +233,9 @@ impl Run<'_> {
             reason: reason.into(),
         });
         self.state = Some(to);
+        if to != State::AwaitingDelegation {
+            self.facts.delegation_requested = false;
+        }
         match to {
             State::AwaitingDsRemoval => self.facts.t_gone = None,
             State::Disabled => {
@@ -417,6 +420,14 @@ impl Run<'_> {
         self.delegation.any_elsewhere()
     }
 
+    /// May a decision that can take the domain down rest on this parent view (safety
+    /// rule 10)? Validated answers, or a provably insecure parent unless the operator
+    /// requires validated evidence everywhere. A routine (unchecked) look never does.
+    fn evidence_ok(&self) -> bool {
+        self.parent()
+            .is_some_and(|p| evidence_acceptable(&p.evidence, self.policy))
+    }
+
     fn provider_ns_text(&self) -> String {
         self.facts
             .provider_ns
@@ -570,7 +581,8 @@ impl Run<'_> {
     fn start_move_in(&mut self, state: State) {
         let parent = self.parent().cloned();
         let present = parent.as_ref().is_some_and(ParentView::any_present);
-        let absent = self.parent_known().is_some_and(ParentView::all_absent);
+        // Skipping the DS removal rests on "no DS" everywhere: validated (rule 10).
+        let absent = self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok();
         if !present && !absent && state == State::Disabled {
             // Wait for a complete look at the parent before asking anything.
             return;
@@ -605,6 +617,13 @@ impl Run<'_> {
             self.note("every parent server already delegates to the provider's name servers");
             return;
         }
+        // The NS may move only once no DS is published anywhere, on validated evidence
+        // (rules 9 and 10); until then `awaiting_delegation` asks nothing.
+        if !(self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok()) {
+            self.note("moving in: the NS change is asked for once every parent server proves that no DS is published");
+            return;
+        }
+        self.facts.delegation_requested = true;
         let ns = self.facts.provider_ns.clone().unwrap_or_default();
         self.note(format!(
             "moving in: change the NS at the registrar to: {}",
@@ -617,6 +636,14 @@ impl Run<'_> {
     /// Waits for every parent address to delegate to the provider's name servers; then
     /// the move in ends as the operator's intent says.
     fn awaiting_delegation(&mut self) {
+        if self.facts.moving_in
+            && !self.facts.delegation_requested
+            && self.verdict() != DelegationVerdict::Provider
+            && self.parent_known().is_some_and(ParentView::all_absent)
+            && self.evidence_ok()
+        {
+            self.ask_for_delegation();
+        }
         if self.facts.moving_in && self.parent().is_some_and(ParentView::any_present) {
             let records = self.parent().map(parent_ds_lines).unwrap_or_default();
             self.go(
@@ -639,6 +666,10 @@ impl Run<'_> {
             return;
         }
         if self.verdict() != DelegationVerdict::Provider {
+            return;
+        }
+        if !(self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok()) {
+            // Leaving rests on "no DS" everywhere, validated (rule 10).
             return;
         }
         let was_moving = std::mem::take(&mut self.facts.moving_in);
@@ -771,6 +802,7 @@ impl Run<'_> {
             }
             (Intent::Disabled, State::AwaitingDs) if self.zone.ds_never_submitted => {
                 match self.parent_known().map(ParentView::all_absent) {
+                    Some(true) if !self.evidence_ok() => return false,
                     Some(true) => {
                         self.facts.t_gone = Some(self.now);
                         self.go(
@@ -911,6 +943,7 @@ impl Run<'_> {
         };
         if let Some(parent) = self.parent_known()
             && parent.all_point_at(&key.dnskey)
+            && self.evidence_ok()
         {
             self.facts.ds_first_seen_at = Some(self.now);
             self.go(
@@ -985,6 +1018,7 @@ impl Run<'_> {
     fn awaiting_ds_removal(&mut self) {
         if let Some(parent) = self.parent_known()
             && parent.all_absent()
+            && self.evidence_ok()
         {
             self.facts.t_gone = Some(self.now);
             let ttl = match self.facts.max_ds_ttl {
@@ -1021,6 +1055,11 @@ impl Run<'_> {
         let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
             return;
         };
+        if self.now >= deadline && !self.evidence_ok() {
+            // The last look before the provider call (or the NS change) rests on
+            // validated evidence (rule 10); the guard checks again.
+            return;
+        }
         if self.now >= deadline && self.facts.moving_in {
             self.go(
                 State::AwaitingDelegation,
@@ -1142,4 +1181,14 @@ pub fn parent_ds_lines(parent: &ParentView) -> Vec<String> {
         .iter()
         .map(|ds| format!("{} {ttl} IN DS {ds}", parent.zone))
         .collect()
+}
+
+/// Safety rule 10: validated evidence, or a provably insecure parent unless the operator
+/// requires validated evidence everywhere. Unchecked (a routine look) never decides.
+pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
+    match evidence {
+        Evidence::Validated => true,
+        Evidence::Insecure(_) => !policy.require_validated_evidence,
+        Evidence::Unchecked => false,
+    }
 }

@@ -72,7 +72,7 @@ impl World {
         }
     }
 
-    fn parent(&self, answers: &[P]) -> ParentView {
+    pub(super) fn parent(&self, answers: &[P]) -> ParentView {
         self.parent_delegating(answers, &[])
     }
 
@@ -80,7 +80,7 @@ impl World {
         ParentView {
             zone: ZONE.into(),
             parent: "test.".into(),
-            evidence: Default::default(),
+            evidence: crate::dns::Evidence::Validated,
             delegations: answers
                 .iter()
                 .enumerate()
