@@ -46,6 +46,20 @@ fn waiting(row: &ZoneRow, policy: &Policy) -> Waiting {
     describe(&row.zone, policy)
 }
 
+/// How the parent's answers at the last look could be trusted (safety rule 10):
+/// `validated`, `insecure` (the parent zone is unsigned: unvalidated), `unchecked` (a
+/// routine look), with the reason for `insecure`.
+fn evidence(row: &ZoneRow) -> (Option<&str>, Option<&str>) {
+    let at = row
+        .last_observation
+        .as_ref()
+        .and_then(|o| o.pointer("/parent/evidence"));
+    (
+        at.and_then(|e| e.get("kind")).and_then(Value::as_str),
+        at.and_then(|e| e.get("detail")).and_then(Value::as_str),
+    )
+}
+
 /// The provider's failure at the last observation, if it could not be asked.
 fn provider_error(row: &ZoneRow) -> Option<&str> {
     row.last_observation
@@ -69,6 +83,7 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "ds_to_enter": z.facts.ds_to_enter,
         "delegation": z.facts.delegation.map_or("unknown", |d| d.as_str()),
         "provider_ns": z.facts.provider_ns,
+        "evidence": evidence(row).0,
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
         "provider_error": provider_error(row),
@@ -137,6 +152,14 @@ pub async fn status_text(
         );
         if let Some(error) = provider_error(row) {
             let _ = writeln!(out, "{:<28} PROVIDER: {error}", "");
+        }
+        if let (Some("insecure"), why) = evidence(row) {
+            let _ = writeln!(
+                out,
+                "{:<28} EVIDENCE: unvalidated (the parent zone is unsigned: {})",
+                "",
+                why.unwrap_or("provably insecure")
+            );
         }
         // Said whenever the parent does not (only) send resolvers to the provider.
         if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) =

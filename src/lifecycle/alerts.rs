@@ -14,9 +14,7 @@ use super::step::{
 };
 use super::time::Timestamp;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
-use crate::dns::{
-    DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict,
-};
+use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
 
 /// An alert condition. The names are a contract (`status --json`, the SQLite file, the
 /// metrics labels, the hooks' `KIND`); to add one, see ARCHITECTURE.md "Where to add".

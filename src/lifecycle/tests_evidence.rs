@@ -96,7 +96,10 @@ fn ds_observed_needs_validated_evidence() {
     };
     let published = w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(3600)], &[C::Serves]);
     let mut z = awaiting();
-    let d = w.run(&mut z, &with_evidence(published.clone(), Evidence::Unchecked));
+    let d = w.run(
+        &mut z,
+        &with_evidence(published.clone(), Evidence::Unchecked),
+    );
     assert_eq!(d.state, Some(State::AwaitingDs));
     let mut z = awaiting();
     let d = w.run(&mut z, &published);
@@ -121,7 +124,10 @@ fn the_guard_needs_validated_evidence() {
         p.evidence = e;
         Ok(p)
     };
-    assert_eq!(may_disable(&view(Evidence::Validated), &facts, later, &w.policy), Ok(()));
+    assert_eq!(
+        may_disable(&view(Evidence::Validated), &facts, later, &w.policy),
+        Ok(())
+    );
     assert!(matches!(
         may_disable(&view(Evidence::Unchecked), &facts, later, &w.policy),
         Err(GuardRefusal::Unvalidated(_))
