@@ -505,3 +505,27 @@ async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
         "only the four steps in flight ran to their end"
     );
 }
+
+/// Safety rule 10: a forged unsigned "no DS" at one parent address (the DS is still
+/// there) fails validation: the engine never sets T_gone on it, and never switches off.
+#[tokio::test]
+async fn a_forged_no_ds_never_counts_as_gone() {
+    let mut rig = Rig::new(2, 1).await;
+    to_active(&mut rig, 3600).await;
+    intent(&rig, Intent::Disabled).await;
+    assert!(rig.run_until(State::AwaitingDsRemoval, 3).await);
+    rig.world.withdraw_ds(1);
+    rig.world.lock().parents[0].forged_absent = true;
+    for _ in 0..10 {
+        rig.advance(HOUR * 6);
+        rig.tick().await;
+    }
+    assert_eq!(rig.state().await, Some(State::AwaitingDsRemoval));
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(row.zone.facts.t_gone, None);
+    assert!(rig.world.dnssec_on());
+    // The forger gone and the DS really removed: now it counts.
+    rig.world.lock().parents[0].forged_absent = false;
+    rig.world.withdraw_ds(0);
+    assert!(rig.run_until(State::TtlWait, 3).await);
+}

@@ -63,6 +63,9 @@ pub struct ParentServer {
     pub silent: bool,
     /// Who it delegates the zone to.
     pub delegation: Delegation,
+    /// An off-path forger's unsigned "no DS" reaches us instead of its answer: a routine
+    /// look reads "absent", a validated one fails (`bogus_proof`).
+    pub forged_absent: bool,
 }
 
 /// One child name server address.
@@ -713,6 +716,7 @@ impl Observer for FakeWorld {
                     addr: addr(i),
                     answer: match (&p.ds, p.silent) {
                         (_, true) => DsAnswer::Unknown(UnknownReason::Timeout),
+                        _ if p.forged_absent => DsAnswer::Absent,
                         (Some((ds, ttl)), false) => DsAnswer::Present {
                             ds: ds.clone(),
                             ttl: *ttl,
@@ -725,10 +729,23 @@ impl Observer for FakeWorld {
         })
     }
 
-    /// The fake's answers are its ground truth: validated.
+    /// The fake's answers are its ground truth: validated, but a forged one fails.
     async fn parent_validated(&self, zone: &str) -> Result<ParentView, ObserveError> {
         let mut view = self.parent(zone).await?;
         view.evidence = Evidence::Validated;
+        let forged: Vec<bool> = self
+            .lock()
+            .parents
+            .iter()
+            .map(|p| p.forged_absent)
+            .collect();
+        for (answer, forged) in view.answers.iter_mut().zip(forged) {
+            if forged {
+                answer.answer = DsAnswer::Unknown(UnknownReason::BogusProof(
+                    "NODATA without a signed NSEC or NSEC3 denial".into(),
+                ));
+            }
+        }
         Ok(view)
     }
 
