@@ -529,3 +529,41 @@ async fn a_forged_no_ds_never_counts_as_gone() {
     rig.world.withdraw_ds(0);
     assert!(rig.run_until(State::TtlWait, 3).await);
 }
+
+/// Issue 16: a settled zone is looked at through the paged zone listing; the provider is
+/// asked about it only when something changed. Switched off behind the daemon's back, the
+/// listing's flag says so and the zone is asked about at its next poll.
+#[tokio::test]
+async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
+    let mut rig = Rig::new(2, 2).await;
+    to_active(&mut rig, 3600).await;
+    // One look in `active` asks (the first after the transition); then nothing.
+    rig.advance(HOUR);
+    rig.tick().await;
+    let before = rig.world.lock().dnssec_gets;
+    for _ in 0..8 {
+        rig.advance(HOUR);
+        rig.tick().await;
+    }
+    let (gets, listings) = {
+        let w = rig.world.lock();
+        (w.dnssec_gets - before, w.listings)
+    };
+    assert_eq!(gets, 0, "no per-zone DNSSEC call in eight steady polls");
+    assert!(listings >= 1);
+    assert_eq!(rig.state().await, Some(State::Active));
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(
+        row.zone.facts.ds_to_enter, None,
+        "not confirmed by the provider: not shown"
+    );
+
+    // Off behind our back: the listing says so; the zone is asked and follows.
+    rig.world.flip_dnssec(false);
+    for _ in 0..3 {
+        rig.advance(HOUR);
+        rig.tick().await;
+    }
+    assert!(rig.world.lock().dnssec_gets > before);
+    assert_ne!(rig.state().await, Some(State::Active));
+}

@@ -93,6 +93,14 @@ pub struct Engine<P, O> {
     crash: Option<CrashHook>,
     heartbeat: Heartbeat,
     step_timeout: Duration,
+    /// The provider's paged zone listing, for settled zones (see [`Engine::listed`]).
+    listing: tokio::sync::Mutex<Option<Listing>>,
+}
+
+/// The paged zone listing as last fetched: each zone's `dnssec_enabled`, or the failure.
+struct Listing {
+    at: crate::lifecycle::Timestamp,
+    zones: Option<std::collections::HashMap<String, Option<bool>>>,
 }
 
 /// A provider failure is logged at warn the first time it is seen for a zone, and again
@@ -178,6 +186,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             crash: None,
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
+            listing: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -298,6 +307,54 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         Ok(count)
     }
 
+    /// A settled zone's entry in the provider's paged zone listing (issue 16: one listing
+    /// serves every settled zone, so a steady poll needs no per-zone call). Fetched again
+    /// once it is `poll_active / 4` old (a failure is retried after `retry_base`, and
+    /// meanwhile every zone asks for itself); `None` for a zone that is not settled or
+    /// not listed.
+    async fn listed(&self, zone: &crate::lifecycle::Zone) -> Option<crate::provider::ProviderZone> {
+        if !zone.state.is_some_and(State::is_steady) {
+            return None;
+        }
+        let now = self.clock.now();
+        let mut listing = self.listing.lock().await;
+        let stale = match listing.as_ref() {
+            None => true,
+            Some(l) if l.at > now => true,
+            Some(Listing { at, zones: Some(_) }) => now.since(*at) >= self.policy.poll_active / 4,
+            Some(Listing { at, zones: None }) => now.since(*at) >= self.policy.retry_base,
+        };
+        if stale {
+            let zones = match self.provider.list_zones().await {
+                Ok(list) => Some(
+                    list.into_iter()
+                        .filter_map(|z| {
+                            crate::dnssec::fqdn(&z.name)
+                                .ok()
+                                .map(|name| (name, z.dnssec_enabled))
+                        })
+                        .collect(),
+                ),
+                Err(e) => {
+                    tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
+                    None
+                }
+            };
+            *listing = Some(Listing { at: now, zones });
+        }
+        let enabled = *listing.as_ref()?.zones.as_ref()?.get(&zone.name)?;
+        Some(crate::provider::ProviderZone {
+            name: zone.name.clone(),
+            id: None,
+            enabled: None,
+            status: None,
+            dnssec_enabled: enabled,
+            dnssec_status: None,
+            dnssec_status_modified_on: None,
+            records: Vec::new(),
+        })
+    }
+
     /// A step that ran past the step timeout was dropped where it stood, as a crash would
     /// have stopped it: a provider call it had begun is of unknown outcome from now on.
     async fn abandoned(&self, zone: &str) -> Result<StepOutcome, EngineError> {
@@ -333,10 +390,12 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     async fn step_row(&self, row: crate::store::ZoneRow) -> Result<StepOutcome, EngineError> {
         let name = row.zone.name.as_str();
+        let listed = self.listed(&row.zone).await;
         let mut observation = observe::observe(
             self.provider.as_ref(),
             self.observer.as_ref(),
             &row.zone,
+            listed.as_ref(),
             self.clock.as_ref(),
         )
         .await;

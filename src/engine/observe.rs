@@ -5,13 +5,16 @@ use serde_json::json;
 
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
+use crate::dnssec::DsLine;
+use crate::lifecycle::step::served_fingerprint;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
-use crate::provider::{Provider, ProviderError};
+use crate::provider::{DnssecKey, Provider, ProviderError, ProviderZone};
 
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
     observer: &O,
     zone: &Zone,
+    listed: Option<&ProviderZone>,
     clock: &dyn Clock,
 ) -> Observation {
     let name = zone.name.as_str();
@@ -74,14 +77,33 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             ValidationVerdict::Unknown
         }
     };
+    // A settled zone seen in the paged listing asks the provider nothing when nothing
+    // changed (issue 16: provider calls per steady poll near zero); it is asked below
+    // only when the listing's flag or the served key set says something did.
+    let listed = listed.filter(|_| settled);
+    let dnssec = async {
+        if listed.is_some() {
+            None
+        } else {
+            Some(provider.get_dnssec(name).await)
+        }
+    };
     let (dnssec, rrsets, name_servers, parent, child, validation) = tokio::join!(
-        provider.get_dnssec(name),
+        dnssec,
         rrsets,
         name_servers,
         parent_view,
         observer.child(name),
         validation
     );
+    let unchanged =
+        listed.and_then(|z| unchanged_view(zone, z, parent.as_ref().ok(), child.as_ref().ok()));
+    let provider_asked = unchanged.is_none();
+    let dnssec = match (unchanged, dnssec) {
+        (Some(view), _) => Ok(view),
+        (None, Some(asked)) => Err(asked),
+        (None, None) => Err(provider.get_dnssec(name).await),
+    };
     let mut provider_ns = match name_servers {
         Some(Ok(z)) => z.apex_ns().or(remembered),
         _ => remembered,
@@ -96,10 +118,11 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         provider_ns = Some(ns);
     }
     let provider = match dnssec {
-        Ok(key) => ProviderView::On(Box::new(key)),
-        Err(ProviderError::DnssecDisabled) => ProviderView::Off,
-        Err(ProviderError::NotFound(_)) => ProviderView::Missing,
-        Err(e) => ProviderView::Unknown(e.to_string()),
+        Ok(view) => view,
+        Err(Ok(key)) => ProviderView::On(Box::new(key)),
+        Err(Err(ProviderError::DnssecDisabled)) => ProviderView::Off,
+        Err(Err(ProviderError::NotFound(_))) => ProviderView::Missing,
+        Err(Err(e)) => ProviderView::Unknown(e.to_string()),
     };
     let zone_max_ttl = rrsets
         .and_then(Result::ok)
@@ -110,11 +133,54 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         provider,
         zone_max_ttl,
         provider_ns,
+        provider_asked,
         parent: parent.map_err(|e| e.to_string()),
         child: child.map_err(|e| e.to_string()),
         validation,
         // Filled in by the engine from the outbox.
         registrar_hook_failed: None,
+    }
+}
+
+/// What a settled zone's provider side is when the listing shows nothing changed:
+/// `disabled` and the listing says off; or `active`, the listing says on, every child
+/// address serves exactly the key set it served when the provider last named its key,
+/// which is still the one followed, and every parent address publishes a DS for it.
+/// `None`: something may have changed; ask the provider.
+fn unchanged_view(
+    zone: &Zone,
+    listed: &ProviderZone,
+    parent: Option<&crate::dns::ParentView>,
+    child: Option<&crate::dns::ChildView>,
+) -> Option<ProviderView> {
+    match (zone.state, listed.dnssec_enabled) {
+        (Some(State::Disabled), Some(false)) => Some(ProviderView::Off),
+        (Some(State::Active), Some(true)) => {
+            let child = child.filter(|c| !c.any_unknown())?;
+            if zone.facts.served_keys_when_asked.as_deref() != Some(&served_fingerprint(child)) {
+                return None;
+            }
+            let line = DsLine::parse(zone.facts.ds_line.as_deref()?).ok()?;
+            let dnskey = child.answers.iter().find_map(|a| match &a.answer {
+                DnskeyAnswer::Keys(k) => k
+                    .keys
+                    .iter()
+                    .find(|key| key.matches_ds(&zone.name, &line.ds))
+                    .cloned(),
+                _ => None,
+            })?;
+            if !parent.is_some_and(|p| p.all_point_at(&dnskey)) {
+                return None;
+            }
+            Some(ProviderView::On(Box::new(DnssecKey {
+                zone: zone.name.clone(),
+                dnskey,
+                ds: line.ds,
+                ds_ttl: line.ttl,
+                uuid: None,
+            })))
+        }
+        _ => None,
     }
 }
 

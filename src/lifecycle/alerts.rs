@@ -9,8 +9,7 @@ use super::facts::Facts;
 use super::policy::Policy;
 use super::state::State;
 use super::step::{
-    Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, enterable_ds,
-    parent_ds_lines,
+    Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, parent_ds_lines,
 };
 use super::time::Timestamp;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
@@ -246,10 +245,13 @@ pub fn judge(
                 } else {
                     "the zone's name servers".to_string()
                 };
-                let expected = match (enterable_ds(facts, obs, policy), key) {
-                    (Some(line), _) => format!(" Correct it at the registrar to: {line}"),
-                    (None, Some(key)) if !foreign => format!(
-                        " The provider's key needs: {} (not shown as to enter while not every name server serves it)",
+                // The expected DS as a fact of this look, not an instruction: the message
+                // outlives the look while the alert cannot be judged, and a DS is told "to
+                // enter" only by `ds_to_enter` (status, the alert's `ds`), recomputed at
+                // every step (safety rule 8).
+                let expected = match key {
+                    Some(key) if !foreign => format!(
+                        " Expected at this look ({now}): {}, the DS of the provider's key; `dnssec-warden status {zone}` shows it as the DS to enter while every name server serves the key",
                         key.ds_line()
                     ),
                     _ => String::new(),
@@ -278,9 +280,8 @@ pub fn judge(
             checks.push(AlertCheck::firing(
                 AlertKind::DsUnsupported,
                 format!(
-                    "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace the DS at the registrar{}",
+                    "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace it at the registrar with the DS `dnssec-warden status {zone}` shows to enter",
                     ds.join(", "),
-                    enterable_ds(facts, obs, policy).map(|l| format!(" with: {l}")).unwrap_or_default()
                 ),
             ));
         } else if !parent.any_unknown() {

@@ -53,6 +53,11 @@ pub struct Observation {
     /// The provider's name servers for the zone (its apex NS, as `dns::delegation::ns_set`),
     /// asked now or remembered from an earlier look; `None` when never known.
     pub provider_ns: Option<Vec<String>>,
+    /// The provider was asked about this zone's DNSSEC now. False for a settled zone seen
+    /// through the paged zone listing with nothing changed: the key is the one followed,
+    /// as the name servers still serve it, but it was not confirmed by the provider, so
+    /// no DS is shown "to enter" on it (safety rule 8).
+    pub provider_asked: bool,
     pub parent: Result<ParentView, String>,
     pub child: Result<ChildView, String>,
     pub validation: ValidationVerdict,
@@ -162,6 +167,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     };
     run.track_health();
     run.track_ttl();
+    run.track_served_keys();
     run.track_delegation();
     match zone.state {
         None => run.adopt(),
@@ -281,6 +287,20 @@ impl Run<'_> {
             self.facts.failing_since.get_or_insert(self.now);
             self.facts.failures = self.facts.failures.saturating_add(1);
         }
+    }
+
+    /// Remembers the key set the name servers served when the provider was last asked:
+    /// a settled zone whose servers still serve that set needs no per-zone call.
+    fn track_served_keys(&mut self) {
+        if !self.obs.provider_asked {
+            return;
+        }
+        self.facts.served_keys_when_asked = match (&self.obs.provider, self.child()) {
+            (ProviderView::On(_), Some(child)) if !child.any_unknown() => {
+                Some(served_fingerprint(child))
+            }
+            _ => None,
+        };
     }
 
     /// Remembers the largest DS and DNSKEY TTLs served (safety rule 2).
@@ -1139,6 +1159,9 @@ pub(super) fn enterable_ds(facts: &Facts, obs: &Observation, policy: &Policy) ->
     let ProviderView::On(key) = &obs.provider else {
         return None;
     };
+    if !obs.provider_asked {
+        return None;
+    }
     if assess_delegation(obs).verdict != DelegationVerdict::Provider
         || delegation_hold_until(facts, policy).is_some_and(|until| obs.at < until)
     {
@@ -1191,4 +1214,24 @@ pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
         Evidence::Insecure(_) => !policy.require_validated_evidence,
         Evidence::Unchecked => false,
     }
+}
+
+/// The distinct keys every child address serves, as one comparable text (flags,
+/// algorithm, key tag, sorted): how a settled zone sees that nothing changed.
+pub fn served_fingerprint(child: &ChildView) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    for a in &child.answers {
+        let listed = match &a.answer {
+            crate::dns::DnskeyAnswer::Keys(k) => k
+                .keys
+                .iter()
+                .map(|key| format!("{}/{}/{}", key.flags, key.algorithm, key.key_tag()))
+                .collect::<Vec<_>>(),
+            _ => vec!["none".to_string()],
+        };
+        keys.extend(listed);
+    }
+    keys.sort();
+    keys.dedup();
+    keys.join(",")
 }

@@ -196,6 +196,7 @@ impl World {
             validation: ValidationVerdict::Unknown,
             registrar_hook_failed: None,
             provider_ns: Some(vec![OURS.into()]),
+            provider_asked: true,
         }
     }
 

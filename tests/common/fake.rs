@@ -89,6 +89,9 @@ pub struct WorldState {
     pub switches_lose_answer: u32,
     /// Every `GET …/dnssec` takes this long (real time) before it answers.
     pub provider_delay: std::time::Duration,
+    /// `GET …/dnssec` calls answered, and zone listings answered.
+    pub dnssec_gets: u32,
+    pub listings: u32,
     pub parents: Vec<ParentServer>,
     pub children: Vec<ChildServer>,
     /// Every successful switch: (time, enabled).
@@ -180,6 +183,8 @@ impl FakeWorld {
                 zone_missing: false,
                 switches_lose_answer: 0,
                 provider_delay: std::time::Duration::ZERO,
+                dnssec_gets: 0,
+                listings: 0,
                 parents: vec![ParentServer::default(); parents],
                 children: vec![ChildServer::default(); children],
                 switches: Vec::new(),
@@ -584,6 +589,7 @@ impl Provider for FakeWorld {
     }
 
     async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
+        self.lock().listings += 1;
         let zone = self.lock().zone.clone();
         Ok(vec![self.get_zone(&zone).await?])
     }
@@ -638,6 +644,7 @@ impl Provider for FakeWorld {
     }
 
     async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+        self.lock().dnssec_gets += 1;
         let delay = self.lock().provider_delay;
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;

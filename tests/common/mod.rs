@@ -227,13 +227,23 @@ impl Rig {
             }
         }
         let mut shown: Vec<String> = row.zone.facts.ds_to_enter.into_iter().collect();
+        // A DS told "to enter" follows one of these phrases (status, alerts); the DS
+        // records named for removal, or as what the parent publishes, are not.
+        const TO_ENTER: [&str; 3] = [
+            "Enter it at the registrar: ",
+            "Enter the DS by hand: ",
+            "the DS at every parent server: ",
+        ];
         for text in texts {
-            // A DS line: "<zone> <ttl> IN DS <tag> <alg> <digest type> <digest>".
-            if let Some(at) = text.find(ZONE) {
-                let rest = &text[at..];
-                let words: Vec<&str> = rest.split_whitespace().take(8).collect();
-                if words.len() == 8 && words[2] == "IN" && words[3] == "DS" {
-                    shown.push(words.join(" "));
+            for marker in TO_ENTER {
+                for (at, _) in text.match_indices(marker) {
+                    // "<zone> <ttl> IN DS <tag> <alg> <digest type> <digest>".
+                    let rest = &text[at + marker.len()..];
+                    let words: Vec<&str> = rest.split_whitespace().take(8).collect();
+                    if words.len() == 8 && words[0] == ZONE && words[2] == "IN" && words[3] == "DS"
+                    {
+                        shown.push(words.join(" "));
+                    }
                 }
             }
         }
