@@ -793,7 +793,7 @@ async fn signed_present_and_absent_are_validated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_broken_proof_is_unknown_with_its_reason() {
     let (dns, observer) = world().await;
-    let stranger = Signer(LabKey::generate(257).expect("key"));
+    let stranger = Signer::new(LabKey::generate(257).expect("key"));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")

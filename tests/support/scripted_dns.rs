@@ -112,9 +112,15 @@ pub enum Behaviour {
     LowercaseQuestion,
 }
 
-/// A signing key in a [`Behaviour`]; compared by its public key.
+/// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
 #[derive(Debug, Clone)]
-pub struct Signer(pub LabKey);
+pub struct Signer(pub Arc<LabKey>);
+
+impl Signer {
+    pub fn new(key: LabKey) -> Self {
+        Self(Arc::new(key))
+    }
+}
 
 impl PartialEq for Signer {
     fn eq(&self, other: &Self) -> bool {
@@ -513,7 +519,7 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
             let (zone, zone_key) = signing_zone(&world, server, &qname)?;
             drop(world);
-            let key = key.map_or(zone_key, |s| s.0);
+            let key = key.map_or(zone_key, |s| (*s.0).clone());
             let now = now_secs();
             let window = window.unwrap_or((now - 3600, now + 14 * 86400));
             answer.answers = resign(&answer.answers, &zone, &key, window);
