@@ -396,8 +396,8 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
 }
 
 /// A Knot hierarchy for issue 14: `.` (NSEC) and `test.` (signed as `tld`, or unsigned
-/// with no DS at the root) at 127.0.54.1; `signed.test.` (with its DS) and `plain.test.`
-/// (unsigned, no DS) at 127.0.54.2. Returns what keeps it alive and the observer's
+/// with no DS at the root) at 127.0.54.1; `signed.test.` (with its DS), `pending.test.`
+/// (signed, no DS yet) and `plain.test.` (unsigned, no DS) at 127.0.54.2. Returns what keeps it alive and the observer's
 /// settings.
 async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
     let port = free_port();
@@ -418,12 +418,14 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
         port,
         &[
             ("signed.test.", Denial::Nsec),
+            ("pending.test.", Denial::Nsec),
             ("plain.test.", Denial::Unsigned),
         ],
     );
     let root_ds = keymgr_csk(&parent_conf, ".");
     let test_ds = (tld != Denial::Unsigned).then(|| keymgr_csk(&parent_conf, "test."));
     let signed_ds = keymgr_csk(&child_conf, "signed.test.");
+    keymgr_csk(&child_conf, "pending.test.");
     let soa = |ns: &str| format!("@ 3600 SOA {ns} hostmaster.test. 1 3600 600 86400 60\n");
     let test_ds_line = test_ds
         .map(|ds| format!("test. 3600 DS {ds}\n"))
@@ -441,12 +443,12 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
         format!(
             "$ORIGIN test.\n{}@ 3600 NS ns.test.\nns 3600 A {PARENT}\nns2 3600 A {CHILD}\n\
              signed 3600 NS ns2.test.\nsigned 3600 DS {signed_ds}\n\
-             plain 3600 NS ns2.test.\n",
+             pending 3600 NS ns2.test.\nplain 3600 NS ns2.test.\n",
             soa("ns.test.")
         ),
     )
     .unwrap();
-    for zone in ["signed", "plain"] {
+    for zone in ["signed", "pending", "plain"] {
         std::fs::write(
             child_dir.join(format!("{zone}.test.zone")),
             format!(
@@ -463,7 +465,7 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
     let child_addr: SocketAddr = format!("{CHILD}:{port}").parse().unwrap();
     wait_for(parent_addr, ".").await;
     wait_for(parent_addr, "test.").await;
-    for zone in ["signed.test.", "plain.test."] {
+    for zone in ["signed.test.", "pending.test.", "plain.test."] {
         wait_for(child_addr, zone).await;
     }
     let settings = DnsSettings {
@@ -515,6 +517,12 @@ async fn validated_parent_views_under_knot_tlds() {
             .parent_validated("plain.test.")
             .await
             .unwrap_or_else(|e| panic!("{tld:?}: {e}"));
+        let pending = observer
+            .parent_validated("pending.test.")
+            .await
+            .unwrap_or_else(|e| panic!("{tld:?}: {e}"));
+        assert!(pending.all_absent(), "{tld:?}: {pending:?}");
+        assert_eq!(pending.evidence, plain.evidence, "{tld:?}");
         assert!(
             signed
                 .answers
