@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::proof::{Proof, prove_ds};
 use dnssec_warden::dns::wire::{build_query, parse_name};
-use dnssec_warden::dns::{NetTransport, Transport};
+use dnssec_warden::dns::{DnsObserver, DsAnswer, Evidence, NetTransport, Observer, Transport};
 use dnssec_warden::dnssec::{DigestType, DsLine};
 use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::rr::RecordType;
@@ -51,18 +53,48 @@ fn free_port() -> u16 {
 }
 
 fn conf(dir: &Path, listen: &str, port: u16, zones: &[(&str, bool)]) -> PathBuf {
+    let zones: Vec<(&str, Denial)> = zones
+        .iter()
+        .map(|(z, signed)| {
+            (
+                *z,
+                if *signed {
+                    Denial::Nsec
+                } else {
+                    Denial::Unsigned
+                },
+            )
+        })
+        .collect();
+    conf_with(dir, listen, port, &zones)
+}
+
+/// How Knot signs a zone (keys from `keymgr`, policy `manual`) and denies names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Denial {
+    Unsigned,
+    Nsec,
+    /// NSEC3, every delegation in the chain (salt of 8 bytes, 1 iteration).
+    Nsec3,
+    /// NSEC3 with opt-out: unsigned delegations are left out of the chain.
+    Nsec3OptOut,
+}
+
+fn conf_with(dir: &Path, listen: &str, port: u16, zones: &[(&str, Denial)]) -> PathBuf {
     let mut text = format!(
         "server:\n    rundir: \"{run}\"\n    listen: {listen}@{port}\n\
          database:\n    storage: \"{db}\"\n\
          log:\n  - target: stderr\n    any: warning\n\
          policy:\n  - id: manual\n    manual: on\n\
+         \x20 - id: nsec3\n    manual: on\n    nsec3: on\n    nsec3-iterations: 1\n    nsec3-salt-length: 8\n\
+         \x20 - id: nsec3optout\n    manual: on\n    nsec3: on\n    nsec3-opt-out: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n\
          template:\n  - id: default\n    storage: \"{dir}\"\n    semantic-checks: off\n\
          zone:\n",
         run = dir.join("run").display(),
         db = dir.join("db").display(),
         dir = dir.display(),
     );
-    for (zone, signed) in zones {
+    for (zone, denial) in zones {
         let file = if *zone == "." {
             "root".to_string()
         } else {
@@ -71,8 +103,16 @@ fn conf(dir: &Path, listen: &str, port: u16, zones: &[(&str, bool)]) -> PathBuf 
         text.push_str(&format!(
             "  - domain: \"{zone}\"\n    file: \"{file}.zone\"\n"
         ));
-        if *signed {
-            text.push_str("    dnssec-signing: on\n    dnssec-policy: manual\n");
+        let policy = match denial {
+            Denial::Unsigned => None,
+            Denial::Nsec => Some("manual"),
+            Denial::Nsec3 => Some("nsec3"),
+            Denial::Nsec3OptOut => Some("nsec3optout"),
+        };
+        if let Some(policy) = policy {
+            text.push_str(&format!(
+                "    dnssec-signing: on\n    dnssec-policy: {policy}\n"
+            ));
         }
     }
     std::fs::create_dir_all(dir.join("run")).unwrap();
@@ -351,6 +391,204 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
             out.status.code() == Some(0),
             validation != "bogus",
             "{zone}"
+        );
+    }
+}
+
+/// A Knot hierarchy for issue 14: `.` (NSEC) and `test.` (signed as `tld`, or unsigned
+/// with no DS at the root) at 127.0.54.1; `signed.test.` (with its DS), `pending.test.`
+/// (signed, no DS yet) and `plain.test.` (unsigned, no DS) at 127.0.54.2. Returns what keeps it alive and the observer's
+/// settings.
+async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let parent_dir = dir.path().join("parent");
+    let child_dir = dir.path().join("child");
+    std::fs::create_dir_all(&parent_dir).unwrap();
+    std::fs::create_dir_all(&child_dir).unwrap();
+    let parent_conf = conf_with(
+        &parent_dir,
+        PARENT,
+        port,
+        &[(".", Denial::Nsec), ("test.", tld)],
+    );
+    let child_conf = conf_with(
+        &child_dir,
+        CHILD,
+        port,
+        &[
+            ("signed.test.", Denial::Nsec),
+            ("pending.test.", Denial::Nsec),
+            ("plain.test.", Denial::Unsigned),
+        ],
+    );
+    let root_ds = keymgr_csk(&parent_conf, ".");
+    let test_ds = (tld != Denial::Unsigned).then(|| keymgr_csk(&parent_conf, "test."));
+    let signed_ds = keymgr_csk(&child_conf, "signed.test.");
+    keymgr_csk(&child_conf, "pending.test.");
+    let soa = |ns: &str| format!("@ 3600 SOA {ns} hostmaster.test. 1 3600 600 86400 60\n");
+    let test_ds_line = test_ds
+        .map(|ds| format!("test. 3600 DS {ds}\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        parent_dir.join("root.zone"),
+        format!(
+            "$ORIGIN .\n{}@ 3600 NS ns.test.\ntest. 3600 NS ns.test.\n{test_ds_line}ns.test. 3600 A {PARENT}\n",
+            soa("ns.test.")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        parent_dir.join("test.zone"),
+        format!(
+            "$ORIGIN test.\n{}@ 3600 NS ns.test.\nns 3600 A {PARENT}\nns2 3600 A {CHILD}\n\
+             signed 3600 NS ns2.test.\nsigned 3600 DS {signed_ds}\n\
+             pending 3600 NS ns2.test.\nplain 3600 NS ns2.test.\n",
+            soa("ns.test.")
+        ),
+    )
+    .unwrap();
+    for zone in ["signed", "pending", "plain"] {
+        std::fs::write(
+            child_dir.join(format!("{zone}.test.zone")),
+            format!(
+                "$ORIGIN {zone}.test.\n{}@ 3600 NS ns2.test.\nwww 300 A 192.0.2.1\n",
+                soa("ns2.test.")
+            ),
+        )
+        .unwrap();
+    }
+    let anchor = dir.path().join("root.ds");
+    std::fs::write(&anchor, format!(". 3600 IN DS {root_ds}\n")).unwrap();
+    let knots = Knots(vec![knotd(&parent_conf), knotd(&child_conf)]);
+    let parent_addr: SocketAddr = format!("{PARENT}:{port}").parse().unwrap();
+    let child_addr: SocketAddr = format!("{CHILD}:{port}").parse().unwrap();
+    wait_for(parent_addr, ".").await;
+    wait_for(parent_addr, "test.").await;
+    for zone in ["signed.test.", "pending.test.", "plain.test."] {
+        wait_for(child_addr, zone).await;
+    }
+    let settings = DnsSettings {
+        root_hints: vec![PARENT.parse().unwrap()],
+        port,
+        trust_anchor_file: Some(anchor),
+        validating_resolvers: Vec::new(),
+        query_timeout: Duration::from_secs(1),
+        query_attempts: 2,
+        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+        address_families: Default::default(),
+        budget: Default::default(),
+    };
+    (dir, knots, port, settings)
+}
+
+/// The TLD's DNSKEY set as its server gives it (for the direct NXDOMAIN proofs).
+async fn tld_keys(server: SocketAddr) -> Vec<dnssec_warden::dnssec::Dnskey> {
+    let transport = NetTransport::new(Duration::from_secs(1));
+    let query = build_query(&parse_name("test.").unwrap(), RecordType::DNSKEY, false);
+    let answer = transport.exchange(server, &query).await.expect("DNSKEY");
+    answer
+        .answers
+        .iter()
+        .filter_map(dnssec_warden::dns::wire::as_dnskey)
+        .map(dnssec_warden::dns::wire::dnskey_from)
+        .collect()
+}
+
+/// Issue 14 against Knot: the TLD signed with NSEC, with NSEC3, with NSEC3 opt-out:
+/// "present" (signed.test.) and "absent" (plain.test.) validated at the parent; an
+/// NXDOMAIN's proof (NSEC cover and wildcard, or the NSEC3 closest-encloser proof) valid
+/// for its name; and an unsigned TLD gives the answers as `insecure` evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validated_parent_views_under_knot_tlds() {
+    for tld in [
+        Denial::Nsec,
+        Denial::Nsec3,
+        Denial::Nsec3OptOut,
+        Denial::Unsigned,
+    ] {
+        let (_dir, _knots, port, settings) = knot_tld(tld).await;
+        let observer = DnsObserver::new(&settings).expect("observer");
+        let signed = observer
+            .parent_validated("signed.test.")
+            .await
+            .unwrap_or_else(|e| panic!("{tld:?}: {e}"));
+        let plain = observer
+            .parent_validated("plain.test.")
+            .await
+            .unwrap_or_else(|e| panic!("{tld:?}: {e}"));
+        let pending = observer
+            .parent_validated("pending.test.")
+            .await
+            .unwrap_or_else(|e| panic!("{tld:?}: {e}"));
+        assert!(pending.all_absent(), "{tld:?}: {pending:?}");
+        assert_eq!(pending.evidence, plain.evidence, "{tld:?}");
+        assert!(
+            signed
+                .answers
+                .iter()
+                .all(|a| matches!(a.answer, DsAnswer::Present { .. })),
+            "{tld:?}: {signed:?}"
+        );
+        assert!(plain.all_absent(), "{tld:?}: {plain:?}");
+        if tld == Denial::Unsigned {
+            for view in [&signed, &plain] {
+                assert!(
+                    matches!(&view.evidence, Evidence::Insecure(why) if why.contains("no DS for test.")),
+                    "{view:?}"
+                );
+            }
+            continue;
+        }
+        assert_eq!(signed.evidence, Evidence::Validated, "{tld:?}");
+        assert_eq!(plain.evidence, Evidence::Validated, "{tld:?}");
+        assert_eq!(observer.key_cache_stats().fetches, 1, "{tld:?}");
+
+        // NXDOMAIN, proven with the TLD's keys; and that proof is for its own name only.
+        let server: SocketAddr = format!("{PARENT}:{port}").parse().unwrap();
+        let keys = tld_keys(server).await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as u32;
+        let missing = parse_name("nonexistent.test.").unwrap();
+        let transport = NetTransport::new(Duration::from_secs(1));
+        let answer = transport
+            .exchange(server, &build_query(&missing, RecordType::DS, false))
+            .await
+            .expect("NXDOMAIN answer");
+        let proof = prove_ds(&answer, &missing, "test.", &keys, now);
+        let expected = if tld == Denial::Nsec {
+            Proof::NsecNxdomain
+        } else {
+            Proof::Nsec3Nxdomain
+        };
+        assert_eq!(proof, Ok(expected), "{tld:?}: {answer:?}");
+        // The NODATA for the unsigned delegation, proven the way the TLD denies.
+        let plain_name = parse_name("plain.test.").unwrap();
+        let answer_nodata = transport
+            .exchange(server, &build_query(&plain_name, RecordType::DS, false))
+            .await
+            .expect("NODATA answer");
+        let expected = match tld {
+            Denial::Nsec3 => Proof::Nsec3Nodata,
+            Denial::Nsec3OptOut => Proof::Nsec3OptOut,
+            _ => Proof::NsecNodata,
+        };
+        assert_eq!(
+            prove_ds(&answer_nodata, &plain_name, "test.", &keys, now),
+            Ok(expected),
+            "{tld:?}: {answer_nodata:?}"
+        );
+        if tld == Denial::Nsec {
+            let other = parse_name("zzz.test.").unwrap();
+            assert!(prove_ds(&answer, &other, "test.", &keys, now).is_err());
+        }
+        // Signatures outside their window at the time of the look fail.
+        let proof = prove_ds(&answer, &missing, "test.", &keys, now + 400 * 86400);
+        assert!(
+            matches!(&proof, Err(e) if e.to_string().contains("validity window")),
+            "{tld:?}: {proof:?}"
         );
     }
 }

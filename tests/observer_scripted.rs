@@ -8,16 +8,16 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use dnssec_warden::dns::delegation::{self, ns_set};
 use dnssec_warden::dns::{
-    DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict,
-    ParentView, ServerAnswer, UnknownReason, ValidationVerdict,
+    DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer,
+    ParentDsVerdict, ParentView, ServerAnswer, UnknownReason, ValidationVerdict,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use support::scripted_dns::{
-    Behaviour, CHILD_1, CHILD_2, ELSEWHERE, ELSEWHERE_HOST, ScriptedDns, Servers, TLD_A, TLD_B,
-    ZONE, check_json,
+    Behaviour, CHILD_1, CHILD_2, ELSEWHERE, ELSEWHERE_HOST, Nsec3Script, ScriptedDns, Servers,
+    Signer, TLD_A, TLD_B, ZONE, check_json,
 };
 
 async fn world() -> (ScriptedDns, DnsObserver) {
@@ -738,4 +738,295 @@ async fn check_json_reports_the_delegation() {
     );
     // The existing fields keep their meaning.
     assert!(json["parent_ds"].is_string() && json["validation"].is_string());
+}
+
+// Issue 14: validated parent answers (safety rule 10).
+
+fn bogus_reason(answer: &DsAnswer) -> Option<String> {
+    match answer {
+        DsAnswer::Unknown(UnknownReason::BogusProof(d)) => Some(d.clone()),
+        _ => None,
+    }
+}
+
+/// A signed DS, and a signed NSEC denial, are validated at every parent address; so are
+/// NSEC3 denials (a match without DS, an opt-out span) made with the TLD's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_present_and_absent_are_validated() {
+    let (dns, observer) = world().await;
+    let view = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated view");
+    assert_eq!(view.evidence, Evidence::Validated, "{view:?}");
+    for ip in [TLD_A, TLD_B] {
+        assert!(
+            matches!(ds_at(&view, ip), DsAnswer::Present { ref ds, .. } if *ds == vec![dns.child_ds()]),
+            "{view:?}"
+        );
+    }
+    dns.set_ds(Servers::Tld, Vec::new());
+    let view = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated view");
+    assert_eq!(view.evidence, Evidence::Validated);
+    assert!(view.all_absent(), "NSEC NODATA: {view:?}");
+    for opt_out in [false, true] {
+        dns.script(
+            Servers::Tld,
+            Some(RecordType::DS),
+            Behaviour::Nsec3(Nsec3Script::valid(opt_out)),
+        );
+        let view = observer
+            .parent_validated(ZONE)
+            .await
+            .expect("validated view");
+        assert!(view.all_absent(), "NSEC3 opt-out {opt_out}: {view:?}");
+    }
+    // One walk from the anchor to the TLD's keys served every view.
+    assert_eq!(observer.key_cache_stats().fetches, 1);
+}
+
+/// Each broken proof at one parent address is unknown with its `bogus_proof` reason,
+/// never present or absent; the other address, answering properly, still validates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_broken_proof_is_unknown_with_its_reason() {
+    let (dns, observer) = world().await;
+    let stranger = Signer::new(LabKey::generate(257).expect("key"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as u32;
+    let cases: Vec<(&str, bool, Behaviour, &str)> = vec![
+        (
+            "a forged unsigned NODATA",
+            false,
+            Behaviour::UnsignedNodata,
+            "no NSEC or NSEC3 record denies the DS",
+        ),
+        (
+            "a NODATA signed by the wrong key",
+            false,
+            Behaviour::Resign {
+                key: Some(stranger.clone()),
+                window: None,
+            },
+            "which is no trusted key of test.",
+        ),
+        (
+            "an expired RRSIG over the NSEC",
+            false,
+            Behaviour::Resign {
+                key: None,
+                window: Some((now - 20 * 86400, now - 86400)),
+            },
+            "outside its validity window",
+        ),
+        (
+            "a signature not valid yet",
+            false,
+            Behaviour::Resign {
+                key: None,
+                window: Some((now + 86400, now + 20 * 86400)),
+            },
+            "outside its validity window",
+        ),
+        (
+            "an NSEC that does not cover the name",
+            false,
+            Behaviour::ProofOf("zzz.test.".into()),
+            "no NSEC matches child.test.",
+        ),
+        (
+            "an NSEC3 proof with the wrong hash parameters",
+            false,
+            Behaviour::Nsec3(Nsec3Script {
+                record_salt: vec![0x01],
+                ..Nsec3Script::valid(false)
+            }),
+            "no NSEC3 matches or covers",
+        ),
+        (
+            "an NSEC3 opt-out proof with the wrong hash parameters",
+            false,
+            Behaviour::Nsec3(Nsec3Script {
+                iterations: 0,
+                record_salt: Vec::new(),
+                ..Nsec3Script::valid(true)
+            }),
+            "no NSEC3 matches or covers",
+        ),
+        (
+            "a DS without RRSIG",
+            true,
+            Behaviour::StripSignatures,
+            "DS is not signed",
+        ),
+        (
+            "a DS signed by the wrong key",
+            true,
+            Behaviour::Resign {
+                key: Some(stranger.clone()),
+                window: None,
+            },
+            "which is no trusted key of test.",
+        ),
+    ];
+    for (what, present, behaviour, reason) in cases {
+        dns.script(Servers::Tld, None, Behaviour::Normal);
+        dns.set_ds(
+            Servers::Tld,
+            if present {
+                vec![dns.child_ds()]
+            } else {
+                Vec::new()
+            },
+        );
+        dns.script(Servers::One(TLD_A), Some(RecordType::DS), behaviour);
+        let view = observer
+            .parent_validated(ZONE)
+            .await
+            .expect("validated view");
+        assert_eq!(view.evidence, Evidence::Validated, "{what}");
+        let bogus = bogus_reason(&ds_at(&view, TLD_A))
+            .unwrap_or_else(|| panic!("{what}: not bogus_proof: {view:?}"));
+        assert!(bogus.contains(reason), "{what}: {bogus}");
+        let other = ds_at(&view, TLD_B);
+        assert!(
+            if present {
+                matches!(other, DsAnswer::Present { .. })
+            } else {
+                other == DsAnswer::Absent
+            },
+            "{what}: the honest address: {other:?}"
+        );
+        assert!(!view.all_absent() && view.any_unknown(), "{what}");
+    }
+    // The routine look believes the forged NODATA; only the validated one catches it.
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::DS),
+        Behaviour::UnsignedNodata,
+    );
+    let routine = observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(routine.evidence, Evidence::Unchecked);
+    assert!(routine.all_absent(), "{routine:?}");
+}
+
+/// Through the binary: `check --json` uses the validated view and says so; a bogus
+/// proof shows as unknown with its reason and the advice names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_json_says_whether_the_ds_evidence_was_validated() {
+    let (dns, _observer) = world().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dns.config_file(dir.path());
+    let (_, json) = check_json(&config, ZONE).await;
+    assert_eq!(json["evidence"], "validated", "{json:#}");
+    assert_eq!(json["parent_ds"], "all_match", "{json:#}");
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::One(TLD_B),
+        Some(RecordType::DS),
+        Behaviour::UnsignedNodata,
+    );
+    let (code, json) = check_json(&config, ZONE).await;
+    assert_ne!(code, 0);
+    assert_eq!(json["parent_ds"], "unknown", "{json:#}");
+    let answers = json["parent"]["answers"].to_string();
+    assert!(answers.contains("bogus_proof"), "{json:#}");
+    assert!(advice(&json).contains("bogus_proof"), "{json:#}");
+}
+
+/// A parent zone the chain proves unsigned: the answers stand as authoritative ones, and
+/// the evidence says it is insecure and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insecure_parent_gives_unvalidated_authoritative_answers() {
+    let (dns, observer) = world().await;
+    dns.set_tld_unsigned();
+    let view = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated view");
+    match &view.evidence {
+        Evidence::Insecure(why) => assert!(why.contains("no DS for test."), "{why}"),
+        other => panic!("not insecure: {other:?}"),
+    }
+    assert!(
+        view.answers
+            .iter()
+            .all(|a| matches!(a.answer, DsAnswer::Present { .. })),
+        "{view:?}"
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, json) = check_json(&dns.config_file(dir.path()), ZONE).await;
+    assert_eq!(json["evidence"], "insecure", "{json:#}");
+}
+
+/// The parent's keys cannot be established (the TLD silent to DNSKEY): the validated
+/// view is an error naming why, never a view; the failure is not kept for long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_keys_that_cannot_be_established_are_an_observe_error() {
+    let (dns, observer) = world().await;
+    dns.script(
+        Servers::One(TLD_B),
+        Some(RecordType::DNSKEY),
+        Behaviour::Silent,
+    );
+    let err = observer
+        .parent_validated(ZONE)
+        .await
+        .expect_err("no view without the parent's keys");
+    assert!(
+        err.reason.contains("keys of the parent zone test."),
+        "{err}"
+    );
+    dns.script(
+        Servers::One(TLD_B),
+        Some(RecordType::DNSKEY),
+        Behaviour::Normal,
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    let view = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated view");
+    assert_eq!(view.evidence, Evidence::Validated);
+}
+
+/// 0x20: a server that answers with the question in lower case still answers (the
+/// observer falls back for that address), and the DS is still validated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_echo_the_case_still_answers() {
+    let (dns, observer) = world().await;
+    dns.script(Servers::Tld, None, Behaviour::LowercaseQuestion);
+    let view = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated view");
+    for ip in [TLD_A, TLD_B] {
+        assert!(
+            matches!(ds_at(&view, ip), DsAnswer::Present { .. }),
+            "{view:?}"
+        );
+    }
+}
+
+/// One walk to the TLD's keys serves every zone under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_parent_keys_are_fetched_once_for_many_zones() {
+    let (dns, observer) = world().await;
+    let zones: Vec<String> = (0..20).map(|i| format!("z{i}.test.")).collect();
+    for z in &zones {
+        dns.delegate(z, &["ns1.child.test.", "ns2.child.test."]);
+    }
+    let views = futures::future::join_all(zones.iter().map(|z| observer.parent_validated(z))).await;
+    for (z, view) in zones.iter().zip(views) {
+        let view = view.unwrap_or_else(|e| panic!("{z}: {e}"));
+        assert!(view.all_absent(), "{z}: {view:?}");
+        assert_eq!(view.evidence, Evidence::Validated);
+    }
+    let stats = observer.key_cache_stats();
+    assert_eq!(stats.fetches, 1, "{stats:?}");
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
 use super::{
-    ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
+    ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
 };
 use crate::provider::{GcoreClient, Provider, ProviderError};
@@ -45,6 +45,13 @@ pub struct CheckReport {
     pub validation: ValidationVerdict,
     /// Secure, or cleanly insecure: the exit status is 0 exactly then.
     pub consistent: bool,
+    /// `validated | insecure | unchecked`: whether the parent's DS answers were validated
+    /// from the trust anchor (safety rule 10), the parent zone is provably insecure, or
+    /// the validated view failed and the answers shown are unvalidated.
+    pub evidence: &'static str,
+    /// Why, for `insecure` (the proof the parent is unsigned) and `unchecked` (why the
+    /// parent's keys could not be established).
+    pub evidence_detail: Option<String>,
     /// `provider | foreign | mixed | unknown`: whom the parent addresses delegate the
     /// zone to, against the provider's name servers (DESIGN.md section 2).
     pub delegation: DelegationVerdict,
@@ -70,12 +77,29 @@ pub async fn check<O: Observer>(
     zone: &str,
 ) -> CheckReport {
     let (parent, child, probes) = futures::join!(
-        observer.parent(zone),
+        observer.parent_validated(zone),
         observer.child(zone),
         observer.validation(zone)
     );
     let mut errors = Vec::new();
-    let parent = parent.map_err(|e| errors.push(e.to_string())).ok();
+    // The validated view; if the parent's keys cannot be established, the routine view
+    // is shown instead, said to be unchecked, so the operator still sees each answer.
+    let parent = match parent {
+        Ok(p) => Some(p),
+        Err(e) => {
+            errors.push(format!("DS answers not validated: {e}"));
+            observer
+                .parent(zone)
+                .await
+                .map_err(|e| errors.push(e.to_string()))
+                .ok()
+        }
+    };
+    let (evidence, evidence_detail) = match parent.as_ref().map(|p| &p.evidence) {
+        Some(Evidence::Validated) => ("validated", None),
+        Some(Evidence::Insecure(why)) => ("insecure", Some(why.clone())),
+        Some(Evidence::Unchecked) | None => ("unchecked", errors.first().cloned()),
+    };
     let child = child.map_err(|e| errors.push(e.to_string())).ok();
     // No child view at all is no evidence: `ServedKeys::default()` is not known.
     let served = child.as_ref().map(|c| c.served_keys()).unwrap_or_default();
@@ -124,6 +148,8 @@ pub async fn check<O: Observer>(
         parent_ds_reasons,
         validation,
         consistent,
+        evidence,
+        evidence_detail,
         delegation: assessment.verdict,
         delegation_servers: assessment.servers,
         provider_ns,
@@ -310,6 +336,20 @@ fn advise(r: &CheckReport) -> Vec<String> {
                 .into(),
         );
     }
+    let bogus = r.parent.as_ref().is_some_and(|p| {
+        p.answers.iter().any(|a| {
+            matches!(
+                &a.answer,
+                DsAnswer::Unknown(super::UnknownReason::BogusProof(_))
+            )
+        })
+    });
+    if bogus {
+        advice.push(
+            "A parent server's DS answer failed validation (bogus_proof, see the per-server detail): a broken signer at the parent, a stale signature, or a forged answer. It counts as unknown, never as \"DS present\" or \"no DS\"; check again, and alert the registry if it persists."
+                .into(),
+        );
+    }
     advice.extend(advise_delegation(r));
     advice
 }
@@ -411,6 +451,19 @@ pub fn render_text(r: &CheckReport) -> String {
             };
             let _ = writeln!(out, "  {} {}: {what}", a.server, a.addr);
         }
+        let _ = match (r.evidence, &r.evidence_detail) {
+            ("validated", _) => writeln!(
+                out,
+                "  DS evidence validated: every answer above that is not unknown is proven by a signature of {} from the trust anchor",
+                parent.parent
+            ),
+            ("insecure", Some(why)) => writeln!(
+                out,
+                "  DS evidence NOT validated: the parent zone is provably insecure ({why}); the answers are authoritative only"
+            ),
+            (_, Some(why)) => writeln!(out, "  DS evidence NOT validated: {why}"),
+            _ => writeln!(out, "  DS evidence NOT validated"),
+        };
     }
     if let Some(child) = &r.child {
         let _ = writeln!(out, "child {} (DNSKEY at each address):", child.zone);
@@ -547,6 +600,8 @@ mod tests {
             parent_ds_reasons: Vec::new(),
             validation: ValidationVerdict::Insecure,
             consistent: true,
+            evidence: "unchecked",
+            evidence_detail: None,
             delegation: a.verdict,
             delegation_servers: a.servers,
             provider_ns,

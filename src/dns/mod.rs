@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod discovery;
 pub mod model;
 pub mod observer;
+pub mod proof;
 pub mod query;
 pub mod resolvers;
 pub mod transport;
@@ -25,7 +26,7 @@ pub use model::{
     ParentView, ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
     ValidationVerdict, VerdictReason, combine_validation,
 };
-pub use observer::{DnsObserver, ObserverOptions, ObserverSetupError};
+pub use observer::{DnsObserver, KeyCacheStats, ObserverOptions, ObserverSetupError};
 pub use query::QueryStats;
 pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 

@@ -1,8 +1,10 @@
 //! [`DnsObserver`]: the real [`Observer`], over the public DNS (or the lab's).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::join_all;
 use hickory_proto::rr::RecordType;
@@ -14,13 +16,16 @@ use super::classify;
 use super::delegation::{NsAnswer, ns_set};
 use super::discovery::{Discovery, DiscoveryError, NameServer, ZoneCut};
 use super::model::{
-    ChildView, DnskeyAnswer, DsAnswer, ParentView, ServerAnswer, UnknownReason, ValidationProbe,
+    ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
+    ValidationProbe,
 };
+use super::proof;
 use super::query::{Limits, Querier, QueryStats};
 use super::transport::{NetTransport, Transport};
-use super::validator::Validator;
+use super::validator::{Validator, ZoneKeys};
 use super::{ObserveError, Observer, resolvers};
 use crate::config::{DnsSettings, ObservationBudget};
+use crate::dnssec::Dnskey;
 
 /// Tuning beyond the configuration file; the defaults suit a daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +62,8 @@ struct Inner {
     resolvers: Vec<SocketAddr>,
     zones: Semaphore,
     budget: ObservationBudget,
+    /// The validated DNSKEY sets of parent zones, shared by every zone below each.
+    keys: KeyCache,
 }
 
 /// Observes zones by asking every server directly. Cheap to clone; clones share the
@@ -113,6 +120,7 @@ impl DnsObserver {
             resolvers: settings.validating_resolvers.clone(),
             zones: Semaphore::new(options.zones_in_flight.max(1)),
             budget: settings.budget,
+            keys: KeyCache::default(),
         })))
     }
 
@@ -120,9 +128,16 @@ impl DnsObserver {
         self.0.querier.stats()
     }
 
-    /// Forgets every cached delegation.
+    /// Forgets every cached delegation (and the parents' validated keys with them).
     pub fn forget_delegations(&self) {
         self.0.discovery.forget();
+        self.0.keys.forget();
+    }
+
+    /// How often the parents' keys were established from the anchor, and how often a
+    /// validated view found them cached.
+    pub fn key_cache_stats(&self) -> KeyCacheStats {
+        self.0.keys.stats()
     }
 
     /// `observe` within one observation's budget (`dns.observation_timeout`, the
@@ -169,69 +184,165 @@ impl DnsObserver {
     async fn parent_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
-            let cut = self.delegation(zone, budget).await?;
-            let Some(parent) = cut.parent.clone() else {
-                return Err(ObserveError {
-                    zone: zone.into(),
-                    reason: "no parent zone found".into(),
-                });
-            };
-            let qname = &cut.name;
-            let port = self.0.port;
-            let querier = &self.0.querier;
-            let parent_zone = &parent.zone;
-            // DS and NS side by side at every address: the NS answer tells whom the
-            // parent sends resolvers to and also settles an NXDOMAIN for the DS (a
-            // server that refers the zone and denies it contradicts itself), so it is
-            // asked once.
-            let both = ask_every_address(
-                &parent.servers,
-                |reason| (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason)),
-                |addr| async move {
-                    let budget_spent = |e: super::Exhausted| {
-                        let reason = UnknownReason::Network(e.to_string());
-                        (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason))
-                    };
-                    if let Err(e) = budget.query().and_then(|()| budget.query()) {
-                        return budget_spent(e);
-                    }
-                    let to = SocketAddr::new(addr, port);
-                    let (ds, ns) = futures::join!(
-                        querier.ask(to, qname, RecordType::DS),
-                        querier.ask(to, qname, RecordType::NS),
-                    );
-                    let mut answer = classify::classify_ds(qname, parent_zone, &ds);
-                    if classify::is_nxdomain(&ds) {
-                        answer = classify::contradicted_by_referral(qname, answer, &ns);
-                    }
-                    let delegation = classify::ns_contradicted_by_ds(
-                        qname,
-                        classify::classify_ns_at_parent(qname, parent_zone, &ns),
-                        &ds,
-                    );
-                    (answer, delegation)
-                },
-            )
-            .await;
-            let (answers, delegations) = split(both);
-            // A parent address delegating elsewhere than the cached cut: the cache is
-            // stale (a re-delegation), so the next child view follows the new one.
-            let cached = ns_set(cut.servers.iter().map(|s| s.host.as_str()));
-            if delegations
-                .iter()
-                .any(|d| matches!(&d.answer, NsAnswer::Servers { hosts, .. } if *hosts != cached))
-            {
-                self.0.discovery.forget_zone(&cut.zone);
-            }
-            Ok(ParentView {
-                zone: cut.zone.clone(),
-                parent: parent.zone.clone(),
-                answers,
-                delegations,
-                evidence: super::Evidence::Unchecked,
-            })
+            let (cut, parent) = self.cut_and_parent(zone, budget).await?;
+            self.ask_parent(&cut, &parent, budget, None).await
         })
         .await
+    }
+
+    /// As `parent_view`, every DS answer proven with the parent's keys (safety rule 10).
+    async fn parent_validated_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
+        self.within_budget(zone, async |budget| {
+            let _turn = self.0.zones.acquire().await;
+            let (cut, parent) = self.cut_and_parent(zone, budget).await?;
+            match self.parent_keys(&parent).await {
+                ParentKeys::Trusted(keys) => {
+                    // Signature windows at the time of this look, not of the keys' fetch.
+                    let now = unix_now();
+                    let mut view = self
+                        .ask_parent(&cut, &parent, budget, Some((&keys, now)))
+                        .await?;
+                    view.evidence = Evidence::Validated;
+                    Ok(view)
+                }
+                ParentKeys::Insecure(why) => {
+                    // Nothing to validate with: the answers stand as authoritative ones.
+                    let mut view = self.ask_parent(&cut, &parent, budget, None).await?;
+                    view.evidence = Evidence::Insecure(why);
+                    Ok(view)
+                }
+                ParentKeys::Failed(why) => Err(ObserveError {
+                    zone: cut.zone.clone(),
+                    reason: format!(
+                        "the keys of the parent zone {} cannot be established: {why}",
+                        parent.zone
+                    ),
+                }),
+            }
+        })
+        .await
+    }
+
+    async fn cut_and_parent(
+        &self,
+        zone: &str,
+        budget: &Budget,
+    ) -> Result<(Arc<ZoneCut>, Arc<ZoneCut>), ObserveError> {
+        let cut = self.delegation(zone, budget).await?;
+        let Some(parent) = cut.parent.clone() else {
+            return Err(ObserveError {
+                zone: zone.into(),
+                reason: "no parent zone found".into(),
+            });
+        };
+        Ok((cut, parent))
+    }
+
+    /// The parent zone's keys, from the cache or established from the trust anchor once
+    /// for every zone that asks meanwhile.
+    async fn parent_keys(&self, parent: &Arc<ZoneCut>) -> ParentKeys {
+        let entry = self.0.keys.entry(&parent.zone);
+        entry
+            .cell
+            .get_or_init(|| async {
+                self.0.keys.fetches.fetch_add(1, Ordering::Relaxed);
+                let now = unix_now();
+                let validator = Validator::new(
+                    &self.0.querier,
+                    &self.0.discovery,
+                    &self.0.anchors,
+                    self.0.port,
+                    now,
+                );
+                let keys = validator.zone_keys(parent).await;
+                let keep = match (&keys, validator.freshness()) {
+                    (ZoneKeys::Failed(_), _) | (_, None) => KEYS_FAILURE_KEPT,
+                    (_, Some(f)) => {
+                        Duration::from_secs(u64::from(f.keep_for(now))).min(KEYS_KEPT_AT_MOST)
+                    }
+                };
+                let keys = match keys {
+                    ZoneKeys::Trusted(k) => ParentKeys::Trusted(Arc::new(k)),
+                    ZoneKeys::Insecure(d) => ParentKeys::Insecure(d),
+                    ZoneKeys::Failed(d) => ParentKeys::Failed(d),
+                };
+                (keys, Instant::now() + keep)
+            })
+            .await
+            .0
+            .clone()
+    }
+
+    /// The DS and NS answers of every address of the parent's servers; with `validate`
+    /// (the parent's keys, the time of the look), each DS answer proven with them.
+    async fn ask_parent(
+        &self,
+        cut: &ZoneCut,
+        parent: &ZoneCut,
+        budget: &Budget,
+        validate: Option<(&[Dnskey], u32)>,
+    ) -> Result<ParentView, ObserveError> {
+        let qname = &cut.name;
+        let port = self.0.port;
+        let querier = &self.0.querier;
+        let parent_zone = &parent.zone;
+        // DS and NS side by side at every address: the NS answer tells whom the
+        // parent sends resolvers to and also settles an NXDOMAIN for the DS (a
+        // server that refers the zone and denies it contradicts itself), so it is
+        // asked once.
+        let both = ask_every_address(
+            &parent.servers,
+            |reason| (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason)),
+            |addr| async move {
+                let budget_spent = |e: super::Exhausted| {
+                    let reason = UnknownReason::Network(e.to_string());
+                    (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason))
+                };
+                if let Err(e) = budget.query().and_then(|()| budget.query()) {
+                    return budget_spent(e);
+                }
+                let to = SocketAddr::new(addr, port);
+                let (ds, ns) = futures::join!(
+                    querier.ask(to, qname, RecordType::DS),
+                    querier.ask(to, qname, RecordType::NS),
+                );
+                let mut answer = classify::classify_ds(qname, parent_zone, &ds);
+                if let (Some((keys, now)), Ok(message)) = (validate, &ds)
+                    && matches!(answer, DsAnswer::Present { .. } | DsAnswer::Absent)
+                    && let Err(e) = proof::prove_ds(message, qname, parent_zone, keys, now)
+                {
+                    tracing::warn!(zone = %cut.zone, server = %to, "DS answer fails validation: {e}");
+                    answer = DsAnswer::Unknown(UnknownReason::BogusProof(e.to_string()));
+                }
+                if classify::is_nxdomain(&ds) {
+                    answer = classify::contradicted_by_referral(qname, answer, &ns);
+                }
+                let delegation = classify::ns_contradicted_by_ds(
+                    qname,
+                    classify::classify_ns_at_parent(qname, parent_zone, &ns),
+                    &ds,
+                );
+                (answer, delegation)
+            },
+        )
+        .await;
+        let (answers, delegations) = split(both);
+        // A parent address delegating elsewhere than the cached cut: the cache is
+        // stale (a re-delegation), so the next child view follows the new one.
+        let cached = ns_set(cut.servers.iter().map(|s| s.host.as_str()));
+        if delegations
+            .iter()
+            .any(|d| matches!(&d.answer, NsAnswer::Servers { hosts, .. } if *hosts != cached))
+        {
+            self.0.discovery.forget_zone(&cut.zone);
+        }
+        Ok(ParentView {
+            zone: cut.zone.clone(),
+            parent: parent.zone.clone(),
+            answers,
+            delegations,
+            evidence: Evidence::Unchecked,
+        })
     }
 
     async fn child_view(&self, zone: &str) -> Result<ChildView, ObserveError> {
@@ -309,17 +420,13 @@ impl DnsObserver {
                 }];
             }
         };
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as u32)
-            .unwrap_or_default();
-        let validator = Validator {
-            querier: &self.0.querier,
-            discovery: &self.0.discovery,
-            anchors: &self.0.anchors,
-            port: self.0.port,
-            now,
-        };
+        let validator = Validator::new(
+            &self.0.querier,
+            &self.0.discovery,
+            &self.0.anchors,
+            self.0.port,
+            unix_now(),
+        );
         let ours = validator.probe(&name);
         let theirs = join_all(
             self.0
@@ -331,6 +438,84 @@ impl DnsObserver {
         let mut probes = vec![ours];
         probes.extend(theirs);
         probes
+    }
+}
+
+fn unix_now() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or_default()
+}
+
+/// A parent zone's keys as a validated view uses them.
+#[derive(Debug, Clone)]
+enum ParentKeys {
+    Trusted(Arc<Vec<Dnskey>>),
+    Insecure(String),
+    Failed(String),
+}
+
+/// The longest a parent's keys are kept, whatever their TTL: a key roll at the parent is
+/// seen within this.
+const KEYS_KEPT_AT_MOST: Duration = Duration::from_secs(3600);
+/// How long a failure to establish a parent's keys is kept: long enough that 10,000 zones
+/// under a broken parent do not each walk the chain again, short enough that a repaired
+/// parent is seen at the next poll.
+const KEYS_FAILURE_KEPT: Duration = Duration::from_secs(5);
+
+/// Counters of the parents' key cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyCacheStats {
+    /// Chain walks from the trust anchor to a parent zone's DNSKEY set.
+    pub fetches: u64,
+    /// Validated views served from a cached (or in-flight) key set.
+    pub hits: u64,
+}
+
+/// One parent zone's keys: filled once, by the first view that needs them, for every
+/// view waiting meanwhile (one DNSKEY fetch serves 10,000 zones).
+#[derive(Default)]
+struct KeyEntry {
+    cell: tokio::sync::OnceCell<(ParentKeys, Instant)>,
+}
+
+#[derive(Default)]
+struct KeyCache {
+    entries: Mutex<HashMap<String, Arc<KeyEntry>>>,
+    fetches: AtomicU64,
+    hits: AtomicU64,
+}
+
+impl KeyCache {
+    /// The live entry for `zone`: the cached one unless it has expired.
+    fn entry(&self, zone: &str) -> Arc<KeyEntry> {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = entries.get(zone)
+            && e.cell
+                .get()
+                .is_none_or(|(_, until)| Instant::now() < *until)
+        {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return e.clone();
+        }
+        let fresh = Arc::new(KeyEntry::default());
+        entries.insert(zone.to_string(), fresh.clone());
+        fresh
+    }
+
+    fn forget(&self) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    fn stats(&self) -> KeyCacheStats {
+        KeyCacheStats {
+            fetches: self.fetches.load(Ordering::Relaxed),
+            hits: self.hits.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -403,13 +588,11 @@ impl Observer for DnsObserver {
         self.parent_view(zone)
     }
 
-    async fn parent_validated(&self, zone: &str) -> Result<ParentView, ObserveError> {
-        // Validation of the parent's answers lands with issue 14's observer work; until
-        // then no answer is claimed validated.
-        Err(ObserveError {
-            zone: zone.to_string(),
-            reason: "validated parent answers are not implemented yet".into(),
-        })
+    fn parent_validated(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
+        self.parent_validated_view(zone)
     }
 
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {

@@ -67,30 +67,100 @@ pub struct NetTransport {
     /// Time limit of one exchange, TCP fallback included.
     pub timeout: Duration,
     muxes: Arc<Muxes>,
+    /// Randomise the case of every question name (0x20, see [`NetTransport::exchange`]).
+    case_randomization: bool,
+    /// Servers seen answering with the question's case changed, and since when: asked
+    /// without 0x20 until [`NO_ECHO_KEPT`] has passed.
+    no_echo: Arc<Mutex<HashMap<SocketAddr, std::time::Instant>>>,
 }
+
+/// How long a server that did not echo the question's case is asked without 0x20. Not
+/// for ever: a forger who got one case-mangled answer accepted by ID and port (it was
+/// dropped, but it turned 0x20 off) gains only this long.
+pub const NO_ECHO_KEPT: Duration = Duration::from_secs(600);
 
 impl NetTransport {
     pub fn new(timeout: Duration) -> Self {
         Self {
             timeout,
             muxes: Arc::default(),
+            case_randomization: true,
+            no_echo: Arc::default(),
+        }
+    }
+
+    /// The same, with 0x20 on or off (the benchmark measures its cost).
+    pub fn with_case_randomization(mut self, on: bool) -> Self {
+        self.case_randomization = on;
+        self
+    }
+
+    fn echoes_case(&self, server: SocketAddr) -> bool {
+        let mut no_echo = self.no_echo.lock().unwrap_or_else(|p| p.into_inner());
+        match no_echo.get(&server) {
+            Some(since) if since.elapsed() < NO_ECHO_KEPT => false,
+            Some(_) => {
+                no_echo.remove(&server);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// One exchange of `wire`: UDP, then TCP if the answer is truncated.
+    async fn exchange_wire(
+        &self,
+        server: SocketAddr,
+        wire: &[u8],
+        query: &Message,
+        deadline: Instant,
+    ) -> Result<Message, ExchangeError> {
+        match self.udp_exchange(server, wire, query, deadline).await? {
+            // RFC 7766: a truncated UDP answer is retried over TCP.
+            Some(answer) if !answer.metadata.truncation => Ok(answer),
+            // Boxed apart: the rare TCP path would otherwise double the size of every
+            // exchange's future (and so of its allocation).
+            _ => Box::pin(tcp_exchange(server, wire, query, deadline)).await,
         }
     }
 }
 
 impl Transport for NetTransport {
+    /// Spoofing margin (issue 14): the question name goes out in randomised case (0x20,
+    /// draft-vixie-dnsext-dns0x20) and the answer's question must echo it byte for byte.
+    /// A forger must then also guess one bit per letter of the name, on top of the ID
+    /// and the source port. Chosen over DNS cookies because it needs no support from the
+    /// server (Knot answers cookies only with mod-cookies loaded, many registries not at
+    /// all) and costs no extra packet or per-server state beyond the fallback below; and
+    /// over fewer queries per socket because sockets are what a pass spends most on (see
+    /// the module comment). A server that answers with the case changed (the only
+    /// difference, the question matching otherwise) is asked again at once without 0x20,
+    /// and so for [`NO_ECHO_KEPT`]: the mangled answer itself is never used.
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
         Box::pin(async move {
             let deadline = Instant::now() + self.timeout;
             let wire = super::wire::encode_query(query)
                 .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))?;
-            match self.udp_exchange(server, &wire, query, deadline).await? {
-                // RFC 7766: a truncated UDP answer is retried over TCP.
-                Some(answer) if !answer.metadata.truncation => Ok(answer),
-                // Boxed apart: the rare TCP path would otherwise double the size of every
-                // exchange's future (and so of its allocation).
-                _ => Box::pin(tcp_exchange(server, &wire, query, deadline)).await,
+            if !(self.case_randomization && self.echoes_case(server)) {
+                return self.exchange_wire(server, &wire, query, deadline).await;
             }
+            let mixed = super::wire::randomise_case(&wire);
+            let answer = self.exchange_wire(server, &mixed, query, deadline).await?;
+            // FORMERR and NOTIMP may come without the question: nothing to compare.
+            if answer.queries.is_empty() || super::wire::question_case_matches(&answer, &mixed) {
+                return Ok(answer);
+            }
+            self.no_echo
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(server, std::time::Instant::now());
+            tracing::debug!(
+                %server,
+                "the answer's question differs from ours only in case (0x20): asking again without, \
+                 and so for {} s",
+                NO_ECHO_KEPT.as_secs()
+            );
+            self.exchange_wire(server, &wire, query, deadline).await
         })
     }
 }

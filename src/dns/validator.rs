@@ -10,11 +10,12 @@
 //! and are not handled. Signatures are checked by hickory-proto (ring) in canonical form.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 use hickory_proto::dnssec::Verifier;
-use hickory_proto::dnssec::rdata::{DNSSECRData, RRSIG};
+use hickory_proto::dnssec::rdata::RRSIG;
 use hickory_proto::op::Message;
-use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
+use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 
 use super::anchor::TrustAnchors;
 use super::discovery::{Discovery, ZoneCut};
@@ -82,6 +83,38 @@ pub struct Validator<'a> {
     pub port: u16,
     /// Unix seconds, for signature validity windows.
     pub now: u32,
+    /// The tightest TTL and RRSIG expiration of everything verified so far.
+    freshness: Mutex<Option<Verified>>,
+}
+
+/// A zone's keys as the chain from the trust anchor establishes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneKeys {
+    /// The zone's DNSKEY RRset, verified from the anchor down, at every address.
+    Trusted(Vec<Dnskey>),
+    /// The chain proves the zone insecure (no DS for it or a cut above it); why.
+    Insecure(String),
+    /// Bogus or unknown: the keys cannot be established; why.
+    Failed(String),
+}
+
+impl<'a> Validator<'a> {
+    pub fn new(
+        querier: &'a Querier,
+        discovery: &'a Discovery,
+        anchors: &'a TrustAnchors,
+        port: u16,
+        now: u32,
+    ) -> Self {
+        Self {
+            querier,
+            discovery,
+            anchors,
+            port,
+            now,
+            freshness: Mutex::new(None),
+        }
+    }
 }
 
 impl Validator<'_> {
@@ -99,11 +132,56 @@ impl Validator<'_> {
         }
     }
 
+    /// The keys of `cut`'s zone, from the trust anchor down (every address of every zone
+    /// on the way agreeing, as for `probe`).
+    pub async fn zone_keys(&self, cut: &Arc<ZoneCut>) -> ZoneKeys {
+        match self.keys_down_to(cut).await {
+            Link::Ok(keys) => ZoneKeys::Trusted(keys),
+            Link::Insecure(d) => ZoneKeys::Insecure(d),
+            Link::Bogus(d) => ZoneKeys::Failed(format!("bogus: {d}")),
+            Link::Unknown(d) => ZoneKeys::Failed(d),
+        }
+    }
+
+    /// The tightest TTL and signature expiration of what the walk verified so far.
+    pub fn freshness(&self) -> Option<Verified> {
+        *self.freshness.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     async fn walk(&self, zone: &str) -> Link<String> {
         let cut = match self.discovery.delegation(zone).await {
             Ok(c) => c,
             Err(e) => return Link::Unknown(e.to_string()),
         };
+        let keys = match self.keys_down_to(&cut).await {
+            Link::Ok(k) => k,
+            Link::Insecure(d) => return Link::Insecure(d),
+            Link::Bogus(d) => return Link::Bogus(d),
+            Link::Unknown(d) => return Link::Unknown(d),
+        };
+        // The zone's keys are trusted; its data must verify with them, at every address.
+        let Some(qname) = wire::parse_name(zone) else {
+            return Link::Unknown(format!("{zone} is not a valid name"));
+        };
+        let answers = match self.authoritative(&cut, &qname, RecordType::SOA).await {
+            Ok(a) => a,
+            Err(d) => return Link::Unknown(d),
+        };
+        for (server, message) in &answers {
+            if let Err(d) =
+                self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys)
+            {
+                return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
+            }
+        }
+        Link::Ok(format!(
+            "chain of trust verified down to the {zone} SOA, at every server address"
+        ))
+    }
+
+    /// The DNSKEY RRset of `cut`'s zone, verified from the deepest trust anchor above it.
+    async fn keys_down_to(&self, cut: &Arc<ZoneCut>) -> Link<Vec<Dnskey>> {
+        let zone = cut.zone.as_str();
         let chain = cut.chain();
         // The anchored zone: the deepest one on the chain with an anchor.
         let Some(start) = chain.iter().rposition(|c| self.anchors.covers(&c.zone)) else {
@@ -164,24 +242,7 @@ impl Validator<'_> {
                 Link::Unknown(d) => return Link::Unknown(d),
             };
         }
-        // The zone's keys are trusted; its data must verify with them, at every address.
-        let Some(qname) = wire::parse_name(zone) else {
-            return Link::Unknown(format!("{zone} is not a valid name"));
-        };
-        let answers = match self.authoritative(&cut, &qname, RecordType::SOA).await {
-            Ok(a) => a,
-            Err(d) => return Link::Unknown(d),
-        };
-        for (server, message) in &answers {
-            if let Err(d) =
-                self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys)
-            {
-                return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
-            }
-        }
-        Link::Ok(format!(
-            "chain of trust verified down to the {zone} SOA, at every server address"
-        ))
+        Link::Ok(keys)
     }
 
     /// The answer of every address of `cut`'s servers, each authoritative; unknown (the
@@ -342,7 +403,8 @@ impl Validator<'_> {
                 Err(d) => Link::Bogus(format!("DS of {child} at {parent}: {d}")),
             };
         }
-        match self.denial_of_ds(message, qname, parent, keys) {
+        // The same proof rules as the observer's validated DS answers (`proof`).
+        match super::proof::prove_ds(message, qname, parent, keys, self.now) {
             Ok(how) => Link::Insecure(format!(
                 "{parent} proves there is no DS for {child} ({how}): the zone is unsigned in the chain"
             )),
@@ -352,70 +414,8 @@ impl Validator<'_> {
         }
     }
 
-    /// NSEC or NSEC3 records, signed by `keys`, proving `qname` has no DS.
-    fn denial_of_ds(
-        &self,
-        message: &Message,
-        qname: &Name,
-        zone: &str,
-        keys: &[Dnskey],
-    ) -> Result<&'static str, String> {
-        let auth = &message.authorities;
-        // NSEC at the name itself: NS without DS (and without SOA: not the child's apex).
-        for r in auth {
-            if let RData::DNSSEC(DNSSECRData::NSEC(nsec)) = &r.data
-                && wire::same_name(&r.name, qname)
-            {
-                let types = nsec.type_set();
-                if types.contains(RecordType::DS) || types.contains(RecordType::SOA) {
-                    return Err("the NSEC at the name lists DS or SOA".into());
-                }
-                self.verify_rrset(auth, &r.name, RecordType::NSEC, zone, keys)?;
-                return Ok("NSEC");
-            }
-        }
-        // NSEC3: a record matching the name's hash without DS, or an opt-out span over it.
-        let target = qname.to_lowercase();
-        for r in auth {
-            let RData::DNSSEC(DNSSECRData::NSEC3(nsec3)) = &r.data else {
-                continue;
-            };
-            let Ok(digest) = nsec3
-                .hash_algorithm()
-                .hash(nsec3.salt(), &target, nsec3.iterations())
-            else {
-                continue;
-            };
-            let hashed = base32hex(digest.as_ref());
-            let owner = r
-                .name
-                .iter()
-                .next()
-                .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
-                .unwrap_or_default();
-            let next = base32hex(nsec3.next_hashed_owner_name());
-            if owner == hashed {
-                if nsec3.type_set().contains(RecordType::DS) {
-                    return Err("the matching NSEC3 lists DS".into());
-                }
-                self.verify_rrset(auth, &r.name, RecordType::NSEC3, zone, keys)?;
-                return Ok("NSEC3");
-            }
-            let covers = if owner < next {
-                owner < hashed && hashed < next
-            } else {
-                owner < hashed || hashed < next
-            };
-            if covers && nsec3.opt_out() {
-                self.verify_rrset(auth, &r.name, RecordType::NSEC3, zone, keys)?;
-                return Ok("NSEC3 opt-out");
-            }
-        }
-        Err("no NSEC or NSEC3 record denies the DS".into())
-    }
-
     /// Some RRSIG over (`owner`, `rtype`) in `records`, by `signer` with one of `keys`, is
-    /// valid now.
+    /// valid now; what it verified bounds how long the walk's result may be kept.
     fn verify_rrset(
         &self,
         records: &[Record],
@@ -424,51 +424,126 @@ impl Validator<'_> {
         signer: &str,
         keys: &[Dnskey],
     ) -> Result<(), String> {
-        let sigs: Vec<&RRSIG> = wire::rrsigs(records, owner, rtype).collect();
-        if sigs.is_empty() {
-            return Err(format!("{rtype} is not signed"));
+        let verified = verify_rrset(records, owner, rtype, signer, keys, self.now)?;
+        let mut freshness = self.freshness.lock().unwrap_or_else(|p| p.into_inner());
+        *freshness = Some(match *freshness {
+            None => verified,
+            Some(f) => f.min(verified, self.now),
+        });
+        Ok(())
+    }
+}
+
+/// What a verified signature allows a cache: the RRset's TTL (the smaller of the record
+/// TTL and the RRSIG's original TTL) and the signature's expiration (Unix seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    pub ttl: u32,
+    pub expiration: u32,
+}
+
+impl Verified {
+    /// The tighter of both bounds.
+    fn min(self, other: Self, now: u32) -> Self {
+        let left = |v: &Self| v.expiration.wrapping_sub(now);
+        Self {
+            ttl: self.ttl.min(other.ttl),
+            expiration: if left(&self) <= left(&other) {
+                self.expiration
+            } else {
+                other.expiration
+            },
         }
-        let covered: Vec<Record> = wire::rrset(records, owner, rtype).cloned().collect();
-        if covered.is_empty() {
-            return Err(format!("no {rtype} records"));
+    }
+
+    /// Seconds a result resting on this may be kept, from `now`.
+    pub fn keep_for(&self, now: u32) -> u32 {
+        let until_expiry = if window_holds(now, self.expiration, now) {
+            self.expiration.wrapping_sub(now)
+        } else {
+            0
+        };
+        self.ttl.min(until_expiry)
+    }
+}
+
+/// Some RRSIG over (`owner`, `rtype`) in `records` is valid at `now`: by `signer`, with
+/// one of `keys` (zone keys, matched by tag and algorithm), the owner's label count (no
+/// wildcard expansion on these paths), inception <= now <= expiration.
+pub fn verify_rrset(
+    records: &[Record],
+    owner: &Name,
+    rtype: RecordType,
+    signer: &str,
+    keys: &[Dnskey],
+    now: u32,
+) -> Result<Verified, String> {
+    let sigs: Vec<&RRSIG> = wire::rrsigs(records, owner, rtype).collect();
+    if sigs.is_empty() {
+        return Err(format!("{rtype} is not signed"));
+    }
+    let covered: Vec<Record> = wire::rrset(records, owner, rtype).cloned().collect();
+    if covered.is_empty() {
+        return Err(format!("no {rtype} records"));
+    }
+    let record_ttl = covered.iter().map(|r| r.ttl).min().unwrap_or(0);
+    let mut problems = Vec::new();
+    for sig in sigs {
+        let input = sig.input();
+        if wire::name_text(&input.signer_name) != signer {
+            problems.push(format!("signed by {}, not {signer}", input.signer_name));
+            continue;
         }
-        let mut problems = Vec::new();
-        for sig in sigs {
-            let input = sig.input();
-            if wire::name_text(&input.signer_name) != signer {
-                problems.push(format!("signed by {}, not {signer}", input.signer_name));
-                continue;
-            }
-            if !window_holds(
+        if input.num_labels != owner.num_labels() {
+            problems.push(format!(
+                "signature by key {} has {} labels, the owner {}",
+                input.key_tag,
+                input.num_labels,
+                owner.num_labels()
+            ));
+            continue;
+        }
+        if !window_holds(input.sig_inception.get(), input.sig_expiration.get(), now) {
+            problems.push(format!(
+                "signature by key {} outside its validity window ({} to {}, now {now})",
+                input.key_tag,
                 input.sig_inception.get(),
-                input.sig_expiration.get(),
-                self.now,
-            ) {
-                problems.push(format!(
-                    "signature by key {} outside its validity window",
-                    input.key_tag
-                ));
-                continue;
-            }
-            let candidates = keys.iter().filter(|k| {
+                input.sig_expiration.get()
+            ));
+            continue;
+        }
+        let candidates: Vec<&Dnskey> = keys
+            .iter()
+            .filter(|k| {
                 k.key_tag() == input.key_tag
                     && k.algorithm == u8::from(input.algorithm)
                     && k.is_zone_key()
-            });
-            for key in candidates {
-                let verifier = wire::to_hickory_dnskey(key);
-                match verifier.verify_rrsig(owner, DNSClass::IN, sig, covered.iter()) {
-                    Ok(()) => return Ok(()),
-                    Err(e) => problems.push(format!("key {}: {e}", input.key_tag)),
+            })
+            .collect();
+        if candidates.is_empty() {
+            problems.push(format!(
+                "signature by key {}, which is no trusted key of {signer}",
+                input.key_tag
+            ));
+        }
+        for key in candidates {
+            let verifier = wire::to_hickory_dnskey(key);
+            match verifier.verify_rrsig(owner, DNSClass::IN, sig, covered.iter()) {
+                Ok(()) => {
+                    return Ok(Verified {
+                        ttl: record_ttl.min(input.original_ttl),
+                        expiration: input.sig_expiration.get(),
+                    });
                 }
+                Err(e) => problems.push(format!("key {}: {e}", input.key_tag)),
             }
         }
-        Err(if problems.is_empty() {
-            "no signature by a trusted key".into()
-        } else {
-            problems.join("; ")
-        })
     }
+    Err(if problems.is_empty() {
+        "no signature by a trusted key".into()
+    } else {
+        problems.join("; ")
+    })
 }
 
 /// RFC 4034 section 3.1.5: serial number arithmetic on 32-bit times.

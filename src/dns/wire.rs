@@ -105,6 +105,66 @@ pub fn query_id() -> u16 {
     })
 }
 
+/// The offsets of the question name's letters in a query's wire form (the name starts
+/// right after the 12-byte header, never compressed in a query).
+fn qname_letters(wire: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 12;
+    // Bounded: a name has at most 127 labels.
+    for _ in 0..128 {
+        let Some(&len) = wire.get(at) else { break };
+        if len == 0 || len & 0xC0 != 0 {
+            break;
+        }
+        let end = at + 1 + usize::from(len);
+        let label = wire.get(at + 1..end.min(wire.len())).unwrap_or_default();
+        out.extend(
+            (at + 1..)
+                .zip(label)
+                .filter(|(_, b)| b.is_ascii_alphabetic())
+                .map(|(i, _)| i),
+        );
+        at = end;
+    }
+    out
+}
+
+/// `wire` (a query) with each letter of its question name in random case, from the same
+/// OS CSPRNG as the IDs (0x20: a forger must guess these bits too).
+pub fn randomise_case(wire: &[u8]) -> Vec<u8> {
+    let mut out = wire.to_vec();
+    let letters = qname_letters(wire);
+    for chunk in letters.chunks(16) {
+        let bits = query_id();
+        for (n, &i) in chunk.iter().enumerate() {
+            if bits & (1 << n) != 0 {
+                out[i] ^= 0x20;
+            }
+        }
+    }
+    out
+}
+
+/// The answer's question name is the one of `wire` (the query sent) byte for byte, case
+/// included.
+pub fn question_case_matches(answer: &Message, wire: &[u8]) -> bool {
+    let Some(question) = answer.queries.first() else {
+        return false;
+    };
+    let mut at = 12;
+    for label in question.name().iter() {
+        let Some(&len) = wire.get(at) else {
+            return false;
+        };
+        let end = at + 1 + usize::from(len);
+        if wire.get(at + 1..end) != Some(label) {
+            return false;
+        }
+        at = end;
+    }
+    wire.get(at) == Some(&0)
+}
+
 /// A query as every authoritative query is sent: RD as given, DO=1, EDNS payload 1232,
 /// an unpredictable ID ([`query_id`]; the UDP source port is random too, see
 /// `transport`).
@@ -423,5 +483,33 @@ mod tests {
         let edns = q.edns.as_ref().unwrap();
         assert!(edns.flags().dnssec_ok);
         assert_eq!(edns.max_payload(), EDNS_PAYLOAD);
+    }
+
+    /// 0x20: only the question name's letters change case, and an answer echoing the
+    /// sent name byte for byte matches while one in other case does not.
+    #[test]
+    fn randomised_case_is_echoed_or_caught() {
+        let name = parse_name("a1-very.long-label.example.test.").unwrap();
+        let wire = encode_query(&build_query(&name, RecordType::DS, false)).unwrap();
+        let mut seen_upper = false;
+        for _ in 0..16 {
+            let mixed = randomise_case(&wire);
+            assert_eq!(mixed.len(), wire.len());
+            assert!(mixed.eq_ignore_ascii_case(&wire));
+            assert_eq!(mixed[..12], wire[..12], "the header is untouched");
+            seen_upper |= mixed != wire;
+            let decoded = Message::from_vec(&mixed).unwrap();
+            assert!(same_name(decoded.queries[0].name(), &name));
+            let mut echo = decoded.clone();
+            echo.metadata.message_type = MessageType::Response;
+            assert!(
+                question_case_matches(&echo, &mixed),
+                "the decoder keeps case"
+            );
+            if mixed != wire {
+                assert!(!question_case_matches(&echo, &wire));
+            }
+        }
+        assert!(seen_upper, "16 draws never changed a letter");
     }
 }

@@ -24,14 +24,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::validator::base32hex;
 use dnssec_warden::dns::wire;
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
+use dnssec_warden_lab::dns::zone::sign;
 use dnssec_warden_lab::dns::{Delegation, KeySource, World, ZoneData};
 use dnssec_warden_lab::keys::LabKey;
+use hickory_proto::dnssec::Nsec3HashAlgorithm;
 use hickory_proto::dnssec::PublicKey;
+use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC3};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::{A, CNAME, NS};
-use hickory_proto::rr::{RData, Record, RecordType};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::task::JoinSet;
@@ -88,6 +92,68 @@ pub enum Behaviour {
     /// A referral of the name asked about to these hosts (AA=0, NS TTL 300, glue for
     /// the hosts of this world): a parent server delegating elsewhere than the others.
     ReferTo(Vec<String>),
+    /// NODATA with the zone's SOA only, no signature, no NSEC: a forger's "no DS".
+    UnsignedNodata,
+    /// The world's answer with every RRSIG removed (a DS without its signature).
+    StripSignatures,
+    /// The world's answer with every RRSIG made again: by `key` (the zone's own when
+    /// `None`), over `window` (the default window when `None`), signer name unchanged.
+    Resign {
+        key: Option<Signer>,
+        window: Option<(u32, u32)>,
+    },
+    /// The world's answer with its NSEC proofs (and their signatures) replaced by those
+    /// the server gives for `name DS`: a valid proof, for another name.
+    ProofOf(String),
+    /// NODATA for the DS proven with NSEC3 records made here, signed with the zone's key.
+    Nsec3(Nsec3Script),
+    /// The world's answer with the question's letters in lower case: a server that does
+    /// not echo the case of the question (0x20).
+    LowercaseQuestion,
+}
+
+/// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
+#[derive(Debug, Clone)]
+pub struct Signer(pub Arc<LabKey>);
+
+impl Signer {
+    pub fn new(key: LabKey) -> Self {
+        Self(Arc::new(key))
+    }
+}
+
+impl PartialEq for Signer {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.dnskey() == other.0.dnskey()
+    }
+}
+
+impl Eq for Signer {}
+
+/// The NSEC3 denial [`Behaviour::Nsec3`] serves for the child's DS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nsec3Script {
+    /// The salt the owner names are hashed with.
+    pub owner_salt: Vec<u8>,
+    /// The salt the records say they use (a different one: the wrong parameters).
+    pub record_salt: Vec<u8>,
+    pub iterations: u16,
+    /// `false`: an NSEC3 matching the child's name without DS (RFC 5155 section 8.6).
+    /// `true`: the apex NSEC3 (the closest encloser) and an opt-out NSEC3 covering the
+    /// child's name (the next closer name).
+    pub opt_out: bool,
+}
+
+impl Nsec3Script {
+    /// A valid proof: the same salt for the owners and the records.
+    pub fn valid(opt_out: bool) -> Self {
+        Self {
+            owner_salt: vec![0xab, 0xcd],
+            record_salt: vec![0xab, 0xcd],
+            iterations: 1,
+            opt_out,
+        }
+    }
 }
 
 /// Which servers a lever applies to.
@@ -264,6 +330,21 @@ impl ScriptedDns {
         }
     }
 
+    /// The TLD unsigned, and no DS for it at the root: a provably insecure parent.
+    pub fn set_tld_unsigned(&self) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = world
+            .zones
+            .get_mut(".")
+            .and_then(|r| r.delegations.get_mut(TLD))
+        {
+            d.ds.clear();
+        }
+        if let Some(t) = world.zones.get_mut(TLD) {
+            t.key = KeySource::Unsigned;
+        }
+    }
+
     /// Signs the child with `key`, or leaves it unsigned.
     pub fn set_child_key(&self, key: Option<LabKey>) {
         let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
@@ -373,6 +454,7 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get(server, qtype);
+    let behaviour_again = behaviour.clone();
     let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
     let mut answer = world.respond(server, query)?;
     // The zone this server speaks for, for SOAs in made-up negative answers.
@@ -420,7 +502,68 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         m.additionals = vec![Record::from_rdata(host, 3600, RData::A(A(ip)))];
     };
     let mut patch = None;
+    let mut lowercase = false;
     match behaviour {
+        Behaviour::UnsignedNodata => {
+            negative(&mut answer);
+            answer.metadata.response_code = ResponseCode::NoError;
+        }
+        Behaviour::StripSignatures => {
+            answer
+                .answers
+                .retain(|r| r.record_type() != RecordType::RRSIG);
+            answer
+                .authorities
+                .retain(|r| r.record_type() != RecordType::RRSIG);
+        }
+        Behaviour::Resign { key, window } => {
+            let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
+            let (zone, zone_key) = signing_zone(&world, server, &qname)?;
+            drop(world);
+            let key = key.map_or(zone_key, |s| (*s.0).clone());
+            let now = now_secs();
+            let window = window.unwrap_or((now - 3600, now + 14 * 86400));
+            answer.answers = resign(&answer.answers, &zone, &key, window);
+            answer.authorities = resign(&answer.authorities, &zone, &key, window);
+        }
+        Behaviour::ProofOf(name) => {
+            let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
+            let mut other = query.clone();
+            other.queries = vec![hickory_proto::op::Query::query(
+                wire::parse_name(&name)?,
+                RecordType::DS,
+            )];
+            let proof = world.respond(server, &other)?;
+            drop(world);
+            let is_proof = |r: &Record| {
+                r.record_type() == RecordType::NSEC
+                    || r.record_type() == RecordType::NSEC3
+                    || matches!(&r.data, RData::DNSSEC(DNSSECRData::RRSIG(s))
+                        if matches!(s.input().type_covered, RecordType::NSEC | RecordType::NSEC3))
+            };
+            answer.authorities.retain(|r| !is_proof(r));
+            answer
+                .authorities
+                .extend(proof.authorities.into_iter().filter(is_proof));
+        }
+        Behaviour::Nsec3(script) => {
+            let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
+            let (zone, key) = signing_zone(&world, server, &qname)?;
+            drop(world);
+            let is_nsec = |r: &Record| {
+                r.record_type() == RecordType::NSEC
+                    || matches!(&r.data, RData::DNSSEC(DNSSECRData::RRSIG(s))
+                        if s.input().type_covered == RecordType::NSEC)
+            };
+            answer.authorities.retain(|r| !is_nsec(r));
+            answer
+                .authorities
+                .extend(nsec3_proof(&script, &qname, &zone, &key)?);
+        }
+        Behaviour::LowercaseQuestion => lowercase = true,
+        _ => {}
+    }
+    match behaviour_again {
         Behaviour::Normal => {}
         Behaviour::Silent => return None,
         Behaviour::Rcode(code) => {
@@ -465,6 +608,12 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             answer.metadata.response_code = ResponseCode::NXDomain;
         }
         Behaviour::DnskeyProtocol(protocol) => patch = Some(protocol),
+        Behaviour::UnsignedNodata
+        | Behaviour::StripSignatures
+        | Behaviour::Resign { .. }
+        | Behaviour::ProofOf(_)
+        | Behaviour::Nsec3(_)
+        | Behaviour::LowercaseQuestion => {}
         Behaviour::ReferTo(hosts) => {
             answer.answers.clear();
             answer.metadata.authoritative = false;
@@ -487,11 +636,147 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
                 .collect();
         }
     }
+    if lowercase {
+        for q in &mut answer.queries {
+            let lower = q.name().to_lowercase();
+            q.set_name(lower);
+        }
+    }
     let mut bytes = answer.to_vec().ok()?;
     if let Some(protocol) = patch {
         set_dnskey_protocol(&mut bytes, &answer, protocol);
     }
     Some(bytes)
+}
+
+fn now_secs() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or_default()
+}
+
+/// The zone `server` speaks for about `qname` (its apex) and its key.
+fn signing_zone(world: &World, server: IpAddr, qname: &Name) -> Option<(Name, LabKey)> {
+    let zones = world.hosting.get(&server)?;
+    let mut at = wire::name_text(qname);
+    for _ in 0..128 {
+        if zones.contains(&at) {
+            let zone = world.zones.get(&at)?;
+            return Some((wire::parse_name(&zone.name)?, zone.key.key(&zone.name)?));
+        }
+        if at == "." {
+            return None;
+        }
+        at = wire::parent_name(&at);
+    }
+    None
+}
+
+/// `records` with every RRSIG made again by `key` over `window`, signer `zone`.
+fn resign(records: &[Record], zone: &Name, key: &LabKey, window: (u32, u32)) -> Vec<Record> {
+    let mut out: Vec<Record> = records
+        .iter()
+        .filter(|r| r.record_type() != RecordType::RRSIG)
+        .cloned()
+        .collect();
+    for r in records {
+        let RData::DNSSEC(DNSSECRData::RRSIG(sig)) = &r.data else {
+            continue;
+        };
+        let covered = sig.input().type_covered;
+        let rrset: Vec<Record> = wire::rrset(records, &r.name, covered).cloned().collect();
+        if let Some(new) = sign(
+            &rrset,
+            covered,
+            &r.name,
+            zone,
+            key,
+            sig.input().original_ttl,
+            window,
+        ) {
+            out.push(new);
+        }
+    }
+    out
+}
+
+/// The SHA-1 NSEC3 hash of `name` (RFC 5155 section 5), raw.
+fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> Option<Vec<u8>> {
+    Nsec3HashAlgorithm::SHA1
+        .hash(salt, name, iterations)
+        .ok()
+        .map(|d| d.as_ref().to_vec())
+}
+
+/// `hash` plus `delta` (+1 or -1), as a 160-bit number.
+fn hash_step(hash: &[u8], up: bool) -> Vec<u8> {
+    let mut out = hash.to_vec();
+    for b in out.iter_mut().rev() {
+        if up {
+            let (v, carry) = b.overflowing_add(1);
+            *b = v;
+            if !carry {
+                break;
+            }
+        } else {
+            let (v, borrow) = b.overflowing_sub(1);
+            *b = v;
+            if !borrow {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The NSEC3 records (signed) of `script` for `qname DS` in `zone`.
+fn nsec3_proof(
+    script: &Nsec3Script,
+    qname: &Name,
+    zone: &Name,
+    key: &LabKey,
+) -> Option<Vec<Record>> {
+    let now = now_secs();
+    let window = (now - 3600, now + 14 * 86400);
+    let record = |owner_hash: &[u8], next: Vec<u8>, opt_out: bool, types: Vec<RecordType>| {
+        let owner = zone.prepend_label(base32hex(owner_hash)).ok()?;
+        let rdata = RData::DNSSEC(DNSSECRData::NSEC3(NSEC3::new(
+            Nsec3HashAlgorithm::SHA1,
+            opt_out,
+            script.iterations,
+            script.record_salt.clone(),
+            next,
+            types,
+        )));
+        let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
+        let sig = sign(&records, RecordType::NSEC3, &owner, zone, key, 60, window)?;
+        Some([records, vec![sig]].concat())
+    };
+    let child = nsec3_hash(qname, &script.owner_salt, script.iterations)?;
+    if !script.opt_out {
+        return record(&child, hash_step(&child, true), false, vec![RecordType::NS]);
+    }
+    let apex = nsec3_hash(zone, &script.owner_salt, script.iterations)?;
+    let mut out = record(
+        &apex,
+        hash_step(&apex, true),
+        true,
+        vec![
+            RecordType::SOA,
+            RecordType::NS,
+            RecordType::DNSKEY,
+            RecordType::NSEC3PARAM,
+            RecordType::RRSIG,
+        ],
+    )?;
+    out.extend(record(
+        &hash_step(&child, false),
+        hash_step(&child, true),
+        true,
+        vec![RecordType::NS],
+    )?);
+    Some(out)
 }
 
 /// Rewrites the protocol octet of every DNSKEY in `bytes` (the wire form of `answer`),
