@@ -478,6 +478,7 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
         queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
+        require_validated_evidence: false,
     };
     (dir, knots, port, settings)
 }
