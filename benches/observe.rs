@@ -48,11 +48,14 @@ fn zone(i: usize) -> String {
     format!("z{i:05}.test.")
 }
 
+/// The trust anchor file (the bench root's DS), passed to the observation child.
+const ANCHOR_ENV: &str = "DNSSEC_WARDEN_BENCH_ANCHOR";
+
 fn settings(port: u16) -> DnsSettings {
     DnsSettings {
         root_hints: vec![IpAddr::V4(TLD_A)],
         port,
-        trust_anchor_file: None,
+        trust_anchor_file: std::env::var_os(ANCHOR_ENV).map(std::path::PathBuf::from),
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(2),
         query_attempts: 3,
@@ -138,48 +141,87 @@ fn observe_child(port: &str) {
         // The daemon's observer (`DnsObserver::new`), with `dns.queries_per_server` set
         // when the parent asks, to show what the per-server cap costs.
         let mut settings = settings(port);
-        if let Some(cap) = std::env::var("BENCH_PER_SERVER").ok().and_then(|v| v.parse().ok()) {
+        if let Some(cap) = std::env::var("BENCH_PER_SERVER")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
             settings.queries_per_server = cap;
         }
         let observer = DnsObserver::new(&settings).expect("observer");
         let names: Vec<String> = (0..ZONES).map(zone).collect();
         let mut line = String::new();
-        for pass in ["cold", "warm"] {
-            let before = observer.stats().exchanges;
-            let cpu_before = cpu_secs();
-            let started = Instant::now();
-            let views =
-                futures::future::join_all(names.iter().map(|z| observer.parent(z))).await;
-            let took = started.elapsed();
-            let cpu = cpu_secs() - cpu_before;
-            let (mut present, mut absent, mut unknown) = (0, 0, 0);
-            for view in &views {
-                match view {
-                    Ok(v) => {
-                        for a in &v.answers {
-                            match a.answer {
-                                DsAnswer::Present { .. } => present += 1,
-                                DsAnswer::Absent => absent += 1,
-                                DsAnswer::Unknown(_) => unknown += 1,
-                            }
-                        }
-                    }
-                    Err(_) => unknown += 2,
-                }
-            }
-            let exchanges = observer.stats().exchanges - before;
-            line.push_str(&format!(
-                "{pass}_secs={:.3} {pass}_cpu_secs={cpu:.2} {pass}_exchanges={exchanges} {pass}_present={present} {pass}_absent={absent} {pass}_unknown={unknown} ",
-                took.as_secs_f64()
-            ));
+        // The routine passes, then (the main run only) a fully validated pass over the
+        // same zones: every DS answer's RRSIG or NSEC denial checked with the TLD keys.
+        let extras = std::env::var_os("BENCH_PER_SERVER").is_none();
+        let passes: &[&str] = if extras {
+            &["cold", "warm", "validated"]
+        } else {
+            &["cold", "warm"]
+        };
+        for pass in passes {
+            line.push_str(&timed_pass(&observer, &names, pass).await);
         }
+        let keys = observer.key_cache_stats();
         line.push_str(&format!(
-            "peak_in_flight={} vm_hwm_kib={}",
+            "peak_in_flight={} vm_hwm_kib={} key_fetches={} ",
             observer.stats().peak_in_flight,
-            vm_hwm_kib()
+            vm_hwm_kib(),
+            keys.fetches
         ));
+        if extras {
+            // The cost of 0x20: the same routine passes on an observer without it.
+            let transport = Arc::new(
+                dnssec_warden::dns::NetTransport::new(settings.query_timeout)
+                    .with_case_randomization(false),
+            );
+            let options = dnssec_warden::dns::ObserverOptions {
+                per_server: settings.queries_per_server,
+                ..Default::default()
+            };
+            let plain =
+                DnsObserver::with_transport(&settings, options, transport).expect("observer");
+            for pass in ["cold_no0x20", "warm_no0x20"] {
+                line.push_str(&timed_pass(&plain, &names, pass).await);
+            }
+        }
         println!("{line}");
     });
+}
+
+/// One pass over `names` (`parent`, or `parent_validated` for the pass "validated"):
+/// its figures as `key=value` pairs.
+async fn timed_pass(observer: &DnsObserver, names: &[String], pass: &str) -> String {
+    let before = observer.stats().exchanges;
+    let cpu_before = cpu_secs();
+    let started = Instant::now();
+    let views = if pass == "validated" {
+        futures::future::join_all(names.iter().map(|z| observer.parent_validated(z))).await
+    } else {
+        futures::future::join_all(names.iter().map(|z| observer.parent(z))).await
+    };
+    let took = started.elapsed();
+    let cpu = cpu_secs() - cpu_before;
+    let (mut present, mut absent, mut unknown, mut validated) = (0, 0, 0, 0);
+    for view in &views {
+        match view {
+            Ok(v) => {
+                validated += usize::from(v.evidence == dnssec_warden::dns::Evidence::Validated);
+                for a in &v.answers {
+                    match a.answer {
+                        DsAnswer::Present { .. } => present += 1,
+                        DsAnswer::Absent => absent += 1,
+                        DsAnswer::Unknown(_) => unknown += 1,
+                    }
+                }
+            }
+            Err(_) => unknown += 2,
+        }
+    }
+    let exchanges = observer.stats().exchanges - before;
+    format!(
+        "{pass}_secs={:.3} {pass}_cpu_secs={cpu:.2} {pass}_exchanges={exchanges} {pass}_present={present} {pass}_absent={absent} {pass}_unknown={unknown} {pass}_validated_views={validated} ",
+        took.as_secs_f64()
+    )
 }
 
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -280,7 +322,9 @@ async fn bench() -> Res<()> {
         port,
         &[ZoneConf::new("test.", tld, Signing::Manual)],
     )?;
-    a.generate_csk(".")?;
+    let root_ds = a.generate_csk(".")?;
+    let anchor = dir.path().join("root.ds");
+    std::fs::write(&anchor, format!(". 3600 IN DS {root_ds}\n")).map_err(|e| e.to_string())?;
     let ds_a = a.generate_csk("test.")?;
     let ds_b = b.generate_csk("test.")?;
     a.write_zone(
@@ -329,6 +373,7 @@ async fn bench() -> Res<()> {
     let knotd_before = knotd_cpu();
     let out = child
         .env(CHILD_ENV, port.to_string())
+        .env(ANCHOR_ENV, &anchor)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| e.to_string())?;
@@ -339,7 +384,11 @@ async fn bench() -> Res<()> {
     let num = |k: &str| -> f64 { field(&ours, k).and_then(|v| v.parse().ok()).unwrap_or(0.0) };
     let (cold, warm) = (num("cold_secs"), num("warm_secs"));
     let knotd_ours = knotd_cpu() - knotd_before;
-    let our_queries = num("cold_exchanges") + num("warm_exchanges");
+    // Every pass of the child (the validated and the 0x20-less ones too) loads knotd.
+    let our_queries = ["cold", "warm", "validated", "cold_no0x20", "warm_no0x20"]
+        .iter()
+        .map(|p| num(&format!("{p}_exchanges")))
+        .sum::<f64>();
     let rss_mib = num("vm_hwm_kib") / 1024.0;
     println!(
         "observe pass, cold (discovery + DS and NS at both TLD servers): {cold:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}",
@@ -358,7 +407,28 @@ async fn bench() -> Res<()> {
         num("warm_unknown")
     );
     println!(
-        "observer peak RSS {rss_mib:.1} MiB, peak queries in flight {}",
+        "observe pass, fully validated (parent_validated, delegations cached, the TLD keys established once from the anchor: {} chain walk(s)): {:.3}s ({:.2}s CPU), {} exchanges; DS present {} / absent {} / unknown {}; {} views validated; {:.2}x the warm routine pass",
+        num("key_fetches"),
+        num("validated_secs"),
+        num("validated_cpu_secs"),
+        num("validated_exchanges"),
+        num("validated_present"),
+        num("validated_absent"),
+        num("validated_unknown"),
+        num("validated_validated_views"),
+        num("validated_secs") / warm.max(1e-6)
+    );
+    println!(
+        "0x20 cost: the same passes without 0x20: cold {:.3}s ({:.2}s CPU), warm {:.3}s ({:.2}s CPU); with 0x20 cold {cold:.3}s ({:.2}s CPU), warm {warm:.3}s ({:.2}s CPU)",
+        num("cold_no0x20_secs"),
+        num("cold_no0x20_cpu_secs"),
+        num("warm_no0x20_secs"),
+        num("warm_no0x20_cpu_secs"),
+        num("cold_cpu_secs"),
+        num("warm_cpu_secs")
+    );
+    println!(
+        "observer peak RSS {rss_mib:.1} MiB (routine and validated passes), peak queries in flight {}",
         num("peak_in_flight")
     );
 
@@ -377,7 +447,7 @@ async fn bench() -> Res<()> {
     );
     // Both passes share two cores with knotd, so its CPU per query is part of the race.
     println!(
-        "knotd CPU per query (10 ms ticks, both servers): {:.1} us under the observer (both passes), {:.1} us under dnsperf",
+        "knotd CPU per query (10 ms ticks, both servers): {:.1} us under the observer (all its passes), {:.1} us under dnsperf",
         knotd_ours / our_queries.max(1.0) * 1e6,
         knotd_floor / floor_completed.max(1.0) * 1e6
     );
@@ -395,6 +465,7 @@ async fn bench() -> Res<()> {
     let knotd_before = knotd_cpu();
     let strict = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
         .env(CHILD_ENV, port.to_string())
+        .env(ANCHOR_ENV, &anchor)
         .env("BENCH_PER_SERVER", "8")
         .output()
         .map_err(|e| e.to_string())?;

@@ -1030,3 +1030,175 @@ async fn the_parent_keys_are_fetched_once_for_many_zones() {
     let stats = observer.key_cache_stats();
     assert_eq!(stats.fetches, 1, "{stats:?}");
 }
+
+// The NXDOMAIN proofs, on answers made here: `proof::prove_ds` directly.
+
+mod nxdomain_proofs {
+    use super::support::scripted_dns::{hash_step, nsec3_hash};
+    use dnssec_warden::dns::proof::{Proof, ProofError, prove_ds};
+    use dnssec_warden::dns::validator::base32hex;
+    use dnssec_warden::dns::wire::parse_name;
+    use dnssec_warden::dnssec::Dnskey;
+    use dnssec_warden_lab::dns::zone::sign;
+    use dnssec_warden_lab::keys::LabKey;
+    use hickory_proto::dnssec::Nsec3HashAlgorithm;
+    use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC, NSEC3};
+    use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+    use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+    const SALT: &[u8] = &[0x5a, 0x17];
+
+    fn now() -> u32 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as u32
+    }
+
+    fn signed(key: &LabKey, owner: &Name, rdata: RData) -> Vec<Record> {
+        let zone = parse_name("test.").unwrap();
+        let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
+        let rtype = records[0].record_type();
+        let t = now();
+        let sig = sign(&records, rtype, owner, &zone, key, 60, (t - 60, t + 3600)).unwrap();
+        [records, vec![sig]].concat()
+    }
+
+    /// An NSEC3 of `test.` spanning from `owner` to `next` (raw hashes).
+    fn nsec3(key: &LabKey, owner: &[u8], next: &[u8], types: Vec<RecordType>) -> Vec<Record> {
+        let name = parse_name("test.")
+            .unwrap()
+            .prepend_label(base32hex(owner))
+            .unwrap();
+        let rdata = RData::DNSSEC(DNSSECRData::NSEC3(NSEC3::new(
+            Nsec3HashAlgorithm::SHA1,
+            false,
+            1,
+            SALT.to_vec(),
+            next.to_vec(),
+            types,
+        )));
+        signed(key, &name, rdata)
+    }
+
+    fn h(name: &str) -> Vec<u8> {
+        nsec3_hash(&parse_name(name).unwrap(), SALT, 1).unwrap()
+    }
+
+    /// An NSEC3 matching `name` with these types.
+    fn matching(key: &LabKey, name: &str, types: Vec<RecordType>) -> Vec<Record> {
+        let hash = h(name);
+        nsec3(key, &hash, &hash_step(&hash, true), types)
+    }
+
+    /// An NSEC3 covering `name` (and little else).
+    fn covering(key: &LabKey, name: &str) -> Vec<Record> {
+        let hash = h(name);
+        nsec3(
+            key,
+            &hash_step(&hash, false),
+            &hash_step(&hash, true),
+            vec![RecordType::A],
+        )
+    }
+
+    fn nxdomain(records: Vec<Vec<Record>>) -> Message {
+        let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+        m.metadata.authoritative = true;
+        m.metadata.response_code = ResponseCode::NXDomain;
+        m.authorities = records.concat();
+        m
+    }
+
+    fn prove(key: &LabKey, m: &Message, name: &str) -> Result<Proof, ProofError> {
+        let keys = vec![Dnskey::from(key.dnskey())];
+        prove_ds(m, &parse_name(name).unwrap(), "test.", &keys, now())
+    }
+
+    fn apex() -> Vec<RecordType> {
+        vec![RecordType::SOA, RecordType::NS, RecordType::DNSKEY]
+    }
+
+    /// RFC 5155 section 8.4: the closest encloser, the next closer name covered, the
+    /// wildcard covered; each part missing or wrong is bogus.
+    #[test]
+    fn nsec3_nxdomain_needs_the_whole_closest_encloser_proof() {
+        let key = LabKey::generate(257).unwrap();
+        let ce = matching(&key, "test.", apex());
+        let next_closer = covering(&key, "gone.test.");
+        let wildcard = covering(&key, "*.test.");
+        let whole = nxdomain(vec![ce.clone(), next_closer.clone(), wildcard.clone()]);
+        assert_eq!(prove(&key, &whole, "gone.test."), Ok(Proof::Nsec3Nxdomain));
+        // A proof for another name.
+        assert!(prove(&key, &whole, "other.test.").is_err());
+        let no_wildcard = nxdomain(vec![ce.clone(), next_closer.clone()]);
+        assert!(
+            matches!(prove(&key, &no_wildcard, "gone.test."), Err(ProofError::Nsec3NoMatch { what, .. }) if what == "the wildcard"),
+        );
+        let no_encloser = nxdomain(vec![next_closer.clone(), wildcard.clone()]);
+        assert!(prove(&key, &no_encloser, "gone.test.").is_err());
+        let no_cover = nxdomain(vec![ce.clone(), wildcard.clone()]);
+        assert!(
+            matches!(prove(&key, &no_cover, "gone.test."), Err(ProofError::Nsec3NoMatch { what, .. }) if what == "the next closer name"),
+        );
+        // Signed by another key.
+        let stranger = LabKey::generate(257).unwrap();
+        let forged = nxdomain(vec![ce, covering(&stranger, "gone.test."), wildcard]);
+        assert!(matches!(
+            prove(&key, &forged, "gone.test."),
+            Err(ProofError::ProofSignature { .. })
+        ));
+        // A delegation point (NS without SOA) is no closest encloser for names below it.
+        let below = nxdomain(vec![
+            matching(&key, "child.test.", vec![RecordType::NS]),
+            covering(&key, "a.child.test."),
+            covering(&key, "*.child.test."),
+        ]);
+        assert!(matches!(
+            prove(&key, &below, "a.child.test."),
+            Err(ProofError::Nsec3BadEncloser(_))
+        ));
+    }
+
+    fn nsec(key: &LabKey, owner: &str, next: &str, types: Vec<RecordType>) -> Vec<Record> {
+        let rdata = RData::DNSSEC(DNSSECRData::NSEC(NSEC::new(
+            parse_name(next).unwrap(),
+            types,
+        )));
+        signed(key, &parse_name(owner).unwrap(), rdata)
+    }
+
+    /// RFC 4035 section 5.4: NXDOMAIN needs the name covered and the wildcard at the
+    /// closest encloser covered; an NSEC from a delegation above the name proves nothing.
+    #[test]
+    fn nsec_nxdomain_needs_the_name_and_the_wildcard_covered() {
+        let key = LabKey::generate(257).unwrap();
+        let apex = nsec(&key, "test.", "a.test.", apex());
+        let cover = nsec(&key, "a.test.", "m.test.", vec![RecordType::NS]);
+        let whole = nxdomain(vec![apex.clone(), cover.clone()]);
+        assert_eq!(prove(&key, &whole, "gone.test."), Ok(Proof::NsecNxdomain));
+        let no_wildcard = nxdomain(vec![cover.clone()]);
+        assert!(matches!(
+            prove(&key, &no_wildcard, "gone.test."),
+            Err(ProofError::NsecNoCover {
+                what: "the wildcard",
+                ..
+            })
+        ));
+        assert!(matches!(
+            prove(&key, &whole, "zz.test."),
+            Err(ProofError::NsecNoCover {
+                what: "the name",
+                ..
+            })
+        ));
+        let above = nxdomain(vec![
+            apex,
+            nsec(&key, "child.test.", "m.test.", vec![RecordType::NS]),
+        ]);
+        assert!(matches!(
+            prove(&key, &above, "a.child.test."),
+            Err(ProofError::AncestorDelegation { .. })
+        ));
+    }
+}

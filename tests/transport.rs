@@ -290,3 +290,94 @@ async fn answers_out_of_order_reach_their_own_queries() {
     }
     task.abort();
 }
+
+/// The question name's bytes as the server received them.
+fn qname_bytes(datagram: &[u8]) -> Vec<u8> {
+    let mut at = 12;
+    let mut out = Vec::new();
+    while let Some(&len) = datagram.get(at) {
+        if len == 0 {
+            break;
+        }
+        out.extend_from_slice(&datagram[at..at + 1 + usize::from(len)]);
+        at += 1 + usize::from(len);
+    }
+    out
+}
+
+/// A server that answers a question in mixed case with the case lowered and NXDOMAIN (a
+/// forger who got ID and port right, or a server that does not echo case) and a question
+/// in lower case with NOERROR; it reports every question name it received.
+async fn case_mangling_server() -> (
+    SocketAddr,
+    tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let udp = UdpSocket::bind("127.0.61.1:0").await.unwrap();
+    let addr = udp.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let Ok((len, peer)) = udp.recv_from(&mut buf).await else {
+                continue;
+            };
+            let sent = qname_bytes(&buf[..len]);
+            let mixed = sent.iter().any(u8::is_ascii_uppercase);
+            let _ = tx.send(sent);
+            let Ok(query) = Message::from_vec(&buf[..len]) else {
+                continue;
+            };
+            let mut reply = authoritative_reply(&query);
+            if mixed {
+                for q in &mut reply.queries {
+                    let lower = q.name().to_lowercase();
+                    q.set_name(lower);
+                }
+                reply.metadata.response_code = ResponseCode::NXDomain;
+            }
+            let _ = udp.send_to(&reply.to_vec().unwrap(), peer).await;
+        }
+    });
+    (addr, rx, task)
+}
+
+/// 0x20: the question goes out in mixed case; an answer whose question differs only in
+/// case is never used: the server is asked again at once without 0x20 (and so for a
+/// while), and that answer counts.
+#[tokio::test]
+async fn an_answer_that_does_not_echo_the_case_is_never_used() {
+    let (addr, mut received, task) = case_mangling_server().await;
+    // 28 letters: the chance that 0x20 leaves them all lower case is 2^-28.
+    let name = parse_name("a-long-child-name-for-the-case.test.").unwrap();
+    let query = build_query(&name, RecordType::DS, false);
+    let transport = transport();
+    let answer = transport.exchange(addr, &query).await.expect("an answer");
+    assert_eq!(answer.metadata.response_code, ResponseCode::NoError);
+    let first = received.recv().await.unwrap();
+    let second = received.recv().await.unwrap();
+    assert!(
+        first.iter().any(u8::is_ascii_uppercase),
+        "0x20 was not used"
+    );
+    assert!(first.eq_ignore_ascii_case(&second));
+    assert!(!second.iter().any(u8::is_ascii_uppercase), "no fallback");
+    // The fallback holds for this server: one query, in lower case.
+    let answer = transport.exchange(addr, &query).await.expect("an answer");
+    assert_eq!(answer.metadata.response_code, ResponseCode::NoError);
+    let third = received.recv().await.unwrap();
+    assert!(!third.iter().any(u8::is_ascii_uppercase));
+    assert!(received.try_recv().is_err(), "one exchange, one query");
+    // Without 0x20 the name goes out as given.
+    let plain = NetTransport::new(Duration::from_millis(500)).with_case_randomization(false);
+    plain.exchange(addr, &query).await.expect("an answer");
+    assert!(
+        !received
+            .recv()
+            .await
+            .unwrap()
+            .iter()
+            .any(u8::is_ascii_uppercase)
+    );
+    task.abort();
+}

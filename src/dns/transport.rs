@@ -15,7 +15,8 @@
 //! [`SOCKET_MAX_USES`] queries or [`SOCKET_MAX_AGE`], so the source port keeps changing;
 //! its reader then ends once the last of them is answered or has given up. A forger must
 //! hit the port and the ID of one of the queries in flight, and those are at most the
-//! querier's per-server cap.
+//! querier's per-server cap, and also the case of every letter of the question name
+//! (0x20, see [`NetTransport`]'s `exchange`).
 //!
 //! [`Transport`] is a trait so that tests can script each server's answer.
 

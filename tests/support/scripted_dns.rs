@@ -702,7 +702,7 @@ fn resign(records: &[Record], zone: &Name, key: &LabKey, window: (u32, u32)) -> 
 }
 
 /// The SHA-1 NSEC3 hash of `name` (RFC 5155 section 5), raw.
-fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> Option<Vec<u8>> {
+pub fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> Option<Vec<u8>> {
     Nsec3HashAlgorithm::SHA1
         .hash(salt, name, iterations)
         .ok()
@@ -710,7 +710,7 @@ fn nsec3_hash(name: &Name, salt: &[u8], iterations: u16) -> Option<Vec<u8>> {
 }
 
 /// `hash` plus `delta` (+1 or -1), as a 160-bit number.
-fn hash_step(hash: &[u8], up: bool) -> Vec<u8> {
+pub fn hash_step(hash: &[u8], up: bool) -> Vec<u8> {
     let mut out = hash.to_vec();
     for b in out.iter_mut().rev() {
         if up {
