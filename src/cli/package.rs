@@ -27,7 +27,7 @@ pub fn write(cmd: Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
         }
         std::fs::create_dir_all(sub)?;
     }
-    let mut cmd = cmd.disable_help_subcommand(true);
+    let mut cmd = cmd.disable_help_subcommand(true).long_about(DESCRIPTION);
     cmd.build();
     let source = format!(
         "{} {}",
@@ -84,6 +84,17 @@ fn man_pages(
     Ok(())
 }
 
+/// The DESCRIPTION of `dnssec-warden(1)`.
+const DESCRIPTION: &str = "Switching DNSSEC on at a managed DNS provider is one API call; \
+doing it without taking the domain down is not. dnssec-warden walks each zone through the \
+steps in the safe order (the provider signs, the DS is entered at the registrar, the parent \
+publishes it; on the way back the DS is removed and every cache has forgotten it before \
+signing stops), keeps where every zone stands in a SQLite file, observes the provider's API \
+and every parent and child name server directly, and alerts when a human step is overdue or \
+something is already broken.\n\n\
+The daemon (run) runs as the systemd service dnssec-warden.service; the other commands read \
+or record in the same database while it runs.";
+
 /// Exit status, files and where to read more: the same for every command.
 const COMMON_SECTIONS: &str = r#".SH "EXIT STATUS"
 .TP
@@ -113,7 +124,7 @@ group \fBdnssec\-warden\fR.
 \fI/usr/share/dnssec\-warden/prometheus/dnssec\-warden.rules.yml\fR
 Prometheus alerting rules for the metrics endpoint.
 .SH "SEE ALSO"
-\fBsystemctl\fR(1), \fBjournalctl\fR(1), \fI/usr/share/doc/dnssec\-warden/README.md.gz\fR
+\fBsystemctl\fR(1), \fBjournalctl\fR(1), \fI/usr/share/doc/dnssec\-warden/README.md\fR
 "#;
 
 /// The package's configuration file: the example with the paths and the credential the
