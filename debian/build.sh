@@ -15,7 +15,7 @@ if [[ $(cargo deb --version 2>/dev/null) != "cargo-deb $CARGO_DEB_VERSION" ]]; t
 fi
 
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
-    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 # The same features as [package.metadata.deb]; `cargo deb --no-build` packs this binary.
 cargo build --release --locked --no-default-features --bin dnssec-warden
 "$target_dir/release/dnssec-warden" __package-files target/package-files >/dev/null

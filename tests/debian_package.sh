@@ -59,7 +59,7 @@ done
 
 # --- build and lint -----------------------------------------------------------------
 say "building the package (debian/build.sh)"
-deb=$(bash debian/build.sh --quiet | tail -n 1)
+deb=$(bash debian/build.sh | tail -n 1)
 [[ -f $deb ]] || fail "debian/build.sh printed no package path (got: $deb)"
 say "built $deb"
 
@@ -99,6 +99,17 @@ for file in /usr/lib/sysusers.d/dnssec-warden.conf \
 done
 bash -c 'source /usr/share/bash-completion/completions/dnssec-warden && complete -p dnssec-warden' \
     >/dev/null || fail "the bash completion does not load"
+
+# Installed again over itself (the upgrade path: postinst configure with the old
+# version): a change the administrator made to the conffile and its group stay.
+say "apt-get install --reinstall (the upgrade path), the edited conffile kept"
+echo '# edited by tests/debian_package.sh' >>/etc/dnssec-warden/config.toml
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "$deb" >"$scratch/apt.log" 2>&1 \
+    || { cat "$scratch/apt.log"; fail "apt-get install --reinstall"; }
+tail -n 1 /etc/dnssec-warden/config.toml | grep -q 'edited by tests/debian_package.sh' \
+    || fail "the reinstall replaced the edited config.toml"
+[[ $(stat -c '%U:%G %a' /etc/dnssec-warden/config.toml) == "root:dnssec-warden 640" ]] \
+    || fail "after the reinstall config.toml is $(stat -c '%U:%G %a' /etc/dnssec-warden/config.toml)"
 
 say "systemd-analyze verify $unit"
 verify=$(systemd-analyze verify --man=no "$unit" 2>&1) || fail "systemd-analyze verify: $verify"
