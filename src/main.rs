@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use dnssec_warden::cli;
 use dnssec_warden::cli::commands::{self, CommandError, Outcome};
@@ -104,6 +104,9 @@ enum LabCommand {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = package_files() {
+        return code;
+    }
     // Usage errors exit 2 (clap's own code, and the rule below).
     let cli = Cli::parse();
     let level = match cli.command {
@@ -123,6 +126,29 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Packaging only (`debian/build.sh`): `dnssec-warden __package-files DIR` writes the man
+/// pages, the shell completions and the package's config file (`cli::package`). Not a
+/// clap subcommand, so it is in no help, man page or completion.
+fn package_files() -> Option<ExitCode> {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let [command, dir] = args.as_slice() else {
+        return None;
+    };
+    if command != "__package-files" {
+        return None;
+    }
+    Some(match cli::package::write(Cli::command(), dir.as_ref()) {
+        Ok(written) => {
+            written.iter().for_each(|p| println!("{}", p.display()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    })
 }
 
 /// The exit status (see `cli::commands`): 0 done; 1 "no" or a run-time failure; 2 what

@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus)
+# lintian, man-db and python3: tests/debian_package.sh (lintian on the .deb, the man pages
+# rendered, the state database closed as the daemon closes it).
+packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
+    lintian man-db python3)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -34,3 +37,6 @@ cargo build --no-default-features --locked
 # (a measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
 cargo test --workspace --lib --bins --tests --locked
 cargo test --workspace --doc --locked
+# The Debian package: built, linted, installed, checked, purged (root only; it says so
+# and skips otherwise, and never touches a dnssec-warden it did not install).
+bash tests/debian_package.sh

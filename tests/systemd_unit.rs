@@ -1,4 +1,5 @@
-//! `systemd-analyze verify` on the shipped unit, with ExecStart pointed at the binary
+//! `systemd-analyze verify` on the shipped unit (the Debian package's; the package as
+//! installed is checked by tests/debian_package.sh), with ExecStart pointed at the binary
 //! just built (verify insists that the program exists). Unknown keys and unparsable
 //! values only give a warning and exit status 0, so any diagnostic naming the unit fails
 //! the test too. `systemd` is installed by tests/run.sh; without it this test fails.
@@ -25,7 +26,7 @@ fn installable(text: &str, dir: &Path) -> PathBuf {
             Some(command) => {
                 rewritten += 1;
                 let (program, args) = command.split_once(' ').unwrap_or((command, ""));
-                assert_eq!(program, "/usr/local/bin/dnssec-warden");
+                assert_eq!(program, "/usr/bin/dnssec-warden");
                 format!("ExecStart={binary} {args}")
             }
             None => line.to_string(),
@@ -81,8 +82,13 @@ fn the_unit_is_hardened() {
         "Type=notify",
         "NotifyAccess=main",
         "Restart=on-failure",
-        "DynamicUser=yes",
+        "User=dnssec-warden",
+        "Group=dnssec-warden",
+        "ConditionPathExists=/etc/dnssec-warden/api-key",
+        "RestartPreventExitStatus=2",
         "StateDirectory=dnssec-warden",
+        "StateDirectoryMode=0750",
+        "UMask=0027",
         "ConfigurationDirectory=dnssec-warden",
         "LoadCredential=gcore-api-key:/etc/dnssec-warden/api-key",
         "ProtectSystem=strict",
@@ -100,6 +106,19 @@ fn the_unit_is_hardened() {
         assert!(text.lines().any(|l| l == line), "{line} missing");
     }
     assert!(text.lines().any(|l| l.starts_with("WatchdogSec=")));
+    // The package's system user (systemd/dnssec-warden.sysusers), so that its group can
+    // read the state: no dynamic user.
+    assert!(!text.lines().any(|l| l.starts_with("DynamicUser=")));
+    let sysusers = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/dnssec-warden.sysusers"),
+    )
+    .unwrap();
+    assert!(
+        sysusers
+            .lines()
+            .any(|l| l.starts_with("u dnssec-warden - ")),
+        "the sysusers file creates the unit's user and group"
+    );
 
     // systemd's own judgement of the sandbox: "OK" (below 2.0 on its 0-10 scale).
     let dir = tempfile::tempdir().unwrap();

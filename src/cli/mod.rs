@@ -7,4 +7,5 @@ pub mod demo;
 pub mod intent;
 #[cfg(feature = "demo")]
 pub mod lab;
+pub mod package;
 pub mod status;

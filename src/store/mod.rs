@@ -141,14 +141,17 @@ impl Store {
             .read_only(true)
             .create_if_missing(false)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
-            .await
-            .map_err(|error| StoreError::Open {
-                path: shown(),
-                error,
-            })?;
+        let connect = |options: SqliteConnectOptions| async move {
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_with(options)
+                .await
+                .map_err(|error| StoreError::Open {
+                    path: shown(),
+                    error,
+                })
+        };
+        let mut pool = connect(options.clone()).await?;
         // Only the daemon migrates: a reader newer than the file says so plainly instead
         // of failing on a missing column.
         let wanted = sqlx::migrate!("./migrations")
@@ -157,13 +160,19 @@ impl Store {
             .map(|m| m.version)
             .max()
             .unwrap_or(0);
-        let applied: Option<(Option<i64>,)> =
-            sqlx::query_as("SELECT max(version) FROM _sqlx_migrations WHERE success")
-                .fetch_optional(&pool)
-                .await
-                .ok()
-                .flatten();
-        let applied = applied.and_then(|(v,)| v).unwrap_or(0);
+        let mut applied = schema_version(&pool).await;
+        if applied.as_ref().is_err_and(cannot_open_wal_index) && !wal_of(path).exists() {
+            // No `-wal` beside the file: no connection has it open (the daemon is stopped,
+            // and its last connection wrote everything into the file), but SQLite still
+            // creates the `-shm` index to read a WAL-mode file, in a directory a reader
+            // such as a member of the daemon's group may not write to (the package's state
+            // directory is 0750). Read the file as it is instead (were the daemon to start
+            // during this read and write the file, the read fails or is stale: run it again).
+            pool.close().await;
+            pool = connect(options.immutable(true)).await?;
+            applied = schema_version(&pool).await;
+        }
+        let applied = applied.ok().flatten().unwrap_or(0);
         if applied < wanted {
             return Err(StoreError::SchemaBehind {
                 path: shown(),
@@ -958,4 +967,28 @@ async fn insert_event(
     .execute(tx)
     .await?;
     Ok(())
+}
+
+/// The schema version the file's migrations reached; `None` before the first.
+async fn schema_version(pool: &SqlitePool) -> Result<Option<i64>, sqlx::Error> {
+    let applied: Option<(Option<i64>,)> =
+        sqlx::query_as("SELECT max(version) FROM _sqlx_migrations WHERE success")
+            .fetch_optional(pool)
+            .await?;
+    Ok(applied.and_then(|(v,)| v))
+}
+
+/// SQLITE_READONLY and its extended codes (READONLY_CANTINIT, READONLY_DIRECTORY): a
+/// read-only connection that could not create or open the WAL index (`-shm`).
+fn cannot_open_wal_index(error: &sqlx::Error) -> bool {
+    const SQLITE_READONLY: i64 = 8;
+    matches!(error, sqlx::Error::Database(e)
+        if e.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|c| c & 0xff == SQLITE_READONLY))
+}
+
+/// `state.db-wal` for `state.db`.
+fn wal_of(path: &Path) -> std::path::PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    wal.into()
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the Debian package: target/debian/dnssec-warden_<version>-1_<arch>.deb.
+#   bash debian/build.sh
+# cargo-deb is installed (pinned below) when missing. The binary is built without the
+# default feature `demo` (Cargo.toml, [package.metadata.deb]); its hidden command
+# `__package-files` then writes the man pages, the completions and the package's
+# config.toml (src/cli/package.rs) into target/package-files, and cargo-deb packs it all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_DEB_VERSION=3.8.0
+if [[ $(cargo deb --version 2>/dev/null) != "cargo-deb $CARGO_DEB_VERSION" ]]; then
+    echo "debian/build.sh: installing cargo-deb $CARGO_DEB_VERSION"
+    cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
+fi
+
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
+    | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
+# The same features as [package.metadata.deb]; `cargo deb --no-build` packs this binary.
+cargo build --release --locked --no-default-features --bin dnssec-warden
+"$target_dir/release/dnssec-warden" __package-files target/package-files >/dev/null
+cargo deb --no-build --locked "$@"
