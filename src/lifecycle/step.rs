@@ -688,8 +688,10 @@ impl Run<'_> {
         if self.verdict() != DelegationVerdict::Provider {
             return;
         }
-        if !(self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok()) {
-            // Leaving rests on "no DS" everywhere, validated (rule 10).
+        if self.facts.moving_in
+            && !(self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok())
+        {
+            // The move in ends on "no DS" everywhere, validated (rule 10).
             return;
         }
         let was_moving = std::mem::take(&mut self.facts.moving_in);
