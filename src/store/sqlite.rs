@@ -1,15 +1,5 @@
-//! The SQLite file: zones, the append-only audit trail, alerts and the outbox.
-//!
-//! Every step is one transaction (safety rule 6): the new state, its audit events, its
-//! outbox rows and its alert changes are written together or not at all. Writes carry the
-//! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
-//! is refused and decided again.
-
-mod faults;
-mod metrics;
-mod rows;
-#[cfg(test)]
-mod tests;
+//! The SQLite backend: one file in WAL mode, its identity checked before every write,
+//! opened read-only for `status` and `history`, full-disk episodes noted.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,71 +8,22 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{SqliteConnection, SqlitePool};
 
+use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
+use super::rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
-pub use faults::WriteFailure;
-use faults::{Health, Identity, Noted, WriteTx};
-use rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
-pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("database {path}: {error}")]
-    Open { path: String, error: sqlx::Error },
-    #[error("database schema migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    #[error("database: {0}")]
-    Sql(#[from] sqlx::Error),
-    #[error("database holds an invalid value: {0}")]
-    Corrupt(String),
-    #[error("zone {0} is not in the database")]
-    UnknownZone(String),
-    #[error(
-        "database {path} was removed while in use: stopping, as nothing written now would \
-         last; the {path}-wal and {path}-shm beside it belong to the removed file: remove \
-         them, then restore a copy of the database or start afresh without one"
-    )]
-    Gone { path: String },
-    #[error(
-        "database {path} was replaced by another file while in use: stopping; the \
-         {path}-wal and {path}-shm beside it belong to the old file: remove them before \
-         starting again, or SQLite replays the old log into the new file"
-    )]
-    Replaced { path: String },
-    #[error(
-        "database {path} is missing or empty but its write-ahead log {path}-wal is there \
-         (the database was removed while in use?): restore the database, or remove \
-         {path}-wal and {path}-shm to start with a new, empty one"
-    )]
-    OrphanedLog { path: String },
-    #[error(
-        "database {path} is an empty file (0 bytes): not initialising it, as it may have \
-         replaced a real database; remove it to start with a new, empty database"
-    )]
-    EmptyFile { path: String },
-    #[error("no database at {path} (has the daemon run yet?)")]
-    Missing { path: String },
-    #[error(
-        "database {path} is at schema {applied}, this dnssec-warden needs {wanted}: restart the \
-         daemon (it migrates the database when it starts), then try again"
-    )]
-    SchemaBehind {
-        path: String,
-        applied: i64,
-        wanted: i64,
-    },
-}
 
 #[derive(Clone)]
-pub struct Store {
-    pool: SqlitePool,
+pub struct SqliteStore {
+    pub(super) pool: SqlitePool,
     /// The file opened (`None` in memory and read-only): checked before every write.
     identity: Option<Arc<Identity>>,
-    health: Arc<Health>,
+    pub(super) health: Arc<Health>,
     /// The path, for log lines.
     label: Arc<str>,
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the database and brings its schema up to date. An
     /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
     /// real database. Connections opened later never create the file again.
@@ -183,10 +124,6 @@ impl Store {
         }
     }
 
-    fn label(&self) -> &str {
-        &self.label
-    }
-
     /// Checks that the database path still names the file opened (one `stat`): `Gone`
     /// when it was removed, `Replaced` when another file took its place. Every write
     /// checks it first; the daemon also calls it once per engine tick and stops on error.
@@ -234,7 +171,7 @@ impl Store {
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a
     /// deferred one that reads first can fail to upgrade when another writer got in
     /// between, and SQLite then answers "database is locked" without waiting.
-    async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
+    pub(super) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
         self.verify_identity()?;
         let tx = self
             .pool
@@ -958,4 +895,13 @@ async fn insert_event(
     .execute(tx)
     .await?;
     Ok(())
+}
+
+impl faults::Watched for SqliteStore {
+    fn health(&self) -> &Health {
+        &self.health
+    }
+    fn label(&self) -> &str {
+        &self.label
+    }
 }

@@ -1,0 +1,473 @@
+//! The store: zones, the append-only audit trail, alerts and the outbox, in SQLite (one
+//! file, the default) or PostgreSQL (`database.url`). One public type, [`Store`], whose
+//! methods are the same on both backends; each backend has its own SQL and its own
+//! migrations (`migrations/` and `migrations/postgres/`).
+//!
+//! Every step is one transaction (safety rule 6): the new state, its audit events, its
+//! outbox rows and its alert changes are written together or not at all. Writes carry the
+//! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
+//! is refused and decided again.
+
+mod faults;
+mod metrics;
+mod postgres;
+mod rows;
+mod sqlite;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::DatabaseSettings;
+use crate::lifecycle::{Decision, Intent, State, Timestamp};
+pub use faults::WriteFailure;
+pub use metrics::ZoneHealth;
+pub use postgres::SchemaCheck;
+pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {error}")]
+    Open { path: String, error: sqlx::Error },
+    #[error("database schema migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("database {url}: password: {error}")]
+    Password {
+        url: String,
+        error: crate::config::SecretError,
+    },
+    #[error("database {url}: {message}")]
+    Url { url: String, message: String },
+    #[error(
+        "database {url} has migration {version} applied, which this dnssec-warden does not \
+         know (a newer version ran on it?): use that version, or a database of its own"
+    )]
+    SchemaAhead { url: String, version: i64 },
+    #[error("database holds an invalid value: {0}")]
+    Corrupt(String),
+    #[error("zone {0} is not in the database")]
+    UnknownZone(String),
+    #[error(
+        "database {path} was removed while in use: stopping, as nothing written now would \
+         last; the {path}-wal and {path}-shm beside it belong to the removed file: remove \
+         them, then restore a copy of the database or start afresh without one"
+    )]
+    Gone { path: String },
+    #[error(
+        "database {path} was replaced by another file while in use: stopping; the \
+         {path}-wal and {path}-shm beside it belong to the old file: remove them before \
+         starting again, or SQLite replays the old log into the new file"
+    )]
+    Replaced { path: String },
+    #[error(
+        "database {path} is missing or empty but its write-ahead log {path}-wal is there \
+         (the database was removed while in use?): restore the database, or remove \
+         {path}-wal and {path}-shm to start with a new, empty one"
+    )]
+    OrphanedLog { path: String },
+    #[error(
+        "database {path} is an empty file (0 bytes): not initialising it, as it may have \
+         replaced a real database; remove it to start with a new, empty database"
+    )]
+    EmptyFile { path: String },
+    #[error("no database at {path} (has the daemon run yet?)")]
+    Missing { path: String },
+    #[error(
+        "database {path} is at schema {applied}, this dnssec-warden needs {wanted}: restart the \
+         daemon (it migrates the database when it starts), then try again"
+    )]
+    SchemaBehind {
+        path: String,
+        applied: i64,
+        wanted: i64,
+    },
+}
+
+/// The store over one backend; clones share the pool.
+#[derive(Clone)]
+pub struct Store {
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+impl Store {
+    /// Opens (creating if needed) the SQLite file and brings its schema up to date. An
+    /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
+    /// real database. Connections opened later never create the file again.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self::sqlite(sqlite::SqliteStore::open(path).await?))
+    }
+
+    /// Opens an existing SQLite file for reading only (`status`, `history`): never creates
+    /// one, never migrates, never writes.
+    pub async fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self::sqlite(
+            sqlite::SqliteStore::open_read_only(path).await?,
+        ))
+    }
+
+    /// A private in-memory SQLite database (one connection, so it lives as long as the
+    /// store): for tests that restart the engine many times over the same state.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        Ok(Self::sqlite(sqlite::SqliteStore::open_in_memory().await?))
+    }
+
+    /// The database the settings name, brought up to date (the daemon, `enable`,
+    /// `disable`). The PostgreSQL password is read from its source here.
+    pub async fn connect(settings: &DatabaseSettings) -> Result<Self, StoreError> {
+        match settings {
+            DatabaseSettings::Sqlite { path } => Self::open(path).await,
+            DatabaseSettings::Postgres(pg) => Ok(Self {
+                backend: Backend::Postgres(postgres::PgStore::open(pg, false).await?),
+            }),
+        }
+    }
+
+    /// The database the settings name, for reading only (`status`, `history`): never
+    /// migrated, a schema behind this binary refused.
+    pub async fn connect_read_only(settings: &DatabaseSettings) -> Result<Self, StoreError> {
+        match settings {
+            DatabaseSettings::Sqlite { path } => Self::open_read_only(path).await,
+            DatabaseSettings::Postgres(pg) => Ok(Self {
+                backend: Backend::Postgres(postgres::PgStore::open(pg, true).await?),
+            }),
+        }
+    }
+
+    fn sqlite(store: sqlite::SqliteStore) -> Self {
+        Self {
+            backend: Backend::Sqlite(store),
+        }
+    }
+
+    /// SQLite: checks that the database path still names the file opened (one `stat`):
+    /// `Gone` when it was removed, `Replaced` when another file took its place. Every
+    /// write checks it first; the daemon also calls it once per engine tick and stops on
+    /// error. PostgreSQL has no file to lose: always fine.
+    pub fn verify_identity(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.verify_identity(),
+            Backend::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// The current episode of failing writes (disk full, I/O errors), if any: for
+    /// metrics and the systemd status line. It ends at the next successful write.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.write_failure(),
+            Backend::Postgres(p) => p.write_failure(),
+        }
+    }
+
+    pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.ensure_zone(name, now).await,
+            Backend::Postgres(p) => p.ensure_zone(name, now).await,
+        }
+    }
+    pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.zone(name).await,
+            Backend::Postgres(p) => p.zone(name).await,
+        }
+    }
+    pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.zones().await,
+            Backend::Postgres(p) => p.zones().await,
+        }
+    }
+    /// Zones whose next check is due, earliest first.
+    pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.due(now, limit).await,
+            Backend::Postgres(p) => p.due(now, limit).await,
+        }
+    }
+    /// The earliest next check of any zone.
+    pub async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.next_due().await,
+            Backend::Postgres(p) => p.next_due().await,
+        }
+    }
+    /// Pulls a zone's next check to `at` if that is earlier.
+    pub async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.check_by(name, at).await,
+            Backend::Postgres(p) => p.check_by(name, at).await,
+        }
+    }
+    /// Every zone with a side effect still pending is checked now: after a restart, the
+    /// daemon re-observes before performing it.
+    pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.recheck_pending(now).await,
+            Backend::Postgres(p) => p.recheck_pending(now).await,
+        }
+    }
+    /// Records the operator's intent, creating the zone row if needed (audited).
+    pub async fn set_intent(
+        &self,
+        name: &str,
+        intent: Intent,
+        ds_never_submitted: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => {
+                s.set_intent(name, intent, ds_never_submitted, reason, now)
+                    .await
+            }
+            Backend::Postgres(p) => {
+                p.set_intent(name, intent, ds_never_submitted, reason, now)
+                    .await
+            }
+        }
+    }
+    /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
+    /// transaction. False (and nothing written) if the row changed since it was read.
+    pub async fn commit_step(
+        &self,
+        row: &ZoneRow,
+        decision: &Decision,
+        observation: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.commit_step(row, decision, observation, now).await,
+            Backend::Postgres(p) => p.commit_step(row, decision, observation, now).await,
+        }
+    }
+    /// Notes a step that could not be decided (an error), pulling the next check in.
+    pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.defer(name, at).await,
+            Backend::Postgres(p) => p.defer(name, at).await,
+        }
+    }
+    /// Adds a line to a zone's audit trail outside a step (effect results, guard refusals).
+    pub async fn record(
+        &self,
+        zone: &str,
+        kind: EventKind,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.record(zone, kind, reason, now).await,
+            Backend::Postgres(p) => p.record(zone, kind, reason, now).await,
+        }
+    }
+    pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.pending_effects(zone).await,
+            Backend::Postgres(p) => p.pending_effects(zone).await,
+        }
+    }
+    /// Ends an outbox row; a failed notification stays pending for the next attempt.
+    pub async fn finish_effect(
+        &self,
+        id: i64,
+        status: OutboxStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.finish_effect(id, status, error, now).await,
+            Backend::Postgres(p) => p.finish_effect(id, status, error, now).await,
+        }
+    }
+    /// Marks a provider call as begun, before the request leaves: a crash from here on
+    /// leaves a call whose outcome is unknown, never one that looks unperformed.
+    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.start_effect(id, now).await,
+            Backend::Postgres(p) => p.start_effect(id, now).await,
+        }
+    }
+    /// Provider calls begun but never finished (the daemon stopped, or the step was
+    /// abandoned, during the request), of one zone or all, become calls of unknown
+    /// outcome, with an audit event each. Returns how many.
+    pub async fn unknown_in_flight(
+        &self,
+        now: Timestamp,
+        zone: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.unknown_in_flight(now, zone).await,
+            Backend::Postgres(p) => p.unknown_in_flight(now, zone).await,
+        }
+    }
+    /// Provider calls of this zone whose outcome is unknown, oldest first.
+    pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.unknown_calls(zone).await,
+            Backend::Postgres(p) => p.unknown_calls(zone).await,
+        }
+    }
+    /// Settles a call of unknown outcome by what the provider now says: `took_effect`
+    /// ends it `done`, otherwise `failed`; one audit event says which.
+    pub async fn settle_unknown_call(
+        &self,
+        id: i64,
+        zone: &str,
+        took_effect: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => {
+                s.settle_unknown_call(id, zone, took_effect, reason, now)
+                    .await
+            }
+            Backend::Postgres(p) => {
+                p.settle_unknown_call(id, zone, took_effect, reason, now)
+                    .await
+            }
+        }
+    }
+    /// Counts a failed attempt of a row that stays pending.
+    pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.retry_effect(id, error).await,
+            Backend::Postgres(p) => p.retry_effect(id, error).await,
+        }
+    }
+    /// The last registrar-hook error of a DS request made since `since` (the zone's
+    /// current state), if its last attempt failed.
+    pub async fn registrar_hook_failure(
+        &self,
+        zone: &str,
+        since: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.registrar_hook_failure(zone, since).await,
+            Backend::Postgres(p) => p.registrar_hook_failure(zone, since).await,
+        }
+    }
+    pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.events(zone).await,
+            Backend::Postgres(p) => p.events(zone).await,
+        }
+    }
+    /// Open alerts, of one zone or of all.
+    pub async fn open_alerts(&self, zone: Option<&str>) -> Result<Vec<AlertRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.open_alerts(zone).await,
+            Backend::Postgres(p) => p.open_alerts(zone).await,
+        }
+    }
+    /// Every alert episode of a zone, oldest first.
+    pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.alerts(zone).await,
+            Backend::Postgres(p) => p.alerts(zone).await,
+        }
+    }
+    /// Alerts owing a notification: new, due for a re-notification, or resolved.
+    pub async fn alerts_to_notify(
+        &self,
+        now: Timestamp,
+        renotify_after: Duration,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.alerts_to_notify(now, renotify_after).await,
+            Backend::Postgres(p) => p.alerts_to_notify(now, renotify_after).await,
+        }
+    }
+    /// Marks the opening (or re-) notification of an alert as sent.
+    pub async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.alert_notified(id, now).await,
+            Backend::Postgres(p) => p.alert_notified(id, now).await,
+        }
+    }
+    pub async fn alert_resolution_notified(
+        &self,
+        id: i64,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.alert_resolution_notified(id, now).await,
+            Backend::Postgres(p) => p.alert_resolution_notified(id, now).await,
+        }
+    }
+    /// Counts of zones per state (`None`: not yet observed), for STATUS and metrics.
+    pub async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.state_counts().await,
+            Backend::Postgres(p) => p.state_counts().await,
+        }
+    }
+    /// One small real write: while writes fail, the daemon probes with it instead of
+    /// observing zones whose steps could not be recorded; its success ends the episode.
+    pub async fn probe_writable(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.probe_writable().await,
+            Backend::Postgres(p) => p.probe_writable().await,
+        }
+    }
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(s) => s.close().await,
+            Backend::Postgres(p) => p.close().await,
+        }
+    }
+
+    #[cfg(test)]
+    fn sqlite_pool(&self) -> &sqlx::SqlitePool {
+        match &self.backend {
+            Backend::Sqlite(s) => &s.pool,
+            Backend::Postgres(_) => panic!("a SQLite store was expected"),
+        }
+    }
+}
+
+/// Connects to the PostgreSQL database and compares its migrations with this binary's,
+/// changing nothing (`check-config`): `applied < wanted` is a database `run` will migrate.
+pub async fn check_postgres(
+    settings: &crate::config::PostgresSettings,
+) -> Result<SchemaCheck, StoreError> {
+    postgres::PgStore::check(settings).await
+}
+
+/// One daemon per PostgreSQL database, until per-zone leases let several share it: a
+/// session advisory lock, held on a connection of its own for as long as this lives.
+pub struct DatabaseLock {
+    _connection: sqlx::PgConnection,
+}
+
+impl DatabaseLock {
+    /// `Ok(None)`: another daemon holds it.
+    pub async fn take(
+        settings: &crate::config::PostgresSettings,
+    ) -> Result<Option<Self>, StoreError> {
+        postgres::daemon_lock(settings).await.map(|c| {
+            c.map(|connection| Self {
+                _connection: connection,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+impl Store {
+    fn pg_pool(&self) -> &sqlx::PgPool {
+        match &self.backend {
+            Backend::Postgres(p) => &p.pool,
+            Backend::Sqlite(_) => panic!("a PostgreSQL store was expected"),
+        }
+    }
+}
