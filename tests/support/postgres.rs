@@ -168,19 +168,29 @@ impl Cluster {
             server: Mutex::new(server),
             pid,
         };
-        cluster.wait_ready(started);
+        cluster.wait_ready(&bin, started);
         cluster
     }
 
-    fn wait_ready(&self, started: Instant) {
-        let socket = self.dir.path().join(".s.PGSQL.5432");
-        while !socket.exists() {
+    /// Until `pg_isready` says the server accepts connections (its socket appears before
+    /// the start-up is over: "the database system is starting up").
+    fn wait_ready(&self, bin: &Path, started: Instant) {
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .arg("-q")
+                .arg("-h")
+                .arg(self.dir.path())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return;
+            }
             if let Ok(Some(status)) = self.server().try_wait() {
                 panic!("postgres exited with {status}: {}", self.log());
             }
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "postgres did not open its socket within 60 s: {}",
+                "postgres did not accept connections within 60 s: {}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
