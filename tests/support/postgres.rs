@@ -22,6 +22,8 @@ use sqlx::Connection;
 
 /// The cluster all current tests of this process share.
 static SHARED: Mutex<Weak<Cluster>> = Mutex::new(Weak::new());
+/// A role that logs in with a password only (see [`Cluster::password_role`]).
+pub const PASSWORD_ROLE: &str = "warden";
 /// Database names, unique within the process.
 static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 
@@ -133,6 +135,15 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        // The role `warden` must give its password (`PASSWORD_ROLE`), so that the password
+        // sources are tested for real; every other role is trusted over the socket.
+        let hba = data.join("pg_hba.conf");
+        let trusted = std::fs::read_to_string(&hba).expect("initdb wrote pg_hba.conf");
+        std::fs::write(
+            &hba,
+            format!("local all {PASSWORD_ROLE} scram-sha-256\n{trusted}"),
+        )
+        .expect("pg_hba.conf written");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("a log file");
         if let Some((uid, gid)) = account {
             std::os::unix::fs::chown(dir.path().join("server.log"), Some(uid), Some(gid))
@@ -227,6 +238,28 @@ impl Cluster {
         );
         self.execute(&format!("CREATE DATABASE {name}")).await;
         self.url(&name)
+    }
+
+    /// Creates the role that must log in with `password` (once per cluster: a second call
+    /// fails, the role exists), owning a new database; the database's URL for that role,
+    /// without the password.
+    pub async fn password_role(&self, password: &str) -> String {
+        let url = self.database().await;
+        let database = url
+            .trim_start_matches("postgres:///")
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        self.execute(&format!(
+            "CREATE ROLE {PASSWORD_ROLE} LOGIN PASSWORD '{password}'; \
+             ALTER DATABASE {database} OWNER TO {PASSWORD_ROLE}"
+        ))
+        .await;
+        format!(
+            "postgres:///{database}?host={}&user={PASSWORD_ROLE}",
+            self.dir.path().display()
+        )
     }
 
     /// One statement on the `postgres` database.
