@@ -13,7 +13,9 @@ mod postgres;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use daemon::run;
+use std::time::Duration;
+
+use daemon::{Daemon, run};
 
 const PASSWORD: &str = "s3cret-pg-Pw";
 
@@ -27,6 +29,7 @@ fn config(dir: &Path, url: &str, password_file: &Path) -> PathBuf {
         format!(
             "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = {key:?}\n\
              [database]\nurl = {url:?}\npassword_file = {password_file:?}\n\
+             [dns]\nroot_hints = [\"127.0.0.1\"]\nport = 9\n\
              [zones]\nnames = [\"example.com\"]\n"
         ),
     )
@@ -71,6 +74,28 @@ async fn the_commands_work_on_postgresql_and_never_print_its_password() {
     let (code, out, err) = run(&config, &["history", "example.com"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("operator asked to enable DNSSEC"), "{out}");
+
+    // The daemon runs on it; a second one on the same database is refused (one daemon
+    // per database until leases), and the first stops cleanly on SIGTERM.
+    let mut first = Daemon::start(&config, dir.path().join("daemon.log"));
+    assert!(
+        first
+            .wait_log("dnssec-warden starting", 1, Duration::from_secs(30))
+            .await,
+        "{}",
+        first.log()
+    );
+    let (code, out, err) = run(&config, &["run"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("already running"), "{err}");
+    first.signal("TERM");
+    let status = first.wait_exit(Duration::from_secs(30));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        first.log()
+    );
+    no_password(&first.log());
 
     // A wrong password: the server refuses; said without either password.
     std::fs::write(&password, "not-the-password\n").unwrap();

@@ -764,8 +764,9 @@ impl PgStore {
             .collect()
     }
 
-    /// A real write that changes nothing (a transaction that takes a row lock on no row
-    /// and an advisory transaction lock): fails while the server cannot write.
+    /// A read-write statement that changes nothing: fails while the server takes no
+    /// writes (a standby after a failover, a read-only transaction mode) or cannot be
+    /// reached; its success ends an episode of failing writes.
     pub(super) async fn probe_writable(&self) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         sqlx::query("UPDATE zones SET version = version WHERE false")
