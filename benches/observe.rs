@@ -580,7 +580,7 @@ async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res
     let credentials = provider.credentials.load().map_err(|e| e.to_string())?;
     let client = GcoreClient::new(&provider, credentials).map_err(|e| e.to_string())?;
     let observer = DnsObserver::new(&settings.dns).map_err(|e| e.to_string())?;
-    let store = Store::open(&settings.database.path)
+    let store = Store::connect(&settings.database)
         .await
         .map_err(|e| e.to_string())?;
     let clock = SystemClock;

@@ -151,19 +151,50 @@ pub enum Credentials {
     Login { username: String, password: Secret },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseSettings {
-    #[serde(deserialize_with = "de::non_empty_path")]
-    pub path: PathBuf,
+/// `[database]`: the SQLite file (`path`, the default) or a PostgreSQL server (`url`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseSettings {
+    Sqlite { path: PathBuf },
+    Postgres(PostgresSettings),
+}
+
+impl DatabaseSettings {
+    /// The SQLite file, if that is the store.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match self {
+            Self::Sqlite { path } => Some(path),
+            Self::Postgres(_) => None,
+        }
+    }
+
+    /// What log lines and messages call the database: the file, or the URL (which never
+    /// holds a password: the file refuses one).
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sqlite { path } => path.display().to_string(),
+            Self::Postgres(pg) => pg.url.to_string(),
+        }
+    }
 }
 
 impl Default for DatabaseSettings {
     fn default() -> Self {
-        Self {
-            path: "/var/lib/dnssec-warden/state.db".into(),
+        Self::Sqlite {
+            path: DEFAULT_DATABASE_PATH.into(),
         }
     }
+}
+
+pub const DEFAULT_DATABASE_PATH: &str = "/var/lib/dnssec-warden/state.db";
+
+/// A PostgreSQL database: where, and where its password lives (read when the store is
+/// opened, like the provider's key; `None`: no password, e.g. peer authentication over a
+/// unix socket).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresSettings {
+    /// `postgres://user@host:port/database?sslmode=…`, without a password.
+    pub url: Url,
+    pub password: Option<SecretSource>,
 }
 
 /// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
@@ -416,7 +447,7 @@ pub enum ZoneSelection {
 #[serde(deny_unknown_fields, default)]
 struct SettingsFile {
     provider: Option<ProviderFile>,
-    database: DatabaseSettings,
+    database: DatabaseFile,
     dns: DnsSettings,
     timing: Policy,
     zones: ZonesFile,
@@ -461,6 +492,22 @@ struct ProviderFile {
     max_attempts: u32,
     #[serde(default = "de::secs::<120>", deserialize_with = "duration")]
     retry_budget: Duration,
+}
+
+/// `[database]`: `path` or `url`, and the password's source for `url`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DatabaseFile {
+    #[serde(default, deserialize_with = "de::some_non_empty_path")]
+    path: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::postgres_url")]
+    url: Option<Url>,
+    #[serde(default, deserialize_with = "de::secret_file")]
+    password_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::env_name")]
+    password_env: Option<String>,
+    #[serde(default, deserialize_with = "de::credential_name")]
+    password_credential: Option<String>,
 }
 
 fn default_base_url() -> Url {
@@ -660,9 +707,7 @@ impl CrossChecks {
         Ok(Settings {
             source: self.file.clone(),
             provider: raw.provider.map(|p| self.provider(p)).transpose()?,
-            database: DatabaseSettings {
-                path: self.path(raw.database.path),
-            },
+            database: self.database(raw.database)?,
             dns,
             timing: Policy {
                 require_validated_evidence,
@@ -673,6 +718,37 @@ impl CrossChecks {
             registrar: raw.registrar,
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
         })
+    }
+
+    /// Exactly one of `path` and `url`; a password source only with `url`.
+    fn database(&self, raw: DatabaseFile) -> Result<DatabaseSettings, ConfigError> {
+        let password = self.one_source(
+            "database.password",
+            raw.password_file,
+            raw.password_env,
+            raw.password_credential,
+        )?;
+        match (raw.path, raw.url) {
+            (Some(_), Some(_)) => Err(self.err(
+                "database.url",
+                "set either database.path (SQLite) or database.url (PostgreSQL), not both",
+            )),
+            (path, None) => {
+                if password.is_some() {
+                    return Err(self.err(
+                        "database.password_file",
+                        "a password is only for database.url (PostgreSQL)",
+                    ));
+                }
+                Ok(DatabaseSettings::Sqlite {
+                    path: self.path(path.unwrap_or_else(|| DEFAULT_DATABASE_PATH.into())),
+                })
+            }
+            (None, Some(url)) => Ok(DatabaseSettings::Postgres(PostgresSettings {
+                url,
+                password,
+            })),
+        }
     }
 
     /// Exactly one credential source: an API key, or a username with a password.
@@ -913,6 +989,31 @@ mod de {
         Ok(path)
     }
 
+    pub fn some_non_empty_path<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PathBuf>, D::Error> {
+        non_empty_path(d).map(Some)
+    }
+
+    /// A PostgreSQL URL without a password: the password comes from `password_file`,
+    /// `password_env` or `password_credential`, so that the file can be shown and logged.
+    pub fn postgres_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Url>, D::Error> {
+        let text = String::deserialize(d)?;
+        // The text is never echoed back: it might hold a password.
+        let url = Url::parse(&text).map_err(|e| D::Error::custom(format!("is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "postgres" | "postgresql") {
+            return Err(D::Error::custom(
+                "must be a postgres:// or postgresql:// URL",
+            ));
+        }
+        if url.password().is_some() {
+            return Err(D::Error::custom(
+                "holds a password: put it in database.password_file, password_env or password_credential instead",
+            ));
+        }
+        Ok(Some(url))
+    }
+
     pub fn secret_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
         non_empty_path(d).map(Some)
     }
@@ -1140,8 +1241,8 @@ mod tests {
         let s = parse("").unwrap();
         assert!(s.provider.is_none());
         assert_eq!(
-            s.database.path,
-            PathBuf::from("/var/lib/dnssec-warden/state.db")
+            s.database.sqlite_path(),
+            Some(Path::new("/var/lib/dnssec-warden/state.db"))
         );
         assert_eq!(s.dns.port, 53);
         assert_eq!(s.dns.root_hints.len(), 26);
@@ -1297,6 +1398,97 @@ mod tests {
             "provider.api_key_file"
         );
         assert_eq!(key_of("[provider]\nusername = \"u\""), "provider.username");
+    }
+
+    /// `path` or `url`, never both; the URL's password only from a secret source, never
+    /// in the URL, in `Debug` or in an error.
+    #[test]
+    fn database_is_a_file_or_a_postgres_url() {
+        let s = parse("[database]\npath = \"state.db\"").unwrap();
+        assert_eq!(s.database.sqlite_path(), Some(Path::new("/etc/state.db")));
+        let s = parse(
+            "[database]\nurl = \"postgres://warden@db.example:5433/warden?sslmode=require\"\n\
+             password_file = \"pg-password\"",
+        )
+        .unwrap();
+        let DatabaseSettings::Postgres(pg) = &s.database else {
+            panic!("{:?}", s.database);
+        };
+        assert_eq!(pg.url.host_str(), Some("db.example"));
+        assert_eq!(
+            pg.password,
+            Some(SecretSource::File("/etc/pg-password".into()))
+        );
+        assert_eq!(s.database.sqlite_path(), None);
+        for (source, expected) in [
+            (
+                "password_env = \"PGPASS\"",
+                SecretSource::Env("PGPASS".into()),
+            ),
+            (
+                "password_credential = \"pg\"",
+                SecretSource::Credential("pg".into()),
+            ),
+        ] {
+            let s = parse(&format!("[database]\nurl = \"postgres://h/d\"\n{source}")).unwrap();
+            assert!(
+                matches!(&s.database, DatabaseSettings::Postgres(pg) if pg.password == Some(expected.clone())),
+                "{source}"
+            );
+        }
+        // No password source: peer or trust authentication, a unix socket.
+        let s = parse("[database]\nurl = \"postgresql:///warden?host=/run/postgresql\"").unwrap();
+        assert!(matches!(&s.database, DatabaseSettings::Postgres(pg) if pg.password.is_none()));
+
+        for (text, key, says) in [
+            (
+                "[database]\npath = \"a.db\"\nurl = \"postgres://h/d\"",
+                "database.url",
+                "not both",
+            ),
+            (
+                "[database]\nurl = \"mysql://h/d\"",
+                "database.url",
+                "postgres://",
+            ),
+            (
+                "[database]\nurl = \"not a url\"",
+                "database.url",
+                "is not a URL",
+            ),
+            (
+                "[database]\nurl = \"postgres://u:hunter2@h/d\"",
+                "database.url",
+                "password_file",
+            ),
+            (
+                "[database]\nurl = \"postgres://h/d\"\npassword_env = \"A\"\npassword_file = \"/p\"",
+                "database.password_file",
+                "only one of",
+            ),
+            (
+                "[database]\npassword_env = \"A\"",
+                "database.password_file",
+                "only for database.url",
+            ),
+            (
+                "[database]\nurl = \"postgres://h/d\"\npassword_env = \"A=B\"",
+                "database.password_env",
+                "variable name",
+            ),
+            ("[database]\npath = \"\"", "database.path", "is empty"),
+        ] {
+            let err = parse(text).unwrap_err();
+            let message = err.to_string();
+            assert_eq!(err.key(), Some(key), "{text}: {message}");
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        let s = parse("[database]\nurl = \"postgres://warden@h/d\"\npassword_env = \"P\"").unwrap();
+        let debug = format!("{s:?}");
+        // The settings say where the password lives, never what it is.
+        assert!(debug.contains("password: Some(Env(\"P\"))"), "{debug}");
+        assert_eq!(s.database.describe(), "postgres://warden@h/d");
     }
 
     #[test]
@@ -1530,8 +1722,8 @@ mod tests {
             CredentialSource::ApiKey(SecretSource::File("/etc/dnssec-warden/keys/api-key".into()))
         );
         assert_eq!(
-            s.database.path,
-            PathBuf::from("/etc/dnssec-warden/state.db")
+            s.database.sqlite_path(),
+            Some(Path::new("/etc/dnssec-warden/state.db"))
         );
         assert_eq!(
             s.dns.trust_anchor_file,
@@ -1549,12 +1741,12 @@ mod tests {
                 password: SecretSource::File("/etc/dnssec-warden/../pw".into()),
             }
         );
-        assert_eq!(s.database.path, PathBuf::from("/abs/state.db"));
+        assert_eq!(s.database.sqlite_path(), Some(Path::new("/abs/state.db")));
         // A config named relative to the working directory: its paths are too, alike.
         let s = Settings::parse("[database]\npath = \"s.db\"", Path::new("conf/c.toml")).unwrap();
-        assert_eq!(s.database.path, PathBuf::from("conf/s.db"));
+        assert_eq!(s.database.sqlite_path(), Some(Path::new("conf/s.db")));
         let s = Settings::parse("[database]\npath = \"s.db\"", Path::new("c.toml")).unwrap();
-        assert_eq!(s.database.path, PathBuf::from("s.db"));
+        assert_eq!(s.database.sqlite_path(), Some(Path::new("s.db")));
     }
 
     #[test]

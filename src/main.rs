@@ -220,7 +220,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::History { zone, json } => {
             ended(runtime.block_on(commands::history(config, &zone, json, out)))
         }
-        Command::CheckConfig => ended(commands::check_config(config, out)),
+        Command::CheckConfig => ended(runtime.block_on(commands::check_config(config, out))),
         Command::Check { zone, json } => {
             ended(runtime.block_on(commands::check(config, &zone, json, out)))
         }

@@ -198,7 +198,6 @@ async fn resolved(rig: &Rig, receiver: &Receiver, kind: AlertKind) {
 
 // ---- every kind, raised and resolved ---------------------------------------------------
 
-#[tokio::test]
 async fn ds_unpublished_overdue_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -217,7 +216,6 @@ async fn ds_unpublished_overdue_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::DsUnpublishedOverdue).await;
 }
 
-#[tokio::test]
 async fn ds_removal_overdue_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -235,7 +233,6 @@ async fn ds_removal_overdue_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::DsRemovalOverdue).await;
 }
 
-#[tokio::test]
 async fn ds_mismatch_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -255,7 +252,6 @@ async fn ds_mismatch_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::DsMismatch).await;
 }
 
-#[tokio::test]
 async fn dnssec_off_with_ds_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -271,7 +267,6 @@ async fn dnssec_off_with_ds_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::DnssecOffWithDs).await;
 }
 
-#[tokio::test]
 async fn partial_propagation_stuck_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -299,7 +294,6 @@ fn probe(verdict: ValidationVerdict) -> ValidationProbe {
     }
 }
 
-#[tokio::test]
 async fn validation_failed_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -314,7 +308,6 @@ async fn validation_failed_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::ValidationFailed).await;
 }
 
-#[tokio::test]
 async fn signatures_expiring_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -329,7 +322,6 @@ async fn signatures_expiring_is_raised_and_resolved() {
     resolved(&rig, &receiver, AlertKind::SignaturesExpiring).await;
 }
 
-#[tokio::test]
 async fn observation_failing_is_raised_and_resolved() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -369,7 +361,6 @@ fn requests(receiver: &Receiver) -> u32 {
     receiver.inbox().requests
 }
 
-#[tokio::test]
 async fn a_failed_post_is_retried_with_backoff_within_the_tick() {
     let (receiver, addr) = Receiver::start().await;
     let mut rig = rig_with(&webhook_toml(addr)).await;
@@ -392,7 +383,6 @@ async fn a_failed_post_is_retried_with_backoff_within_the_tick() {
     );
 }
 
-#[tokio::test]
 async fn an_undelivered_alert_stays_owed_and_is_never_repeated_after_a_restart() {
     let (receiver, addr) = Receiver::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -444,7 +434,6 @@ async fn an_undelivered_alert_stays_owed_and_is_never_repeated_after_a_restart()
     resolved(&rig, &receiver, AlertKind::ValidationFailed).await;
 }
 
-#[tokio::test]
 async fn an_open_alert_is_notified_again_after_renotify_after() {
     let (receiver, addr) = Receiver::start().await;
     let toml = format!("[alerts]\nrenotify_after = \"2h\"\n{}", webhook_toml(addr));
@@ -469,7 +458,6 @@ async fn an_open_alert_is_notified_again_after_renotify_after() {
     assert!(again[0]["text"].as_str().unwrap().contains("STILL OPEN"));
 }
 
-#[tokio::test]
 async fn an_exec_sink_gets_env_and_json_and_is_killed_on_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
@@ -535,7 +523,6 @@ async fn an_exec_sink_gets_env_and_json_and_is_killed_on_timeout() {
 
 // ---- the registrar hook -----------------------------------------------------------------
 
-#[tokio::test]
 async fn the_registrar_hook_gets_the_ds_to_publish_and_to_withdraw() {
     let (receiver, addr) = Receiver::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -591,7 +578,6 @@ async fn the_registrar_hook_gets_the_ds_to_publish_and_to_withdraw() {
     assert_eq!(receiver.got("", "ds_withdraw")[0]["ds"], ds.as_str());
 }
 
-#[tokio::test]
 async fn a_failing_registrar_hook_is_recorded_and_never_fatal() {
     let mut rig = rig_with("[registrar]\ncommand = [\"/bin/sh\", \"-c\", \"exit 3\"]\n").await;
     to_awaiting_ds(&mut rig).await;
@@ -647,3 +633,20 @@ async fn a_failing_registrar_hook_is_recorded_and_never_fatal() {
             .any(|a| a.kind == AlertKind::RegistrarHookFailed)
     );
 }
+
+on_both_backends!(
+    ds_unpublished_overdue_is_raised_and_resolved,
+    ds_removal_overdue_is_raised_and_resolved,
+    ds_mismatch_is_raised_and_resolved,
+    dnssec_off_with_ds_is_raised_and_resolved,
+    partial_propagation_stuck_is_raised_and_resolved,
+    validation_failed_is_raised_and_resolved,
+    signatures_expiring_is_raised_and_resolved,
+    observation_failing_is_raised_and_resolved,
+    a_failed_post_is_retried_with_backoff_within_the_tick,
+    an_undelivered_alert_stays_owed_and_is_never_repeated_after_a_restart,
+    an_open_alert_is_notified_again_after_renotify_after,
+    an_exec_sink_gets_env_and_json_and_is_killed_on_timeout,
+    the_registrar_hook_gets_the_ds_to_publish_and_to_withdraw,
+    a_failing_registrar_hook_is_recorded_and_never_fatal,
+);

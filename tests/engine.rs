@@ -24,7 +24,6 @@ async fn intent(rig: &Rig, intent: Intent) {
         .unwrap();
 }
 
-#[tokio::test]
 async fn full_lifecycle_on_and_off_in_milliseconds() {
     let mut rig = Rig::new(2, 2).await;
     let started = std::time::Instant::now();
@@ -111,7 +110,6 @@ async fn to_active(rig: &mut Rig, ttl: u32) {
     assert!(rig.run_until(State::Active, 10).await);
 }
 
-#[tokio::test]
 async fn the_guard_refuses_when_the_ds_reappears_just_before_the_call() {
     let mut rig = Rig::new(2, 1).await;
     to_active(&mut rig, 3600).await;
@@ -146,7 +144,6 @@ async fn the_guard_refuses_when_the_ds_reappears_just_before_the_call() {
     assert!(rig.world.violations().is_empty());
 }
 
-#[tokio::test]
 async fn the_guard_refuses_before_the_ttl_has_passed() {
     let mut rig = Rig::new(1, 1).await;
     to_active(&mut rig, 86_400).await;
@@ -185,7 +182,6 @@ async fn the_guard_refuses_before_the_ttl_has_passed() {
     assert!(refusal.reason.contains("TTL"), "{}", refusal.reason);
 }
 
-#[tokio::test]
 async fn a_provider_failure_changes_no_state_and_backs_off() {
     let mut rig = Rig::new(2, 1).await;
     rig.run_for(1).await;
@@ -210,7 +206,6 @@ async fn a_provider_failure_changes_no_state_and_backs_off() {
     assert!(rig.run_until(State::Active, 5).await);
 }
 
-#[tokio::test]
 async fn a_crash_between_commit_and_effect_re_observes_then_acts() {
     let mut rig = Rig::new(1, 1).await;
     rig.run_for(1).await;
@@ -241,7 +236,6 @@ async fn a_crash_between_commit_and_effect_re_observes_then_acts() {
     rig.assert_audit_chain().await;
 }
 
-#[tokio::test]
 async fn an_intent_during_a_step_is_never_lost() {
     let mut rig = Rig::new(1, 1).await;
     rig.run_for(1).await;
@@ -272,7 +266,6 @@ async fn an_intent_during_a_step_is_never_lost() {
     assert_eq!(rig.state().await, Some(State::Enabling));
 }
 
-#[tokio::test]
 async fn dnssec_switched_off_behind_our_back_alerts_within_one_poll() {
     let mut rig = Rig::new(2, 1).await;
     to_active(&mut rig, 3600).await;
@@ -303,7 +296,6 @@ async fn dnssec_switched_off_behind_our_back_alerts_within_one_poll() {
     assert!(rig.world.dnssec_on());
 }
 
-#[tokio::test]
 async fn one_zone_is_never_stepped_twice_at_once() {
     let rig = Rig::new(1, 1).await;
     let (a, b) = tokio::join!(rig.engine.step_zone(ZONE), rig.engine.step_zone(ZONE));
@@ -320,7 +312,6 @@ async fn one_zone_is_never_stepped_twice_at_once() {
 
 /// A zone the provider does not know is a definite answer: said in status, and one audit
 /// event with a count however often it is seen (not one row per poll).
-#[tokio::test]
 async fn a_zone_unknown_to_the_provider_is_one_counted_event_and_said_in_status() {
     let mut rig = Rig::new(1, 1).await;
     rig.world.lock().zone_missing = true;
@@ -368,7 +359,6 @@ async fn a_zone_unknown_to_the_provider_is_one_counted_event_and_said_in_status(
 
 /// Safety rule 11: a provider call whose answer was lost is recorded as of unknown
 /// outcome, never as "refused", and the next observation writes what happened.
-#[tokio::test]
 async fn a_call_whose_answer_was_lost_is_unknown_then_settled() {
     let mut rig = Rig::new(1, 1).await;
     rig.run_for(1).await;
@@ -403,7 +393,6 @@ async fn a_call_whose_answer_was_lost_is_unknown_then_settled() {
 
 /// A crash while "DNSSEC on" is in flight: after the restart the call is of unknown
 /// outcome (not "superseded", as if never made), and the observation settles it.
-#[tokio::test]
 async fn a_call_in_flight_at_a_crash_is_settled_by_the_next_observation() {
     let mut rig = Rig::new(1, 1).await;
     rig.run_for(1).await;
@@ -447,7 +436,6 @@ async fn forty_more_zones(rig: &Rig) {
 /// Many zones on a provider that hangs: the engine's heartbeat (what feeds the systemd
 /// watchdog) keeps moving, because every step is bounded and each one that ends, however
 /// it ends, is progress.
-#[tokio::test]
 async fn a_hanging_provider_does_not_stop_the_heartbeat() {
     let rig = Rig::new(1, 1).await;
     forty_more_zones(&rig).await;
@@ -479,7 +467,6 @@ async fn a_hanging_provider_does_not_stop_the_heartbeat() {
 }
 
 /// SIGTERM finishes the steps in flight and starts no new one, however many zones are due.
-#[tokio::test]
 async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
     let rig = Rig::new(1, 1).await;
     forty_more_zones(&rig).await;
@@ -508,7 +495,6 @@ async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
 
 /// Safety rule 10: a forged unsigned "no DS" at one parent address (the DS is still
 /// there) fails validation: the engine never sets T_gone on it, and never switches off.
-#[tokio::test]
 async fn a_forged_no_ds_never_counts_as_gone() {
     let mut rig = Rig::new(2, 1).await;
     to_active(&mut rig, 3600).await;
@@ -533,7 +519,6 @@ async fn a_forged_no_ds_never_counts_as_gone() {
 /// Issue 16: a settled zone is looked at through the paged zone listing; the provider is
 /// asked about it only when something changed. Switched off behind the daemon's back, the
 /// listing's flag says so and the zone is asked about at its next poll.
-#[tokio::test]
 async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     let mut rig = Rig::new(2, 2).await;
     to_active(&mut rig, 3600).await;
@@ -567,3 +552,21 @@ async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     assert!(rig.world.lock().dnssec_gets > before);
     assert_ne!(rig.state().await, Some(State::Active));
 }
+
+on_both_backends!(
+    full_lifecycle_on_and_off_in_milliseconds,
+    the_guard_refuses_when_the_ds_reappears_just_before_the_call,
+    the_guard_refuses_before_the_ttl_has_passed,
+    a_provider_failure_changes_no_state_and_backs_off,
+    a_crash_between_commit_and_effect_re_observes_then_acts,
+    an_intent_during_a_step_is_never_lost,
+    dnssec_switched_off_behind_our_back_alerts_within_one_poll,
+    one_zone_is_never_stepped_twice_at_once,
+    a_zone_unknown_to_the_provider_is_one_counted_event_and_said_in_status,
+    a_call_whose_answer_was_lost_is_unknown_then_settled,
+    a_call_in_flight_at_a_crash_is_settled_by_the_next_observation,
+    a_hanging_provider_does_not_stop_the_heartbeat,
+    a_stop_ends_after_the_steps_in_flight_not_the_whole_tick,
+    a_forged_no_ds_never_counts_as_gone,
+    a_steady_poll_asks_the_provider_nothing_until_something_changes,
+);

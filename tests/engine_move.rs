@@ -108,7 +108,6 @@ async fn to_active(rig: &mut Rig, ttl: u32) {
 /// removed (the request names it) and waited out without any provider call, then the NS
 /// change is asked for until every parent address delegates to the provider, then the
 /// enable path, whose DS is announced only after `T_delegated + old NS TTL + margin`.
-#[tokio::test]
 async fn moving_in_with_an_old_ds_ends_active_in_the_safe_order() {
     let mut rig = Rig::moving_in(2, 2, policy(), Some(3600)).await;
     let old = rig.world.old_ds();
@@ -220,7 +219,6 @@ async fn moving_in_with_an_old_ds_ends_active_in_the_safe_order() {
 
 /// Moving in with intent disabled, the provider not signing: the old DS removed and
 /// waited out, the NS change asked for, then `disabled`; the provider never called.
-#[tokio::test]
 async fn moving_in_with_intent_disabled_ends_disabled() {
     let mut rig = Rig::moving_in(2, 2, policy(), Some(3600)).await;
     rig.run_for(1).await;
@@ -258,7 +256,6 @@ async fn moving_in_with_intent_disabled_ends_disabled() {
 /// Moving in with intent disabled while the provider signs (no old DS): nothing is
 /// switched off while the zone is delegated elsewhere; after the NS change, the disable
 /// path switches the provider off and ends `disabled`.
-#[tokio::test]
 async fn moving_in_with_intent_disabled_switches_a_signing_provider_off_only_after_the_move() {
     let mut rig = Rig::moving_in(2, 2, policy(), None).await;
     rig.world.flip_dnssec(true);
@@ -286,7 +283,6 @@ async fn moving_in_with_intent_disabled_switches_a_signing_provider_off_only_aft
 /// A foreign, healthy zone (signed at the old provider with its DS at the parent) with no
 /// intent is only watched: no alert, nothing asked, no provider call; whether the
 /// provider signs or not.
-#[tokio::test]
 async fn a_foreign_healthy_zone_with_no_intent_raises_nothing() {
     for provider_signs in [false, true] {
         let mut rig = Rig::moving_in(2, 2, policy(), Some(3600)).await;
@@ -318,7 +314,6 @@ async fn a_foreign_healthy_zone_with_no_intent_raises_nothing() {
 /// Issue 13: DNSSEC off at the provider plus the old DS at the parent is no
 /// `dnssec_off_with_ds` while the zone is delegated elsewhere (the old provider signs
 /// and the chain validates), with no intent and during a move in alike.
-#[tokio::test]
 async fn the_provider_off_under_the_old_ds_of_a_foreign_zone_is_no_dnssec_off_with_ds() {
     let mut rig = Rig::moving_in(2, 2, policy(), Some(86_400)).await;
     rig.run_for(5).await;
@@ -337,7 +332,6 @@ async fn the_provider_off_under_the_old_ds_of_a_foreign_zone_is_no_dnssec_off_wi
 /// The wrong order (issue 13): the NS changed to the provider while the old DS stays at
 /// the parent. Resolvers that follow the new delegation fail validation: critical
 /// `delegation_changed_with_ds` within one step, naming the DS to remove.
-#[tokio::test]
 async fn ns_changed_while_the_old_ds_stays_is_critical_within_one_step() {
     let mut rig = Rig::moving_in(2, 2, policy(), Some(3600)).await;
     let old = rig.world.old_ds();
@@ -368,7 +362,6 @@ async fn ns_changed_while_the_old_ds_stays_is_critical_within_one_step() {
 
 /// Moving out while the provider's DS is published (DESIGN.md "Moving out"): critical
 /// `delegation_changed_with_ds` within one step.
-#[tokio::test]
 async fn moving_out_while_the_providers_ds_is_published_is_critical() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;
     to_active(&mut rig, 3600).await;
@@ -396,7 +389,6 @@ async fn moving_out_while_the_providers_ds_is_published_is_critical() {
 
 /// A delegation that leaves after the disable completed: a note in the history, no
 /// alert, the zone stays `disabled`, the provider is not called.
-#[tokio::test]
 async fn a_delegation_change_after_a_completed_disable_is_only_noted() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;
     to_active(&mut rig, 3600).await;
@@ -434,7 +426,6 @@ async fn a_delegation_change_after_a_completed_disable_is_only_noted() {
 
 /// Issue 13 item 4: a DS set that matches the served key but also holds a DS for a key
 /// nobody serves is `ds_stale` (a warning) naming the stale record; no mismatch.
-#[tokio::test]
 async fn a_stale_ds_beside_the_matching_one_is_a_warning_naming_it() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;
     to_active(&mut rig, 3600).await;
@@ -459,7 +450,6 @@ async fn a_stale_ds_beside_the_matching_one_is_a_warning_naming_it() {
 /// Safety rules 8 and 9 across a crash: an "enter this DS" committed just before the
 /// daemon died is not delivered after the restart once a parent server delegates
 /// elsewhere (the restarted engine observes first; the instruction is stale by then).
-#[tokio::test]
 async fn an_announcement_left_pending_by_a_crash_is_not_delivered_once_the_delegation_left() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;
     rig.world.flip_dnssec(true);
@@ -487,7 +477,6 @@ async fn an_announcement_left_pending_by_a_crash_is_not_delivered_once_the_deleg
 /// another parent server is silent (the verdict is `unknown`, the old delegation is
 /// not). Once every address delegates to the provider, no DS before `T_delegated + old
 /// NS TTL + margin`.
-#[tokio::test]
 async fn an_old_delegation_answered_beside_a_silent_parent_is_waited_out() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;
     rig.run_for(1).await;
@@ -511,3 +500,17 @@ async fn an_old_delegation_answered_beside_a_silent_parent_is_waited_out() {
     );
     assert_no_violations(&rig);
 }
+
+on_both_backends!(
+    moving_in_with_an_old_ds_ends_active_in_the_safe_order,
+    moving_in_with_intent_disabled_ends_disabled,
+    moving_in_with_intent_disabled_switches_a_signing_provider_off_only_after_the_move,
+    a_foreign_healthy_zone_with_no_intent_raises_nothing,
+    the_provider_off_under_the_old_ds_of_a_foreign_zone_is_no_dnssec_off_with_ds,
+    ns_changed_while_the_old_ds_stays_is_critical_within_one_step,
+    moving_out_while_the_providers_ds_is_published_is_critical,
+    a_delegation_change_after_a_completed_disable_is_only_noted,
+    a_stale_ds_beside_the_matching_one_is_a_warning_naming_it,
+    an_announcement_left_pending_by_a_crash_is_not_delivered_once_the_delegation_left,
+    an_old_delegation_answered_beside_a_silent_parent_is_waited_out,
+);

@@ -23,14 +23,15 @@
 //!   the engine never asks for "DNSSEC off" while the zone moves in.
 //!
 //! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 400 for the
-//! delegation property).
+//! delegation property). Both properties also run on PostgreSQL, on fewer sequences (a
+//! database each): `POSTGRES_PROPTEST_CASES` (default 40 and 20).
 
 mod common;
 
 use std::time::Duration;
 
 use common::fake::{Delegation, FakeWorld};
-use common::{Rig, T0, ZONE};
+use common::{Backend, Rig, T0, ZONE};
 use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
 use proptest::prelude::*;
@@ -283,12 +284,13 @@ fn check(
     ttl: u32,
     start: Start,
     old_ns_ttls: (u32, u32),
+    backend: Backend,
 ) -> Result<(), TestCaseError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
+    runtime.block_on(common::on(backend, async {
         // Coarse polls keep a day of waiting to a few dozen ticks.
         let policy = Policy {
             poll_waiting: Duration::from_secs(3600),
@@ -336,7 +338,7 @@ fn check(
             Intent::None => prop_assert!(state.is_some(), "never adopted"),
         }
         Ok(())
-    })
+    }))
 }
 
 fn cases() -> u32 {
@@ -358,7 +360,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
         ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
     ) {
-        check(ops, ttl, Start::Provider, (86_400, 3600))?;
+        check(ops, ttl, Start::Provider, (86_400, 3600), Backend::Sqlite)?;
     }
 }
 
@@ -390,6 +392,50 @@ proptest! {
         ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
         old_ns_ttls in (prop_oneof![Just(300u32), Just(86_400), Just(172_800)], prop_oneof![Just(300u32), Just(3600), Just(86_400)]),
     ) {
-        check(ops, ttl, start, old_ns_ttls)?;
+        check(ops, ttl, start, old_ns_ttls, Backend::Sqlite)?;
+    }
+}
+
+fn postgres_cases(default: u32) -> u32 {
+    std::env::var("POSTGRES_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Both properties with the store on PostgreSQL: the same sequences and checks, each on a
+/// database of its own in one cluster that lives as long as this test.
+#[test]
+fn both_properties_hold_on_postgres() {
+    let _cluster = common::postgres::Cluster::shared();
+    let config = |cases| ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let ttl = || prop_oneof![Just(300u32), Just(3600), Just(86_400)];
+    let mut runner = proptest::test_runner::TestRunner::new(config(postgres_cases(40)));
+    let safety = runner.run(
+        &(prop::collection::vec(op(), 1..40), ttl()),
+        |(ops, ttl)| check(ops, ttl, Start::Provider, (86_400, 3600), Backend::Postgres),
+    );
+    if let Err(e) = safety {
+        panic!("safety on PostgreSQL: {e}");
+    }
+    let mut runner = proptest::test_runner::TestRunner::new(config(postgres_cases(20)));
+    let delegation = runner.run(
+        &(
+            start(),
+            prop::collection::vec(delegation_op(), 1..30),
+            ttl(),
+            (
+                prop_oneof![Just(300u32), Just(86_400), Just(172_800)],
+                prop_oneof![Just(300u32), Just(3600), Just(86_400)],
+            ),
+        ),
+        |(start, ops, ttl, old_ns_ttls)| check(ops, ttl, start, old_ns_ttls, Backend::Postgres),
+    );
+    if let Err(e) = delegation {
+        panic!("the delegation property on PostgreSQL: {e}");
     }
 }

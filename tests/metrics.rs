@@ -32,7 +32,6 @@ fn value(text: &str, series: &str) -> f64 {
         .unwrap()
 }
 
-#[tokio::test]
 async fn metrics_show_states_alerts_failures_and_ages() {
     let mut rig = Rig::new(2, 1).await;
     // A second zone, not due for a year: it stays unobserved.
@@ -181,3 +180,5 @@ async fn half_open_connections_are_capped_and_timed_out() {
     assert!(text.contains("dnssec_warden_zones"));
     drop(idle);
 }
+
+on_both_backends!(metrics_show_states_alerts_failures_and_ages,);

@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# postgresql: the store's tests on a throwaway cluster (tests/support/postgres.rs).
 # lintian, man-db and python3: tests/debian_package.sh (lintian on the .deb, the man pages
 # rendered, the state database closed as the daemon closes it).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
-    lintian man-db python3)
+    postgresql lintian man-db python3)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -17,8 +18,9 @@ if ((${#missing[@]})); then
     echo "tests/run.sh: installing ${missing[*]}"
     sudo=""
     [[ $(id -u) -eq 0 ]] || sudo="sudo"
-    # policy-rc.d 101: the packages must not start their own daemons on port 53; the
-    # test harness starts the servers it needs on loopback addresses of its own.
+    # policy-rc.d 101: the packages must not start their own daemons (on port 53, or
+    # PostgreSQL's system cluster); the test harness starts the servers it needs on
+    # loopback addresses or unix sockets of its own (tests/support/postgres.rs).
     policy_set=""
     if [[ ! -e /usr/sbin/policy-rc.d ]]; then
         $sudo sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'

@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::cli::daemon::Prepared;
-use crate::config::Settings;
+use crate::config::{DatabaseSettings, Settings};
 use crate::lifecycle::Intent;
+use crate::store::StoreError;
 use crate::zone_name::ZoneName;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -156,11 +157,36 @@ pub async fn intent(
 }
 
 /// `check-config`: every start-up check `run` makes (the same [`Prepared`]), without
-/// starting anything; warnings go to standard error.
-pub fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, CommandError> {
+/// starting anything; warnings go to standard error. A PostgreSQL database is also
+/// connected to and its migrations compared with this binary's (a SQLite file is made
+/// and migrated by `run` itself, so there is nothing to check before its first start).
+pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, CommandError> {
     let prepared = Prepared::load(path).map_err(CommandError::unusable)?;
     for warning in &prepared.warnings {
         eprintln!("warning: config {}: {warning}", path.display());
+    }
+    if let DatabaseSettings::Postgres(pg) = &prepared.settings.database {
+        let schema = crate::store::check_postgres(pg)
+            .await
+            .map_err(|e| match e {
+                // The file's fault: a password source that cannot be read, a URL sqlx refuses.
+                StoreError::Password { .. } | StoreError::Url { .. } => CommandError::unusable(e),
+                e => CommandError::from(e),
+            })?;
+        let url = prepared.settings.database.describe();
+        if schema.applied < schema.wanted {
+            writeln!(
+                out,
+                "database {url}: reachable, schema {} of {}: `run` migrates it when it starts",
+                schema.applied, schema.wanted
+            )?;
+        } else {
+            writeln!(
+                out,
+                "database {url}: reachable, schema {} (current)",
+                schema.applied
+            )?;
+        }
     }
     writeln!(out, "{}: OK", path.display())?;
     Ok(Outcome::Done)

@@ -16,7 +16,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
-use crate::config::{ConfigError, SecretError, Settings, ZoneSelection};
+use crate::config::{ConfigError, DatabaseSettings, SecretError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier};
 use crate::lifecycle::{Clock, Policy, SystemClock};
@@ -160,13 +160,28 @@ enum Next {
     Reload(Box<Prepared>),
 }
 
-/// Holds the daemon's exclusive lock on the database for as long as it lives.
-pub struct DaemonLock {
-    _file: File,
+/// Holds the daemon's exclusive lock on the database for as long as it lives: a file lock
+/// beside the SQLite file, or a PostgreSQL session advisory lock (until per-zone leases
+/// let several daemons share one database, one daemon per database).
+pub enum DaemonLock {
+    File(File),
+    Postgres(crate::store::DatabaseLock),
+}
+
+/// Takes the daemon's lock on the database, or says who has it.
+pub async fn lock(database: &DatabaseSettings) -> Result<DaemonLock, DaemonError> {
+    match database {
+        DatabaseSettings::Sqlite { path } => lock_file(path).map(DaemonLock::File),
+        DatabaseSettings::Postgres(pg) => match crate::store::DatabaseLock::take(pg).await {
+            Ok(Some(lock)) => Ok(DaemonLock::Postgres(lock)),
+            Ok(None) => Err(DaemonError::AlreadyRunning(database.describe())),
+            Err(error) => Err(DaemonError::Store(IntentError::Store(error))),
+        },
+    }
 }
 
 /// Takes `<database>.lock`, or says who has it.
-pub fn lock(database: &Path) -> Result<DaemonLock, DaemonError> {
+fn lock_file(database: &Path) -> Result<File, DaemonError> {
     let path = database.with_extension("lock");
     let shown = path.display().to_string();
     if let Some(dir) = path.parent()
@@ -187,7 +202,7 @@ pub fn lock(database: &Path) -> Result<DaemonLock, DaemonError> {
             error,
         })?;
     match file.try_lock() {
-        Ok(()) => Ok(DaemonLock { _file: file }),
+        Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
             Err(DaemonError::AlreadyRunning(database.display().to_string()))
         }
@@ -196,14 +211,14 @@ pub fn lock(database: &Path) -> Result<DaemonLock, DaemonError> {
 }
 
 /// The file at `config` again, for a reload: every start-up check, nothing swapped yet.
-/// What takes a restart (`database.path`, `[metrics]`) keeps its running value, with a
+/// What takes a restart (`[database]`, `[metrics]`) keeps its running value, with a
 /// warning.
 fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
     let mut settings = Settings::load(config)?;
-    if settings.database.path != running.database.path {
+    if settings.database != running.database {
         tracing::warn!(
-            "database.path changed; that takes a restart, keeping {}",
-            running.database.path.display()
+            "[database] changed; that takes a restart, keeping {}",
+            running.database.describe()
         );
         settings.database = running.database.clone();
     }
@@ -216,12 +231,12 @@ fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
 
 pub async fn run(config: &Path) -> Result<(), DaemonError> {
     let mut prepared = Prepared::load(config)?;
-    let _lock = lock(&prepared.settings.database.path)?;
+    let _lock = lock(&prepared.settings.database).await?;
     let store = open_store(&prepared.settings).await?;
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
-    tracing::info!(config = %config.display(), database = %prepared.settings.database.path.display(), "dnssec-warden starting");
+    tracing::info!(config = %config.display(), database = %prepared.settings.database.describe(), "dnssec-warden starting");
     prepared.log_warnings();
     // Outside the reload loop: a new [metrics] address takes a restart.
     let _metrics = match &prepared.settings.metrics {

@@ -185,9 +185,9 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     let settings = Settings::load(&config_path).map_err(|e| DemoError::Config(e.to_string()))?;
     // The demo's engine is a daemon on this database as long as it runs (with --keep,
     // until Ctrl-C): a `run` on the same config must find it taken.
-    let _lock = crate::cli::daemon::lock(&settings.database.path)?;
+    let _lock = crate::cli::daemon::lock(&settings.database).await?;
 
-    let store = Store::open(&settings.database.path).await?;
+    let store = Store::connect(&settings.database).await?;
     let clock = SystemClock;
     for zone in ZONES {
         store.ensure_zone(zone, clock.now()).await?;
@@ -237,7 +237,7 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
         dnssec_warden_lab::dns::OLD_NAME_SERVERS.join(" "),
         lab.provider_addrs()[0].port(),
         old_key.dnskey().key_tag(),
-        settings.database.path.display(),
+        settings.database.describe(),
     );
 
     say(

@@ -1,6 +1,8 @@
 //! `enable ZONE` and `disable ZONE`: the operator's intent, written to the database (with an
 //! audit event) for the running daemon to pick up. Safe while the daemon runs.
 
+use std::path::Path;
+
 use crate::config::Settings;
 use crate::lifecycle::{Clock, Intent, State, SystemClock};
 use crate::provider::{GcoreClient, ProviderError};
@@ -46,7 +48,7 @@ async fn provider_knows(settings: &Settings, zone: &str) -> Result<Option<String
 
 /// Opens the database named by the settings, creating its directory if needed.
 pub async fn open_store(settings: &Settings) -> Result<Store, IntentError> {
-    if let Some(dir) = settings.database.path.parent()
+    if let Some(dir) = settings.database.sqlite_path().and_then(Path::parent)
         && !dir.as_os_str().is_empty()
     {
         std::fs::create_dir_all(dir).map_err(|error| IntentError::Directory {
@@ -54,7 +56,7 @@ pub async fn open_store(settings: &Settings) -> Result<Store, IntentError> {
             error,
         })?;
     }
-    Ok(Store::open(&settings.database.path).await?)
+    Ok(Store::connect(&settings.database).await?)
 }
 
 /// Records the intent; returns a line for the operator.

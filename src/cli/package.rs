@@ -179,8 +179,8 @@ mod tests {
         );
         assert!(text.contains("\nnames = []\n"));
         assert_eq!(
-            settings.database.path,
-            Path::new("/var/lib/dnssec-warden/state.db")
+            settings.database.sqlite_path(),
+            Some(Path::new("/var/lib/dnssec-warden/state.db"))
         );
     }
 }

@@ -1,5 +1,6 @@
-//! `status` and `history`: read the SQLite file (works while the daemon runs). They open
-//! it read-only and never create it: "no database at PATH" before the daemon's first run.
+//! `status` and `history`: read the database (works while the daemon runs). They open
+//! it read-only and never create it: "no database at PATH" before the daemon's first run
+//! (SQLite), a schema the daemon has not migrated yet refused (both stores).
 
 use std::fmt::Write;
 
@@ -13,7 +14,7 @@ use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
 
 /// The database named by the settings, for reading only.
 pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
-    Store::open_read_only(&settings.database.path).await
+    Store::connect_read_only(&settings.database).await
 }
 
 fn alert_json(a: &AlertRow) -> Value {

@@ -20,7 +20,8 @@ use futures::future::BoxFuture;
 use sqlx::pool::PoolConnectionMetadata;
 use sqlx::{Connection, Sqlite, SqliteConnection};
 
-use super::{Store, StoreError};
+use super::StoreError;
+use super::sqlite::SqliteStore;
 use crate::lifecycle::{Clock, SystemClock, Timestamp};
 
 /// The database file as opened: the same path must keep naming the same file.
@@ -128,10 +129,19 @@ impl Health {
 
 /// Errors that say the database cannot be written at all, as opposed to a conflict or a
 /// bad statement: SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN, or an OS
-/// error.
+/// error; on PostgreSQL, the SQLSTATE classes 53 (disk full, out of memory) and 58 (I/O),
+/// and a read-only transaction (a standby).
 pub(super) fn is_unwritable(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(e)
+            if e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .is_some() =>
+        {
+            e.code().is_some_and(|code| {
+                code.starts_with("53") || code.starts_with("58") || code == "25006"
+            })
+        }
         sqlx::Error::Database(e) => e
             .code()
             .and_then(|c| c.parse::<i32>().ok())
@@ -153,27 +163,33 @@ impl StoreError {
     }
 }
 
+/// A backend whose writes are watched: its health, and the name its log lines give.
+pub(super) trait Watched {
+    fn health(&self) -> &Health;
+    fn label(&self) -> &str;
+}
+
 /// Notes the outcome of a write in the store's health.
 pub(super) trait Noted<T> {
     /// A write's outcome: success ends an episode of failing writes.
-    fn noted(self, store: &Store) -> Result<T, StoreError>;
+    fn noted(self, store: &impl Watched) -> Result<T, StoreError>;
     /// A step towards a write (`BEGIN`): only its failure counts.
-    fn noted_if_failed(self, store: &Store) -> Result<T, StoreError>;
+    fn noted_if_failed(self, store: &impl Watched) -> Result<T, StoreError>;
 }
 
 impl<T> Noted<T> for Result<T, sqlx::Error> {
-    fn noted(self, store: &Store) -> Result<T, StoreError> {
+    fn noted(self, store: &impl Watched) -> Result<T, StoreError> {
         if self.is_ok() {
-            store.health.write_succeeded(store.label());
+            store.health().write_succeeded(store.label());
         }
         self.noted_if_failed(store)
     }
 
-    fn noted_if_failed(self, store: &Store) -> Result<T, StoreError> {
+    fn noted_if_failed(self, store: &impl Watched) -> Result<T, StoreError> {
         if let Err(e) = &self
             && is_unwritable(e)
         {
-            store.health.write_failed(store.label(), e);
+            store.health().write_failed(store.label(), e);
         }
         Ok(self?)
     }
@@ -183,7 +199,7 @@ impl<T> Noted<T> for Result<T, sqlx::Error> {
 /// first checks that the file is still the one opened, and notes the outcome.
 pub(super) struct WriteTx<'s> {
     pub(super) tx: sqlx::Transaction<'static, Sqlite>,
-    pub(super) store: &'s Store,
+    pub(super) store: &'s SqliteStore,
 }
 
 impl WriteTx<'_> {
@@ -233,7 +249,7 @@ pub(super) fn discard_if_in_transaction(
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// One small real write (the header's `user_version`, set to the value it has): while
     /// writes fail, the daemon probes with it instead of observing zones whose steps
     /// could not be recorded; its success ends the episode.

@@ -1,8 +1,9 @@
-//! Read-only queries for the Prometheus endpoint (`crate::metrics`).
+//! Read-only queries for the Prometheus endpoint (`crate::metrics`): the same SQL on both
+//! backends (no placeholders, no dialect).
 
 use sqlx::FromRow;
 
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use crate::lifecycle::{AlertKind, State, Timestamp};
 
 /// What the metrics say about one zone.
@@ -18,6 +19,16 @@ pub struct ZoneHealth {
     pub failing_since: Option<Timestamp>,
 }
 
+/// Runs one query on whichever pool the store has.
+macro_rules! fetch {
+    ($store:expr, $fetch:ident, $sql:expr) => {
+        match &$store.backend {
+            Backend::Sqlite(s) => sqlx::query_as($sql).$fetch(&s.pool).await?,
+            Backend::Postgres(p) => sqlx::query_as($sql).$fetch(&p.pool).await?,
+        }
+    };
+}
+
 #[derive(FromRow)]
 struct RawHealth {
     name: String,
@@ -29,10 +40,11 @@ struct RawHealth {
 impl Store {
     /// Every zone's state and observation health, by name.
     pub async fn zone_health(&self) -> Result<Vec<ZoneHealth>, StoreError> {
-        let rows: Vec<RawHealth> =
-            sqlx::query_as("SELECT name, state, last_observed_at, facts FROM zones ORDER BY name")
-                .fetch_all(&self.pool)
-                .await?;
+        let rows: Vec<RawHealth> = fetch!(
+            self,
+            fetch_all,
+            "SELECT name, state, last_observed_at, facts FROM zones ORDER BY name"
+        );
         rows.into_iter()
             .map(|r| {
                 let facts = super::rows::parse_facts(&r.name, &r.facts)?;
@@ -49,11 +61,11 @@ impl Store {
 
     /// Open alerts per kind (kinds with none are absent).
     pub async fn open_alert_counts(&self) -> Result<Vec<(AlertKind, i64)>, StoreError> {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT kind, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY kind ORDER BY kind",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<(String, i64)> = fetch!(
+            self,
+            fetch_all,
+            "SELECT kind, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY kind ORDER BY kind"
+        );
         rows.into_iter()
             .map(|(k, n)| Ok((super::rows::parse("alert kind", &k)?, n)))
             .collect()
@@ -62,12 +74,12 @@ impl Store {
     /// Opening or `resolved` notifications not yet taken by every sink: above zero for
     /// long means a sink is failing.
     pub async fn undelivered_alert_notifications(&self) -> Result<i64, StoreError> {
-        let (n,): (i64,) = sqlx::query_as(
+        let (n,): (i64,) = fetch!(
+            self,
+            fetch_one,
             "SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
-             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)"
+        );
         Ok(n)
     }
 }

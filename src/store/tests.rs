@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
+use sqlx::SqlitePool;
+use sqlx::sqlite::SqliteConnectOptions;
 use strum::VariantArray;
 
 use super::rows::parse_facts;
 use super::*;
-use crate::lifecycle::{AlertKind, AuditNote, Decision, Effect, Facts};
+use crate::lifecycle::{AlertKind, AuditNote, Decision, Effect, EffectKind, Facts};
 
 const ZONE: &str = "example.com.";
 
@@ -115,12 +117,12 @@ async fn facts_are_one_json_column_read_back_whole() {
     assert_eq!(row.zone.state, Some(State::AwaitingDs));
     let (t,): (Option<i64>,) =
         sqlx::query_as("SELECT json_extract(facts, '$.ds_announced_at') FROM zones")
-            .fetch_one(&store.pool)
+            .fetch_one(store.sqlite_pool())
             .await
             .unwrap();
     assert_eq!(t, Some(5_000));
     let (kind,): (String,) = sqlx::query_as("SELECT kind FROM outbox")
-        .fetch_one(&store.pool)
+        .fetch_one(store.sqlite_pool())
         .await
         .unwrap();
     assert_eq!(kind, "enable_dnssec");
@@ -133,7 +135,7 @@ async fn corrupt_names_are_named() {
     let store = Store::open_in_memory().await.unwrap();
     stepped(&store, facts(), Vec::new()).await;
     sqlx::query("UPDATE zones SET facts = '{\"hold_until\": \"soon\"}'")
-        .execute(&store.pool)
+        .execute(store.sqlite_pool())
         .await
         .unwrap();
     let err = store.zone(ZONE).await.unwrap_err();
@@ -143,7 +145,7 @@ async fn corrupt_names_are_named() {
     );
     sqlx::query("INSERT INTO events (zone, at, kind, reason) VALUES (?, 1, 'gossip', 'x')")
         .bind(ZONE)
-        .execute(&store.pool)
+        .execute(store.sqlite_pool())
         .await
         .unwrap();
     let err = store.events(ZONE).await.unwrap_err();
@@ -156,7 +158,7 @@ async fn corrupt_names_are_named() {
          VALUES (?, 'gremlins', 'warning', 'x', 1)",
     )
     .bind(ZONE)
-    .execute(&store.pool)
+    .execute(store.sqlite_pool())
     .await
     .unwrap();
     let err = store.alerts(ZONE).await.unwrap_err();
@@ -230,7 +232,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
     assert_eq!(row.zone.intent, Intent::Enabled);
     let status: (String, String, String, Option<String>, Option<String>, i64) =
         sqlx::query_as("SELECT zone, state, intent, ds, ds_to_enter, open_alerts FROM status")
-            .fetch_one(&store.pool)
+            .fetch_one(store.sqlite_pool())
             .await
             .unwrap();
     assert_eq!(
@@ -256,12 +258,12 @@ async fn migration_4_moves_the_fact_columns_into_json() {
     // Migration 5 rebuilt `zones` under the rows that reference it: the new state is
     // accepted, an unknown one still refused, and the references still enforced.
     sqlx::query("UPDATE zones SET state = 'awaiting_delegation'")
-        .execute(&store.pool)
+        .execute(store.sqlite_pool())
         .await
         .unwrap();
     assert!(
         sqlx::query("UPDATE zones SET state = 'adopting'")
-            .execute(&store.pool)
+            .execute(store.sqlite_pool())
             .await
             .is_err()
     );
@@ -269,10 +271,485 @@ async fn migration_4_moves_the_fact_columns_into_json() {
         sqlx::query(
             "INSERT INTO outbox (zone, created_at, effect, kind) VALUES ('nowhere.', 1, '{}', 'x')"
         )
-        .execute(&store.pool)
+        .execute(store.sqlite_pool())
         .await
         .is_err(),
         "foreign keys are enforced after the rebuild"
     );
+    store.close().await;
+}
+
+// ---- PostgreSQL: the same API, compared call for call with SQLite --------------------
+
+#[path = "../../tests/support/postgres.rs"]
+mod pg_support;
+
+use crate::config::{DatabaseSettings, PostgresSettings, SecretSource};
+use crate::lifecycle::AlertCheck;
+
+async fn postgres_settings(cluster: &pg_support::Cluster) -> DatabaseSettings {
+    let url = cluster.database().await;
+    DatabaseSettings::Postgres(PostgresSettings {
+        url: url.parse().unwrap(),
+        password: None,
+    })
+}
+
+async fn postgres_store(cluster: &pg_support::Cluster) -> Store {
+    Store::connect(&postgres_settings(cluster).await)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", cluster.log()))
+}
+
+fn decision(
+    state: State,
+    from: Option<State>,
+    facts: Facts,
+    effects: Vec<Effect>,
+    alerts: Vec<AlertCheck>,
+    wake_at: i64,
+) -> Decision {
+    Decision {
+        state: Some(state),
+        facts,
+        effects,
+        alerts,
+        notes: vec![
+            AuditNote {
+                from,
+                to: Some(state),
+                reason: format!("to {state}"),
+            },
+            AuditNote {
+                from: Some(state),
+                to: Some(state),
+                reason: "seen again".into(),
+            },
+        ],
+        wake_at: Timestamp(wake_at),
+    }
+}
+
+/// Every write and read of the public API on one store, each read's answer written down:
+/// the two backends must write down the same lines.
+async fn exercise(store: &Store) -> Vec<String> {
+    let mut log = Vec::new();
+    macro_rules! say {
+        ($e:expr) => {
+            log.push(format!("{} = {:?}", stringify!($e), $e))
+        };
+    }
+    // Names that sort differently byte-wise and in a natural-language collation.
+    for name in ["b.test.", "a-b.test.", "ab.test.", ZONE] {
+        say!(store.ensure_zone(name, Timestamp(1_000)).await.unwrap());
+    }
+    say!(store.ensure_zone(ZONE, Timestamp(1_500)).await.unwrap());
+    say!(store.state_counts().await.unwrap());
+    store
+        .set_intent(
+            ZONE,
+            Intent::Enabled,
+            false,
+            "operator: enable",
+            Timestamp(1_100),
+        )
+        .await
+        .unwrap();
+    store
+        .set_intent(
+            "new.test.",
+            Intent::Disabled,
+            true,
+            "operator: disable",
+            Timestamp(1_200),
+        )
+        .await
+        .unwrap();
+    say!(store.due(Timestamp(1_150), 10).await.unwrap());
+    say!(store.due(Timestamp(5_000), 2).await.unwrap());
+    say!(store.next_due().await.unwrap());
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let first = decision(
+        State::AwaitingDs,
+        None,
+        facts(),
+        vec![
+            Effect::EnableDnssec,
+            Effect::AnnounceDs {
+                ds_line: "example.com. 3600 IN DS 1 13 2 AB".into(),
+            },
+        ],
+        vec![
+            AlertCheck::new(AlertKind::DsMismatch, Some("DS matches no key".into())),
+            AlertCheck::new(AlertKind::DnssecOffWithDs, None),
+        ],
+        9_000,
+    );
+    let obs = serde_json::json!({"parent": "all_absent"});
+    say!(
+        store
+            .commit_step(&row, &first, &obs, Timestamp(2_000))
+            .await
+            .unwrap()
+    );
+    // A step decided on the row before it: refused, nothing written.
+    say!(
+        store
+            .commit_step(&row, &first, &obs, Timestamp(2_100))
+            .await
+            .unwrap()
+    );
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    say!(row);
+    say!(store.pending_effects(ZONE).await.unwrap());
+    // The same notes again: counted as repeats; the alert's message updated.
+    let mut again = first.clone();
+    again.effects = vec![Effect::EnableDnssec];
+    again.alerts = vec![AlertCheck::new(
+        AlertKind::DsMismatch,
+        Some("DS still matches no key".into()),
+    )];
+    say!(
+        store
+            .commit_step(&row, &again, &obs, Timestamp(3_000))
+            .await
+            .unwrap()
+    );
+    say!(store.pending_effects(ZONE).await.unwrap());
+    let pending = store.pending_effects(ZONE).await.unwrap();
+    store
+        .start_effect(pending[0].id, Timestamp(3_100))
+        .await
+        .unwrap();
+    say!(
+        store
+            .unknown_in_flight(Timestamp(3_200), Some("b.test."))
+            .await
+            .unwrap()
+    );
+    say!(
+        store
+            .unknown_in_flight(Timestamp(3_200), None)
+            .await
+            .unwrap()
+    );
+    say!(store.unknown_calls(ZONE).await.unwrap());
+    store
+        .settle_unknown_call(pending[0].id, ZONE, true, "took effect", Timestamp(3_300))
+        .await
+        .unwrap();
+    say!(store.unknown_calls(ZONE).await.unwrap());
+    store
+        .retry_effect(pending[1].id, "hook exited with 1")
+        .await
+        .unwrap();
+    say!(
+        store
+            .registrar_hook_failure(ZONE, Timestamp(0))
+            .await
+            .unwrap()
+    );
+    say!(
+        store
+            .registrar_hook_failure(ZONE, Timestamp(9_999))
+            .await
+            .unwrap()
+    );
+    store
+        .finish_effect(pending[1].id, OutboxStatus::Done, None, Timestamp(3_400))
+        .await
+        .unwrap();
+    say!(store.pending_effects(ZONE).await.unwrap());
+    say!(store.recheck_pending(Timestamp(3_500)).await.unwrap());
+    store.check_by(ZONE, Timestamp(4_000)).await.unwrap();
+    store.check_by("ab.test.", Timestamp(500)).await.unwrap();
+    store.defer("b.test.", Timestamp(8_000)).await.unwrap();
+    store
+        .record(ZONE, EventKind::Guard, "guard: DS seen", Timestamp(3_600))
+        .await
+        .unwrap();
+    store
+        .record(ZONE, EventKind::Guard, "guard: DS seen", Timestamp(3_700))
+        .await
+        .unwrap();
+    say!(
+        store
+            .record("nowhere.", EventKind::Note, "x", Timestamp(1))
+            .await
+            .err()
+    );
+    // Resolve the alert, then leave the state: the announcement is void.
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let mut resolved = decision(
+        State::Enabling,
+        Some(State::AwaitingDs),
+        Facts::default(),
+        vec![Effect::AnnounceDs {
+            ds_line: "other".into(),
+        }],
+        vec![AlertCheck::new(AlertKind::DsMismatch, None)],
+        12_000,
+    );
+    say!(
+        store
+            .commit_step(&row, &resolved, &obs, Timestamp(4_000))
+            .await
+            .unwrap()
+    );
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    resolved.effects.clear();
+    resolved.alerts.clear();
+    say!(
+        store
+            .commit_step(&row, &resolved, &obs, Timestamp(4_500))
+            .await
+            .unwrap()
+    );
+    say!(store.pending_effects(ZONE).await.unwrap());
+    say!(store.zones().await.unwrap());
+    say!(store.events(ZONE).await.unwrap());
+    say!(store.events("new.test.").await.unwrap());
+    say!(store.alerts(ZONE).await.unwrap());
+    say!(store.open_alerts(None).await.unwrap());
+    say!(store.open_alerts(Some(ZONE)).await.unwrap());
+    let owed = store
+        .alerts_to_notify(Timestamp(5_000), Duration::from_secs(1))
+        .await
+        .unwrap();
+    say!(owed);
+    say!(store.undelivered_alert_notifications().await.unwrap());
+    store
+        .alert_notified(owed[0].id, Timestamp(5_100))
+        .await
+        .unwrap();
+    store
+        .alert_resolution_notified(owed[0].id, Timestamp(5_200))
+        .await
+        .unwrap();
+    say!(
+        store
+            .alerts_to_notify(Timestamp(5_300), Duration::MAX)
+            .await
+            .unwrap()
+    );
+    say!(store.undelivered_alert_notifications().await.unwrap());
+    say!(store.open_alert_counts().await.unwrap());
+    say!(store.zone_health().await.unwrap());
+    say!(store.state_counts().await.unwrap());
+    say!(store.next_due().await.unwrap());
+    say!(store.due(Timestamp(100_000), 10).await.unwrap());
+    say!(store.probe_writable().await.unwrap());
+    say!(store.write_failure());
+    say!(store.verify_identity().unwrap());
+    log
+}
+
+/// The same sequence of calls answers the same on PostgreSQL as on SQLite, read for read.
+#[tokio::test]
+async fn postgres_answers_every_call_as_sqlite_does() {
+    let cluster = pg_support::Cluster::shared();
+    let sqlite = Store::open_in_memory().await.unwrap();
+    let postgres = postgres_store(&cluster).await;
+    let expected = exercise(&sqlite).await;
+    let got = exercise(&postgres).await;
+    for (e, g) in expected.iter().zip(&got) {
+        assert_eq!(e, g);
+    }
+    assert_eq!(expected.len(), got.len());
+    postgres.close().await;
+}
+
+/// The schema's contract on PostgreSQL: the documented views, the CHECKs, the references,
+/// the append-only audit trail, JSON refused when it is not JSON, corrupt values named.
+#[tokio::test]
+async fn postgres_schema_keeps_the_views_constraints_and_the_append_only_trail() {
+    let cluster = pg_support::Cluster::shared();
+    let store = postgres_store(&cluster).await;
+    stepped(&store, facts(), vec![Effect::EnableDnssec]).await;
+    let pool = store.pg_pool();
+    let status: (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        i64,
+    ) = sqlx::query_as(
+        "SELECT zone, state, intent, since, next_check, ds, ds_to_enter, open_alerts FROM status",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        status,
+        (
+            ZONE.into(),
+            "awaiting_ds".into(),
+            "none".into(),
+            "1970-01-01 00:00:02".into(),
+            "1970-01-01 00:00:09".into(),
+            Some("example.com. 3600 IN DS 1 13 2 AB".into()),
+            Some("example.com. 3600 IN DS 1 13 2 AB".into()),
+            0
+        )
+    );
+    let history: (String, String, String, String, String, i64, Option<String>) =
+        sqlx::query_as("SELECT zone, at, kind, states, reason, repeats, last_seen FROM history")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        history,
+        (
+            ZONE.into(),
+            "1970-01-01 00:00:02".into(),
+            "transition".into(),
+            "- -> awaiting_ds".into(),
+            "test".into(),
+            0,
+            None
+        )
+    );
+    let (t,): (Option<String>,) =
+        sqlx::query_as("SELECT (facts::jsonb) ->> 'ds_announced_at' FROM zones")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(t.as_deref(), Some("5000"));
+    for (sql, says) in [
+        ("UPDATE events SET reason = 'x'", "append-only"),
+        ("DELETE FROM events", "append-only"),
+        ("TRUNCATE events CASCADE", "append-only"),
+        ("UPDATE zones SET state = 'adopting'", "zones_state_check"),
+        ("UPDATE zones SET intent = 'maybe'", "zones_intent_check"),
+        ("UPDATE zones SET facts = 'not json'", "json"),
+        (
+            "INSERT INTO outbox (zone, created_at, effect, kind) VALUES ('nowhere.', 1, '{}', 'x')",
+            "foreign key",
+        ),
+        ("UPDATE outbox SET status = 'lost'", "outbox_status_check"),
+        (
+            "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+             VALUES ('example.com.', 'k', 'info', 'x', 1)",
+            "alerts_severity_check",
+        ),
+    ] {
+        let err = sqlx::query(sql)
+            .execute(pool)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    // One open episode per zone and kind.
+    let open = "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+                VALUES ('example.com.', 'k', 'warning', 'x', 1)";
+    sqlx::query(open).execute(pool).await.unwrap();
+    assert!(sqlx::query(open).execute(pool).await.is_err());
+    // Corrupt values are named, as on SQLite.
+    sqlx::query("DELETE FROM alerts")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE zones SET facts = '{\"hold_until\": \"soon\"}'")
+        .execute(pool)
+        .await
+        .unwrap();
+    let err = store.zone(ZONE).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Corrupt(w) if w.contains("facts.hold_until")),
+        "{err}"
+    );
+    sqlx::query("INSERT INTO events (zone, at, kind, reason) VALUES ($1, 1, 'gossip', 'x')")
+        .bind(ZONE)
+        .execute(pool)
+        .await
+        .unwrap();
+    let err = store.events(ZONE).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Corrupt(w) if w == "unknown event kind \"gossip\""),
+        "{err}"
+    );
+    store.close().await;
+}
+
+/// `status` never migrates (a database the daemon has not migrated is refused, as SQLite's
+/// file is), `check-config`'s comparison, the read-only store never writes, the daemon
+/// lock is exclusive, and a password that cannot be read is said without the URL failing.
+#[tokio::test]
+async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
+    let cluster = pg_support::Cluster::shared();
+    let settings = postgres_settings(&cluster).await;
+    let DatabaseSettings::Postgres(pg) = &settings else {
+        unreachable!()
+    };
+    assert_eq!(
+        check_postgres(pg).await.unwrap(),
+        SchemaCheck {
+            applied: 0,
+            wanted: 1
+        }
+    );
+    let behind = Store::connect_read_only(&settings).await.err();
+    assert!(
+        matches!(
+            behind,
+            Some(StoreError::SchemaBehind {
+                applied: 0,
+                wanted: 1,
+                ..
+            })
+        ),
+        "{behind:?}"
+    );
+    let store = Store::connect(&settings).await.unwrap();
+    store.ensure_zone(ZONE, Timestamp(1)).await.unwrap();
+    assert_eq!(
+        check_postgres(pg).await.unwrap(),
+        SchemaCheck {
+            applied: 1,
+            wanted: 1
+        }
+    );
+    // Opening again is idempotent (the daemon restarting).
+    Store::connect(&settings).await.unwrap().close().await;
+    let reader = Store::connect_read_only(&settings).await.unwrap();
+    assert_eq!(reader.zones().await.unwrap().len(), 1);
+    let err = reader
+        .ensure_zone("other.", Timestamp(1))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+
+    let first = DatabaseLock::take(pg).await.unwrap();
+    assert!(first.is_some());
+    assert!(DatabaseLock::take(pg).await.unwrap().is_none());
+    drop(first);
+    // The server ends the session's lock once it sees the connection closed.
+    let mut again = None;
+    for _ in 0..100 {
+        again = DatabaseLock::take(pg).await.unwrap();
+        if again.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some());
+
+    let missing = PostgresSettings {
+        url: pg.url.clone(),
+        password: Some(SecretSource::File("/nonexistent/pg-password".into())),
+    };
+    let err = Store::connect(&DatabaseSettings::Postgres(missing))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, StoreError::Password { .. }) && err.to_string().contains("pg-password"),
+        "{err}"
+    );
+    reader.close().await;
     store.close().await;
 }

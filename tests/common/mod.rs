@@ -1,13 +1,17 @@
-//! Shared set-up for engine tests: a fake world, a manual clock, an in-memory store.
+//! Shared set-up for engine tests: a fake world, a manual clock, an in-memory SQLite
+//! store, or a PostgreSQL database of its own in a throwaway cluster for a scenario run
+//! with [`on`] `(Backend::Postgres, …)` (`on_both_backends!` runs each scenario on both).
 #![allow(dead_code)]
 
 pub mod fake;
+#[path = "../support/postgres.rs"]
+pub mod postgres;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use dnssec_warden::config::{AlertSettings, RegistrarSettings};
+use dnssec_warden::config::{AlertSettings, DatabaseSettings, PostgresSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{AlertRow, Store};
@@ -50,6 +54,67 @@ impl CrashSwitch {
     }
 }
 
+/// Which store a [`Rig`] is built on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+tokio::task_local! {
+    static BACKEND: Backend;
+}
+
+/// Runs a scenario with every `Rig` it builds on `backend` (SQLite without this).
+pub async fn on<F: std::future::Future>(backend: Backend, scenario: F) -> F::Output {
+    BACKEND.scope(backend, scenario).await
+}
+
+/// Each named scenario (an `async fn` without arguments) as two tests, `sqlite::name` and
+/// `postgres::name`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    $crate::common::on($crate::common::Backend::Sqlite, super::$name()).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    $crate::common::on($crate::common::Backend::Postgres, super::$name()).await
+                }
+            )*
+        }
+    };
+}
+
+/// A new store on the backend the scenario runs on; a PostgreSQL one keeps its cluster.
+pub async fn new_store() -> (Store, Option<Arc<postgres::Cluster>>) {
+    match BACKEND.try_with(|b| *b).unwrap_or(Backend::Sqlite) {
+        Backend::Sqlite => (
+            Store::open_in_memory().await.expect("in-memory store"),
+            None,
+        ),
+        Backend::Postgres => {
+            let cluster = postgres::Cluster::shared();
+            let settings = DatabaseSettings::Postgres(PostgresSettings {
+                url: cluster.database().await.parse().expect("the cluster's URL"),
+                password: None,
+            });
+            let store = Store::connect(&settings)
+                .await
+                .unwrap_or_else(|e| panic!("PostgreSQL store: {e}\n{}", cluster.log()));
+            (store, Some(cluster))
+        }
+    }
+}
+
 pub struct Rig {
     pub world: FakeWorld,
     pub store: Store,
@@ -58,6 +123,8 @@ pub struct Rig {
     pub policy: Policy,
     /// `[alerts]` and `[registrar]` for the notifier; a restart builds a new one from it.
     pub notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
+    /// The PostgreSQL cluster of the store, if it is one (last: dropped after the store).
+    pub cluster: Option<Arc<postgres::Cluster>>,
 }
 
 pub fn engine(
@@ -140,7 +207,7 @@ impl Rig {
         policy: Policy,
         notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
     ) -> Self {
-        let store = Store::open_in_memory().await.expect("in-memory store");
+        let (store, cluster) = new_store().await;
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
         let engine = engine_with(&world, &store, &crash, &policy, notifier(&world, &notify));
@@ -151,6 +218,7 @@ impl Rig {
             crash,
             policy,
             notify,
+            cluster,
         }
     }
 

@@ -1,0 +1,876 @@
+//! The PostgreSQL backend (`database.url`): the same rows and the same transactions as the
+//! SQLite one, in PostgreSQL's dialect, with its own migrations (`migrations/postgres/`).
+//!
+//! What is SQLite's only stays there: no file identity to check, no read-only file, no
+//! connection left in a transaction SQLite ended by itself. Writes that fail because the
+//! server cannot write (disk full, I/O, a standby) are noted like a full disk.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgConnection, PgPool, Postgres};
+
+use super::faults::{Health, Noted, Watched, WriteFailure};
+use super::rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use crate::config::PostgresSettings;
+use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+
+/// PostgreSQL's migrations, embedded.
+pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+#[derive(Clone)]
+pub(super) struct PgStore {
+    pub(super) pool: PgPool,
+    health: Arc<Health>,
+    /// The URL (never with a password), for log lines and errors.
+    label: Arc<str>,
+}
+
+/// What `check-config` found in a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaCheck {
+    /// The newest migration applied, 0 for none.
+    pub applied: i64,
+    /// The newest migration this binary has.
+    pub wanted: i64,
+}
+
+impl Watched for PgStore {
+    fn health(&self) -> &Health {
+        &self.health
+    }
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// The connection options the settings describe, the password read from its source.
+fn options(settings: &PostgresSettings) -> Result<PgConnectOptions, StoreError> {
+    let url = settings.url.to_string();
+    let mut options = PgConnectOptions::from_str(&url).map_err(|e| StoreError::Url {
+        url: url.clone(),
+        message: e.to_string(),
+    })?;
+    if let Some(source) = &settings.password {
+        let password = source
+            .load()
+            .map_err(|error| StoreError::Password { url, error })?;
+        options = options.password(password.expose());
+    }
+    // Names in errors and pg_stat_activity: which program holds the connection.
+    Ok(options.application_name("dnssec-warden"))
+}
+
+impl PgStore {
+    /// Connects, and brings the schema up to date unless `read_only` (then a schema behind
+    /// this binary is refused, and every transaction is read-only).
+    pub(super) async fn open(
+        settings: &PostgresSettings,
+        read_only: bool,
+    ) -> Result<Self, StoreError> {
+        let label = settings.url.to_string();
+        let mut options = options(settings)?;
+        if read_only {
+            options = options.options([("default_transaction_read_only", "on")]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(if read_only { 2 } else { 8 })
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: label.clone(),
+                error,
+            })?;
+        let store = Self {
+            pool,
+            health: Arc::default(),
+            label: label.into(),
+        };
+        if read_only {
+            let schema = store.schema().await?;
+            if schema.applied < schema.wanted {
+                return Err(StoreError::SchemaBehind {
+                    path: store.label.to_string(),
+                    applied: schema.applied,
+                    wanted: schema.wanted,
+                });
+            }
+        } else {
+            // Several daemons starting at once: sqlx's migrator takes an advisory lock.
+            MIGRATOR.run(&store.pool).await?;
+        }
+        Ok(store)
+    }
+
+    /// Connects and compares the migrations applied with this binary's, changing nothing:
+    /// `check-config`.
+    pub(super) async fn check(settings: &PostgresSettings) -> Result<SchemaCheck, StoreError> {
+        let label = settings.url.to_string();
+        let options = options(settings)?.options([("default_transaction_read_only", "on")]);
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: label.clone(),
+                error,
+            })?;
+        let store = Self {
+            pool,
+            health: Arc::default(),
+            label: label.into(),
+        };
+        let schema = store.schema().await;
+        store.close().await;
+        schema
+    }
+
+    /// The migrations applied against this binary's: one applied that it does not know,
+    /// or whose text differs, is an error (another version's database).
+    async fn schema(&self) -> Result<SchemaCheck, StoreError> {
+        let wanted = MIGRATOR
+            .migrations
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let (exists,): (bool,) =
+            sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                .fetch_one(&self.pool)
+                .await?;
+        if !exists {
+            return Ok(SchemaCheck { applied: 0, wanted });
+        }
+        let applied: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        for (version, checksum) in &applied {
+            let known = MIGRATOR.migrations.iter().find(|m| m.version == *version);
+            match known {
+                Some(m) if *m.checksum == **checksum => {}
+                Some(_) => {
+                    return Err(StoreError::Migrate(
+                        sqlx::migrate::MigrateError::VersionMismatch(*version),
+                    ));
+                }
+                None => {
+                    return Err(StoreError::SchemaAhead {
+                        url: self.label.to_string(),
+                        version: *version,
+                    });
+                }
+            }
+        }
+        Ok(SchemaCheck {
+            applied: applied.last().map_or(0, |(v, _)| *v),
+            wanted,
+        })
+    }
+
+    pub(super) fn write_failure(&self) -> Option<WriteFailure> {
+        self.health.failure()
+    }
+
+    async fn write(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreError> {
+        self.pool.begin().await.noted_if_failed(self)
+    }
+
+    pub(super) async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO zones (name, state_since, next_check_at) VALUES ($1, $2, $2) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(now.0)
+        .execute(&self.pool)
+        .await
+        .noted(self)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub(super) async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
+        let raw: Option<RawZone> = sqlx::query_as("SELECT * FROM zones WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        raw.map(ZoneRow::try_from).transpose()
+    }
+
+    pub(super) async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        let raw: Vec<RawZone> = sqlx::query_as("SELECT * FROM zones ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        raw.into_iter().map(ZoneRow::try_from).collect()
+    }
+
+    pub(super) async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
+        let names: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM zones WHERE next_check_at <= $1 \
+             ORDER BY next_check_at, name LIMIT $2",
+        )
+        .bind(now.0)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(names.into_iter().map(|(n,)| n).collect())
+    }
+
+    pub(super) async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
+        let (at,): (Option<i64>,) = sqlx::query_as("SELECT min(next_check_at) FROM zones")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(at.map(Timestamp))
+    }
+
+    pub(super) async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = LEAST(next_check_at, $1) WHERE name = $2")
+            .bind(at.0)
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE zones SET next_check_at = LEAST(next_check_at, $1) \
+             WHERE name IN (SELECT zone FROM outbox WHERE status IN ($2, $3))",
+        )
+        .bind(now.0)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(OutboxStatus::Unknown.as_str())
+        .execute(&self.pool)
+        .await
+        .noted(self)?;
+        Ok(done.rows_affected())
+    }
+
+    pub(super) async fn set_intent(
+        &self,
+        name: &str,
+        intent: Intent,
+        ds_never_submitted: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT INTO zones (name, state_since, next_check_at) VALUES ($1, $2, $2) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(now.0)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE zones SET intent = $1, ds_never_submitted = $2, \
+             next_check_at = LEAST(next_check_at, $3), version = version + 1 WHERE name = $4",
+        )
+        .bind(intent.as_str())
+        .bind(ds_never_submitted)
+        .bind(now.0)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let state = state_of(&mut tx, name).await?;
+        insert_event(
+            &mut tx,
+            name,
+            now,
+            EventKind::Intent,
+            state,
+            state,
+            reason,
+            None,
+        )
+        .await?;
+        tx.commit().await.noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn commit_step(
+        &self,
+        row: &ZoneRow,
+        decision: &Decision,
+        observation: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let zone = &row.zone;
+        let since = if decision.state != zone.state {
+            now
+        } else {
+            zone.since
+        };
+        let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
+        let observation_text = observation.to_string();
+        let mut tx = self.write().await?;
+        let updated = sqlx::query(
+            "UPDATE zones SET state = $1, state_since = $2, facts = $3, next_check_at = $4, \
+             last_observed_at = $5, last_observation = $6, version = version + 1 \
+             WHERE name = $7 AND version = $8",
+        )
+        .bind(decision.state.map(State::as_str))
+        .bind(since.0)
+        .bind(facts)
+        .bind(decision.wake_at.0)
+        .bind(now.0)
+        .bind(&observation_text)
+        .bind(&zone.name)
+        .bind(row.version)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for note in &decision.notes {
+            let (kind, obs) = if note.from != note.to {
+                (EventKind::Transition, Some(observation_text.as_str()))
+            } else {
+                (EventKind::Note, None)
+            };
+            insert_event(
+                &mut tx,
+                &zone.name,
+                now,
+                kind,
+                note.from,
+                note.to,
+                &note.reason,
+                obs,
+            )
+            .await?;
+        }
+        // Provider calls are re-derived by every step from a fresh observation: one still
+        // needed is in this decision, so older unperformed ones are void.
+        sqlx::query(
+            "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 \
+             AND status = $4 AND kind IN ($5, $6)",
+        )
+        .bind(OutboxStatus::Superseded.as_str())
+        .bind(now.0)
+        .bind(&zone.name)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(EffectKind::EnableDnssec.as_str())
+        .bind(EffectKind::DisableDnssec.as_str())
+        .execute(&mut *tx)
+        .await?;
+        // A request to the operator no longer true is void (safety rules 8 and 9), as in
+        // the SQLite backend; withdrawals stay owed.
+        let state = decision.state.map_or("", State::as_str);
+        sqlx::query(
+            "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
+             AND ((kind = $5 AND NOT ($6 = $7 AND \
+                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $8)) \
+               OR (kind = $9 AND $6 <> $10))",
+        )
+        .bind(OutboxStatus::Superseded.as_str())
+        .bind(now.0)
+        .bind(&zone.name)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(state)
+        .bind(State::AwaitingDs.as_str())
+        .bind(decision.facts.ds_line.as_deref())
+        .bind(EffectKind::RequestDelegation.as_str())
+        .bind(State::AwaitingDelegation.as_str())
+        .execute(&mut *tx)
+        .await?;
+        for effect in &decision.effects {
+            let text = serde_json::to_string(effect).map_err(corrupt)?;
+            sqlx::query(
+                "INSERT INTO outbox (zone, created_at, kind, effect) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&zone.name)
+            .bind(now.0)
+            .bind(effect.kind().as_str())
+            .bind(text)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for check in &decision.alerts {
+            let open: Option<(i64,)> = sqlx::query_as(
+                "SELECT id FROM alerts WHERE zone = $1 AND kind = $2 AND resolved_at IS NULL",
+            )
+            .bind(&zone.name)
+            .bind(check.kind.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let state = decision.state;
+            match (&check.firing, open) {
+                (Some(message), None) => {
+                    sqlx::query(
+                        "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .bind(&zone.name)
+                    .bind(check.kind.as_str())
+                    .bind(check.kind.severity().as_str())
+                    .bind(message)
+                    .bind(now.0)
+                    .execute(&mut *tx)
+                    .await?;
+                    let reason = format!(
+                        "alert {} ({}): {message}",
+                        check.kind,
+                        check.kind.severity().as_str()
+                    );
+                    insert_event(
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
+                    )
+                    .await?;
+                }
+                (Some(message), Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET message = $1 WHERE id = $2")
+                        .bind(message)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                (None, Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET resolved_at = $1 WHERE id = $2")
+                        .bind(now.0)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                    let reason = format!("alert {} resolved", check.kind);
+                    insert_event(
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
+                    )
+                    .await?;
+                }
+                (None, None) => {}
+            }
+        }
+        tx.commit().await.noted(self)?;
+        Ok(true)
+    }
+
+    pub(super) async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = $1 WHERE name = $2")
+            .bind(at.0)
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn record(
+        &self,
+        zone: &str,
+        kind: EventKind,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let state = state_of(&mut tx, zone).await?;
+        insert_event(&mut tx, zone, now, kind, state, state, reason, None).await?;
+        tx.commit().await.noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        self.outbox(zone, OutboxStatus::Pending).await
+    }
+
+    async fn outbox(
+        &self,
+        zone: &str,
+        status: OutboxStatus,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE zone = $1 AND status = $2 ORDER BY id",
+        )
+        .bind(zone)
+        .bind(status.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(OutboxItem::try_from).collect()
+    }
+
+    pub(super) async fn finish_effect(
+        &self,
+        id: i64,
+        status: OutboxStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE outbox SET status = $1, attempts = attempts + 1, finished_at = $2, \
+             last_error = $3 WHERE id = $4 AND status = $5",
+        )
+        .bind(status.as_str())
+        .bind(now.0)
+        .bind(error)
+        .bind(id)
+        .bind(OutboxStatus::Pending.as_str())
+        .execute(&self.pool)
+        .await
+        .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET started_at = $1 WHERE id = $2 AND status = $3")
+            .bind(now.0)
+            .bind(id)
+            .bind(OutboxStatus::Pending.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn unknown_in_flight(
+        &self,
+        now: Timestamp,
+        zone: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.write().await?;
+        let rows: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE status = $1 AND started_at IS NOT NULL \
+             AND ($2::text IS NULL OR zone = $2) ORDER BY id",
+        )
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(zone)
+        .fetch_all(&mut *tx)
+        .await?;
+        let rows = rows
+            .into_iter()
+            .map(OutboxItem::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        for row in &rows {
+            sqlx::query(
+                "UPDATE outbox SET status = $1, finished_at = $2, \
+                 last_error = 'in flight when the daemon stopped' WHERE id = $3",
+            )
+            .bind(OutboxStatus::Unknown.as_str())
+            .bind(now.0)
+            .bind(row.id)
+            .execute(&mut *tx)
+            .await?;
+            let state = state_of(&mut tx, &row.zone).await?;
+            insert_event(
+                &mut tx,
+                &row.zone,
+                now,
+                EventKind::Effect,
+                state,
+                state,
+                &format!(
+                    "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
+                    row.effect.describe()
+                ),
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await.noted(self)?;
+        Ok(rows.len() as u64)
+    }
+
+    pub(super) async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        self.outbox(zone, OutboxStatus::Unknown).await
+    }
+
+    pub(super) async fn settle_unknown_call(
+        &self,
+        id: i64,
+        zone: &str,
+        took_effect: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let settled = sqlx::query(
+            "UPDATE outbox SET status = $1, finished_at = $2 WHERE id = $3 AND status = $4",
+        )
+        .bind(
+            if took_effect {
+                OutboxStatus::Done
+            } else {
+                OutboxStatus::Failed
+            }
+            .as_str(),
+        )
+        .bind(now.0)
+        .bind(id)
+        .bind(OutboxStatus::Unknown.as_str())
+        .execute(&mut *tx)
+        .await?;
+        if settled.rows_affected() == 1 {
+            let state = state_of(&mut tx, zone).await?;
+            insert_event(
+                &mut tx,
+                zone,
+                now,
+                EventKind::Effect,
+                state,
+                state,
+                reason,
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await.noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = $1 WHERE id = $2")
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn registrar_hook_failure(
+        &self,
+        zone: &str,
+        since: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(
+            "SELECT last_error FROM outbox WHERE zone = $1 AND created_at >= $2 \
+             AND kind IN ($3, $4) ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(since.0)
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(EffectKind::RequestDsRemoval.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.and_then(|(error,)| error))
+    }
+
+    pub(super) async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
+        let raw: Vec<RawEvent> = sqlx::query_as(
+            "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
+             coalesce(r.count, 0) AS repeats, r.last_at FROM events e \
+             LEFT JOIN event_repeats r ON r.event_id = e.id WHERE e.zone = $1 ORDER BY e.id",
+        )
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(EventRow::try_from).collect()
+    }
+
+    pub(super) async fn open_alerts(
+        &self,
+        zone: Option<&str>,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE resolved_at IS NULL \
+             AND ($1::text IS NULL OR zone = $1) ORDER BY zone, kind"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    pub(super) async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE zone = $1 ORDER BY id"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    pub(super) async fn alerts_to_notify(
+        &self,
+        now: Timestamp,
+        renotify_after: Duration,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        let renotify_ms = i64::try_from(renotify_after.as_millis()).unwrap_or(i64::MAX);
+        // `now - renotify` computed here: a huge interval must not overflow in SQL.
+        let due_before = now.0.saturating_sub(renotify_ms);
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE \
+             last_notified_at IS NULL \
+             OR (resolved_at IS NULL AND last_notified_at <= $1) \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL) \
+             ORDER BY id"
+        ))
+        .bind(due_before)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    pub(super) async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE alerts SET last_notified_at = $1, notifications = notifications + 1 \
+             WHERE id = $2",
+        )
+        .bind(now.0)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn alert_resolution_notified(
+        &self,
+        id: i64,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE alerts SET resolved_notified_at = $1 WHERE id = $2")
+            .bind(now.0)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    pub(super) async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
+        // NULLS FIRST: SQLite's order, "not yet observed" first.
+        let rows: Vec<(Option<String>, i64)> = sqlx::query_as(
+            "SELECT state, count(*) FROM zones GROUP BY state ORDER BY state NULLS FIRST",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(s, n)| Ok((parse_state(s.as_deref())?, n)))
+            .collect()
+    }
+
+    /// A read-write statement that changes nothing: fails while the server takes no
+    /// writes (a standby after a failover, a read-only transaction mode) or cannot be
+    /// reached; its success ends an episode of failing writes.
+    pub(super) async fn probe_writable(&self) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        sqlx::query("UPDATE zones SET version = version WHERE false")
+            .execute(&mut *tx)
+            .await
+            .noted_if_failed(self)?;
+        tx.commit().await.noted(self)
+    }
+
+    pub(super) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// The zone's state, inside a write transaction.
+async fn state_of(tx: &mut PgConnection, zone: &str) -> Result<Option<State>, StoreError> {
+    let row: Option<(Option<String>,)> = sqlx::query_as("SELECT state FROM zones WHERE name = $1")
+        .bind(zone)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (state,) = row.ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+    parse_state(state.as_deref())
+}
+
+/// As the SQLite backend's: an event identical to the zone's last one of its kind, with no
+/// transition or intent since, is counted, not written again.
+#[allow(clippy::too_many_arguments)]
+async fn insert_event(
+    tx: &mut PgConnection,
+    zone: &str,
+    at: Timestamp,
+    kind: EventKind,
+    from: Option<State>,
+    to: Option<State>,
+    reason: &str,
+    observation: Option<&str>,
+) -> Result<(), StoreError> {
+    let from = from.map(State::as_str);
+    let to = to.map(State::as_str);
+    if kind.counts_repeats() {
+        type Last = (i64, String, Option<String>, Option<String>, String);
+        let last: Option<Last> = sqlx::query_as(
+            "SELECT id, kind, from_state, to_state, reason FROM events \
+             WHERE zone = $1 AND kind IN ($2, $3, $4) ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(kind.as_str())
+        .bind(EventKind::Transition.as_str())
+        .bind(EventKind::Intent.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((id, k, f, t, r)) = last
+            && k == kind.as_str()
+            && f.as_deref() == from
+            && t.as_deref() == to
+            && r == reason
+        {
+            sqlx::query(
+                "INSERT INTO event_repeats (event_id, count, last_at) VALUES ($1, 1, $2) \
+                 ON CONFLICT (event_id) DO UPDATE \
+                 SET count = event_repeats.count + 1, last_at = excluded.last_at",
+            )
+            .bind(id)
+            .bind(at.0)
+            .execute(&mut *tx)
+            .await?;
+            return Ok(());
+        }
+    }
+    sqlx::query(
+        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(zone)
+    .bind(at.0)
+    .bind(kind.as_str())
+    .bind(from)
+    .bind(to)
+    .bind(reason)
+    .bind(observation)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// The advisory lock key of "a daemon runs on this database" ("dnssec-w" in ASCII).
+const DAEMON_LOCK_KEY: i64 = 0x646e_7373_6563_2d77;
+
+/// A connection holding the daemon's advisory lock, or `None` when another session has it.
+/// The lock ends with the connection (the daemon's exit, or its death).
+pub(super) async fn daemon_lock(
+    settings: &PostgresSettings,
+) -> Result<Option<PgConnection>, StoreError> {
+    use sqlx::ConnectOptions;
+    let mut connection = options(settings)?
+        .connect()
+        .await
+        .map_err(|error| StoreError::Open {
+            path: settings.url.to_string(),
+            error,
+        })?;
+    let (taken,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
+        .bind(DAEMON_LOCK_KEY)
+        .fetch_one(&mut connection)
+        .await?;
+    Ok(taken.then_some(connection))
+}

@@ -1,0 +1,940 @@
+//! The SQLite backend: one file in WAL mode, its identity checked before every write,
+//! opened read-only for `status` and `history`, full-disk episodes noted.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
+use super::rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pub(super) pool: SqlitePool,
+    /// The file opened (`None` in memory and read-only): checked before every write.
+    identity: Option<Arc<Identity>>,
+    pub(super) health: Arc<Health>,
+    /// The path, for log lines.
+    label: Arc<str>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database and brings its schema up to date. An
+    /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
+    /// real database. Connections opened later never create the file again.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        // Two processes opening a new file at once (the daemon starting, `status` run
+        // beside it) would both switch it to WAL and create the tables: that part runs
+        // under a file lock.
+        let lock = migration_lock(path).await?;
+        refuse_empty_file(path)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .after_release(faults::discard_if_in_transaction)
+            .connect_with(options.clone())
+            .await
+            .map_err(|error| StoreError::Open {
+                path: path.display().to_string(),
+                error,
+            })?;
+        // A file removed under the daemon is reported, not silently created anew.
+        pool.set_connect_options(options.create_if_missing(false));
+        let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+        let identity = Identity::of(path);
+        drop(lock);
+        migrated?;
+        Ok(Self::new(pool, Some(identity?), path))
+    }
+
+    /// Opens an existing database for reading only (`status`, `history`): never creates
+    /// one, never migrates, never writes.
+    pub async fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        let shown = || path.display().to_string();
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.len() == 0 => {
+                return Err(StoreError::EmptyFile { path: shown() });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing { path: shown() });
+            }
+            Err(error) => {
+                return Err(StoreError::Open {
+                    path: shown(),
+                    error: sqlx::Error::Io(error),
+                });
+            }
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(10));
+        let connect = |options: SqliteConnectOptions| async move {
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_with(options)
+                .await
+                .map_err(|error| StoreError::Open {
+                    path: shown(),
+                    error,
+                })
+        };
+        let mut pool = connect(options.clone()).await?;
+        // Only the daemon migrates: a reader newer than the file says so plainly instead
+        // of failing on a missing column.
+        let wanted = sqlx::migrate!("./migrations")
+            .migrations
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let mut applied = schema_version(&pool).await;
+        if applied.as_ref().is_err_and(cannot_open_wal_index) && !wal_of(path).exists() {
+            // No `-wal` beside the file: no connection has it open (the daemon is stopped,
+            // and its last connection wrote everything into the file), but SQLite still
+            // creates the `-shm` index to read a WAL-mode file, in a directory a reader
+            // such as a member of the daemon's group may not write to (the package's state
+            // directory is 0750). Read the file as it is instead (were the daemon to start
+            // during this read and write the file, the read fails or is stale: run it again).
+            pool.close().await;
+            pool = connect(options.immutable(true)).await?;
+            applied = schema_version(&pool).await;
+        }
+        let applied = applied.ok().flatten().unwrap_or(0);
+        if applied < wanted {
+            return Err(StoreError::SchemaBehind {
+                path: shown(),
+                applied,
+                wanted,
+            });
+        }
+        Ok(Self::new(pool, None, path))
+    }
+
+    fn new(pool: SqlitePool, identity: Option<Identity>, path: &Path) -> Self {
+        Self {
+            pool,
+            identity: identity.map(Arc::new),
+            health: Arc::default(),
+            label: path.display().to_string().into(),
+        }
+    }
+
+    /// Checks that the database path still names the file opened (one `stat`): `Gone`
+    /// when it was removed, `Replaced` when another file took its place. Every write
+    /// checks it first; the daemon also calls it once per engine tick and stops on error.
+    pub fn verify_identity(&self) -> Result<(), StoreError> {
+        match &self.identity {
+            Some(identity) => identity.verify(),
+            None => Ok(()),
+        }
+    }
+
+    /// The current episode of failing writes (disk full, I/O errors), if any: for
+    /// metrics and the systemd status line. It ends at the next successful write.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        self.health.failure()
+    }
+
+    /// The pool, for writes outside a transaction: the file must still be the one opened.
+    fn writer(&self) -> Result<&SqlitePool, StoreError> {
+        self.verify_identity()?;
+        Ok(&self.pool)
+    }
+
+    /// A private in-memory database (one connection, so it lives as long as the store):
+    /// for tests that restart the engine many times over the same state. Its connection
+    /// is never discarded on release (that would lose the database): no full-disk cover.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .in_memory(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|error| StoreError::Open {
+                path: ":memory:".into(),
+                error,
+            })?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self::new(pool, None, Path::new(":memory:")))
+    }
+
+    /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a
+    /// deferred one that reads first can fail to upgrade when another writer got in
+    /// between, and SQLite then answers "database is locked" without waiting.
+    pub(super) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
+        self.verify_identity()?;
+        let tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .noted_if_failed(self)?;
+        Ok(WriteTx { tx, store: self })
+    }
+
+    /// Adds a zone to watch; false if it was there already.
+    pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
+        )
+        .bind(name)
+        .bind(now.0)
+        .bind(now.0)
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
+        let raw: Option<RawZone> = sqlx::query_as("SELECT * FROM zones WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        raw.map(ZoneRow::try_from).transpose()
+    }
+
+    pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        let raw: Vec<RawZone> = sqlx::query_as("SELECT * FROM zones ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        raw.into_iter().map(ZoneRow::try_from).collect()
+    }
+
+    /// Zones whose next check is due, earliest first.
+    pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
+        let names: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM zones WHERE next_check_at <= ? ORDER BY next_check_at, name LIMIT ?",
+        )
+        .bind(now.0)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(names.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// The earliest next check of any zone.
+    pub async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
+        let (at,): (Option<i64>,) = sqlx::query_as("SELECT min(next_check_at) FROM zones")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(at.map(Timestamp))
+    }
+
+    /// Pulls a zone's next check to `at` if that is earlier.
+    pub async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
+            .bind(at.0)
+            .bind(name)
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    /// Every zone with a side effect still pending is checked now: after a restart, the
+    /// daemon re-observes before performing it.
+    pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE zones SET next_check_at = min(next_check_at, ?) \
+             WHERE name IN (SELECT zone FROM outbox WHERE status IN (?, ?))",
+        )
+        .bind(now.0)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(OutboxStatus::Unknown.as_str())
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
+        Ok(done.rows_affected())
+    }
+
+    /// Records the operator's intent, creating the zone row if needed (audited).
+    pub async fn set_intent(
+        &self,
+        name: &str,
+        intent: Intent,
+        ds_never_submitted: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        sqlx::query(
+            "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
+        )
+        .bind(name)
+        .bind(now.0)
+        .bind(now.0)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE zones SET intent = ?, ds_never_submitted = ?, \
+             next_check_at = min(next_check_at, ?), version = version + 1 WHERE name = ?",
+        )
+        .bind(intent.as_str())
+        .bind(ds_never_submitted)
+        .bind(now.0)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let state = state_of(&mut tx, name).await?;
+        insert_event(
+            &mut tx,
+            name,
+            now,
+            EventKind::Intent,
+            state,
+            state,
+            reason,
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
+    /// transaction. False (and nothing written) if the row changed since it was read.
+    pub async fn commit_step(
+        &self,
+        row: &ZoneRow,
+        decision: &Decision,
+        observation: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let zone = &row.zone;
+        let since = if decision.state != zone.state {
+            now
+        } else {
+            zone.since
+        };
+        let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
+        let observation_text = observation.to_string();
+        let mut tx = self.write().await?;
+        let updated = sqlx::query(
+            "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
+             last_observed_at = ?, last_observation = ?, version = version + 1 \
+             WHERE name = ? AND version = ?",
+        )
+        .bind(decision.state.map(State::as_str))
+        .bind(since.0)
+        .bind(facts)
+        .bind(decision.wake_at.0)
+        .bind(now.0)
+        .bind(&observation_text)
+        .bind(&zone.name)
+        .bind(row.version)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for note in &decision.notes {
+            let (kind, obs) = if note.from != note.to {
+                (EventKind::Transition, Some(observation_text.as_str()))
+            } else {
+                (EventKind::Note, None)
+            };
+            insert_event(
+                &mut tx,
+                &zone.name,
+                now,
+                kind,
+                note.from,
+                note.to,
+                &note.reason,
+                obs,
+            )
+            .await?;
+        }
+        {
+            // Provider calls are re-derived by every step from a fresh observation: one
+            // still needed is in this decision, so older unperformed ones are void.
+            sqlx::query(
+                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? \
+                 AND status = ? AND kind IN (?, ?)",
+            )
+            .bind(OutboxStatus::Superseded.as_str())
+            .bind(now.0)
+            .bind(&zone.name)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::EnableDnssec.as_str())
+            .bind(EffectKind::DisableDnssec.as_str())
+            .execute(&mut *tx)
+            .await?;
+            // A request to the operator that a crash (or a failing hook) left undelivered
+            // is void once it is no longer true (safety rules 8 and 9): a DS announcement
+            // once the zone left `awaiting_ds` or follows another key, an NS change once
+            // the zone left `awaiting_delegation`. Withdrawals stay owed.
+            let state = decision.state.map_or("", State::as_str);
+            sqlx::query(
+                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = ? \
+                 AND ((kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
+                   OR (kind = ? AND ? <> ?))",
+            )
+            .bind(OutboxStatus::Superseded.as_str())
+            .bind(now.0)
+            .bind(&zone.name)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(state)
+            .bind(State::AwaitingDs.as_str())
+            .bind(decision.facts.ds_line.as_deref())
+            .bind(EffectKind::RequestDelegation.as_str())
+            .bind(state)
+            .bind(State::AwaitingDelegation.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for effect in &decision.effects {
+            let text = serde_json::to_string(effect).map_err(corrupt)?;
+            sqlx::query("INSERT INTO outbox (zone, created_at, kind, effect) VALUES (?, ?, ?, ?)")
+                .bind(&zone.name)
+                .bind(now.0)
+                .bind(effect.kind().as_str())
+                .bind(text)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for check in &decision.alerts {
+            let open: Option<(i64,)> = sqlx::query_as(
+                "SELECT id FROM alerts WHERE zone = ? AND kind = ? AND resolved_at IS NULL",
+            )
+            .bind(&zone.name)
+            .bind(check.kind.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let state = decision.state;
+            match (&check.firing, open) {
+                (Some(message), None) => {
+                    sqlx::query(
+                        "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+                         VALUES (?, ?, ?, ?, ?)",
+                    )
+                    .bind(&zone.name)
+                    .bind(check.kind.as_str())
+                    .bind(check.kind.severity().as_str())
+                    .bind(message)
+                    .bind(now.0)
+                    .execute(&mut *tx)
+                    .await?;
+                    let reason = format!(
+                        "alert {} ({}): {message}",
+                        check.kind,
+                        check.kind.severity().as_str()
+                    );
+                    insert_event(
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
+                    )
+                    .await?;
+                }
+                (Some(message), Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET message = ? WHERE id = ?")
+                        .bind(message)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                (None, Some((id,))) => {
+                    sqlx::query("UPDATE alerts SET resolved_at = ? WHERE id = ?")
+                        .bind(now.0)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                    let reason = format!("alert {} resolved", check.kind);
+                    insert_event(
+                        &mut tx,
+                        &zone.name,
+                        now,
+                        EventKind::Alert,
+                        state,
+                        state,
+                        &reason,
+                        None,
+                    )
+                    .await?;
+                }
+                (None, None) => {}
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Notes a step that could not be decided (an error), pulling the next check in.
+    pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
+            .bind(at.0)
+            .bind(name)
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    /// Adds a line to a zone's audit trail outside a step (effect results, guard refusals).
+    pub async fn record(
+        &self,
+        zone: &str,
+        kind: EventKind,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let state = state_of(&mut tx, zone).await?;
+        insert_event(&mut tx, zone, now, kind, state, state, reason, None).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        self.outbox(zone, OutboxStatus::Pending).await
+    }
+
+    /// The zone's outbox rows in `status`, oldest first.
+    async fn outbox(
+        &self,
+        zone: &str,
+        status: OutboxStatus,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE zone = ? AND status = ? ORDER BY id",
+        )
+        .bind(zone)
+        .bind(status.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(OutboxItem::try_from).collect()
+    }
+
+    /// Ends an outbox row; a failed notification stays pending for the next attempt.
+    pub async fn finish_effect(
+        &self,
+        id: i64,
+        status: OutboxStatus,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
+             WHERE id = ? AND status = ?",
+        )
+        .bind(status.as_str())
+        .bind(now.0)
+        .bind(error)
+        .bind(id)
+        .bind(OutboxStatus::Pending.as_str())
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
+        Ok(())
+    }
+
+    /// Marks a provider call as begun, before the request leaves: a crash from here on
+    /// leaves a call whose outcome is unknown, never one that looks unperformed.
+    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET started_at = ? WHERE id = ? AND status = ?")
+            .bind(now.0)
+            .bind(id)
+            .bind(OutboxStatus::Pending.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Provider calls begun but never finished (the daemon stopped, or the step was
+    /// abandoned, during the request), of one zone or all, become calls of unknown
+    /// outcome, with an audit event each. Returns how many.
+    pub async fn unknown_in_flight(
+        &self,
+        now: Timestamp,
+        zone: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.write().await?;
+        let rows: Vec<RawOutbox> = sqlx::query_as(
+            "SELECT id, zone, effect, attempts FROM outbox \
+             WHERE status = ? AND started_at IS NOT NULL \
+             AND (? IS NULL OR zone = ?) ORDER BY id",
+        )
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(zone)
+        .bind(zone)
+        .fetch_all(&mut *tx)
+        .await?;
+        let rows = rows
+            .into_iter()
+            .map(OutboxItem::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        for row in &rows {
+            sqlx::query(
+                "UPDATE outbox SET status = ?, finished_at = ?, \
+                 last_error = 'in flight when the daemon stopped' WHERE id = ?",
+            )
+            .bind(OutboxStatus::Unknown.as_str())
+            .bind(now.0)
+            .bind(row.id)
+            .execute(&mut *tx)
+            .await?;
+            let state = state_of(&mut tx, &row.zone).await?;
+            insert_event(
+                &mut tx,
+                &row.zone,
+                now,
+                EventKind::Effect,
+                state,
+                state,
+                &format!(
+                    "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
+                    row.effect.describe()
+                ),
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Provider calls of this zone whose outcome is unknown, oldest first.
+    pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        self.outbox(zone, OutboxStatus::Unknown).await
+    }
+
+    /// Settles a call of unknown outcome by what the provider now says: `took_effect`
+    /// ends it `done`, otherwise `failed`; one audit event says which.
+    pub async fn settle_unknown_call(
+        &self,
+        id: i64,
+        zone: &str,
+        took_effect: bool,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let settled = sqlx::query(
+            "UPDATE outbox SET status = ?, finished_at = ? WHERE id = ? AND status = ?",
+        )
+        .bind(
+            if took_effect {
+                OutboxStatus::Done
+            } else {
+                OutboxStatus::Failed
+            }
+            .as_str(),
+        )
+        .bind(now.0)
+        .bind(id)
+        .bind(OutboxStatus::Unknown.as_str())
+        .execute(&mut *tx)
+        .await?;
+        if settled.rows_affected() == 1 {
+            let state = state_of(&mut tx, zone).await?;
+            insert_event(
+                &mut tx,
+                zone,
+                now,
+                EventKind::Effect,
+                state,
+                state,
+                reason,
+                None,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Counts a failed attempt of a row that stays pending.
+    pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
+            .bind(error)
+            .bind(id)
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    /// The last registrar-hook error of a DS request made since `since` (the zone's
+    /// current state), if its last attempt failed.
+    pub async fn registrar_hook_failure(
+        &self,
+        zone: &str,
+        since: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(
+            "SELECT last_error FROM outbox WHERE zone = ? AND created_at >= ? \
+             AND kind IN (?, ?) ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(since.0)
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(EffectKind::RequestDsRemoval.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.and_then(|(error,)| error))
+    }
+
+    pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
+        let raw: Vec<RawEvent> = sqlx::query_as(
+            "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
+             coalesce(r.count, 0) AS repeats, r.last_at FROM events e \
+             LEFT JOIN event_repeats r ON r.event_id = e.id WHERE e.zone = ? ORDER BY e.id",
+        )
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(EventRow::try_from).collect()
+    }
+
+    /// Open alerts, of one zone or of all.
+    pub async fn open_alerts(&self, zone: Option<&str>) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE resolved_at IS NULL \
+             AND (?1 IS NULL OR zone = ?1) ORDER BY zone, kind"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Every alert episode of a zone, oldest first.
+    pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE zone = ? ORDER BY id"
+        ))
+        .bind(zone)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Alerts owing a notification: new, due for a re-notification, or resolved.
+    pub async fn alerts_to_notify(
+        &self,
+        now: Timestamp,
+        renotify_after: Duration,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        let renotify_ms = i64::try_from(renotify_after.as_millis()).unwrap_or(i64::MAX);
+        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE \
+             last_notified_at IS NULL \
+             OR (resolved_at IS NULL AND last_notified_at <= ? - ?) \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL) \
+             ORDER BY id"
+        ))
+        .bind(now.0)
+        .bind(renotify_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(AlertRow::try_from).collect()
+    }
+
+    /// Marks the opening (or re-) notification of an alert as sent.
+    pub async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE alerts SET last_notified_at = ?, notifications = notifications + 1 WHERE id = ?",
+        )
+        .bind(now.0)
+        .bind(id)
+        .execute(self.writer()?)
+        .await
+        .noted(self)?;
+        Ok(())
+    }
+
+    pub async fn alert_resolution_notified(
+        &self,
+        id: i64,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
+            .bind(now.0)
+            .bind(id)
+            .execute(self.writer()?)
+            .await
+            .noted(self)?;
+        Ok(())
+    }
+
+    /// Counts of zones per state (`None`: not yet observed), for STATUS and metrics.
+    pub async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
+        let rows: Vec<(Option<String>, i64)> =
+            sqlx::query_as("SELECT state, count(*) FROM zones GROUP BY state ORDER BY state")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter()
+            .map(|(s, n)| Ok((parse_state(s.as_deref())?, n)))
+            .collect()
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A database the daemon made is never an empty file (SQLite writes its header at once in
+/// WAL mode), and a write-ahead log never outlives its database: either means the file
+/// was removed or replaced, and initialising a new database would lose the old one
+/// silently (or replay the old log into it).
+fn refuse_empty_file(path: &Path) -> Result<(), StoreError> {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let shown = || path.display().to_string();
+    match (len(path), len(Path::new(&wal))) {
+        (None | Some(0), Some(1..)) => Err(StoreError::OrphanedLog { path: shown() }),
+        (Some(0), _) => Err(StoreError::EmptyFile { path: shown() }),
+        _ => Ok(()),
+    }
+}
+
+/// Holds `<database>.migrate-lock` exclusively (waiting for another holder) until dropped.
+async fn migration_lock(database: &Path) -> Result<std::fs::File, StoreError> {
+    let path = database.with_extension("migrate-lock");
+    let open_error = |error: std::io::Error| StoreError::Open {
+        path: path.display().to_string(),
+        error: sqlx::Error::Io(error),
+    };
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(open_error)?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| open_error(std::io::Error::other(e)))?
+        .map_err(open_error)
+}
+
+/// The zone's state, inside a write transaction.
+async fn state_of(tx: &mut SqliteConnection, zone: &str) -> Result<Option<State>, StoreError> {
+    let row: Option<(Option<String>,)> = sqlx::query_as("SELECT state FROM zones WHERE name = ?")
+        .bind(zone)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (state,) = row.ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+    parse_state(state.as_deref())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn insert_event(
+    tx: &mut SqliteConnection,
+    zone: &str,
+    at: Timestamp,
+    kind: EventKind,
+    from: Option<State>,
+    to: Option<State>,
+    reason: &str,
+    observation: Option<&str>,
+) -> Result<(), StoreError> {
+    let from = from.map(State::as_str);
+    let to = to.map(State::as_str);
+    // An event identical to the zone's last one of its kind, with no transition or intent
+    // since, is that condition seen again: counted, not written again.
+    if kind.counts_repeats() {
+        type Last = (i64, String, Option<String>, Option<String>, String);
+        let last: Option<Last> = sqlx::query_as(
+            "SELECT id, kind, from_state, to_state, reason FROM events \
+             WHERE zone = ? AND kind IN (?, ?, ?) ORDER BY id DESC LIMIT 1",
+        )
+        .bind(zone)
+        .bind(kind.as_str())
+        .bind(EventKind::Transition.as_str())
+        .bind(EventKind::Intent.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((id, k, f, t, r)) = last
+            && k == kind.as_str()
+            && f.as_deref() == from
+            && t.as_deref() == to
+            && r == reason
+        {
+            sqlx::query(
+                "INSERT INTO event_repeats (event_id, count, last_at) VALUES (?, 1, ?) \
+                 ON CONFLICT (event_id) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+            )
+            .bind(id)
+            .bind(at.0)
+            .execute(&mut *tx)
+            .await?;
+            return Ok(());
+        }
+    }
+    sqlx::query(
+        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(zone)
+    .bind(at.0)
+    .bind(kind.as_str())
+    .bind(from)
+    .bind(to)
+    .bind(reason)
+    .bind(observation)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+impl faults::Watched for SqliteStore {
+    fn health(&self) -> &Health {
+        &self.health
+    }
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// The schema version the file's migrations reached; `None` before the first.
+async fn schema_version(pool: &SqlitePool) -> Result<Option<i64>, sqlx::Error> {
+    let applied: Option<(Option<i64>,)> =
+        sqlx::query_as("SELECT max(version) FROM _sqlx_migrations WHERE success")
+            .fetch_optional(pool)
+            .await?;
+    Ok(applied.and_then(|(v,)| v))
+}
+
+/// SQLITE_READONLY and its extended codes (READONLY_CANTINIT, READONLY_DIRECTORY): a
+/// read-only connection that could not create or open the WAL index (`-shm`).
+fn cannot_open_wal_index(error: &sqlx::Error) -> bool {
+    const SQLITE_READONLY: i64 = 8;
+    matches!(error, sqlx::Error::Database(e)
+        if e.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|c| c & 0xff == SQLITE_READONLY))
+}
+
+/// `state.db-wal` for `state.db`.
+fn wal_of(path: &Path) -> std::path::PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    wal.into()
+}

@@ -1,0 +1,123 @@
+//! The commands on PostgreSQL through the real binary (`database.url`): `check-config`
+//! connects and compares the migrations, `enable` migrates and writes, `status` and
+//! `history` read; the password comes from its file and is never printed, a wrong one
+//! or an unreachable server is a run-time failure (exit 1), an unreadable source an
+//! unusable file (exit 2). A throwaway cluster (`support/postgres.rs`); no network.
+
+#[path = "support/daemon.rs"]
+#[allow(dead_code)]
+mod daemon;
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use std::time::Duration;
+
+use daemon::{Daemon, run};
+
+const PASSWORD: &str = "s3cret-pg-Pw";
+
+fn config(dir: &Path, url: &str, password_file: &Path) -> PathBuf {
+    let key = dir.join("api-key");
+    std::fs::write(&key, "k-123456\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = {key:?}\n\
+             [database]\nurl = {url:?}\npassword_file = {password_file:?}\n\
+             [dns]\nroot_hints = [\"127.0.0.1\"]\nport = 9\n\
+             [zones]\nnames = [\"example.com\"]\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+fn no_password(out: &str) {
+    assert!(!out.contains(PASSWORD), "the password was printed: {out}");
+}
+
+#[tokio::test]
+async fn the_commands_work_on_postgresql_and_never_print_its_password() {
+    let cluster = postgres::Cluster::shared();
+    let url = cluster.password_role(PASSWORD).await;
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("pg-password");
+    std::fs::write(&password, format!("{PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = config(dir.path(), &url, &password);
+
+    // Reachable, nothing migrated yet: `run` will.
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("schema 0 of 1"), "{out}");
+    no_password(&(out + &err));
+    // A reader never migrates: it says what to do.
+    let (code, out, err) = run(&config, &["status"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("restart the daemon"), "{err}");
+    // `enable` migrates and records the intent.
+    let (code, out, err) = run(&config, &["enable", "example.com"]);
+    assert_eq!(code, 0, "{out}{err}");
+    no_password(&(out + &err));
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("schema 1 (current)"), "{out}");
+    let (code, out, err) = run(&config, &["status", "example.com", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["intent"], "enabled");
+    let (code, out, err) = run(&config, &["history", "example.com"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("operator asked to enable DNSSEC"), "{out}");
+
+    // The daemon runs on it; a second one on the same database is refused (one daemon
+    // per database until leases), and the first stops cleanly on SIGTERM.
+    let mut first = Daemon::start(&config, dir.path().join("daemon.log"));
+    assert!(
+        first
+            .wait_log("dnssec-warden starting", 1, Duration::from_secs(30))
+            .await,
+        "{}",
+        first.log()
+    );
+    let (code, out, err) = run(&config, &["run"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("already running"), "{err}");
+    first.signal("TERM");
+    let status = first.wait_exit(Duration::from_secs(30));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        first.log()
+    );
+    no_password(&first.log());
+
+    // A wrong password: the server refuses; said without either password.
+    std::fs::write(&password, "not-the-password\n").unwrap();
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+    // An unreadable password source is the file's fault.
+    std::fs::remove_file(&password).unwrap();
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("pg-password"), "{err}");
+    // No server there: a run-time failure.
+    std::fs::write(&password, format!("{PASSWORD}\n")).unwrap();
+    let nowhere = config_at(dir.path(), "postgres:///x?host=/nonexistent", &password);
+    let (code, out, err) = run(&nowhere, &["check-config"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("postgres:///x"), "{err}");
+}
+
+fn config_at(dir: &Path, url: &str, password: &Path) -> PathBuf {
+    let sub = dir.join("nowhere");
+    std::fs::create_dir_all(&sub).unwrap();
+    config(&sub, url, password)
+}
