@@ -13,7 +13,9 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
 
 use super::faults::{Health, Noted, Watched, WriteFailure};
-use super::rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+use super::rows::{
+    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
+};
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::config::PostgresSettings;
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
@@ -418,11 +420,7 @@ impl PgStore {
                     .bind(now.0)
                     .execute(&mut *tx)
                     .await?;
-                    let reason = format!(
-                        "alert {} ({}): {message}",
-                        check.kind,
-                        check.kind.severity().as_str()
-                    );
+                    let reason = audit::alert_opened(check.kind, message);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -448,7 +446,7 @@ impl PgStore {
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
-                    let reason = format!("alert {} resolved", check.kind);
+                    let reason = audit::alert_resolved(check.kind);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -581,10 +579,7 @@ impl PgStore {
                 EventKind::Effect,
                 state,
                 state,
-                &format!(
-                    "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
-                    row.effect.describe()
-                ),
+                &audit::outcome_unknown(&row.effect),
                 None,
             )
             .await?;

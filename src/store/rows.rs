@@ -278,3 +278,24 @@ impl TryFrom<RawOutbox> for OutboxItem {
         })
     }
 }
+
+/// The audit texts both stores write, kept in one place so that `history` reads the same
+/// on SQLite and PostgreSQL.
+pub(super) mod audit {
+    use crate::lifecycle::{AlertKind, Effect};
+
+    pub fn alert_opened(kind: AlertKind, message: &str) -> String {
+        format!("alert {kind} ({}): {message}", kind.severity().as_str())
+    }
+
+    pub fn alert_resolved(kind: AlertKind) -> String {
+        format!("alert {kind} resolved")
+    }
+
+    pub fn outcome_unknown(effect: &Effect) -> String {
+        format!(
+            "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
+            effect.describe()
+        )
+    }
+}

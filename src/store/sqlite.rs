@@ -9,7 +9,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
-use super::rows::{ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, corrupt, parse_state};
+use super::rows::{
+    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
+};
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 
@@ -436,11 +438,7 @@ impl SqliteStore {
                     .bind(now.0)
                     .execute(&mut *tx)
                     .await?;
-                    let reason = format!(
-                        "alert {} ({}): {message}",
-                        check.kind,
-                        check.kind.severity().as_str()
-                    );
+                    let reason = audit::alert_opened(check.kind, message);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -466,7 +464,7 @@ impl SqliteStore {
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
-                    let reason = format!("alert {} resolved", check.kind);
+                    let reason = audit::alert_resolved(check.kind);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -609,10 +607,7 @@ impl SqliteStore {
                 EventKind::Effect,
                 state,
                 state,
-                &format!(
-                    "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
-                    row.effect.describe()
-                ),
+                &audit::outcome_unknown(&row.effect),
                 None,
             )
             .await?;
