@@ -111,6 +111,22 @@ pub struct Settings {
     pub registrar: Option<RegistrarSettings>,
     /// `[metrics]`: the Prometheus endpoint, off unless `listen` is set.
     pub metrics: Option<MetricsSettings>,
+    /// `[cluster]`: this daemon's name and lease among the daemons sharing a PostgreSQL
+    /// database (always set with `database.url`, defaults filled in; `None` with SQLite).
+    pub cluster: Option<ClusterSettings>,
+}
+
+/// Default of `cluster.lease`: how long a daemon's hold on a zone lasts without renewal,
+/// so how long its zones wait when it dies. Well under `timing.poll_waiting` (5 min).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// `[cluster]`, with `database.url` only: several daemons share the zones by leases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// This daemon's name in `status` and the metrics (default: the host name); the
+    /// holder id is `<node>/<pid>`.
+    pub node: String,
+    pub lease: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -183,6 +199,15 @@ impl Default for DatabaseSettings {
             path: DEFAULT_DATABASE_PATH.into(),
         }
     }
+}
+
+/// This host's name (the kernel's), or `localhost` when it cannot be read.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
 pub const DEFAULT_DATABASE_PATH: &str = "/var/lib/dnssec-warden/state.db";
@@ -454,6 +479,25 @@ struct SettingsFile {
     alerts: AlertSettings,
     registrar: Option<RegistrarSettings>,
     metrics: MetricsFile,
+    cluster: Option<ClusterFile>,
+}
+
+/// `[cluster]` as written: both keys optional.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ClusterFile {
+    node: Option<String>,
+    #[serde(deserialize_with = "duration")]
+    lease: Duration,
+}
+
+impl Default for ClusterFile {
+    fn default() -> Self {
+        Self {
+            node: None,
+            lease: DEFAULT_LEASE,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -704,10 +748,12 @@ impl CrossChecks {
             e.name = format!("alerts.exec[{i}]");
         }
         let require_validated_evidence = dns.require_validated_evidence;
+        let database = self.database(raw.database)?;
+        let cluster = self.cluster(raw.cluster, &database, &raw.timing)?;
         Ok(Settings {
             source: self.file.clone(),
             provider: raw.provider.map(|p| self.provider(p)).transpose()?,
-            database: self.database(raw.database)?,
+            database,
             dns,
             timing: Policy {
                 require_validated_evidence,
@@ -717,7 +763,60 @@ impl CrossChecks {
             alerts,
             registrar: raw.registrar,
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
+            cluster,
         })
+    }
+
+    /// `[cluster]`: only beside `database.url`, where it is always in force (defaults).
+    fn cluster(
+        &self,
+        raw: Option<ClusterFile>,
+        database: &DatabaseSettings,
+        timing: &Policy,
+    ) -> Result<Option<ClusterSettings>, ConfigError> {
+        if matches!(database, DatabaseSettings::Sqlite { .. }) {
+            return match raw {
+                Some(_) => Err(self.err(
+                    "cluster",
+                    "several daemons share a PostgreSQL database (database.url); a SQLite file has one daemon",
+                )),
+                None => Ok(None),
+            };
+        }
+        let raw = raw.unwrap_or_default();
+        let node = match raw.node {
+            Some(node) => {
+                let ok = !node.is_empty()
+                    && node.len() <= 64
+                    && node
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+                if !ok {
+                    return Err(self.err(
+                        "cluster.node",
+                        format!(
+                            "{node:?} is not a node name: 1-64 letters, digits, '-', '_' or '.'"
+                        ),
+                    ));
+                }
+                node
+            }
+            None => host_name(),
+        };
+        let lease = raw.lease;
+        if lease < Duration::from_secs(1) {
+            return Err(self.err("cluster.lease", "must be at least 1s"));
+        }
+        if lease >= timing.poll_waiting {
+            return Err(self.err(
+                "cluster.lease",
+                format!(
+                    "must be shorter than timing.poll_waiting ({}s): a dead daemon's waiting zones would wait longer than their poll",
+                    timing.poll_waiting.as_secs_f64()
+                ),
+            ));
+        }
+        Ok(Some(ClusterSettings { node, lease }))
     }
 
     /// Exactly one of `path` and `url`; a password source only with `url`.

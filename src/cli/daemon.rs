@@ -160,23 +160,70 @@ enum Next {
     Reload(Box<Prepared>),
 }
 
-/// Holds the daemon's exclusive lock on the database for as long as it lives: a file lock
-/// beside the SQLite file, or a PostgreSQL session advisory lock (until per-zone leases
-/// let several daemons share one database, one daemon per database).
+/// A SQLite file has one daemon: an exclusive lock beside it, held for the daemon's life.
+/// A PostgreSQL database is shared by any number of daemons, by per-zone leases.
 pub enum DaemonLock {
     File(File),
-    Postgres(crate::store::DatabaseLock),
+    Shared,
 }
 
-/// Takes the daemon's lock on the database, or says who has it.
+/// Takes the daemon's lock on a SQLite database, or says who has it.
 pub async fn lock(database: &DatabaseSettings) -> Result<DaemonLock, DaemonError> {
     match database {
         DatabaseSettings::Sqlite { path } => lock_file(path).map(DaemonLock::File),
-        DatabaseSettings::Postgres(pg) => match crate::store::DatabaseLock::take(pg).await {
-            Ok(Some(lock)) => Ok(DaemonLock::Postgres(lock)),
-            Ok(None) => Err(DaemonError::AlreadyRunning(database.describe())),
-            Err(error) => Err(DaemonError::Store(IntentError::Store(error))),
-        },
+        DatabaseSettings::Postgres(_) => Ok(DaemonLock::Shared),
+    }
+}
+
+/// Keeps this daemon's leases (several daemons on PostgreSQL): a round every lease/3,
+/// said in the log when it takes, loses or hands back zones.
+async fn keep_leases(store: Store, lease: Duration) {
+    let every = lease / 3;
+    let mut failing = false;
+    loop {
+        match store.lease_round(SystemClock.now()).await {
+            Ok(round) => {
+                if failing {
+                    tracing::info!("lease keeping works again");
+                    failing = false;
+                }
+                for (zone, epoch, from) in &round.acquired {
+                    match from {
+                        Some(from) => tracing::warn!(
+                            zone = zone.as_str(),
+                            epoch,
+                            from = from.as_str(),
+                            "took over the zone: its holder's lease ran out (stopped, paused or cut off); looking at it again before acting"
+                        ),
+                        None => tracing::debug!(zone = zone.as_str(), epoch, "took the zone"),
+                    }
+                }
+                if !round.acquired.is_empty() || round.released > 0 {
+                    tracing::info!(
+                        held = round.held,
+                        share = round.target,
+                        daemons = round.live,
+                        taken = round.acquired.len(),
+                        handed_back = round.released,
+                        "zone leases"
+                    );
+                }
+                if !round.lost.is_empty() {
+                    tracing::warn!(
+                        zones = round.lost.len(),
+                        first = round.lost[0].as_str(),
+                        "leases ran out before they were renewed (was this daemon paused or cut off from the database?); those zones are no longer stepped here"
+                    );
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!(error = %e, "cannot keep the zone leases; the zones go to other daemons when the leases run out");
+                    failing = true;
+                }
+            }
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -232,7 +279,27 @@ fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
 pub async fn run(config: &Path) -> Result<(), DaemonError> {
     let mut prepared = Prepared::load(config)?;
     let _lock = lock(&prepared.settings.database).await?;
-    let store = open_store(&prepared.settings).await?;
+    let mut store = open_store(&prepared.settings).await?;
+    let leases = match &prepared.settings.cluster {
+        Some(cluster) => {
+            let holder = store
+                .join_cluster(cluster)
+                .map_err(|e| DaemonError::Store(IntentError::Store(e)))?;
+            tracing::info!(
+                holder = holder.as_str(),
+                lease_s = cluster.lease.as_secs_f64(),
+                "sharing the database with any other daemons: zones by lease"
+            );
+            // The first round before the first tick, so that the zones are held at once.
+            let round = store.lease_round(SystemClock.now()).await;
+            if let Err(e) = round {
+                tracing::error!(error = %e, "cannot take zone leases yet");
+            }
+            Some(tokio::spawn(keep_leases(store.clone(), cluster.lease)))
+        }
+        None => None,
+    };
+    let store = store;
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
@@ -294,6 +361,15 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         match next {
             Next::Stop => {
                 tracing::info!("stopping: the step in flight is finished");
+                if let Some(keeper) = leases {
+                    keeper.abort();
+                    match store.leave_cluster().await {
+                        Ok(n) => tracing::info!(zones = n, "handed the zone leases back"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not hand the leases back; they run out by themselves")
+                        }
+                    }
+                }
                 store.close().await;
                 return Ok(());
             }

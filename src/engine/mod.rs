@@ -44,6 +44,58 @@ pub enum CrashPoint {
 #[cfg(any(test, feature = "test-hooks"))]
 pub type CrashHook = Arc<dyn Fn(CrashPoint) -> bool + Send + Sync>;
 
+#[cfg(any(test, feature = "test-hooks"))]
+impl CrashPoint {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "observed" => Some(Self::Observed),
+            "committed" => Some(Self::Committed),
+            "effect_performed" => Some(Self::EffectPerformed),
+            _ => None,
+        }
+    }
+}
+
+/// Test builds only: `DNSSEC_WARDEN_TEST_STOP_AT=<point>[:<zone>]` makes the process send
+/// itself SIGSTOP the first time a step (of that zone) reaches the point, so that a test
+/// of several daemons can pause one at an exact place (the fencing test).
+#[cfg(any(test, feature = "test-hooks"))]
+#[derive(Debug)]
+struct StopAt {
+    point: CrashPoint,
+    zone: Option<String>,
+    done: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+impl StopAt {
+    fn from_env() -> Option<Self> {
+        let text = std::env::var("DNSSEC_WARDEN_TEST_STOP_AT").ok()?;
+        let (point, zone) = match text.split_once(':') {
+            Some((p, z)) => (p, Some(z.to_string())),
+            None => (text.as_str(), None),
+        };
+        Some(Self {
+            point: CrashPoint::parse(point)?,
+            zone,
+            done: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    fn reached(&self, point: CrashPoint, zone: &str) {
+        if point != self.point || self.zone.as_deref().is_some_and(|z| z != zone) {
+            return;
+        }
+        if self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        tracing::warn!(zone, ?point, "test hook: stopping this process (SIGSTOP)");
+        let _ = std::process::Command::new("kill")
+            .args(["-STOP", &std::process::id().to_string()])
+            .status();
+    }
+}
+
 /// How often a DS request is tried when the registrar hook fails.
 const NOTIFICATION_ATTEMPTS: i64 = 5;
 
@@ -91,6 +143,8 @@ pub struct Engine<P, O> {
     claimed: Mutex<HashSet<String>>,
     #[cfg(any(test, feature = "test-hooks"))]
     crash: Option<CrashHook>,
+    #[cfg(any(test, feature = "test-hooks"))]
+    stop_at: Option<StopAt>,
     heartbeat: Heartbeat,
     step_timeout: Duration,
     /// The provider's paged zone listing, for settled zones (see [`Engine::listed`]).
@@ -184,6 +238,8 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             claimed: Mutex::new(HashSet::new()),
             #[cfg(any(test, feature = "test-hooks"))]
             crash: None,
+            #[cfg(any(test, feature = "test-hooks"))]
+            stop_at: StopAt::from_env(),
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
             listing: tokio::sync::Mutex::new(None),
@@ -273,6 +329,13 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                     // The store logs a failing disk once per episode, not once per zone.
                     Err(EngineError::Store(e)) if e.is_unwritable() => {
                         tracing::debug!(zone = %name, error = %e, "step not recorded");
+                    }
+                    // Fenced: another daemon holds the zone now and decides afresh.
+                    Err(EngineError::Store(StoreError::LeaseLost(_))) => {
+                        tracing::warn!(
+                            zone = %name,
+                            "the zone's lease was lost during the step (this daemon paused or slow?): nothing of it was written or performed after that; the zone's holder steps it"
+                        );
                     }
                     Err(err) => {
                         tracing::error!(zone = %name, error = %err, "step failed");
@@ -371,6 +434,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     /// Observe, decide, commit, act: one zone, once.
     pub async fn step_zone(&self, name: &str) -> Result<StepOutcome, EngineError> {
+        // Several daemons: only a zone this one holds (another steps the rest).
+        if !self.store.holds(name) {
+            return Ok(StepOutcome::Busy);
+        }
         let Some(_claim) = self.claim(name) else {
             return Ok(StepOutcome::Busy);
         };
@@ -407,7 +474,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .await?;
         log_provider_change(&row, &observation.provider);
         #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(CrashPoint::Observed)?;
+        self.crash_point(CrashPoint::Observed, name)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
         if !self
@@ -433,7 +500,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             }
         }
         #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(CrashPoint::Committed)?;
+        self.crash_point(CrashPoint::Committed, name)?;
         self.perform_effects(name).await?;
         Ok(StepOutcome::Stepped {
             from: row.zone.state,
@@ -450,7 +517,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     }
 
     #[cfg(any(test, feature = "test-hooks"))]
-    fn crash_point(&self, point: CrashPoint) -> Result<(), EngineError> {
+    fn crash_point(&self, point: CrashPoint, zone: &str) -> Result<(), EngineError> {
+        if let Some(stop) = &self.stop_at {
+            stop.reached(point, zone);
+        }
         match &self.crash {
             Some(hook) if hook(point) => Err(EngineError::Crashed(point)),
             _ => Ok(()),
@@ -513,11 +583,31 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         }
     }
 
+    /// Claims an effect right before it is performed: marked begun (a provider call) and,
+    /// with several daemons, only under this daemon's current lease on the zone. False:
+    /// not to be performed here (already claimed, or the zone is no longer this daemon's).
+    async fn claim_effect(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+    ) -> Result<bool, EngineError> {
+        if item.effect.is_provider_call() && !self.store.lease_current(zone).await? {
+            tracing::warn!(
+                zone,
+                effect = item.effect.describe(),
+                "not performed: this daemon's lease on the zone is no longer current; its holder decides afresh"
+            );
+            return Ok(false);
+        }
+        Ok(self.store.start_effect(item.id, self.clock.now()).await?)
+    }
+
     /// Performs the zone's pending effects, oldest first.
     async fn perform_effects(&self, zone: &str) -> Result<(), EngineError> {
         for item in self.store.pending_effects(zone).await? {
-            if item.effect.is_provider_call() {
-                self.store.start_effect(item.id, self.clock.now()).await?;
+            // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent.
+            if item.effect != Effect::DisableDnssec && !self.claim_effect(zone, &item).await? {
+                continue;
             }
             let (status, note) = match &item.effect {
                 Effect::EnableDnssec => match self.provider.set_dnssec(zone, true).await {
@@ -532,7 +622,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                     ),
                     Err(e) => Self::call_failed("switch DNSSEC on", &e),
                 },
-                Effect::DisableDnssec => self.disable_guarded(zone).await?,
+                Effect::DisableDnssec => match self.disable_guarded(zone, &item).await? {
+                    Some(outcome) => outcome,
+                    None => continue,
+                },
                 Effect::AnnounceDs { ds_line } => {
                     let n = Notification::PublishDs {
                         zone: zone.to_string(),
@@ -556,7 +649,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 }
             };
             #[cfg(any(test, feature = "test-hooks"))]
-            self.crash_point(CrashPoint::EffectPerformed)?;
+            self.crash_point(CrashPoint::EffectPerformed, zone)?;
             let now = self.clock.now();
             // A DS request whose hook failed is tried again at the next steps, a few times.
             if status == OutboxStatus::Failed
@@ -594,21 +687,27 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     }
 
     /// Switches DNSSEC off only if the zone is in `disabling` and the guard, given a parent
-    /// observation taken now, allows it (safety rules 1 and 2).
-    async fn disable_guarded(&self, zone: &str) -> Result<(OutboxStatus, String), EngineError> {
+    /// observation taken now, allows it (safety rules 1 and 2), and, with several daemons,
+    /// this daemon's lease on the zone is current right before the call. `None`: not
+    /// performed here (the lease is gone; the zone's holder decides afresh).
+    async fn disable_guarded(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+    ) -> Result<Option<(OutboxStatus, String)>, EngineError> {
         let row = self
             .store
             .zone(zone)
             .await?
             .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
         if row.zone.state != Some(State::Disabling) {
-            return Ok((
+            return Ok(Some((
                 OutboxStatus::Refused,
                 format!(
                     "guard refused switching DNSSEC off: the zone is in {}, not disabling",
                     row.zone.state.map(State::as_str).unwrap_or("no state")
                 ),
-            ));
+            )));
         }
         let fresh = self
             .observer
@@ -616,19 +715,22 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .await
             .map_err(|e| e.to_string());
         if let Err(refusal) = may_disable(&fresh, &row.zone.facts, self.clock.now(), &self.policy) {
-            return Ok((
+            return Ok(Some((
                 OutboxStatus::Refused,
                 format!("guard refused switching DNSSEC off: {refusal}"),
-            ));
+            )));
         }
-        Ok(match self.provider.set_dnssec(zone, false).await {
+        if !self.claim_effect(zone, item).await? {
+            return Ok(None);
+        }
+        Ok(Some(match self.provider.set_dnssec(zone, false).await {
             Ok(_) => (
                 OutboxStatus::Done,
                 "provider: DNSSEC switched off (every parent server confirmed no DS just before)"
                     .to_string(),
             ),
             Err(e) => Self::call_failed("switch DNSSEC off", &e),
-        })
+        }))
     }
 
     async fn notify(&self, n: &Notification) -> (OutboxStatus, String) {

@@ -9,6 +9,7 @@
 //! is refused and decided again.
 
 mod faults;
+mod lease;
 mod metrics;
 mod postgres;
 mod rows;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use faults::WriteFailure;
+pub use lease::{LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
 pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
@@ -50,6 +52,11 @@ pub enum StoreError {
     Corrupt(String),
     #[error("zone {0} is not in the database")]
     UnknownZone(String),
+    #[error(
+        "the lease on zone {0} is no longer this daemon's (it ran out, or another daemon \
+         took the zone): the write was refused"
+    )]
+    LeaseLost(String),
     #[error(
         "database {path} was removed while in use: stopping, as nothing written now would \
          last; the {path}-wal and {path}-shm beside it belong to the removed file: remove \
@@ -139,6 +146,71 @@ impl Store {
             DatabaseSettings::Postgres(pg) => Ok(Self {
                 backend: Backend::Postgres(postgres::PgStore::open(pg, true).await?),
             }),
+        }
+    }
+
+    /// The daemon joins the others sharing this PostgreSQL database: from now on it steps
+    /// only zones it holds a lease on, and every write of a zone is fenced by that lease
+    /// ([`lease`](self::lease)). Returns its holder id (`<node>/<pid>`). A SQLite file has
+    /// one daemon (its lock file): nothing to join.
+    pub fn join_cluster(
+        &mut self,
+        settings: &crate::config::ClusterSettings,
+    ) -> Result<String, StoreError> {
+        match &mut self.backend {
+            Backend::Postgres(p) => Ok(p.join(settings)),
+            Backend::Sqlite(_) => Err(StoreError::Corrupt(
+                "several daemons need database.url (PostgreSQL)".to_string(),
+            )),
+        }
+    }
+
+    /// This daemon's holder id, when it shares the database with others.
+    pub fn holder(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Postgres(p) => p.holder(),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// Whether this daemon believes it holds the zone's lease (always, without leases).
+    pub fn holds(&self, zone: &str) -> bool {
+        match &self.backend {
+            Backend::Postgres(p) => p.holds(zone),
+            Backend::Sqlite(_) => true,
+        }
+    }
+
+    /// Asked of the database right before a provider call: the zone's lease is this
+    /// daemon's, at its epoch, with at least half its time left (always, without leases).
+    pub async fn lease_current(&self, zone: &str) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => p.lease_current(zone).await,
+            Backend::Sqlite(_) => Ok(true),
+        }
+    }
+
+    /// One round of lease keeping: alive, renew, take a fair share, hand back the excess.
+    pub async fn lease_round(&self, now: Timestamp) -> Result<LeaseRound, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => p.lease_round(now).await,
+            Backend::Sqlite(_) => Ok(LeaseRound::default()),
+        }
+    }
+
+    /// A clean stop hands every lease back; returns how many.
+    pub async fn leave_cluster(&self) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => p.leave().await,
+            Backend::Sqlite(_) => Ok(0),
+        }
+    }
+
+    /// Zones held per daemon, current leases only (empty without leases).
+    pub async fn lease_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => p.lease_counts().await,
+            Backend::Sqlite(_) => Ok(Vec::new()),
         }
     }
 
@@ -290,7 +362,9 @@ impl Store {
     }
     /// Marks a provider call as begun, before the request leaves: a crash from here on
     /// leaves a call whose outcome is unknown, never one that looks unperformed.
-    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+    /// Returns whether this daemon may perform it: false when it is no longer pending,
+    /// or (several daemons) the zone's lease is no longer this daemon's.
+    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.start_effect(id, now).await,
             Backend::Postgres(p) => p.start_effect(id, now).await,
@@ -441,25 +515,6 @@ pub async fn check_postgres(
     settings: &crate::config::PostgresSettings,
 ) -> Result<SchemaCheck, StoreError> {
     postgres::PgStore::check(settings).await
-}
-
-/// One daemon per PostgreSQL database, until per-zone leases let several share it: a
-/// session advisory lock, held on a connection of its own for as long as this lives.
-pub struct DatabaseLock {
-    _connection: sqlx::PgConnection,
-}
-
-impl DatabaseLock {
-    /// `Ok(None)`: another daemon holds it.
-    pub async fn take(
-        settings: &crate::config::PostgresSettings,
-    ) -> Result<Option<Self>, StoreError> {
-        postgres::daemon_lock(settings).await.map(|c| {
-            c.map(|connection| Self {
-                _connection: connection,
-            })
-        })
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
 
 use super::faults::{Health, Noted, Watched, WriteFailure};
+use super::lease::{LeaseRound, Lessee, Writer};
 use super::rows::{
     ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
 };
@@ -29,6 +30,9 @@ pub(super) struct PgStore {
     health: Arc<Health>,
     /// The URL (never with a password), for log lines and errors.
     label: Arc<str>,
+    /// Set by the daemon (`[cluster]`): its writes are fenced by its leases. `None` for
+    /// the CLI and tests, whose writes are not a daemon's step.
+    lessee: Option<Arc<Lessee>>,
 }
 
 /// What `check-config` found in a PostgreSQL database.
@@ -91,6 +95,7 @@ impl PgStore {
             pool,
             health: Arc::default(),
             label: label.into(),
+            lessee: None,
         };
         if read_only {
             let schema = store.schema().await?;
@@ -126,6 +131,7 @@ impl PgStore {
             pool,
             health: Arc::default(),
             label: label.into(),
+            lessee: None,
         };
         let schema = store.schema().await;
         store.close().await;
@@ -176,6 +182,259 @@ impl PgStore {
         })
     }
 
+    /// From now on this store is a daemon among several: it steps only zones it holds,
+    /// and each write of a zone is fenced by that zone's lease.
+    pub(super) fn join(&mut self, settings: &crate::config::ClusterSettings) -> String {
+        let lessee = Lessee::new(settings);
+        let holder = lessee.holder.clone();
+        self.lessee = Some(Arc::new(lessee));
+        holder
+    }
+
+    pub(super) fn holder(&self) -> Option<&str> {
+        self.lessee.as_deref().map(|l| l.holder.as_str())
+    }
+
+    /// This daemon believes it holds the zone (no leases: always).
+    pub(super) fn holds(&self, zone: &str) -> bool {
+        self.lessee
+            .as_deref()
+            .is_none_or(|l| l.epoch(zone).is_some())
+    }
+
+    /// Inside a write transaction: the zone's lease is this daemon's, at the epoch it
+    /// acquired, and not run out. The zone's row stays locked until the commit, so no
+    /// other daemon takes the lease meanwhile (its acquisition waits or skips the row).
+    /// Returns who writes (`None` without leases); `LeaseLost` refuses the write.
+    async fn fence(&self, tx: &mut PgConnection, zone: &str) -> Result<Option<Writer>, StoreError> {
+        let Some(lessee) = self.lessee.as_deref() else {
+            return Ok(None);
+        };
+        let lost = || StoreError::LeaseLost(zone.to_string());
+        let epoch = lessee.epoch(zone).ok_or_else(lost)?;
+        let current: Option<(i64,)> = sqlx::query_as(
+            "SELECT lease_epoch FROM zones WHERE name = $1 AND lease_holder = $2 \
+             AND lease_epoch = $3 AND lease_until > warden_now_ms() FOR SHARE",
+        )
+        .bind(zone)
+        .bind(&lessee.holder)
+        .bind(epoch)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if current.is_none() {
+            lessee.forget(zone);
+            return Err(lost());
+        }
+        Ok(Some((lessee.holder.clone(), epoch)))
+    }
+
+    /// The zone an outbox row belongs to, inside a transaction.
+    async fn outbox_zone(tx: &mut PgConnection, id: i64) -> Result<String, StoreError> {
+        let (zone,): (String,) = sqlx::query_as("SELECT zone FROM outbox WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        Ok(zone)
+    }
+
+    /// The lease is this daemon's and has at least half its time left: checked by the
+    /// guard right before "DNSSEC off" (and before every effect), so that a daemon whose
+    /// lease is about to run out does not start a call another may repeat.
+    pub(super) async fn lease_current(&self, zone: &str) -> Result<bool, StoreError> {
+        let Some(lessee) = self.lessee.as_deref() else {
+            return Ok(true);
+        };
+        let Some(epoch) = lessee.epoch(zone) else {
+            return Ok(false);
+        };
+        let row: Option<(i64,)> = sqlx::query_as(
+            "SELECT lease_epoch FROM zones WHERE name = $1 AND lease_holder = $2 \
+             AND lease_epoch = $3 AND lease_until - warden_now_ms() > $4",
+        )
+        .bind(zone)
+        .bind(&lessee.holder)
+        .bind(epoch)
+        .bind(lessee.lease_ms() / 2)
+        .fetch_optional(&self.pool)
+        .await?;
+        if row.is_none() {
+            lessee.forget(zone);
+        }
+        Ok(row.is_some())
+    }
+
+    /// One round of lease keeping (every lease/3): say this daemon is alive, renew what it
+    /// holds, take free or run-out zones up to its fair share (zones / live daemons), hand
+    /// back what is well above it. A zone taken from a daemon whose lease ran out gets
+    /// that daemon's provider calls in flight marked of unknown outcome and is looked at
+    /// again before anything is performed, as after a restart (safety rule 6).
+    pub(super) async fn lease_round(&self, now: Timestamp) -> Result<LeaseRound, StoreError> {
+        let Some(lessee) = self.lessee.as_deref() else {
+            return Ok(LeaseRound::default());
+        };
+        let lease = lessee.lease_ms();
+        sqlx::query(
+            "INSERT INTO daemons (holder, node, pid, started_at, seen_at) \
+             VALUES ($1, $2, $3, warden_now_ms(), warden_now_ms()) \
+             ON CONFLICT (holder) DO UPDATE SET seen_at = warden_now_ms()",
+        )
+        .bind(&lessee.holder)
+        .bind(&lessee.node)
+        .bind(i64::from(lessee.pid))
+        .execute(&self.pool)
+        .await
+        .noted(self)?;
+        let renewed: Vec<(String, i64)> = sqlx::query_as(
+            "UPDATE zones SET lease_until = warden_now_ms() + $2 \
+             WHERE lease_holder = $1 AND lease_until > warden_now_ms() \
+             RETURNING name, lease_epoch",
+        )
+        .bind(&lessee.holder)
+        .bind(lease)
+        .fetch_all(&self.pool)
+        .await
+        .noted(self)?;
+        let lost = lessee.renewed(renewed.into_iter().collect());
+        // Daemons gone for ten leases are forgotten (a clean stop deletes its own row).
+        let (live, total): (i64, i64) = sqlx::query_as(
+            "WITH gone AS (DELETE FROM daemons WHERE seen_at < warden_now_ms() - 10 * $1) \
+             SELECT (SELECT count(*) FROM daemons WHERE seen_at > warden_now_ms() - $1), \
+                    (SELECT count(*) FROM zones)",
+        )
+        .bind(lease)
+        .fetch_one(&self.pool)
+        .await?;
+        let live = usize::try_from(live).unwrap_or(1).max(1);
+        let total = usize::try_from(total).unwrap_or(0);
+        let target = total.div_ceil(live);
+        let mut round = LeaseRound {
+            target,
+            live,
+            lost,
+            ..LeaseRound::default()
+        };
+        let held = lessee.count();
+        if held < target {
+            round.acquired = self.acquire(lessee, target - held, now).await?;
+        } else if held > target + 1 {
+            round.released = self.release(lessee, held - target).await?;
+        }
+        round.held = lessee.count();
+        Ok(round)
+    }
+
+    /// Takes up to `n` zones nobody holds (or whose lease ran out), soonest due first;
+    /// rows another daemon is taking or writing right now are skipped, not waited for.
+    async fn acquire(
+        &self,
+        lessee: &Lessee,
+        n: usize,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64, Option<String>)>, StoreError> {
+        let mut tx = self.write().await?;
+        let taken: Vec<(String, i64, Option<String>)> = sqlx::query_as(
+            "WITH picked AS MATERIALIZED ( \
+                 SELECT name, CASE WHEN lease_holder <> $1 THEN lease_holder END AS prev \
+                 FROM zones WHERE lease_holder IS NULL OR lease_until <= warden_now_ms() \
+                 ORDER BY next_check_at, name LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             UPDATE zones z SET lease_holder = $1, lease_epoch = z.lease_epoch + 1, \
+                 lease_since = warden_now_ms(), lease_until = warden_now_ms() + $2 \
+             FROM picked WHERE z.name = picked.name \
+             RETURNING z.name, z.lease_epoch, picked.prev",
+        )
+        .bind(&lessee.holder)
+        .bind(lessee.lease_ms())
+        .bind(i64::try_from(n).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await?;
+        for (zone, epoch, _) in &taken {
+            let by = (lessee.holder.clone(), *epoch);
+            // Whatever the last holder began and never finished: unknown outcome.
+            let in_flight: Vec<RawOutbox> = sqlx::query_as(
+                "SELECT id, zone, effect, attempts FROM outbox \
+                 WHERE zone = $1 AND status = $2 AND started_at IS NOT NULL \
+                 AND kind IN ($3, $4) ORDER BY id",
+            )
+            .bind(zone)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::EnableDnssec.as_str())
+            .bind(EffectKind::DisableDnssec.as_str())
+            .fetch_all(&mut *tx)
+            .await?;
+            for raw in in_flight {
+                let item = OutboxItem::try_from(raw)?;
+                self.mark_unknown(&mut tx, &item, now, Some(&by)).await?;
+            }
+            // Effects owed: looked at now, and performed after a fresh step.
+            sqlx::query(
+                "UPDATE zones SET next_check_at = LEAST(next_check_at, $1) WHERE name = $2 \
+                 AND EXISTS (SELECT 1 FROM outbox WHERE zone = $2 AND status IN ($3, $4))",
+            )
+            .bind(now.0)
+            .bind(zone)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(OutboxStatus::Unknown.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await.noted(self)?;
+        for (zone, epoch, _) in &taken {
+            lessee.acquired(zone, *epoch);
+        }
+        Ok(taken)
+    }
+
+    /// Hands back `n` zones (those due last), for a daemon that joined to take.
+    async fn release(&self, lessee: &Lessee, n: usize) -> Result<usize, StoreError> {
+        let released: Vec<(String,)> = sqlx::query_as(
+            // MATERIALIZED: the LIMIT is applied once, not again per row updated.
+            "WITH picked AS MATERIALIZED (SELECT name FROM zones WHERE lease_holder = $1 \
+                 ORDER BY next_check_at DESC, name LIMIT $2 FOR UPDATE SKIP LOCKED) \
+             UPDATE zones z SET lease_holder = NULL, lease_until = NULL FROM picked \
+             WHERE z.name = picked.name RETURNING z.name",
+        )
+        .bind(&lessee.holder)
+        .bind(i64::try_from(n).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .noted(self)?;
+        for (zone,) in &released {
+            lessee.forget(zone);
+        }
+        Ok(released.len())
+    }
+
+    /// A clean stop: every lease handed back (the others take the zones at once, not a
+    /// lease later) and this daemon's row removed.
+    pub(super) async fn leave(&self) -> Result<usize, StoreError> {
+        let Some(lessee) = self.lessee.as_deref() else {
+            return Ok(0);
+        };
+        let released = sqlx::query(
+            "UPDATE zones SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1",
+        )
+        .bind(&lessee.holder)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query("DELETE FROM daemons WHERE holder = $1")
+            .bind(&lessee.holder)
+            .execute(&self.pool)
+            .await?;
+        lessee.forget_all();
+        Ok(usize::try_from(released.rows_affected()).unwrap_or(usize::MAX))
+    }
+
+    /// Zones held per daemon (current leases only), for the metrics.
+    pub(super) async fn lease_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT lease_holder, count(*) FROM zones \
+             WHERE lease_holder IS NOT NULL AND lease_until > warden_now_ms() \
+             GROUP BY lease_holder ORDER BY lease_holder",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     pub(super) fn write_failure(&self) -> Option<WriteFailure> {
         self.health.failure()
     }
@@ -213,42 +472,52 @@ impl PgStore {
     }
 
     pub(super) async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
+        // With leases: only the zones this daemon holds (`$3` NULL: every zone).
         let names: Vec<(String,)> = sqlx::query_as(
             "SELECT name FROM zones WHERE next_check_at <= $1 \
+             AND ($3::text IS NULL OR (lease_holder = $3 AND lease_until > warden_now_ms())) \
              ORDER BY next_check_at, name LIMIT $2",
         )
         .bind(now.0)
         .bind(i64::from(limit))
+        .bind(self.holder())
         .fetch_all(&self.pool)
         .await?;
         Ok(names.into_iter().map(|(n,)| n).collect())
     }
 
     pub(super) async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
-        let (at,): (Option<i64>,) = sqlx::query_as("SELECT min(next_check_at) FROM zones")
-            .fetch_one(&self.pool)
-            .await?;
+        let (at,): (Option<i64>,) = sqlx::query_as(
+            "SELECT min(next_check_at) FROM zones \
+             WHERE $1::text IS NULL OR (lease_holder = $1 AND lease_until > warden_now_ms())",
+        )
+        .bind(self.holder())
+        .fetch_one(&self.pool)
+        .await?;
         Ok(at.map(Timestamp))
     }
 
     pub(super) async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        self.fence(&mut tx, name).await?;
         sqlx::query("UPDATE zones SET next_check_at = LEAST(next_check_at, $1) WHERE name = $2")
             .bind(at.0)
             .bind(name)
-            .execute(&self.pool)
-            .await
-            .noted(self)?;
-        Ok(())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await.noted(self)
     }
 
     pub(super) async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "UPDATE zones SET next_check_at = LEAST(next_check_at, $1) \
-             WHERE name IN (SELECT zone FROM outbox WHERE status IN ($2, $3))",
+             WHERE name IN (SELECT zone FROM outbox WHERE status IN ($2, $3)) \
+             AND ($4::text IS NULL OR lease_holder = $4)",
         )
         .bind(now.0)
         .bind(OutboxStatus::Pending.as_str())
         .bind(OutboxStatus::Unknown.as_str())
+        .bind(self.holder())
         .execute(&self.pool)
         .await
         .noted(self)?;
@@ -292,6 +561,7 @@ impl PgStore {
             state,
             reason,
             None,
+            None,
         )
         .await?;
         tx.commit().await.noted(self)?;
@@ -314,6 +584,8 @@ impl PgStore {
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
         let observation_text = observation.to_string();
         let mut tx = self.write().await?;
+        let by = self.fence(&mut tx, &zone.name).await?;
+        let by = by.as_ref();
         let updated = sqlx::query(
             "UPDATE zones SET state = $1, state_since = $2, facts = $3, next_check_at = $4, \
              last_observed_at = $5, last_observation = $6, version = version + 1 \
@@ -348,6 +620,7 @@ impl PgStore {
                 note.to,
                 &note.reason,
                 obs,
+                by,
             )
             .await?;
         }
@@ -389,12 +662,15 @@ impl PgStore {
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
             sqlx::query(
-                "INSERT INTO outbox (zone, created_at, kind, effect) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(&zone.name)
             .bind(now.0)
             .bind(effect.kind().as_str())
             .bind(text)
+            .bind(by.map(|(h, _)| h.as_str()))
+            .bind(by.map(|(_, e)| *e))
             .execute(&mut *tx)
             .await?;
         }
@@ -430,6 +706,7 @@ impl PgStore {
                         state,
                         &reason,
                         None,
+                        by,
                     )
                     .await?;
                 }
@@ -456,6 +733,7 @@ impl PgStore {
                         state,
                         &reason,
                         None,
+                        by,
                     )
                     .await?;
                 }
@@ -467,13 +745,14 @@ impl PgStore {
     }
 
     pub(super) async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        self.fence(&mut tx, name).await?;
         sqlx::query("UPDATE zones SET next_check_at = $1 WHERE name = $2")
             .bind(at.0)
             .bind(name)
-            .execute(&self.pool)
-            .await
-            .noted(self)?;
-        Ok(())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await.noted(self)
     }
 
     pub(super) async fn record(
@@ -484,8 +763,20 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
+        let by = self.fence(&mut tx, zone).await?;
         let state = state_of(&mut tx, zone).await?;
-        insert_event(&mut tx, zone, now, kind, state, state, reason, None).await?;
+        insert_event(
+            &mut tx,
+            zone,
+            now,
+            kind,
+            state,
+            state,
+            reason,
+            None,
+            by.as_ref(),
+        )
+        .await?;
         tx.commit().await.noted(self)?;
         Ok(())
     }
@@ -517,6 +808,9 @@ impl PgStore {
         error: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let zone = Self::outbox_zone(&mut tx, id).await?;
+        self.fence(&mut tx, &zone).await?;
         sqlx::query(
             "UPDATE outbox SET status = $1, attempts = attempts + 1, finished_at = $2, \
              last_error = $3 WHERE id = $4 AND status = $5",
@@ -526,20 +820,33 @@ impl PgStore {
         .bind(error)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
-        .execute(&self.pool)
-        .await
-        .noted(self)?;
-        Ok(())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await.noted(self)
     }
 
-    pub(super) async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET started_at = $1 WHERE id = $2 AND status = $3")
-            .bind(now.0)
-            .bind(id)
-            .bind(OutboxStatus::Pending.as_str())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    pub(super) async fn start_effect(&self, id: i64, now: Timestamp) -> Result<bool, StoreError> {
+        let mut tx = self.write().await?;
+        let zone = Self::outbox_zone(&mut tx, id).await?;
+        let by = self.fence(&mut tx, &zone).await?;
+        // Stamped with the performer: a later holder performing an effect a dead one
+        // decided performs it under its own, current epoch.
+        let claimed = sqlx::query(
+            "UPDATE outbox SET started_at = CASE WHEN kind IN ($4, $5) THEN $1 END, \
+             holder = coalesce($6, holder), epoch = coalesce($7, epoch) \
+             WHERE id = $2 AND status = $3",
+        )
+        .bind(now.0)
+        .bind(id)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(EffectKind::EnableDnssec.as_str())
+        .bind(EffectKind::DisableDnssec.as_str())
+        .bind(by.as_ref().map(|(h, _)| h.as_str()))
+        .bind(by.as_ref().map(|(_, e)| *e))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await.noted(self)?;
+        Ok(claimed.rows_affected() == 1)
     }
 
     pub(super) async fn unknown_in_flight(
@@ -548,13 +855,21 @@ impl PgStore {
         zone: Option<&str>,
     ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
+        let by = match zone {
+            Some(zone) => self.fence(&mut tx, zone).await?,
+            None => None,
+        };
+        // With leases, only the zones this daemon holds (taking a zone does the same).
         let rows: Vec<RawOutbox> = sqlx::query_as(
             "SELECT id, zone, effect, attempts FROM outbox \
              WHERE status = $1 AND started_at IS NOT NULL \
-             AND ($2::text IS NULL OR zone = $2) ORDER BY id",
+             AND ($2::text IS NULL OR zone = $2) \
+             AND ($3::text IS NULL OR zone IN (SELECT name FROM zones WHERE lease_holder = $3)) \
+             ORDER BY id",
         )
         .bind(OutboxStatus::Pending.as_str())
         .bind(zone)
+        .bind(self.holder())
         .fetch_all(&mut *tx)
         .await?;
         let rows = rows
@@ -562,30 +877,42 @@ impl PgStore {
             .map(OutboxItem::try_from)
             .collect::<Result<Vec<_>, _>>()?;
         for row in &rows {
-            sqlx::query(
-                "UPDATE outbox SET status = $1, finished_at = $2, \
-                 last_error = 'in flight when the daemon stopped' WHERE id = $3",
-            )
-            .bind(OutboxStatus::Unknown.as_str())
-            .bind(now.0)
-            .bind(row.id)
-            .execute(&mut *tx)
-            .await?;
-            let state = state_of(&mut tx, &row.zone).await?;
-            insert_event(
-                &mut tx,
-                &row.zone,
-                now,
-                EventKind::Effect,
-                state,
-                state,
-                &audit::outcome_unknown(&row.effect),
-                None,
-            )
-            .await?;
+            self.mark_unknown(&mut tx, row, now, by.as_ref()).await?;
         }
         tx.commit().await.noted(self)?;
         Ok(rows.len() as u64)
+    }
+
+    /// A provider call begun and never finished becomes one of unknown outcome.
+    async fn mark_unknown(
+        &self,
+        tx: &mut PgConnection,
+        row: &OutboxItem,
+        now: Timestamp,
+        by: Option<&Writer>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE outbox SET status = $1, finished_at = $2, \
+             last_error = 'in flight when the daemon stopped' WHERE id = $3",
+        )
+        .bind(OutboxStatus::Unknown.as_str())
+        .bind(now.0)
+        .bind(row.id)
+        .execute(&mut *tx)
+        .await?;
+        let state = state_of(&mut *tx, &row.zone).await?;
+        insert_event(
+            &mut *tx,
+            &row.zone,
+            now,
+            EventKind::Effect,
+            state,
+            state,
+            &audit::outcome_unknown(&row.effect),
+            None,
+            by,
+        )
+        .await
     }
 
     pub(super) async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
@@ -601,6 +928,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
+        let by = self.fence(&mut tx, zone).await?;
         let settled = sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE id = $3 AND status = $4",
         )
@@ -628,6 +956,7 @@ impl PgStore {
                 state,
                 reason,
                 None,
+                by.as_ref(),
             )
             .await?;
         }
@@ -636,13 +965,15 @@ impl PgStore {
     }
 
     pub(super) async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let zone = Self::outbox_zone(&mut tx, id).await?;
+        self.fence(&mut tx, &zone).await?;
         sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = $1 WHERE id = $2")
             .bind(error)
             .bind(id)
-            .execute(&self.pool)
-            .await
-            .noted(self)?;
-        Ok(())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await.noted(self)
     }
 
     pub(super) async fn registrar_hook_failure(
@@ -666,7 +997,7 @@ impl PgStore {
     pub(super) async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         let raw: Vec<RawEvent> = sqlx::query_as(
             "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
-             coalesce(r.count, 0) AS repeats, r.last_at FROM events e \
+             coalesce(r.count, 0) AS repeats, r.last_at, e.holder, e.epoch FROM events e \
              LEFT JOIN event_repeats r ON r.event_id = e.id WHERE e.zone = $1 ORDER BY e.id",
         )
         .bind(zone)
@@ -709,28 +1040,44 @@ impl PgStore {
         let due_before = now.0.saturating_sub(renotify_ms);
         let raw: Vec<RawAlert> = sqlx::query_as(&format!(
             "SELECT {ALERT_COLUMNS} FROM alerts WHERE \
-             last_notified_at IS NULL \
+             (last_notified_at IS NULL \
              OR (resolved_at IS NULL AND last_notified_at <= $1) \
-             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL) \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)) \
+             AND ($2::text IS NULL OR zone IN (SELECT name FROM zones \
+                  WHERE lease_holder = $2 AND lease_until > warden_now_ms())) \
              ORDER BY id"
         ))
         .bind(due_before)
+        .bind(self.holder())
         .fetch_all(&self.pool)
         .await?;
         raw.into_iter().map(AlertRow::try_from).collect()
     }
 
     pub(super) async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        self.fence_alert(&mut tx, id).await?;
         sqlx::query(
             "UPDATE alerts SET last_notified_at = $1, notifications = notifications + 1 \
              WHERE id = $2",
         )
         .bind(now.0)
         .bind(id)
-        .execute(&self.pool)
-        .await
-        .noted(self)?;
-        Ok(())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await.noted(self)
+    }
+
+    /// Alert bookkeeping is the alert's zone's holder's: fenced like the zone's writes.
+    async fn fence_alert(&self, tx: &mut PgConnection, id: i64) -> Result<(), StoreError> {
+        if self.lessee.is_none() {
+            return Ok(());
+        }
+        let (zone,): (String,) = sqlx::query_as("SELECT zone FROM alerts WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        self.fence(tx, &zone).await.map(|_| ())
     }
 
     pub(super) async fn alert_resolution_notified(
@@ -738,13 +1085,14 @@ impl PgStore {
         id: i64,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        self.fence_alert(&mut tx, id).await?;
         sqlx::query("UPDATE alerts SET resolved_notified_at = $1 WHERE id = $2")
             .bind(now.0)
             .bind(id)
-            .execute(&self.pool)
-            .await
-            .noted(self)?;
-        Ok(())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await.noted(self)
     }
 
     pub(super) async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
@@ -798,6 +1146,7 @@ async fn insert_event(
     to: Option<State>,
     reason: &str,
     observation: Option<&str>,
+    by: Option<&Writer>,
 ) -> Result<(), StoreError> {
     let from = from.map(State::as_str);
     let to = to.map(State::as_str);
@@ -832,8 +1181,8 @@ async fn insert_event(
         }
     }
     sqlx::query(
-        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation, \
+         holder, epoch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(zone)
     .bind(at.0)
@@ -842,30 +1191,9 @@ async fn insert_event(
     .bind(to)
     .bind(reason)
     .bind(observation)
+    .bind(by.map(|(h, _)| h.as_str()))
+    .bind(by.map(|(_, e)| *e))
     .execute(tx)
     .await?;
     Ok(())
-}
-
-/// The advisory lock key of "a daemon runs on this database" ("dnssec-w" in ASCII).
-const DAEMON_LOCK_KEY: i64 = 0x646e_7373_6563_2d77;
-
-/// A connection holding the daemon's advisory lock, or `None` when another session has it.
-/// The lock ends with the connection (the daemon's exit, or its death).
-pub(super) async fn daemon_lock(
-    settings: &PostgresSettings,
-) -> Result<Option<PgConnection>, StoreError> {
-    use sqlx::ConnectOptions;
-    let mut connection = options(settings)?
-        .connect()
-        .await
-        .map_err(|error| StoreError::Open {
-            path: settings.url.to_string(),
-            error,
-        })?;
-    let (taken,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
-        .bind(DAEMON_LOCK_KEY)
-        .fetch_one(&mut connection)
-        .await?;
-    Ok(taken.then_some(connection))
 }

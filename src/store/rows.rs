@@ -19,6 +19,9 @@ pub struct ZoneRow {
     pub last_observed_at: Option<Timestamp>,
     pub last_observation: Option<serde_json::Value>,
     pub version: i64,
+    /// The daemon holding the zone (PostgreSQL with several daemons), if its lease is
+    /// set; whether it is still current is `until` against the time.
+    pub lease: Option<super::LeaseInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +36,10 @@ pub struct EventRow {
     /// How many more times the same event was seen right after it, and when last.
     pub repeats: i64,
     pub last_seen: Option<Timestamp>,
+    /// The daemon that wrote it and its lease's epoch (PostgreSQL with several daemons;
+    /// `None` for the CLI's writes and SQLite's).
+    pub holder: Option<String>,
+    pub epoch: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,6 +149,15 @@ pub(super) struct RawZone {
     last_observed_at: Option<i64>,
     last_observation: Option<String>,
     version: i64,
+    // PostgreSQL's lease columns; absent in SQLite.
+    #[sqlx(default)]
+    lease_holder: Option<String>,
+    #[sqlx(default)]
+    lease_epoch: Option<i64>,
+    #[sqlx(default)]
+    lease_since: Option<i64>,
+    #[sqlx(default)]
+    lease_until: Option<i64>,
 }
 
 #[derive(FromRow)]
@@ -155,6 +171,10 @@ pub(super) struct RawEvent {
     reason: String,
     repeats: i64,
     last_at: Option<i64>,
+    #[sqlx(default)]
+    holder: Option<String>,
+    #[sqlx(default)]
+    epoch: Option<i64>,
 }
 
 #[derive(FromRow)]
@@ -224,6 +244,15 @@ impl TryFrom<RawZone> for ZoneRow {
                 .as_deref()
                 .and_then(|t| serde_json::from_str(t).ok()),
             version: r.version,
+            lease: match (r.lease_holder, r.lease_until) {
+                (Some(holder), Some(until)) => Some(super::LeaseInfo {
+                    holder,
+                    epoch: r.lease_epoch.unwrap_or(0),
+                    since: Timestamp(r.lease_since.unwrap_or(until)),
+                    until: Timestamp(until),
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -262,6 +291,8 @@ impl TryFrom<RawEvent> for EventRow {
             reason: r.reason,
             repeats: r.repeats,
             last_seen: ts(r.last_at),
+            holder: r.holder,
+            epoch: r.epoch,
         })
     }
 }

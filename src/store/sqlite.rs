@@ -556,14 +556,21 @@ impl SqliteStore {
 
     /// Marks a provider call as begun, before the request leaves: a crash from here on
     /// leaves a call whose outcome is unknown, never one that looks unperformed.
-    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET started_at = ? WHERE id = ? AND status = ?")
-            .bind(now.0)
-            .bind(id)
-            .bind(OutboxStatus::Pending.as_str())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<bool, StoreError> {
+        // Only a provider call can be in flight with an unknown outcome; a notification
+        // not marked done is simply owed again.
+        let claimed = sqlx::query(
+            "UPDATE outbox SET started_at = CASE WHEN kind IN (?, ?) THEN ? END \
+             WHERE id = ? AND status = ?",
+        )
+        .bind(EffectKind::EnableDnssec.as_str())
+        .bind(EffectKind::DisableDnssec.as_str())
+        .bind(now.0)
+        .bind(id)
+        .bind(OutboxStatus::Pending.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(claimed.rows_affected() == 1)
     }
 
     /// Provider calls begun but never finished (the daemon stopped, or the step was

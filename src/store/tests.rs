@@ -676,10 +676,10 @@ async fn postgres_schema_keeps_the_views_constraints_and_the_append_only_trail()
 }
 
 /// `status` never migrates (a database the daemon has not migrated is refused, as SQLite's
-/// file is), `check-config`'s comparison, the read-only store never writes, the daemon
-/// lock is exclusive, and a password that cannot be read is said without the URL failing.
+/// file is), `check-config`'s comparison, the read-only store never writes, and a password
+/// that cannot be read is said without the URL failing.
 #[tokio::test]
-async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
+async fn postgres_migrates_only_when_asked() {
     let cluster = pg_support::Cluster::shared();
     let settings = postgres_settings(&cluster).await;
     let DatabaseSettings::Postgres(pg) = &settings else {
@@ -689,7 +689,7 @@ async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 1
+            wanted: 2
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -698,7 +698,7 @@ async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 1,
+                wanted: 2,
                 ..
             })
         ),
@@ -709,8 +709,8 @@ async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 1,
-            wanted: 1
+            applied: 2,
+            wanted: 2
         }
     );
     // Opening again is idempotent (the daemon restarting).
@@ -722,21 +722,6 @@ async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("read-only"), "{err}");
-
-    let first = DatabaseLock::take(pg).await.unwrap();
-    assert!(first.is_some());
-    assert!(DatabaseLock::take(pg).await.unwrap().is_none());
-    drop(first);
-    // The server ends the session's lock once it sees the connection closed.
-    let mut again = None;
-    for _ in 0..100 {
-        again = DatabaseLock::take(pg).await.unwrap();
-        if again.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(again.is_some());
 
     let missing = PostgresSettings {
         url: pg.url.clone(),
@@ -752,4 +737,175 @@ async fn postgres_migrates_only_when_asked_and_locks_one_daemon() {
     );
     reader.close().await;
     store.close().await;
+}
+
+// ---- leases: several daemons on one PostgreSQL database ---------------------------------
+
+async fn daemon_store(settings: &DatabaseSettings, node: &str, lease_ms: u64) -> Store {
+    let mut store = Store::connect(settings).await.unwrap();
+    store
+        .join_cluster(&crate::config::ClusterSettings {
+            node: node.into(),
+            lease: Duration::from_millis(lease_ms),
+        })
+        .unwrap();
+    store
+}
+
+fn held_by(store: &Store, zones: &[String]) -> Vec<String> {
+    zones.iter().filter(|z| store.holds(z)).cloned().collect()
+}
+
+/// Two daemons share the zones fairly; a daemon whose lease ran out can write nothing of
+/// a zone another took (its step, its events, its effects, its alert bookkeeping), the
+/// taker's epoch is higher, and a call the first had in flight becomes of unknown outcome.
+#[tokio::test]
+async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out() {
+    let cluster = pg_support::Cluster::shared();
+    let settings = postgres_settings(&cluster).await;
+    let a = daemon_store(&settings, "a", 1_500).await;
+    let b = daemon_store(&settings, "b", 1_500).await;
+    let zones: Vec<String> = (0..6).map(|i| format!("z{i}.example.")).collect();
+    for z in &zones {
+        a.ensure_zone(z, Timestamp(1_000)).await.unwrap();
+    }
+    // A alone takes everything; B joins and A hands back what is above its share.
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(
+        (round.held, round.target, round.live),
+        (6, 6, 1),
+        "{round:?}"
+    );
+    let round = b.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(
+        (round.held, round.target, round.live),
+        (0, 3, 2),
+        "{round:?}"
+    );
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!((round.held, round.released), (3, 3), "{round:?}");
+    let round = b.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(round.held, 3, "{round:?}");
+    let mine = held_by(&a, &zones);
+    let theirs = held_by(&b, &zones);
+    assert_eq!((mine.len(), theirs.len()), (3, 3));
+    assert!(
+        mine.iter().all(|z| !theirs.contains(z)),
+        "one holder per zone"
+    );
+    let counts = a.lease_counts().await.unwrap();
+    assert_eq!(counts.iter().map(|(_, n)| n).sum::<i64>(), 6, "{counts:?}");
+    // Only held zones are due, and only the holder may write one.
+    let due = a.due(Timestamp(10_000), 100).await.unwrap();
+    assert_eq!(due, mine);
+    let zone = mine[0].clone();
+    let row = a.zone(&zone).await.unwrap().unwrap();
+    let lease = row.lease.clone().expect("a lease shown");
+    assert_eq!(lease.holder, a.holder().unwrap());
+    let enable = decision(
+        State::Enabling,
+        None,
+        Facts::default(),
+        vec![Effect::EnableDnssec],
+        Vec::new(),
+        2_000,
+    );
+    let err = b
+        .commit_step(&row, &enable, &serde_json::json!({}), Timestamp(2_000))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::LeaseLost(ref z) if *z == zone),
+        "{err}"
+    );
+    assert!(
+        a.commit_step(&row, &enable, &serde_json::json!({}), Timestamp(2_000))
+            .await
+            .unwrap()
+    );
+    let events = a.events(&zone).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| e.holder.as_deref() == a.holder() && e.epoch == Some(lease.epoch)),
+        "{events:?}"
+    );
+    let call = a.pending_effects(&zone).await.unwrap().remove(0);
+    assert!(
+        a.start_effect(call.id, Timestamp(2_100)).await.unwrap(),
+        "claimed under the lease"
+    );
+    // A stops renewing (paused past its lease): B takes its zones, one epoch up.
+    tokio::time::sleep(Duration::from_millis(1_700)).await;
+    let round = b.lease_round(Timestamp(3_000)).await.unwrap();
+    assert_eq!((round.held, round.live), (6, 1), "{round:?}");
+    assert!(
+        round.acquired.iter().any(|(z, e, from)| *z == zone
+            && *e == lease.epoch + 1
+            && from.as_deref() == a.holder()),
+        "{round:?}"
+    );
+    // The call A had in flight is now of unknown outcome, said by B under its epoch.
+    assert_eq!(b.unknown_calls(&zone).await.unwrap().len(), 1);
+    let last = b.events(&zone).await.unwrap().pop().unwrap();
+    assert!(
+        last.reason.contains("unknown")
+            && last.holder.as_deref() == b.holder()
+            && last.epoch == Some(lease.epoch + 1),
+        "{last:?}"
+    );
+    // A, resumed, believes it holds the zone until it renews, and every write is refused.
+    assert!(
+        a.holds(&zone),
+        "A has not renewed yet: it still believes it holds the zone"
+    );
+    let row = a.zone(&zone).await.unwrap().unwrap();
+    let again = decision(
+        State::AwaitingDs,
+        Some(State::Enabling),
+        Facts::default(),
+        vec![Effect::EnableDnssec],
+        Vec::new(),
+        3_000,
+    );
+    for result in [
+        a.commit_step(&row, &again, &serde_json::json!({}), Timestamp(3_100))
+            .await
+            .map(|_| ()),
+        a.record(&zone, EventKind::Note, "stale", Timestamp(3_100))
+            .await,
+        a.defer(&zone, Timestamp(3_100)).await,
+        a.check_by(&zone, Timestamp(3_100)).await,
+    ] {
+        assert!(
+            matches!(result, Err(StoreError::LeaseLost(_))),
+            "{result:?}"
+        );
+    }
+    assert!(!a.holds(&zone), "a refused write ends the belief");
+    assert!(!a.lease_current(&zone).await.unwrap());
+    assert!(b.lease_current(&zone).await.unwrap());
+    let round = a.lease_round(Timestamp(3_200)).await.unwrap();
+    assert!(round.lost.len() + round.held <= 6);
+    let events = a.events(&zone).await.unwrap();
+    assert!(!events.iter().any(|e| e.reason == "stale"), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.holder.as_deref() == a.holder())
+            .all(|e| e.epoch == Some(lease.epoch)),
+        "{events:?}"
+    );
+    // A clean stop hands everything back at once.
+    let n = b.leave_cluster().await.unwrap();
+    assert!(n >= 3, "{n}");
+    assert!(
+        b.lease_counts()
+            .await
+            .unwrap()
+            .iter()
+            .all(|(h, _)| Some(h.as_str()) != b.holder())
+    );
+    a.close().await;
+    b.close().await;
 }
