@@ -227,6 +227,46 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
         );
     }
 
+    // Several daemons on PostgreSQL: who steps how many zones, and how many wait for a
+    // holder (non-zero for longer than a lease: no daemon is taking them).
+    if let Some(me) = store.holder() {
+        let leases = store.lease_counts().await?;
+        family(
+            &mut out,
+            "dnssec_warden_leases_held",
+            "Zones each daemon holds a current lease on (holder: node/pid; this daemon: self=\"1\").",
+        );
+        for (holder, n) in &leases {
+            let this = if holder == me { "1" } else { "0" };
+            sample(
+                &mut out,
+                "dnssec_warden_leases_held",
+                &[("holder", holder), ("self", this)],
+                *n as f64,
+            );
+        }
+        if !leases.iter().any(|(h, _)| h == me) {
+            sample(
+                &mut out,
+                "dnssec_warden_leases_held",
+                &[("holder", me), ("self", "1")],
+                0.0,
+            );
+        }
+        family(
+            &mut out,
+            "dnssec_warden_zones_unheld",
+            "Zones no daemon holds a current lease on.",
+        );
+        let held: i64 = leases.iter().map(|(_, n)| n).sum();
+        sample(
+            &mut out,
+            "dnssec_warden_zones_unheld",
+            &[],
+            (zones.len() as i64 - held).max(0) as f64,
+        );
+    }
+
     family(
         &mut out,
         "dnssec_warden_alerts_open",

@@ -54,7 +54,7 @@ async fn the_commands_work_on_postgresql_and_never_print_its_password() {
     // Reachable, nothing migrated yet: `run` will.
     let (code, out, err) = run(&config, &["check-config"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("schema 0 of 1"), "{out}");
+    assert!(out.contains("schema 0 of 2"), "{out}");
     no_password(&(out + &err));
     // A reader never migrates: it says what to do.
     let (code, out, err) = run(&config, &["status"]);
@@ -66,7 +66,7 @@ async fn the_commands_work_on_postgresql_and_never_print_its_password() {
     no_password(&(out + &err));
     let (code, out, err) = run(&config, &["check-config"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("schema 1 (current)"), "{out}");
+    assert!(out.contains("schema 2 (current)"), "{out}");
     let (code, out, err) = run(&config, &["status", "example.com", "--json"]);
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -75,27 +75,61 @@ async fn the_commands_work_on_postgresql_and_never_print_its_password() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("operator asked to enable DNSSEC"), "{out}");
 
-    // The daemon runs on it; a second one on the same database is refused (one daemon
-    // per database until leases), and the first stops cleanly on SIGTERM.
+    // The daemon runs on it, and a second one beside it (several daemons share one
+    // PostgreSQL database by leases): the zone is held by exactly one of them, `status`
+    // says which; each stops cleanly on SIGTERM, handing its leases back.
     let mut first = Daemon::start(&config, dir.path().join("daemon.log"));
     assert!(
         first
-            .wait_log("dnssec-warden starting", 1, Duration::from_secs(30))
+            .wait_log("sharing the database", 1, Duration::from_secs(30))
             .await,
         "{}",
         first.log()
     );
-    let (code, out, err) = run(&config, &["run"]);
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("already running"), "{err}");
-    first.signal("TERM");
-    let status = first.wait_exit(Duration::from_secs(30));
+    let mut second = Daemon::start(&config, dir.path().join("second.log"));
     assert!(
-        status.is_some_and(|s| s.success()),
-        "{status:?}\n{}",
-        first.log()
+        second
+            .wait_log("sharing the database", 1, Duration::from_secs(30))
+            .await,
+        "{}",
+        second.log()
     );
-    no_password(&first.log());
+    let (code, out, err) = run(&config, &["status", "example.com", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let holder = json["lease"]["holder"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let pids = [first.child.id(), second.child.id()];
+    assert!(
+        pids.iter().any(|pid| holder.ends_with(&format!("/{pid}"))),
+        "held by {holder:?}, not one of the daemons {pids:?}: {json}"
+    );
+    let (code, out, _) = run(&config, &["status", "example.com"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("HELD BY: {holder}")), "{out}");
+    for daemon in [&mut first, &mut second] {
+        daemon.signal("TERM");
+        let status = daemon.wait_exit(Duration::from_secs(30));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{status:?}\n{}",
+            daemon.log()
+        );
+        no_password(&daemon.log());
+    }
+    let handed_back = first.log() + &second.log();
+    assert!(
+        handed_back.contains("handed the zone leases back"),
+        "{handed_back}"
+    );
+    let (_, out, _) = run(&config, &["status", "example.com", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        json["lease"].is_null(),
+        "nobody holds it after both stopped: {json}"
+    );
 
     // A wrong password: the server refuses; said without either password.
     std::fs::write(&password, "not-the-password\n").unwrap();

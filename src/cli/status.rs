@@ -69,6 +69,11 @@ fn provider_error(row: &ZoneRow) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// The daemon holding the zone (several daemons on PostgreSQL), while its lease lasts.
+fn lease(row: &ZoneRow, now: crate::lifecycle::Timestamp) -> Option<&crate::store::LeaseInfo> {
+    row.lease.as_ref().filter(|l| l.until > now)
+}
+
 fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
     let z = &row.zone;
     let waiting = waiting(row, policy);
@@ -88,6 +93,12 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
         "provider_error": provider_error(row),
+        "lease": lease(row, SystemClock.now()).map(|l| json!({
+            "holder": l.holder,
+            "epoch": l.epoch,
+            "since": l.since.to_string(),
+            "until": l.until.to_string(),
+        })),
         "alerts": alerts.iter().filter(|a| a.zone == z.name).map(alert_json).collect::<Vec<_>>(),
     })
 }
@@ -154,6 +165,13 @@ pub async fn status_text(
         if let Some(error) = provider_error(row) {
             let _ = writeln!(out, "{:<28} PROVIDER: {error}", "");
         }
+        if let Some(l) = lease(row, now) {
+            let _ = writeln!(
+                out,
+                "{:<28} HELD BY: {} since {} (epoch {})",
+                "", l.holder, l.since, l.epoch
+            );
+        }
         if let (Some("insecure"), why) = evidence(row) {
             let _ = writeln!(
                 out,
@@ -204,6 +222,8 @@ fn event_json(e: &EventRow) -> Value {
         "reason": e.reason,
         "repeats": e.repeats,
         "last_seen": e.last_seen.map(|t| t.to_string()),
+        "holder": e.holder,
+        "epoch": e.epoch,
     })
 }
 
@@ -244,7 +264,12 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
             }
             _ => line,
         };
-        let _ = writeln!(out, "  {time}  {line}");
+        // Several daemons: who wrote it, under which lease epoch.
+        let by = match (&e.holder, e.epoch) {
+            (Some(holder), Some(epoch)) => format!(" [{holder}, epoch {epoch}]"),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  {time}  {line}{by}");
     }
     if events.is_empty() {
         let _ = writeln!(out, "no history for {zone}");
