@@ -187,6 +187,14 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
                 schema.applied
             )?;
         }
+        if let Some(cluster) = &prepared.settings.cluster {
+            writeln!(
+                out,
+                "cluster: this daemon is node {:?}, lease {}s: it shares the zones with any other daemon on this database",
+                cluster.node,
+                cluster.lease.as_secs_f64()
+            )?;
+        }
     }
     writeln!(out, "{}: OK", path.display())?;
     Ok(Outcome::Done)

@@ -250,13 +250,15 @@ impl Notifier {
                 if !self.send(&event(kind), &mut down).await {
                     continue;
                 }
-                store.alert_notified(alert.id, now).await?;
+                if lease_lost(store.alert_notified(alert.id, now).await)? {
+                    continue;
+                }
             }
             if alert.resolved_at.is_some() && alert.resolved_notified_at.is_none() {
                 if !self.send(&event(EventKind::Resolved), &mut down).await {
                     continue;
                 }
-                store.alert_resolution_notified(alert.id, now).await?;
+                lease_lost(store.alert_resolution_notified(alert.id, now).await)?;
             }
         }
         Ok(())
@@ -316,6 +318,23 @@ impl Notifier {
             .lock()
             .map(|mut memo| memo.insert((sink.to_string(), id.to_string())))
             .unwrap_or(true)
+    }
+}
+
+/// Several daemons: the alert's zone was taken by another daemon between the listing and
+/// the bookkeeping (true); that daemon owes the notification now, and may repeat it with
+/// the same `id`.
+fn lease_lost(result: Result<(), StoreError>) -> Result<bool, StoreError> {
+    match result {
+        Ok(()) => Ok(false),
+        Err(StoreError::LeaseLost(zone)) => {
+            tracing::warn!(
+                zone = zone.as_str(),
+                "an alert notification was sent, but the zone's lease was lost before it was recorded: its new holder may send it again (same id)"
+            );
+            Ok(true)
+        }
+        Err(e) => Err(e),
     }
 }
 
