@@ -97,8 +97,9 @@ async fn full_lifecycle_on_and_off_in_milliseconds() {
         rig.world.violations()
     );
     rig.assert_audit_chain().await;
-    // A day and more of waiting took well under a second of real time.
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // A day and more of waiting took seconds of real time, not a day: the waits are
+    // persisted deadlines on the engine's clock (loose bound: the machine may be busy).
+    assert!(started.elapsed() < Duration::from_secs(60));
 }
 
 async fn to_active(rig: &mut Rig, ttl: u32) {
