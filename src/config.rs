@@ -201,12 +201,20 @@ impl Default for DatabaseSettings {
     }
 }
 
-/// This host's name (the kernel's), or `localhost` when it cannot be read.
+/// This host's name: the kernel's, or `/etc/hostname` where `/proc/sys` is hidden (the
+/// unit's `ProcSubset=pid`), else `localhost`; only what a node name may hold is kept.
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .take(64)
+                .collect::<String>()
+        })
+        .find(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
 }
 
@@ -1497,6 +1505,56 @@ mod tests {
             "provider.api_key_file"
         );
         assert_eq!(key_of("[provider]\nusername = \"u\""), "provider.username");
+    }
+
+    /// `[cluster]` is in force with `database.url` (defaults filled in) and refused with a
+    /// SQLite file; a bad node name or lease is named.
+    #[test]
+    fn cluster_goes_with_postgres_only() {
+        let s = parse("[database]\nurl = \"postgres://h/d\"").unwrap();
+        let cluster = s.cluster.expect("always with a URL");
+        assert_eq!(cluster.lease, DEFAULT_LEASE);
+        assert!(!cluster.node.is_empty());
+        let s = parse(
+            "[database]\nurl = \"postgres://h/d\"\n[cluster]\nnode = \"ops-1.dc2\"\nlease = \"10s\"",
+        )
+        .unwrap();
+        assert_eq!(
+            s.cluster,
+            Some(ClusterSettings {
+                node: "ops-1.dc2".into(),
+                lease: Duration::from_secs(10)
+            })
+        );
+        assert!(parse("").unwrap().cluster.is_none());
+        for (text, key, says) in [
+            ("[cluster]\nnode = \"a\"", "cluster", "PostgreSQL"),
+            (
+                "[database]\nurl = \"postgres://h/d\"\n[cluster]\nnode = \"a b\"",
+                "cluster.node",
+                "not a node name",
+            ),
+            (
+                "[database]\nurl = \"postgres://h/d\"\n[cluster]\nlease = \"500ms\"",
+                "cluster.lease",
+                "at least 1s",
+            ),
+            (
+                "[database]\nurl = \"postgres://h/d\"\n[timing]\npoll_waiting = \"20s\"\n[cluster]\nlease = \"30s\"",
+                "cluster.lease",
+                "shorter than timing.poll_waiting",
+            ),
+            (
+                "[database]\nurl = \"postgres://h/d\"\n[cluster]\nleases = \"3s\"",
+                "cluster.leases",
+                "unknown",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            let message = err.to_string();
+            assert_eq!(err.key(), Some(key), "{text}: {message}");
+            assert!(message.contains(says), "{text}: {message}");
+        }
     }
 
     /// `path` or `url`, never both; the URL's password only from a secret source, never
