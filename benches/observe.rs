@@ -19,6 +19,8 @@
 //! The observation pass runs in a child process (this binary again) so that its peak RSS
 //! is the observer's own, not the simulator's or the set-up's.
 
+#[path = "support/engine_pg.rs"]
+mod engine_pg;
 #[path = "../tests/support/knot.rs"]
 mod knot;
 
@@ -492,6 +494,8 @@ async fn bench() -> Res<()> {
         // 3. A full engine pass: every zone observed (provider, parent, child), stepped
         // and committed, over a SQLite store, the real provider client and the simulator.
         engine_pass(&sim, port, dir.path()).await?;
+        // 3b. The same pass on PostgreSQL: one daemon, then two sharing the zones.
+        engine_pass_postgres(dir.path()).await;
 
         // 4. The idle CPU of `dnssec-warden run` between polls.
         idle_cpu(&sim, port, dir.path()).await;
@@ -623,6 +627,23 @@ async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res
     );
     store.close().await;
     Ok(())
+}
+
+/// The engine pass on PostgreSQL (`benches/support/engine_pg.rs`), with the settings the
+/// SQLite pass wrote; said and skipped when PostgreSQL is not installed.
+async fn engine_pass_postgres(dir: &std::path::Path) {
+    if !std::path::Path::new("/usr/lib/postgresql").exists() {
+        println!("engine pass on PostgreSQL: skipped (install Debian's postgresql package)");
+        return;
+    }
+    let settings = match dnssec_warden::config::Settings::load(&dir.join("config.toml")) {
+        Ok(s) => s,
+        Err(e) => return println!("engine pass on PostgreSQL: skipped ({e})"),
+    };
+    let names: Vec<String> = (0..ZONES).map(zone).collect();
+    if let Err(e) = engine_pg::engine_pass_postgres(&settings, &names).await {
+        println!("engine pass on PostgreSQL: failed: {e}");
+    }
 }
 
 /// utime + stime of `dnssec-warden run` over 10 s once it is idle, if this build has `run`.
