@@ -12,6 +12,7 @@
 //! - at most one daemon holds the zone;
 //! - a daemon without a current lease (by the database) writes nothing of the zone when
 //!   it ticks, resumes or crashes: its state, events, outbox and alerts are unchanged.
+//!
 //! Afterwards, with a cooperative world and both daemons keeping their leases, the zone
 //! reaches what the last intent asked for.
 //!
