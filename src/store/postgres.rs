@@ -764,19 +764,7 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         let by = self.fence(&mut tx, zone).await?;
-        let state = state_of(&mut tx, zone).await?;
-        insert_event(
-            &mut tx,
-            zone,
-            now,
-            kind,
-            state,
-            state,
-            reason,
-            None,
-            by.as_ref(),
-        )
-        .await?;
+        insert_note(&mut tx, zone, now, kind, reason, by.as_ref()).await?;
         tx.commit().await.noted(self)?;
         Ok(())
     }
@@ -900,19 +888,8 @@ impl PgStore {
         .bind(row.id)
         .execute(&mut *tx)
         .await?;
-        let state = state_of(&mut *tx, &row.zone).await?;
-        insert_event(
-            &mut *tx,
-            &row.zone,
-            now,
-            EventKind::Effect,
-            state,
-            state,
-            &audit::outcome_unknown(&row.effect),
-            None,
-            by,
-        )
-        .await
+        let reason = audit::outcome_unknown(&row.effect);
+        insert_note(tx, &row.zone, now, EventKind::Effect, &reason, by).await
     }
 
     pub(super) async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
@@ -946,19 +923,7 @@ impl PgStore {
         .execute(&mut *tx)
         .await?;
         if settled.rows_affected() == 1 {
-            let state = state_of(&mut tx, zone).await?;
-            insert_event(
-                &mut tx,
-                zone,
-                now,
-                EventKind::Effect,
-                state,
-                state,
-                reason,
-                None,
-                by.as_ref(),
-            )
-            .await?;
+            insert_note(&mut tx, zone, now, EventKind::Effect, reason, by.as_ref()).await?;
         }
         tx.commit().await.noted(self)?;
         Ok(())
@@ -1132,6 +1097,19 @@ async fn state_of(tx: &mut PgConnection, zone: &str) -> Result<Option<State>, St
         .await?;
     let (state,) = row.ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
     parse_state(state.as_deref())
+}
+
+/// An event that moves nothing: the zone's state on both sides.
+async fn insert_note(
+    tx: &mut PgConnection,
+    zone: &str,
+    at: Timestamp,
+    kind: EventKind,
+    reason: &str,
+    by: Option<&Writer>,
+) -> Result<(), StoreError> {
+    let state = state_of(&mut *tx, zone).await?;
+    insert_event(tx, zone, at, kind, state, state, reason, None, by).await
 }
 
 /// As the SQLite backend's: an event identical to the zone's last one of its kind, with no
