@@ -555,6 +555,48 @@ async fn server_errors_are_retried() {
     c.get_zone("example.com").await.unwrap();
 }
 
+/// A switch is sent again after a failure only while the caller may (several daemons:
+/// its lease on the zone is current); denied, the first failure stands and nothing more
+/// reaches the provider.
+#[tokio::test]
+async fn a_switch_is_not_sent_again_once_the_caller_may_not() {
+    use dnssec_warden::provider::Provider;
+    let sim = sim(SimOptions::default()).await;
+    sim.handle().add_zone("example.com");
+    let c = api_key_client(&sim);
+    let patches = || {
+        sim.handle()
+            .calls()
+            .iter()
+            .filter(|call| call.method == "PATCH")
+            .count()
+    };
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let deny = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+        asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { false })
+    };
+    sim.handle().inject(Fault::next(1, FaultKind::Status(503)));
+    let denied = Provider::set_dnssec(&c, "example.com", true, &deny).await;
+    assert!(
+        matches!(denied, Err(ProviderError::Server { status: 503, .. })),
+        "{denied:?}"
+    );
+    // A retry would have succeeded (the fault hits one request): none was sent.
+    assert!(!sim.handle().dnssec_enabled("example.com"), "not sent again");
+    assert_eq!(patches(), 0);
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let allow = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+        Box::pin(async { true })
+    };
+    sim.handle().inject(Fault::next(1, FaultKind::Status(503)));
+    Provider::set_dnssec(&c, "example.com", true, &allow)
+        .await
+        .unwrap();
+    assert_eq!(patches(), 1, "the retry after the failure");
+    assert!(sim.handle().dnssec_enabled("example.com"));
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let sim = sim(SimOptions::default()).await;

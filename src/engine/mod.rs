@@ -610,7 +610,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 continue;
             }
             let (status, note) = match &item.effect {
-                Effect::EnableDnssec => match self.provider.set_dnssec(zone, true).await {
+                Effect::EnableDnssec => match self.switch(zone, true).await {
                     Ok(done) => (
                         OutboxStatus::Done,
                         format!(
@@ -686,6 +686,20 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         Ok(())
     }
 
+    /// The provider call, sent again after a failure only while this daemon's lease on the
+    /// zone is still current (several daemons: rule 12 reaches every attempt).
+    async fn switch(
+        &self,
+        zone: &str,
+        on: bool,
+    ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
+        let store = &self.store;
+        let may_retry = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+            Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
+        };
+        self.provider.set_dnssec(zone, on, &may_retry).await
+    }
+
     /// Switches DNSSEC off only if the zone is in `disabling` and the guard, given a parent
     /// observation taken now, allows it (safety rules 1 and 2), and, with several daemons,
     /// this daemon's lease on the zone is current right before the call. `None`: not
@@ -723,7 +737,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         if !self.claim_effect(zone, item).await? {
             return Ok(None);
         }
-        Ok(Some(match self.provider.set_dnssec(zone, false).await {
+        Ok(Some(match self.switch(zone, false).await {
             Ok(_) => (
                 OutboxStatus::Done,
                 "provider: DNSSEC switched off (every parent server confirmed no DS just before)"

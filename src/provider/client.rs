@@ -18,6 +18,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use url::Url;
 
+use super::RetryPermit;
 use super::error::ProviderError;
 use super::types::{
     CreatedZone, DnssecKey, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset, RrsetBody,
@@ -306,6 +307,18 @@ impl GcoreClient {
         zone: &str,
         enabled: bool,
     ) -> Result<DnssecSwitched, ProviderError> {
+        self.set_dnssec_with(zone, enabled, None).await
+    }
+
+    /// [`set_dnssec`](Self::set_dnssec), asking `may_retry` before the request is sent
+    /// again (a retry, or after a token renewal): several daemons on one database must not
+    /// repeat a switch once their lease on the zone is gone.
+    pub async fn set_dnssec_with(
+        &self,
+        zone: &str,
+        enabled: bool,
+        may_retry: Option<RetryPermit<'_>>,
+    ) -> Result<DnssecSwitched, ProviderError> {
         #[derive(Deserialize)]
         struct Message {
             #[serde(default)]
@@ -313,11 +326,12 @@ impl GcoreClient {
         }
         let body = serde_json::json!({ "enabled": enabled });
         let bytes = self
-            .call(
+            .call_with(
                 Method::PATCH,
                 &["zones", api_name(zone), "dnssec"],
                 &[],
                 Some(&body),
+                may_retry,
             )
             .await?;
         let message = decode::<Message>(&bytes, &self.secrets())?.message;
@@ -415,11 +429,25 @@ impl GcoreClient {
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
     ) -> Result<bytes::Bytes, ProviderError> {
+        self.call_with(method, segments, query, body, None).await
+    }
+
+    /// [`call`](Self::call), asking `may_retry` (if any) before sending the request again.
+    async fn call_with(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        may_retry: Option<RetryPermit<'_>>,
+    ) -> Result<bytes::Bytes, ProviderError> {
         let url = self.url(&["dns", "v2"], segments, query)?;
         let (mut authorization, mut generation) = self.authorization().await?;
         let mut renewed = false;
         loop {
-            let reply = self.send(&method, &url, body, Some(&authorization)).await?;
+            let reply = self
+                .send(&method, &url, body, Some(&authorization), may_retry)
+                .await?;
             if reply.status == StatusCode::UNAUTHORIZED
                 && let Auth::Login(login) = &self.auth
                 && !renewed
@@ -427,6 +455,11 @@ impl GcoreClient {
                 renewed = true;
                 tracing::info!("provider answered 401; renewing the access token");
                 (authorization, generation) = self.renew(login, generation).await?;
+                if let Some(permit) = may_retry
+                    && !permit().await
+                {
+                    return self.check(reply);
+                }
                 continue;
             }
             return self.check(reply);
@@ -443,6 +476,7 @@ impl GcoreClient {
         url: &Url,
         body: Option<&serde_json::Value>,
         authorization: Option<&Secret>,
+        may_retry: Option<RetryPermit<'_>>,
     ) -> Result<Reply, ProviderError> {
         let started = Instant::now();
         let mut failed = 0;
@@ -515,6 +549,12 @@ impl GcoreClient {
                 return last;
             }
             tokio::time::sleep(wait).await;
+            if let Some(permit) = may_retry
+                && !permit().await
+            {
+                tracing::warn!(%method, path = url.path(), attempt = failed, "provider call not sent again: the caller no longer may (its lease on the zone is gone)");
+                return last;
+            }
         }
     }
 
@@ -585,7 +625,7 @@ impl GcoreClient {
         if let Some(refresh) = tokens.refresh.take() {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
-            match self.send(&Method::POST, &url, Some(&body), None).await {
+            match self.send(&Method::POST, &url, Some(&body), None, None).await {
                 Ok(reply) if reply.status.is_success() => {
                     let secrets = self.secrets_with(&tokens, Some(&refresh));
                     match self
@@ -623,7 +663,7 @@ impl GcoreClient {
             "password": login.password.expose(),
         });
         let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
-        let reply = self.send(&Method::POST, &url, Some(&body), None).await?;
+        let reply = self.send(&Method::POST, &url, Some(&body), None, None).await?;
         let secrets = self.secrets_with(tokens, None);
         match reply.status.as_u16() {
             400 | 401 | 403 => {
@@ -704,8 +744,13 @@ impl Provider for GcoreClient {
     async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
         GcoreClient::list_zones(self).await
     }
-    async fn set_dnssec(&self, zone: &str, enabled: bool) -> Result<DnssecSwitched, ProviderError> {
-        GcoreClient::set_dnssec(self, zone, enabled).await
+    async fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+        may_retry: RetryPermit<'_>,
+    ) -> Result<DnssecSwitched, ProviderError> {
+        GcoreClient::set_dnssec_with(self, zone, enabled, Some(may_retry)).await
     }
     async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         GcoreClient::get_dnssec(self, zone).await

@@ -26,16 +26,25 @@ pub struct DnssecSwitched {
 }
 
 /// What the daemon needs from the provider. Zone names may carry the trailing dot.
+/// Asked before a request is sent again; false: do not (the last failure stands).
+pub type RetryPermit<'a> =
+    &'a (dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>> + Send + Sync);
+
 pub trait Provider: Send + Sync {
     fn get_zone(
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<ProviderZone, ProviderError>> + Send;
     fn list_zones(&self) -> impl Future<Output = Result<Vec<ProviderZone>, ProviderError>> + Send;
+    /// Switches DNSSEC on or off. `may_retry` is asked before the request is sent again (a
+    /// retry after a timeout or a 5xx, or after a token renewal): with several daemons,
+    /// whether this one's lease on the zone is still current, so that a request whose
+    /// lease ran out meanwhile is not repeated (DESIGN.md rule 12).
     fn set_dnssec(
         &self,
         zone: &str,
         enabled: bool,
+        may_retry: RetryPermit<'_>,
     ) -> impl Future<Output = Result<DnssecSwitched, ProviderError>> + Send;
     /// The signing key, checked against its own DS (safety rule 5);
     /// [`ProviderError::DnssecDisabled`] when DNSSEC is off.

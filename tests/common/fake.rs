@@ -594,7 +594,13 @@ impl Provider for FakeWorld {
         Ok(vec![self.get_zone(&zone).await?])
     }
 
-    async fn set_dnssec(&self, zone: &str, enabled: bool) -> Result<DnssecSwitched, ProviderError> {
+    // One attempt, never repeated: the fake has no retries to fence.
+    async fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+        _may_retry: dnssec_warden::provider::RetryPermit<'_>,
+    ) -> Result<DnssecSwitched, ProviderError> {
         self.provider_fault()?;
         let now = self.clock.now();
         let mut s = self.lock();
