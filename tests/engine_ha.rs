@@ -16,7 +16,7 @@ use dnssec_warden::engine::{CrashPoint, EngineError};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, State};
 use dnssec_warden::store::{Store, StoreError};
 
-const LEASE: Duration = Duration::from_millis(1_500);
+const LEASE: Duration = Duration::from_millis(3_000);
 
 async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
     let mut store = Store::connect(settings).await.expect("PostgreSQL store");

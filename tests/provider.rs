@@ -583,7 +583,10 @@ async fn a_switch_is_not_sent_again_once_the_caller_may_not() {
         "{denied:?}"
     );
     // A retry would have succeeded (the fault hits one request): none was sent.
-    assert!(!sim.handle().dnssec_enabled("example.com"), "not sent again");
+    assert!(
+        !sim.handle().dnssec_enabled("example.com"),
+        "not sent again"
+    );
     assert_eq!(patches(), 0);
     assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     let allow = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {

@@ -694,9 +694,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         on: bool,
     ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
         let store = &self.store;
-        let may_retry = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
-            Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
-        };
+        let may_retry =
+            || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+                Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
+            };
         self.provider.set_dnssec(zone, on, &may_retry).await
     }
 

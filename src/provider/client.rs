@@ -625,7 +625,10 @@ impl GcoreClient {
         if let Some(refresh) = tokens.refresh.take() {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
-            match self.send(&Method::POST, &url, Some(&body), None, None).await {
+            match self
+                .send(&Method::POST, &url, Some(&body), None, None)
+                .await
+            {
                 Ok(reply) if reply.status.is_success() => {
                     let secrets = self.secrets_with(&tokens, Some(&refresh));
                     match self
@@ -663,7 +666,9 @@ impl GcoreClient {
             "password": login.password.expose(),
         });
         let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
-        let reply = self.send(&Method::POST, &url, Some(&body), None, None).await?;
+        let reply = self
+            .send(&Method::POST, &url, Some(&body), None, None)
+            .await?;
         let secrets = self.secrets_with(tokens, None);
         match reply.status.as_u16() {
             400 | 401 | 403 => {

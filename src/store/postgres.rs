@@ -33,6 +33,9 @@ pub(super) struct PgStore {
     /// Set by the daemon (`[cluster]`): its writes are fenced by its leases. `None` for
     /// the CLI and tests, whose writes are not a daemon's step.
     lessee: Option<Arc<Lessee>>,
+    /// The lease rounds' and checks' own connections: renewals must not queue behind the
+    /// steps' writes, or a busy daemon loses its leases (`pool` without leases).
+    lease_pool: PgPool,
 }
 
 /// What `check-config` found in a PostgreSQL database.
@@ -92,6 +95,7 @@ impl PgStore {
                 error,
             })?;
         let store = Self {
+            lease_pool: pool.clone(),
             pool,
             health: Arc::default(),
             label: label.into(),
@@ -128,6 +132,7 @@ impl PgStore {
                 error,
             })?;
         let store = Self {
+            lease_pool: pool.clone(),
             pool,
             health: Arc::default(),
             label: label.into(),
@@ -188,6 +193,11 @@ impl PgStore {
         let lessee = Lessee::new(settings);
         let holder = lessee.holder.clone();
         self.lessee = Some(Arc::new(lessee));
+        let options = (*self.pool.connect_options()).clone();
+        self.lease_pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options);
         holder
     }
 
@@ -255,7 +265,7 @@ impl PgStore {
         .bind(&lessee.holder)
         .bind(epoch)
         .bind(lessee.lease_ms() / 2)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.lease_pool)
         .await?;
         if row.is_none() {
             lessee.forget(zone);
@@ -281,7 +291,7 @@ impl PgStore {
         .bind(&lessee.holder)
         .bind(&lessee.node)
         .bind(i64::from(lessee.pid))
-        .execute(&self.pool)
+        .execute(&self.lease_pool)
         .await
         .noted(self)?;
         let renewed: Vec<(String, i64)> = sqlx::query_as(
@@ -291,7 +301,7 @@ impl PgStore {
         )
         .bind(&lessee.holder)
         .bind(lease)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.lease_pool)
         .await
         .noted(self)?;
         let lost = lessee.renewed(renewed.into_iter().collect());
@@ -302,7 +312,7 @@ impl PgStore {
                     (SELECT count(*) FROM zones)",
         )
         .bind(lease)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.lease_pool)
         .await?;
         let live = usize::try_from(live).unwrap_or(1).max(1);
         let total = usize::try_from(total).unwrap_or(0);
@@ -331,7 +341,7 @@ impl PgStore {
         n: usize,
         now: Timestamp,
     ) -> Result<Vec<(String, i64, Option<String>)>, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.lease_pool.begin().await.noted_if_failed(self)?;
         let taken: Vec<(String, i64, Option<String>)> = sqlx::query_as(
             "WITH picked AS MATERIALIZED ( \
                  SELECT name, CASE WHEN lease_holder <> $1 THEN lease_holder END AS prev \
@@ -395,7 +405,7 @@ impl PgStore {
         )
         .bind(&lessee.holder)
         .bind(i64::try_from(n).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.lease_pool)
         .await
         .noted(self)?;
         for (zone,) in &released {
@@ -414,11 +424,11 @@ impl PgStore {
             "UPDATE zones SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1",
         )
         .bind(&lessee.holder)
-        .execute(&self.pool)
+        .execute(&self.lease_pool)
         .await?;
         sqlx::query("DELETE FROM daemons WHERE holder = $1")
             .bind(&lessee.holder)
-            .execute(&self.pool)
+            .execute(&self.lease_pool)
             .await?;
         lessee.forget_all();
         Ok(usize::try_from(released.rows_affected()).unwrap_or(usize::MAX))
@@ -431,7 +441,7 @@ impl PgStore {
              WHERE lease_holder IS NOT NULL AND lease_until > warden_now_ms() \
              GROUP BY lease_holder ORDER BY lease_holder",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.lease_pool)
         .await?)
     }
 
@@ -1085,6 +1095,7 @@ impl PgStore {
     }
 
     pub(super) async fn close(&self) {
+        self.lease_pool.close().await;
         self.pool.close().await;
     }
 }

@@ -763,8 +763,8 @@ fn held_by(store: &Store, zones: &[String]) -> Vec<String> {
 async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out() {
     let cluster = pg_support::Cluster::shared();
     let settings = postgres_settings(&cluster).await;
-    let a = daemon_store(&settings, "a", 1_500).await;
-    let b = daemon_store(&settings, "b", 1_500).await;
+    let a = daemon_store(&settings, "a", 2_500).await;
+    let b = daemon_store(&settings, "b", 2_500).await;
     let zones: Vec<String> = (0..6).map(|i| format!("z{i}.example.")).collect();
     for z in &zones {
         a.ensure_zone(z, Timestamp(1_000)).await.unwrap();
@@ -836,7 +836,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         "claimed under the lease"
     );
     // A stops renewing (paused past its lease): B takes its zones, one epoch up.
-    tokio::time::sleep(Duration::from_millis(1_700)).await;
+    tokio::time::sleep(Duration::from_millis(2_700)).await;
     let round = b.lease_round(Timestamp(3_000)).await.unwrap();
     assert_eq!((round.held, round.live), (6, 1), "{round:?}");
     assert!(
@@ -884,6 +884,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
     }
     assert!(!a.holds(&zone), "a refused write ends the belief");
     assert!(!a.lease_current(&zone).await.unwrap());
+    b.lease_round(Timestamp(3_100)).await.unwrap();
     assert!(b.lease_current(&zone).await.unwrap());
     let round = a.lease_round(Timestamp(3_200)).await.unwrap();
     assert!(round.lost.len() + round.held <= 6);
