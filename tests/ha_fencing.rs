@@ -65,7 +65,9 @@ async fn paused_daemon_is_fenced(point: &str) {
         "{}",
         world.logs(40)
     );
-    world.intend(std::slice::from_ref(&zone), Intent::Enabled).await;
+    world
+        .intend(std::slice::from_ref(&zone), Intent::Enabled)
+        .await;
 
     let a = world.start_daemon(&[("DNSSEC_WARDEN_TEST_STOP_AT", format!("{point}:{zone}"))]);
     let a_pid = world.daemons[a].child.id();

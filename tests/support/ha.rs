@@ -39,7 +39,7 @@ pub struct RegistrarZone {
     pub present: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Inbox {
     /// Every notification body received, in order.
     pub received: Vec<Value>,
@@ -56,7 +56,12 @@ pub struct Registrar {
 }
 
 impl Registrar {
-    pub fn inbox(&self) -> MutexGuard<'_, Inbox> {
+    /// A copy of what the registrar received and did so far.
+    pub fn snapshot(&self) -> Inbox {
+        self.inbox().clone()
+    }
+
+    fn inbox(&self) -> MutexGuard<'_, Inbox> {
         self.inbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
