@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use crate::cli::intent::{IntentError, open_store};
 use crate::config::{ConfigError, DatabaseSettings, SecretError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
-use crate::engine::{Engine, EngineError, Heartbeat, Notifier};
+use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::{GcoreClient, Provider, ProviderError};
 use crate::store::Store;
@@ -314,7 +314,10 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
     };
     let mut ready = false;
     loop {
-        let engine = prepared.engine(store.clone());
+        // One zone listing for the engine and the zone keeper (per configuration: a
+        // reload may name another provider).
+        let listing = Arc::new(ZoneListing::default());
+        let engine = prepared.engine(store.clone()).with_listing(listing.clone());
         let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
         if !ready {
             systemd::ready();
@@ -324,7 +327,8 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             prepared.settings.zones.clone(),
             store.clone(),
             prepared.provider.clone(),
-            prepared.policy.poll_active,
+            listing,
+            prepared.policy.clone(),
         ));
         let (stop, stopped) = watch::channel(false);
         let running = engine.run(stopped, INTENT_POLL);
@@ -408,12 +412,15 @@ async fn supervise(heartbeat: Heartbeat, store: Store) {
 }
 
 /// Keeps the zone list in the database: the configured names once, or every zone of the
-/// account, refreshed at the slow poll interval. Zones no longer listed stay watched.
+/// account, looked for at the slow poll interval in the listing the engine shares (paged
+/// through again only when that copy is older than the engine's own refresh).
+/// Zones no longer listed stay watched.
 async fn keep_zones<P: Provider>(
     selection: ZoneSelection,
     store: Store,
     provider: Arc<P>,
-    every: Duration,
+    listing: Arc<ZoneListing>,
+    policy: Policy,
 ) {
     loop {
         let now = SystemClock.now();
@@ -426,14 +433,23 @@ async fn keep_zones<P: Provider>(
                 }
                 return;
             }
-            ZoneSelection::All => match provider.list_zones().await {
-                Ok(zones) => {
-                    for zone in zones {
-                        let name = match ZoneName::parse(&zone.name) {
+            ZoneSelection::All => match listing
+                .get(
+                    provider.as_ref(),
+                    now,
+                    policy.poll_active / 4,
+                    policy.retry_base,
+                )
+                .await
+            {
+                Ok(listed) => {
+                    let unreadable = listed.unreadable.iter();
+                    for name in listed.zones.keys().chain(unreadable) {
+                        let name = match ZoneName::parse(name) {
                             Ok(name) => name.into_string(),
                             Err(e) => {
                                 tracing::warn!(
-                                    zone = zone.name.as_str(),
+                                    zone = name.as_str(),
                                     error = %e,
                                     "skipping a zone of the account whose name is not a zone name"
                                 );
@@ -457,6 +473,6 @@ async fn keep_zones<P: Provider>(
                 }
             },
         }
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(policy.poll_active).await;
     }
 }

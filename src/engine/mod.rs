@@ -8,6 +8,7 @@
 //!   zone, so a restart re-observes before acting again (safety rule 6).
 //! - "DNSSEC off" passes the guard with a parent observation taken just before the call.
 
+mod listing;
 mod notify;
 mod observe;
 
@@ -19,6 +20,7 @@ use futures::StreamExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+pub use listing::{Listed, ZoneListing};
 pub use notify::{Notification, Notifier};
 pub use observe::summarize;
 
@@ -148,13 +150,7 @@ pub struct Engine<P, O> {
     heartbeat: Heartbeat,
     step_timeout: Duration,
     /// The provider's paged zone listing, for settled zones (see [`Engine::listed`]).
-    listing: tokio::sync::Mutex<Option<Listing>>,
-}
-
-/// The paged zone listing as last fetched: each zone's `dnssec_enabled`, or the failure.
-struct Listing {
-    at: crate::lifecycle::Timestamp,
-    zones: Option<std::collections::HashMap<String, Option<bool>>>,
+    listing: Arc<ZoneListing>,
 }
 
 /// A provider failure is logged at warn the first time it is seen for a zone, and again
@@ -242,8 +238,14 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             stop_at: StopAt::from_env(),
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
-            listing: tokio::sync::Mutex::new(None),
+            listing: Arc::default(),
         }
+    }
+
+    /// Shares the provider's zone listing with others (the daemon's zone keeper).
+    pub fn with_listing(mut self, listing: Arc<ZoneListing>) -> Self {
+        self.listing = listing;
+        self
     }
 
     /// The longest one zone's step may take (default [`STEP_TIMEOUT`]).
@@ -379,33 +381,20 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         if !zone.state.is_some_and(State::is_steady) {
             return None;
         }
-        let now = self.clock.now();
-        let mut listing = self.listing.lock().await;
-        let stale = match listing.as_ref() {
-            None => true,
-            Some(l) if l.at > now => true,
-            Some(Listing { at, zones: Some(_) }) => now.since(*at) >= self.policy.poll_active / 4,
-            Some(Listing { at, zones: None }) => now.since(*at) >= self.policy.retry_base,
-        };
-        if stale {
-            let zones = match self.provider.list_zones().await {
-                Ok(list) => Some(
-                    list.into_iter()
-                        .filter_map(|z| {
-                            crate::dnssec::fqdn(&z.name)
-                                .ok()
-                                .map(|name| (name, z.dnssec_enabled))
-                        })
-                        .collect(),
-                ),
-                Err(e) => {
-                    tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
-                    None
-                }
-            };
-            *listing = Some(Listing { at: now, zones });
-        }
-        let enabled = *listing.as_ref()?.zones.as_ref()?.get(&zone.name)?;
+        let listing = self
+            .listing
+            .get(
+                self.provider.as_ref(),
+                self.clock.now(),
+                self.policy.poll_active / 4,
+                self.policy.retry_base,
+            )
+            .await
+            .inspect_err(|e| {
+                tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
+            })
+            .ok()?;
+        let enabled = *listing.zones.get(&zone.name)?;
         Some(crate::provider::ProviderZone {
             name: zone.name.clone(),
             id: None,

@@ -294,6 +294,16 @@ impl SimHandle {
         }
     }
 
+    /// Every API request so far, counted by method and path shape
+    /// (`GET /dns/v2/zones`, `GET /dns/v2/zones/{zone}/dnssec`, …).
+    pub fn requests(&self) -> std::collections::BTreeMap<String, u64> {
+        self.0.lock().requests.clone()
+    }
+
+    pub fn reset_requests(&self) {
+        self.0.lock().requests.clear();
+    }
+
     /// (successful logins, successful refreshes) so far.
     pub fn token_counts(&self) -> (u64, u64) {
         let state = self.0.lock();

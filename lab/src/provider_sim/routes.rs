@@ -70,10 +70,34 @@ pub(super) fn router(shared: Shared) -> Router {
 
 // ---- middleware ------------------------------------------------------------------------
 
+/// A request path with the zone (and record name) in it replaced by a placeholder:
+/// `/dns/v2/zones/{zone}/dnssec`, so that requests can be counted by kind.
+fn path_shape(path: &str) -> String {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    if let Some(i) = parts.iter().position(|p| *p == "zones") {
+        for (offset, placeholder) in [(1, "{zone}"), (2, "{name}")] {
+            if let Some(part) = parts.get_mut(i + offset)
+                && !matches!(*part, "" | "dnssec" | "rrsets")
+            {
+                *part = placeholder;
+            }
+        }
+    }
+    parts.join("/")
+}
+
 /// Latency, then any injected fault, before the request reaches its handler.
 async fn inject_faults(State(shared): State<Shared>, request: Request, next: Next) -> Response {
     let (latency, fault) = {
         let mut state = shared.lock();
+        *state
+            .requests
+            .entry(format!(
+                "{} {}",
+                request.method(),
+                path_shape(request.uri().path())
+            ))
+            .or_default() += 1;
         let latency = state.faults.latency;
         (latency, state.faults.take(request.uri().path()))
     };
@@ -740,4 +764,30 @@ async fn lab_calls(State(shared): State<Shared>) -> Reply {
         })
         .collect();
     ok(Value::Array(calls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_shape;
+
+    #[test]
+    fn requests_are_counted_by_the_shape_of_their_path() {
+        assert_eq!(path_shape("/dns/v2/zones"), "/dns/v2/zones");
+        assert_eq!(
+            path_shape("/dns/v2/zones/example.com/dnssec"),
+            "/dns/v2/zones/{zone}/dnssec"
+        );
+        assert_eq!(
+            path_shape("/dns/v2/zones/example.com"),
+            "/dns/v2/zones/{zone}"
+        );
+        assert_eq!(
+            path_shape("/dns/v2/zones/example.com/www.example.com/A"),
+            "/dns/v2/zones/{zone}/{name}/A"
+        );
+        assert_eq!(
+            path_shape("/dns/v2/zones/example.com/rrsets"),
+            "/dns/v2/zones/{zone}/rrsets"
+        );
+    }
 }

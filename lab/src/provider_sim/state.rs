@@ -21,6 +21,8 @@ pub(super) struct SimState {
     pub logins: VecDeque<Instant>,
     pub faults: FaultPlan,
     pub calls: Vec<CallRecord>,
+    /// Every API request received, by method and path shape (`GET /dns/v2/zones/{zone}/dnssec`).
+    pub requests: BTreeMap<String, u64>,
     /// Zones whose calls answer 403, as for a user without rights on them.
     pub forbidden: HashSet<String>,
     /// Successful logins and refreshes, for tests of the client's token handling.
@@ -101,6 +103,7 @@ impl SimState {
             logins: VecDeque::new(),
             faults: FaultPlan::default(),
             calls: Vec::new(),
+            requests: BTreeMap::new(),
             forbidden: HashSet::new(),
             logins_ok: 0,
             refreshes_ok: 0,

@@ -1,0 +1,191 @@
+//! The provider's paged zone listing (`GET /dns/v2/zones`), fetched once and shared: the
+//! engine reads each settled zone's `dnssec_enabled` from it (so a steady poll needs no
+//! per-zone call), and with `zones.all` the daemon's zone keeper finds new zones of the
+//! account in the same copy instead of paging through the account again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::lifecycle::Timestamp;
+use crate::provider::Provider;
+
+/// One listing: every zone by its name in the store's form (lower case, trailing dot)
+/// with its `dnssec_enabled` (absent in the answer: `None`).
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub zones: HashMap<String, Option<bool>>,
+    /// Names the provider listed that are not domain names at all (logged by the keeper).
+    pub unreadable: Vec<String>,
+}
+
+struct Fetched {
+    at: Timestamp,
+    result: Result<Arc<Listed>, String>,
+}
+
+/// The listing as last fetched, or its failure.
+#[derive(Default)]
+pub struct ZoneListing(tokio::sync::Mutex<Option<Fetched>>);
+
+impl ZoneListing {
+    /// The listing, fetched again once it is `max_age` old (a failure once it is `retry`
+    /// old, so that a failing provider is not paged through at every step). Callers at
+    /// the same time wait for one fetch.
+    pub async fn get<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        now: Timestamp,
+        max_age: Duration,
+        retry: Duration,
+    ) -> Result<Arc<Listed>, String> {
+        let mut cached = self.0.lock().await;
+        let stale = match cached.as_ref() {
+            None => true,
+            // A clock that went back: the copy's age is unknown.
+            Some(f) if f.at > now => true,
+            Some(Fetched { at, result: Ok(_) }) => now.since(*at) >= max_age,
+            Some(Fetched { at, result: Err(_) }) => now.since(*at) >= retry,
+        };
+        if stale {
+            let result = provider
+                .list_zones()
+                .await
+                .map(|list| {
+                    let mut listed = Listed::default();
+                    for zone in list {
+                        match crate::dnssec::fqdn(&zone.name) {
+                            Ok(name) => {
+                                listed.zones.insert(name, zone.dnssec_enabled);
+                            }
+                            Err(_) => listed.unreadable.push(zone.name),
+                        }
+                    }
+                    Arc::new(listed)
+                })
+                .map_err(|e| e.to_string());
+            *cached = Some(Fetched { at: now, result });
+        }
+        match cached.as_ref() {
+            Some(f) => f.result.clone(),
+            None => Err("no listing".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::provider::{
+        DnssecKey, DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, RetryPermit, Rrset,
+    };
+
+    /// Counts listings; fails them while `failing`.
+    #[derive(Default)]
+    struct Counting {
+        listings: AtomicUsize,
+        failing: AtomicBool,
+    }
+
+    fn unused<T>() -> Result<T, ProviderError> {
+        Err(ProviderError::Invalid("not used by the listing".into()))
+    }
+
+    impl Provider for Counting {
+        async fn get_zone(&self, _: &str) -> Result<ProviderZone, ProviderError> {
+            unused()
+        }
+        async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
+            self.listings.fetch_add(1, Ordering::SeqCst);
+            if self.failing.load(Ordering::SeqCst) {
+                return Err(ProviderError::Invalid("listing down".into()));
+            }
+            let zone = |name: &str, dnssec| ProviderZone {
+                name: name.into(),
+                id: None,
+                enabled: None,
+                status: None,
+                dnssec_enabled: dnssec,
+                dnssec_status: None,
+                dnssec_status_modified_on: None,
+                records: Vec::new(),
+            };
+            Ok(vec![
+                zone("Example.COM", Some(true)),
+                zone("b.example", None),
+                zone("", Some(false)),
+            ])
+        }
+        async fn set_dnssec(
+            &self,
+            _: &str,
+            _: bool,
+            _: RetryPermit<'_>,
+        ) -> Result<DnssecSwitched, ProviderError> {
+            unused()
+        }
+        async fn get_dnssec(&self, _: &str) -> Result<DnssecKey, ProviderError> {
+            unused()
+        }
+        async fn list_rrsets(&self, _: &str) -> Result<Vec<Rrset>, ProviderError> {
+            unused()
+        }
+        async fn get_parent_ds(&self, _: &str) -> Result<ParentDsHint, ProviderError> {
+            unused()
+        }
+    }
+
+    const AGE: Duration = Duration::from_secs(900);
+    const RETRY: Duration = Duration::from_secs(5);
+
+    #[tokio::test]
+    async fn one_listing_serves_every_caller_until_it_is_old() {
+        let provider = Counting::default();
+        let listing = ZoneListing::default();
+        let t0 = Timestamp(1_000_000);
+        let first = listing.get(&provider, t0, AGE, RETRY).await.unwrap();
+        assert_eq!(first.zones.get("example.com."), Some(&Some(true)));
+        assert_eq!(first.zones.get("b.example."), Some(&None));
+        assert_eq!(first.unreadable, vec![String::new()]);
+        // The keeper and the engine asking within the age: the same copy, no new paging.
+        listing
+            .get(&provider, t0.plus(AGE / 2), AGE, RETRY)
+            .await
+            .unwrap();
+        assert_eq!(provider.listings.load(Ordering::SeqCst), 1);
+        listing
+            .get(&provider, t0.plus(AGE), AGE, RETRY)
+            .await
+            .unwrap();
+        assert_eq!(provider.listings.load(Ordering::SeqCst), 2);
+        // A clock that went back: fetched again.
+        listing.get(&provider, t0, AGE, RETRY).await.unwrap();
+        assert_eq!(provider.listings.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_listing_is_tried_again_after_the_retry_time_only() {
+        let provider = Counting::default();
+        provider.failing.store(true, Ordering::SeqCst);
+        let listing = ZoneListing::default();
+        let t0 = Timestamp(1_000_000);
+        assert!(listing.get(&provider, t0, AGE, RETRY).await.is_err());
+        assert!(
+            listing
+                .get(&provider, t0.plus(RETRY / 2), AGE, RETRY)
+                .await
+                .is_err()
+        );
+        assert_eq!(provider.listings.load(Ordering::SeqCst), 1);
+        provider.failing.store(false, Ordering::SeqCst);
+        assert!(
+            listing
+                .get(&provider, t0.plus(RETRY), AGE, RETRY)
+                .await
+                .is_ok()
+        );
+        assert_eq!(provider.listings.load(Ordering::SeqCst), 2);
+    }
+}
