@@ -2,6 +2,7 @@
 //! it read-only and never create it: "no database at PATH" before the daemon's first run
 //! (SQLite), a schema the daemon has not migrated yet refused (both stores).
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -9,7 +10,7 @@ use serde_json::{Value, json};
 use crate::config::Settings;
 use crate::dns::DelegationVerdict;
 use crate::lifecycle::waiting::{Waiting, describe};
-use crate::lifecycle::{Clock, Policy, State, SystemClock};
+use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
 use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
 
 /// The database named by the settings, for reading only.
@@ -74,7 +75,16 @@ fn lease(row: &ZoneRow, now: crate::lifecycle::Timestamp) -> Option<&crate::stor
     row.lease.as_ref().filter(|l| l.until > now)
 }
 
-fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
+/// Open alerts by zone: looked up once per zone, not searched for.
+fn by_zone(alerts: &[AlertRow]) -> HashMap<&str, Vec<&AlertRow>> {
+    let mut map: HashMap<&str, Vec<&AlertRow>> = HashMap::new();
+    for a in alerts {
+        map.entry(a.zone.as_str()).or_default().push(a);
+    }
+    map
+}
+
+fn zone_json(row: &ZoneRow, alerts: &[&AlertRow], policy: &Policy, now: Timestamp) -> Value {
     let z = &row.zone;
     let waiting = waiting(row, policy);
     json!({
@@ -93,13 +103,13 @@ fn zone_json(row: &ZoneRow, alerts: &[AlertRow], policy: &Policy) -> Value {
         "next_check": row.next_check_at.to_string(),
         "last_observed": row.last_observed_at.map(|t| t.to_string()),
         "provider_error": provider_error(row),
-        "lease": lease(row, SystemClock.now()).map(|l| json!({
+        "lease": lease(row, now).map(|l| json!({
             "holder": l.holder,
             "epoch": l.epoch,
             "since": l.since.to_string(),
             "until": l.until.to_string(),
         })),
-        "alerts": alerts.iter().filter(|a| a.zone == z.name).map(alert_json).collect::<Vec<_>>(),
+        "alerts": alerts.iter().map(|a| alert_json(a)).collect::<Vec<_>>(),
     })
 }
 
@@ -110,14 +120,19 @@ pub async fn status_json(
     policy: &Policy,
 ) -> Result<Option<Value>, StoreError> {
     let alerts = store.open_alerts(zone).await?;
+    let alerts = by_zone(&alerts);
+    let now = SystemClock.now();
+    let of = |row: &ZoneRow| {
+        let open = alerts
+            .get(row.zone.name.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        zone_json(row, open, policy, now)
+    };
     match zone {
-        Some(name) => Ok(store
-            .zone(name)
-            .await?
-            .map(|row| zone_json(&row, &alerts, policy))),
+        Some(name) => Ok(store.zone(name).await?.map(|row| of(&row))),
         None => {
-            let rows = store.zones().await?;
-            let zones: Vec<Value> = rows.iter().map(|r| zone_json(r, &alerts, policy)).collect();
+            let rows = store.zones_brief().await?;
+            let zones: Vec<Value> = rows.iter().map(of).collect();
             Ok(Some(json!({ "zones": zones })))
         }
     }
@@ -134,9 +149,10 @@ pub async fn status_text(
             Some(row) => vec![row],
             None => return Ok(None),
         },
-        None => store.zones().await?,
+        None => store.zones_brief().await?,
     };
     let alerts = store.open_alerts(zone).await?;
+    let alerts = by_zone(&alerts);
     let now = SystemClock.now();
     let mut out = String::new();
     let _ = writeln!(
@@ -195,7 +211,7 @@ pub async fn status_text(
                     .map_or_else(|| "unknown".to_string(), crate::dns::delegation::describe)
             );
         }
-        for a in alerts.iter().filter(|a| a.zone == z.name) {
+        for a in alerts.get(z.name.as_str()).into_iter().flatten() {
             let _ = writeln!(
                 out,
                 "{:<28} ALERT {} ({}) since {}: {}",

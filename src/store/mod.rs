@@ -258,6 +258,15 @@ impl Store {
             Backend::Postgres(p) => p.zones().await,
         }
     }
+    /// Every zone as `status` shows it: the last observation cut down to the provider's
+    /// answer or failure and the parent's evidence (`/provider/dnssec`,
+    /// `/provider/error`, `/parent/evidence`).
+    pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.zones_brief().await,
+            Backend::Postgres(p) => p.zones_brief().await,
+        }
+    }
     /// Zones whose next check is due, earliest first.
     pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
         match &self.backend {

@@ -481,6 +481,25 @@ impl PgStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
+    /// Every zone, with only the parts of its last observation `status` shows.
+    pub(super) async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        let raw: Vec<RawZone> = sqlx::query_as(
+            "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
+             last_observed_at, version, lease_holder, lease_epoch, lease_since, lease_until, \
+             CASE WHEN last_observation IS NOT NULL THEN jsonb_build_object( \
+               'provider', jsonb_build_object( \
+                 'dnssec', (last_observation::jsonb) -> 'provider' -> 'dnssec', \
+                 'error', (last_observation::jsonb) -> 'provider' -> 'error'), \
+               'parent', jsonb_build_object( \
+                 'evidence', (last_observation::jsonb) -> 'parent' -> 'evidence'))::text \
+             END AS last_observation \
+             FROM zones ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        raw.into_iter().map(ZoneRow::try_from).collect()
+    }
+
     pub(super) async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
         // With leases: only the zones this daemon holds (`$3` NULL: every zone).
         let names: Vec<(String,)> = sqlx::query_as(

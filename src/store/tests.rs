@@ -910,3 +910,85 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
     a.close().await;
     b.close().await;
 }
+
+/// `zones_brief` (what `status` lists) keeps exactly the parts of the last observation
+/// `status` shows, on both stores, and the rest of the row as `zones` has it.
+async fn brief_rows_keep_what_status_shows(store: &Store) {
+    for (name, observation) in [
+        (
+            "a.test.",
+            serde_json::json!({
+                "provider": {"dnssec": "not_found", "error": null, "zone": {"big": [1, 2, 3]}},
+                "parent": {"evidence": {"kind": "insecure", "detail": "the TLD is unsigned"},
+                           "answers": [{"server": "192.0.2.1", "ds": ["x"]}]},
+                "child": {"answers": ["y"]},
+            }),
+        ),
+        (
+            "b.test.",
+            serde_json::json!({
+                "provider": {"dnssec": {"enabled": true, "key_tag": 7}, "error": "503 from the API"},
+                "parent": {},
+            }),
+        ),
+        ("c.test.", serde_json::json!({})),
+    ] {
+        store.ensure_zone(name, Timestamp(1_000)).await.unwrap();
+        let row = store.zone(name).await.unwrap().unwrap();
+        let decision = Decision {
+            state: Some(State::Disabled),
+            facts: Facts::default(),
+            effects: Vec::new(),
+            alerts: Vec::new(),
+            notes: Vec::new(),
+            wake_at: Timestamp(9_000),
+        };
+        assert!(
+            store
+                .commit_step(&row, &decision, &observation, Timestamp(2_000))
+                .await
+                .unwrap()
+        );
+    }
+    store
+        .ensure_zone("d.test.", Timestamp(1_000))
+        .await
+        .unwrap();
+    let full = store.zones().await.unwrap();
+    let brief = store.zones_brief().await.unwrap();
+    assert_eq!(full.len(), brief.len());
+    for (f, b) in full.iter().zip(&brief) {
+        assert_eq!(f.zone, b.zone);
+        assert_eq!(
+            (f.next_check_at, f.last_observed_at, f.version),
+            (b.next_check_at, b.last_observed_at, b.version)
+        );
+        let (Some(fo), Some(bo)) = (&f.last_observation, &b.last_observation) else {
+            assert_eq!(f.last_observation.is_none(), b.last_observation.is_none());
+            continue;
+        };
+        for pointer in ["/provider/dnssec", "/provider/error", "/parent/evidence"] {
+            let missing_is_null = |v: Option<&serde_json::Value>| v.cloned().unwrap_or_default();
+            assert_eq!(
+                missing_is_null(fo.pointer(pointer)),
+                missing_is_null(bo.pointer(pointer)),
+                "{} {pointer}",
+                f.zone.name
+            );
+        }
+        assert!(bo.pointer("/parent/answers").is_none(), "cut down: {bo}");
+    }
+}
+
+#[tokio::test]
+async fn brief_rows_keep_what_status_shows_on_sqlite() {
+    brief_rows_keep_what_status_shows(&Store::open_in_memory().await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn brief_rows_keep_what_status_shows_on_postgres() {
+    let cluster = pg_support::Cluster::shared();
+    let store = postgres_store(&cluster).await;
+    brief_rows_keep_what_status_shows(&store).await;
+    store.close().await;
+}
