@@ -49,7 +49,7 @@ impl ZoneListing {
         };
         if stale {
             let result = provider
-                .list_zones()
+                .list_zone_flags()
                 .await
                 .map(|list| {
                     let mut listed = Listed::default();

@@ -21,7 +21,8 @@ use url::Url;
 use super::RetryPermit;
 use super::error::ProviderError;
 use super::types::{
-    CreatedZone, DnssecKey, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset, RrsetBody,
+    CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
+    RrsetBody,
 };
 use super::{DnssecSwitched, Provider};
 use crate::config::{Credentials, ProviderSettings};
@@ -214,6 +215,17 @@ impl GcoreClient {
     /// an error, not an empty account. Missing optional fields are not "unreadable" (see
     /// [`ProviderZone`]).
     pub async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
+        self.paged(|offset| async move {
+            let bytes = self
+                .call(Method::GET, &["zones"], &page_query(offset), None)
+                .await?;
+            zone_page(&bytes, &self.secrets())
+        })
+        .await
+    }
+
+    /// The same listing, read into names and `dnssec_enabled` only, page by page.
+    pub async fn list_zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
         self.paged(|offset| async move {
             let bytes = self
                 .call(Method::GET, &["zones"], &page_query(offset), None)
@@ -749,6 +761,9 @@ impl Provider for GcoreClient {
     async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
         GcoreClient::list_zones(self).await
     }
+    async fn list_zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        GcoreClient::list_zone_flags(self).await
+    }
     async fn set_dnssec(
         &self,
         zone: &str,
@@ -813,10 +828,10 @@ async fn read_capped(
 
 /// One page of the zone list: the zones that can be read, how many entries the page had,
 /// and `total_amount`.
-fn zone_page(
+fn zone_page<T: DeserializeOwned>(
     body: &[u8],
     secrets: &[String],
-) -> Result<(Vec<ProviderZone>, usize, usize), ProviderError> {
+) -> Result<(Vec<T>, usize, usize), ProviderError> {
     #[derive(Deserialize)]
     struct Page {
         zones: Vec<serde_json::Value>,
@@ -827,7 +842,7 @@ fn zone_page(
     let mut zones = Vec::with_capacity(got);
     let mut first_error = None;
     for entry in page.zones {
-        match serde_json::from_value::<ProviderZone>(entry.clone()) {
+        match T::deserialize(&entry) {
             Ok(zone) => zones.push(zone),
             Err(e) => {
                 let excerpt = excerpt(entry.to_string().as_bytes(), secrets);
@@ -1036,18 +1051,24 @@ mod tests {
 
     #[test]
     fn a_zone_page_skips_what_it_cannot_read() {
-        let (zones, got, total) = zone_page(
-            br#"{"zones":[{"name":"a.b"},{"name":null},7,{"name":"c.d","dnssec_enabled":null}],"total_amount":9}"#,
-            &[],
-        )
-        .unwrap();
+        let page = br#"{"zones":[{"name":"a.b"},{"name":null},7,{"name":"c.d","dnssec_enabled":null},{"name":"e.f","dnssec_enabled":true,"records":[{"name":"e.f","type":"NS"}]}],"total_amount":9}"#;
+        let (zones, got, total) = zone_page::<ProviderZone>(page, &[]).unwrap();
         let names: Vec<_> = zones.iter().map(|z| z.name.as_str()).collect();
-        assert_eq!((names, got, total), (vec!["a.b", "c.d"], 4, 9));
+        assert_eq!((names, got, total), (vec!["a.b", "c.d", "e.f"], 5, 9));
+        // The lean reading skips and keeps the same entries.
+        let (flags, got, total) = zone_page::<ListedZone>(page, &[]).unwrap();
+        let lean: Vec<ListedZone> = zones.into_iter().map(ListedZone::from).collect();
+        assert_eq!((flags, got, total), (lean, 5, 9));
         assert!(matches!(
-            zone_page(br#"{"zones":[{"id":1}],"total_amount":1}"#, &[]),
+            zone_page::<ProviderZone>(br#"{"zones":[{"id":1}],"total_amount":1}"#, &[]),
             Err(ProviderError::Decode { .. })
         ));
-        let (zones, got, _) = zone_page(br#"{"zones":[],"total_amount":0}"#, &[]).unwrap();
+        assert!(matches!(
+            zone_page::<ListedZone>(br#"{"zones":[{"id":1}],"total_amount":1}"#, &[]),
+            Err(ProviderError::Decode { .. })
+        ));
+        let (zones, got, _) =
+            zone_page::<ProviderZone>(br#"{"zones":[],"total_amount":0}"#, &[]).unwrap();
         assert!(zones.is_empty() && got == 0);
     }
 

@@ -13,8 +13,8 @@ pub use client::{
 };
 pub use error::{ErrorClass, ProviderError};
 pub use types::{
-    CreatedZone, DnssecKey, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec,
-    ResourceRecord, Rrset, RrsetBody, ZoneRecordSummary,
+    CreatedZone, DnssecKey, DnssecStatus, ListedZone, NewZone, ParentDsHint, ProviderZone,
+    RawDnssec, ResourceRecord, Rrset, RrsetBody, ZoneRecordSummary,
 };
 
 /// The answer to `PATCH …/dnssec`.
@@ -36,6 +36,17 @@ pub trait Provider: Send + Sync {
         zone: &str,
     ) -> impl Future<Output = Result<ProviderZone, ProviderError>> + Send;
     fn list_zones(&self) -> impl Future<Output = Result<Vec<ProviderZone>, ProviderError>> + Send;
+    /// The same listing, each zone's name and `dnssec_enabled` only (what the engine and
+    /// the zone keeper need: far less memory for a large account).
+    fn list_zone_flags(
+        &self,
+    ) -> impl Future<Output = Result<Vec<ListedZone>, ProviderError>> + Send {
+        async move {
+            self.list_zones()
+                .await
+                .map(|zones| zones.into_iter().map(ListedZone::from).collect())
+        }
+    }
     /// Switches DNSSEC on or off. `may_retry` is asked before the request is sent again (a
     /// retry after a timeout or a 5xx, or after a token renewal): with several daemons,
     /// whether this one's lease on the zone is still current, so that a request whose

@@ -200,6 +200,8 @@ impl<T> Noted<T> for Result<T, sqlx::Error> {
 pub(super) struct WriteTx<'s> {
     pub(super) tx: sqlx::Transaction<'static, Sqlite>,
     pub(super) store: &'s SqliteStore,
+    /// The store's write turn, released after the transaction (fields drop in order).
+    pub(super) _turn: tokio::sync::OwnedMutexGuard<()>,
 }
 
 impl WriteTx<'_> {

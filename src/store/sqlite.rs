@@ -23,6 +23,24 @@ pub struct SqliteStore {
     pub(super) health: Arc<Health>,
     /// The path, for log lines.
     label: Arc<str>,
+    /// Held by every write (a transaction from `BEGIN IMMEDIATE` to its end, or one
+    /// statement): the daemon's writers queue here instead of in SQLite's busy handler,
+    /// which sleeps 1 to 100 ms between tries while another connection writes.
+    serial: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// The pool, for one write statement, with this store's write turn held until the
+/// statement ends.
+pub(super) struct Serialized<'a> {
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+    pool: &'a SqlitePool,
+}
+
+impl std::ops::Deref for Serialized<'_> {
+    type Target = SqlitePool;
+    fn deref(&self) -> &SqlitePool {
+        self.pool
+    }
 }
 
 impl SqliteStore {
@@ -132,6 +150,7 @@ impl SqliteStore {
             identity: identity.map(Arc::new),
             health: Arc::default(),
             label: path.display().to_string().into(),
+            serial: Arc::default(),
         }
     }
 
@@ -151,10 +170,14 @@ impl SqliteStore {
         self.health.failure()
     }
 
-    /// The pool, for writes outside a transaction: the file must still be the one opened.
-    fn writer(&self) -> Result<&SqlitePool, StoreError> {
+    /// The pool, for writes outside a transaction: the file must still be the one opened;
+    /// this store's write turn is held until the statement ends.
+    async fn writer(&self) -> Result<Serialized<'_>, StoreError> {
         self.verify_identity()?;
-        Ok(&self.pool)
+        Ok(Serialized {
+            _turn: self.serial.clone().lock_owned().await,
+            pool: &self.pool,
+        })
     }
 
     /// A private in-memory database (one connection, so it lives as long as the store):
@@ -184,12 +207,17 @@ impl SqliteStore {
     /// between, and SQLite then answers "database is locked" without waiting.
     pub(super) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
         self.verify_identity()?;
+        let turn = self.serial.clone().lock_owned().await;
         let tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .noted_if_failed(self)?;
-        Ok(WriteTx { tx, store: self })
+        Ok(WriteTx {
+            tx,
+            store: self,
+            _turn: turn,
+        })
     }
 
     /// Adds a zone to watch; false if it was there already.
@@ -200,7 +228,7 @@ impl SqliteStore {
         .bind(name)
         .bind(now.0)
         .bind(now.0)
-        .execute(self.writer()?)
+        .execute(&*self.writer().await?)
         .await
         .noted(self)?;
         Ok(done.rows_affected() == 1)
@@ -267,7 +295,7 @@ impl SqliteStore {
         sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
             .bind(at.0)
             .bind(name)
-            .execute(self.writer()?)
+            .execute(&*self.writer().await?)
             .await
             .noted(self)?;
         Ok(())
@@ -283,7 +311,7 @@ impl SqliteStore {
         .bind(now.0)
         .bind(OutboxStatus::Pending.as_str())
         .bind(OutboxStatus::Unknown.as_str())
-        .execute(self.writer()?)
+        .execute(&*self.writer().await?)
         .await
         .noted(self)?;
         Ok(done.rows_affected())
@@ -510,7 +538,7 @@ impl SqliteStore {
         sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
             .bind(at.0)
             .bind(name)
-            .execute(self.writer()?)
+            .execute(&*self.writer().await?)
             .await
             .noted(self)?;
         Ok(())
@@ -569,7 +597,7 @@ impl SqliteStore {
         .bind(error)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
-        .execute(self.writer()?)
+        .execute(&*self.writer().await?)
         .await
         .noted(self)?;
         Ok(())
@@ -699,7 +727,7 @@ impl SqliteStore {
         sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
             .bind(error)
             .bind(id)
-            .execute(self.writer()?)
+            .execute(&*self.writer().await?)
             .await
             .noted(self)?;
         Ok(())
@@ -788,7 +816,7 @@ impl SqliteStore {
         )
         .bind(now.0)
         .bind(id)
-        .execute(self.writer()?)
+        .execute(&*self.writer().await?)
         .await
         .noted(self)?;
         Ok(())
@@ -802,7 +830,7 @@ impl SqliteStore {
         sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
             .bind(now.0)
             .bind(id)
-            .execute(self.writer()?)
+            .execute(&*self.writer().await?)
             .await
             .noted(self)?;
         Ok(())

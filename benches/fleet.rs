@@ -1,0 +1,301 @@
+//! `cargo bench --bench fleet`: 100,000 zones on one host (`BENCH_FLEET_ZONES` changes
+//! the count). A Knot DNS TLD with every delegation (a DS for half of them) and the
+//! provider simulator holding every zone, on loopback; then the real daemon, `dnssec-warden
+//! run` over a SQLite file with `zones.all = true`:
+//! 1. its first engine pass over every zone (listed, added, observed, adopted);
+//! 2. a steady pass (every settled zone made due, the daemon restarted), with the provider
+//!    requests it made per zone;
+//! 3. its idle CPU between polls, its peak RSS, the size of the SQLite file;
+//! 4. `status` and `status --json` over every zone.
+//!
+//! It prints figures with their goals beside them and asserts nothing about time. The last
+//! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
+
+#[path = "../tests/support/knot.rs"]
+mod knot;
+#[path = "support/world.rs"]
+mod world;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+use world::{BenchWorld, Res};
+
+const BLOCK: u8 = 62;
+const EXE: &str = env!("CARGO_BIN_EXE_dnssec-warden");
+
+fn main() {
+    if let Err(e) = knot::ensure_packages(&["knot", "knot-dnsutils"]) {
+        eprintln!("fleet bench: {e}");
+        std::process::exit(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fleet bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(bench()) {
+        eprintln!("fleet bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// utime + stime of a process so far (seconds; USER_HZ is 100 on Linux).
+fn cpu_secs(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Peak resident set of a process (MiB), from /proc.
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// `dnssec-warden run`; under heaptrack (its data file in that directory, named after
+/// the log) when `BENCH_FLEET_HEAPTRACK=<dir>` is set, to find where the memory goes.
+fn start_daemon(conf: &Path, log: &Path) -> Res<knot::Proc> {
+    let mut command = match std::env::var_os("BENCH_FLEET_HEAPTRACK") {
+        Some(dir) => {
+            let mut c = Command::new("heaptrack");
+            let name = log.file_stem().unwrap_or_default();
+            c.arg("-o").arg(Path::new(&dir).join(name)).arg(EXE);
+            c
+        }
+        None => Command::new(EXE),
+    };
+    let log = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    knot::Proc::spawn(
+        "dnssec-warden run",
+        command
+            .arg("--config")
+            .arg(conf)
+            .arg("run")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log),
+    )
+}
+
+/// Until `count` zones were observed at or after `since` (Unix ms) and none is due within
+/// the next minute (a zone's first looks may take more than one step); the time it took.
+async fn wait_observed(db: &Path, zones: usize, since: i64, limit: Duration) -> Res<Duration> {
+    let started = Instant::now();
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
+        .map_err(|e| e.to_string())?
+        .read_only(true);
+    loop {
+        if started.elapsed() > limit {
+            return Err(format!("not every zone was observed within {limit:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        // The daemon creates the file; until then there is nothing to count.
+        let Ok(mut conn) = options.connect().await else {
+            continue;
+        };
+        let n: Result<(i64, i64), _> = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE last_observed_at >= ?), \
+             count(*) FILTER (WHERE next_check_at < ?) FROM zones",
+        )
+        .bind(since)
+        .bind(now_ms() + 60_000)
+        .fetch_one(&mut conn)
+        .await;
+        let _ = conn.close().await;
+        if n.is_ok_and(|(observed, due)| observed as usize >= zones && due == 0) {
+            return Ok(started.elapsed());
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// "active=5000 disabled=5000", and how many zones are due within the next minute.
+async fn states(db: &Path) -> Res<String> {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
+        .map_err(|e| e.to_string())?
+        .read_only(true);
+    let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+    let counts: Vec<(Option<String>, i64)> =
+        sqlx::query_as("SELECT state, count(*) FROM zones GROUP BY state ORDER BY state")
+            .fetch_all(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+    let due: i64 = sqlx::query_scalar("SELECT count(*) FROM zones WHERE next_check_at < ?")
+        .bind(now_ms() + 60_000)
+        .fetch_one(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let _ = conn.close().await;
+    let counts: Vec<String> = counts
+        .into_iter()
+        .map(|(s, n)| format!("{}={n}", s.as_deref().unwrap_or("unobserved")))
+        .collect();
+    Ok(format!("{}; {due} due within a minute", counts.join(" ")))
+}
+
+/// The fastest and the median of `runs` runs of `dnssec-warden <args>` (wall seconds), and
+/// the output size of the last.
+fn time_command(conf: &Path, args: &[&str], runs: usize) -> Res<(f64, f64, usize)> {
+    let mut times = Vec::new();
+    let mut size = 0;
+    for _ in 0..runs {
+        let started = Instant::now();
+        let out = Command::new(EXE)
+            .args(args)
+            .arg("--config")
+            .arg(conf)
+            .output()
+            .map_err(|e| e.to_string())?;
+        times.push(started.elapsed().as_secs_f64());
+        if !out.status.success() {
+            return Err(format!(
+                "{args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        size = out.stdout.len();
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[0], times[times.len() / 2], size))
+}
+
+async fn bench() -> Res<()> {
+    let zones: usize = std::env::var("BENCH_FLEET_ZONES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let total = Instant::now();
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let world = BenchWorld::start(BLOCK, zones, dir.path()).await?;
+    let db = dir.path().join("state.db");
+    // Hourly polls: after the first pass nothing is due for an hour (the idle figure).
+    let conf = world.config(
+        dir.path(),
+        &db,
+        "poll_active = \"1h\"\npoll_waiting = \"5m\"",
+    )?;
+    let sim = world.sim.handle();
+
+    // 1. The first pass: the account listed, every zone added, observed and adopted.
+    let since = now_ms();
+    let mut daemon = start_daemon(&conf, &dir.path().join("first.log"))?;
+    let pid = daemon.pid();
+    let cpu_before = cpu_secs(pid);
+    let first = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    let first_cpu = cpu_secs(pid) - cpu_before;
+    let first_rss = peak_rss_mib(pid);
+    println!(
+        "first engine pass (list the account, add, observe, adopt, until nothing is due): {zones} zones in {:.1}s ({:.0} zone steps/s), {first_cpu:.1}s daemon CPU, peak RSS {first_rss:.1} MiB",
+        first.as_secs_f64(),
+        zones as f64 / first.as_secs_f64().max(1e-6)
+    );
+
+    println!("states after the first pass: {}", states(&db).await?);
+
+    // 3a. Idle between polls: nothing is due for an hour.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let window = Duration::from_secs(15);
+    let before = cpu_secs(pid);
+    tokio::time::sleep(window).await;
+    let idle = cpu_secs(pid) - before;
+    let idle_pct = 100.0 * idle / window.as_secs_f64();
+    println!(
+        "idle CPU between polls: {idle:.2}s over {}s ({idle_pct:.2}%)",
+        window.as_secs()
+    );
+    println!("states after the idle window: {}", states(&db).await?);
+    daemon.terminate(Duration::from_secs(30));
+
+    // 2. A steady pass: every zone settled and due at once, the daemon started again (its
+    // first listing included, as at every start), until each was looked at and is settled.
+    {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
+            .map_err(|e| e.to_string())?;
+        let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+        sqlx::query("UPDATE zones SET next_check_at = 0")
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = conn.close().await;
+    }
+    sim.reset_requests();
+    let since = now_ms();
+    let mut daemon = start_daemon(&conf, &dir.path().join("steady.log"))?;
+    let pid = daemon.pid();
+    let steady = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    let steady_cpu = cpu_secs(pid);
+    let steady_rss = peak_rss_mib(pid);
+    let requests = sim.requests();
+    let total_requests: u64 = requests.values().sum();
+    let per_zone = total_requests as f64 / zones as f64;
+    println!(
+        "steady pass (every zone settled, all due at once, daemon restarted): {zones} zones in {:.1}s ({:.0} zone steps/s), {steady_cpu:.1}s daemon CPU, peak RSS {steady_rss:.1} MiB",
+        steady.as_secs_f64(),
+        zones as f64 / steady.as_secs_f64().max(1e-6)
+    );
+    println!(
+        "provider requests in the steady pass: {total_requests} ({per_zone:.4} per zone; goal at most 0.05): {requests:?}"
+    );
+
+    // 3b. The SQLite file.
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let wal = db.with_extension("db-wal");
+    let db_mib = (size(&db) + size(&wal)) as f64 / 1024.0 / 1024.0;
+    println!(
+        "SQLite file: {:.1} MiB ({:.1} MiB + WAL {:.1} MiB), {:.0} bytes a zone",
+        db_mib,
+        size(&db) as f64 / 1048576.0,
+        size(&wal) as f64 / 1048576.0,
+        (size(&db) + size(&wal)) as f64 / zones as f64
+    );
+
+    // 4. `status` and `status --json` over every zone, while the daemon runs.
+    let (status_min, status_median, status_bytes) = time_command(&conf, &["status"], 3)?;
+    let (json_min, json_median, json_bytes) = time_command(&conf, &["status", "--json"], 3)?;
+    println!(
+        "status over {zones} zones: {status_median:.2}s median of 3 ({status_min:.2}s fastest, {:.1} MiB out; goal under 1 s)",
+        status_bytes as f64 / 1048576.0
+    );
+    println!(
+        "status --json over {zones} zones: {json_median:.2}s median of 3 ({json_min:.2}s fastest, {:.1} MiB out; goal under 1 s)",
+        json_bytes as f64 / 1048576.0
+    );
+    let peak = first_rss.max(steady_rss);
+    println!("daemon peak RSS {peak:.1} MiB (goal at most 128 MiB)");
+    daemon.terminate(Duration::from_secs(30));
+    println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
+    println!(
+        "fleet zones={zones} first_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",
+        zones as f64 / first.as_secs_f64().max(1e-6),
+        zones as f64 / steady.as_secs_f64().max(1e-6),
+    );
+    drop(world);
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! A benchmark world of `zones` delegations on loopback, on the `127.0.B.0/24` block:
+//!
+//! ```text
+//!  .        127.0.B.1  knotd   signed (manual CSK); its DS is the trust anchor
+//!  test.    127.0.B.1  knotd   signed, every delegation, a DS for every other zone
+//!           127.0.B.2  knotd   the same zone, its own key (an independent server)
+//!  z*.test. 127.0.B.3/.4       the lab's in-process servers, signing with the simulator's keys
+//! ```
+//! The provider simulator holds every zone, DNSSEC on for the even ones (the ones with a
+//! DS at the TLD).
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dnssec_warden_lab::DigestType;
+use dnssec_warden_lab::dns::{KeySource, World, ZoneData, server};
+use dnssec_warden_lab::{ProviderSim, SimOptions};
+
+use super::knot::{self, Knot, Signing, ZoneConf};
+
+pub type Res<T> = Result<T, String>;
+
+pub const API_KEY: &str = "bench-key";
+
+pub struct BenchWorld {
+    pub sim: ProviderSim,
+    pub tld: [Ipv4Addr; 2],
+    pub port: u16,
+    pub anchor: PathBuf,
+    /// The TLD servers and the child zones' servers, stopped when the world is dropped.
+    _servers: (Knot, Knot, Vec<server::Running>),
+}
+
+/// `z00000.test.` … (five digits up to 99,999; six beyond).
+pub fn zone(i: usize, zones: usize) -> String {
+    if zones > 100_000 {
+        format!("z{i:06}.test.")
+    } else {
+        format!("z{i:05}.test.")
+    }
+}
+
+fn soa(ns: &str) -> String {
+    format!("@ 3600 SOA {ns} hostmaster.test. $SERIAL 3600 600 86400 60\n")
+}
+
+impl BenchWorld {
+    pub async fn start(block: u8, zones: usize, dir: &Path) -> Res<Self> {
+        let at = |h| Ipv4Addr::new(127, 0, block, h);
+        let (tld_a, tld_b, child_1, child_2) = (at(1), at(2), at(3), at(4));
+        let port = knot::pick_port(&[tld_a, tld_b, child_1, child_2])?;
+        let started = Instant::now();
+        let sim = ProviderSim::start(
+            "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
+            SimOptions {
+                api_keys: vec![API_KEY.into()],
+                max_page_limit: 1000,
+                name_servers: vec!["ns1.dns.test".into(), "ns2.dns.test".into()],
+                ..SimOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let handle = sim.handle();
+        let mut ds_lines = HashMap::new();
+        for i in 0..zones {
+            let name = zone(i, zones);
+            handle.add_zone(&name);
+            if i % 2 == 0 {
+                handle.enable_dnssec(&name);
+                let key = handle.dnskey(&name).ok_or("no key")?;
+                let ds = key
+                    .to_ds(&name, DigestType::Sha256)
+                    .map_err(|e| e.to_string())?;
+                ds_lines.insert(i, ds.to_string());
+            }
+        }
+
+        let mut world = World::default();
+        for i in 0..zones {
+            let name = zone(i, zones);
+            let mut data = ZoneData::new(
+                &name,
+                &["ns1.dns.test.", "ns2.dns.test."],
+                KeySource::provider(handle.clone()),
+            );
+            data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+            world.zones.insert(name, data);
+        }
+        let hosted: Vec<String> = (0..zones).map(|i| zone(i, zones)).collect();
+        world.hosting.insert(child_1.into(), hosted.clone());
+        world.hosting.insert(child_2.into(), hosted);
+        let world = Arc::new(Mutex::new(world));
+        let mut child_servers = Vec::new();
+        for ip in [child_1, child_2] {
+            child_servers.push(
+                server::start(SocketAddr::new(ip.into(), port), world.clone())
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+
+        let mut tld = format!(
+            "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
+             a.nic 3600 A {tld_a}\nb.nic 3600 A {tld_b}\n\
+             ns1.dns 3600 A {child_1}\nns2.dns 3600 A {child_2}\n",
+            soa("a.nic.test.")
+        );
+        for i in 0..zones {
+            let name = zone(i, zones);
+            let label = name.trim_end_matches(".test.");
+            tld.push_str(&format!(
+                "{label} 3600 NS ns1.dns.test.\n{label} 3600 NS ns2.dns.test.\n"
+            ));
+            if let Some(ds) = ds_lines.get(&i) {
+                tld.push_str(&format!("{label} 3600 DS {ds}\n"));
+            }
+        }
+        let mut a = Knot::new(
+            &dir.join("a"),
+            tld_a,
+            port,
+            &[
+                ZoneConf::new(".", String::new(), Signing::Manual),
+                ZoneConf::new("test.", tld.clone(), Signing::Manual),
+            ],
+        )?;
+        let mut b = Knot::new(
+            &dir.join("b"),
+            tld_b,
+            port,
+            &[ZoneConf::new("test.", tld, Signing::Manual)],
+        )?;
+        let root_ds = a.generate_csk(".")?;
+        let anchor = dir.join("root.ds");
+        std::fs::write(&anchor, format!(". 3600 IN DS {root_ds}\n")).map_err(|e| e.to_string())?;
+        let ds_a = a.generate_csk("test.")?;
+        let ds_b = b.generate_csk("test.")?;
+        a.write_zone(
+            ".",
+            &format!(
+                "$ORIGIN .\n{}@ 3600 NS a.nic.test.\ntest. 3600 NS a.nic.test.\ntest. 3600 NS b.nic.test.\n\
+                 test. 3600 DS {ds_a}\ntest. 3600 DS {ds_b}\na.nic.test. 3600 A {tld_a}\nb.nic.test. 3600 A {tld_b}\n",
+                soa("a.nic.test.")
+            ),
+        )?;
+        a.start()?;
+        b.start()?;
+        for (server, z) in [
+            (a.socket(), "."),
+            (a.socket(), "test."),
+            (b.socket(), "test."),
+        ] {
+            knot::wait_for_zone(server, z, Duration::from_secs(300))
+                .await
+                .map_err(|e| format!("{e}\n{}{}", a.log(), b.log()))?;
+        }
+        println!(
+            "set-up: {zones} zones at the simulator and under a Knot DNS TLD signed and serving on {tld_a} and {tld_b} port {port} after {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Self {
+            sim,
+            tld: [tld_a, tld_b],
+            port,
+            anchor,
+            _servers: (a, b, child_servers),
+        })
+    }
+
+    /// A daemon's configuration for this world: SQLite at `db`, every zone of the account.
+    pub fn config(&self, dir: &Path, db: &Path, timing: &str) -> Res<PathBuf> {
+        std::fs::write(dir.join("api-key"), format!("{API_KEY}\n")).map_err(|e| e.to_string())?;
+        let conf = dir.join("config.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                "[provider]\nbase_url = \"{}\"\napi_key_file = \"{}\"\nrequest_timeout = \"10s\"\n\
+                 [database]\npath = \"{}\"\n\
+                 [dns]\nroot_hints = [\"{}\"]\nport = {}\nvalidating_resolvers = []\n\
+                 trust_anchor_file = \"{}\"\naddress_families = [\"ipv4\"]\n\
+                 query_timeout = \"2s\"\nquery_attempts = 3\n\
+                 [timing]\n{timing}\n\
+                 [zones]\nall = true\n",
+                self.sim.base_url(),
+                dir.join("api-key").display(),
+                db.display(),
+                self.tld[0],
+                self.port,
+                self.anchor.display(),
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(conf)
+    }
+}
