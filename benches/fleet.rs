@@ -290,6 +290,11 @@ async fn bench() -> Res<()> {
     let peak = first_rss.max(steady_rss);
     println!("daemon peak RSS {peak:.1} MiB (goal at most 128 MiB)");
     daemon.terminate(Duration::from_secs(30));
+    // `BENCH_FLEET_KEEP=<file>`: the database kept, to profile `status` on it.
+    if let Some(keep) = std::env::var_os("BENCH_FLEET_KEEP") {
+        std::fs::copy(&db, &keep).map_err(|e| e.to_string())?;
+        println!("database kept at {}", Path::new(&keep).display());
+    }
     println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
     println!(
         "fleet zones={zones} first_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",

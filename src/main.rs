@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
+use mimalloc::MiMalloc;
 
 use dnssec_warden::cli;
 use dnssec_warden::cli::commands::{self, CommandError, Outcome};
@@ -18,6 +19,13 @@ use dnssec_warden::lifecycle::Intent;
 use dnssec_warden::logging::{self, LogFormat};
 #[cfg(feature = "demo")]
 use dnssec_warden_lab::{ProviderSim, SimOptions};
+
+/// mimalloc instead of glibc's malloc: `status` over 100,000 zones spent a quarter of its
+/// time in malloc, much of it threads waiting on glibc's arena locks (rows are built on
+/// sqlx's SQLite thread and freed on the runtime's), and the daemon's resident set is
+/// smaller with it.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 #[derive(Parser)]
 #[command(

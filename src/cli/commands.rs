@@ -98,20 +98,25 @@ pub async fn status(
     let store = super::status::open_store(&settings).await?;
     let name = zone.as_ref().map(ZoneName::as_str);
     let found = if json {
-        super::status::status_json(&store, name, &settings.timing)
-            .await?
-            .map(|v| serde_json::to_string_pretty(&v))
-            .transpose()?
+        // Written as it is serialized: 100,000 zones are tens of megabytes of JSON.
+        let mut buffered = std::io::BufWriter::new(&mut *out);
+        let found =
+            super::status::write_status_json(&store, name, &settings.timing, &mut buffered).await?;
+        buffered.flush()?;
+        found
     } else {
-        super::status::status_text(&store, name, &settings.timing).await?
+        match super::status::status_text(&store, name, &settings.timing).await? {
+            Some(text) => {
+                writeln!(out, "{}", text.trim_end())?;
+                true
+            }
+            None => false,
+        }
     };
     match (found, zone) {
-        (Some(text), _) => {
-            writeln!(out, "{}", text.trim_end())?;
-            Ok(Outcome::Done)
-        }
-        (None, Some(zone)) => Err(CommandError::NotKnown(zone)),
-        (None, None) => Err(CommandError::Failed("no status".into())),
+        (true, _) => Ok(Outcome::Done),
+        (false, Some(zone)) => Err(CommandError::NotKnown(zone)),
+        (false, None) => Err(CommandError::Failed("no status".into())),
     }
 }
 

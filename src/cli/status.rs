@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::config::Settings;
@@ -13,18 +14,39 @@ use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
 use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
 
+/// `status` could not read the database, or not write its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write the status: {0}")]
+    Output(#[from] std::io::Error),
+}
+
 /// The database named by the settings, for reading only.
 pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
     Store::connect_read_only(&settings.database).await
 }
 
-fn alert_json(a: &AlertRow) -> Value {
-    json!({
-        "kind": a.kind.as_str(),
-        "severity": a.severity.as_str(),
-        "since": a.opened_at.to_string(),
-        "message": a.message,
-    })
+/// An open alert as `status --json` shows it. Every object of `status --json` is written
+/// with its keys in alphabetical order (the order of the fields here).
+#[derive(Serialize)]
+struct AlertJson<'a> {
+    kind: &'static str,
+    message: &'a str,
+    severity: &'static str,
+    since: String,
+}
+
+impl<'a> From<&'a AlertRow> for AlertJson<'a> {
+    fn from(a: &'a AlertRow) -> Self {
+        Self {
+            kind: a.kind.as_str(),
+            message: &a.message,
+            severity: a.severity.as_str(),
+            since: a.opened_at.to_string(),
+        }
+    }
 }
 
 /// What the zone waits for; a provider that answered "no such zone" at the last look is
@@ -84,58 +106,129 @@ fn by_zone(alerts: &[AlertRow]) -> HashMap<&str, Vec<&AlertRow>> {
     map
 }
 
-fn zone_json(row: &ZoneRow, alerts: &[&AlertRow], policy: &Policy, now: Timestamp) -> Value {
-    let z = &row.zone;
-    let waiting = waiting(row, policy);
-    json!({
-        "zone": z.name,
-        "state": z.state.map(State::as_str),
-        "intent": z.intent.as_str(),
-        "since": z.since.to_string(),
-        "waiting_for": waiting.what,
-        "waiting_on": waiting.on,
-        "until": waiting.until.map(|t| t.to_string()),
-        "ds": z.facts.ds_line,
-        "ds_to_enter": z.facts.ds_to_enter,
-        "delegation": z.facts.delegation.map_or("unknown", |d| d.as_str()),
-        "provider_ns": z.facts.provider_ns,
-        "evidence": evidence(row).0,
-        "next_check": row.next_check_at.to_string(),
-        "last_observed": row.last_observed_at.map(|t| t.to_string()),
-        "provider_error": provider_error(row),
-        "lease": lease(row, now).map(|l| json!({
-            "holder": l.holder,
-            "epoch": l.epoch,
-            "since": l.since.to_string(),
-            "until": l.until.to_string(),
-        })),
-        "alerts": alerts.iter().map(|a| alert_json(a)).collect::<Vec<_>>(),
-    })
+#[derive(Serialize)]
+struct LeaseJson<'a> {
+    epoch: i64,
+    holder: &'a str,
+    since: String,
+    until: String,
 }
 
-/// `status --json`: `{"zones":[…]}`; with a zone, that zone's object alone.
+/// One zone of `status --json`, serialized straight to the output (no JSON tree is built
+/// for 100,000 zones).
+#[derive(Serialize)]
+struct ZoneJson<'a> {
+    alerts: Vec<AlertJson<'a>>,
+    delegation: &'static str,
+    ds: Option<&'a str>,
+    ds_to_enter: Option<&'a str>,
+    evidence: Option<&'a str>,
+    intent: &'static str,
+    last_observed: Option<String>,
+    lease: Option<LeaseJson<'a>>,
+    next_check: String,
+    provider_error: Option<&'a str>,
+    provider_ns: Option<&'a [String]>,
+    since: String,
+    state: Option<&'static str>,
+    until: Option<String>,
+    waiting_for: String,
+    waiting_on: &'static str,
+    zone: &'a str,
+}
+
+fn zone_json<'a>(
+    row: &'a ZoneRow,
+    alerts: &[&'a AlertRow],
+    policy: &Policy,
+    now: Timestamp,
+) -> ZoneJson<'a> {
+    let z = &row.zone;
+    let waiting = waiting(row, policy);
+    ZoneJson {
+        alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
+        delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
+        ds: z.facts.ds_line.as_deref(),
+        ds_to_enter: z.facts.ds_to_enter.as_deref(),
+        evidence: evidence(row).0,
+        intent: z.intent.as_str(),
+        last_observed: row.last_observed_at.map(|t| t.to_string()),
+        lease: lease(row, now).map(|l| LeaseJson {
+            epoch: l.epoch,
+            holder: &l.holder,
+            since: l.since.to_string(),
+            until: l.until.to_string(),
+        }),
+        next_check: row.next_check_at.to_string(),
+        provider_error: provider_error(row),
+        provider_ns: z.facts.provider_ns.as_deref(),
+        since: z.since.to_string(),
+        state: z.state.map(State::as_str),
+        until: waiting.until.map(|t| t.to_string()),
+        waiting_for: waiting.what,
+        waiting_on: waiting.on,
+        zone: &z.name,
+    }
+}
+
+/// `status --json`: `{"zones":[…]}`; with a zone, that zone's object alone (`None`: no
+/// such zone).
 pub async fn status_json(
     store: &Store,
     zone: Option<&str>,
     policy: &Policy,
-) -> Result<Option<Value>, StoreError> {
+) -> Result<Option<Value>, StatusError> {
+    let mut out = Vec::new();
+    if !write_status_json(store, zone, policy, &mut out).await? {
+        return Ok(None);
+    }
+    Ok(Some(
+        serde_json::from_slice(&out).map_err(std::io::Error::from)?,
+    ))
+}
+
+/// Writes `status --json` (pretty-printed) to `out`; false when `zone` is not known.
+pub async fn write_status_json(
+    store: &Store,
+    zone: Option<&str>,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, StatusError> {
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
-    let of = |row: &ZoneRow| {
-        let open = alerts
+    let of = |row: &ZoneRow| -> Vec<&AlertRow> {
+        alerts
             .get(row.zone.name.as_str())
-            .map_or(&[][..], Vec::as_slice);
-        zone_json(row, open, policy, now)
+            .cloned()
+            .unwrap_or_default()
     };
-    match zone {
-        Some(name) => Ok(store.zone(name).await?.map(|row| of(&row))),
+    let written = match zone {
+        Some(name) => match store.zone(name).await? {
+            Some(row) => {
+                let open = of(&row);
+                serde_json::to_writer_pretty(&mut *out, &zone_json(&row, &open, policy, now))
+            }
+            None => return Ok(false),
+        },
         None => {
+            #[derive(Serialize)]
+            struct Doc<'a> {
+                zones: Vec<ZoneJson<'a>>,
+            }
             let rows = store.zones_brief().await?;
-            let zones: Vec<Value> = rows.iter().map(of).collect();
-            Ok(Some(json!({ "zones": zones })))
+            let open: Vec<Vec<&AlertRow>> = rows.iter().map(of).collect();
+            let zones = rows
+                .iter()
+                .zip(&open)
+                .map(|(row, open)| zone_json(row, open, policy, now))
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &Doc { zones })
         }
-    }
+    };
+    written.map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(true)
 }
 
 /// The status table.
