@@ -105,13 +105,11 @@ pub async fn status(
         buffered.flush()?;
         found
     } else {
-        match super::status::status_text(&store, name, &settings.timing).await? {
-            Some(text) => {
-                writeln!(out, "{}", text.trim_end())?;
-                true
-            }
-            None => false,
-        }
+        let mut buffered = std::io::BufWriter::new(&mut *out);
+        let found =
+            super::status::write_status_text(&store, name, &settings.timing, &mut buffered).await?;
+        buffered.flush()?;
+        found
     };
     match (found, zone) {
         (true, _) => Ok(Outcome::Done),

@@ -51,6 +51,8 @@ pub enum DemoError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Status(#[from] crate::cli::status::StatusError),
     #[error("configuration: {0}")]
     Config(String),
     #[error("the demo did not finish: {0}")]

@@ -212,18 +212,31 @@ pub async fn write_status_json(
             None => return Ok(false),
         },
         None => {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                zones: Vec<ZoneJson<'a>>,
-            }
-            let rows = store.zones_brief().await?;
-            let open: Vec<Vec<&AlertRow>> = rows.iter().map(of).collect();
-            let zones = rows
-                .iter()
-                .zip(&open)
-                .map(|(row, open)| zone_json(row, open, policy, now))
-                .collect();
-            serde_json::to_writer_pretty(&mut *out, &Doc { zones })
+            // `{"zones": [...]}` pretty-printed as serde_json prints it whole, written one
+            // zone at a time: each zone's object indented two levels.
+            out.write_all(b"{\n  \"zones\": [")?;
+            let mut first = true;
+            let mut zone_text = Vec::new();
+            store
+                .each_zone_brief::<StatusError>(&mut |row| {
+                    let open = of(&row);
+                    zone_text.clear();
+                    serde_json::to_writer_pretty(
+                        &mut zone_text,
+                        &zone_json(&row, &open, policy, now),
+                    )
+                    .map_err(std::io::Error::from)?;
+                    out.write_all(if first { b"\n" } else { b",\n" })?;
+                    first = false;
+                    for (i, line) in zone_text.split(|b| *b == b'\n').enumerate() {
+                        out.write_all(if i == 0 { b"    " } else { b"\n    " })?;
+                        out.write_all(line)?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            out.write_all(if first { b"]\n}" } else { b"\n  ]\n}" })?;
+            Ok(())
         }
     };
     written.map_err(std::io::Error::from)?;
@@ -231,95 +244,127 @@ pub async fn write_status_json(
     Ok(true)
 }
 
-/// The status table.
+/// The status table (`None`: no such zone).
 pub async fn status_text(
     store: &Store,
     zone: Option<&str>,
     policy: &Policy,
-) -> Result<Option<String>, StoreError> {
-    let rows = match zone {
-        Some(name) => match store.zone(name).await? {
-            Some(row) => vec![row],
-            None => return Ok(None),
-        },
-        None => store.zones_brief().await?,
-    };
+) -> Result<Option<String>, StatusError> {
+    let mut out = Vec::new();
+    if !write_status_text(store, zone, policy, &mut out).await? {
+        return Ok(None);
+    }
+    Ok(Some(String::from_utf8_lossy(&out).into_owned()))
+}
+
+/// Writes the status table to `out`, one zone at a time; false when `zone` is not known.
+pub async fn write_status_text(
+    store: &Store,
+    zone: Option<&str>,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, StatusError> {
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
-    let mut out = String::new();
-    let _ = writeln!(
+    writeln!(
         out,
         "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
         "ZONE", "STATE", "INTENT", "SINCE"
-    );
-    for row in &rows {
-        let z = &row.zone;
-        let w = waiting(row, policy);
-        let until = w
-            .until
-            .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
-            .unwrap_or_default();
-        let _ = writeln!(
+    )?;
+    let mut any = false;
+    let mut line = |row: ZoneRow| -> Result<(), StatusError> {
+        any = true;
+        let open = alerts
+            .get(row.zone.name.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        zone_lines(&mut *out, &row, open, policy, now)?;
+        Ok(())
+    };
+    match zone {
+        Some(name) => match store.zone(name).await? {
+            Some(row) => line(row)?,
+            None => return Ok(false),
+        },
+        None => store.each_zone_brief(&mut line).await?,
+    }
+    if !any {
+        writeln!(
             out,
-            "{:<28} {:<20} {:<10} {:<22} {} [on: {}]{}",
-            z.name,
-            z.state.map_or("(not observed yet)", State::as_str),
-            z.intent.as_str(),
-            z.since.to_string(),
-            w.what,
-            w.on,
-            until
-        );
-        if let Some(error) = provider_error(row) {
-            let _ = writeln!(out, "{:<28} PROVIDER: {error}", "");
-        }
-        if let Some(l) = lease(row, now) {
-            let _ = writeln!(
-                out,
-                "{:<28} HELD BY: {} since {} (epoch {})",
-                "", l.holder, l.since, l.epoch
-            );
-        }
-        if let (Some("insecure"), why) = evidence(row) {
-            let _ = writeln!(
-                out,
-                "{:<28} EVIDENCE: unvalidated (the parent zone is unsigned: {})",
-                "",
-                why.unwrap_or("provably insecure")
-            );
-        }
-        // Said whenever the parent does not (only) send resolvers to the provider.
-        if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) =
-            z.facts.delegation
-        {
-            let _ = writeln!(
-                out,
-                "{:<28} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
-                "",
-                crate::dns::delegation::describe(&z.facts.old_ns),
-                z.facts
-                    .provider_ns
-                    .as_deref()
-                    .map_or_else(|| "unknown".to_string(), crate::dns::delegation::describe)
-            );
-        }
-        for a in alerts.get(z.name.as_str()).into_iter().flatten() {
-            let _ = writeln!(
-                out,
-                "{:<28} ALERT {} ({}) since {}: {}",
-                "",
-                a.kind,
-                a.severity.as_str(),
-                a.opened_at,
-                a.message
-            );
-        }
+            "(no zones yet: list them in [zones] or run `dnssec-warden enable ZONE`)"
+        )?;
     }
-    if rows.is_empty() {
-        out.push_str("(no zones yet: list them in [zones] or run `dnssec-warden enable ZONE`)\n");
+    Ok(true)
+}
+
+/// One zone's lines of the status table.
+fn zone_lines(
+    out: &mut dyn std::io::Write,
+    row: &ZoneRow,
+    alerts: &[&AlertRow],
+    policy: &Policy,
+    now: Timestamp,
+) -> std::io::Result<()> {
+    let z = &row.zone;
+    let w = waiting(row, policy);
+    let until = w
+        .until
+        .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "{:<28} {:<20} {:<10} {:<22} {} [on: {}]{}",
+        z.name,
+        z.state.map_or("(not observed yet)", State::as_str),
+        z.intent.as_str(),
+        z.since.to_string(),
+        w.what,
+        w.on,
+        until
+    )?;
+    if let Some(error) = provider_error(row) {
+        writeln!(out, "{:<28} PROVIDER: {error}", "")?;
     }
-    Ok(Some(out))
+    if let Some(l) = lease(row, now) {
+        writeln!(
+            out,
+            "{:<28} HELD BY: {} since {} (epoch {})",
+            "", l.holder, l.since, l.epoch
+        )?;
+    }
+    if let (Some("insecure"), why) = evidence(row) {
+        writeln!(
+            out,
+            "{:<28} EVIDENCE: unvalidated (the parent zone is unsigned: {})",
+            "",
+            why.unwrap_or("provably insecure")
+        )?;
+    }
+    // Said whenever the parent does not (only) send resolvers to the provider.
+    if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) = z.facts.delegation {
+        writeln!(
+            out,
+            "{:<28} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
+            "",
+            crate::dns::delegation::describe(&z.facts.old_ns),
+            z.facts
+                .provider_ns
+                .as_deref()
+                .map_or_else(|| "unknown".to_string(), crate::dns::delegation::describe)
+        )?;
+    }
+    for a in alerts {
+        writeln!(
+            out,
+            "{:<28} ALERT {} ({}) since {}: {}",
+            "",
+            a.kind,
+            a.severity.as_str(),
+            a.opened_at,
+            a.message
+        )?;
+    }
+    Ok(())
 }
 
 fn event_json(e: &EventRow) -> Value {
@@ -384,4 +429,64 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
         let _ = writeln!(out, "no history for {zone}");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_listing_is_written_one_zone_at_a_time_as_a_whole_document() {
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let text = status_text(&store, None, &policy).await.unwrap().unwrap();
+        assert!(text.starts_with("ZONE "), "{text}");
+        assert!(text.contains("(no zones yet"), "{text}");
+        let json = status_json(&store, None, &policy).await.unwrap().unwrap();
+        assert_eq!(json, json!({"zones": []}));
+        let mut written = Vec::new();
+        write_status_json(&store, None, &policy, &mut written)
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            format!("{}\n", serde_json::to_string_pretty(&json).unwrap())
+        );
+
+        let now = SystemClock.now();
+        for zone in ["b.test.", "a.test.", "c.test."] {
+            store.ensure_zone(zone, now).await.unwrap();
+        }
+        let json = status_json(&store, None, &policy).await.unwrap().unwrap();
+        let names: Vec<&str> = json["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|z| z["zone"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a.test.", "b.test.", "c.test."]);
+        // Byte for byte what serde_json prints for the whole document.
+        let mut written = Vec::new();
+        write_status_json(&store, None, &policy, &mut written)
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            format!("{}\n", serde_json::to_string_pretty(&json).unwrap())
+        );
+        let text = status_text(&store, None, &policy).await.unwrap().unwrap();
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(
+            status_text(&store, Some("d.test."), &policy)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            status_json(&store, Some("d.test."), &policy)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
 }

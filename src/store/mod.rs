@@ -258,14 +258,28 @@ impl Store {
             Backend::Postgres(p) => p.zones().await,
         }
     }
-    /// Every zone as `status` shows it: the last observation cut down to the provider's
-    /// answer or failure and the parent's evidence (`/provider/dnssec`,
-    /// `/provider/error`, `/parent/evidence`).
-    pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
+    /// Every zone as `status` shows it, in name order, handed to `each` one row at a time
+    /// (100,000 zones are never all in memory): the last observation cut down to the
+    /// provider's answer or failure and the parent's evidence (`/provider/dnssec`,
+    /// `/provider/error`, `/parent/evidence`). An error of `each` ends the listing.
+    pub async fn each_zone_brief<E: From<StoreError>>(
+        &self,
+        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+    ) -> Result<(), E> {
         match &self.backend {
-            Backend::Sqlite(s) => s.zones_brief().await,
-            Backend::Postgres(p) => p.zones_brief().await,
+            Backend::Sqlite(s) => s.each_zone_brief(each).await,
+            Backend::Postgres(p) => p.each_zone_brief(each).await,
         }
+    }
+    /// [`Store::each_zone_brief`], collected.
+    pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
+        let mut rows = Vec::new();
+        self.each_zone_brief::<StoreError>(&mut |row| {
+            rows.push(row);
+            Ok(())
+        })
+        .await?;
+        Ok(rows)
     }
     /// Zones whose next check is due, earliest first.
     pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {

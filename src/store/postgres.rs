@@ -5,6 +5,7 @@
 //! connection left in a transaction SQLite ended by itself. Writes that fail because the
 //! server cannot write (disk full, I/O, a standby) are noted like a full disk.
 
+use futures::TryStreamExt;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -481,9 +482,13 @@ impl PgStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone, with only the parts of its last observation `status` shows.
-    pub(super) async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
-        let raw: Vec<RawZone> = sqlx::query_as(
+    /// Every zone in name order, one row at a time, with only the parts of its last
+    /// observation `status` shows.
+    pub(super) async fn each_zone_brief<E: From<StoreError>>(
+        &self,
+        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
              last_observed_at, version, lease_holder, lease_epoch, lease_since, lease_until, \
              CASE WHEN last_observation IS NOT NULL THEN jsonb_build_object( \
@@ -495,9 +500,11 @@ impl PgStore {
              END AS last_observation \
              FROM zones ORDER BY name",
         )
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(ZoneRow::try_from).collect()
+        .fetch(&self.pool);
+        while let Some(raw) = rows.try_next().await.map_err(StoreError::from)? {
+            each(ZoneRow::try_from(raw)?)?;
+        }
+        Ok(())
     }
 
     pub(super) async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {

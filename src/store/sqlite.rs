@@ -8,6 +8,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{SqliteConnection, SqlitePool};
 
+use futures::TryStreamExt;
+
 use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
 use super::rows::{
     ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
@@ -249,11 +251,15 @@ impl SqliteStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone, with only the parts of its last observation that `status` shows (the
-    /// provider's answer or failure, the parent's evidence), cut out by SQLite: the whole
-    /// observation of 100,000 zones is hundreds of megabytes of JSON to parse.
-    pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
-        let raw: Vec<RawZone> = sqlx::query_as(
+    /// Every zone in name order, handed to `each` one row at a time, with only the parts
+    /// of its last observation that `status` shows (the provider's answer or failure, the
+    /// parent's evidence), cut out by SQLite: the whole observation of 100,000 zones is
+    /// hundreds of megabytes of JSON, and 100,000 rows at once a large resident set.
+    pub async fn each_zone_brief<E: From<StoreError>>(
+        &self,
+        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
              last_observed_at, version, \
              CASE WHEN last_observation IS NOT NULL THEN json_object( \
@@ -265,9 +271,11 @@ impl SqliteStore {
              END AS last_observation \
              FROM zones ORDER BY name",
         )
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(ZoneRow::try_from).collect()
+        .fetch(&self.pool);
+        while let Some(raw) = rows.try_next().await.map_err(StoreError::from)? {
+            each(ZoneRow::try_from(raw)?)?;
+        }
+        Ok(())
     }
 
     /// Zones whose next check is due, earliest first.
