@@ -23,25 +23,23 @@
 mod engine_pg;
 #[path = "../tests/support/knot.rs"]
 mod knot;
+#[path = "support/world.rs"]
+#[allow(dead_code)]
+mod world;
 
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dnssec_warden::config::DnsSettings;
 use dnssec_warden::dns::{DnsObserver, DsAnswer, Observer};
-use dnssec_warden_lab::DigestType;
-use dnssec_warden_lab::dns::{KeySource, World, ZoneData, server};
-use dnssec_warden_lab::{ProviderSim, SimOptions};
-use knot::{Knot, Signing, ZoneConf};
+use dnssec_warden_lab::ProviderSim;
+use world::BenchWorld;
 
 const ZONES: usize = 10_000;
 const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 1);
 const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 2);
-const CHILD_1: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 3);
-const CHILD_2: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 4);
 const CHILD_ENV: &str = "DNSSEC_WARDEN_BENCH_OBSERVE";
 
 type Res<T> = Result<T, String>;
@@ -108,26 +106,7 @@ fn main() {
         observe_child(&port);
         return;
     }
-    // `cargo bench` passes `--bench`; there is nothing to filter.
-    if let Err(e) = knot::ensure_packages(&["knot", "knot-dnsutils", "dnsperf"]) {
-        eprintln!("observe bench: {e}");
-        std::process::exit(1);
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("observe bench: no runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = runtime.block_on(bench()) {
-        eprintln!("observe bench failed: {e}");
-        std::process::exit(1);
-    }
+    world::run_bench("observe", &["knot", "knot-dnsutils", "dnsperf"], bench);
 }
 
 /// The child: cold pass (discovery included) then warm pass (delegations cached, as the
@@ -231,129 +210,12 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
 
-fn soa(ns: &str) -> String {
-    format!("@ 3600 SOA {ns} hostmaster.test. $SERIAL 3600 600 86400 60\n")
-}
-
 async fn bench() -> Res<()> {
     let total = Instant::now();
-    let port = knot::pick_port(&[TLD_A, TLD_B, CHILD_1, CHILD_2])?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-
-    // The provider: every zone exists, half with DNSSEC on (the simulator's own keys).
-    let sim = ProviderSim::start(
-        "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
-        SimOptions {
-            api_keys: vec!["bench-key".into()],
-            max_page_limit: 1000,
-            name_servers: vec!["ns1.dns.test".into(), "ns2.dns.test".into()],
-            ..SimOptions::default()
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let handle = sim.handle();
-    let mut ds_lines = HashMap::new();
-    for i in 0..ZONES {
-        let name = zone(i);
-        handle.add_zone(&name);
-        if i % 2 == 0 {
-            handle.enable_dnssec(&name);
-            let key = handle.dnskey(&name).ok_or("no key")?;
-            let ds = key
-                .to_ds(&name, DigestType::Sha256)
-                .map_err(|e| e.to_string())?;
-            ds_lines.insert(i, ds.to_string());
-        }
-    }
-
-    // The child zones' servers: the lab's, signing with the simulator's keys.
-    let mut world = World::default();
-    for i in 0..ZONES {
-        let name = zone(i);
-        let mut data = ZoneData::new(
-            &name,
-            &["ns1.dns.test.", "ns2.dns.test."],
-            KeySource::provider(handle.clone()),
-        );
-        data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
-        world.zones.insert(name, data);
-    }
-    let hosted: Vec<String> = (0..ZONES).map(zone).collect();
-    world.hosting.insert(CHILD_1.into(), hosted.clone());
-    world.hosting.insert(CHILD_2.into(), hosted);
-    let world = Arc::new(Mutex::new(world));
-    let _child_servers = [
-        server::start(SocketAddr::new(CHILD_1.into(), port), world.clone())
-            .await
-            .map_err(|e| e.to_string())?,
-        server::start(SocketAddr::new(CHILD_2.into(), port), world.clone())
-            .await
-            .map_err(|e| e.to_string())?,
-    ];
-
-    // The TLD on two independent knotd, each with its own key; the root on the first.
-    let mut tld = format!(
-        "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
-         a.nic 3600 A {TLD_A}\nb.nic 3600 A {TLD_B}\n\
-         ns1.dns 3600 A {CHILD_1}\nns2.dns 3600 A {CHILD_2}\n",
-        soa("a.nic.test.")
-    );
-    for i in 0..ZONES {
-        let label = zone(i);
-        let label = label.trim_end_matches(".test.");
-        tld.push_str(&format!(
-            "{label} 3600 NS ns1.dns.test.\n{label} 3600 NS ns2.dns.test.\n"
-        ));
-        if let Some(ds) = ds_lines.get(&i) {
-            tld.push_str(&format!("{label} 3600 DS {ds}\n"));
-        }
-    }
-    let mut a = Knot::new(
-        &dir.path().join("a"),
-        TLD_A,
-        port,
-        &[
-            ZoneConf::new(".", String::new(), Signing::Manual),
-            ZoneConf::new("test.", tld.clone(), Signing::Manual),
-        ],
-    )?;
-    let mut b = Knot::new(
-        &dir.path().join("b"),
-        TLD_B,
-        port,
-        &[ZoneConf::new("test.", tld, Signing::Manual)],
-    )?;
-    let root_ds = a.generate_csk(".")?;
-    let anchor = dir.path().join("root.ds");
-    std::fs::write(&anchor, format!(". 3600 IN DS {root_ds}\n")).map_err(|e| e.to_string())?;
-    let ds_a = a.generate_csk("test.")?;
-    let ds_b = b.generate_csk("test.")?;
-    a.write_zone(
-        ".",
-        &format!(
-            "$ORIGIN .\n{}@ 3600 NS a.nic.test.\ntest. 3600 NS a.nic.test.\ntest. 3600 NS b.nic.test.\n\
-             test. 3600 DS {ds_a}\ntest. 3600 DS {ds_b}\na.nic.test. 3600 A {TLD_A}\nb.nic.test. 3600 A {TLD_B}\n",
-            soa("a.nic.test.")
-        ),
-    )?;
-    let started = Instant::now();
-    a.start()?;
-    b.start()?;
-    for (server, z) in [
-        (a.socket(), "."),
-        (a.socket(), "test."),
-        (b.socket(), "test."),
-    ] {
-        knot::wait_for_zone(server, z, Duration::from_secs(60))
-            .await
-            .map_err(|e| format!("{e}\n{}{}", a.log(), b.log()))?;
-    }
-    println!(
-        "set-up: {ZONES} zones, Knot TLD signed and serving on {TLD_A} and {TLD_B} port {port} after {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-
+    // The world of `benches/support/world.rs` on 127.0.61.0/24: the TLD at TLD_A and TLD_B.
+    let world = BenchWorld::start(61, ZONES, dir.path()).await?;
+    let (sim, port, anchor) = (&world.sim, world.port, world.anchor.clone());
     // 1. Our observation pass, in a child process.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // `BENCH_CHILD_PERF=<file>` records the child with `perf record -g`.
@@ -366,9 +228,9 @@ async fn bench() -> Res<()> {
         None => Command::new(&exe),
     };
     let knotd_cpu = || -> f64 {
-        [a.pid(), b.pid()]
+        world
+            .knotd_pids()
             .into_iter()
-            .flatten()
             .map(|pid| process_cpu_secs(&pid.to_string()))
             .sum()
     };
@@ -493,12 +355,12 @@ async fn bench() -> Res<()> {
     if std::env::var_os("BENCH_OBSERVE_ONLY").is_none() {
         // 3. A full engine pass: every zone observed (provider, parent, child), stepped
         // and committed, over a SQLite store, the real provider client and the simulator.
-        engine_pass(&sim, port, dir.path()).await?;
+        engine_pass(sim, port, dir.path()).await?;
         // 3b. The same pass on PostgreSQL: one daemon, then two sharing the zones.
         engine_pass_postgres(dir.path()).await;
 
         // 4. The idle CPU of `dnssec-warden run` between polls.
-        idle_cpu(&sim, port, dir.path()).await;
+        idle_cpu(sim, port, dir.path()).await;
     }
 
     println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
@@ -506,8 +368,7 @@ async fn bench() -> Res<()> {
         "observe_ratio_to_floor={ratio:.2} observe_cold_ratio_to_floor={cold_ratio:.2} peak_rss_mib={} zones={ZONES}",
         rss_mib.ceil() as u64
     );
-    drop(a);
-    drop(b);
+    drop(world);
     Ok(())
 }
 

@@ -23,6 +23,28 @@ use super::knot::{self, Knot, Signing, ZoneConf};
 
 pub type Res<T> = Result<T, String>;
 
+/// A benchmark's `main`: installs `packages` when missing, runs `bench` on a two-thread
+/// runtime, and exits 1 with the failure said. (`cargo bench` passes `--bench`; there is
+/// nothing to filter.)
+pub fn run_bench<F: std::future::Future<Output = Res<()>>>(
+    name: &str,
+    packages: &[&str],
+    bench: impl FnOnce() -> F,
+) {
+    let result = knot::ensure_packages(packages).and_then(|()| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no runtime: {e}"))?
+            .block_on(bench())
+    });
+    if let Err(e) = result {
+        eprintln!("{name} bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
 pub const API_KEY: &str = "bench-key";
 
 pub struct BenchWorld {
@@ -31,7 +53,7 @@ pub struct BenchWorld {
     pub port: u16,
     pub anchor: PathBuf,
     /// The TLD servers and the child zones' servers, stopped when the world is dropped.
-    _servers: (Knot, Knot, Vec<server::Running>),
+    servers: (Knot, Knot, Vec<server::Running>),
 }
 
 /// `z00000.test.` … (five digits up to 99,999; six beyond).
@@ -167,8 +189,16 @@ impl BenchWorld {
             tld: [tld_a, tld_b],
             port,
             anchor,
-            _servers: (a, b, child_servers),
+            servers: (a, b, child_servers),
         })
+    }
+
+    /// The two knotd processes serving the TLD (their CPU is part of the race).
+    pub fn knotd_pids(&self) -> Vec<u32> {
+        [self.servers.0.pid(), self.servers.1.pid()]
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// A daemon's configuration for this world: SQLite at `db`, every zone of the account.

@@ -6,7 +6,7 @@
 //! lookup of the TLD. Only delegations are cached, never the DS or DNSKEY answers the
 //! verdicts are drawn from.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
 use crate::config::{AddressFamilies, ObservationBudget};
@@ -73,7 +73,7 @@ pub enum DiscoveryError {
 }
 
 /// One name server of a zone, with the addresses learnt for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NameServer {
     pub host: String,
     pub addrs: Vec<IpAddr>,
@@ -87,7 +87,9 @@ pub struct ZoneCut {
     pub zone: String,
     /// `zone` as a DNS name, for the queries about it.
     pub name: Name,
-    pub servers: Vec<NameServer>,
+    /// Shared by every cut delegated to the same servers (100,000 zones at one provider
+    /// hold one copy of its name servers, not 100,000).
+    pub servers: Arc<[NameServer]>,
     pub parent: Option<Arc<ZoneCut>>,
     expires: Instant,
 }
@@ -125,6 +127,8 @@ pub struct Discovery {
     families: AddressFamilies,
     limits: ObservationBudget,
     cache: Mutex<HashMap<String, Arc<ZoneCut>>>,
+    /// The distinct server sets of the cached cuts (see [`ZoneCut::servers`]).
+    server_sets: Mutex<HashSet<Arc<[NameServer]>>>,
 }
 
 enum Probe {
@@ -164,7 +168,23 @@ impl Discovery {
                 .collect(),
             families,
             cache: Mutex::new(HashMap::new()),
+            server_sets: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The one shared copy of `servers`.
+    fn shared(&self, servers: Vec<NameServer>) -> Arc<[NameServer]> {
+        let mut sets = self.server_sets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = sets.get(servers.as_slice()) {
+            return set.clone();
+        }
+        if sets.len() >= CACHE_SWEEP_AT {
+            // Sets no cached cut holds any more.
+            sets.retain(|set| Arc::strong_count(set) > 1);
+        }
+        let set: Arc<[NameServer]> = servers.into();
+        sets.insert(set.clone());
+        set
     }
 
     fn cached(&self, zone: &str) -> Option<Arc<ZoneCut>> {
@@ -364,7 +384,7 @@ impl Discovery {
         let cut = Arc::new(ZoneCut {
             zone: ".".into(),
             name: Name::root(),
-            servers,
+            servers: self.shared(servers),
             parent: None,
             expires: expiry(ttl, None),
         });
@@ -479,7 +499,7 @@ impl Discovery {
         Ok(Probe::Cut(Arc::new(ZoneCut {
             zone: name.to_string(),
             name: qname,
-            servers,
+            servers: self.shared(servers),
             parent: Some(cut.clone()),
             expires: expiry(ttl, Some(cut)),
         })))
@@ -815,6 +835,35 @@ mod tests {
     /// A re-delegated zone is forgotten with every cut hanging below it, and nothing
     /// else: its parent and its siblings stay cached.
     #[tokio::test]
+    async fn cuts_delegated_to_the_same_servers_share_one_copy_of_them() {
+        let querier = Arc::new(Querier::new(
+            Arc::new(super::super::transport::NetTransport::new(
+                Duration::from_millis(10),
+            )),
+            query::Limits::default(),
+        ));
+        let discovery = Discovery::new(
+            querier,
+            53,
+            Vec::new(),
+            AddressFamilies::default(),
+            ObservationBudget::default(),
+        );
+        let server = |host: &str, last: u8| NameServer {
+            host: host.into(),
+            addrs: vec![IpAddr::from([192, 0, 2, last])],
+            problem: None,
+        };
+        let provider = || vec![server("ns1.dns.test.", 1), server("ns2.dns.test.", 2)];
+        let a = discovery.shared(provider());
+        let b = discovery.shared(provider());
+        assert!(Arc::ptr_eq(&a, &b));
+        let other = discovery.shared(vec![server("ns1.dns.test.", 9)]);
+        assert!(!Arc::ptr_eq(&a, &other));
+        assert_eq!(&*a, provider().as_slice());
+    }
+
+    #[tokio::test]
     async fn forgetting_a_zone_forgets_it_and_what_lies_below() {
         let querier = Arc::new(Querier::new(
             Arc::new(super::super::transport::NetTransport::new(
@@ -834,7 +883,7 @@ mod tests {
             let cut = Arc::new(ZoneCut {
                 zone: zone.into(),
                 name,
-                servers: Vec::new(),
+                servers: Vec::new().into(),
                 parent: parent.cloned(),
                 expires: Instant::now() + Duration::from_secs(600),
             });

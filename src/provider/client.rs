@@ -215,17 +215,16 @@ impl GcoreClient {
     /// an error, not an empty account. Missing optional fields are not "unreadable" (see
     /// [`ProviderZone`]).
     pub async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
-        self.paged(|offset| async move {
-            let bytes = self
-                .call(Method::GET, &["zones"], &page_query(offset), None)
-                .await?;
-            zone_page(&bytes, &self.secrets())
-        })
-        .await
+        self.zone_listing().await
     }
 
     /// The same listing, read into names and `dnssec_enabled` only, page by page.
     pub async fn list_zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        self.zone_listing().await
+    }
+
+    /// Every page of `GET /dns/v2/zones`, each entry read as a `T`.
+    async fn zone_listing<T: DeserializeOwned>(&self) -> Result<Vec<T>, ProviderError> {
         self.paged(|offset| async move {
             let bytes = self
                 .call(Method::GET, &["zones"], &page_query(offset), None)
