@@ -832,23 +832,26 @@ mod tests {
         );
     }
 
-    /// A re-delegated zone is forgotten with every cut hanging below it, and nothing
-    /// else: its parent and its siblings stay cached.
-    #[tokio::test]
-    async fn cuts_delegated_to_the_same_servers_share_one_copy_of_them() {
+    /// A discovery that asks nobody (no root hints): for its caches alone.
+    fn discovery() -> Discovery {
         let querier = Arc::new(Querier::new(
             Arc::new(super::super::transport::NetTransport::new(
                 Duration::from_millis(10),
             )),
             query::Limits::default(),
         ));
-        let discovery = Discovery::new(
+        Discovery::new(
             querier,
             53,
             Vec::new(),
             AddressFamilies::default(),
             ObservationBudget::default(),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn cuts_delegated_to_the_same_servers_share_one_copy_of_them() {
+        let discovery = discovery();
         let server = |host: &str, last: u8| NameServer {
             host: host.into(),
             addrs: vec![IpAddr::from([192, 0, 2, last])],
@@ -863,21 +866,11 @@ mod tests {
         assert_eq!(&*a, provider().as_slice());
     }
 
+    /// A re-delegated zone is forgotten with every cut hanging below it, and nothing
+    /// else: its parent and its siblings stay cached.
     #[tokio::test]
     async fn forgetting_a_zone_forgets_it_and_what_lies_below() {
-        let querier = Arc::new(Querier::new(
-            Arc::new(super::super::transport::NetTransport::new(
-                Duration::from_millis(10),
-            )),
-            query::Limits::default(),
-        ));
-        let discovery = Discovery::new(
-            querier,
-            53,
-            Vec::new(),
-            AddressFamilies::default(),
-            ObservationBudget::default(),
-        );
+        let discovery = discovery();
         let cut = |zone: &str, parent: Option<&Arc<ZoneCut>>| {
             let name = wire::parse_name(zone).unwrap_or_else(Name::root);
             let cut = Arc::new(ZoneCut {
