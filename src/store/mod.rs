@@ -83,6 +83,15 @@ pub enum StoreError {
     #[error("no database at {path} (has the daemon run yet?)")]
     Missing { path: String },
     #[error(
+        "database {path}: another write of this daemon has not finished after {}s (a \
+         stalled disk?); this write was given up",
+        .waited.as_secs()
+    )]
+    WriteStalled {
+        path: String,
+        waited: std::time::Duration,
+    },
+    #[error(
         "database {path} is at schema {applied}, this dnssec-warden needs {wanted}: restart the \
          daemon (it migrates the database when it starts), then try again"
     )]

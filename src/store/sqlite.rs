@@ -31,6 +31,10 @@ pub struct SqliteStore {
     serial: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// How long a write waits for its turn behind the daemon's other writes: as long as
+/// SQLite's busy timeout would have let it wait for another connection's write lock.
+const WRITE_TURN_WAIT: Duration = Duration::from_secs(10);
+
 /// The pool, for one write statement, with this store's write turn held until the
 /// statement ends.
 pub(super) struct Serialized<'a> {
@@ -177,9 +181,23 @@ impl SqliteStore {
     async fn writer(&self) -> Result<Serialized<'_>, StoreError> {
         self.verify_identity()?;
         Ok(Serialized {
-            _turn: self.serial.clone().lock_owned().await,
+            _turn: self.turn(WRITE_TURN_WAIT).await?,
             pool: &self.pool,
         })
+    }
+
+    /// This store's write turn, once the write before it has finished; given up after
+    /// `wait` (a write that never ends must not hold every other one for good).
+    pub(super) async fn turn(
+        &self,
+        wait: Duration,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, StoreError> {
+        tokio::time::timeout(wait, self.serial.clone().lock_owned())
+            .await
+            .map_err(|_| StoreError::WriteStalled {
+                path: self.label.to_string(),
+                waited: wait,
+            })
     }
 
     /// A private in-memory database (one connection, so it lives as long as the store):
@@ -209,7 +227,7 @@ impl SqliteStore {
     /// between, and SQLite then answers "database is locked" without waiting.
     pub(super) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
         self.verify_identity()?;
-        let turn = self.serial.clone().lock_owned().await;
+        let turn = self.turn(WRITE_TURN_WAIT).await?;
         let tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")

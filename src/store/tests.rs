@@ -992,3 +992,39 @@ async fn brief_rows_keep_what_status_shows_on_postgres() {
     brief_rows_keep_what_status_shows(&store).await;
     store.close().await;
 }
+
+/// The daemon's SQLite writes take turns: a write waits for the one before it, and one
+/// that never ends holds the others only so long, then they are given up with a reason.
+#[tokio::test]
+async fn sqlite_writes_take_turns_and_a_stalled_one_is_given_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let Backend::Sqlite(sqlite) = &store.backend else {
+        panic!("a SQLite store");
+    };
+    let held = sqlite.turn(Duration::from_millis(50)).await.unwrap();
+    let stalled = sqlite.turn(Duration::from_millis(50)).await.unwrap_err();
+    assert!(
+        matches!(stalled, StoreError::WriteStalled { .. }),
+        "{stalled}"
+    );
+    assert!(
+        stalled.to_string().contains("has not finished"),
+        "{stalled}"
+    );
+    // A write waits for the turn held, and goes through once it is released.
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(held);
+    });
+    let started = std::time::Instant::now();
+    assert!(
+        store
+            .ensure_zone("example.com.", Timestamp(1_000))
+            .await
+            .unwrap()
+    );
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    release.await.unwrap();
+    assert!(sqlite.turn(Duration::from_millis(50)).await.is_ok());
+}
