@@ -221,7 +221,10 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         }
     }
     let violations = rig.world.violations();
-    prop_assert!(violations.is_empty(), "after {what}: {violations:?}");
+    if !violations.is_empty() {
+        let trail = trail(rig).await;
+        prop_assert!(false, "after {what}: {violations:?}; {trail}");
+    }
     Ok(now)
 }
 
@@ -437,5 +440,29 @@ fn both_properties_hold_on_postgres() {
     );
     if let Err(e) = delegation {
         panic!("the delegation property on PostgreSQL: {e}");
+    }
+}
+
+/// Sequences the properties once found failing, replayed on every run.
+#[test]
+fn found_sequences_stay_safe() {
+    use Op::*;
+    let disabled = dnssec_warden::lifecycle::Intent::Disabled;
+    // A DS published at one parent while the other was silent, after the wait for its
+    // absence had begun; withdrawn again after hours.
+    let ops = vec![
+        Flip(true),
+        Intent(disabled, false),
+        Tick,
+        Tick,
+        Tick,
+        SilenceParent(0, true),
+        Publish(1),
+        Advance(21600),
+        Tick,
+        Withdraw(1),
+    ];
+    if let Err(e) = check(ops, 300, Start::Provider, (86_400, 3600), Backend::Sqlite) {
+        panic!("{e}");
     }
 }

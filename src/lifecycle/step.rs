@@ -1064,14 +1064,16 @@ impl Run<'_> {
     }
 
     fn ttl_wait(&mut self) {
-        let Some(parent) = self.parent_known() else {
-            return;
-        };
-        if parent.any_present() {
+        // A DS seen anywhere restarts the wait, even while another parent server cannot
+        // be asked: the wait counts from the last moment a DS was published.
+        if self.parent().is_some_and(ParentView::any_present) {
             self.go(
                 State::AwaitingDsRemoval,
                 "a DS reappeared at a parent server",
             );
+            return;
+        }
+        if self.parent_known().is_none() {
             return;
         }
         let Some(deadline) = disable_deadline(&self.facts, self.policy) else {

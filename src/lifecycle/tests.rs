@@ -456,7 +456,24 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
         "the largest TTL seen is kept"
     );
 
-    let t3 = t2.plus(HOUR);
+    // ... even when seen at one server while the other cannot be asked: the wait must
+    // count from when the DS was last published, not from the first "gone".
+    let t2b = t2.plus(HOUR);
+    w.run(&mut z, &w.obs(t2b, Some(true), &[P::No, P::No], &serve));
+    assert_eq!(z.state, Some(State::TtlWait));
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            t2b.plus(HOUR),
+            Some(true),
+            &[P::Timeout, P::Ds(300)],
+            &serve,
+        ),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert_eq!(z.facts.t_gone, None);
+
+    let t3 = t2b.plus(HOUR * 2);
     w.run(&mut z, &w.obs(t3, Some(true), &[P::No, P::No], &serve));
     assert_eq!(z.state, Some(State::TtlWait));
     let deadline = t3.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
