@@ -42,6 +42,16 @@ impl CrashSwitch {
         self.0.store(0, Ordering::SeqCst);
     }
 
+    /// The point armed and not yet reached, if any.
+    pub fn armed(&self) -> Option<CrashPoint> {
+        match self.0.load(Ordering::SeqCst) {
+            1 => Some(CrashPoint::Observed),
+            2 => Some(CrashPoint::Committed),
+            3 => Some(CrashPoint::EffectPerformed),
+            _ => None,
+        }
+    }
+
     fn fire(&self, point: CrashPoint) -> bool {
         let code = match point {
             CrashPoint::Observed => 1,
