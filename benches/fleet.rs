@@ -8,6 +8,8 @@
 //! 3. its idle CPU between polls, its peak RSS, the size of the SQLite file;
 //! 4. `status` and `status --json` over every zone.
 //!
+//! `BENCH_FLEET_PERF=<file>` records a profile of the steady pass.
+//!
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
 
@@ -54,6 +56,23 @@ fn peak_rss_mib(pid: u32) -> f64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// `BENCH_FLEET_PERF=<file>`: `perf record -g` of the daemon during the steady pass, to
+/// find what bounds the engine pass (`perf report -i <file>`).
+fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
+    let Some(out) = std::env::var_os("BENCH_FLEET_PERF") else {
+        return Ok(None);
+    };
+    let perf = knot::Proc::spawn(
+        "perf record",
+        Command::new("perf")
+            .args(["record", "-F", "499", "-g", "-p", &pid.to_string(), "-o"])
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )?;
+    Ok(Some(perf))
 }
 
 /// `dnssec-warden run`; under heaptrack (its data file in that directory, named after
@@ -234,7 +253,11 @@ async fn bench() -> Res<()> {
     let since = now_ms();
     let mut daemon = start_daemon(&conf, &dir.path().join("steady.log"))?;
     let pid = daemon.pid();
+    let perf = perf_record(pid)?;
     let steady = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    if let Some(mut perf) = perf {
+        perf.terminate(Duration::from_secs(60));
+    }
     let steady_cpu = cpu_secs(pid);
     let steady_rss = peak_rss_mib(pid);
     let steady_ms = steady_cpu * 1000.0 / zones as f64;
