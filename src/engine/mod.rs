@@ -430,21 +430,23 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         let Some(_claim) = self.claim(name) else {
             return Ok(StepOutcome::Busy);
         };
-        let row = self
+        let read = self
             .store
-            .zone(name)
+            .zone_for_step(name)
             .await?
             .ok_or_else(|| StoreError::UnknownZone(name.to_string()))?;
+        let row = &read.row;
         // Every line logged during the step carries the zone and the state it started in.
         let span = tracing::info_span!(
             "step",
             zone = name,
             state = row.zone.state.map(State::as_str).unwrap_or("unobserved")
         );
-        self.step_row(row).instrument(span).await
+        self.step_row(&read).instrument(span).await
     }
 
-    async fn step_row(&self, row: crate::store::ZoneRow) -> Result<StepOutcome, EngineError> {
+    async fn step_row(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
+        let row = &read.row;
         let name = row.zone.name.as_str();
         let listed = self.listed(&row.zone).await;
         let mut observation = observe::observe(
@@ -455,20 +457,19 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             self.clock.as_ref(),
         )
         .await;
-        observation.registrar_hook_failed = self
-            .store
-            .registrar_hook_failure(name, row.zone.since)
-            .await?;
-        self.settle_unknown_calls(name, &observation.provider)
-            .await?;
-        log_provider_change(&row, &observation.provider);
+        observation.registrar_hook_failed = read.registrar_hook_failed.clone();
+        if read.unknown_calls {
+            self.settle_unknown_calls(name, &observation.provider)
+                .await?;
+        }
+        log_provider_change(row, &observation.provider);
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Observed, name)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation);
         if !self
             .store
-            .commit_step(&row, &decision, &summary, observation.at)
+            .commit_step(row, &decision, &summary, observation.at)
             .await?
         {
             self.store.check_by(name, self.clock.now()).await?;
@@ -490,7 +491,11 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         }
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Committed, name)?;
-        self.perform_effects(name).await?;
+        // Effects are added only by steps, and this zone's are not concurrent: with none
+        // owed at the read and none decided now, there is nothing to perform.
+        if read.pending_effects || !decision.effects.is_empty() {
+            self.perform_effects(name).await?;
+        }
         Ok(StepOutcome::Stepped {
             from: row.zone.state,
             to: decision.state,

@@ -26,7 +26,7 @@ pub use faults::WriteFailure;
 pub use lease::{LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
-pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, ZoneRow};
+pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StepRow, ZoneRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -261,6 +261,14 @@ impl Store {
             Backend::Postgres(p) => p.zone(name).await,
         }
     }
+    /// A zone as a step reads it: the row, the last DS request's hook failure of its
+    /// state, and whether calls of unknown outcome or owed effects wait, in one read.
+    pub async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.zone_for_step(name).await,
+            Backend::Postgres(p) => p.zone_for_step(name).await,
+        }
+    }
     pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.zones().await,
@@ -448,18 +456,6 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(s) => s.retry_effect(id, error).await,
             Backend::Postgres(p) => p.retry_effect(id, error).await,
-        }
-    }
-    /// The last registrar-hook error of a DS request made since `since` (the zone's
-    /// current state), if its last attempt failed.
-    pub async fn registrar_hook_failure(
-        &self,
-        zone: &str,
-        since: Timestamp,
-    ) -> Result<Option<String>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.registrar_hook_failure(zone, since).await,
-            Backend::Postgres(p) => p.registrar_hook_failure(zone, since).await,
         }
     }
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {

@@ -16,7 +16,8 @@ use sqlx::{PgConnection, PgPool, Postgres};
 use super::faults::{Health, Noted, Watched, WriteFailure};
 use super::lease::{LeaseRound, Lessee, Writer};
 use super::rows::{
-    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
+    ALERT_COLUMNS, AlertChange, OpenAlert, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone,
+    StepRow, alert_changes, audit, corrupt, parse_state,
 };
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::config::PostgresSettings;
@@ -467,6 +468,26 @@ impl PgStore {
         Ok(done.rows_affected() == 1)
     }
 
+    pub(super) async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
+        let raw: Option<RawStepRow> = sqlx::query_as(
+            "SELECT z.*, \
+             (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
+              AND o.created_at >= z.state_since AND o.kind IN ($1, $2) \
+              ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $3) AS has_unknown, \
+             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $4) AS has_pending \
+             FROM zones z WHERE z.name = $5",
+        )
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(EffectKind::RequestDsRemoval.as_str())
+        .bind(OutboxStatus::Unknown.as_str())
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        raw.map(StepRow::try_from).transpose()
+    }
+
     pub(super) async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
         let raw: Option<RawZone> = sqlx::query_as("SELECT * FROM zones WHERE name = $1")
             .bind(name)
@@ -661,25 +682,14 @@ impl PgStore {
             .await?;
         }
         // Provider calls are re-derived by every step from a fresh observation: one still
-        // needed is in this decision, so older unperformed ones are void.
-        sqlx::query(
-            "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 \
-             AND status = $4 AND kind IN ($5, $6)",
-        )
-        .bind(OutboxStatus::Superseded.as_str())
-        .bind(now.0)
-        .bind(&zone.name)
-        .bind(OutboxStatus::Pending.as_str())
-        .bind(EffectKind::EnableDnssec.as_str())
-        .bind(EffectKind::DisableDnssec.as_str())
-        .execute(&mut *tx)
-        .await?;
-        // A request to the operator no longer true is void (safety rules 8 and 9), as in
-        // the SQLite backend; withdrawals stay owed.
+        // needed is in this decision, so older unperformed ones are void. A request to the
+        // operator no longer true is void too (safety rules 8 and 9), as in the SQLite
+        // backend; withdrawals stay owed. One statement: one round trip.
         let state = decision.state.map_or("", State::as_str);
         sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
-             AND ((kind = $5 AND NOT ($6 = $7 AND \
+             AND (kind IN ($11, $12) \
+               OR (kind = $5 AND NOT ($6 = $7 AND \
                    ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $8)) \
                OR (kind = $9 AND $6 <> $10))",
         )
@@ -693,6 +703,8 @@ impl PgStore {
         .bind(decision.facts.ds_line.as_deref())
         .bind(EffectKind::RequestDelegation.as_str())
         .bind(State::AwaitingDelegation.as_str())
+        .bind(EffectKind::EnableDnssec.as_str())
+        .bind(EffectKind::DisableDnssec.as_str())
         .execute(&mut *tx)
         .await?;
         for effect in &decision.effects {
@@ -710,29 +722,28 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         }
-        for check in &decision.alerts {
-            let open: Option<(i64,)> = sqlx::query_as(
-                "SELECT id FROM alerts WHERE zone = $1 AND kind = $2 AND resolved_at IS NULL",
-            )
-            .bind(&zone.name)
-            .bind(check.kind.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-            let state = decision.state;
-            match (&check.firing, open) {
-                (Some(message), None) => {
+        let open: Vec<OpenAlert> = sqlx::query_as(
+            "SELECT kind, id, message FROM alerts WHERE zone = $1 AND resolved_at IS NULL",
+        )
+        .bind(&zone.name)
+        .fetch_all(&mut *tx)
+        .await?;
+        let state = decision.state;
+        for change in alert_changes(&open, &decision.alerts) {
+            match change {
+                AlertChange::Open { kind, message } => {
                     sqlx::query(
                         "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
                          VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(&zone.name)
-                    .bind(check.kind.as_str())
-                    .bind(check.kind.severity().as_str())
+                    .bind(kind.as_str())
+                    .bind(kind.severity().as_str())
                     .bind(message)
                     .bind(now.0)
                     .execute(&mut *tx)
                     .await?;
-                    let reason = audit::alert_opened(check.kind, message);
+                    let reason = audit::alert_opened(kind, message);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -746,20 +757,20 @@ impl PgStore {
                     )
                     .await?;
                 }
-                (Some(message), Some((id,))) => {
+                AlertChange::Reword { id, message } => {
                     sqlx::query("UPDATE alerts SET message = $1 WHERE id = $2")
                         .bind(message)
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
                 }
-                (None, Some((id,))) => {
+                AlertChange::Resolve { id, kind } => {
                     sqlx::query("UPDATE alerts SET resolved_at = $1 WHERE id = $2")
                         .bind(now.0)
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
-                    let reason = audit::alert_resolved(check.kind);
+                    let reason = audit::alert_resolved(kind);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -773,7 +784,6 @@ impl PgStore {
                     )
                     .await?;
                 }
-                (None, None) => {}
             }
         }
         tx.commit().await.noted(self)?;
@@ -975,24 +985,6 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         tx.commit().await.noted(self)
-    }
-
-    pub(super) async fn registrar_hook_failure(
-        &self,
-        zone: &str,
-        since: Timestamp,
-    ) -> Result<Option<String>, StoreError> {
-        let row: Option<(Option<String>,)> = sqlx::query_as(
-            "SELECT last_error FROM outbox WHERE zone = $1 AND created_at >= $2 \
-             AND kind IN ($3, $4) ORDER BY id DESC LIMIT 1",
-        )
-        .bind(zone)
-        .bind(since.0)
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(EffectKind::RequestDsRemoval.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.and_then(|(error,)| error))
     }
 
     pub(super) async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {

@@ -24,6 +24,19 @@ pub struct ZoneRow {
     pub lease: Option<super::LeaseInfo>,
 }
 
+/// A zone as a step reads it (`Store::zone_for_step`): the row, and what the step needs
+/// of its outbox, from one consistent read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    pub row: ZoneRow,
+    /// The error of the last DS request (or withdrawal) of this state, if its hook failed.
+    pub registrar_hook_failed: Option<String>,
+    /// Provider calls of unknown outcome wait to be settled.
+    pub unknown_calls: bool,
+    /// Effects are owed (decided by an earlier step, not yet performed or retried).
+    pub pending_effects: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub id: i64,
@@ -158,6 +171,27 @@ pub(super) struct RawZone {
     lease_since: Option<i64>,
     #[sqlx(default)]
     lease_until: Option<i64>,
+}
+
+#[derive(FromRow)]
+pub(super) struct RawStepRow {
+    #[sqlx(flatten)]
+    zone: RawZone,
+    hook_error: Option<String>,
+    has_unknown: bool,
+    has_pending: bool,
+}
+
+impl TryFrom<RawStepRow> for StepRow {
+    type Error = StoreError;
+    fn try_from(r: RawStepRow) -> Result<Self, StoreError> {
+        Ok(StepRow {
+            row: ZoneRow::try_from(r.zone)?,
+            registrar_hook_failed: r.hook_error,
+            unknown_calls: r.has_unknown,
+            pending_effects: r.has_pending,
+        })
+    }
 }
 
 #[derive(FromRow)]
@@ -329,4 +363,49 @@ pub(super) mod audit {
             effect.describe()
         )
     }
+}
+
+/// A zone's open alert, as a step's commit reads it.
+#[derive(Debug, FromRow)]
+pub(super) struct OpenAlert {
+    pub kind: String,
+    pub id: i64,
+    pub message: String,
+}
+
+/// One change a step's alert checks make to the zone's open alerts.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum AlertChange<'a> {
+    Open { kind: AlertKind, message: &'a str },
+    Reword { id: i64, message: &'a str },
+    Resolve { id: i64, kind: AlertKind },
+}
+
+/// What `checks` change, given the zone's `open` alerts (read once per commit, not once
+/// per check): a firing check opens its alert or rewords the open one, a clear check
+/// resolves it; an unchanged message writes nothing.
+pub(super) fn alert_changes<'a>(
+    open: &[OpenAlert],
+    checks: &'a [crate::lifecycle::AlertCheck],
+) -> Vec<AlertChange<'a>> {
+    checks
+        .iter()
+        .filter_map(|check| {
+            let open = open.iter().find(|a| a.kind == check.kind.as_str());
+            match (&check.firing, open) {
+                (Some(message), None) => Some(AlertChange::Open {
+                    kind: check.kind,
+                    message,
+                }),
+                (Some(message), Some(a)) if a.message != *message => {
+                    Some(AlertChange::Reword { id: a.id, message })
+                }
+                (None, Some(a)) => Some(AlertChange::Resolve {
+                    id: a.id,
+                    kind: check.kind,
+                }),
+                _ => None,
+            }
+        })
+        .collect()
 }

@@ -12,7 +12,8 @@ use futures::TryStreamExt;
 
 use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
 use super::rows::{
-    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawZone, audit, corrupt, parse_state,
+    ALERT_COLUMNS, AlertChange, OpenAlert, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone,
+    StepRow, alert_changes, audit, corrupt, parse_state,
 };
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
@@ -254,6 +255,26 @@ impl SqliteStore {
         Ok(done.rows_affected() == 1)
     }
 
+    pub async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
+        let raw: Option<RawStepRow> = sqlx::query_as(
+            "SELECT z.*, \
+             (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
+              AND o.created_at >= z.state_since AND o.kind IN (?, ?) \
+              ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = ?) AS has_unknown, \
+             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = ?) AS has_pending \
+             FROM zones z WHERE z.name = ?",
+        )
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(EffectKind::RequestDsRemoval.as_str())
+        .bind(OutboxStatus::Unknown.as_str())
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        raw.map(StepRow::try_from).transpose()
+    }
+
     pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
         let raw: Option<RawZone> = sqlx::query_as("SELECT * FROM zones WHERE name = ?")
             .bind(name)
@@ -442,45 +463,34 @@ impl SqliteStore {
             )
             .await?;
         }
-        {
-            // Provider calls are re-derived by every step from a fresh observation: one
-            // still needed is in this decision, so older unperformed ones are void.
-            sqlx::query(
-                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? \
-                 AND status = ? AND kind IN (?, ?)",
-            )
-            .bind(OutboxStatus::Superseded.as_str())
-            .bind(now.0)
-            .bind(&zone.name)
-            .bind(OutboxStatus::Pending.as_str())
-            .bind(EffectKind::EnableDnssec.as_str())
-            .bind(EffectKind::DisableDnssec.as_str())
-            .execute(&mut *tx)
-            .await?;
-            // A request to the operator that a crash (or a failing hook) left undelivered
-            // is void once it is no longer true (safety rules 8 and 9): a DS announcement
-            // once the zone left `awaiting_ds` or follows another key, an NS change once
-            // the zone left `awaiting_delegation`. Withdrawals stay owed.
-            let state = decision.state.map_or("", State::as_str);
-            sqlx::query(
-                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = ? \
-                 AND ((kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
-                   OR (kind = ? AND ? <> ?))",
-            )
-            .bind(OutboxStatus::Superseded.as_str())
-            .bind(now.0)
-            .bind(&zone.name)
-            .bind(OutboxStatus::Pending.as_str())
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(state)
-            .bind(State::AwaitingDs.as_str())
-            .bind(decision.facts.ds_line.as_deref())
-            .bind(EffectKind::RequestDelegation.as_str())
-            .bind(state)
-            .bind(State::AwaitingDelegation.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
+        // Provider calls are re-derived by every step from a fresh observation: one still
+        // needed is in this decision, so older unperformed ones are void. A request to the
+        // operator that a crash (or a failing hook) left undelivered is void once it is no
+        // longer true (safety rules 8 and 9): a DS announcement once the zone left
+        // `awaiting_ds` or follows another key, an NS change once the zone left
+        // `awaiting_delegation`. Withdrawals stay owed. One statement: one round trip.
+        let state = decision.state.map_or("", State::as_str);
+        sqlx::query(
+            "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = ? \
+             AND (kind IN (?, ?) \
+               OR (kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
+               OR (kind = ? AND ? <> ?))",
+        )
+        .bind(OutboxStatus::Superseded.as_str())
+        .bind(now.0)
+        .bind(&zone.name)
+        .bind(OutboxStatus::Pending.as_str())
+        .bind(EffectKind::EnableDnssec.as_str())
+        .bind(EffectKind::DisableDnssec.as_str())
+        .bind(EffectKind::AnnounceDs.as_str())
+        .bind(state)
+        .bind(State::AwaitingDs.as_str())
+        .bind(decision.facts.ds_line.as_deref())
+        .bind(EffectKind::RequestDelegation.as_str())
+        .bind(state)
+        .bind(State::AwaitingDelegation.as_str())
+        .execute(&mut *tx)
+        .await?;
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
             sqlx::query("INSERT INTO outbox (zone, created_at, kind, effect) VALUES (?, ?, ?, ?)")
@@ -491,29 +501,28 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for check in &decision.alerts {
-            let open: Option<(i64,)> = sqlx::query_as(
-                "SELECT id FROM alerts WHERE zone = ? AND kind = ? AND resolved_at IS NULL",
-            )
-            .bind(&zone.name)
-            .bind(check.kind.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-            let state = decision.state;
-            match (&check.firing, open) {
-                (Some(message), None) => {
+        let open: Vec<OpenAlert> = sqlx::query_as(
+            "SELECT kind, id, message FROM alerts WHERE zone = ? AND resolved_at IS NULL",
+        )
+        .bind(&zone.name)
+        .fetch_all(&mut *tx)
+        .await?;
+        let state = decision.state;
+        for change in alert_changes(&open, &decision.alerts) {
+            match change {
+                AlertChange::Open { kind, message } => {
                     sqlx::query(
                         "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
                          VALUES (?, ?, ?, ?, ?)",
                     )
                     .bind(&zone.name)
-                    .bind(check.kind.as_str())
-                    .bind(check.kind.severity().as_str())
+                    .bind(kind.as_str())
+                    .bind(kind.severity().as_str())
                     .bind(message)
                     .bind(now.0)
                     .execute(&mut *tx)
                     .await?;
-                    let reason = audit::alert_opened(check.kind, message);
+                    let reason = audit::alert_opened(kind, message);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -526,20 +535,20 @@ impl SqliteStore {
                     )
                     .await?;
                 }
-                (Some(message), Some((id,))) => {
+                AlertChange::Reword { id, message } => {
                     sqlx::query("UPDATE alerts SET message = ? WHERE id = ?")
                         .bind(message)
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
                 }
-                (None, Some((id,))) => {
+                AlertChange::Resolve { id, kind } => {
                     sqlx::query("UPDATE alerts SET resolved_at = ? WHERE id = ?")
                         .bind(now.0)
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
-                    let reason = audit::alert_resolved(check.kind);
+                    let reason = audit::alert_resolved(kind);
                     insert_event(
                         &mut tx,
                         &zone.name,
@@ -552,7 +561,6 @@ impl SqliteStore {
                     )
                     .await?;
                 }
-                (None, None) => {}
             }
         }
         tx.commit().await?;
@@ -757,26 +765,6 @@ impl SqliteStore {
             .await
             .noted(self)?;
         Ok(())
-    }
-
-    /// The last registrar-hook error of a DS request made since `since` (the zone's
-    /// current state), if its last attempt failed.
-    pub async fn registrar_hook_failure(
-        &self,
-        zone: &str,
-        since: Timestamp,
-    ) -> Result<Option<String>, StoreError> {
-        let row: Option<(Option<String>,)> = sqlx::query_as(
-            "SELECT last_error FROM outbox WHERE zone = ? AND created_at >= ? \
-             AND kind IN (?, ?) ORDER BY id DESC LIMIT 1",
-        )
-        .bind(zone)
-        .bind(since.0)
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(EffectKind::RequestDsRemoval.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.and_then(|(error,)| error))
     }
 
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {

@@ -208,7 +208,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 5,
+                wanted: 6,
                 ..
             })
         ),
@@ -250,9 +250,10 @@ async fn migration_4_moves_the_fact_columns_into_json() {
     store.retry_effect(1, "hook exited with 1").await.unwrap();
     assert_eq!(
         store
-            .registrar_hook_failure(ZONE, Timestamp(0))
+            .zone_for_step(ZONE)
             .await
-            .unwrap(),
+            .unwrap()
+            .and_then(|r| r.registrar_hook_failed),
         Some("hook exited with 1".into())
     );
     // Migration 5 rebuilt `zones` under the rows that reference it: the new state is
@@ -443,18 +444,11 @@ async fn exercise(store: &Store) -> Vec<String> {
         .retry_effect(pending[1].id, "hook exited with 1")
         .await
         .unwrap();
-    say!(
-        store
-            .registrar_hook_failure(ZONE, Timestamp(0))
-            .await
-            .unwrap()
-    );
-    say!(
-        store
-            .registrar_hook_failure(ZONE, Timestamp(9_999))
-            .await
-            .unwrap()
-    );
+    say!(store.zone_for_step(ZONE).await.unwrap().map(|r| (
+        r.registrar_hook_failed,
+        r.unknown_calls,
+        r.pending_effects
+    )));
     store
         .finish_effect(pending[1].id, OutboxStatus::Done, None, Timestamp(3_400))
         .await
@@ -506,6 +500,8 @@ async fn exercise(store: &Store) -> Vec<String> {
             .unwrap()
     );
     say!(store.pending_effects(ZONE).await.unwrap());
+    say!(store.zone_for_step(ZONE).await.unwrap());
+    say!(store.zone_for_step("nowhere.").await.unwrap());
     say!(store.zones().await.unwrap());
     say!(store.events(ZONE).await.unwrap());
     say!(store.events("new.test.").await.unwrap());
@@ -689,7 +685,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 2
+            wanted: 3
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -698,7 +694,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 2,
+                wanted: 3,
                 ..
             })
         ),
@@ -709,8 +705,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 2,
-            wanted: 2
+            applied: 3,
+            wanted: 3
         }
     );
     // Opening again is idempotent (the daemon restarting).
