@@ -3,8 +3,9 @@
 //! provider simulator holding every zone, on loopback; then the real daemon, `dnssec-warden
 //! run` over a SQLite file with `zones.all = true`:
 //! 1. its first engine pass over every zone (listed, added, observed, adopted);
-//! 2. a steady pass (every settled zone made due, the daemon restarted), with the provider
-//!    requests it made per zone;
+//! 2. a steady pass of the running daemon (every settled zone made due: what it does at
+//!    every poll), and one after a restart (every cache empty), with the provider requests
+//!    it made per zone;
 //! 3. its idle CPU between polls, its peak RSS, the size of the SQLite file;
 //! 4. `status` and `status --json` over every zone.
 //!
@@ -46,6 +47,25 @@ fn cpu_secs(pid: u32) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Context switches of every thread of a process so far (voluntary and not), from /proc:
+/// a thread that waited for another (the SQLite connections' threads, the DNS sockets'
+/// tasks) or was pushed off a core.
+fn context_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// Peak resident set of a process (MiB), from /proc.
 fn peak_rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -58,8 +78,9 @@ fn peak_rss_mib(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// `BENCH_FLEET_PERF=<file>`: `perf record -g` of the daemon during the steady pass, to
-/// find what bounds the engine pass (`perf report -i <file>`).
+/// `BENCH_FLEET_PERF=<file>`: `perf record` of the daemon during the steady pass, to
+/// find what bounds the engine pass (`perf report -i <file>`; DWARF call graphs, so build
+/// with `CARGO_PROFILE_BENCH_DEBUG=line-tables-only` for them to resolve).
 fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
     let Some(out) = std::env::var_os("BENCH_FLEET_PERF") else {
         return Ok(None);
@@ -67,7 +88,16 @@ fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
     let perf = knot::Proc::spawn(
         "perf record",
         Command::new("perf")
-            .args(["record", "-F", "499", "-g", "-p", &pid.to_string(), "-o"])
+            .args([
+                "record",
+                "-F",
+                "299",
+                "--call-graph",
+                "dwarf,16384",
+                "-p",
+                &pid.to_string(),
+                "-o",
+            ])
             .arg(out)
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -102,6 +132,20 @@ fn start_daemon(conf: &Path, log: &Path) -> Res<knot::Proc> {
 
 /// Until `count` zones were observed at or after `since` (Unix ms) and none is due within
 /// the next minute (a zone's first looks may take more than one step); the time it took.
+/// Every zone due now (the daemon, running or not, takes them at its next look).
+async fn make_all_due(db: &Path) -> Res<()> {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
+        .map_err(|e| e.to_string())?
+        .busy_timeout(Duration::from_secs(30));
+    let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+    sqlx::query("UPDATE zones SET next_check_at = 0")
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let _ = conn.close().await;
+    Ok(())
+}
+
 async fn wait_observed(db: &Path, zones: usize, since: i64, limit: Duration) -> Res<Duration> {
     let started = Instant::now();
     let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
@@ -235,26 +279,37 @@ async fn bench() -> Res<()> {
         window.as_secs()
     );
     println!("states after the idle window: {}", states(&db).await?);
+
+    // 2a. A steady pass of the running daemon (what it does at every poll): every zone
+    // made due at once; its caches (the delegations, the parents' keys, the signatures
+    // verified) are as the first pass left them.
+    let since = now_ms();
+    make_all_due(&db).await?;
+    let (cpu_before, switches_before) = (cpu_secs(pid), context_switches(pid));
+    let warm = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    let warm_cpu = cpu_secs(pid) - cpu_before;
+    let warm_switches = context_switches(pid) - switches_before;
+    println!(
+        "steady pass of the running daemon (every zone settled, all due at once): {zones} zones in {:.1}s ({:.0} zone steps/s; goal at least 5,000 at 10,000 zones), {warm_cpu:.1}s daemon CPU ({:.2} ms a zone), {:.1} context switches a zone",
+        warm.as_secs_f64(),
+        zones as f64 / warm.as_secs_f64().max(1e-6),
+        warm_cpu * 1000.0 / zones as f64,
+        warm_switches as f64 / zones as f64
+    );
     daemon.terminate(Duration::from_secs(30));
 
-    // 2. A steady pass: every zone settled and due at once, the daemon started again (its
-    // first listing included, as at every start), until each was looked at and is settled.
-    {
-        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
-            .map_err(|e| e.to_string())?;
-        let mut conn = options.connect().await.map_err(|e| e.to_string())?;
-        sqlx::query("UPDATE zones SET next_check_at = 0")
-            .execute(&mut conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        let _ = conn.close().await;
-    }
+    // 2b. A steady pass after a restart: every zone due at once, the daemon started again
+    // (its first listing included, as at every start; every cache empty), until each was
+    // looked at and is settled.
+    make_all_due(&db).await?;
     sim.reset_requests();
     let since = now_ms();
     let mut daemon = start_daemon(&conf, &dir.path().join("steady.log"))?;
     let pid = daemon.pid();
     let perf = perf_record(pid)?;
+    let switches_before = context_switches(pid);
     let steady = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    let switches = context_switches(pid) - switches_before;
     if let Some(mut perf) = perf {
         perf.terminate(Duration::from_secs(60));
     }
@@ -265,9 +320,13 @@ async fn bench() -> Res<()> {
     let total_requests: u64 = requests.values().sum();
     let per_zone = total_requests as f64 / zones as f64;
     println!(
-        "steady pass (every zone settled, all due at once, daemon restarted): {zones} zones in {:.1}s ({:.0} zone steps/s), {steady_cpu:.1}s daemon CPU ({steady_ms:.2} ms a zone), peak RSS {steady_rss:.1} MiB",
+        "steady pass after a restart (every zone settled, all due at once, every cache empty): {zones} zones in {:.1}s ({:.0} zone steps/s), {steady_cpu:.1}s daemon CPU ({steady_ms:.2} ms a zone), peak RSS {steady_rss:.1} MiB",
         steady.as_secs_f64(),
         zones as f64 / steady.as_secs_f64().max(1e-6)
+    );
+    println!(
+        "context switches in the steady pass: {:.1} a zone",
+        switches as f64 / zones as f64
     );
     println!(
         "provider requests in the steady pass: {total_requests} ({per_zone:.4} per zone; goal at most 0.05): {requests:?}"
@@ -306,8 +365,9 @@ async fn bench() -> Res<()> {
     }
     println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
     println!(
-        "fleet zones={zones} first_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",
+        "fleet zones={zones} first_pass_steps_per_sec={:.0} warm_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",
         zones as f64 / first.as_secs_f64().max(1e-6),
+        zones as f64 / warm.as_secs_f64().max(1e-6),
         zones as f64 / steady.as_secs_f64().max(1e-6),
     );
     drop(world);

@@ -1201,4 +1201,35 @@ mod nxdomain_proofs {
             Err(ProofError::AncestorDelegation { .. })
         ));
     }
+
+    /// A verification remembered (the signature cache) never lets other data, another
+    /// key or an expired signature through: only the very same inputs are taken as
+    /// verified again.
+    #[test]
+    fn a_remembered_signature_covers_only_the_same_inputs() {
+        use dnssec_warden::dns::validator::verify_rrset;
+        let key = LabKey::generate(257).unwrap();
+        let keys = vec![Dnskey::from(key.dnskey())];
+        let owner = parse_name("cached.test.").unwrap();
+        let a = |text: &str| RData::A(text.parse().unwrap());
+        let records = signed(&key, &owner, a("192.0.2.1"));
+        let check = |records: &[Record], keys: &[Dnskey], at: u32| {
+            verify_rrset(records, &owner, RecordType::A, "test.", keys, at)
+        };
+        assert!(check(&records, &keys, now()).is_ok());
+        assert!(
+            check(&records, &keys, now()).is_ok(),
+            "verified again, remembered"
+        );
+        // The same signature over other data.
+        let mut tampered = records.clone();
+        tampered[0] = Record::from_rdata(owner.clone(), 60, a("192.0.2.2"));
+        assert!(check(&tampered, &keys, now()).is_err());
+        // The same data and signature, with a key that did not sign it as the only one.
+        let stranger = Dnskey::from(LabKey::generate(257).unwrap().dnskey());
+        assert!(check(&records, &[stranger], now()).is_err());
+        // Past its expiration (an hour from now), remembered or not.
+        assert!(check(&records, &keys, now() + 7200).is_err());
+        assert!(check(&records, &keys, now()).is_ok());
+    }
 }

@@ -12,6 +12,7 @@ pub mod observer;
 pub mod proof;
 pub mod query;
 pub mod resolvers;
+pub mod sigcache;
 pub mod transport;
 pub mod validator;
 pub mod wire;

@@ -12,8 +12,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use hickory_proto::dnssec::Verifier;
 use hickory_proto::dnssec::rdata::RRSIG;
+use hickory_proto::dnssec::{TBS, Verifier};
 use hickory_proto::op::Message;
 use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 
@@ -21,6 +21,7 @@ use super::anchor::TrustAnchors;
 use super::discovery::{Discovery, ZoneCut};
 use super::model::{ValidationProbe, ValidationVerdict};
 use super::query::{self, Querier};
+use super::sigcache;
 use super::wire;
 use crate::dnssec::{Dnskey, Ds};
 use futures::future::join_all;
@@ -525,15 +526,29 @@ pub fn verify_rrset(
                 "signature by key {}, which is no trusted key of {signer}",
                 input.key_tag
             ));
+            continue;
         }
+        let signed = match TBS::from_input(owner, DNSClass::IN, input, covered.iter()) {
+            Ok(tbs) => tbs,
+            Err(e) => {
+                problems.push(format!("key {}: {e}", input.key_tag));
+                continue;
+            }
+        };
+        let verified = Verified {
+            ttl: record_ttl.min(input.original_ttl),
+            expiration: input.sig_expiration.get(),
+        };
         for key in candidates {
+            let seal = sigcache::seal(key, signed.as_ref(), sig.sig());
+            if sigcache::verified_before(&seal) {
+                return Ok(verified);
+            }
             let verifier = wire::to_hickory_dnskey(key);
-            match verifier.verify_rrsig(owner, DNSClass::IN, sig, covered.iter()) {
+            match verifier.verify(signed.as_ref(), sig.sig()) {
                 Ok(()) => {
-                    return Ok(Verified {
-                        ttl: record_ttl.min(input.original_ttl),
-                        expiration: input.sig_expiration.get(),
-                    });
+                    sigcache::remember(seal);
+                    return Ok(verified);
                 }
                 Err(e) => problems.push(format!("key {}: {e}", input.key_tag)),
             }

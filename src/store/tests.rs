@@ -1024,3 +1024,10 @@ async fn sqlite_writes_take_turns_and_a_stalled_one_is_given_up() {
     release.await.unwrap();
     assert!(sqlite.turn(Duration::from_millis(50)).await.is_ok());
 }
+
+/// The SQLite backend writes these statuses out in its hot statements.
+#[test]
+fn outbox_statuses_are_the_literals_in_sql() {
+    assert_eq!(OutboxStatus::Pending.as_str(), "pending");
+    assert_eq!(OutboxStatus::Unknown.as_str(), "unknown");
+}
