@@ -9,7 +9,7 @@
 //! 3. its idle CPU between polls, its peak RSS, the size of the SQLite file;
 //! 4. `status` and `status --json` over every zone.
 //!
-//! `BENCH_FLEET_PERF=<file>` records a profile of the steady pass.
+//! `BENCH_FLEET_PERF=<file>` records a profile of the running daemon's steady pass.
 //!
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
@@ -78,7 +78,7 @@ fn peak_rss_mib(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// `BENCH_FLEET_PERF=<file>`: `perf record` of the daemon during the steady pass, to
+/// `BENCH_FLEET_PERF=<file>`: `perf record` of the daemon during its warm steady pass, to
 /// find what bounds the engine pass (`perf report -i <file>`; DWARF call graphs, so build
 /// with `CARGO_PROFILE_BENCH_DEBUG=line-tables-only` for them to resolve).
 fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
@@ -284,9 +284,13 @@ async fn bench() -> Res<()> {
     // made due at once; its caches (the delegations, the parents' keys, the signatures
     // verified) are as the first pass left them.
     let since = now_ms();
+    let perf = perf_record(pid)?;
     make_all_due(&db).await?;
     let (cpu_before, switches_before) = (cpu_secs(pid), context_switches(pid));
     let warm = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+    if let Some(mut perf) = perf {
+        perf.terminate(Duration::from_secs(60));
+    }
     let warm_cpu = cpu_secs(pid) - cpu_before;
     let warm_switches = context_switches(pid) - switches_before;
     println!(
@@ -306,13 +310,9 @@ async fn bench() -> Res<()> {
     let since = now_ms();
     let mut daemon = start_daemon(&conf, &dir.path().join("steady.log"))?;
     let pid = daemon.pid();
-    let perf = perf_record(pid)?;
     let switches_before = context_switches(pid);
     let steady = wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
     let switches = context_switches(pid) - switches_before;
-    if let Some(mut perf) = perf {
-        perf.terminate(Duration::from_secs(60));
-    }
     let steady_cpu = cpu_secs(pid);
     let steady_rss = peak_rss_mib(pid);
     let steady_ms = steady_cpu * 1000.0 / zones as f64;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hickory_proto::dnssec::TBS;
@@ -241,6 +241,31 @@ impl Answer {
     }
 }
 
+/// Signatures made, by the digest of the key and the data signed: a signed zone serves
+/// the same RRSIG until it is signed again (as Knot DNS and BIND do), not a new one at
+/// every answer. Bounded: forgotten all at once past 2^18 signatures.
+static SIGNATURES: LazyLock<Mutex<HashMap<[u8; 32], Vec<u8>>>> = LazyLock::new(Mutex::default);
+
+fn signature(key: &LabKey, tbs: &[u8]) -> Option<Vec<u8>> {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let public = key.dnskey().public_key;
+    ctx.update(&(public.len() as u64).to_be_bytes());
+    ctx.update(&public);
+    ctx.update(tbs);
+    let mut digest = [0u8; 32];
+    digest.copy_from_slice(ctx.finish().as_ref());
+    let mut made = SIGNATURES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(sig) = made.get(&digest) {
+        return Some(sig.clone());
+    }
+    let sig = key.sign(tbs).ok()?;
+    if made.len() >= 1 << 18 {
+        made.clear();
+    }
+    made.insert(digest, sig.clone());
+    Some(sig)
+}
+
 /// The RRSIG over `records` by `key` of `zone`.
 pub fn sign(
     records: &[Record],
@@ -262,7 +287,7 @@ pub fn sign(
         signer_name: zone.clone(),
     };
     let tbs = TBS::from_input(owner, DNSClass::IN, &input, records.iter()).ok()?;
-    let signature = key.sign(tbs.as_ref()).ok()?;
+    let signature = signature(key, tbs.as_ref())?;
     Some(Record::from_rdata(
         owner.clone(),
         ttl,
@@ -341,9 +366,12 @@ impl World {
             return Some(response);
         };
         let key = zone.key.key(&zone.name);
-        let window = zone
-            .signature_window
-            .unwrap_or_else(|| (now().saturating_sub(3600), now().saturating_add(14 * 86400)));
+        // Signed anew every hour, as a signer refreshing its signatures would: valid from
+        // an hour before the last full hour, for 15 days.
+        let window = zone.signature_window.unwrap_or_else(|| {
+            let inception = (now() / 3600 * 3600).saturating_sub(3600);
+            (inception, inception.saturating_add(15 * 86400))
+        });
         let mut answer = Answer {
             message: response,
             signer: key.clone().map(|k| (zone.name.clone(), k, window)),
