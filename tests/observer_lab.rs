@@ -342,6 +342,10 @@ async fn unbound_agrees_with_our_validator() {
         assert_eq!(probes[0].verdict, expected, "ours, {zone}: {probes:?}");
         assert_eq!(probes[1].verdict, expected, "unbound, {zone}: {probes:?}");
     }
+    // Our four probes started from the TLD's keys established once, not from the
+    // trust anchor each.
+    let stats = observer.key_cache_stats();
+    assert_eq!((stats.fetches, stats.hits), (1, 3), "{stats:?}");
 }
 
 /// The lab's old provider and its re-delegation lever, as the real observer sees them:

@@ -427,7 +427,7 @@ impl DnsObserver {
             self.0.port,
             unix_now(),
         );
-        let ours = validator.probe(&name);
+        let ours = self.our_probe(&validator, zone, &name);
         let theirs = join_all(
             self.0
                 .resolvers
@@ -438,6 +438,29 @@ impl DnsObserver {
         let mut probes = vec![ours];
         probes.extend(theirs);
         probes
+    }
+}
+
+impl DnsObserver {
+    /// Our validator's probe: from the parent zone's keys in the cache (as the validated
+    /// parent views use them) when they are trusted and no trust anchor sits at the zone
+    /// itself; else the whole walk from the trust anchor. A probe per active zone walked
+    /// the chain above its parent again each time: at a TLD, its DNSKEY at every address
+    /// for every zone.
+    async fn our_probe(
+        &self,
+        validator: &Validator<'_>,
+        zone: &str,
+        name: &str,
+    ) -> ValidationProbe {
+        let budget = Budget::new(self.0.budget);
+        if let Ok((cut, parent)) = self.cut_and_parent(zone, &budget).await
+            && !self.0.anchors.covers(&cut.zone)
+            && let ParentKeys::Trusted(keys) = self.parent_keys(&parent).await
+        {
+            return validator.probe_below(&cut, &parent, &keys).await;
+        }
+        validator.probe(name).await
     }
 }
 

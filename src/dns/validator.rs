@@ -120,17 +120,7 @@ impl<'a> Validator<'a> {
 
 impl Validator<'_> {
     pub async fn probe(&self, zone: &str) -> ValidationProbe {
-        let (verdict, detail) = match self.walk(zone).await {
-            Link::Ok(detail) => (ValidationVerdict::Secure, detail),
-            Link::Insecure(d) => (ValidationVerdict::Insecure, d),
-            Link::Bogus(d) => (ValidationVerdict::Bogus, d),
-            Link::Unknown(d) => (ValidationVerdict::Unknown, d),
-        };
-        ValidationProbe {
-            source: "validator".into(),
-            verdict,
-            detail,
-        }
+        Self::probe_of(self.walk(zone).await)
     }
 
     /// The keys of `cut`'s zone, from the trust anchor down (every address of every zone
@@ -160,17 +150,55 @@ impl Validator<'_> {
             Link::Bogus(d) => return Link::Bogus(d),
             Link::Unknown(d) => return Link::Unknown(d),
         };
-        // The zone's keys are trusted; its data must verify with them, at every address.
+        self.zone_data(&cut, &keys).await
+    }
+
+    /// The probe of `cut`'s zone from its parent zone's keys, established before (the
+    /// observer's cache of them, which its validated parent views use too): the zone's DS
+    /// at every parent address, its keys, its data. The same verdicts as `probe`, without
+    /// walking the chain above the parent again for every zone.
+    pub async fn probe_below(
+        &self,
+        cut: &ZoneCut,
+        parent: &ZoneCut,
+        parent_keys: &[Dnskey],
+    ) -> ValidationProbe {
+        let link = match self.descend(parent, cut, parent_keys).await {
+            Link::Ok(keys) => self.zone_data(cut, &keys).await,
+            Link::Insecure(d) => Link::Insecure(d),
+            Link::Bogus(d) => Link::Bogus(d),
+            Link::Unknown(d) => Link::Unknown(d),
+        };
+        Self::probe_of(link)
+    }
+
+    fn probe_of(link: Link<String>) -> ValidationProbe {
+        let (verdict, detail) = match link {
+            Link::Ok(detail) => (ValidationVerdict::Secure, detail),
+            Link::Insecure(d) => (ValidationVerdict::Insecure, d),
+            Link::Bogus(d) => (ValidationVerdict::Bogus, d),
+            Link::Unknown(d) => (ValidationVerdict::Unknown, d),
+        };
+        ValidationProbe {
+            source: "validator".into(),
+            verdict,
+            detail,
+        }
+    }
+
+    /// The zone's keys are trusted; its data (the SOA) must verify with them, at every
+    /// address.
+    async fn zone_data(&self, cut: &ZoneCut, keys: &[Dnskey]) -> Link<String> {
+        let zone = cut.zone.as_str();
         let Some(qname) = wire::parse_name(zone) else {
             return Link::Unknown(format!("{zone} is not a valid name"));
         };
-        let answers = match self.authoritative(&cut, &qname, RecordType::SOA).await {
+        let answers = match self.authoritative(cut, &qname, RecordType::SOA).await {
             Ok(a) => a,
             Err(d) => return Link::Unknown(d),
         };
         for (server, message) in &answers {
-            if let Err(d) =
-                self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, &keys)
+            if let Err(d) = self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, keys)
             {
                 return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
             }
@@ -205,38 +233,7 @@ impl Validator<'_> {
             Link::Unknown(d) => return Link::Unknown(d),
         };
         for pair in chain[start..].windows(2) {
-            let (parent, child) = (&pair[0], &pair[1]);
-            let sets = match self.child_ds(parent, &child.zone, &keys).await {
-                Link::Ok(sets) => sets,
-                Link::Insecure(d) => return Link::Insecure(d),
-                Link::Bogus(d) => return Link::Bogus(d),
-                Link::Unknown(d) => return Link::Unknown(d),
-            };
-            // Each parent address's DS set must lead to the child's keys on its own: a
-            // resolver may have any one of them.
-            let mut steps = Vec::new();
-            for (i, ds) in sets.iter().enumerate() {
-                let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
-                let step = if usable.is_empty() {
-                    // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
-                    Link::Insecure(format!(
-                        "the DS set of {} uses no algorithm or digest we support",
-                        child.zone
-                    ))
-                } else {
-                    match self
-                        .trusted_dnskeys(child, |k| {
-                            usable.iter().any(|d| k.matches_ds(&child.zone, d))
-                        })
-                        .await
-                    {
-                        Link::Bogus(d) => Link::Bogus(format!("{}: {d}", child.zone)),
-                        other => other,
-                    }
-                };
-                steps.push((format!("DS set {} of {}", i + 1, parent.zone), step));
-            }
-            keys = match combine(&parent.zone, steps, distinct) {
+            keys = match self.descend(&pair[0], &pair[1], &keys).await {
                 Link::Ok(k) => k,
                 Link::Insecure(d) => return Link::Insecure(d),
                 Link::Bogus(d) => return Link::Bogus(d),
@@ -244,6 +241,47 @@ impl Validator<'_> {
             };
         }
         Link::Ok(keys)
+    }
+
+    /// One cut down: `child`'s keys from its `parent`'s trusted `keys` (the DS set at every
+    /// parent address, each leading to the child's keys on its own).
+    async fn descend(
+        &self,
+        parent: &ZoneCut,
+        child: &ZoneCut,
+        keys: &[Dnskey],
+    ) -> Link<Vec<Dnskey>> {
+        let sets = match self.child_ds(parent, &child.zone, keys).await {
+            Link::Ok(sets) => sets,
+            Link::Insecure(d) => return Link::Insecure(d),
+            Link::Bogus(d) => return Link::Bogus(d),
+            Link::Unknown(d) => return Link::Unknown(d),
+        };
+        // Each parent address's DS set must lead to the child's keys on its own: a
+        // resolver may have any one of them.
+        let mut steps = Vec::new();
+        for (i, ds) in sets.iter().enumerate() {
+            let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
+            let step = if usable.is_empty() {
+                // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
+                Link::Insecure(format!(
+                    "the DS set of {} uses no algorithm or digest we support",
+                    child.zone
+                ))
+            } else {
+                match self
+                    .trusted_dnskeys(child, |k| {
+                        usable.iter().any(|d| k.matches_ds(&child.zone, d))
+                    })
+                    .await
+                {
+                    Link::Bogus(d) => Link::Bogus(format!("{}: {d}", child.zone)),
+                    other => other,
+                }
+            };
+            steps.push((format!("DS set {} of {}", i + 1, parent.zone), step));
+        }
+        combine(&parent.zone, steps, distinct)
     }
 
     /// The answer of every address of `cut`'s servers, each authoritative; unknown (the
