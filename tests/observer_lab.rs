@@ -230,7 +230,7 @@ async fn cds_delete_and_signature_windows_are_reported() {
     lab.set_signature_window(ZONE, Some((1_000, 2_000_000_000)))
         .unwrap();
     lab.set_dnskey_ttl(ZONE, 1234).unwrap();
-    let child = observer.child(ZONE).await.unwrap();
+    let child = observer.child_with_signals(ZONE).await.unwrap();
     assert_eq!(child.max_dnskey_ttl(), Some(1234));
     assert_eq!(child.earliest_expiration(), Some(2_000_000_000));
     for a in &child.answers {

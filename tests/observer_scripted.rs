@@ -60,6 +60,37 @@ async fn the_world_answers_normally_secure_and_all_match() {
     assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
 }
 
+/// One look at a signed zone (the parent view, the child view and the validation probe,
+/// asked together as the engine asks them) sends each question once: the probe's DS and
+/// DNSKEY questions share the views' exchanges; only its SOA is its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_look_asks_each_question_once() {
+    let (_dns, observer) = world().await;
+    // Cuts and the parent's keys established once, as a running daemon has them.
+    observer.validation(ZONE).await;
+    let before = observer.stats();
+    observer.parent(ZONE).await.expect("parent view");
+    let parent_alone = observer.stats().exchanges - before.exchanges;
+    let before = observer.stats();
+    let child = observer.child(ZONE).await.expect("child view");
+    let child_alone = observer.stats().exchanges - before.exchanges;
+    let child_addresses = child.answers.len() as u64;
+    let before = observer.stats();
+    let (parent, child, probes) = futures::join!(
+        observer.parent(ZONE),
+        observer.child(ZONE),
+        observer.validation(ZONE)
+    );
+    let look = observer.stats().exchanges - before.exchanges;
+    assert!(parent.is_ok() && child.is_ok());
+    assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
+    assert_eq!(
+        look,
+        parent_alone + child_alone + child_addresses,
+        "DS and NS at each parent address, DNSKEY and NS at each child address, and the probe's SOA at each child address"
+    );
+}
+
 /// Issue 17, item 1: the parent serves the right DS, every child address is silent,
 /// REFUSED, lame (up or sideways) or has no address. Nothing is known about the child, so
 /// nothing is a mismatch.

@@ -78,7 +78,7 @@ pub async fn check<O: Observer>(
 ) -> CheckReport {
     let (parent, child, probes) = futures::join!(
         observer.parent_validated(zone),
-        observer.child(zone),
+        observer.child_with_signals(zone),
         observer.validation(zone)
     );
     let mut errors = Vec::new();

@@ -57,6 +57,14 @@ pub trait Observer: Send + Sync {
     /// The DNSKEY (and apex NS) answer of every address of every name server the parent
     /// delegates to.
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
+    /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 8078 signals:
+    /// `check` shows them; the lifecycle decides nothing on them).
+    fn child_with_signals(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        self.child(zone)
+    }
     /// Our validator's and each configured validating resolver's view of the zone.
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;
 }

@@ -34,6 +34,10 @@ enum Link<T> {
     Unknown(String),
 }
 
+/// The answer of every address of a zone's servers, each named; or why not every address
+/// answered for its zone.
+type Answers = Result<Vec<(String, Arc<Message>)>, String>;
+
 /// The distinct items of every list, in order of first appearance.
 fn distinct<T: PartialEq>(lists: Vec<Vec<T>>) -> Vec<T> {
     let mut all: Vec<T> = Vec::new();
@@ -156,15 +160,26 @@ impl Validator<'_> {
     /// The probe of `cut`'s zone from its parent zone's keys, established before (the
     /// observer's cache of them, which its validated parent views use too): the zone's DS
     /// at every parent address, its keys, its data. The same verdicts as `probe`, without
-    /// walking the chain above the parent again for every zone.
+    /// walking the chain above the parent again for every zone. The three questions are
+    /// asked at once: the DS and DNSKEY ones then share the exchanges of the parent and
+    /// child views of the same look (asked alongside), and the probe takes one round trip.
     pub async fn probe_below(
         &self,
         cut: &ZoneCut,
         parent: &ZoneCut,
         parent_keys: &[Dnskey],
     ) -> ValidationProbe {
-        let link = match self.descend(parent, cut, parent_keys).await {
-            Link::Ok(keys) => self.zone_data(cut, &keys).await,
+        let Some(qname) = wire::parse_name(&cut.zone) else {
+            return Self::probe_of(Link::Unknown(format!("{} is not a valid name", cut.zone)));
+        };
+        let (ds, dnskeys, soa) = futures::join!(
+            self.authoritative(parent, &qname, RecordType::DS),
+            self.authoritative(cut, &qname, RecordType::DNSKEY),
+            self.authoritative(cut, &qname, RecordType::SOA),
+        );
+        let sets = self.ds_sets(parent, &cut.zone, &qname, ds, parent_keys);
+        let link = match self.keys_from_ds(parent, cut, &qname, sets, dnskeys) {
+            Link::Ok(keys) => self.zone_data_in(cut, &qname, soa, &keys),
             Link::Insecure(d) => Link::Insecure(d),
             Link::Bogus(d) => Link::Bogus(d),
             Link::Unknown(d) => Link::Unknown(d),
@@ -189,16 +204,28 @@ impl Validator<'_> {
     /// The zone's keys are trusted; its data (the SOA) must verify with them, at every
     /// address.
     async fn zone_data(&self, cut: &ZoneCut, keys: &[Dnskey]) -> Link<String> {
-        let zone = cut.zone.as_str();
-        let Some(qname) = wire::parse_name(zone) else {
-            return Link::Unknown(format!("{zone} is not a valid name"));
+        let Some(qname) = wire::parse_name(&cut.zone) else {
+            return Link::Unknown(format!("{} is not a valid name", cut.zone));
         };
-        let answers = match self.authoritative(cut, &qname, RecordType::SOA).await {
+        let answers = self.authoritative(cut, &qname, RecordType::SOA).await;
+        self.zone_data_in(cut, &qname, answers, keys)
+    }
+
+    /// `zone_data` on the SOA answers of every address.
+    fn zone_data_in(
+        &self,
+        cut: &ZoneCut,
+        qname: &Name,
+        answers: Answers,
+        keys: &[Dnskey],
+    ) -> Link<String> {
+        let zone = cut.zone.as_str();
+        let answers = match answers {
             Ok(a) => a,
             Err(d) => return Link::Unknown(d),
         };
         for (server, message) in &answers {
-            if let Err(d) = self.verify_rrset(&message.answers, &qname, RecordType::SOA, zone, keys)
+            if let Err(d) = self.verify_rrset(&message.answers, qname, RecordType::SOA, zone, keys)
             {
                 return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
             }
@@ -251,14 +278,38 @@ impl Validator<'_> {
         child: &ZoneCut,
         keys: &[Dnskey],
     ) -> Link<Vec<Dnskey>> {
-        let sets = match self.child_ds(parent, &child.zone, keys).await {
+        let Some(qname) = wire::parse_name(&child.zone) else {
+            return Link::Unknown(format!("{} is not a valid name", child.zone));
+        };
+        let ds = self.authoritative(parent, &qname, RecordType::DS).await;
+        let sets = self.ds_sets(parent, &child.zone, &qname, ds, keys);
+        // The child's keys are asked for only when a DS set may lead to them.
+        let dnskeys = match &sets {
+            Link::Ok(sets) if sets.iter().flatten().any(Ds::supported) => {
+                self.authoritative(child, &qname, RecordType::DNSKEY).await
+            }
+            _ => Ok(Vec::new()),
+        };
+        self.keys_from_ds(parent, child, &qname, sets, dnskeys)
+    }
+
+    /// `child`'s keys from the distinct DS sets of its parent's addresses: each set must
+    /// lead to the keys every child address serves on its own (a resolver may have any
+    /// one of them).
+    fn keys_from_ds(
+        &self,
+        parent: &ZoneCut,
+        child: &ZoneCut,
+        qname: &Name,
+        sets: Link<Vec<Vec<Ds>>>,
+        dnskeys: Answers,
+    ) -> Link<Vec<Dnskey>> {
+        let sets = match sets {
             Link::Ok(sets) => sets,
             Link::Insecure(d) => return Link::Insecure(d),
             Link::Bogus(d) => return Link::Bogus(d),
             Link::Unknown(d) => return Link::Unknown(d),
         };
-        // Each parent address's DS set must lead to the child's keys on its own: a
-        // resolver may have any one of them.
         let mut steps = Vec::new();
         for (i, ds) in sets.iter().enumerate() {
             let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
@@ -269,12 +320,9 @@ impl Validator<'_> {
                     child.zone
                 ))
             } else {
-                match self
-                    .trusted_dnskeys(child, |k| {
-                        usable.iter().any(|d| k.matches_ds(&child.zone, d))
-                    })
-                    .await
-                {
+                match self.dnskeys_from(child, qname, dnskeys.clone(), |k| {
+                    usable.iter().any(|d| k.matches_ds(&child.zone, d))
+                }) {
                     Link::Bogus(d) => Link::Bogus(format!("{}: {d}", child.zone)),
                     other => other,
                 }
@@ -286,12 +334,7 @@ impl Validator<'_> {
 
     /// The answer of every address of `cut`'s servers, each authoritative; unknown (the
     /// reasons) if any address could not be asked or did not speak for its zone.
-    async fn authoritative(
-        &self,
-        cut: &ZoneCut,
-        qname: &Name,
-        qtype: RecordType,
-    ) -> Result<Vec<(String, std::sync::Arc<Message>)>, String> {
+    async fn authoritative(&self, cut: &ZoneCut, qname: &Name, qtype: RecordType) -> Answers {
         let addresses = cut.addresses();
         let unaddressed: Vec<String> = cut
             .servers
@@ -355,14 +398,26 @@ impl Validator<'_> {
         let Some(qname) = wire::parse_name(&cut.zone) else {
             return Link::Unknown(format!("{} is not a valid name", cut.zone));
         };
-        let answers = match self.authoritative(cut, &qname, RecordType::DNSKEY).await {
+        let answers = self.authoritative(cut, &qname, RecordType::DNSKEY).await;
+        self.dnskeys_from(cut, &qname, answers, trusted)
+    }
+
+    /// `trusted_dnskeys` on the DNSKEY answers of every address.
+    fn dnskeys_from(
+        &self,
+        cut: &ZoneCut,
+        qname: &Name,
+        answers: Answers,
+        trusted: impl Fn(&Dnskey) -> bool,
+    ) -> Link<Vec<Dnskey>> {
+        let answers = match answers {
             Ok(a) => a,
             Err(d) => return Link::Unknown(d),
         };
         let steps = answers
             .into_iter()
             .map(|(server, message)| {
-                let step = self.dnskeys_in(&message, &qname, &cut.zone, &trusted);
+                let step = self.dnskeys_in(&message, qname, &cut.zone, &trusted);
                 (server, step)
             })
             .collect();
@@ -398,20 +453,24 @@ impl Validator<'_> {
         }
     }
 
-    /// The DS RRset of `child` at every address of `parent`, each verified (the distinct
-    /// sets), or a verified proof at every address that there is none.
-    async fn child_ds(&self, parent: &ZoneCut, child: &str, keys: &[Dnskey]) -> Link<Vec<Vec<Ds>>> {
-        let Some(qname) = wire::parse_name(child) else {
-            return Link::Unknown(format!("{child} is not a valid name"));
-        };
-        let answers = match self.authoritative(parent, &qname, RecordType::DS).await {
+    /// The DS RRset of `child` in the answers of every address of `parent`, each verified
+    /// (the distinct sets), or a verified proof at every address that there is none.
+    fn ds_sets(
+        &self,
+        parent: &ZoneCut,
+        child: &str,
+        qname: &Name,
+        answers: Answers,
+        keys: &[Dnskey],
+    ) -> Link<Vec<Vec<Ds>>> {
+        let answers = match answers {
             Ok(a) => a,
             Err(d) => return Link::Unknown(d),
         };
         let steps = answers
             .into_iter()
             .map(|(server, message)| {
-                let step = match self.ds_in(&message, &qname, &parent.zone, child, keys) {
+                let step = match self.ds_in(&message, qname, &parent.zone, child, keys) {
                     Link::Ok(ds) => Link::Ok(vec![ds]),
                     Link::Insecure(d) => Link::Insecure(d),
                     Link::Bogus(d) => Link::Bogus(d),
