@@ -151,8 +151,8 @@ async fn the_guard_refuses_before_the_ttl_has_passed() {
     rig.world.withdraw_ds(0);
     intent(&rig, Intent::Disabled).await;
     // Jump the row straight to `disabling` with T_gone = now: a corrupted or buggy state.
-    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-    let mut facts = row.zone.facts.clone();
+    let row = rig.store.zone_for_step(ZONE).await.unwrap().unwrap();
+    let mut facts = row.row.zone.facts.clone();
     facts.t_gone = Some(rig.world.clock.now());
     let decision = dnssec_warden::lifecycle::Decision {
         state: Some(State::Disabling),
@@ -241,11 +241,11 @@ async fn an_intent_during_a_step_is_never_lost() {
     let mut rig = Rig::new(1, 1).await;
     rig.run_for(1).await;
     // Read the row, then the operator writes an intent, then the stale step commits: refused.
-    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    let row = rig.store.zone_for_step(ZONE).await.unwrap().unwrap();
     intent(&rig, Intent::Enabled).await;
     let decision = dnssec_warden::lifecycle::Decision {
-        state: row.zone.state,
-        facts: row.zone.facts.clone(),
+        state: row.row.zone.state,
+        facts: row.row.zone.facts.clone(),
         effects: vec![],
         alerts: vec![],
         notes: vec![],

@@ -309,7 +309,8 @@ impl<P: Provider, O: Observer> Engine<P, O> {
     async fn tick_until(&self, shutdown: &watch::Receiver<bool>) -> Result<usize, EngineError> {
         let now = self.clock.now();
         let limit = u32::try_from(self.workers.saturating_mul(64)).unwrap_or(u32::MAX);
-        let due = self.store.due(now, limit).await?;
+        // Every due zone read at once: a step then visits the database only to commit.
+        let due = self.store.due_for_step(now, limit).await?;
         let started = std::time::Instant::now();
         let mut count = 0;
         let mut results = futures::stream::iter(due)
@@ -317,9 +318,10 @@ impl<P: Provider, O: Observer> Engine<P, O> {
                 let go = !*shutdown.borrow() && started.elapsed() < TICK_BUDGET;
                 std::future::ready(go)
             })
-            .map(|name| async move {
+            .map(|read| async move {
+                let name = read.row.zone.name.clone();
                 let outcome =
-                    match tokio::time::timeout(self.step_timeout, self.step_zone(&name)).await {
+                    match tokio::time::timeout(self.step_timeout, self.step_read(read)).await {
                         Ok(outcome) => outcome,
                         Err(_) => self.abandoned(&name).await,
                     };
@@ -423,11 +425,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
 
     /// Observe, decide, commit, act: one zone, once.
     pub async fn step_zone(&self, name: &str) -> Result<StepOutcome, EngineError> {
-        // Several daemons: only a zone this one holds (another steps the rest).
-        if !self.store.holds(name) {
-            return Ok(StepOutcome::Busy);
-        }
-        let Some(_claim) = self.claim(name) else {
+        let Some(_claim) = self.claim_held(name) else {
             return Ok(StepOutcome::Busy);
         };
         let read = self
@@ -435,14 +433,35 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .zone_for_step(name)
             .await?
             .ok_or_else(|| StoreError::UnknownZone(name.to_string()))?;
+        self.step_claimed(&read).await
+    }
+
+    /// `step_zone` on the zone as read already (a tick reads every due zone at once).
+    async fn step_read(&self, read: crate::store::StepRow) -> Result<StepOutcome, EngineError> {
+        let Some(_claim) = self.claim_held(&read.row.zone.name) else {
+            return Ok(StepOutcome::Busy);
+        };
+        self.step_claimed(&read).await
+    }
+
+    /// This process's claim on a zone it holds (several daemons: another steps the rest);
+    /// `None` while another step of it runs here, or it is not this daemon's.
+    fn claim_held(&self, name: &str) -> Option<Claim<'_>> {
+        if !self.store.holds(name) {
+            return None;
+        }
+        self.claim(name)
+    }
+
+    async fn step_claimed(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
         let row = &read.row;
         // Every line logged during the step carries the zone and the state it started in.
         let span = tracing::info_span!(
             "step",
-            zone = name,
+            zone = row.zone.name.as_str(),
             state = row.zone.state.map(State::as_str).unwrap_or("unobserved")
         );
-        self.step_row(&read).instrument(span).await
+        self.step_row(read).instrument(span).await
     }
 
     async fn step_row(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
@@ -469,7 +488,7 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         let summary = summarize(&observation);
         if !self
             .store
-            .commit_step(row, &decision, &summary, observation.at)
+            .commit_step(read, &decision, &summary, observation.at)
             .await?
         {
             self.store.check_by(name, self.clock.now()).await?;

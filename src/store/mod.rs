@@ -26,7 +26,9 @@ pub use faults::WriteFailure;
 pub use lease::{LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
-pub use rows::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StepRow, ZoneRow};
+pub use rows::{
+    AlertRow, EventKind, EventRow, OpenAlert, OutboxItem, OutboxStatus, StepRow, ZoneRow,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -269,6 +271,20 @@ impl Store {
             Backend::Postgres(p) => p.zone_for_step(name).await,
         }
     }
+    /// The zones due now (at most `limit`, earliest first), each as its step reads it,
+    /// in one read: a tick's steps then visit the database only to commit. A row read here
+    /// may change before its step commits (an operator's intent); the commit's version
+    /// check then refuses it and the zone is decided again.
+    pub async fn due_for_step(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<StepRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.due_for_step(now, limit).await,
+            Backend::Postgres(p) => p.due_for_step(now, limit).await,
+        }
+    }
     pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.zones().await,
@@ -349,16 +365,18 @@ impl Store {
     }
     /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
     /// transaction. False (and nothing written) if the row changed since it was read.
+    /// `read` is the step's read of the zone (`zone_for_step`, `due_for_step`): its
+    /// version, open alerts and owed effects are what the decision was made on.
     pub async fn commit_step(
         &self,
-        row: &ZoneRow,
+        read: &StepRow,
         decision: &Decision,
         observation: &serde_json::Value,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => s.commit_step(row, decision, observation, now).await,
-            Backend::Postgres(p) => p.commit_step(row, decision, observation, now).await,
+            Backend::Sqlite(s) => s.commit_step(read, decision, observation, now).await,
+            Backend::Postgres(p) => p.commit_step(read, decision, observation, now).await,
         }
     }
     /// Notes a step that could not be decided (an error), pulling the next check in.

@@ -16,8 +16,8 @@ use sqlx::{PgConnection, PgPool, Postgres};
 use super::faults::{Health, Noted, Watched, WriteFailure};
 use super::lease::{LeaseRound, Lessee, Writer};
 use super::rows::{
-    ALERT_COLUMNS, AlertChange, OpenAlert, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone,
-    StepRow, alert_changes, audit, corrupt, parse_state,
+    ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
+    alert_changes, audit, corrupt, parse_state,
 };
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::config::PostgresSettings;
@@ -25,6 +25,24 @@ use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 
 /// PostgreSQL's migrations, embedded.
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// A step's read of its zone (`StepRow`), to be completed by a `WHERE` from `$5`: as in
+/// the SQLite backend (only the provider's part of the last observation; binds: the two DS
+/// request kinds, the statuses `unknown` and `pending`).
+const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
+     z.facts, z.next_check_at, z.last_observed_at, z.version, \
+     z.lease_holder, z.lease_epoch, z.lease_since, z.lease_until, \
+     CASE WHEN z.last_observation IS NOT NULL \
+       THEN json_build_object('provider', (z.last_observation::jsonb) -> 'provider')::text \
+     END AS last_observation, \
+     (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
+      AND o.created_at >= z.state_since AND o.kind IN ($1, $2) \
+      ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+     EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $3) AS has_unknown, \
+     EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $4) AS has_pending, \
+     COALESCE((SELECT json_agg(json_build_object('kind', a.kind, 'id', a.id, 'message', a.message)) \
+      FROM alerts a WHERE a.zone = z.name AND a.resolved_at IS NULL), '[]')::text AS open_alerts \
+     FROM zones z";
 
 #[derive(Clone)]
 pub(super) struct PgStore {
@@ -469,23 +487,38 @@ impl PgStore {
     }
 
     pub(super) async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
-        let raw: Option<RawStepRow> = sqlx::query_as(
-            "SELECT z.*, \
-             (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
-              AND o.created_at >= z.state_since AND o.kind IN ($1, $2) \
-              ORDER BY o.id DESC LIMIT 1) AS hook_error, \
-             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $3) AS has_unknown, \
-             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $4) AS has_pending \
-             FROM zones z WHERE z.name = $5",
-        )
+        let raw: Option<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} WHERE z.name = $5"))
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(OutboxStatus::Unknown.as_str())
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        raw.map(StepRow::try_from).transpose()
+    }
+
+    pub(super) async fn due_for_step(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<StepRow>, StoreError> {
+        // With leases: only the zones this daemon holds (`$7` NULL: every zone), as `due`.
+        let raw: Vec<RawStepRow> = sqlx::query_as(&format!(
+            "{STEP_READ} WHERE z.next_check_at <= $5 \
+             AND ($7::text IS NULL OR (z.lease_holder = $7 AND z.lease_until > warden_now_ms())) \
+             ORDER BY z.next_check_at, z.name LIMIT $6"
+        ))
         .bind(EffectKind::AnnounceDs.as_str())
         .bind(EffectKind::RequestDsRemoval.as_str())
         .bind(OutboxStatus::Unknown.as_str())
         .bind(OutboxStatus::Pending.as_str())
-        .bind(name)
-        .fetch_optional(&self.pool)
+        .bind(now.0)
+        .bind(i64::from(limit))
+        .bind(self.holder())
+        .fetch_all(&self.pool)
         .await?;
-        raw.map(StepRow::try_from).transpose()
+        raw.into_iter().map(StepRow::try_from).collect()
     }
 
     pub(super) async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
@@ -627,11 +660,12 @@ impl PgStore {
 
     pub(super) async fn commit_step(
         &self,
-        row: &ZoneRow,
+        read: &StepRow,
         decision: &Decision,
         observation: &serde_json::Value,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let row = &read.row;
         let zone = &row.zone;
         let since = if decision.state != zone.state {
             now
@@ -684,29 +718,32 @@ impl PgStore {
         // Provider calls are re-derived by every step from a fresh observation: one still
         // needed is in this decision, so older unperformed ones are void. A request to the
         // operator no longer true is void too (safety rules 8 and 9), as in the SQLite
-        // backend; withdrawals stay owed. One statement: one round trip.
+        // backend; withdrawals stay owed. One statement: one round trip; none when none
+        // was owed at the read (only this zone's steps add them).
         let state = decision.state.map_or("", State::as_str);
-        sqlx::query(
-            "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
+        if read.pending_effects {
+            sqlx::query(
+                "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
              AND (kind IN ($11, $12) \
                OR (kind = $5 AND NOT ($6 = $7 AND \
                    ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $8)) \
                OR (kind = $9 AND $6 <> $10))",
-        )
-        .bind(OutboxStatus::Superseded.as_str())
-        .bind(now.0)
-        .bind(&zone.name)
-        .bind(OutboxStatus::Pending.as_str())
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(state)
-        .bind(State::AwaitingDs.as_str())
-        .bind(decision.facts.ds_line.as_deref())
-        .bind(EffectKind::RequestDelegation.as_str())
-        .bind(State::AwaitingDelegation.as_str())
-        .bind(EffectKind::EnableDnssec.as_str())
-        .bind(EffectKind::DisableDnssec.as_str())
-        .execute(&mut *tx)
-        .await?;
+            )
+            .bind(OutboxStatus::Superseded.as_str())
+            .bind(now.0)
+            .bind(&zone.name)
+            .bind(OutboxStatus::Pending.as_str())
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(state)
+            .bind(State::AwaitingDs.as_str())
+            .bind(decision.facts.ds_line.as_deref())
+            .bind(EffectKind::RequestDelegation.as_str())
+            .bind(State::AwaitingDelegation.as_str())
+            .bind(EffectKind::EnableDnssec.as_str())
+            .bind(EffectKind::DisableDnssec.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
             sqlx::query(
@@ -722,14 +759,8 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         }
-        let open: Vec<OpenAlert> = sqlx::query_as(
-            "SELECT kind, id, message FROM alerts WHERE zone = $1 AND resolved_at IS NULL",
-        )
-        .bind(&zone.name)
-        .fetch_all(&mut *tx)
-        .await?;
         let state = decision.state;
-        for change in alert_changes(&open, &decision.alerts) {
+        for change in alert_changes(&read.open_alerts, &decision.alerts) {
             match change {
                 AlertChange::Open { kind, message } => {
                     sqlx::query(

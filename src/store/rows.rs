@@ -35,6 +35,9 @@ pub struct StepRow {
     pub unknown_calls: bool,
     /// Effects are owed (decided by an earlier step, not yet performed or retried).
     pub pending_effects: bool,
+    /// The zone's open alerts. Only steps open, reword or resolve alerts, and each of
+    /// them moves the row's version, so the commit's version check keeps this current.
+    pub open_alerts: Vec<OpenAlert>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -180,16 +183,22 @@ pub(super) struct RawStepRow {
     hook_error: Option<String>,
     has_unknown: bool,
     has_pending: bool,
+    /// A JSON array of `{kind, id, message}` objects.
+    open_alerts: String,
 }
 
 impl TryFrom<RawStepRow> for StepRow {
     type Error = StoreError;
     fn try_from(r: RawStepRow) -> Result<Self, StoreError> {
+        let open_alerts = serde_json::from_str(&r.open_alerts).map_err(|e| {
+            StoreError::Corrupt(format!("open alerts of zone {}: {e}", r.zone.name))
+        })?;
         Ok(StepRow {
             row: ZoneRow::try_from(r.zone)?,
             registrar_hook_failed: r.hook_error,
             unknown_calls: r.has_unknown,
             pending_effects: r.has_pending,
+            open_alerts,
         })
     }
 }
@@ -365,9 +374,9 @@ pub(super) mod audit {
     }
 }
 
-/// A zone's open alert, as a step's commit reads it.
-#[derive(Debug, FromRow)]
-pub(super) struct OpenAlert {
+/// A zone's open alert, as a step reads it.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow, serde::Deserialize)]
+pub struct OpenAlert {
     pub kind: String,
     pub id: i64,
     pub message: String,
@@ -381,7 +390,7 @@ pub(super) enum AlertChange<'a> {
     Resolve { id: i64, kind: AlertKind },
 }
 
-/// What `checks` change, given the zone's `open` alerts (read once per commit, not once
+/// What `checks` change, given the zone's `open` alerts (read once per step, not once
 /// per check): a firing check opens its alert or rewords the open one, a clear check
 /// resolves it; an unchanged message writes nothing.
 pub(super) fn alert_changes<'a>(

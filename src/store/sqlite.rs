@@ -12,8 +12,8 @@ use futures::TryStreamExt;
 
 use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
 use super::rows::{
-    ALERT_COLUMNS, AlertChange, OpenAlert, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone,
-    StepRow, alert_changes, audit, corrupt, parse_state,
+    ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
+    alert_changes, audit, corrupt, parse_state,
 };
 use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
@@ -35,6 +35,24 @@ pub struct SqliteStore {
 /// How long a write waits for its turn behind the daemon's other writes: as long as
 /// SQLite's busy timeout would have let it wait for another connection's write lock.
 const WRITE_TURN_WAIT: Duration = Duration::from_secs(10);
+
+/// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with only
+/// the provider's part of its last observation (all a step reads of it: the whole one is
+/// kilobytes of JSON), the last DS request's hook failure of its state (binds: the two
+/// DS request kinds), whether calls of unknown outcome or owed effects wait, and the open
+/// alerts.
+const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
+     z.facts, z.next_check_at, z.last_observed_at, z.version, \
+     CASE WHEN z.last_observation IS NOT NULL \
+       THEN json_object('provider', z.last_observation -> '$.provider') END AS last_observation, \
+     (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
+      AND o.created_at >= z.state_since AND o.kind IN (?, ?) \
+      ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+     EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'unknown') AS has_unknown, \
+     EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'pending') AS has_pending, \
+     (SELECT json_group_array(json_object('kind', a.kind, 'id', a.id, 'message', a.message)) \
+      FROM alerts a WHERE a.zone = z.name AND a.resolved_at IS NULL) AS open_alerts \
+     FROM zones z";
 
 /// The pool, for one write statement, with this store's write turn held until the
 /// statement ends.
@@ -262,21 +280,31 @@ impl SqliteStore {
     /// statement again at every run when a bound value decides whether a partial index
     /// (`outbox_pending`) applies. `outbox_statuses_are_the_literals_in_sql` holds them.
     pub async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
-        let raw: Option<RawStepRow> = sqlx::query_as(
-            "SELECT z.*, \
-             (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
-              AND o.created_at >= z.state_since AND o.kind IN (?, ?) \
-              ORDER BY o.id DESC LIMIT 1) AS hook_error, \
-             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'unknown') AS has_unknown, \
-             EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'pending') AS has_pending \
-             FROM zones z WHERE z.name = ?",
-        )
+        let raw: Option<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} WHERE z.name = ?"))
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        raw.map(StepRow::try_from).transpose()
+    }
+
+    /// The zones due now as their steps read them, earliest first, in one statement.
+    pub async fn due_for_step(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<StepRow>, StoreError> {
+        let raw: Vec<RawStepRow> = sqlx::query_as(&format!(
+            "{STEP_READ} WHERE z.next_check_at <= ? ORDER BY z.next_check_at, z.name LIMIT ?"
+        ))
         .bind(EffectKind::AnnounceDs.as_str())
         .bind(EffectKind::RequestDsRemoval.as_str())
-        .bind(name)
-        .fetch_optional(&self.pool)
+        .bind(now.0)
+        .bind(limit)
+        .fetch_all(&self.pool)
         .await?;
-        raw.map(StepRow::try_from).transpose()
+        raw.into_iter().map(StepRow::try_from).collect()
     }
 
     pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
@@ -416,11 +444,12 @@ impl SqliteStore {
     /// transaction. False (and nothing written) if the row changed since it was read.
     pub async fn commit_step(
         &self,
-        row: &ZoneRow,
+        read: &StepRow,
         decision: &Decision,
         observation: &serde_json::Value,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let row = &read.row;
         let zone = &row.zone;
         let since = if decision.state != zone.state {
             now
@@ -429,8 +458,7 @@ impl SqliteStore {
         };
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
         let observation_text = observation.to_string();
-        let mut tx = self.write().await?;
-        let updated = sqlx::query(
+        let update = sqlx::query(
             "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
              last_observed_at = ?, last_observation = ?, version = version + 1 \
              WHERE name = ? AND version = ?",
@@ -442,9 +470,21 @@ impl SqliteStore {
         .bind(now.0)
         .bind(&observation_text)
         .bind(&zone.name)
-        .bind(row.version)
-        .execute(&mut *tx)
-        .await?;
+        .bind(row.version);
+        let changes = alert_changes(&read.open_alerts, &decision.alerts);
+        // A decision that changes nothing but the zone's row (a settled zone's routine
+        // look: no note, no effect owed or decided, no alert change) is that one statement,
+        // its own transaction.
+        if decision.notes.is_empty()
+            && decision.effects.is_empty()
+            && !read.pending_effects
+            && changes.is_empty()
+        {
+            let updated = update.execute(&*self.writer().await?).await.noted(self)?;
+            return Ok(updated.rows_affected() == 1);
+        }
+        let mut tx = self.write().await?;
+        let updated = update.execute(&mut *tx).await?;
         if updated.rows_affected() != 1 {
             tx.rollback().await?;
             return Ok(false);
@@ -472,28 +512,31 @@ impl SqliteStore {
         // operator that a crash (or a failing hook) left undelivered is void once it is no
         // longer true (safety rules 8 and 9): a DS announcement once the zone left
         // `awaiting_ds` or follows another key, an NS change once the zone left
-        // `awaiting_delegation`. Withdrawals stay owed. One statement: one round trip.
+        // `awaiting_delegation`. Withdrawals stay owed. One statement: one round trip; none
+        // when none was owed at the read (only this zone's steps add them).
         let state = decision.state.map_or("", State::as_str);
-        sqlx::query(
-            "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
-             AND (kind IN (?, ?) \
-               OR (kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
-               OR (kind = ? AND ? <> ?))",
-        )
-        .bind(OutboxStatus::Superseded.as_str())
-        .bind(now.0)
-        .bind(&zone.name)
-        .bind(EffectKind::EnableDnssec.as_str())
-        .bind(EffectKind::DisableDnssec.as_str())
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(state)
-        .bind(State::AwaitingDs.as_str())
-        .bind(decision.facts.ds_line.as_deref())
-        .bind(EffectKind::RequestDelegation.as_str())
-        .bind(state)
-        .bind(State::AwaitingDelegation.as_str())
-        .execute(&mut *tx)
-        .await?;
+        if read.pending_effects {
+            sqlx::query(
+                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
+                 AND (kind IN (?, ?) \
+                   OR (kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
+                   OR (kind = ? AND ? <> ?))",
+            )
+            .bind(OutboxStatus::Superseded.as_str())
+            .bind(now.0)
+            .bind(&zone.name)
+            .bind(EffectKind::EnableDnssec.as_str())
+            .bind(EffectKind::DisableDnssec.as_str())
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(state)
+            .bind(State::AwaitingDs.as_str())
+            .bind(decision.facts.ds_line.as_deref())
+            .bind(EffectKind::RequestDelegation.as_str())
+            .bind(state)
+            .bind(State::AwaitingDelegation.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
             sqlx::query("INSERT INTO outbox (zone, created_at, kind, effect) VALUES (?, ?, ?, ?)")
@@ -504,14 +547,8 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let open: Vec<OpenAlert> = sqlx::query_as(
-            "SELECT kind, id, message FROM alerts WHERE zone = ? AND resolved_at IS NULL",
-        )
-        .bind(&zone.name)
-        .fetch_all(&mut *tx)
-        .await?;
         let state = decision.state;
-        for change in alert_changes(&open, &decision.alerts) {
+        for change in changes {
             match change {
                 AlertChange::Open { kind, message } => {
                     sqlx::query(

@@ -27,7 +27,7 @@ fn facts() -> Facts {
 
 async fn stepped(store: &Store, facts: Facts, effects: Vec<Effect>) -> ZoneRow {
     store.ensure_zone(ZONE, Timestamp(1_000)).await.unwrap();
-    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let row = store.zone_for_step(ZONE).await.unwrap().unwrap();
     let decision = Decision {
         state: Some(State::AwaitingDs),
         facts,
@@ -368,8 +368,18 @@ async fn exercise(store: &Store) -> Vec<String> {
         .unwrap();
     say!(store.due(Timestamp(1_150), 10).await.unwrap());
     say!(store.due(Timestamp(5_000), 2).await.unwrap());
+    for (at, limit) in [(1_150, 10), (5_000, 2)] {
+        let read: Vec<String> = store
+            .due_for_step(Timestamp(at), limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.row.zone.name)
+            .collect();
+        assert_eq!(read, store.due(Timestamp(at), limit).await.unwrap());
+    }
     say!(store.next_due().await.unwrap());
-    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let row = store.zone_for_step(ZONE).await.unwrap().unwrap();
     let first = decision(
         State::AwaitingDs,
         None,
@@ -401,6 +411,7 @@ async fn exercise(store: &Store) -> Vec<String> {
             .unwrap()
     );
     let row = store.zone(ZONE).await.unwrap().unwrap();
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
     say!(row);
     say!(store.pending_effects(ZONE).await.unwrap());
     // The same notes again: counted as repeats; the alert's message updated.
@@ -412,7 +423,7 @@ async fn exercise(store: &Store) -> Vec<String> {
     )];
     say!(
         store
-            .commit_step(&row, &again, &obs, Timestamp(3_000))
+            .commit_step(&read, &again, &obs, Timestamp(3_000))
             .await
             .unwrap()
     );
@@ -473,7 +484,7 @@ async fn exercise(store: &Store) -> Vec<String> {
             .err()
     );
     // Resolve the alert, then leave the state: the announcement is void.
-    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let row = store.zone_for_step(ZONE).await.unwrap().unwrap();
     let mut resolved = decision(
         State::Enabling,
         Some(State::AwaitingDs),
@@ -490,7 +501,7 @@ async fn exercise(store: &Store) -> Vec<String> {
             .await
             .unwrap()
     );
-    let row = store.zone(ZONE).await.unwrap().unwrap();
+    let row = store.zone_for_step(ZONE).await.unwrap().unwrap();
     resolved.effects.clear();
     resolved.alerts.clear();
     say!(
@@ -794,9 +805,20 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
     // Only held zones are due, and only the holder may write one.
     let due = a.due(Timestamp(10_000), 100).await.unwrap();
     assert_eq!(due, mine);
+    let read: Vec<String> = a
+        .due_for_step(Timestamp(10_000), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.row.zone.name)
+        .collect();
+    assert_eq!(
+        read, mine,
+        "a tick's read holds only this daemon's zones too"
+    );
     let zone = mine[0].clone();
-    let row = a.zone(&zone).await.unwrap().unwrap();
-    let lease = row.lease.clone().expect("a lease shown");
+    let row = a.zone_for_step(&zone).await.unwrap().unwrap();
+    let lease = row.row.lease.clone().expect("a lease shown");
     assert_eq!(lease.holder, a.holder().unwrap());
     let enable = decision(
         State::Enabling,
@@ -855,7 +877,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         a.holds(&zone),
         "A has not renewed yet: it still believes it holds the zone"
     );
-    let row = a.zone(&zone).await.unwrap().unwrap();
+    let row = a.zone_for_step(&zone).await.unwrap().unwrap();
     let again = decision(
         State::AwaitingDs,
         Some(State::Enabling),
@@ -930,7 +952,7 @@ async fn brief_rows_keep_what_status_shows(store: &Store) {
         ("c.test.", serde_json::json!({})),
     ] {
         store.ensure_zone(name, Timestamp(1_000)).await.unwrap();
-        let row = store.zone(name).await.unwrap().unwrap();
+        let row = store.zone_for_step(name).await.unwrap().unwrap();
         let decision = Decision {
             state: Some(State::Disabled),
             facts: Facts::default(),
