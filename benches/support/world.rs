@@ -54,6 +54,8 @@ pub struct BenchWorld {
     pub anchor: PathBuf,
     /// The TLD servers and the child zones' servers, stopped when the world is dropped.
     servers: (Knot, Knot, Vec<server::Running>),
+    /// What the child zones' servers serve (and how many queries they read).
+    children: Arc<Mutex<World>>,
 }
 
 /// `z00000.test.` … (five digits up to 99,999; six beyond).
@@ -190,7 +192,16 @@ impl BenchWorld {
             port,
             anchor,
             servers: (a, b, child_servers),
+            children: world,
         })
+    }
+
+    /// Queries the child zones' servers have read so far.
+    pub fn child_queries(&self) -> u64 {
+        self.children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .queries
     }
 
     /// The two knotd processes serving the TLD (their CPU is part of the race).

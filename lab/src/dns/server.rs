@@ -47,7 +47,8 @@ fn respond(world: &Mutex<World>, server: SocketAddr, query: &[u8]) -> Option<(Me
         .as_ref()
         .map(|e| e.max_payload().max(512))
         .unwrap_or(512);
-    let world = world.lock().unwrap_or_else(|p| p.into_inner());
+    let mut world = world.lock().unwrap_or_else(|p| p.into_inner());
+    world.queries += 1;
     world.respond(server.ip(), &query).map(|m| (m, limit))
 }
 

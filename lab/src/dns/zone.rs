@@ -183,6 +183,8 @@ pub struct World {
     /// The old provider's servers: they answer from `old_zones` (every zone there), and
     /// never from `zones`.
     pub old_servers: BTreeSet<IpAddr>,
+    /// Queries the lab's servers have read (benchmarks count what an observer asks).
+    pub queries: u64,
 }
 
 fn now() -> u32 {
