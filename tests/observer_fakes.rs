@@ -238,10 +238,10 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
     world.zones.insert(".".into(), root);
     world.zones.insert("test.".into(), tld);
     world.zones.insert(ZONE.into(), child);
-    world.hosting.insert(ROOT.into(), vec![".".into()]);
-    world.hosting.insert(TLD_A.into(), vec!["test.".into()]);
-    world.hosting.insert(TLD_B.into(), vec!["test.".into()]);
-    world.hosting.insert(CHILD.into(), vec![ZONE.into()]);
+    world.hosting.insert(ROOT.into(), [".".into()].into());
+    world.hosting.insert(TLD_A.into(), ["test.".into()].into());
+    world.hosting.insert(TLD_B.into(), ["test.".into()].into());
+    world.hosting.insert(CHILD.into(), [ZONE.into()].into());
     let mut settings = DnsSettings {
         root_hints: vec![ROOT.into()],
         port: 53,
@@ -534,7 +534,7 @@ impl Setup {
         for i in 0..count {
             let (name, ip) = (format!("t{i}.test."), Ipv4Addr::new(127, 0, 61, i + 1));
             world.hosts.insert(name.clone(), ip);
-            world.hosting.insert(ip.into(), vec!["test.".into()]);
+            world.hosting.insert(ip.into(), ["test.".into()].into());
             names.push(name);
             addrs.push(ip);
         }

@@ -114,7 +114,8 @@ impl BenchWorld {
             data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
             world.zones.insert(name, data);
         }
-        let hosted: Vec<String> = (0..zones).map(|i| zone(i, zones)).collect();
+        let hosted: std::collections::BTreeSet<String> =
+            (0..zones).map(|i| zone(i, zones)).collect();
         world.hosting.insert(child_1.into(), hosted.clone());
         world.hosting.insert(child_2.into(), hosted);
         let world = Arc::new(Mutex::new(world));

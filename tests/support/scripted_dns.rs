@@ -269,12 +269,12 @@ impl ScriptedDns {
         world.zones.insert(".".into(), root);
         world.zones.insert(TLD.into(), tld);
         world.zones.insert(ZONE.into(), child);
-        world.hosting.insert(ROOT.into(), vec![".".into()]);
-        world.hosting.insert(TLD_A.into(), vec![TLD.into()]);
-        world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
-        world.hosting.insert(CHILD_1.into(), vec![ZONE.into()]);
-        world.hosting.insert(CHILD_2.into(), vec![ZONE.into()]);
-        world.hosting.insert(ELSEWHERE.into(), vec![ZONE.into()]);
+        world.hosting.insert(ROOT.into(), [".".into()].into());
+        world.hosting.insert(TLD_A.into(), [TLD.into()].into());
+        world.hosting.insert(TLD_B.into(), [TLD.into()].into());
+        world.hosting.insert(CHILD_1.into(), [ZONE.into()].into());
+        world.hosting.insert(CHILD_2.into(), [ZONE.into()].into());
+        world.hosting.insert(ELSEWHERE.into(), [ZONE.into()].into());
 
         let dir = tempfile::tempdir().expect("temporary directory");
         std::fs::write(

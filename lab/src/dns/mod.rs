@@ -176,15 +176,15 @@ impl LabDns {
         world.zones.insert(".".into(), root);
         world.zones.insert(TLD.into(), tld);
         world.zones.insert(PROVIDER_ZONE.into(), provider);
-        world.hosting.insert(ROOT.into(), vec![".".into()]);
-        world.hosting.insert(TLD_A.into(), vec![TLD.into()]);
-        world.hosting.insert(TLD_B.into(), vec![TLD.into()]);
+        world.hosting.insert(ROOT.into(), [".".into()].into());
+        world.hosting.insert(TLD_A.into(), [TLD.into()].into());
+        world.hosting.insert(TLD_B.into(), [TLD.into()].into());
         world
             .hosting
-            .insert(PROVIDER_1.into(), vec![PROVIDER_ZONE.into()]);
+            .insert(PROVIDER_1.into(), [PROVIDER_ZONE.into()].into());
         world
             .hosting
-            .insert(PROVIDER_2.into(), vec![PROVIDER_ZONE.into()]);
+            .insert(PROVIDER_2.into(), [PROVIDER_ZONE.into()].into());
 
         let anchor_dir = tempfile::tempdir()?;
         let root_ds = root_key
@@ -278,7 +278,7 @@ impl LabDns {
         for ip in [PROVIDER_1, PROVIDER_2] {
             let hosted = world.hosting.entry(ip.into()).or_default();
             if !hosted.contains(&name) {
-                hosted.push(name.clone());
+                hosted.insert(name.clone());
             }
         }
         if let Some(tld) = world.zones.get_mut(TLD) {

@@ -171,8 +171,8 @@ impl ZoneData {
 #[derive(Debug, Default)]
 pub struct World {
     pub zones: BTreeMap<String, ZoneData>,
-    /// Zones each server address hosts.
-    pub hosting: HashMap<IpAddr, Vec<String>>,
+    /// Zones each server address hosts (a set: a server may host 100,000).
+    pub hosting: HashMap<IpAddr, BTreeSet<String>>,
     pub faults: HashMap<IpAddr, Fault>,
     /// Host name -> address, for glue.
     pub hosts: BTreeMap<String, Ipv4Addr>,
