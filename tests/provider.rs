@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use dnssec_warden::config::Credentials;
 use dnssec_warden::provider::{
-    DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, Provider, ProviderError,
-    ResourceRecord, RetryPolicy, RrsetBody,
+    DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
+    Provider, ProviderError, ResourceRecord, RetryPolicy, RrsetBody,
 };
 use dnssec_warden::secret::Secret;
 use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
@@ -1149,6 +1149,31 @@ async fn outcome_classes_of_provider_answers() {
     let e = c.set_dnssec("nowhere.example", false).await.unwrap_err();
     assert_eq!(e.class(), ErrorClass::NotFound, "{e:?}");
     assert!(!e.outcome_unknown());
+}
+
+/// However many calls wait, the client has at most `PROVIDER_REQUESTS_IN_FLIGHT` requests
+/// at the provider at once (the engine steps 64 zones together).
+#[tokio::test]
+async fn the_client_keeps_its_requests_in_flight_bounded() {
+    let (_sim, proxy) = proxied(&["example.com"]).await;
+    let policy = RetryPolicy {
+        max_attempts: 1,
+        ..quick_policy()
+    };
+    let c = GcoreClient::with_policy(proxy.url(), key(), policy, Duration::from_secs(5)).unwrap();
+    proxy.set_fault(fault_proxy::Fault::Hang(Duration::from_millis(300)));
+    let calls = (0..3 * PROVIDER_REQUESTS_IN_FLIGHT).map(|_| c.get_zone("example.com"));
+    let results = futures::future::join_all(calls).await;
+    assert!(
+        results.iter().all(Result::is_err),
+        "every call met the hang"
+    );
+    assert_eq!(proxy.total_calls(), 3 * PROVIDER_REQUESTS_IN_FLIGHT);
+    assert_eq!(
+        proxy.peak_in_flight(),
+        PROVIDER_REQUESTS_IN_FLIGHT,
+        "no more at once, and that many while calls wait"
+    );
 }
 
 /// Faults of the proxy the client must survive: a hang and a slow drip end in the

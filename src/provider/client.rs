@@ -47,7 +47,14 @@ pub struct GcoreClient {
     auth: Auth,
     retry: RetryPolicy,
     gate: RateGate,
+    /// Requests in flight at once (one attempt each; retries wait outside it).
+    in_flight: tokio::sync::Semaphore,
 }
+
+/// The most requests one client has in flight at the provider at once, however many zones
+/// the engine steps together: a first pass over thousands of waiting zones must not meet
+/// the provider with hundreds of simultaneous calls.
+pub const PROVIDER_REQUESTS_IN_FLIGHT: usize = 16;
 
 /// The "not before" a `Retry-After` sets, shared by every call of one client: after a 429
 /// for one zone, the others do not ask either until it has passed.
@@ -187,6 +194,7 @@ impl GcoreClient {
             auth,
             retry,
             gate: RateGate::default(),
+            in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
         })
     }
 
@@ -511,6 +519,9 @@ impl GcoreClient {
                 request = request.json(body);
             }
             let outcome = async {
+                // Closed only if the client were dropped mid-call: then there is no limit
+                // left to keep.
+                let _turn = self.in_flight.acquire().await.ok();
                 let response = request.send().await?;
                 let status = response.status();
                 let header = |name| {

@@ -10,6 +10,7 @@ pub use crate::retry::{
 };
 pub use client::{
     DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
+    PROVIDER_REQUESTS_IN_FLIGHT,
 };
 pub use error::{ErrorClass, ProviderError};
 pub use types::{

@@ -16,7 +16,7 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -148,6 +148,26 @@ struct Inner {
     state: Mutex<ProxyState>,
     /// Bytes of injected streamed bodies (huge, drip) handed to the connection so far.
     streamed: AtomicU64,
+    /// Requests being handled now, and the most at once.
+    in_flight: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+/// One request being handled: counted in `in_flight` until it is answered.
+struct Handling<'a>(&'a Inner);
+
+impl<'a> Handling<'a> {
+    fn start(inner: &'a Inner) -> Self {
+        let now = inner.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        inner.peak.fetch_max(now, Ordering::SeqCst);
+        Self(inner)
+    }
+}
+
+impl Drop for Handling<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Inner {
@@ -183,6 +203,8 @@ impl FaultProxy {
             http,
             state: Mutex::default(),
             streamed: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
         });
         let app = axum::Router::new()
             .fallback(handle)
@@ -252,6 +274,11 @@ impl FaultProxy {
         self.inner.streamed.load(Ordering::SeqCst)
     }
 
+    /// The most requests the proxy was handling at once.
+    pub fn peak_in_flight(&self) -> usize {
+        self.inner.peak.load(Ordering::SeqCst)
+    }
+
     /// DNSSEC switched at the upstream behind the client's back (not through the proxy,
     /// not counted): `PATCH …/dnssec` with an API key. Returns the upstream's status.
     pub async fn flip_dnssec_upstream(
@@ -319,6 +346,7 @@ fn take_fault(state: &mut ProxyState, path: &str) -> Option<Fault> {
 }
 
 async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let _handling = Handling::start(&inner);
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, MAX_REQUEST)
         .await
