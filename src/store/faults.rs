@@ -153,13 +153,21 @@ pub(super) fn is_unwritable(error: &sqlx::Error) -> bool {
 impl StoreError {
     /// The database cannot be written now (disk full, I/O error); it may recover by itself.
     pub fn is_unwritable(&self) -> bool {
-        matches!(self, StoreError::Sql(e) if is_unwritable(e))
+        match self {
+            StoreError::Sql(e) => is_unwritable(e),
+            StoreError::Shared(e) => e.is_unwritable(),
+            _ => false,
+        }
     }
 
     /// The database file was removed or replaced under the running store: nothing written
     /// now would last. The daemon stops.
     pub fn is_fatal(&self) -> bool {
-        matches!(self, StoreError::Gone { .. } | StoreError::Replaced { .. })
+        match self {
+            StoreError::Gone { .. } | StoreError::Replaced { .. } => true,
+            StoreError::Shared(e) => e.is_fatal(),
+            _ => false,
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! is refused and decided again.
 
 mod faults;
+mod group;
 mod lease;
 mod metrics;
 mod postgres;
@@ -93,6 +94,10 @@ pub enum StoreError {
         path: String,
         waited: std::time::Duration,
     },
+    /// The failure of a write that carried several decisions (a group commit), as each of
+    /// them sees it.
+    #[error("{0}")]
+    Shared(std::sync::Arc<StoreError>),
     #[error(
         "database {path} is at schema {applied}, this dnssec-warden needs {wanted}: restart the \
          daemon (it migrates the database when it starts), then try again"

@@ -11,6 +11,7 @@ use sqlx::{SqliteConnection, SqlitePool};
 use futures::TryStreamExt;
 
 use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
+use super::group;
 use super::rows::{
     ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
     alert_changes, audit, corrupt, parse_state,
@@ -30,6 +31,8 @@ pub struct SqliteStore {
     /// statement): the daemon's writers queue here instead of in SQLite's busy handler,
     /// which sleeps 1 to 100 ms between tries while another connection writes.
     serial: Arc<tokio::sync::Mutex<()>>,
+    /// Routine decisions waiting for the write turn (`group`: a group commit).
+    routine: Arc<group::Queue>,
 }
 
 /// How long a write waits for its turn behind the daemon's other writes: as long as
@@ -179,6 +182,7 @@ impl SqliteStore {
             health: Arc::default(),
             label: path.display().to_string().into(),
             serial: Arc::default(),
+            routine: Arc::default(),
         }
     }
 
@@ -440,6 +444,70 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// A routine decision, written by whoever holds the write turn next together with
+    /// every other one queued by then (one statement, its own transaction). False if the
+    /// row changed since it was read.
+    async fn commit_routine(&self, update: group::RoutineUpdate) -> Result<bool, StoreError> {
+        let (id, written) = self.routine.push(update);
+        // The first writer to hold the turn after the push writes this decision: it is
+        // this one, or one before it that found it queued.
+        let turn = match self.turn(WRITE_TURN_WAIT).await {
+            Ok(turn) => turn,
+            Err(stalled) if self.routine.withdraw(id) => return Err(stalled),
+            // Taken meanwhile: its outcome is on the way.
+            Err(_) => return Self::outcome(written).await,
+        };
+        // On a task of its own: the other writers' decisions are written even if this
+        // step is abandoned meanwhile.
+        let store = self.clone();
+        let writing = tokio::spawn(async move {
+            for batch in store.routine.take() {
+                let outcome = store.write_batch(&batch).await;
+                batch.answer(outcome);
+            }
+            drop(turn);
+        });
+        let _ = writing.await;
+        Self::outcome(written).await
+    }
+
+    async fn outcome(
+        written: tokio::sync::oneshot::Receiver<group::Written>,
+    ) -> Result<bool, StoreError> {
+        match written.await {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => Err(StoreError::Shared(e)),
+            // The task that took it ended without a word (it panicked): said to be not
+            // written, so the zone is looked at again at once (a routine decision writes
+            // its own row only; nothing else rests on it).
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// One statement for the batch, under the write turn held by the caller: the names of
+    /// the zones written.
+    async fn write_batch(
+        &self,
+        batch: &group::Batch,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        self.verify_identity()?;
+        let sql = group::statement(batch.len());
+        let mut query = sqlx::query_as::<_, (String,)>(&sql);
+        for u in batch.updates() {
+            query = query
+                .bind(&u.name)
+                .bind(u.version)
+                .bind(u.state)
+                .bind(u.since)
+                .bind(&u.facts)
+                .bind(u.wake_at)
+                .bind(u.observed_at)
+                .bind(&u.observation);
+        }
+        let written = query.fetch_all(&self.pool).await.noted(self)?;
+        Ok(written.into_iter().map(|(name,)| name).collect())
+    }
+
     /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
     /// transaction. False (and nothing written) if the row changed since it was read.
     pub async fn commit_step(
@@ -458,6 +526,27 @@ impl SqliteStore {
         };
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
         let observation_text = observation.to_string();
+        let changes = alert_changes(&read.open_alerts, &decision.alerts);
+        // A decision that changes nothing but the zone's row (a settled zone's routine
+        // look: no note, no effect owed or decided, no alert change) joins a group commit.
+        if decision.notes.is_empty()
+            && decision.effects.is_empty()
+            && !read.pending_effects
+            && changes.is_empty()
+        {
+            return self
+                .commit_routine(group::RoutineUpdate {
+                    name: zone.name.clone(),
+                    version: row.version,
+                    state: decision.state.map(State::as_str),
+                    since: since.0,
+                    facts,
+                    wake_at: decision.wake_at.0,
+                    observed_at: now.0,
+                    observation: observation_text,
+                })
+                .await;
+        }
         let update = sqlx::query(
             "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
              last_observed_at = ?, last_observation = ?, version = version + 1 \
@@ -471,18 +560,6 @@ impl SqliteStore {
         .bind(&observation_text)
         .bind(&zone.name)
         .bind(row.version);
-        let changes = alert_changes(&read.open_alerts, &decision.alerts);
-        // A decision that changes nothing but the zone's row (a settled zone's routine
-        // look: no note, no effect owed or decided, no alert change) is that one statement,
-        // its own transaction.
-        if decision.notes.is_empty()
-            && decision.effects.is_empty()
-            && !read.pending_effects
-            && changes.is_empty()
-        {
-            let updated = update.execute(&*self.writer().await?).await.noted(self)?;
-            return Ok(updated.rows_affected() == 1);
-        }
         let mut tx = self.write().await?;
         let updated = update.execute(&mut *tx).await?;
         if updated.rows_affected() != 1 {
