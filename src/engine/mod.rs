@@ -16,7 +16,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -98,10 +97,11 @@ impl StopAt {
     }
 }
 
-/// Zones stepped at once. The observer caps queries in flight (64 in all) and the
-/// provider client its requests (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this
-/// is; 64 steps at once were no faster than 16 on two cores (the fleet bench).
-const WORKERS: usize = 16;
+/// Zones stepped at once, each step a task of its own. The observer caps queries in
+/// flight (64 in all) and the provider client its requests
+/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is; routine commits share
+/// statements (`store::group`), more of them the more steps wait at once.
+const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.
 const NOTIFICATION_ATTEMPTS: i64 = 5;
@@ -147,11 +147,11 @@ pub struct Engine<P, O> {
     policy: Policy,
     workers: usize,
     notifier: Notifier,
-    claimed: Mutex<HashSet<String>>,
+    claimed: Arc<Mutex<HashSet<String>>>,
     #[cfg(any(test, feature = "test-hooks"))]
     crash: Option<CrashHook>,
     #[cfg(any(test, feature = "test-hooks"))]
-    stop_at: Option<StopAt>,
+    stop_at: Option<Arc<StopAt>>,
     heartbeat: Heartbeat,
     step_timeout: Duration,
     /// The provider's paged zone listing, for settled zones (see [`Engine::listed`]).
@@ -219,7 +219,31 @@ impl Drop for Claim<'_> {
     }
 }
 
-impl<P: Provider, O: Observer> Engine<P, O> {
+/// A handle on the same engine (its claims, caches and heartbeat shared): each step runs
+/// as a task of its own, on any of the runtime's threads.
+impl<P, O> Clone for Engine<P, O> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            provider: self.provider.clone(),
+            observer: self.observer.clone(),
+            clock: self.clock.clone(),
+            policy: self.policy.clone(),
+            workers: self.workers,
+            notifier: self.notifier.clone(),
+            claimed: self.claimed.clone(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            crash: self.crash.clone(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            stop_at: self.stop_at.clone(),
+            heartbeat: self.heartbeat.clone(),
+            step_timeout: self.step_timeout,
+            listing: self.listing.clone(),
+        }
+    }
+}
+
+impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     pub fn new(
         store: Store,
         provider: Arc<P>,
@@ -236,11 +260,11 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             policy,
             workers: WORKERS,
             notifier,
-            claimed: Mutex::new(HashSet::new()),
+            claimed: Arc::default(),
             #[cfg(any(test, feature = "test-hooks"))]
             crash: None,
             #[cfg(any(test, feature = "test-hooks"))]
-            stop_at: StopAt::from_env(),
+            stop_at: StopAt::from_env().map(Arc::new),
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
             listing: Arc::default(),
@@ -318,57 +342,35 @@ impl<P: Provider, O: Observer> Engine<P, O> {
         let due = self.store.due_for_step(now, limit).await?;
         let started = std::time::Instant::now();
         let mut count = 0;
-        let mut results = futures::stream::iter(due)
-            .take_while(|_| {
-                let go = !*shutdown.borrow() && started.elapsed() < TICK_BUDGET;
-                std::future::ready(go)
-            })
-            .map(|read| async move {
-                let name = read.row.zone.name.clone();
-                let outcome =
-                    match tokio::time::timeout(self.step_timeout, self.step_read(read)).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => self.abandoned(&name).await,
-                    };
-                self.heartbeat.beat();
-                match &outcome {
-                    Ok(_) => {}
-                    #[cfg(any(test, feature = "test-hooks"))]
-                    Err(EngineError::Crashed(_)) => {}
-                    // The store logs a failing disk once per episode, not once per zone.
-                    Err(EngineError::Store(e)) if e.is_unwritable() => {
-                        tracing::debug!(zone = %name, error = %e, "step not recorded");
-                    }
-                    // Fenced: another daemon holds the zone now and decides afresh.
-                    Err(EngineError::Store(StoreError::LeaseLost(_))) => {
-                        tracing::warn!(
-                            zone = %name,
-                            "the zone's lease was lost during the step (this daemon paused or slow?): nothing of it was written or performed after that; the zone's holder steps it"
-                        );
-                    }
-                    Err(err) => {
-                        tracing::error!(zone = %name, error = %err, "step failed");
-                        // Try again soon rather than at the old deadline. Done here, not in
-                        // the loop below: a loop body that waits for the database while
-                        // the other steps wait for a connection would never be polled
-                        // again.
-                        let retry = self.clock.now().plus(self.policy.retry_base);
-                        let _ = self.store.defer(&name, retry).await;
-                    }
-                }
-                outcome
-            })
-            .buffer_unordered(self.workers);
+        // Each step a task of its own, `workers` at once: a step's own work (classifying
+        // answers, deciding, summarizing) then runs on every thread of the runtime, not
+        // only on the one polling the tick.
+        let mut due = due.into_iter();
+        let mut running = tokio::task::JoinSet::new();
         #[cfg(any(test, feature = "test-hooks"))]
         let mut crashed = None;
-        while let Some(_outcome) = results.next().await {
+        loop {
+            while running.len() < self.workers
+                && !*shutdown.borrow()
+                && started.elapsed() < TICK_BUDGET
+                && let Some(read) = due.next()
+            {
+                let engine = self.clone();
+                running.spawn(async move { engine.run_step(read).await });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
             count += 1;
-            #[cfg(any(test, feature = "test-hooks"))]
-            if let Err(EngineError::Crashed(point)) = _outcome {
-                crashed.get_or_insert(point);
+            match joined {
+                #[cfg(any(test, feature = "test-hooks"))]
+                Ok(Err(EngineError::Crashed(point))) => {
+                    crashed.get_or_insert(point);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "a step's task ended abnormally"),
             }
         }
-        drop(results);
         #[cfg(any(test, feature = "test-hooks"))]
         if let Some(point) = crashed {
             return Err(EngineError::Crashed(point));
@@ -377,6 +379,40 @@ impl<P: Provider, O: Observer> Engine<P, O> {
             .deliver_alerts(&self.store, self.clock.as_ref())
             .await?;
         Ok(count)
+    }
+
+    /// One step of a tick: bounded by the step timeout, the heartbeat moved however it
+    /// ends, a failure logged and the zone tried again soon.
+    async fn run_step(&self, read: crate::store::StepRow) -> Result<StepOutcome, EngineError> {
+        let name = read.row.zone.name.clone();
+        let outcome = match tokio::time::timeout(self.step_timeout, self.step_read(read)).await {
+            Ok(outcome) => outcome,
+            Err(_) => self.abandoned(&name).await,
+        };
+        self.heartbeat.beat();
+        match &outcome {
+            Ok(_) => {}
+            #[cfg(any(test, feature = "test-hooks"))]
+            Err(EngineError::Crashed(_)) => {}
+            // The store logs a failing disk once per episode, not once per zone.
+            Err(EngineError::Store(e)) if e.is_unwritable() => {
+                tracing::debug!(zone = %name, error = %e, "step not recorded");
+            }
+            // Fenced: another daemon holds the zone now and decides afresh.
+            Err(EngineError::Store(StoreError::LeaseLost(_))) => {
+                tracing::warn!(
+                    zone = %name,
+                    "the zone's lease was lost during the step (this daemon paused or slow?): nothing of it was written or performed after that; the zone's holder steps it"
+                );
+            }
+            Err(err) => {
+                tracing::error!(zone = %name, error = %err, "step failed");
+                // Try again soon rather than at the old deadline.
+                let retry = self.clock.now().plus(self.policy.retry_base);
+                let _ = self.store.defer(&name, retry).await;
+            }
+        }
+        outcome
     }
 
     /// A settled zone's entry in the provider's paged zone listing (issue 16: one listing
