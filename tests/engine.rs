@@ -554,7 +554,36 @@ async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     assert_ne!(rig.state().await, Some(State::Active));
 }
 
+/// A bug in one zone's step (here a panic at its first crash point) ends that step only:
+/// the tick goes on, the zone is looked at again after the retry time (not at once and
+/// forever), and a sound engine then steps it.
+async fn a_step_that_panics_ends_alone_and_is_tried_again_later() {
+    let mut rig = Rig::new(1, 1).await;
+    let buggy = rig
+        .engine
+        .clone()
+        .with_crash_hook(std::sync::Arc::new(|_| panic!("a bug in a step")));
+    let before = rig.world.clock.now();
+    assert_eq!(
+        buggy.tick().await.unwrap(),
+        1,
+        "the step was taken and ended"
+    );
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(row.zone.state, None, "nothing of the step was written");
+    assert_eq!(
+        row.next_check_at,
+        before.plus(rig.policy.retry_base),
+        "looked at again after the retry time"
+    );
+    assert_eq!(buggy.tick().await.unwrap(), 0, "not due again at once");
+    rig.advance(rig.policy.retry_base);
+    rig.tick().await;
+    assert_eq!(rig.state().await, Some(State::Disabled));
+}
+
 on_both_backends!(
+    a_step_that_panics_ends_alone_and_is_tried_again_later,
     full_lifecycle_on_and_off_in_milliseconds,
     the_guard_refuses_when_the_ds_reappears_just_before_the_call,
     the_guard_refuses_before_the_ttl_has_passed,

@@ -349,6 +349,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         // only on the one polling the tick.
         let mut due = due.into_iter();
         let mut running = tokio::task::JoinSet::new();
+        let mut zones = std::collections::HashMap::new();
         #[cfg(any(test, feature = "test-hooks"))]
         let mut crashed = None;
         loop {
@@ -358,19 +359,30 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 && let Some(read) = due.next()
             {
                 let engine = self.clone();
-                running.spawn(async move { engine.run_step(read).await });
+                let name = read.row.zone.name.clone();
+                let task = running.spawn(async move { engine.run_step(read).await });
+                zones.insert(task.id(), name);
             }
-            let Some(joined) = running.join_next().await else {
+            let Some(joined) = running.join_next_with_id().await else {
                 break;
             };
             count += 1;
             match joined {
-                #[cfg(any(test, feature = "test-hooks"))]
-                Ok(Err(EngineError::Crashed(point))) => {
-                    crashed.get_or_insert(point);
+                Ok((id, _outcome)) => {
+                    zones.remove(&id);
+                    #[cfg(any(test, feature = "test-hooks"))]
+                    if let Err(EngineError::Crashed(point)) = _outcome {
+                        crashed.get_or_insert(point);
+                    }
                 }
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "a step's task ended abnormally"),
+                // A bug in one zone's step (a panic) stops that step only; the zone is
+                // looked at again after the retry time, not at once and forever.
+                Err(e) => {
+                    let zone = zones.remove(&e.id()).unwrap_or_default();
+                    tracing::error!(zone, error = %e, "the step ended abnormally");
+                    let retry = self.clock.now().plus(self.policy.retry_base);
+                    let _ = self.store.defer(&zone, retry).await;
+                }
             }
         }
         #[cfg(any(test, feature = "test-hooks"))]
