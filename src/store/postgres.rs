@@ -76,6 +76,9 @@ impl Watched for PgStore {
     }
 }
 
+/// How long a writing session may sit idle inside a transaction before PostgreSQL ends it.
+const IDLE_IN_TRANSACTION_LIMIT: &str = "10s";
+
 /// The connection options the settings describe, the password read from its source.
 fn options(settings: &PostgresSettings) -> Result<PgConnectOptions, StoreError> {
     let url = settings.url.to_string();
@@ -104,6 +107,16 @@ impl PgStore {
         let mut options = options(settings)?;
         if read_only {
             options = options.options([("default_transaction_read_only", "on")]);
+        } else {
+            // A daemon's transactions last milliseconds. One left open longer is a daemon
+            // paused or hung inside it (SIGSTOP, a frozen VM): PostgreSQL ends its session,
+            // so the row locks it holds do not stop the other daemons' and the operator's
+            // writes until it resumes (its own writes after that are refused anyway: its
+            // lease ran out).
+            options = options.options([(
+                "idle_in_transaction_session_timeout",
+                IDLE_IN_TRANSACTION_LIMIT,
+            )]);
         }
         let pool = PgPoolOptions::new()
             .max_connections(if read_only { 2 } else { 8 })
