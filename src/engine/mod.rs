@@ -100,10 +100,10 @@ impl StopAt {
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
 /// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. 64 at once were faster
-/// on two cores (3,500-4,250 steps/s against 2,900-3,000), but with several daemons more
-/// notifications are in flight when one is paused, and a DS announcement a paused daemon
-/// delivers after its successor's withdrawal leaves the zone waiting for a removal that
-/// was already asked (`ha_chaos` failed once in eight runs so): 16 until that is fixed.
+/// on two cores (3,500-4,250 steps/s against 2,900-3,000), but with several daemons
+/// `ha_chaos` failed once in eight runs at 64 (zones left waiting for a DS removal;
+/// probably a DS announcement a paused daemon delivered after its successor's
+/// withdrawal, a race more steps in flight make likelier; not yet shown): 16 until then.
 const WORKERS: usize = 16;
 
 /// How often a DS request is tried when the registrar hook fails.
