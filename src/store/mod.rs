@@ -319,13 +319,6 @@ impl Store {
         .await?;
         Ok(rows)
     }
-    /// Zones whose next check is due, earliest first.
-    pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.due(now, limit).await,
-            Backend::Postgres(p) => p.due(now, limit).await,
-        }
-    }
     /// The earliest next check of any zone.
     pub async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
         match &self.backend {

@@ -574,21 +574,6 @@ impl PgStore {
         Ok(())
     }
 
-    pub(super) async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
-        // With leases: only the zones this daemon holds (`$3` NULL: every zone).
-        let names: Vec<(String,)> = sqlx::query_as(
-            "SELECT name FROM zones WHERE next_check_at <= $1 \
-             AND ($3::text IS NULL OR (lease_holder = $3 AND lease_until > warden_now_ms())) \
-             ORDER BY next_check_at, name LIMIT $2",
-        )
-        .bind(now.0)
-        .bind(i64::from(limit))
-        .bind(self.holder())
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(names.into_iter().map(|(n,)| n).collect())
-    }
-
     pub(super) async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
         let (at,): (Option<i64>,) = sqlx::query_as(
             "SELECT min(next_check_at) FROM zones \

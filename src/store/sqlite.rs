@@ -44,7 +44,7 @@ const WRITE_TURN_WAIT: Duration = Duration::from_secs(10);
 /// kilobytes of JSON), the last DS request's hook failure of its state (binds: the two
 /// DS request kinds), whether calls of unknown outcome or owed effects wait, and the open
 /// alerts.
-const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
+pub(super) const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
      z.facts, z.next_check_at, z.last_observed_at, z.version, \
      CASE WHEN z.last_observation IS NOT NULL \
        THEN json_object('provider', z.last_observation -> '$.provider') END AS last_observation, \
@@ -56,6 +56,11 @@ const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state,
      (SELECT json_group_array(json_object('kind', a.kind, 'id', a.id, 'message', a.message)) \
       FROM alerts a WHERE a.zone = z.name AND a.resolved_at IS NULL) AS open_alerts \
      FROM zones z";
+
+/// The due zones of a tick, in the order of the `zones_due` index, so the read stops at the
+/// limit instead of reading and sorting every zone due at the same moment.
+pub(super) const DUE_ORDER: &str =
+    "WHERE z.next_check_at <= ? ORDER BY z.next_check_at, z.name LIMIT ?";
 
 /// The pool, for one write statement, with this store's write turn held until the
 /// statement ends.
@@ -299,15 +304,13 @@ impl SqliteStore {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<StepRow>, StoreError> {
-        let raw: Vec<RawStepRow> = sqlx::query_as(&format!(
-            "{STEP_READ} WHERE z.next_check_at <= ? ORDER BY z.next_check_at, z.name LIMIT ?"
-        ))
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(EffectKind::RequestDsRemoval.as_str())
-        .bind(now.0)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let raw: Vec<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} {DUE_ORDER}"))
+            .bind(EffectKind::AnnounceDs.as_str())
+            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(now.0)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         raw.into_iter().map(StepRow::try_from).collect()
     }
 
@@ -351,18 +354,6 @@ impl SqliteStore {
             each(ZoneRow::try_from(raw)?)?;
         }
         Ok(())
-    }
-
-    /// Zones whose next check is due, earliest first.
-    pub async fn due(&self, now: Timestamp, limit: u32) -> Result<Vec<String>, StoreError> {
-        let names: Vec<(String,)> = sqlx::query_as(
-            "SELECT name FROM zones WHERE next_check_at <= ? ORDER BY next_check_at, name LIMIT ?",
-        )
-        .bind(now.0)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(names.into_iter().map(|(n,)| n).collect())
     }
 
     /// The earliest next check of any zone.
