@@ -576,6 +576,29 @@ async fn the_registrar_hook_gets_the_ds_to_publish_and_to_withdraw() {
         "{env}"
     );
     assert_eq!(receiver.got("", "ds_withdraw")[0]["ds"], ds.as_str());
+    // Each request is numbered, the later one higher, the same number in the hook's
+    // environment and input and at the sinks: a receiver drops one delivered late.
+    let seq_of = |action: &str| -> i64 {
+        let env = std::fs::read_to_string(dir.path().join(format!("{action}.env"))).unwrap();
+        let from_env: i64 = env
+            .lines()
+            .find_map(|l| l.strip_prefix("DNSSEC_WARDEN_SEQ="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no DNSSEC_WARDEN_SEQ in {env}"));
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{action}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["seq"], from_env, "{json}");
+        let event = if action == "publish" {
+            "ds_publish"
+        } else {
+            "ds_withdraw"
+        };
+        assert_eq!(receiver.got("", event)[0]["seq"], from_env);
+        from_env
+    };
+    assert!(seq_of("withdraw") > seq_of("publish"));
 }
 
 async fn a_failing_registrar_hook_is_recorded_and_never_fatal() {

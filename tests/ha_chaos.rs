@@ -197,6 +197,15 @@ async fn three_daemons_under_kills_and_pauses_keep_every_rule() {
         }
     }
     failures.extend(registrar.wrong_ds.iter().cloned());
+    let stale: Vec<&serde_json::Value> = registrar.zones.values().flat_map(|z| &z.stale).collect();
+    println!(
+        "ha_chaos: {} outdated DS requests delivered late and dropped by the registrar{}",
+        stale.len(),
+        stale
+            .first()
+            .map(|b| format!(", e.g. {b}"))
+            .unwrap_or_default()
+    );
 
     // Notifications: one id per zone and request, none lost, repeats only around
     // disruptions (at least once).

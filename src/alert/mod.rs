@@ -86,6 +86,12 @@ pub struct AlertEvent {
     pub ds: Option<String>,
     /// RFC 3339, UTC: when this notification was made.
     pub at: String,
+    /// DS and NS requests only: the request's number, larger for every later request
+    /// any daemon sharing the database decides (the outbox row's id). A receiver that acts
+    /// on requests by itself acts only on one numbered above the last it acted on for the
+    /// zone: a daemon paused mid-delivery can deliver an outdated request late.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
 }
 
 impl AlertEvent {
@@ -139,12 +145,14 @@ impl AlertEvent {
             resolved_at: alert.resolved_at.map(|t| t.to_string()),
             ds: ds.map(str::to_string),
             at: now.to_string(),
+            seq: None,
         }
     }
 
     /// A request to publish (`DsPublish`) or withdraw (`DsWithdraw`) a DS at the registrar.
     pub fn ds_request(
         event: EventKind,
+        seq: i64,
         zone: &str,
         ds: Option<&str>,
         summary: String,
@@ -169,6 +177,7 @@ impl AlertEvent {
             resolved_at: None,
             ds: ds.map(str::to_string),
             at: now.to_string(),
+            seq: Some(seq),
         }
     }
 
@@ -188,6 +197,7 @@ impl AlertEvent {
             ("DS", opt(&self.ds)),
             ("TEXT", self.text.clone()),
             ("AT", self.at.clone()),
+            ("SEQ", self.seq.map(|n| n.to_string()).unwrap_or_default()),
         ]
         .into_iter()
         .map(|(k, v)| (format!("DNSSEC_WARDEN_ALERT_{k}"), v))
@@ -334,6 +344,10 @@ mod tests {
         assert_eq!(json["kind"], "ds_mismatch");
         assert_eq!(json["opened_at"], "1970-01-01T00:00:00Z");
         assert_eq!(json["ds"], "child.test. 3600 IN DS 1 13 2 AB");
+        assert!(
+            json.get("seq").is_none(),
+            "only DS and NS requests are numbered"
+        );
         let env = e.env();
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_KIND".into(), "ds_mismatch".into())));
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_STATE".into(), "active".into())));

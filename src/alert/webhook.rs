@@ -210,6 +210,7 @@ mod tests {
             resolved_at: None,
             ds: None,
             at: "2026-11-22T00:00:00Z".into(),
+            seq: None,
         }
     }
 

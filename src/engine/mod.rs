@@ -703,21 +703,21 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n).await
+                    self.notify(&n, item.id).await
                 }
                 Effect::RequestDsRemoval { ds_line } => {
                     let n = Notification::WithdrawDs {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n).await
+                    self.notify(&n, item.id).await
                 }
                 Effect::RequestDelegation { name_servers } => {
                     let n = Notification::Delegate {
                         zone: zone.to_string(),
                         name_servers: name_servers.clone(),
                     };
-                    self.notify(&n).await
+                    self.notify(&n, item.id).await
                 }
             };
             #[cfg(any(test, feature = "test-hooks"))]
@@ -820,8 +820,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }))
     }
 
-    async fn notify(&self, n: &Notification) -> (OutboxStatus, String) {
-        match self.notifier.deliver(n).await {
+    async fn notify(&self, n: &Notification, seq: i64) -> (OutboxStatus, String) {
+        match self.notifier.deliver(n, seq).await {
             Ok(()) => (OutboxStatus::Done, n.summary()),
             // The operator was told through the log in any case; a failed hook is reported.
             Err(e) => (

@@ -161,14 +161,23 @@ impl Notifier {
     /// hook if configured. Only the hook's failure is returned: the engine records it as
     /// a failed effect in the outbox and the audit trail. A sink's failure is logged at
     /// error level; the `ds_unpublished_overdue` alert repeats the DS line in any case.
-    pub async fn deliver(&self, n: &Notification) -> Result<(), HookError> {
+    ///
+    /// `seq` numbers the request (the outbox row's id): later requests for a zone carry
+    /// larger numbers, so a receiver can drop one a paused daemon delivers late.
+    pub async fn deliver(&self, n: &Notification, seq: i64) -> Result<(), HookError> {
         let event_kind = match n {
             Notification::PublishDs { .. } => EventKind::DsPublish,
             Notification::WithdrawDs { .. } => EventKind::DsWithdraw,
             Notification::Delegate { .. } => EventKind::NsChange,
         };
-        let event =
-            AlertEvent::ds_request(event_kind, n.zone(), n.ds(), n.summary(), self.clock.now());
+        let event = AlertEvent::ds_request(
+            event_kind,
+            seq,
+            n.zone(),
+            n.ds(),
+            n.summary(),
+            self.clock.now(),
+        );
         event.log();
         for sink in &self.sinks {
             if let Err(e) = sink.send(&event).await {
@@ -188,13 +197,16 @@ impl Notifier {
         let Some(argv) = self.registrar_command.as_ref().filter(|a| !a.is_empty()) else {
             return Ok(());
         };
+        let seq_text = seq.to_string();
         let env = [
             ("DNSSEC_WARDEN_ACTION", n.action()),
             ("DNSSEC_WARDEN_ZONE", n.zone()),
             ("DNSSEC_WARDEN_DS", n.ds().unwrap_or("")),
+            ("DNSSEC_WARDEN_SEQ", seq_text.as_str()),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let body = serde_json::json!({"action": n.action(), "zone": n.zone(), "ds": n.ds()});
+        let body =
+            serde_json::json!({"action": n.action(), "zone": n.zone(), "ds": n.ds(), "seq": seq});
         let result =
             alert::exec::run(argv, &env, body.to_string().as_bytes(), self.hook_timeout).await;
         match &result {

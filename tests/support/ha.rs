@@ -37,6 +37,10 @@ pub struct RegistrarZone {
     pub removed: Vec<SystemTime>,
     /// Whether the TLD servers publish a DS now.
     pub present: bool,
+    /// The number of the last request acted on.
+    pub acted_seq: i64,
+    /// Requests dropped as outdated: numbered at or below one already acted on.
+    pub stale: Vec<Value>,
 }
 
 #[derive(Default, Clone)]
@@ -70,6 +74,17 @@ impl Registrar {
         let event = body["event"].as_str().unwrap_or_default();
         let mut inbox = self.inbox();
         inbox.received.push(body.clone());
+        // As the README asks of automation: act only on a request numbered above the last
+        // one acted on (a repeat of that one is harmless: it changes nothing).
+        let seq = body["seq"].as_i64().unwrap_or_default();
+        if matches!(event, "ds_publish" | "ds_withdraw") {
+            let z = inbox.zones.entry(zone.clone()).or_default();
+            if seq < z.acted_seq {
+                z.stale.push(body.clone());
+                return;
+            }
+            z.acted_seq = seq;
+        }
         match event {
             "ds_publish" => {
                 let Some(key) = self.sim.dnskey(&zone) else {
