@@ -95,7 +95,14 @@ fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
                 "--call-graph",
                 "dwarf,16384",
                 "-p",
-                &pid.to_string(),
+                // `BENCH_FLEET_PERF_LAB=1`: the benchmark's own process instead (the lab's
+                // child servers and the simulator), which shares the cores with the daemon.
+                &if std::env::var_os("BENCH_FLEET_PERF_LAB").is_some() {
+                    std::process::id()
+                } else {
+                    pid
+                }
+                .to_string(),
                 "-o",
             ])
             .arg(out)
