@@ -1,7 +1,7 @@
 //! One observation of one zone: the provider, every parent address, every child address,
 //! and (where it matters) validation, asked concurrently.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
@@ -184,46 +184,114 @@ fn unchanged_view(
     }
 }
 
-/// The observation as the audit trail and `status` keep it: what each server said.
-pub fn summarize(obs: &Observation) -> serde_json::Value {
-    let provider = match &obs.provider {
-        ProviderView::On(key) => json!({"dnssec": "on", "ds": key.ds_line().to_string()}),
-        ProviderView::Off => json!({"dnssec": "off"}),
-        ProviderView::Missing => json!({"dnssec": "not_found"}),
-        ProviderView::Unknown(e) => json!({"dnssec": "unknown", "error": e}),
+/// The observation as the audit trail and `status` keep it: what each server said, as
+/// JSON text (written straight from the observation; no JSON tree is built).
+pub fn summarize(obs: &Observation) -> String {
+    let summary = Summary {
+        at: obs.at.to_string(),
+        child: match &obs.child {
+            Ok(view) => Part::Seen(view.answers.iter().map(ChildAnswer).collect()),
+            Err(e) => Part::Failed { error: e },
+        },
+        delegation: crate::lifecycle::step::assess_delegation(obs),
+        parent: match &obs.parent {
+            Ok(view) => Part::Seen(view),
+            Err(e) => Part::Failed { error: e },
+        },
+        provider: match &obs.provider {
+            ProviderView::On(key) => ProviderPart {
+                dnssec: "on",
+                ds: Some(key.ds_line().to_string()),
+                error: None,
+            },
+            ProviderView::Off => ProviderPart::said("off"),
+            ProviderView::Missing => ProviderPart::said("not_found"),
+            ProviderView::Unknown(e) => ProviderPart {
+                error: Some(e),
+                ..ProviderPart::said("unknown")
+            },
+        },
+        validation: obs.validation.to_string(),
     };
-    let parent = match &obs.parent {
-        Ok(view) => serde_json::to_value(view).unwrap_or_default(),
-        Err(e) => json!({"error": e}),
-    };
-    let child = match &obs.child {
-        Ok(view) => json!(
-            view.answers
-                .iter()
-                .map(|a| json!({
-                    "server": a.server,
-                    "addr": a.addr.to_string(),
-                    "answer": match &a.answer {
-                        DnskeyAnswer::Keys(k) => json!({
-                            "keys": k.keys.iter().map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag())).collect::<Vec<_>>(),
-                            "ttl": k.ttl,
-                            "signed": k.signed,
-                        }),
-                        DnskeyAnswer::Absent => json!("no DNSKEY"),
-                        DnskeyAnswer::Unknown(r) => json!(format!("unknown: {r}")),
-                    },
-                }))
-                .collect::<Vec<_>>()
-        ),
-        Err(e) => json!({"error": e}),
-    };
-    let delegation = crate::lifecycle::step::assess_delegation(obs);
-    json!({
-        "at": obs.at.to_string(),
-        "provider": provider,
-        "delegation": delegation,
-        "parent": parent,
-        "child": child,
-        "validation": obs.validation.to_string(),
-    })
+    // Serializing plain data into a string cannot fail.
+    serde_json::to_string(&summary).unwrap_or_default()
+}
+
+/// The summary's fields, in the order `status` and the audit trail have always kept them.
+#[derive(Serialize)]
+struct Summary<'a> {
+    at: String,
+    child: Part<'a, Vec<ChildAnswer<'a>>>,
+    delegation: crate::dns::delegation::DelegationAssessment,
+    parent: Part<'a, &'a crate::dns::ParentView>,
+    provider: ProviderPart<'a>,
+    validation: String,
+}
+
+/// What a view gave: the view, or why there is none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Part<'a, T> {
+    Seen(T),
+    Failed { error: &'a str },
+}
+
+#[derive(Serialize)]
+struct ProviderPart<'a> {
+    dnssec: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ds: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+impl ProviderPart<'_> {
+    fn said(dnssec: &'static str) -> Self {
+        Self {
+            dnssec,
+            ds: None,
+            error: None,
+        }
+    }
+}
+
+/// One child address's DNSKEY answer: `{"addr", "answer", "server"}`, the answer the keys
+/// (flags, algorithm, tag), their TTL and whether signed; or "no DNSKEY", "unknown: why".
+struct ChildAnswer<'a>(&'a crate::dns::ServerAnswer<DnskeyAnswer>);
+
+impl Serialize for ChildAnswer<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        #[derive(Serialize)]
+        struct Keys {
+            keys: Vec<String>,
+            signed: bool,
+            ttl: u32,
+        }
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Said {
+            Keys(Keys),
+            Text(String),
+        }
+        let a = self.0;
+        let answer = match &a.answer {
+            DnskeyAnswer::Keys(k) => Said::Keys(Keys {
+                keys: k
+                    .keys
+                    .iter()
+                    .map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag()))
+                    .collect(),
+                signed: k.signed,
+                ttl: k.ttl,
+            }),
+            DnskeyAnswer::Absent => Said::Text("no DNSKEY".to_string()),
+            DnskeyAnswer::Unknown(r) => Said::Text(format!("unknown: {r}")),
+        };
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("addr", &a.addr.to_string())?;
+        map.serialize_entry("answer", &answer)?;
+        map.serialize_entry("server", &a.server)?;
+        map.end()
+    }
 }

@@ -1153,3 +1153,73 @@ fn alert_judgement_is_pure_and_step_applies_it() {
         Some(T0)
     );
 }
+
+/// The summary kept of each observation (`engine::summarize`, written straight to text)
+/// says what the JSON tree it replaced said, for every kind of answer.
+#[test]
+fn the_observation_summary_says_what_the_tree_said() {
+    use serde_json::json;
+    fn tree(obs: &Observation) -> serde_json::Value {
+        let provider = match &obs.provider {
+            ProviderView::On(key) => json!({"dnssec": "on", "ds": key.ds_line().to_string()}),
+            ProviderView::Off => json!({"dnssec": "off"}),
+            ProviderView::Missing => json!({"dnssec": "not_found"}),
+            ProviderView::Unknown(e) => json!({"dnssec": "unknown", "error": e}),
+        };
+        let parent = match &obs.parent {
+            Ok(view) => serde_json::to_value(view).unwrap(),
+            Err(e) => json!({"error": e}),
+        };
+        let child = match &obs.child {
+            Ok(view) => json!(view.answers.iter().map(|a| json!({
+                "server": a.server,
+                "addr": a.addr.to_string(),
+                "answer": match &a.answer {
+                    DnskeyAnswer::Keys(k) => json!({
+                        "keys": k.keys.iter().map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag())).collect::<Vec<_>>(),
+                        "ttl": k.ttl,
+                        "signed": k.signed,
+                    }),
+                    DnskeyAnswer::Absent => json!("no DNSKEY"),
+                    DnskeyAnswer::Unknown(r) => json!(format!("unknown: {r}")),
+                },
+            })).collect::<Vec<_>>()),
+            Err(e) => json!({"error": e}),
+        };
+        json!({
+            "at": obs.at.to_string(),
+            "provider": provider,
+            "delegation": step::assess_delegation(obs),
+            "parent": parent,
+            "child": child,
+            "validation": obs.validation.to_string(),
+        })
+    }
+    let w = World::new();
+    let mut cases = vec![
+        w.obs(
+            T0,
+            Some(true),
+            &[P::Ds(3600), P::No],
+            &[C::Serves, C::OldKey],
+        ),
+        w.obs(
+            T0,
+            Some(false),
+            &[P::Timeout, P::WrongDs],
+            &[C::Unsigned, C::Refused],
+        ),
+        w.obs(T0, None, &[P::UnsupportedDs], &[]),
+    ];
+    let mut failed = w.obs(T0, None, &[], &[]);
+    failed.provider = ProviderView::Missing;
+    failed.parent = Err("no parent server answered".into());
+    failed.child = Err("the child's servers \"quoted\"".into());
+    failed.validation = ValidationVerdict::Secure;
+    cases.push(failed);
+    for obs in &cases {
+        let text = crate::engine::summarize(obs);
+        let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, tree(obs), "{text}");
+    }
+}

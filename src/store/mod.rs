@@ -369,7 +369,7 @@ impl Store {
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &serde_json::Value,
+        observation: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         match &self.backend {

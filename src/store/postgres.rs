@@ -660,7 +660,7 @@ impl PgStore {
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &serde_json::Value,
+        observation: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let row = &read.row;
@@ -671,7 +671,6 @@ impl PgStore {
             zone.since
         };
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
-        let observation_text = observation.to_string();
         let mut tx = self.write().await?;
         let by = self.fence(&mut tx, &zone.name).await?;
         let by = by.as_ref();
@@ -685,7 +684,7 @@ impl PgStore {
         .bind(facts)
         .bind(decision.wake_at.0)
         .bind(now.0)
-        .bind(&observation_text)
+        .bind(observation)
         .bind(&zone.name)
         .bind(row.version)
         .execute(&mut *tx)
@@ -696,7 +695,7 @@ impl PgStore {
         }
         for note in &decision.notes {
             let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation_text.as_str()))
+                (EventKind::Transition, Some(observation))
             } else {
                 (EventKind::Note, None)
             };

@@ -505,7 +505,7 @@ impl SqliteStore {
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &serde_json::Value,
+        observation: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let row = &read.row;
@@ -516,7 +516,6 @@ impl SqliteStore {
             zone.since
         };
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
-        let observation_text = observation.to_string();
         let changes = alert_changes(&read.open_alerts, &decision.alerts);
         // A decision that changes nothing but the zone's row (a settled zone's routine
         // look: no note, no effect owed or decided, no alert change) joins a group commit.
@@ -534,7 +533,7 @@ impl SqliteStore {
                     facts,
                     wake_at: decision.wake_at.0,
                     observed_at: now.0,
-                    observation: observation_text,
+                    observation: observation.to_string(),
                 })
                 .await;
         }
@@ -548,7 +547,7 @@ impl SqliteStore {
         .bind(facts)
         .bind(decision.wake_at.0)
         .bind(now.0)
-        .bind(&observation_text)
+        .bind(observation)
         .bind(&zone.name)
         .bind(row.version);
         let mut tx = self.write().await?;
@@ -559,7 +558,7 @@ impl SqliteStore {
         }
         for note in &decision.notes {
             let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation_text.as_str()))
+                (EventKind::Transition, Some(observation))
             } else {
                 (EventKind::Note, None)
             };

@@ -43,7 +43,7 @@ async fn stepped(store: &Store, facts: Facts, effects: Vec<Effect>) -> ZoneRow {
     let json = serde_json::json!({});
     assert!(
         store
-            .commit_step(&row, &decision, &json, Timestamp(2_000))
+            .commit_step(&row, &decision, &json.to_string(), Timestamp(2_000))
             .await
             .unwrap()
     );
@@ -414,14 +414,14 @@ async fn exercise(store: &Store) -> Vec<String> {
     let obs = serde_json::json!({"parent": "all_absent"});
     say!(
         store
-            .commit_step(&row, &first, &obs, Timestamp(2_000))
+            .commit_step(&row, &first, &obs.to_string(), Timestamp(2_000))
             .await
             .unwrap()
     );
     // A step decided on the row before it: refused, nothing written.
     say!(
         store
-            .commit_step(&row, &first, &obs, Timestamp(2_100))
+            .commit_step(&row, &first, &obs.to_string(), Timestamp(2_100))
             .await
             .unwrap()
     );
@@ -438,7 +438,7 @@ async fn exercise(store: &Store) -> Vec<String> {
     )];
     say!(
         store
-            .commit_step(&read, &again, &obs, Timestamp(3_000))
+            .commit_step(&read, &again, &obs.to_string(), Timestamp(3_000))
             .await
             .unwrap()
     );
@@ -512,7 +512,7 @@ async fn exercise(store: &Store) -> Vec<String> {
     );
     say!(
         store
-            .commit_step(&row, &resolved, &obs, Timestamp(4_000))
+            .commit_step(&row, &resolved, &obs.to_string(), Timestamp(4_000))
             .await
             .unwrap()
     );
@@ -521,7 +521,7 @@ async fn exercise(store: &Store) -> Vec<String> {
     resolved.alerts.clear();
     say!(
         store
-            .commit_step(&row, &resolved, &obs, Timestamp(4_500))
+            .commit_step(&row, &resolved, &obs.to_string(), Timestamp(4_500))
             .await
             .unwrap()
     );
@@ -832,7 +832,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         2_000,
     );
     let err = b
-        .commit_step(&row, &enable, &serde_json::json!({}), Timestamp(2_000))
+        .commit_step(&row, &enable, "{}", Timestamp(2_000))
         .await
         .unwrap_err();
     assert!(
@@ -840,7 +840,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         "{err}"
     );
     assert!(
-        a.commit_step(&row, &enable, &serde_json::json!({}), Timestamp(2_000))
+        a.commit_step(&row, &enable, "{}", Timestamp(2_000))
             .await
             .unwrap()
     );
@@ -890,7 +890,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         3_000,
     );
     for result in [
-        a.commit_step(&row, &again, &serde_json::json!({}), Timestamp(3_100))
+        a.commit_step(&row, &again, "{}", Timestamp(3_100))
             .await
             .map(|_| ()),
         a.record(&zone, EventKind::Note, "stale", Timestamp(3_100))
@@ -966,7 +966,7 @@ async fn brief_rows_keep_what_status_shows(store: &Store) {
         };
         assert!(
             store
-                .commit_step(&row, &decision, &observation, Timestamp(2_000))
+                .commit_step(&row, &decision, &observation.to_string(), Timestamp(2_000))
                 .await
                 .unwrap()
         );
