@@ -91,7 +91,7 @@ fn perf_record(pid: u32) -> Res<Option<knot::Proc>> {
             .args([
                 "record",
                 "-F",
-                "299",
+                "999",
                 "--call-graph",
                 "dwarf,16384",
                 "-p",
