@@ -100,7 +100,7 @@ impl StopAt {
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
 /// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. On two cores 64 at once
-/// step 4,700 zones a second, 16 at once 4,300.
+/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350.
 const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.
