@@ -190,7 +190,7 @@ pub fn summarize(obs: &Observation) -> String {
     let summary = Summary {
         at: obs.at.to_string(),
         child: match &obs.child {
-            Ok(view) => Part::Seen(view.answers.iter().map(ChildAnswer).collect()),
+            Ok(view) => Part::Seen(view.answers.iter().map(child_answer).collect()),
             Err(e) => Part::Failed { error: e },
         },
         delegation: crate::lifecycle::step::assess_delegation(obs),
@@ -213,8 +213,8 @@ pub fn summarize(obs: &Observation) -> String {
         },
         validation: obs.validation.to_string(),
     };
-    // Serializing plain data into a string cannot fail.
-    serde_json::to_string(&summary).unwrap_or_default()
+    // Plain data into a string: this cannot fail, but if it did, the row still holds JSON.
+    serde_json::to_string(&summary).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// The summary's fields, in the order `status` and the audit trail have always kept them.
@@ -255,28 +255,31 @@ impl ProviderPart<'_> {
     }
 }
 
-/// One child address's DNSKEY answer: `{"addr", "answer", "server"}`, the answer the keys
-/// (flags, algorithm, tag), their TTL and whether signed; or "no DNSKEY", "unknown: why".
-struct ChildAnswer<'a>(&'a crate::dns::ServerAnswer<DnskeyAnswer>);
+/// One child address's DNSKEY answer: the keys (flags, algorithm, tag), their TTL and
+/// whether signed; or "no DNSKEY", "unknown: why".
+#[derive(Serialize)]
+struct ChildAnswer<'a> {
+    addr: String,
+    answer: Said,
+    server: &'a str,
+}
 
-impl Serialize for ChildAnswer<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        #[derive(Serialize)]
-        struct Keys {
-            keys: Vec<String>,
-            signed: bool,
-            ttl: u32,
-        }
-        #[derive(Serialize)]
-        #[serde(untagged)]
-        enum Said {
-            Keys(Keys),
-            Text(String),
-        }
-        let a = self.0;
-        let answer = match &a.answer {
-            DnskeyAnswer::Keys(k) => Said::Keys(Keys {
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Said {
+    Keys {
+        keys: Vec<String>,
+        signed: bool,
+        ttl: u32,
+    },
+    Text(String),
+}
+
+fn child_answer(a: &crate::dns::ServerAnswer<DnskeyAnswer>) -> ChildAnswer<'_> {
+    ChildAnswer {
+        addr: a.addr.to_string(),
+        answer: match &a.answer {
+            DnskeyAnswer::Keys(k) => Said::Keys {
                 keys: k
                     .keys
                     .iter()
@@ -284,14 +287,10 @@ impl Serialize for ChildAnswer<'_> {
                     .collect(),
                 signed: k.signed,
                 ttl: k.ttl,
-            }),
+            },
             DnskeyAnswer::Absent => Said::Text("no DNSKEY".to_string()),
             DnskeyAnswer::Unknown(r) => Said::Text(format!("unknown: {r}")),
-        };
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("addr", &a.addr.to_string())?;
-        map.serialize_entry("answer", &answer)?;
-        map.serialize_entry("server", &a.server)?;
-        map.end()
+        },
+        server: &a.server,
     }
 }

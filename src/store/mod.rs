@@ -364,7 +364,8 @@ impl Store {
     /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
     /// transaction. False (and nothing written) if the row changed since it was read.
     /// `read` is the step's read of the zone (`zone_for_step`, `due_for_step`): its
-    /// version, open alerts and owed effects are what the decision was made on.
+    /// version, open alerts and owed effects are what the decision was made on;
+    /// `observation` is its summary as JSON text (`engine::summarize`).
     pub async fn commit_step(
         &self,
         read: &StepRow,
