@@ -193,6 +193,8 @@ impl Scripts {
 struct Shared {
     world: Mutex<World>,
     scripts: Mutex<Scripts>,
+    /// How long every UDP answer is held back (zero: none).
+    delay: Mutex<std::time::Duration>,
 }
 
 /// The running world; dropping it stops every server and deletes the anchor file.
@@ -285,6 +287,7 @@ impl ScriptedDns {
         let shared = Arc::new(Shared {
             world: Mutex::new(world),
             scripts: Mutex::new(Scripts::default()),
+            delay: Mutex::new(std::time::Duration::ZERO),
         });
         let (port, tasks) = bind_all(&shared).await;
         Self {
@@ -316,6 +319,12 @@ impl ScriptedDns {
     }
 
     /// Replaces the child's DS set on the given TLD servers (empty: no DS there).
+    /// Every UDP answer from now on sent this long after its query (each on its own), so
+    /// that questions asked together are surely in flight together.
+    pub fn set_answer_delay(&self, delay: std::time::Duration) {
+        *self.shared.delay.lock().unwrap() = delay;
+    }
+
     pub fn set_ds(&self, on: Servers, ds: Vec<Ds>) {
         let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
         let Some(d) = world
@@ -834,6 +843,7 @@ async fn bind_all(shared: &Arc<Shared>) -> (u16, JoinSet<()>) {
 }
 
 async fn serve_udp(socket: UdpSocket, shared: Arc<Shared>) {
+    let socket = Arc::new(socket);
     let Ok(local) = socket.local_addr() else {
         return;
     };
@@ -861,7 +871,16 @@ async fn serve_udp(socket: UdpSocket, shared: Arc<Shared>) {
             short.metadata.truncation = true;
             bytes = short.to_vec().unwrap_or_default();
         }
-        let _ = socket.send_to(&bytes, peer).await;
+        let delay = *shared.delay.lock().unwrap();
+        if delay.is_zero() {
+            let _ = socket.send_to(&bytes, peer).await;
+        } else {
+            let socket = socket.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = socket.send_to(&bytes, peer).await;
+            });
+        }
     }
 }
 
