@@ -100,8 +100,11 @@ impl StopAt {
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
 /// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. On two cores 64 at once
-/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350.
-const WORKERS: usize = 64;
+/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350; but at 64 a CI run
+/// of `ha_chaos` switched a zone's DNSSEC off that was never switched on (an enable
+/// superseded before it was sent; `ttl_wait` asks "off" without looking at the provider's
+/// answer): harmless, yet a call no decision needed. 16 until that is fixed.
+const WORKERS: usize = 16;
 
 /// How often a DS request is tried when the registrar hook fails.
 const NOTIFICATION_ATTEMPTS: i64 = 5;
