@@ -128,8 +128,9 @@ async fn paused_daemon_is_fenced(point: &str) {
     let resumed_at = dnssec_warden::lifecycle::Clock::now(&dnssec_warden::lifecycle::SystemClock);
 
     // A continues with whatever it had in hand, while B's step waits for the provider.
-    world.daemons[a].signal("CONT");
+    // The log's length before SIGCONT: what A says at once on waking belongs to "after".
     let a_log_at_cont = world.daemons[a].log().len();
+    world.daemons[a].signal("CONT");
     world
         .converge(&db, Duration::from_secs(60), |_| "active")
         .await
