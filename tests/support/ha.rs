@@ -39,7 +39,7 @@ pub struct RegistrarZone {
     pub present: bool,
     /// The number of the last request acted on.
     pub acted_seq: i64,
-    /// Requests dropped as outdated: numbered at or below one already acted on.
+    /// Requests dropped as outdated: numbered below the last one acted on.
     pub stale: Vec<Value>,
 }
 
