@@ -3,7 +3,9 @@
 //! dropped between two operations and restarted from the database). After every sequence:
 //! - the provider never received "DNSSEC off" while a parent server published a DS, nor
 //!   before the DS's TTL plus the margin had passed since it was gone (checked by the fake
-//!   provider at the moment of the call, against the ground truth);
+//!   provider at the moment of the call, against the ground truth), nor while DNSSEC was
+//!   off already, unless someone switched it off behind the daemon's back since its own
+//!   last switch (an enable overtaken by a disable before it was sent needs no "off");
 //! - a DS is shown "to enter" (status, the overdue and hook alerts) only while the provider
 //!   signs with that key and every child server serves it (safety rule 8), checked against
 //!   the ground truth after every step that observed the zone, with DNSSEC switched off and
@@ -484,6 +486,18 @@ fn found_sequences_stay_safe() {
         Intent(enabled, false),
         Tick,
         DelegateAll(Delegation::Provider),
+    ];
+    if let Err(e) = check(ops, 300, Start::Provider, (300, 3600), Backend::Sqlite) {
+        panic!("{e}");
+    }
+    // "On" decided and committed, the engine dead before the call, then "disable": the
+    // switch-on was never sent, and the end of the TTL wait must not switch off a zone
+    // the provider never signed.
+    let ops = vec![
+        Tick,
+        Intent(enabled, false),
+        Crash(CrashPoint::Committed),
+        Intent(disabled, false),
     ];
     if let Err(e) = check(ops, 300, Start::Provider, (300, 3600), Backend::Sqlite) {
         panic!("{e}");

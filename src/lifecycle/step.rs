@@ -1091,11 +1091,26 @@ impl Run<'_> {
             );
             self.ask_for_delegation();
         } else if self.now >= deadline {
-            self.go(
-                State::Disabling,
-                "the DS TTL and margin have passed since the DS was gone everywhere: switching DNSSEC off",
-            );
-            self.effects.push(Effect::DisableDnssec);
+            // Only a provider seen signing is asked to stop: a zone whose switch-on was
+            // overtaken by a disable before it was sent is off already, and a call would
+            // be one no decision needs (and the history would claim it).
+            match self.obs.provider {
+                ProviderView::Off => self.go(
+                    State::Disabled,
+                    "the DS TTL and margin have passed since the DS was gone everywhere, and the provider already has DNSSEC off",
+                ),
+                ProviderView::On(_) => {
+                    self.go(
+                        State::Disabling,
+                        "the DS TTL and margin have passed since the DS was gone everywhere: switching DNSSEC off",
+                    );
+                    self.effects.push(Effect::DisableDnssec);
+                }
+                ProviderView::Unknown(_) | ProviderView::Missing => self.go(
+                    State::Disabling,
+                    "the DS TTL and margin have passed since the DS was gone everywhere: switching DNSSEC off once the provider answers",
+                ),
+            }
         } else {
             self.deadlines.push(deadline);
         }

@@ -517,6 +517,44 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
     assert_eq!(z.facts.max_ds_ttl, None, "a new lifecycle starts clean");
 }
 
+/// A switch-on overtaken by a disable before it was sent (its daemon paused, the intent
+/// flipped): the provider never signed, so the end of the wait switches nothing off.
+#[test]
+fn an_enable_never_sent_ends_disabled_without_a_call() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Disabled);
+    let unsigned = [C::Unsigned];
+    let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No, P::No], &unsigned));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(d.effects.is_empty());
+    let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No, P::No], &unsigned));
+    assert_eq!(d.state, Some(State::TtlWait));
+    let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(false), &[P::No, P::No], &unsigned),
+    );
+    assert_eq!(d.state, Some(State::Disabled));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+
+    // The provider cannot be asked at the deadline: the wait is over, the call waits
+    // for an answer saying the zone is signed.
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, None, &[P::No, P::No], &[C::Serves]),
+    );
+    assert_eq!(d.state, Some(State::Disabling));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    let d = w.run(
+        &mut z,
+        &w.obs(deadline, Some(true), &[P::No, P::No], &[C::Serves]),
+    );
+    assert_eq!(d.effects, vec![Effect::DisableDnssec]);
+}
+
 #[test]
 fn a_ds_reappearing_during_disabling_goes_back() {
     let w = World::new();

@@ -98,6 +98,9 @@ pub struct WorldState {
     pub switches: Vec<(Timestamp, bool)>,
     /// Broken invariants, in words; a correct engine leaves this empty.
     pub violations: Vec<String>,
+    /// DNSSEC was switched off behind the daemon's back since its own last switch: a
+    /// decision taken before that may find the provider off already.
+    pub off_behind_daemon: bool,
     /// Ground truth for rule 2: when the parent last stopped publishing any DS, and the
     /// largest TTL it was published with.
     pub ds_gone_at: Option<Timestamp>,
@@ -189,6 +192,7 @@ impl FakeWorld {
                 children: vec![ChildServer::default(); children],
                 switches: Vec::new(),
                 violations: Vec::new(),
+                off_behind_daemon: false,
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
                 ds_seen: false,
@@ -457,6 +461,7 @@ impl FakeWorld {
         }
         if !on {
             s.key = None;
+            s.off_behind_daemon = true;
         }
         s.dnssec_on = on;
     }
@@ -628,6 +633,12 @@ impl Provider for FakeWorld {
                 }
             }
         }
+        if !enabled && !s.dnssec_on && !s.off_behind_daemon {
+            // Off since the daemon's own last switch (or since the start): no decision
+            // needs this call, and the history would say DNSSEC was switched off.
+            let v = format!("DNSSEC switched off at {now} though it was never switched on");
+            s.violations.push(v);
+        }
         if enabled && s.key.is_none() {
             s.key = LabKey::generate(257).ok().map(|k| k.dnskey().into());
         }
@@ -635,6 +646,7 @@ impl Provider for FakeWorld {
             s.key = None;
         }
         s.dnssec_on = enabled;
+        s.off_behind_daemon = false;
         s.switches.push((now, enabled));
         if s.switches_lose_answer > 0 {
             s.switches_lose_answer -= 1;
