@@ -215,11 +215,6 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
         policy.clone(),
         Notifier::default(),
     ));
-    let (stop, stopped) = watch::channel(false);
-    let running = {
-        let engine = engine.clone();
-        tokio::spawn(async move { engine.run(stopped, Duration::from_millis(100)).await })
-    };
 
     let say = |out: &mut dyn Write, text: &str| {
         let _ = writeln!(out, "[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
@@ -259,6 +254,14 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
             )
             .await?;
     }
+
+    // The engine starts after the intents are in: a zone it met first without one would
+    // be adopted as found and only then set on its path, and the story would vary by run.
+    let (stop, stopped) = watch::channel(false);
+    let running = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.run(stopped, Duration::from_millis(100)).await })
+    };
 
     let mut registrar: HashMap<&str, RegistrarState> = HashMap::new();
     let mut mover = Mover::default();
