@@ -342,9 +342,38 @@ async fn three_daemons_under_kills_and_pauses_keep_every_rule() {
             ));
         }
     }
+    // The first failing zone's audit trail, to read what the daemons decided.
+    let mut trail = String::new();
+    if let Some(zone) = failures
+        .first()
+        .and_then(|f| f.split(':').next())
+        .filter(|z| zones.iter().any(|x| x == z))
+    {
+        for r in sqlx::query(
+            "SELECT at, kind, from_state, to_state, reason, holder, epoch FROM events \
+             WHERE zone = $1 ORDER BY id",
+        )
+        .bind(zone)
+        .fetch_all(&db)
+        .await
+        .unwrap()
+        {
+            trail.push_str(&format!(
+                "  {} {} {:?}->{:?} [{:?} epoch {:?}] {}\n",
+                r.get::<i64, _>(0),
+                r.get::<String, _>(1),
+                r.get::<Option<String>, _>(2),
+                r.get::<Option<String>, _>(3),
+                r.get::<Option<String>, _>(5),
+                r.get::<Option<i64>, _>(6),
+                r.get::<String, _>(4),
+            ));
+        }
+        trail = format!("audit trail of {zone}:\n{trail}");
+    }
     assert!(
         failures.is_empty(),
-        "seed {seed}: {} failures:\n{}\n{}",
+        "seed {seed}: {} failures:\n{}\n{trail}\n{}",
         failures.len(),
         failures[..failures.len().min(40)].join("\n"),
         world.logs(20)

@@ -555,12 +555,12 @@ async fn server_errors_are_retried() {
     c.get_zone("example.com").await.unwrap();
 }
 
-/// A switch is sent again after a failure only while the caller may (several daemons:
-/// its lease on the zone is current); denied, the first failure stands and nothing more
-/// reaches the provider.
+/// A switch is sent, first or again after a failure, only while the caller may (several
+/// daemons: its lease on the zone is current); denied, nothing more reaches the provider
+/// and the last failure stands.
 #[tokio::test]
-async fn a_switch_is_not_sent_again_once_the_caller_may_not() {
-    use dnssec_warden::provider::Provider;
+async fn a_switch_is_sent_only_while_the_caller_may() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     let sim = sim(SimOptions::default()).await;
     sim.handle().add_zone("example.com");
     let c = api_key_client(&sim);
@@ -571,13 +571,37 @@ async fn a_switch_is_not_sent_again_once_the_caller_may_not() {
             .filter(|call| call.method == "PATCH")
             .count()
     };
-    let asked = std::sync::atomic::AtomicUsize::new(0);
-    let deny = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
-        asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async { false })
+    type Permit<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
+    // Allows the first `allowed` attempts, then denies.
+    let asked = AtomicUsize::new(0);
+    let allowing = |allowed: usize| {
+        asked.store(0, SeqCst);
+        let asked = &asked;
+        move || -> Permit<'_> {
+            let n = asked.fetch_add(1, SeqCst);
+            Box::pin(async move { n < allowed })
+        }
     };
+
+    // Denied before the first attempt: not sent at all.
+    let permit = allowing(0);
+    let denied = Provider::set_dnssec(&c, "example.com", true, &permit).await;
+    assert!(
+        matches!(denied, Err(ProviderError::NotSent(_))),
+        "{denied:?}"
+    );
+    assert_eq!(denied.unwrap_err().class(), ErrorClass::NotPerformed);
+    assert_eq!(asked.load(SeqCst), 1);
+    assert!(
+        sim.handle().requests().is_empty(),
+        "nothing reached the provider: {:?}",
+        sim.handle().requests()
+    );
+
+    // Allowed once, denied the retry: the first failure stands.
     sim.handle().inject(Fault::next(1, FaultKind::Status(503)));
-    let denied = Provider::set_dnssec(&c, "example.com", true, &deny).await;
+    let permit = allowing(1);
+    let denied = Provider::set_dnssec(&c, "example.com", true, &permit).await;
     assert!(
         matches!(denied, Err(ProviderError::Server { status: 503, .. })),
         "{denied:?}"
@@ -588,16 +612,76 @@ async fn a_switch_is_not_sent_again_once_the_caller_may_not() {
         "not sent again"
     );
     assert_eq!(patches(), 0);
-    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let allow = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
-        Box::pin(async { true })
-    };
+    assert_eq!(asked.load(SeqCst), 2);
+
     sim.handle().inject(Fault::next(1, FaultKind::Status(503)));
-    Provider::set_dnssec(&c, "example.com", true, &allow)
+    let permit = allowing(usize::MAX);
+    Provider::set_dnssec(&c, "example.com", true, &permit)
         .await
         .unwrap();
     assert_eq!(patches(), 1, "the retry after the failure");
+    assert_eq!(asked.load(SeqCst), 2, "asked before each attempt");
     assert!(sim.handle().dnssec_enabled("example.com"));
+}
+
+/// The permission is asked once the attempt's turn among the requests in flight has come,
+/// the last moment before it leaves: a switch that waited behind hung requests for longer
+/// than its lease is not sent at all.
+#[tokio::test]
+async fn a_switch_asks_to_be_sent_once_its_turn_has_come() {
+    let sim = sim(SimOptions::default()).await;
+    sim.handle().add_zone("example.com");
+    sim.handle().add_zone("slow.com");
+    let c = std::sync::Arc::new(
+        GcoreClient::with_policy(
+            sim.base_url(),
+            Credentials::ApiKey(Secret::new(KEY.into())),
+            RetryPolicy {
+                max_attempts: 1,
+                ..quick_policy()
+            },
+            Duration::from_millis(600),
+        )
+        .unwrap(),
+    );
+    sim.handle()
+        .inject(Fault::share(1.0, FaultKind::Hang).on_paths("/dns/v2/zones/slow.com"));
+    let hung: Vec<_> = (0..PROVIDER_REQUESTS_IN_FLIGHT)
+        .map(|_| {
+            let c = c.clone();
+            tokio::spawn(async move { c.get_zone("slow.com").await })
+        })
+        .collect();
+    // Every turn is taken by a request that will time out.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let asked_after = std::sync::Mutex::new(None);
+    let deny = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+        *asked_after.lock().unwrap() = Some(started.elapsed());
+        Box::pin(async { false })
+    };
+    let denied = Provider::set_dnssec(&*c, "example.com", true, &deny).await;
+    assert!(
+        matches!(denied, Err(ProviderError::NotSent(_))),
+        "{denied:?}"
+    );
+    let asked_after = asked_after.lock().unwrap().expect("asked");
+    assert!(
+        asked_after >= Duration::from_millis(300),
+        "asked after {asked_after:?}, before its turn had come"
+    );
+    assert!(!sim.handle().dnssec_enabled("example.com"));
+    assert!(
+        !sim.handle()
+            .requests()
+            .keys()
+            .any(|k| k.starts_with("PATCH")),
+        "{:?}",
+        sim.handle().requests()
+    );
+    for h in hung {
+        assert!(h.await.unwrap().is_err(), "the hung request timed out");
+    }
 }
 
 #[tokio::test]

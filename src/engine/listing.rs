@@ -79,7 +79,7 @@ mod tests {
 
     use super::*;
     use crate::provider::{
-        DnssecKey, DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, RetryPermit, Rrset,
+        DnssecKey, DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, Rrset, SendPermit,
     };
 
     /// Counts listings; fails them while `failing`.
@@ -122,7 +122,7 @@ mod tests {
             &self,
             _: &str,
             _: bool,
-            _: RetryPermit<'_>,
+            _: SendPermit<'_>,
         ) -> Result<DnssecSwitched, ProviderError> {
             unused()
         }

@@ -25,7 +25,7 @@ pub use observe::summarize;
 
 use crate::dns::Observer;
 use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, step};
-use crate::provider::{Provider, ProviderError};
+use crate::provider::{ErrorClass, Provider, ProviderError};
 use crate::store::{EventKind, OutboxStatus, Store, StoreError};
 
 /// Points where a test can make the engine stop dead, as a crash would. Only in test
@@ -100,11 +100,8 @@ impl StopAt {
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
 /// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. On two cores 64 at once
-/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350; but at 64 a CI run
-/// of `ha_chaos` switched a zone's DNSSEC off that was never switched on (an enable
-/// superseded before it was sent; `ttl_wait` asks "off" without looking at the provider's
-/// answer): harmless, yet a call no decision needed. 16 until that is fixed.
-const WORKERS: usize = 16;
+/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350.
+const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.
 const NOTIFICATION_ATTEMPTS: i64 = 5;
@@ -636,22 +633,26 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         Ok(())
     }
 
-    /// The outcome of a failed provider call: refused (nothing changed), or unknown (the
-    /// request may have reached the provider and taken effect).
+    /// The outcome of a failed provider call: refused or not performed (nothing changed),
+    /// or unknown (the request may have reached the provider and taken effect).
     fn call_failed(action: &str, e: &ProviderError) -> (OutboxStatus, String) {
-        if e.outcome_unknown() {
-            (
-                OutboxStatus::Unknown,
-                format!(
-                    "provider: the call to {action} may or may not have taken effect ({e}); the next observation settles it"
-                ),
-            )
-        } else {
-            (
-                OutboxStatus::Failed,
-                format!("provider refused to {action}: {e}"),
-            )
-        }
+        let note = match e.class() {
+            ErrorClass::Unknown => {
+                return (
+                    OutboxStatus::Unknown,
+                    format!(
+                        "provider: the call to {action} may or may not have taken effect ({e}); the next observation settles it"
+                    ),
+                );
+            }
+            ErrorClass::NotPerformed => {
+                format!("provider: the call to {action} was not performed: {e}")
+            }
+            ErrorClass::Refused | ErrorClass::NotFound => {
+                format!("provider refused to {action}: {e}")
+            }
+        };
+        (OutboxStatus::Failed, note)
     }
 
     /// Claims an effect right before it is performed: marked begun (a provider call) and,
@@ -757,19 +758,21 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         Ok(())
     }
 
-    /// The provider call, sent again after a failure only while this daemon's lease on the
-    /// zone is still current (several daemons: rule 12 reaches every attempt).
+    /// The provider call, each attempt sent only while this daemon's lease on the zone
+    /// still has half its time to run, checked once the attempt's turn among the requests
+    /// in flight has come (several daemons: rule 12 reaches every attempt, and a call
+    /// claimed under a lease that ran out while it queued is not sent).
     async fn switch(
         &self,
         zone: &str,
         on: bool,
     ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
         let store = &self.store;
-        let may_retry =
+        let may_send =
             || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
                 Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
             };
-        self.provider.set_dnssec(zone, on, &may_retry).await
+        self.provider.set_dnssec(zone, on, &may_send).await
     }
 
     /// Switches DNSSEC off only if the zone is in `disabling` and the guard, given a parent

@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use url::Url;
 
-use super::RetryPermit;
+use super::SendPermit;
 use super::error::ProviderError;
 use super::types::{
     CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
@@ -329,14 +329,15 @@ impl GcoreClient {
         self.set_dnssec_with(zone, enabled, None).await
     }
 
-    /// [`set_dnssec`](Self::set_dnssec), asking `may_retry` before the request is sent
-    /// again (a retry, or after a token renewal): several daemons on one database must not
-    /// repeat a switch once their lease on the zone is gone.
+    /// [`set_dnssec`](Self::set_dnssec), asking `may_send` right before every attempt
+    /// leaves (the first, a retry, after a token renewal), once its turn among the
+    /// requests in flight has come: several daemons on one database must not send a
+    /// switch once their lease on the zone is gone, however long it waited for its turn.
     pub async fn set_dnssec_with(
         &self,
         zone: &str,
         enabled: bool,
-        may_retry: Option<RetryPermit<'_>>,
+        may_send: Option<SendPermit<'_>>,
     ) -> Result<DnssecSwitched, ProviderError> {
         #[derive(Deserialize)]
         struct Message {
@@ -350,7 +351,7 @@ impl GcoreClient {
                 &["zones", api_name(zone), "dnssec"],
                 &[],
                 Some(&body),
-                may_retry,
+                may_send,
             )
             .await?;
         let message = decode::<Message>(&bytes, &self.secrets())?.message;
@@ -451,21 +452,21 @@ impl GcoreClient {
         self.call_with(method, segments, query, body, None).await
     }
 
-    /// [`call`](Self::call), asking `may_retry` (if any) before sending the request again.
+    /// [`call`](Self::call), asking `may_send` (if any) right before every attempt leaves.
     async fn call_with(
         &self,
         method: Method,
         segments: &[&str],
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
-        may_retry: Option<RetryPermit<'_>>,
+        may_send: Option<SendPermit<'_>>,
     ) -> Result<bytes::Bytes, ProviderError> {
         let url = self.url(&["dns", "v2"], segments, query)?;
         let (mut authorization, mut generation) = self.authorization().await?;
         let mut renewed = false;
         loop {
             let reply = self
-                .send(&method, &url, body, Some(&authorization), may_retry)
+                .send(&method, &url, body, Some(&authorization), may_send)
                 .await?;
             if reply.status == StatusCode::UNAUTHORIZED
                 && let Auth::Login(login) = &self.auth
@@ -474,11 +475,6 @@ impl GcoreClient {
                 renewed = true;
                 tracing::info!("provider answered 401; renewing the access token");
                 (authorization, generation) = self.renew(login, generation).await?;
-                if let Some(permit) = may_retry
-                    && !permit().await
-                {
-                    return self.check(reply);
-                }
                 continue;
             }
             return self.check(reply);
@@ -488,17 +484,20 @@ impl GcoreClient {
     /// Sends one request, retrying transport errors and retryable statuses. While the
     /// shared gate of a `Retry-After` holds, waits for it if that fits the call's retry
     /// budget, else fails at once with [`ProviderError::RateLimitedUntil`]; either way the
-    /// provider is not asked while it holds.
+    /// provider is not asked while it holds. `may_send` is asked once the attempt's turn
+    /// has come, the last moment before it leaves; refused, nothing more is sent (the
+    /// last failure stands, or [`ProviderError::NotSent`] before the first attempt).
     async fn send(
         &self,
         method: &Method,
         url: &Url,
         body: Option<&serde_json::Value>,
         authorization: Option<&Secret>,
-        may_retry: Option<RetryPermit<'_>>,
+        may_send: Option<SendPermit<'_>>,
     ) -> Result<Reply, ProviderError> {
         let started = Instant::now();
         let mut failed = 0;
+        let mut last: Option<Result<Reply, ProviderError>> = None;
         // Bounded: every pass sleeps, and the budget check ends it.
         loop {
             if let Some(wait) = self.gate.remaining() {
@@ -522,6 +521,11 @@ impl GcoreClient {
                 // Closed only if the client were dropped mid-call: then there is no limit
                 // left to keep.
                 let _turn = self.in_flight.acquire().await.ok();
+                if let Some(permit) = may_send
+                    && !permit().await
+                {
+                    return Ok(None);
+                }
                 let response = request.send().await?;
                 let status = response.status();
                 let header = |name| {
@@ -536,17 +540,27 @@ impl GcoreClient {
                     .and_then(parse_retry_after);
                 let location = header(reqwest::header::LOCATION);
                 let (body, truncated) = read_capped(response, MAX_BODY_BYTES).await?;
-                Ok::<_, reqwest::Error>(Reply {
+                Ok::<_, reqwest::Error>(Some(Reply {
                     status,
                     retry_after,
                     location,
                     body,
                     truncated,
-                })
+                }))
             }
             .await;
+            let outcome = match outcome {
+                Ok(Some(reply)) => Ok(reply),
+                Ok(None) => {
+                    tracing::warn!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
+                    return last.unwrap_or(Err(ProviderError::NotSent(
+                        "the caller no longer may send it (its lease on the zone is gone)".into(),
+                    )));
+                }
+                Err(e) => Err(e),
+            };
             failed += 1;
-            let (retry_after, last) = match outcome {
+            let (retry_after, this) = match outcome {
                 Ok(reply) if !is_retryable_status(reply.status.as_u16()) => return Ok(reply),
                 Ok(reply) => {
                     tracing::warn!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
@@ -568,15 +582,10 @@ impl GcoreClient {
             };
             let wait = self.retry.delay(failed, retry_after);
             if !self.retry.allows(failed, started.elapsed(), wait) {
-                return last;
+                return this;
             }
+            last = Some(this);
             tokio::time::sleep(wait).await;
-            if let Some(permit) = may_retry
-                && !permit().await
-            {
-                tracing::warn!(%method, path = url.path(), attempt = failed, "provider call not sent again: the caller no longer may (its lease on the zone is gone)");
-                return last;
-            }
         }
     }
 
@@ -778,9 +787,9 @@ impl Provider for GcoreClient {
         &self,
         zone: &str,
         enabled: bool,
-        may_retry: RetryPermit<'_>,
+        may_send: SendPermit<'_>,
     ) -> Result<DnssecSwitched, ProviderError> {
-        GcoreClient::set_dnssec_with(self, zone, enabled, Some(may_retry)).await
+        GcoreClient::set_dnssec_with(self, zone, enabled, Some(may_send)).await
     }
     async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         GcoreClient::get_dnssec(self, zone).await

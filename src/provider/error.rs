@@ -52,6 +52,10 @@ pub enum ProviderError {
     BodyTooLarge { status: u16, limit: usize },
     #[error("login failed: {0}")]
     LoginFailed(String),
+    /// Not sent: the caller withdrew its permission before the request left (with
+    /// several daemons, its lease on the zone was gone).
+    #[error("not sent: {0}")]
+    NotSent(String),
     /// No connection could be made: the request never left.
     #[error("cannot connect: {0}")]
     Connect(String),
@@ -108,6 +112,7 @@ impl ProviderError {
             | Self::RateLimited { .. }
             | Self::RateLimitedUntil { .. }
             | Self::Connect(_)
+            | Self::NotSent(_)
             | Self::Invalid(_)
             | Self::Server { status: 408, .. } => ErrorClass::NotPerformed,
             Self::Server { .. }

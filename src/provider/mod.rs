@@ -26,11 +26,12 @@ pub struct DnssecSwitched {
     pub key: Option<DnssecKey>,
 }
 
-/// What the daemon needs from the provider. Zone names may carry the trailing dot.
-/// Asked before a request is sent again; false: do not (the last failure stands).
-pub type RetryPermit<'a> =
+/// Asked right before each attempt of a request leaves; false: do not send it (the last
+/// failure stands, or [`ProviderError::NotSent`]).
+pub type SendPermit<'a> =
     &'a (dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>> + Send + Sync);
 
+/// What the daemon needs from the provider. Zone names may carry the trailing dot.
 pub trait Provider: Send + Sync {
     fn get_zone(
         &self,
@@ -48,15 +49,16 @@ pub trait Provider: Send + Sync {
                 .map(|zones| zones.into_iter().map(ListedZone::from).collect())
         }
     }
-    /// Switches DNSSEC on or off. `may_retry` is asked before the request is sent again (a
-    /// retry after a timeout or a 5xx, or after a token renewal): with several daemons,
-    /// whether this one's lease on the zone is still current, so that a request whose
-    /// lease ran out meanwhile is not repeated (DESIGN.md rule 12).
+    /// Switches DNSSEC on or off. `may_send` is asked right before every attempt leaves
+    /// (the first, once its turn among the requests in flight has come; a retry after a
+    /// timeout or a 5xx; after a token renewal): with several daemons, whether this one's
+    /// lease on the zone is still current, so that a request whose lease ran out while it
+    /// waited is not sent, nor repeated (DESIGN.md rule 12).
     fn set_dnssec(
         &self,
         zone: &str,
         enabled: bool,
-        may_retry: RetryPermit<'_>,
+        may_send: SendPermit<'_>,
     ) -> impl Future<Output = Result<DnssecSwitched, ProviderError>> + Send;
     /// The signing key, checked against its own DS (safety rule 5);
     /// [`ProviderError::DnssecDisabled`] when DNSSEC is off.

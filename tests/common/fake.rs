@@ -604,7 +604,7 @@ impl Provider for FakeWorld {
         &self,
         zone: &str,
         enabled: bool,
-        _may_retry: dnssec_warden::provider::RetryPermit<'_>,
+        _may_send: dnssec_warden::provider::SendPermit<'_>,
     ) -> Result<DnssecSwitched, ProviderError> {
         self.provider_fault()?;
         let now = self.clock.now();
