@@ -7,8 +7,15 @@
 //! `observe_ratio_to_floor` is the warm pass over the floor: like for like, the same
 //! 40,000 DS and NS queries (each parent address is asked both, safety rule 9) to the
 //! same two servers (the floor sends no discovery queries).
-//! `observe_cold_ratio_to_floor` is the cold pass (10,002 discovery queries more) over
-//! the same floor; before this split, `observe_ratio_to_floor` was that cold ratio.
+//! `observe_cold_ratio_to_floor` is the cold pass over the same floor: 10,002 discovery
+//! queries more, less the 10,000 NS questions whose answers the discovery already heard
+//! (the address that showed a cut is not asked its NS again in the same observation).
+//! Before this split, `observe_ratio_to_floor` was that cold ratio.
+//!
+//! Profiling: `BENCH_CHILD_PERF=<file>` records the observation child with `perf record
+//! -g` (`BENCH_CHILD_PERF_DWARF=1`: DWARF call graphs, for a build with
+//! `CARGO_PROFILE_BENCH_DEBUG=line-tables-only`); `BENCH_PASSES=cold,warm,warm` runs only
+//! those passes in the child.
 //!
 //! ```text
 //!  .      127.0.61.1  knotd   signed (manual CSK)
@@ -138,8 +145,15 @@ fn observe_child(port: &str) {
         let mut line = String::new();
         // The routine passes, then (the main run only) a fully validated pass over the
         // same zones: every DS answer's RRSIG or NSEC denial checked with the TLD keys.
-        let extras = std::env::var_os("BENCH_PER_SERVER").is_none();
-        let passes: &[&str] = if extras {
+        let custom: Option<Vec<&'static str>> = std::env::var("BENCH_PASSES").ok().map(|v| {
+            v.split(',')
+                .map(|p| -> &'static str { Box::leak(p.to_string().into_boxed_str()) })
+                .collect()
+        });
+        let extras = std::env::var_os("BENCH_PER_SERVER").is_none() && custom.is_none();
+        let passes: &[&str] = if let Some(c) = &custom {
+            c
+        } else if extras {
             &["cold", "warm", "validated"]
         } else {
             &["cold", "warm"]
@@ -227,7 +241,11 @@ async fn bench() -> Res<()> {
     let mut child = match std::env::var_os("BENCH_CHILD_PERF") {
         Some(file) => {
             let mut c = Command::new("perf");
-            c.args(["record", "-g", "-o"]).arg(file).arg("--").arg(&exe);
+            match std::env::var("BENCH_CHILD_PERF_DWARF") {
+                Ok(_) => c.args(["record", "-F", "1500", "--call-graph", "dwarf,8192", "-o"]),
+                Err(_) => c.args(["record", "-g", "-o"]),
+            };
+            c.arg(file).arg("--").arg(&exe);
             c
         }
         None => Command::new(&exe),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use dnssec_warden::config::DnsSettings;
 use dnssec_warden::dns::{
-    DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, Observer, ObserverOptions,
+    DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, NsAnswer, Observer, ObserverOptions,
     ParentDsVerdict, Transport, UnknownReason,
 };
 use dnssec_warden_lab::DigestType;
@@ -599,17 +599,55 @@ async fn an_observation_asks_no_more_questions_than_its_budget() {
     assert!(err.reason.contains("budget exhausted: queries"), "{err}");
     let asked = s.fake.asked.lock().unwrap().len();
     assert_eq!(asked, 3);
-    // Enough for three NS questions, then the DS and the NS at both TLD addresses:
-    // each observation has a budget of its own (the second finds the cuts cached and
-    // asks only the DS and the NS at each parent address).
-    let s = setup_with(|settings| settings.budget.max_queries = 7);
-    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
-    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
-    assert_eq!(s.fake.asked.lock().unwrap().len(), 7 + 4);
-    // One question short of that: unknown, not a view with an address left out.
+    // Enough for three NS questions, then the DS at both TLD addresses and the NS at the
+    // one that did not show the cut: each observation has a budget of its own (the
+    // second finds the cuts cached and asks the DS and the NS at each parent address).
     let s = setup_with(|settings| settings.budget.max_queries = 6);
+    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
+    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
+    assert_eq!(s.fake.asked.lock().unwrap().len(), 6 + 4);
+    // One question short of that: unknown, not a view with an address left out.
+    let s = setup_with(|settings| settings.budget.max_queries = 5);
     let err = s.observer.parent(ZONE).await.unwrap_err();
     assert!(err.reason.contains("budget exhausted: queries"), "{err}");
+}
+
+/// The TLD address whose answer showed the cut is not asked `child.test. NS` again in the
+/// same observation: that answer is its NS answer, and the view carries it. The next
+/// observation (the cut cached) asks every address both questions.
+#[tokio::test]
+async fn the_answer_that_showed_the_cut_is_its_servers_ns_answer() {
+    let s = setup();
+    let view = s.observer.parent(ZONE).await.unwrap();
+    assert!(view.all_absent(), "{view:?}");
+    assert_eq!(view.delegations.len(), 2, "{view:?}");
+    for d in &view.delegations {
+        assert!(
+            matches!(&d.answer, NsAnswer::Servers { hosts, .. } if hosts.iter().any(|h| h == "ns.child.test.")),
+            "{d:?}"
+        );
+    }
+    let at = |asked: &[(IpAddr, RecordType)], addr: Ipv4Addr, qtype| {
+        asked
+            .iter()
+            .filter(|(a, t)| *a == IpAddr::from(addr) && *t == qtype)
+            .count()
+    };
+    let asked = s.fake.asked.lock().unwrap().clone();
+    // `test.` is found at the root; `child.test.` at TLD A, asked first.
+    assert_eq!(at(&asked, TLD_A, RecordType::NS), 1, "{asked:?}");
+    assert_eq!(at(&asked, TLD_B, RecordType::NS), 1, "{asked:?}");
+    assert_eq!(at(&asked, TLD_A, RecordType::DS), 1, "{asked:?}");
+    assert_eq!(at(&asked, TLD_B, RecordType::DS), 1, "{asked:?}");
+    s.fake.asked.lock().unwrap().clear();
+    assert!(s.observer.parent(ZONE).await.unwrap().all_absent());
+    let asked = s.fake.asked.lock().unwrap().clone();
+    for addr in [TLD_A, TLD_B] {
+        for qtype in [RecordType::NS, RecordType::DS] {
+            assert_eq!(at(&asked, addr, qtype), 1, "{addr} {qtype}: {asked:?}");
+        }
+    }
+    assert_eq!(asked.len(), 4, "{asked:?}");
 }
 
 /// Issue 17: the reason a server has no address is kept, not hidden behind "the zone has

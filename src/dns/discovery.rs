@@ -132,7 +132,7 @@ pub struct Discovery {
 }
 
 enum Probe {
-    Cut(Arc<ZoneCut>),
+    Cut(Arc<ZoneCut>, CutAnswer),
     NotCut,
     NoSuchName,
 }
@@ -145,10 +145,24 @@ enum Heard {
     Referral {
         hosts: Vec<String>,
         ttl: u32,
+        addr: IpAddr,
         message: Arc<Message>,
         authoritative: bool,
     },
 }
+
+/// The answer that showed a cut: `zone NS` as [`Querier::ask`] sends it, asked of one
+/// address of the parent's servers while the cut was looked up. An observation that found
+/// the cut just now takes it as that address's NS answer instead of asking again.
+#[derive(Debug, Clone)]
+pub struct CutAnswer {
+    pub addr: IpAddr,
+    pub message: Arc<Message>,
+}
+
+/// A cut, and the answer that showed it when it was looked up by this very call (none
+/// when it came from the cache).
+pub type Located = (Arc<ZoneCut>, Option<CutAnswer>);
 
 impl Discovery {
     pub fn new(
@@ -231,6 +245,16 @@ impl Discovery {
         name: &str,
         budget: &Budget,
     ) -> Result<Arc<ZoneCut>, DiscoveryError> {
+        Ok(self.locate_answered(name, budget).await?.0)
+    }
+
+    /// As [`Self::locate_within`], with the answer that showed the cut if it was looked
+    /// up now.
+    async fn locate_answered(
+        &self,
+        name: &str,
+        budget: &Budget,
+    ) -> Result<Located, DiscoveryError> {
         let cut = self.locate_at(name.to_string(), 0, budget).await;
         // A lookup cut short anywhere below may have left servers without addresses:
         // the budget is the reason, not what those servers said.
@@ -242,28 +266,29 @@ impl Discovery {
 
     /// The cut of `zone` itself, which must be delegated, within a budget of its own.
     pub async fn delegation(&self, zone: &str) -> Result<Arc<ZoneCut>, DiscoveryError> {
-        self.delegation_within(zone, &Budget::new(self.limits))
-            .await
+        let budget = Budget::new(self.limits);
+        Ok(self.delegation_within(zone, &budget).await?.0)
     }
 
-    /// The cut of `zone` itself, which must be delegated, spending `budget`.
+    /// The cut of `zone` itself, which must be delegated, spending `budget`; with the
+    /// parent's NS answer that showed it, when it was looked up by this call.
     pub async fn delegation_within(
         &self,
         zone: &str,
         budget: &Budget,
-    ) -> Result<Arc<ZoneCut>, DiscoveryError> {
+    ) -> Result<Located, DiscoveryError> {
         // Most calls find the cut itself cached (only valid names are ever cached).
         if let Some(cut) = self.cached(zone) {
-            return Ok(cut);
+            return Ok((cut, None));
         }
-        let cut = self.locate_within(zone, budget).await?;
+        let (cut, answer) = self.locate_answered(zone, budget).await?;
         if cut.zone != zone {
             return Err(DiscoveryError::NotACut {
                 name: zone.to_string(),
                 zone: cut.zone.clone(),
             });
         }
-        Ok(cut)
+        Ok((cut, answer))
     }
 
     /// Keeps a cut for later observations, unless the budget ran out while it was built:
@@ -279,7 +304,7 @@ impl Discovery {
         name: String,
         depth: u8,
         budget: &'a Budget,
-    ) -> BoxFuture<'a, Result<Arc<ZoneCut>, DiscoveryError>> {
+    ) -> BoxFuture<'a, Result<Located, DiscoveryError>> {
         Box::pin(async move {
             if depth > MAX_DEPTH {
                 return Err(DiscoveryError::TooDeep(name));
@@ -304,17 +329,20 @@ impl Discovery {
                 Some(c) => c,
                 None => self.prime(depth, budget).await?,
             };
+            // The answer that showed `cut`, while `cut` is one found in this call.
+            let mut answer = None;
             for below in wire::names_below(&cut.zone, &name) {
                 match self.probe(&cut, &below, depth, budget).await? {
-                    Probe::Cut(next) => {
+                    Probe::Cut(next, heard) => {
                         self.remember_within(&next, budget);
                         cut = next;
+                        answer = Some(heard);
                     }
                     Probe::NotCut => {}
                     Probe::NoSuchName => return Err(DiscoveryError::NxDomain(below)),
                 }
             }
-            Ok(cut)
+            Ok((cut, answer))
         })
     }
 
@@ -461,21 +489,23 @@ impl Discovery {
                 Ok(Heard::Referral {
                     hosts,
                     ttl,
+                    addr,
                     message,
                     authoritative,
                 })
             }
         })
         .await;
-        let (hosts, ttl, message, authoritative) = match heard {
+        let (hosts, ttl, addr, message, authoritative) = match heard {
             Ok(Heard::NotCut) => return Ok(Probe::NotCut),
             Ok(Heard::NoSuchName) => return Ok(Probe::NoSuchName),
             Ok(Heard::Referral {
                 hosts,
                 ttl,
+                addr,
                 message,
                 authoritative,
-            }) => (hosts, ttl, message, authoritative),
+            }) => (hosts, ttl, addr, message, authoritative),
             Err(problems) => {
                 if let Some(e) = budget.exhausted() {
                     return Err(e.into());
@@ -496,13 +526,14 @@ impl Discovery {
         let servers = self
             .servers_for(&hosts, &message.additionals, bailiwick, depth, budget)
             .await;
-        Ok(Probe::Cut(Arc::new(ZoneCut {
+        let next = Arc::new(ZoneCut {
             zone: name.to_string(),
             name: qname,
             servers: self.shared(servers),
             parent: Some(cut.clone()),
             expires: expiry(ttl, Some(cut)),
-        })))
+        });
+        Ok(Probe::Cut(next, CutAnswer { addr, message }))
     }
 
     /// Addresses for each host: glue from `additionals` within `bailiwick`, else looked up
@@ -581,7 +612,7 @@ impl Discovery {
     ) -> BoxFuture<'a, Result<Vec<IpAddr>, DiscoveryError>> {
         let host = host.to_string();
         Box::pin(async move {
-            let cut = self.locate_at(host.clone(), depth, budget).await?;
+            let (cut, _) = self.locate_at(host.clone(), depth, budget).await?;
             let qname =
                 wire::parse_name(&host).ok_or_else(|| DiscoveryError::BadName(host.clone()))?;
             let targets = cut.addresses();

@@ -14,7 +14,7 @@ use super::anchor::{AnchorError, TrustAnchors};
 use super::budget::Budget;
 use super::classify;
 use super::delegation::{NsAnswer, ns_set};
-use super::discovery::{Discovery, DiscoveryError, NameServer, ZoneCut};
+use super::discovery::{CutAnswer, Discovery, DiscoveryError, Located, NameServer, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
     ValidationProbe,
@@ -165,7 +165,9 @@ impl DnsObserver {
         }
     }
 
-    async fn delegation(&self, zone: &str, budget: &Budget) -> Result<Arc<ZoneCut>, ObserveError> {
+    /// The cut of `zone`, with the parent's NS answer that showed it when it was looked up
+    /// just now.
+    async fn delegation(&self, zone: &str, budget: &Budget) -> Result<Located, ObserveError> {
         let observe_error = |reason: String| ObserveError {
             zone: zone.to_string(),
             reason,
@@ -184,8 +186,9 @@ impl DnsObserver {
     async fn parent_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
-            let (cut, parent) = self.cut_and_parent(zone, budget).await?;
-            self.ask_parent(&cut, &parent, budget, None).await
+            let (cut, parent, heard) = self.cut_and_parent(zone, budget).await?;
+            self.ask_parent(&cut, &parent, heard.as_ref(), budget, None)
+                .await
         })
         .await
     }
@@ -194,20 +197,21 @@ impl DnsObserver {
     async fn parent_validated_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
-            let (cut, parent) = self.cut_and_parent(zone, budget).await?;
+            let (cut, parent, heard) = self.cut_and_parent(zone, budget).await?;
+            let heard = heard.as_ref();
             match self.parent_keys(&parent).await {
                 ParentKeys::Trusted(keys) => {
                     // Signature windows at the time of this look, not of the keys' fetch.
                     let now = unix_now();
                     let mut view = self
-                        .ask_parent(&cut, &parent, budget, Some((&keys, now)))
+                        .ask_parent(&cut, &parent, heard, budget, Some((&keys, now)))
                         .await?;
                     view.evidence = Evidence::Validated;
                     Ok(view)
                 }
                 ParentKeys::Insecure(why) => {
                     // Nothing to validate with: the answers stand as authoritative ones.
-                    let mut view = self.ask_parent(&cut, &parent, budget, None).await?;
+                    let mut view = self.ask_parent(&cut, &parent, heard, budget, None).await?;
                     view.evidence = Evidence::Insecure(why);
                     Ok(view)
                 }
@@ -227,15 +231,15 @@ impl DnsObserver {
         &self,
         zone: &str,
         budget: &Budget,
-    ) -> Result<(Arc<ZoneCut>, Arc<ZoneCut>), ObserveError> {
-        let cut = self.delegation(zone, budget).await?;
+    ) -> Result<(Arc<ZoneCut>, Arc<ZoneCut>, Option<CutAnswer>), ObserveError> {
+        let (cut, heard) = self.delegation(zone, budget).await?;
         let Some(parent) = cut.parent.clone() else {
             return Err(ObserveError {
                 zone: zone.into(),
                 reason: "no parent zone found".into(),
             });
         };
-        Ok((cut, parent))
+        Ok((cut, parent, heard))
     }
 
     /// The parent zone's keys, from the cache or established from the trust anchor once
@@ -274,11 +278,14 @@ impl DnsObserver {
     }
 
     /// The DS and NS answers of every address of the parent's servers; with `validate`
-    /// (the parent's keys, the time of the look), each DS answer proven with them.
+    /// (the parent's keys, the time of the look), each DS answer proven with them. The
+    /// address whose NS answer showed the cut moments ago (`heard`, the cut looked up by
+    /// this observation) is not asked that question again: that answer is its NS answer.
     async fn ask_parent(
         &self,
         cut: &ZoneCut,
         parent: &ZoneCut,
+        heard: Option<&CutAnswer>,
         budget: &Budget,
         validate: Option<(&[Dnskey], u32)>,
     ) -> Result<ParentView, ObserveError> {
@@ -298,14 +305,24 @@ impl DnsObserver {
                     let reason = UnknownReason::Network(e.to_string());
                     (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason))
                 };
-                if let Err(e) = budget.query().and_then(|()| budget.query()) {
+                let heard_ns = heard.filter(|h| h.addr == addr).map(|h| h.message.clone());
+                let spent = match heard_ns {
+                    Some(_) => budget.query(),
+                    None => budget.query().and_then(|()| budget.query()),
+                };
+                if let Err(e) = spent {
                     return budget_spent(e);
                 }
                 let to = SocketAddr::new(addr, port);
-                let (ds, ns) = futures::join!(
-                    querier.ask(to, qname, RecordType::DS),
-                    querier.ask(to, qname, RecordType::NS),
-                );
+                let (ds, ns) = match heard_ns {
+                    Some(ns) => (querier.ask(to, qname, RecordType::DS).await, Ok(ns)),
+                    None => {
+                        futures::join!(
+                            querier.ask(to, qname, RecordType::DS),
+                            querier.ask(to, qname, RecordType::NS),
+                        )
+                    }
+                };
                 let mut answer = classify::classify_ds(qname, parent_zone, &ds);
                 if let (Some((keys, now)), Ok(message)) = (validate, &ds)
                     && matches!(answer, DsAnswer::Present { .. } | DsAnswer::Absent)
@@ -351,7 +368,7 @@ impl DnsObserver {
     async fn child_view(&self, zone: &str, signals: bool) -> Result<ChildView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
-            let cut = self.delegation(zone, budget).await?;
+            let (cut, _) = self.delegation(zone, budget).await?;
             let qname = &cut.name;
             let port = self.0.port;
             let querier = &self.0.querier;
@@ -464,7 +481,7 @@ impl DnsObserver {
         name: &str,
     ) -> ValidationProbe {
         let budget = Budget::new(self.0.budget);
-        if let Ok((cut, parent)) = self.cut_and_parent(zone, &budget).await
+        if let Ok((cut, parent, _)) = self.cut_and_parent(zone, &budget).await
             && !self.0.anchors.covers(&cut.zone)
             && let ParentKeys::Trusted(keys) = self.parent_keys(&parent).await
         {
