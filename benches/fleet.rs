@@ -172,6 +172,9 @@ async fn make_all_due(db: &Path) -> Res<()> {
     Ok(())
 }
 
+/// The watch itself must not compete with the daemon for the two cores: while zones are
+/// due it asks only whether any still is (one probe of the `zones_due` index), and counts
+/// the observed zones (a scan of every row: 420 MiB at 100,000 zones) only once none is.
 async fn wait_observed(db: &Path, zones: usize, since: i64, limit: Duration) -> Res<Duration> {
     let started = Instant::now();
     let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
@@ -186,16 +189,22 @@ async fn wait_observed(db: &Path, zones: usize, since: i64, limit: Duration) -> 
         let Ok(mut conn) = options.connect().await else {
             continue;
         };
-        let n: Result<(i64, i64), _> = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE last_observed_at >= ?), \
-             count(*) FILTER (WHERE next_check_at < ?) FROM zones",
-        )
-        .bind(since)
-        .bind(now_ms() + 60_000)
-        .fetch_one(&mut conn)
-        .await;
+        let due: Result<bool, _> =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM zones WHERE next_check_at < ?)")
+                .bind(now_ms() + 60_000)
+                .fetch_one(&mut conn)
+                .await;
+        let observed: Result<i64, _> = match due {
+            Ok(false) => {
+                sqlx::query_scalar("SELECT count(*) FROM zones WHERE last_observed_at >= ?")
+                    .bind(since)
+                    .fetch_one(&mut conn)
+                    .await
+            }
+            _ => Ok(0),
+        };
         let _ = conn.close().await;
-        if n.is_ok_and(|(observed, due)| observed as usize >= zones && due == 0) {
+        if observed.is_ok_and(|n| n as usize >= zones) {
             return Ok(started.elapsed());
         }
     }
