@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dnssec_warden::config::Credentials;
 use dnssec_warden::provider::{
     DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
-    Provider, ProviderError, ResourceRecord, RetryPolicy, RrsetBody,
+    PermitAnswer, Provider, ProviderError, ResourceRecord, RetryPolicy, RrsetBody,
 };
 use dnssec_warden::secret::Secret;
 use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
@@ -571,13 +571,12 @@ async fn a_switch_is_sent_only_while_the_caller_may() {
             .filter(|call| call.method == "PATCH")
             .count()
     };
-    type Permit<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
     // Allows the first `allowed` attempts, then denies.
     let asked = AtomicUsize::new(0);
     let allowing = |allowed: usize| {
         asked.store(0, SeqCst);
         let asked = &asked;
-        move || -> Permit<'_> {
+        move || -> PermitAnswer<'_> {
             let n = asked.fetch_add(1, SeqCst);
             Box::pin(async move { n < allowed })
         }
@@ -656,7 +655,7 @@ async fn a_switch_asks_to_be_sent_once_its_turn_has_come() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
     let asked_after = std::sync::Mutex::new(None);
-    let deny = || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+    let deny = || -> PermitAnswer<'_> {
         *asked_after.lock().unwrap() = Some(started.elapsed());
         Box::pin(async { false })
     };

@@ -768,10 +768,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         on: bool,
     ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
         let store = &self.store;
-        let may_send =
-            || -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
-                Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
-            };
+        let may_send = || -> crate::provider::PermitAnswer<'_> {
+            Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
+        };
         self.provider.set_dnssec(zone, on, &may_send).await
     }
 

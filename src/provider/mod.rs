@@ -28,8 +28,10 @@ pub struct DnssecSwitched {
 
 /// Asked right before each attempt of a request leaves; false: do not send it (the last
 /// failure stands, or [`ProviderError::NotSent`]).
-pub type SendPermit<'a> =
-    &'a (dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>> + Send + Sync);
+pub type SendPermit<'a> = &'a (dyn Fn() -> PermitAnswer<'a> + Send + Sync);
+
+/// The answer of a [`SendPermit`], once it has asked (a database, say).
+pub type PermitAnswer<'a> = std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
 /// What the daemon needs from the provider. Zone names may carry the trailing dot.
 pub trait Provider: Send + Sync {
