@@ -145,11 +145,8 @@ fn observe_child(port: &str) {
         let mut line = String::new();
         // The routine passes, then (the main run only) a fully validated pass over the
         // same zones: every DS answer's RRSIG or NSEC denial checked with the TLD keys.
-        let custom: Option<Vec<&'static str>> = std::env::var("BENCH_PASSES").ok().map(|v| {
-            v.split(',')
-                .map(|p| -> &'static str { Box::leak(p.to_string().into_boxed_str()) })
-                .collect()
-        });
+        let custom = std::env::var("BENCH_PASSES").ok();
+        let custom: Option<Vec<&str>> = custom.as_deref().map(|v| v.split(',').collect());
         let extras = std::env::var_os("BENCH_PER_SERVER").is_none() && custom.is_none();
         let passes: &[&str] = if let Some(c) = &custom {
             c
