@@ -164,7 +164,12 @@ async fn the_guard_refuses_before_the_ttl_has_passed() {
     };
     assert!(
         rig.store
-            .commit_step(&row, &decision, "{}", rig.world.clock.now())
+            .commit_step(
+                &row,
+                &decision,
+                &dnssec_warden::store::ObservationText::from_whole("{}"),
+                rig.world.clock.now()
+            )
             .await
             .unwrap()
     );
@@ -248,7 +253,12 @@ async fn an_intent_during_a_step_is_never_lost() {
     };
     assert!(
         !rig.store
-            .commit_step(&row, &decision, "{}", rig.world.clock.now())
+            .commit_step(
+                &row,
+                &decision,
+                &dnssec_warden::store::ObservationText::from_whole("{}"),
+                rig.world.clock.now()
+            )
             .await
             .unwrap(),
         "a step decided on a stale row is refused"

@@ -9,6 +9,7 @@ use crate::dnssec::DsLine;
 use crate::lifecycle::step::served_fingerprint;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
 use crate::provider::{DnssecKey, Provider, ProviderError, ProviderZone};
+use crate::store::ObservationText;
 
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
@@ -185,8 +186,30 @@ fn unchanged_view(
 }
 
 /// The observation as the audit trail and `status` keep it: what each server said, as
-/// JSON text (written straight from the observation; no JSON tree is built).
-pub fn summarize(obs: &Observation) -> String {
+/// JSON text (written straight from the observation; no JSON tree is built), and its
+/// brief, the provider's part and the parent's evidence.
+pub fn summarize(obs: &Observation) -> ObservationText {
+    let provider = match &obs.provider {
+        ProviderView::On(key) => ProviderPart {
+            dnssec: "on",
+            ds: Some(key.ds_line().to_string()),
+            error: None,
+        },
+        ProviderView::Off => ProviderPart::said("off"),
+        ProviderView::Missing => ProviderPart::said("not_found"),
+        ProviderView::Unknown(e) => ProviderPart {
+            error: Some(e),
+            ..ProviderPart::said("unknown")
+        },
+    };
+    let brief = ObservationText::brief(
+        &json_text(&provider),
+        obs.parent
+            .as_ref()
+            .ok()
+            .map(|view| json_text(&view.evidence))
+            .as_deref(),
+    );
     let summary = Summary {
         at: obs.at.to_string(),
         child: match &obs.child {
@@ -198,23 +221,18 @@ pub fn summarize(obs: &Observation) -> String {
             Ok(view) => Part::Seen(view),
             Err(e) => Part::Failed { error: e },
         },
-        provider: match &obs.provider {
-            ProviderView::On(key) => ProviderPart {
-                dnssec: "on",
-                ds: Some(key.ds_line().to_string()),
-                error: None,
-            },
-            ProviderView::Off => ProviderPart::said("off"),
-            ProviderView::Missing => ProviderPart::said("not_found"),
-            ProviderView::Unknown(e) => ProviderPart {
-                error: Some(e),
-                ..ProviderPart::said("unknown")
-            },
-        },
+        provider,
         validation: obs.validation.to_string(),
     };
-    // Plain data into a string: this cannot fail, but if it did, the row still holds JSON.
-    serde_json::to_string(&summary).unwrap_or_else(|_| "{}".to_string())
+    ObservationText {
+        whole: json_text(&summary),
+        brief,
+    }
+}
+
+/// Plain data into a string: this cannot fail, but if it did, the row still holds JSON.
+fn json_text<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// The summary's fields, in the order `status` and the audit trail have always kept them.

@@ -1257,7 +1257,15 @@ fn the_observation_summary_says_what_the_tree_said() {
     cases.push(failed);
     for obs in &cases {
         let text = crate::engine::summarize(obs);
-        let read: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(read, tree(obs), "{text}");
+        let read: serde_json::Value = serde_json::from_str(&text.whole).unwrap();
+        assert_eq!(read, tree(obs), "{}", text.whole);
+        // The brief `status` and the steps read is the whole's provider part and parent
+        // evidence, as cut out of the whole.
+        let brief: serde_json::Value = serde_json::from_str(&text.brief).unwrap();
+        let cut = crate::store::ObservationText::from_whole(text.whole.clone()).brief;
+        let cut: serde_json::Value = serde_json::from_str(&cut).unwrap();
+        assert_eq!(brief, cut, "{}", text.brief);
+        assert_eq!(brief["provider"], read["provider"]);
+        assert_eq!(brief["parent"]["evidence"], read["parent"]["evidence"]);
     }
 }

@@ -24,7 +24,7 @@ pub(super) struct RoutineUpdate {
     pub facts: String,
     pub wake_at: i64,
     pub observed_at: i64,
-    pub observation: String,
+    pub observation: super::ObservationText,
 }
 
 /// Whether the row was written (false: its version changed since the read), or why the
@@ -37,7 +37,7 @@ struct Queued {
     reply: oneshot::Sender<Written>,
 }
 
-/// The most decisions one statement carries (eight values each).
+/// The most decisions one statement carries (nine values each).
 pub(super) const BATCH_MAX: usize = 16;
 
 /// Decisions waiting for the write turn.
@@ -131,13 +131,13 @@ impl Batch {
 /// The statement for `n` decisions: each zone's row set from its values where its name
 /// and version match, the names written returned.
 pub(super) fn statement(n: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; n.max(1)].join(", ");
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; n.max(1)].join(", ");
     format!(
-        "WITH v (name, version, state, since, facts, wake_at, observed_at, observation) \
+        "WITH v (name, version, state, since, facts, wake_at, observed_at, observation, brief) \
          AS (VALUES {values}) \
          UPDATE zones SET state = v.state, state_since = v.since, facts = v.facts, \
          next_check_at = v.wake_at, last_observed_at = v.observed_at, \
-         last_observation = v.observation, version = zones.version + 1 \
+         last_observation = v.observation, last_brief = v.brief, version = zones.version + 1 \
          FROM v WHERE zones.name = v.name AND zones.version = v.version \
          RETURNING zones.name"
     )
@@ -156,7 +156,7 @@ mod tests {
             facts: "{}".into(),
             wake_at: 0,
             observed_at: 0,
-            observation: "{}".into(),
+            observation: super::super::ObservationText::from_whole("{}"),
         }
     }
 

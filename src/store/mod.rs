@@ -28,7 +28,8 @@ pub use lease::{LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
 pub use rows::{
-    AlertRow, EventKind, EventRow, OpenAlert, OutboxItem, OutboxStatus, StepRow, ZoneRow,
+    AlertRow, EventKind, EventRow, ObservationText, OpenAlert, OutboxItem, OutboxStatus, StepRow,
+    ZoneRow,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -297,9 +298,9 @@ impl Store {
         }
     }
     /// Every zone as `status` shows it, in name order, handed to `each` one row at a time
-    /// (100,000 zones are never all in memory): the last observation cut down to the
-    /// provider's answer or failure and the parent's evidence (`/provider/dnssec`,
-    /// `/provider/error`, `/parent/evidence`). An error of `each` ends the listing.
+    /// (100,000 zones are never all in memory), with its last observation's brief (the
+    /// provider's answer or failure, the parent's evidence: [`ObservationText`]) in place
+    /// of the whole. An error of `each` ends the listing.
     pub async fn each_zone_brief<E: From<StoreError>>(
         &self,
         each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
@@ -365,12 +366,12 @@ impl Store {
     /// transaction. False (and nothing written) if the row changed since it was read.
     /// `read` is the step's read of the zone (`zone_for_step`, `due_for_step`): its
     /// version, open alerts and owed effects are what the decision was made on;
-    /// `observation` is its summary as JSON text (`engine::summarize`).
+    /// `observation` is its summary and brief as JSON text (`engine::summarize`).
     pub async fn commit_step(
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &str,
+        observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         match &self.backend {

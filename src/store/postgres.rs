@@ -19,7 +19,9 @@ use super::rows::{
     ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
     alert_changes, audit, corrupt, parse_state,
 };
-use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use super::{
+    AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
+};
 use crate::config::PostgresSettings;
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 
@@ -27,14 +29,12 @@ use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE` from `$5`: as in
-/// the SQLite backend (only the provider's part of the last observation; binds: the two DS
-/// request kinds, the statuses `unknown` and `pending`).
+/// the SQLite backend (the last observation's brief; binds: the two DS request kinds, the
+/// statuses `unknown` and `pending`).
 const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
      z.facts, z.next_check_at, z.last_observed_at, z.version, \
      z.lease_holder, z.lease_epoch, z.lease_since, z.lease_until, \
-     CASE WHEN z.last_observation IS NOT NULL \
-       THEN json_build_object('provider', (z.last_observation::jsonb) -> 'provider')::text \
-     END AS last_observation, \
+     z.last_brief AS last_observation, \
      (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
       AND o.created_at >= z.state_since AND o.kind IN ($1, $2) \
       ORDER BY o.id DESC LIMIT 1) AS hook_error, \
@@ -549,8 +549,7 @@ impl PgStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone in name order, one row at a time, with only the parts of its last
-    /// observation `status` shows.
+    /// Every zone in name order, one row at a time, with its last observation's brief.
     pub(super) async fn each_zone_brief<E: From<StoreError>>(
         &self,
         each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
@@ -558,13 +557,7 @@ impl PgStore {
         let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
              last_observed_at, version, lease_holder, lease_epoch, lease_since, lease_until, \
-             CASE WHEN last_observation IS NOT NULL THEN jsonb_build_object( \
-               'provider', jsonb_build_object( \
-                 'dnssec', (last_observation::jsonb) -> 'provider' -> 'dnssec', \
-                 'error', (last_observation::jsonb) -> 'provider' -> 'error'), \
-               'parent', jsonb_build_object( \
-                 'evidence', (last_observation::jsonb) -> 'parent' -> 'evidence'))::text \
-             END AS last_observation \
+             last_brief AS last_observation \
              FROM zones ORDER BY name",
         )
         .fetch(&self.pool);
@@ -660,7 +653,7 @@ impl PgStore {
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &str,
+        observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let row = &read.row;
@@ -676,15 +669,16 @@ impl PgStore {
         let by = by.as_ref();
         let updated = sqlx::query(
             "UPDATE zones SET state = $1, state_since = $2, facts = $3, next_check_at = $4, \
-             last_observed_at = $5, last_observation = $6, version = version + 1 \
-             WHERE name = $7 AND version = $8",
+             last_observed_at = $5, last_observation = $6, last_brief = $7, \
+             version = version + 1 WHERE name = $8 AND version = $9",
         )
         .bind(decision.state.map(State::as_str))
         .bind(since.0)
         .bind(facts)
         .bind(decision.wake_at.0)
         .bind(now.0)
-        .bind(observation)
+        .bind(&observation.whole)
+        .bind(&observation.brief)
         .bind(&zone.name)
         .bind(row.version)
         .execute(&mut *tx)
@@ -695,7 +689,7 @@ impl PgStore {
         }
         for note in &decision.notes {
             let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation))
+                (EventKind::Transition, Some(observation.whole.as_str()))
             } else {
                 (EventKind::Note, None)
             };

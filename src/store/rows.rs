@@ -24,6 +24,42 @@ pub struct ZoneRow {
     pub lease: Option<super::LeaseInfo>,
 }
 
+/// An observation as the store keeps it: the whole summary (`last_observation`, the
+/// audit trail's), and its brief (`last_brief`): `{"provider": …, "parent": {"evidence":
+/// …}}`, all that `status` and a step read of it, so that neither has SQLite parse
+/// kilobytes of JSON a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationText {
+    pub whole: String,
+    pub brief: String,
+}
+
+impl ObservationText {
+    /// The brief of `provider` (the provider's part, JSON) and `evidence` (the parent's
+    /// evidence, JSON; `None` when the parent could not be asked).
+    pub fn brief(provider: &str, evidence: Option<&str>) -> String {
+        format!(
+            r#"{{"provider":{provider},"parent":{{"evidence":{}}}}}"#,
+            evidence.unwrap_or("null")
+        )
+    }
+
+    /// A whole summary with its brief cut out of it (JSON that is not an object gives an
+    /// empty brief). The engine writes both parts directly; this is for other writers.
+    pub fn from_whole(whole: impl Into<String>) -> Self {
+        let whole = whole.into();
+        let value: serde_json::Value = serde_json::from_str(&whole).unwrap_or_default();
+        let part = |at: &str| {
+            value
+                .pointer(at)
+                .map_or_else(|| "null".to_string(), serde_json::Value::to_string)
+        };
+        let evidence = part("/parent/evidence");
+        let brief = Self::brief(&part("/provider"), Some(&evidence));
+        Self { whole, brief }
+    }
+}
+
 /// A zone as a step reads it (`Store::zone_for_step`): the row, and what the step needs
 /// of its outbox, from one consistent read.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,9 @@ use super::rows::{
     ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
     alert_changes, audit, corrupt, parse_state,
 };
-use super::{AlertRow, EventKind, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use super::{
+    AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
+};
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 
 #[derive(Clone)]
@@ -39,15 +41,13 @@ pub struct SqliteStore {
 /// SQLite's busy timeout would have let it wait for another connection's write lock.
 const WRITE_TURN_WAIT: Duration = Duration::from_secs(10);
 
-/// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with only
-/// the provider's part of its last observation (all a step reads of it: the whole one is
-/// kilobytes of JSON), the last DS request's hook failure of its state (binds: the two
-/// DS request kinds), whether calls of unknown outcome or owed effects wait, and the open
-/// alerts.
+/// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with its
+/// last observation's brief (all a step reads of it: the whole one is kilobytes of JSON),
+/// the last DS request's hook failure of its state (binds: the two DS request kinds),
+/// whether calls of unknown outcome or owed effects wait, and the open alerts.
 pub(super) const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
      z.facts, z.next_check_at, z.last_observed_at, z.version, \
-     CASE WHEN z.last_observation IS NOT NULL \
-       THEN json_object('provider', z.last_observation -> '$.provider') END AS last_observation, \
+     z.last_brief AS last_observation, \
      (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
       AND o.created_at >= z.state_since AND o.kind IN (?, ?) \
       ORDER BY o.id DESC LIMIT 1) AS hook_error, \
@@ -329,24 +329,16 @@ impl SqliteStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone in name order, handed to `each` one row at a time, with only the parts
-    /// of its last observation that `status` shows (the provider's answer or failure, the
-    /// parent's evidence), cut out by SQLite: the whole observation of 100,000 zones is
-    /// hundreds of megabytes of JSON, and 100,000 rows at once a large resident set.
+    /// Every zone in name order, handed to `each` one row at a time, with its last
+    /// observation's brief: the whole observations of 100,000 zones are a hundred
+    /// megabytes of JSON, and 100,000 rows at once a large resident set.
     pub async fn each_zone_brief<E: From<StoreError>>(
         &self,
         each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
-             last_observed_at, version, \
-             CASE WHEN last_observation IS NOT NULL THEN json_object( \
-               'provider', json_object( \
-                 'dnssec', json_extract(last_observation, '$.provider.dnssec'), \
-                 'error', json_extract(last_observation, '$.provider.error')), \
-               'parent', json_object( \
-                 'evidence', json_extract(last_observation, '$.parent.evidence'))) \
-             END AS last_observation \
+             last_observed_at, version, last_brief AS last_observation \
              FROM zones ORDER BY name",
         )
         .fetch(&self.pool);
@@ -493,7 +485,8 @@ impl SqliteStore {
                 .bind(&u.facts)
                 .bind(u.wake_at)
                 .bind(u.observed_at)
-                .bind(&u.observation);
+                .bind(&u.observation.whole)
+                .bind(&u.observation.brief);
         }
         let written = query.fetch_all(&self.pool).await.noted(self)?;
         Ok(written.into_iter().map(|(name,)| name).collect())
@@ -505,7 +498,7 @@ impl SqliteStore {
         &self,
         read: &StepRow,
         decision: &Decision,
-        observation: &str,
+        observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let row = &read.row;
@@ -533,13 +526,13 @@ impl SqliteStore {
                     facts,
                     wake_at: decision.wake_at.0,
                     observed_at: now.0,
-                    observation: observation.to_string(),
+                    observation: observation.clone(),
                 })
                 .await;
         }
         let update = sqlx::query(
             "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
-             last_observed_at = ?, last_observation = ?, version = version + 1 \
+             last_observed_at = ?, last_observation = ?, last_brief = ?, version = version + 1 \
              WHERE name = ? AND version = ?",
         )
         .bind(decision.state.map(State::as_str))
@@ -547,7 +540,8 @@ impl SqliteStore {
         .bind(facts)
         .bind(decision.wake_at.0)
         .bind(now.0)
-        .bind(observation)
+        .bind(&observation.whole)
+        .bind(&observation.brief)
         .bind(&zone.name)
         .bind(row.version);
         let mut tx = self.write().await?;
@@ -558,7 +552,7 @@ impl SqliteStore {
         }
         for note in &decision.notes {
             let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation))
+                (EventKind::Transition, Some(observation.whole.as_str()))
             } else {
                 (EventKind::Note, None)
             };

@@ -43,7 +43,12 @@ async fn stepped(store: &Store, facts: Facts, effects: Vec<Effect>) -> ZoneRow {
     let json = serde_json::json!({});
     assert!(
         store
-            .commit_step(&row, &decision, &json.to_string(), Timestamp(2_000))
+            .commit_step(
+                &row,
+                &decision,
+                &ObservationText::from_whole(json.to_string()),
+                Timestamp(2_000)
+            )
             .await
             .unwrap()
     );
@@ -233,7 +238,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 7,
+                wanted: 8,
                 ..
             })
         ),
@@ -302,6 +307,108 @@ async fn migration_4_moves_the_fact_columns_into_json() {
         .is_err(),
         "foreign keys are enforced after the rebuild"
     );
+    store.close().await;
+}
+
+/// Last observations as a database before migration 8 (SQLite) or 5 (PostgreSQL) holds
+/// them, and the brief each must have after it: the provider's part and the parent's
+/// evidence (none when the parent could not be asked), or none at all.
+fn observations_before_the_brief() -> Vec<(
+    &'static str,
+    Option<&'static str>,
+    Option<serde_json::Value>,
+)> {
+    vec![
+        (
+            "a.example.",
+            Some(
+                r#"{"at":"t","child":[],"parent":{"answers":[],"evidence":{"kind":"insecure","detail":"unsigned"}},"provider":{"dnssec":"on","ds":"DS A"}}"#,
+            ),
+            Some(serde_json::json!({
+                "provider": {"dnssec": "on", "ds": "DS A"},
+                "parent": {"evidence": {"kind": "insecure", "detail": "unsigned"}}
+            })),
+        ),
+        (
+            "b.example.",
+            Some(
+                r#"{"at":"t","parent":{"error":"no parent server answered"},"provider":{"dnssec":"unknown","error":"timed out"}}"#,
+            ),
+            Some(serde_json::json!({
+                "provider": {"dnssec": "unknown", "error": "timed out"},
+                "parent": {"evidence": null}
+            })),
+        ),
+        ("c.example.", None, None),
+    ]
+}
+
+/// Each zone's brief as `status` lists it, checked against the expected one and against
+/// the brief cut out of the whole in Rust (`ObservationText::from_whole`).
+async fn assert_briefs_after_migration(store: &Store) {
+    let mut listed = Vec::new();
+    store
+        .each_zone_brief::<StoreError>(&mut |row| {
+            listed.push((row.zone.name.clone(), row.last_observation));
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let expected: Vec<_> = observations_before_the_brief()
+        .into_iter()
+        .map(|(name, whole, brief)| {
+            if let (Some(whole), Some(brief)) = (whole, &brief) {
+                let cut = ObservationText::from_whole(whole).brief;
+                assert_eq!(
+                    &serde_json::from_str::<serde_json::Value>(&cut).unwrap(),
+                    brief
+                );
+            }
+            (name.to_string(), brief)
+        })
+        .collect();
+    assert_eq!(listed, expected);
+    // A step reads the same brief.
+    let read = store.zone_for_step("a.example.").await.unwrap().unwrap();
+    assert_eq!(read.row.last_observation, expected[0].1);
+}
+
+/// Migration 8 gives every zone's last observation its brief, so `status` and the steps
+/// read after the upgrade what they read before it; an observation that is not JSON
+/// gets none (and fails nothing).
+#[tokio::test]
+async fn migration_8_gives_each_last_observation_its_brief() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let pool = SqlitePool::connect_with(options).await.unwrap();
+        let mut schema_7 = sqlx::migrate!("./migrations");
+        schema_7.migrations = schema_7.migrations[..7].to_vec().into();
+        schema_7.run(&pool).await.unwrap();
+        let mut zones = observations_before_the_brief();
+        zones.push(("d.example.", Some("not json {"), None));
+        for (name, whole, _) in zones {
+            sqlx::query(
+                "INSERT INTO zones (name, state_since, next_check_at, last_observation) \
+                 VALUES (?, 0, 0, ?)",
+            )
+            .bind(name)
+            .bind(whole)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+    }
+    let store = Store::open(Path::new(&path)).await.unwrap();
+    sqlx::query("DELETE FROM zones WHERE name = 'd.example.'")
+        .execute(store.sqlite_pool())
+        .await
+        .unwrap();
+    assert_briefs_after_migration(&store).await;
     store.close().await;
 }
 
@@ -414,14 +521,24 @@ async fn exercise(store: &Store) -> Vec<String> {
     let obs = serde_json::json!({"parent": "all_absent"});
     say!(
         store
-            .commit_step(&row, &first, &obs.to_string(), Timestamp(2_000))
+            .commit_step(
+                &row,
+                &first,
+                &ObservationText::from_whole(obs.to_string()),
+                Timestamp(2_000)
+            )
             .await
             .unwrap()
     );
     // A step decided on the row before it: refused, nothing written.
     say!(
         store
-            .commit_step(&row, &first, &obs.to_string(), Timestamp(2_100))
+            .commit_step(
+                &row,
+                &first,
+                &ObservationText::from_whole(obs.to_string()),
+                Timestamp(2_100)
+            )
             .await
             .unwrap()
     );
@@ -438,7 +555,12 @@ async fn exercise(store: &Store) -> Vec<String> {
     )];
     say!(
         store
-            .commit_step(&read, &again, &obs.to_string(), Timestamp(3_000))
+            .commit_step(
+                &read,
+                &again,
+                &ObservationText::from_whole(obs.to_string()),
+                Timestamp(3_000)
+            )
             .await
             .unwrap()
     );
@@ -512,7 +634,12 @@ async fn exercise(store: &Store) -> Vec<String> {
     );
     say!(
         store
-            .commit_step(&row, &resolved, &obs.to_string(), Timestamp(4_000))
+            .commit_step(
+                &row,
+                &resolved,
+                &ObservationText::from_whole(obs.to_string()),
+                Timestamp(4_000)
+            )
             .await
             .unwrap()
     );
@@ -521,7 +648,12 @@ async fn exercise(store: &Store) -> Vec<String> {
     resolved.alerts.clear();
     say!(
         store
-            .commit_step(&row, &resolved, &obs.to_string(), Timestamp(4_500))
+            .commit_step(
+                &row,
+                &resolved,
+                &ObservationText::from_whole(obs.to_string()),
+                Timestamp(4_500)
+            )
             .await
             .unwrap()
     );
@@ -711,7 +843,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 4
+            wanted: 5
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -720,7 +852,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 4,
+                wanted: 5,
                 ..
             })
         ),
@@ -731,8 +863,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 4,
-            wanted: 4
+            applied: 5,
+            wanted: 5
         }
     );
     // Opening again is idempotent (the daemon restarting).
@@ -758,6 +890,39 @@ async fn postgres_migrates_only_when_asked() {
         "{err}"
     );
     reader.close().await;
+    store.close().await;
+}
+
+/// PostgreSQL's migration 5 gives every zone's last observation its brief, as SQLite's 8.
+#[tokio::test]
+async fn postgres_migration_5_gives_each_last_observation_its_brief() {
+    let cluster = pg_support::Cluster::shared();
+    let url = cluster.database().await;
+    {
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        let mut schema_4 = sqlx::migrate!("./migrations/postgres");
+        schema_4.migrations = schema_4.migrations[..4].to_vec().into();
+        schema_4.run(&pool).await.unwrap();
+        for (name, whole, _) in observations_before_the_brief() {
+            sqlx::query(
+                "INSERT INTO zones (name, state_since, next_check_at, last_observation) \
+                 VALUES ($1, 0, 0, $2)",
+            )
+            .bind(name)
+            .bind(whole)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+    }
+    let store = Store::connect(&DatabaseSettings::Postgres(PostgresSettings {
+        url: url.parse().unwrap(),
+        password: None,
+    }))
+    .await
+    .unwrap();
+    assert_briefs_after_migration(&store).await;
     store.close().await;
 }
 
@@ -832,7 +997,12 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         2_000,
     );
     let err = b
-        .commit_step(&row, &enable, "{}", Timestamp(2_000))
+        .commit_step(
+            &row,
+            &enable,
+            &ObservationText::from_whole("{}"),
+            Timestamp(2_000),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -840,9 +1010,14 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         "{err}"
     );
     assert!(
-        a.commit_step(&row, &enable, "{}", Timestamp(2_000))
-            .await
-            .unwrap()
+        a.commit_step(
+            &row,
+            &enable,
+            &ObservationText::from_whole("{}"),
+            Timestamp(2_000)
+        )
+        .await
+        .unwrap()
     );
     let events = a.events(&zone).await.unwrap();
     assert!(
@@ -890,9 +1065,14 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         3_000,
     );
     for result in [
-        a.commit_step(&row, &again, "{}", Timestamp(3_100))
-            .await
-            .map(|_| ()),
+        a.commit_step(
+            &row,
+            &again,
+            &ObservationText::from_whole("{}"),
+            Timestamp(3_100),
+        )
+        .await
+        .map(|_| ()),
         a.record(&zone, EventKind::Note, "stale", Timestamp(3_100))
             .await,
         a.defer(&zone, Timestamp(3_100)).await,
@@ -966,7 +1146,12 @@ async fn brief_rows_keep_what_status_shows(store: &Store) {
         };
         assert!(
             store
-                .commit_step(&row, &decision, &observation.to_string(), Timestamp(2_000))
+                .commit_step(
+                    &row,
+                    &decision,
+                    &ObservationText::from_whole(observation.to_string()),
+                    Timestamp(2_000)
+                )
                 .await
                 .unwrap()
         );
