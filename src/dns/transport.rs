@@ -331,7 +331,9 @@ impl Mux {
 /// and no query waits any more, or when the socket fails.
 async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
     let mut buf = vec![0u8; DATAGRAM_MAX];
-    let retire_at = Instant::from_std(mux.born + SOCKET_MAX_AGE);
+    // One timer for the socket's life, not one registered and dropped at every wake-up.
+    let retire = tokio::time::sleep_until(Instant::from_std(mux.born + SOCKET_MAX_AGE));
+    tokio::pin!(retire);
     'reading: loop {
         let retired = {
             let mut state = mux.state();
@@ -361,7 +363,7 @@ async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
                     Ok(_) => {}
                 }
             }
-            () = tokio::time::sleep_until(retire_at), if !retired => {
+            () = &mut retire, if !retired => {
                 mux.state().retired = true;
                 continue;
             }
