@@ -9,7 +9,9 @@
 //! 3. its idle CPU between polls, its peak RSS, the size of the SQLite file;
 //! 4. `status` and `status --json` over every zone.
 //!
-//! `BENCH_FLEET_PERF=<file>` records a profile of the running daemon's steady pass.
+//! `BENCH_FLEET_PERF=<file>` records a profile of the running daemon's steady pass;
+//! `BENCH_FLEET_EXE=<binary>` runs another build of `dnssec-warden` (A/B comparisons on
+//! one machine, whose speed drifts between half hours).
 //!
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
@@ -29,7 +31,11 @@ use sqlx::{ConnectOptions, Connection};
 use world::{BenchWorld, Res};
 
 const BLOCK: u8 = 62;
-const EXE: &str = env!("CARGO_BIN_EXE_dnssec-warden");
+/// The daemon under test: this build's, or `BENCH_FLEET_EXE`.
+fn exe() -> std::ffi::OsString {
+    std::env::var_os("BENCH_FLEET_EXE")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_dnssec-warden").into())
+}
 
 fn main() {
     world::run_bench("fleet", &["knot", "knot-dnsutils"], bench);
@@ -119,10 +125,10 @@ fn start_daemon(conf: &Path, log: &Path) -> Res<knot::Proc> {
         Some(dir) => {
             let mut c = Command::new("heaptrack");
             let name = log.file_stem().unwrap_or_default();
-            c.arg("-o").arg(Path::new(&dir).join(name)).arg(EXE);
+            c.arg("-o").arg(Path::new(&dir).join(name)).arg(exe());
             c
         }
-        None => Command::new(EXE),
+        None => Command::new(exe()),
     };
     let log = std::fs::File::create(log).map_err(|e| e.to_string())?;
     knot::Proc::spawn(
@@ -247,7 +253,7 @@ fn time_command(conf: &Path, args: &[&str], runs: usize) -> Res<(f64, f64, usize
     let mut size = 0;
     for _ in 0..runs {
         let started = Instant::now();
-        let out = Command::new(EXE)
+        let out = Command::new(exe())
             .args(args)
             .arg("--config")
             .arg(conf)
