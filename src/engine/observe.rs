@@ -203,12 +203,12 @@ pub fn summarize(obs: &Observation) -> ObservationText {
         },
     };
     let brief = ObservationText::brief(
-        &json_text(&provider),
+        Some(provider.dnssec.into()),
+        provider.error.map(Into::into),
         obs.parent
             .as_ref()
             .ok()
-            .map(|view| json_text(&view.evidence))
-            .as_deref(),
+            .and_then(|view| serde_json::to_value(&view.evidence).ok()),
     );
     let summary = Summary {
         at: obs.at.to_string(),

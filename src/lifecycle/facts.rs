@@ -38,63 +38,98 @@ use crate::dns::DelegationVerdict;
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
+// A field at its default is left out of the stored JSON, and a missing field reads as its
+// default: most fields are unset most of the time, and the row of a settled zone then
+// fits two to a 4 KiB page with its last observation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Facts {
     /// The DS (zone-file line) of the provider key being followed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_line: Option<String>,
     /// The DS that belongs at the registrar now, as shown to the operator. Set only once it
     /// was announced (`awaiting_ds`, `ds_observed`, `active`), and only while the last
     /// observation showed the provider on with that key and every child address serving
     /// it (safety rule 8); `None` means the instruction is withheld or withdrawn.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_to_enter: Option<String>,
     /// Since when the provider says DNSSEC is off while the zone is on the enable path
     /// (switched off outside dnssec-warden, or an enable call not taken yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_off_since: Option<Timestamp>,
     /// When every child address was first seen serving that key (continuously since).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dnskey_everywhere_at: Option<Timestamp>,
     /// End of the propagation hold before the DS may be announced.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hold_until: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_announced_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_first_seen_at: Option<Timestamp>,
     /// When every parent address first answered that the DS is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub t_gone: Option<Timestamp>,
     /// The largest DS TTL any parent address gave since the zone was last disabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_ds_ttl: Option<u32>,
     /// The largest DNSKEY TTL any child address gave since the zone was last disabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_dnskey_ttl: Option<u32>,
     /// Since when parent servers disagree.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_since: Option<Timestamp>,
     /// Since when observations are incomplete, and how many in a row.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<Timestamp>,
+    #[serde(skip_serializing_if = "is_zero")]
     pub failures: u32,
     /// The provider's name servers for the zone, as last listed by its API.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_ns: Option<Vec<String>>,
     /// The last delegation verdict that was not unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub delegation: Option<DelegationVerdict>,
     /// Every parent address was once seen delegating to the provider's name servers: a
     /// zone that then goes elsewhere has moved out, not in.
+    #[serde(skip_serializing_if = "is_false")]
     pub seen_at_provider: bool,
     /// The name servers parent addresses delegate to other than the provider's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub old_ns: Vec<String>,
     /// The largest NS TTL seen for that old delegation (parent and old servers' apex).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub old_ns_ttl: Option<u32>,
     /// T_delegated: every parent address delegates to the provider's name servers since.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_at: Option<Timestamp>,
     /// A parent address was seen delegating elsewhere since the delegation was last the
     /// provider's everywhere (even beside an unknown answer): the next complete
     /// delegation to the provider starts a delegation hold.
+    #[serde(skip_serializing_if = "is_false")]
     pub elsewhere_seen: bool,
     /// The zone is on the move in (DESIGN.md section 2): no provider call switches
     /// DNSSEC off, and the end of `ttl_wait` leads to `awaiting_delegation`.
+    #[serde(skip_serializing_if = "is_false")]
     pub moving_in: bool,
     /// Moving in: the DS records the parent publishes that must go (zone-file lines), as
     /// last seen; what `status` names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ds_to_remove: Vec<String>,
     /// Moving in: the NS change was asked for in this `awaiting_delegation` (only once
     /// no DS is published, on validated evidence).
+    #[serde(skip_serializing_if = "is_false")]
     pub delegation_requested: bool,
     /// The key set every child address served when the provider last said which key it
     /// signs with ([`crate::lifecycle::step::served_fingerprint`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub served_keys_when_asked: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -25,9 +25,9 @@ pub struct ZoneRow {
 }
 
 /// An observation as the store keeps it: the whole summary (`last_observation`, the
-/// audit trail's), and its brief (`last_brief`): `{"provider": …, "parent": {"evidence":
-/// …}}`, all that `status` and a step read of it, so that neither has SQLite parse
-/// kilobytes of JSON a zone.
+/// audit trail's), and its brief (`last_brief`), all that `status` and a step read of it:
+/// `{"provider": {"dnssec": …, "error": …}, "parent": {"evidence": …}}`, a member without
+/// a value left out. Neither read then has SQLite parse kilobytes of JSON a zone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObservationText {
     pub whole: String,
@@ -35,13 +35,22 @@ pub struct ObservationText {
 }
 
 impl ObservationText {
-    /// The brief of `provider` (the provider's part, JSON) and `evidence` (the parent's
-    /// evidence, JSON; `None` when the parent could not be asked).
-    pub fn brief(provider: &str, evidence: Option<&str>) -> String {
-        format!(
-            r#"{{"provider":{provider},"parent":{{"evidence":{}}}}}"#,
-            evidence.unwrap_or("null")
-        )
+    /// The brief of the provider's answer (`dnssec`) or failure (`error`) and the parent's
+    /// evidence (none when the parent could not be asked); a null is no value.
+    pub fn brief(
+        dnssec: Option<serde_json::Value>,
+        error: Option<serde_json::Value>,
+        evidence: Option<serde_json::Value>,
+    ) -> String {
+        let object = |members: Vec<(&str, Option<serde_json::Value>)>| {
+            members
+                .into_iter()
+                .filter_map(|(key, value)| Some((key.to_string(), value.filter(|v| !v.is_null())?)))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let provider = object(vec![("dnssec", dnssec), ("error", error)]);
+        let parent = object(vec![("evidence", evidence)]);
+        serde_json::json!({ "provider": provider, "parent": parent }).to_string()
     }
 
     /// A whole summary with its brief cut out of it (JSON that is not an object gives an
@@ -49,13 +58,12 @@ impl ObservationText {
     pub fn from_whole(whole: impl Into<String>) -> Self {
         let whole = whole.into();
         let value: serde_json::Value = serde_json::from_str(&whole).unwrap_or_default();
-        let part = |at: &str| {
-            value
-                .pointer(at)
-                .map_or_else(|| "null".to_string(), serde_json::Value::to_string)
-        };
-        let evidence = part("/parent/evidence");
-        let brief = Self::brief(&part("/provider"), Some(&evidence));
+        let at = |pointer: &str| value.pointer(pointer).cloned();
+        let brief = Self::brief(
+            at("/provider/dnssec"),
+            at("/provider/error"),
+            at("/parent/evidence"),
+        );
         Self { whole, brief }
     }
 }
