@@ -923,6 +923,47 @@ async fn postgres_migration_5_gives_each_last_observation_its_brief() {
     .await
     .unwrap();
     assert_briefs_after_migration(&store).await;
+    // A daemon of the previous version (still running beside upgraded ones) writes the
+    // whole only: the brief follows the whole, and a write of both keeps what it wrote.
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let brief_of = async |name: &str| -> Option<serde_json::Value> {
+        let (brief,): (Option<String>,) =
+            sqlx::query_as("SELECT last_brief FROM zones WHERE name = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        brief.map(|b| serde_json::from_str(&b).unwrap())
+    };
+    for (name, whole) in [
+        (
+            "a.example.",
+            Some(r#"{"parent":{"error":"timed out"},"provider":{"dnssec":"not_found"}}"#),
+        ),
+        ("c.example.", Some(r#"{"provider":{"dnssec":"off"}}"#)),
+        ("b.example.", None),
+    ] {
+        sqlx::query("UPDATE zones SET last_observation = $1 WHERE name = $2")
+            .bind(whole)
+            .bind(name)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let cut = whole.map(|w| {
+            serde_json::from_str::<serde_json::Value>(&ObservationText::from_whole(w).brief)
+                .unwrap()
+        });
+        assert_eq!(brief_of(name).await, cut, "{name}");
+    }
+    sqlx::query("UPDATE zones SET last_observation = '{}', last_brief = '{\"mine\":1}' WHERE name = 'a.example.'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        brief_of("a.example.").await,
+        Some(serde_json::json!({"mine": 1}))
+    );
+    pool.close().await;
     store.close().await;
 }
 
