@@ -198,6 +198,18 @@ async fn corrupt_names_are_named() {
     );
 }
 
+/// A new SQLite file at `path` with the first `n` migrations applied.
+async fn sqlite_at_schema(path: &Path, n: usize) -> SqlitePool {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let pool = SqlitePool::connect_with(options).await.unwrap();
+    let mut migrator = sqlx::migrate!("./migrations");
+    migrator.migrations = migrator.migrations[..n].to_vec().into();
+    migrator.run(&pool).await.unwrap();
+    pool
+}
+
 /// A database of schema 3 (facts in columns) keeps its facts, its pending calls' kinds and
 /// its documented views through migration 4.
 #[tokio::test]
@@ -205,13 +217,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     {
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true);
-        let pool = SqlitePool::connect_with(options).await.unwrap();
-        let mut schema_3 = sqlx::migrate!("./migrations");
-        schema_3.migrations = schema_3.migrations[..3].to_vec().into();
-        schema_3.run(&pool).await.unwrap();
+        let pool = sqlite_at_schema(&path, 3).await;
         sqlx::query(
             "INSERT INTO zones (name, intent, state, state_since, ds_line, ds_to_enter, \
              ds_announced_at, max_ds_ttl, max_dnskey_ttl, failures, failing_since, next_check_at) \
@@ -381,13 +387,7 @@ async fn migration_8_gives_each_last_observation_its_brief() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     {
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true);
-        let pool = SqlitePool::connect_with(options).await.unwrap();
-        let mut schema_7 = sqlx::migrate!("./migrations");
-        schema_7.migrations = schema_7.migrations[..7].to_vec().into();
-        schema_7.run(&pool).await.unwrap();
+        let pool = sqlite_at_schema(&path, 7).await;
         let mut zones = observations_before_the_brief();
         zones.push(("d.example.", Some("not json {"), None));
         for (name, whole, _) in zones {
