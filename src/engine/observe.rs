@@ -187,7 +187,7 @@ fn unchanged_view(
 
 /// The observation as the audit trail and `status` keep it: what each server said, as
 /// JSON text (written straight from the observation; no JSON tree is built), and its
-/// brief, the provider's part and the parent's evidence.
+/// brief: the provider's answer or failure and the parent's evidence.
 pub fn summarize(obs: &Observation) -> ObservationText {
     let provider = match &obs.provider {
         ProviderView::On(key) => ProviderPart {
