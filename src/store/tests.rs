@@ -103,6 +103,45 @@ fn string_forms_round_trip_and_agree_with_serde() {
     }
 }
 
+/// Facts at their defaults are left out of the stored JSON, and every fact set reads
+/// back as written.
+#[test]
+fn facts_are_stored_without_their_defaults_and_read_back_whole() {
+    assert_eq!(serde_json::to_string(&Facts::default()).unwrap(), "{}");
+    let t = |ms| Some(Timestamp(ms));
+    let every = Facts {
+        ds_line: Some("DS A".into()),
+        ds_to_enter: Some("DS A".into()),
+        provider_off_since: t(1),
+        dnskey_everywhere_at: t(2),
+        hold_until: t(3),
+        ds_announced_at: t(4),
+        ds_first_seen_at: t(5),
+        t_gone: t(6),
+        max_ds_ttl: Some(7),
+        max_dnskey_ttl: Some(8),
+        partial_since: t(9),
+        failing_since: t(10),
+        failures: 11,
+        provider_ns: Some(vec!["ns1.".into()]),
+        delegation: Some(crate::dns::delegation::DelegationVerdict::Mixed),
+        seen_at_provider: true,
+        old_ns: vec!["old.".into()],
+        old_ns_ttl: Some(12),
+        delegated_at: t(13),
+        elsewhere_seen: true,
+        moving_in: true,
+        ds_to_remove: vec!["DS B".into()],
+        delegation_requested: true,
+        served_keys_when_asked: Some("257/13/1".into()),
+    };
+    let text = serde_json::to_string(&every).unwrap();
+    assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
+    // Every field is written when set (the literal above names them all).
+    let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
+    assert_eq!(written.as_object().map(|o| o.len()), Some(24), "{text}");
+}
+
 #[test]
 fn facts_missing_from_the_json_read_as_defaults_and_unknown_ones_are_ignored() {
     assert_eq!(parse_facts(ZONE, "{}").unwrap(), Facts::default());
