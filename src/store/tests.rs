@@ -443,6 +443,15 @@ async fn migration_8_gives_each_last_observation_its_brief() {
         pool.close().await;
     }
     let store = Store::open(Path::new(&path)).await.unwrap();
+    let (unreadable,): (Option<String>,) =
+        sqlx::query_as("SELECT last_brief FROM zones WHERE name = 'd.example.'")
+            .fetch_one(store.sqlite_pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        unreadable, None,
+        "an observation that is not JSON gets no brief"
+    );
     sqlx::query("DELETE FROM zones WHERE name = 'd.example.'")
         .execute(store.sqlite_pool())
         .await
