@@ -5,7 +5,7 @@ use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
-use super::delegation::{NsAnswer, ns_set};
+use super::delegation::{NsAnswer, ns_set_of};
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
 use super::query::Outcome;
 use super::transport::ExchangeError;
@@ -30,22 +30,20 @@ fn rcode_reason(code: ResponseCode) -> Option<UnknownReason> {
     }
 }
 
-/// The owner of the SOA in the authority section, if exactly one zone speaks.
-fn authority_soa_owner(message: &Message) -> Option<String> {
-    let mut owners = message
+/// An authoritative negative answer must come from `zone` (its SOA in the authority
+/// section, one zone speaking); a negative answer from any other zone is a lame answer,
+/// not a "no".
+fn negative_from(message: &Message, zone: &str) -> Result<(), UnknownReason> {
+    let mut soas = message
         .authorities
         .iter()
-        .filter(|r| r.record_type() == RecordType::SOA)
-        .map(|r| wire::name_text(&r.name));
-    let first = owners.next()?;
-    owners.all(|o| o == first).then_some(first)
-}
-
-/// An authoritative negative answer must come from `zone` (its SOA in the authority
-/// section); a negative answer from any other zone is a lame answer, not a "no".
-fn negative_from(message: &Message, zone: &str) -> Result<(), UnknownReason> {
-    match authority_soa_owner(message) {
-        Some(owner) if owner == zone => Ok(()),
+        .filter(|r| r.record_type() == RecordType::SOA);
+    let owner = soas
+        .next()
+        .map(|first| &first.name)
+        .filter(|first| soas.all(|r| wire::same_name(&r.name, first)));
+    match owner {
+        Some(owner) if wire::name_is(owner, zone) => Ok(()),
         Some(_) => Err(UnknownReason::Lame),
         None => Err(UnknownReason::Malformed(
             "negative answer without the zone's SOA".into(),
@@ -95,7 +93,7 @@ pub fn classify_ds(zone: &Name, parent: &str, outcome: &Outcome) -> DsAnswer {
     // A DS signed by the child itself comes from the wrong side of the cut.
     if sigs
         .iter()
-        .any(|s| wire::name_text(&s.input().signer_name) != parent)
+        .any(|s| !wire::name_is(&s.input().signer_name, parent))
     {
         return DsAnswer::Unknown(UnknownReason::Lame);
     }
@@ -152,7 +150,7 @@ fn ns_rrset(records: &[hickory_proto::rr::Record], zone: &Name) -> Option<NsAnsw
             ttl = ttl.max(r.ttl);
         }
     }
-    let hosts = ns_set(hosts);
+    let hosts = ns_set_of(hosts);
     (!hosts.is_empty()).then_some(NsAnswer::Servers { hosts, ttl })
 }
 
@@ -365,6 +363,8 @@ pub fn classify_dnskey(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use crate::dns::delegation::ns_set;
 
     use hickory_proto::op::{MessageType, OpCode};
     use hickory_proto::rr::Record;

@@ -6,7 +6,6 @@
 //! elsewhere only when every address delegates to servers none of which is the
 //! provider's. An unknown answer never counts either way.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -102,19 +101,62 @@ pub struct DelegationAssessment {
 /// Host names as one comparable set: lower case, with the trailing dot, sorted, without
 /// duplicates. Names are compared case-insensitively (RFC 4343).
 pub fn ns_set<S: AsRef<str>>(hosts: impl IntoIterator<Item = S>) -> Vec<String> {
-    let set: BTreeSet<String> = hosts
-        .into_iter()
-        .map(|h| {
-            let lower = h.as_ref().trim().to_ascii_lowercase();
-            if lower.ends_with('.') {
-                lower
-            } else {
-                format!("{lower}.")
-            }
-        })
-        .filter(|h| h != ".")
-        .collect();
-    set.into_iter().collect()
+    ns_set_of(
+        hosts
+            .into_iter()
+            .map(|h| normal_host(h.as_ref().to_string()))
+            .collect(),
+    )
+}
+
+/// [`ns_set`] of names already in hand, written in place: an observation builds one for
+/// every NS answer.
+pub fn ns_set_of(mut hosts: Vec<String>) -> Vec<String> {
+    for host in &mut hosts {
+        *host = normal_host(std::mem::take(host));
+    }
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts.retain(|h| h != ".");
+    hosts
+}
+
+/// Whether `set` (an [`ns_set`]) is the [`ns_set`] of `hosts`; without building it when
+/// the hosts are written as a set holds them (an observation compares every parent's
+/// delegation with the cached one).
+pub fn is_ns_set_of<'a, I>(set: &[String], hosts: I) -> bool
+where
+    I: IntoIterator<Item = &'a str>,
+    I::IntoIter: Clone,
+{
+    let hosts = hosts.into_iter();
+    if hosts.clone().all(|h| h != "." && is_normal_host(h)) {
+        hosts
+            .clone()
+            .all(|h| set.binary_search_by(|s| s.as_str().cmp(h)).is_ok())
+            && set.iter().all(|s| hosts.clone().any(|h| h == s))
+    } else {
+        ns_set(hosts) == set
+    }
+}
+
+fn is_normal_host(host: &str) -> bool {
+    host.trim().len() == host.len()
+        && host.ends_with('.')
+        && !host.bytes().any(|b| b.is_ascii_uppercase())
+}
+
+/// One host name as [`ns_set`] holds it; kept as it is when it already is so.
+fn normal_host(host: String) -> String {
+    if is_normal_host(&host) {
+        return host;
+    }
+    let lower = host.trim().to_ascii_lowercase();
+    if lower.ends_with('.') {
+        lower
+    } else {
+        format!("{lower}.")
+    }
 }
 
 /// How `hosts` (an [`ns_set`]) compares with the provider's set.
@@ -239,6 +281,49 @@ pub fn describe(hosts: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both ways to build a set give the set of the definition.
+    #[test]
+    fn ns_set_of_names_in_hand_is_ns_set() {
+        let lists: [&[&str]; 5] = [
+            &["ns2.example.net.", "NS1.Example.NET", "ns2.example.net"],
+            &[" ns1.x.test. ", "ns1.x.test.", "."],
+            &["", "a.", "A", "b.test."],
+            &[],
+            &["ns.b.", "ns.a.", "ns.c."],
+        ];
+        for list in lists {
+            // The definition: lower case, the trailing dot, sorted, once each, no root.
+            let expected: Vec<String> = list
+                .iter()
+                .map(|h| {
+                    let h = h.trim().to_ascii_lowercase();
+                    if h.ends_with('.') { h } else { format!("{h}.") }
+                })
+                .filter(|h| h != ".")
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let owned = list.iter().map(|h| h.to_string()).collect();
+            assert_eq!(ns_set_of(owned), expected, "{list:?}");
+            assert_eq!(ns_set(list), expected, "{list:?}");
+            // And the comparison without building the set says the same.
+            let others: [&[&str]; 5] = [
+                &["ns1.x.test."],
+                &["a.", "b.test."],
+                &[],
+                &["ns.a.", "ns.b."],
+                &["ns.c.", "ns.b.", "ns.a.", "ns.a."],
+            ];
+            for other in others.iter().chain([&list]) {
+                assert_eq!(
+                    is_ns_set_of(&expected, other.iter().copied()),
+                    ns_set(*other) == expected,
+                    "{list:?} against {other:?}"
+                );
+            }
+        }
+    }
 
     fn answers(list: Vec<NsAnswer>) -> Vec<ServerAnswer<NsAnswer>> {
         list.into_iter()

@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use super::anchor::{AnchorError, TrustAnchors};
 use super::budget::Budget;
 use super::classify;
-use super::delegation::{NsAnswer, ns_set};
+use super::delegation::{NsAnswer, is_ns_set_of};
 use super::discovery::{CutAnswer, Discovery, DiscoveryError, Located, NameServer, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
@@ -346,11 +346,10 @@ impl DnsObserver {
         let (answers, delegations) = split(both);
         // A parent address delegating elsewhere than the cached cut: the cache is
         // stale (a re-delegation), so the next child view follows the new one.
-        let cached = ns_set(cut.servers.iter().map(|s| s.host.as_str()));
-        if delegations
-            .iter()
-            .any(|d| matches!(&d.answer, NsAnswer::Servers { hosts, .. } if *hosts != cached))
-        {
+        let cached = cut.servers.iter().map(|s| s.host.as_str());
+        if delegations.iter().any(|d| {
+            matches!(&d.answer, NsAnswer::Servers { hosts, .. } if !is_ns_set_of(hosts, cached.clone()))
+        }) {
             self.0.discovery.forget_zone(&cut.zone);
         }
         Ok(ParentView {

@@ -140,12 +140,15 @@ impl Transport for NetTransport {
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
         Box::pin(async move {
             let deadline = Instant::now() + self.timeout;
-            let wire = super::wire::encode_query(query)
-                .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))?;
+            let encode = || {
+                super::wire::encode_query(query)
+                    .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))
+            };
+            let wire = encode()?;
             if !(self.case_randomization && self.echoes_case(server)) {
                 return self.exchange_wire(server, &wire, query, deadline).await;
             }
-            let mixed = super::wire::randomise_case(&wire);
+            let mixed = super::wire::randomise_case(wire);
             let answer = self.exchange_wire(server, &mixed, query, deadline).await?;
             // FORMERR and NOTIMP may come without the question: nothing to compare.
             if answer.queries.is_empty() || super::wire::question_case_matches(&answer, &mixed) {
@@ -161,7 +164,8 @@ impl Transport for NetTransport {
                  and so for {} s",
                 NO_ECHO_KEPT.as_secs()
             );
-            self.exchange_wire(server, &wire, query, deadline).await
+            self.exchange_wire(server, &encode()?, query, deadline)
+                .await
         })
     }
 }

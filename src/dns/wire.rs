@@ -14,6 +14,36 @@ use crate::dnssec::{Dnskey, Ds};
 /// fetched over TCP.
 pub const EDNS_PAYLOAD: u16 = 1232;
 
+/// Whether `name` in our textual convention ([`name_text`]) is `text`, without writing
+/// it out: the classifiers compare every answer's owners and signers with the zone.
+pub fn name_is(name: &Name, text: &str) -> bool {
+    if name.is_root() {
+        return text == ".";
+    }
+    let mut rest = text.as_bytes();
+    for label in name.iter() {
+        // Other bytes are written escaped: compare the text written out.
+        if !label
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+        {
+            return name_text(name) == text;
+        }
+        let (Some(head), Some(b'.')) = (rest.get(..label.len()), rest.get(label.len())) else {
+            return false;
+        };
+        if !head
+            .iter()
+            .zip(label)
+            .all(|(t, l)| *t == l.to_ascii_lowercase())
+        {
+            return false;
+        }
+        rest = rest.get(label.len() + 1..).unwrap_or_default();
+    }
+    rest.is_empty()
+}
+
 /// A name in our textual convention: lower case, fully qualified.
 pub fn name_text(name: &Name) -> String {
     let mut text = name.to_ascii();
@@ -105,42 +135,33 @@ pub fn query_id() -> u16 {
     })
 }
 
-/// The offsets of the question name's letters in a query's wire form (the name starts
-/// right after the 12-byte header, never compressed in a query).
-fn qname_letters(wire: &[u8]) -> Vec<usize> {
-    let mut out = Vec::new();
+/// `out` (a query) with each letter of its question name in random case, from the same
+/// OS CSPRNG as the IDs (0x20: a forger must guess these bits too). One random bit a
+/// letter, 16 letters a draw; the name starts right after the 12-byte header, never
+/// compressed in a query.
+pub fn randomise_case(mut out: Vec<u8>) -> Vec<u8> {
+    let (mut bits, mut left) = (0u16, 0u32);
     let mut at = 12;
     // Bounded: a name has at most 127 labels.
     for _ in 0..128 {
-        let Some(&len) = wire.get(at) else { break };
+        let Some(&len) = out.get(at) else { break };
         if len == 0 || len & 0xC0 != 0 {
             break;
         }
-        let end = at + 1 + usize::from(len);
-        let label = wire.get(at + 1..end.min(wire.len())).unwrap_or_default();
-        out.extend(
-            (at + 1..)
-                .zip(label)
-                .filter(|(_, b)| b.is_ascii_alphabetic())
-                .map(|(i, _)| i),
-        );
-        at = end;
-    }
-    out
-}
-
-/// `wire` (a query) with each letter of its question name in random case, from the same
-/// OS CSPRNG as the IDs (0x20: a forger must guess these bits too).
-pub fn randomise_case(wire: &[u8]) -> Vec<u8> {
-    let mut out = wire.to_vec();
-    let letters = qname_letters(wire);
-    for chunk in letters.chunks(16) {
-        let bits = query_id();
-        for (n, &i) in chunk.iter().enumerate() {
-            if bits & (1 << n) != 0 {
-                out[i] ^= 0x20;
+        let end = (at + 1 + usize::from(len)).min(out.len());
+        for byte in out.get_mut(at + 1..end).unwrap_or_default() {
+            if !byte.is_ascii_alphabetic() {
+                continue;
             }
+            if left == 0 {
+                (bits, left) = (query_id(), 16);
+            }
+            if bits & 1 != 0 {
+                *byte ^= 0x20;
+            }
+            (bits, left) = (bits >> 1, left - 1);
         }
+        at = end;
     }
     out
 }
@@ -485,6 +506,51 @@ mod tests {
         assert_eq!(edns.max_payload(), EDNS_PAYLOAD);
     }
 
+    /// `name_is` says what comparing `name_text` would, for plain names, names in upper
+    /// case, the root, a wildcard and names with escaped bytes.
+    #[test]
+    fn name_is_agrees_with_name_text() {
+        let mut names: Vec<Name> = [
+            "example.test.",
+            "EXAMPLE.Test.",
+            ".",
+            "a-b_c.d1.",
+            "*.wild.test.",
+            "x.test.",
+        ]
+        .iter()
+        .map(|n| Name::from_ascii(n).unwrap())
+        .collect();
+        // Bytes that are written escaped.
+        for odd in [&b"sp ace"[..], b"dot.ted", b"UP\xff", b"back\\slash"] {
+            names.push(Name::from_labels([odd, b"test"]).unwrap());
+        }
+        let mut texts: Vec<String> = [
+            "example.test.",
+            "EXAMPLE.test.",
+            ".",
+            "example.test",
+            "example.test..",
+            "a-b_c.d1.",
+            "*.wild.test.",
+            "x.test.",
+            "x.test.x.",
+            "test.",
+            "",
+            "sp ace.test.",
+            "dot.ted.test.",
+        ]
+        .map(String::from)
+        .to_vec();
+        texts.extend(names.iter().map(name_text));
+        for name in &names {
+            assert!(name_is(name, &name_text(name)), "{name}");
+            for t in &texts {
+                assert_eq!(name_is(name, t), name_text(name) == *t, "{name} is {t}?");
+            }
+        }
+    }
+
     /// 0x20: only the question name's letters change case, and an answer echoing the
     /// sent name byte for byte matches while one in other case does not.
     #[test]
@@ -493,7 +559,7 @@ mod tests {
         let wire = encode_query(&build_query(&name, RecordType::DS, false)).unwrap();
         let mut seen_upper = false;
         for _ in 0..16 {
-            let mixed = randomise_case(&wire);
+            let mixed = randomise_case(wire.clone());
             assert_eq!(mixed.len(), wire.len());
             assert!(mixed.eq_ignore_ascii_case(&wire));
             assert_eq!(mixed[..12], wire[..12], "the header is untouched");
