@@ -6,7 +6,7 @@
 //! lookup of the TLD. Only delegations are cached, never the DS or DNSKEY answers the
 //! verdicts are drawn from.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 
 use crate::config::{AddressFamilies, ObservationBudget};
@@ -126,7 +126,7 @@ pub struct Discovery {
     root_hints: Vec<IpAddr>,
     families: AddressFamilies,
     limits: ObservationBudget,
-    cache: Mutex<HashMap<String, Arc<ZoneCut>>>,
+    cache: Mutex<super::FastMap<String, Arc<ZoneCut>>>,
     /// The distinct server sets of the cached cuts (see [`ZoneCut::servers`]).
     server_sets: Mutex<HashSet<Arc<[NameServer]>>>,
 }
@@ -181,7 +181,7 @@ impl Discovery {
                 .filter(|a| families.allows(a))
                 .collect(),
             families,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::default(),
             server_sets: Mutex::new(HashSet::new()),
         }
     }

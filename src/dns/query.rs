@@ -3,7 +3,6 @@
 //! in-flight exchange per identical question (callers asking the same thing share it), and
 //! the bounded retry budget of `dns.query_attempts`.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,8 +96,8 @@ struct Shared {
     transport: Arc<dyn Transport>,
     limits: Limits,
     global: Semaphore,
-    per_server: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
-    flights: Mutex<HashMap<Question, Arc<OnceCell<Outcome>>>>,
+    per_server: Mutex<super::FastMap<IpAddr, Arc<Semaphore>>>,
+    flights: Mutex<super::FastMap<Question, Arc<OnceCell<Outcome>>>>,
     exchanges: AtomicU64,
     shared: AtomicU64,
     in_flight: AtomicUsize,
@@ -128,8 +127,8 @@ impl Querier {
             transport,
             global: Semaphore::new(limits.in_flight),
             limits,
-            per_server: Mutex::new(HashMap::new()),
-            flights: Mutex::new(HashMap::new()),
+            per_server: Mutex::default(),
+            flights: Mutex::default(),
             exchanges: AtomicU64::new(0),
             shared: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),

@@ -20,7 +20,6 @@
 //!
 //! [`Transport`] is a trait so that tests can script each server's answer.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -72,7 +71,7 @@ pub struct NetTransport {
     case_randomization: bool,
     /// Servers seen answering with the question's case changed, and since when: asked
     /// without 0x20 until [`NO_ECHO_KEPT`] has passed.
-    no_echo: Arc<Mutex<HashMap<SocketAddr, std::time::Instant>>>,
+    no_echo: Arc<Mutex<super::FastMap<SocketAddr, std::time::Instant>>>,
 }
 
 /// How long a server that did not echo the question's case is asked without 0x20. Not
@@ -178,11 +177,11 @@ fn net(err: std::io::Error) -> ExchangeError {
 /// share them.
 #[derive(Default)]
 struct Muxes {
-    by_server: Mutex<HashMap<SocketAddr, Arc<Mux>>>,
+    by_server: Mutex<super::FastMap<SocketAddr, Arc<Mux>>>,
 }
 
 impl Muxes {
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Arc<Mux>>> {
+    fn table(&self) -> std::sync::MutexGuard<'_, super::FastMap<SocketAddr, Arc<Mux>>> {
         self.by_server.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -209,7 +208,7 @@ struct Mux {
 #[derive(Default)]
 struct MuxState {
     /// The queries waiting, by ID.
-    waiting: HashMap<u16, oneshot::Sender<Delivery>>,
+    waiting: super::FastMap<u16, oneshot::Sender<Delivery>>,
     /// Every ID ever sent on this socket (at most [`SOCKET_MAX_USES`]). None is sent twice,
     /// so a late or duplicate answer never reaches a later query, and a query that gives
     /// up only ever removes its own place.
