@@ -3,6 +3,7 @@
 //! in-flight exchange per identical question (callers asking the same thing share it), and
 //! the bounded retry budget of `dns.query_attempts`.
 
+use std::collections::hash_map::Entry;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -166,15 +167,12 @@ impl Querier {
             recursion,
             checking_disabled,
         };
+        // The entry API: one hash of the question to join or start, one to leave.
         let (cell, joined) = {
             let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-            match flights.get(&question) {
-                Some(cell) => (cell.clone(), true),
-                None => {
-                    let cell = Arc::new(OnceCell::new());
-                    flights.insert(question.clone(), cell.clone());
-                    (cell, false)
-                }
+            match flights.entry(question.clone()) {
+                Entry::Occupied(flight) => (flight.get().clone(), true),
+                Entry::Vacant(place) => (place.insert(Arc::new(OnceCell::new())).clone(), false),
             }
         };
         if joined {
@@ -186,11 +184,10 @@ impl Querier {
             .clone();
         // The answer is not a cache: once delivered, the next caller asks again.
         let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-        if flights
-            .get(&question)
-            .is_some_and(|c| Arc::ptr_eq(c, &cell))
+        if let Entry::Occupied(flight) = flights.entry(question)
+            && Arc::ptr_eq(flight.get(), &cell)
         {
-            flights.remove(&question);
+            flight.remove();
         }
         outcome
     }
