@@ -58,6 +58,18 @@ const ZONES: usize = 10_000;
 const TLD_A: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 1);
 const TLD_B: Ipv4Addr = Ipv4Addr::new(127, 0, 61, 2);
 const CHILD_ENV: &str = "DNSSEC_WARDEN_BENCH_OBSERVE";
+/// The main run's passes: three rounds of the routine ones (this machine's speed drifts
+/// between seconds, so the figures are the best of three on each side, the floor's too),
+/// then the fully validated one.
+const MAIN_PASSES: &[&str] = &[
+    "cold",
+    "warm",
+    "cold2",
+    "warm2",
+    "cold3",
+    "warm3",
+    "validated",
+];
 
 type Res<T> = Result<T, String>;
 
@@ -156,17 +168,7 @@ fn observe_child(port: &str) {
         let passes: &[&str] = if let Some(c) = &custom {
             c
         } else if extras {
-            // Three rounds of the routine passes: this machine's speed drifts between
-            // seconds, so the figures are the best of three on each side (the floor too).
-            &[
-                "cold",
-                "warm",
-                "cold2",
-                "warm2",
-                "cold3",
-                "warm3",
-                "validated",
-            ]
+            MAIN_PASSES
         } else {
             &["cold", "warm"]
         };
@@ -337,20 +339,11 @@ async fn bench() -> Res<()> {
     };
     let knotd_ours = knotd_cpu() - knotd_before;
     // Every pass of the child (the validated and the 0x20-less ones too) loads knotd.
-    let our_queries = [
-        "cold",
-        "warm",
-        "cold2",
-        "warm2",
-        "cold3",
-        "warm3",
-        "validated",
-        "cold_no0x20",
-        "warm_no0x20",
-    ]
-    .iter()
-    .map(|p| num(&format!("{p}_exchanges")))
-    .sum::<f64>();
+    let our_queries = MAIN_PASSES
+        .iter()
+        .chain(&["cold_no0x20", "warm_no0x20"])
+        .map(|p| num(&format!("{p}_exchanges")))
+        .sum::<f64>();
     let rss_mib = num("vm_hwm_kib") / 1024.0;
     println!(
         "observe pass, cold (discovery + DS and NS at both TLD servers): best {cold:.3}s; {}",
