@@ -408,6 +408,62 @@ mod tests {
     const ZONE: &str = "child.test.";
     const PARENT: &str = "test.";
 
+    /// The DS of ZONE and its RRSIG by `signer` (the signature bytes are not checked here).
+    fn signed_ds(signer: &str) -> Vec<Record> {
+        use hickory_proto::dnssec::rdata::{DS, RRSIG, SigInput};
+        use hickory_proto::dnssec::{Algorithm, DigestType};
+        use hickory_proto::rr::SerialNumber;
+        let ds = DS::new(
+            12345,
+            Algorithm::ECDSAP256SHA256,
+            DigestType::SHA256,
+            vec![0xab; 32],
+        );
+        let input = SigInput {
+            type_covered: RecordType::DS,
+            algorithm: Algorithm::ECDSAP256SHA256,
+            num_labels: 2,
+            original_ttl: 3600,
+            sig_expiration: SerialNumber::new(2_000_000_000),
+            sig_inception: SerialNumber::new(1_000_000_000),
+            key_tag: 1,
+            signer_name: Name::from_ascii(signer).unwrap(),
+        };
+        vec![
+            Record::from_rdata(name(ZONE), 600, RData::DNSSEC(DNSSECRData::DS(ds))),
+            Record::from_rdata(
+                name(ZONE),
+                600,
+                RData::DNSSEC(DNSSECRData::RRSIG(RRSIG::from_sig(input, vec![0; 64]))),
+            ),
+        ]
+    }
+
+    /// A DS signed by the child itself comes from the wrong side of the cut: lame, not the
+    /// parent's "present". The parent's name in other case is still the parent.
+    #[test]
+    fn a_ds_is_the_parents_only_when_the_parent_signed_it() {
+        let z = name(ZONE);
+        for signer in ["test.", "TEST.", "Test."] {
+            let answer = message(true, ResponseCode::NoError, signed_ds(signer), vec![]);
+            assert!(
+                matches!(
+                    classify_ds(&z, PARENT, &answer),
+                    DsAnswer::Present { ttl: 3600, .. }
+                ),
+                "{signer}"
+            );
+        }
+        for signer in ["child.test.", "CHILD.test.", "other.", "xtest."] {
+            let answer = message(true, ResponseCode::NoError, signed_ds(signer), vec![]);
+            assert_eq!(
+                classify_ds(&z, PARENT, &answer),
+                DsAnswer::Unknown(UnknownReason::Lame),
+                "{signer}"
+            );
+        }
+    }
+
     #[test]
     fn the_parent_delegates_by_referral_or_by_hosting_the_child() {
         let z = name(ZONE);
