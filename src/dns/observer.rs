@@ -611,7 +611,9 @@ where
             })
             .chain(unaddressed)
     });
-    join_all(asks).await
+    // Collected first: with its length known, `join_all` polls a handful of futures in
+    // place instead of building a `FuturesOrdered` (an allocation per future).
+    join_all(asks.collect::<Vec<_>>()).await
 }
 
 /// One list of paired answers as two lists in the same order.

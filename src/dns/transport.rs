@@ -59,6 +59,11 @@ pub type ExchangeFuture<'a> =
 /// this query (ID, QR bit, question).
 pub trait Transport: Send + Sync + 'static {
     fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a>;
+
+    /// The real network, which the querier calls without boxing each exchange's future.
+    fn as_net(&self) -> Option<&NetTransport> {
+        None
+    }
 }
 
 /// The real network. Clones share their sockets.
@@ -126,6 +131,16 @@ impl NetTransport {
 }
 
 impl Transport for NetTransport {
+    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
+        Box::pin(self.exchange_net(server, query))
+    }
+
+    fn as_net(&self) -> Option<&NetTransport> {
+        Some(self)
+    }
+}
+
+impl NetTransport {
     /// Spoofing margin (issue 14): the question name goes out in randomised case (0x20,
     /// draft-vixie-dnsext-dns0x20) and the answer's question must echo it byte for byte.
     /// A forger must then also guess one bit per letter of the name, on top of the ID
@@ -136,36 +151,42 @@ impl Transport for NetTransport {
     /// the module comment). A server that answers with the case changed (the only
     /// difference, the question matching otherwise) is asked again at once without 0x20,
     /// and so for [`NO_ECHO_KEPT`]: the mangled answer itself is never used.
-    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
-        Box::pin(async move {
-            let deadline = Instant::now() + self.timeout;
-            let encode = || {
-                super::wire::encode_query(query)
-                    .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))
-            };
-            let wire = encode()?;
-            if !(self.case_randomization && self.echoes_case(server)) {
-                return self.exchange_wire(server, &wire, query, deadline).await;
-            }
-            let mixed = super::wire::randomise_case(wire);
-            let answer = self.exchange_wire(server, &mixed, query, deadline).await?;
-            // FORMERR and NOTIMP may come without the question: nothing to compare.
-            if answer.queries.is_empty() || super::wire::question_case_matches(&answer, &mixed) {
-                return Ok(answer);
-            }
-            self.no_echo
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(server, std::time::Instant::now());
-            tracing::debug!(
-                %server,
-                "the answer's question differs from ours only in case (0x20): asking again without, \
-                 and so for {} s",
-                NO_ECHO_KEPT.as_secs()
-            );
-            self.exchange_wire(server, &encode()?, query, deadline)
-                .await
-        })
+    ///
+    /// [`Transport::exchange`] without boxing the future: the querier's exchange task
+    /// holds it in place (one allocation less an exchange).
+    pub async fn exchange_net(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+    ) -> Result<Message, ExchangeError> {
+        let deadline = Instant::now() + self.timeout;
+        let encode = || {
+            super::wire::encode_query(query)
+                .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))
+        };
+        let wire = encode()?;
+        if !(self.case_randomization && self.echoes_case(server)) {
+            return self.exchange_wire(server, &wire, query, deadline).await;
+        }
+        let mut mixed = wire;
+        super::wire::randomise_case(&mut mixed);
+        let answer = self.exchange_wire(server, &mixed, query, deadline).await?;
+        // FORMERR and NOTIMP may come without the question: nothing to compare.
+        if answer.queries.is_empty() || super::wire::question_case_matches(&answer, &mixed) {
+            return Ok(answer);
+        }
+        self.no_echo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(server, std::time::Instant::now());
+        tracing::debug!(
+            %server,
+            "the answer's question differs from ours only in case (0x20): asking again without, \
+             and so for {} s",
+            NO_ECHO_KEPT.as_secs()
+        );
+        self.exchange_wire(server, &encode()?, query, deadline)
+            .await
     }
 }
 

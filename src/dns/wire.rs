@@ -139,7 +139,7 @@ pub fn query_id() -> u16 {
 /// OS CSPRNG as the IDs (0x20: a forger must guess these bits too). One random bit a
 /// letter, 16 letters a draw; the name starts right after the 12-byte header, never
 /// compressed in a query.
-pub fn randomise_case(mut out: Vec<u8>) -> Vec<u8> {
+pub fn randomise_case(out: &mut [u8]) {
     let (mut bits, mut left) = (0u16, 0u32);
     let mut at = 12;
     // Bounded: a name has at most 127 labels.
@@ -163,7 +163,6 @@ pub fn randomise_case(mut out: Vec<u8>) -> Vec<u8> {
         }
         at = end;
     }
-    out
 }
 
 /// The answer's question name is the one of `wire` (the query sent) byte for byte, case
@@ -200,12 +199,18 @@ pub fn build_query(qname: &Name, qtype: RecordType, recursion_desired: bool) -> 
     message
 }
 
+/// A query's wire form: in place up to [`QUERY_INLINE`] bytes (a question name of up to
+/// 69), so that most exchanges allocate nothing for it.
+pub type QueryBytes = smallvec::SmallVec<[u8; QUERY_INLINE]>;
+/// See [`QueryBytes`]: 12 bytes of header, the name, 4 of type and class, 11 of OPT.
+pub const QUERY_INLINE: usize = 96;
+
 /// The wire form of `message`. A query of the shape [`build_query`] makes (one question,
 /// no records, EDNS without options) is written directly, without the general encoder's
 /// bookkeeping for name compression: every observation sends tens of thousands of them.
 /// Anything else goes through hickory's encoder. Both give the same bytes (tested).
-pub fn encode_query(message: &Message) -> Result<Vec<u8>, hickory_proto::ProtoError> {
-    let plain = |m: &Message| -> Option<Vec<u8>> {
+pub fn encode_query(message: &Message) -> Result<QueryBytes, hickory_proto::ProtoError> {
+    let plain = |m: &Message| -> Option<QueryBytes> {
         let [query] = m.queries.as_slice() else {
             return None;
         };
@@ -225,7 +230,7 @@ pub fn encode_query(message: &Message) -> Result<Vec<u8>, hickory_proto::ProtoEr
             return None;
         }
         let name = query.name();
-        let mut out = Vec::with_capacity(12 + name.len() + 2 + 4 + 11);
+        let mut out = QueryBytes::new();
         out.extend_from_slice(&md.id.to_be_bytes());
         out.push(if md.recursion_desired { 0x01 } else { 0x00 });
         out.push(
@@ -254,7 +259,7 @@ pub fn encode_query(message: &Message) -> Result<Vec<u8>, hickory_proto::ProtoEr
     };
     match plain(message) {
         Some(bytes) => Ok(bytes),
-        None => message.to_vec(),
+        None => message.to_vec().map(QueryBytes::from_vec),
     }
 }
 
@@ -452,6 +457,8 @@ mod tests {
             "WwW.Example.TEST.",
             "a\\.b.test.",
             "xn--bcher-kva.test.",
+            // Longer than a query's inline buffer (QUERY_INLINE): written to the heap.
+            "a-label-of-sixty-three-bytes-makes-this-query-longer-than-96-by.example.test.",
         ];
         let types = [
             RecordType::DS,
@@ -468,10 +475,12 @@ mod tests {
                     (true, false, true),
                 ] {
                     let mut q = build_query(&name, rtype, rd);
+                    let spilled = encode_query(&q).unwrap().spilled();
+                    assert_eq!(spilled, text.len() > 60, "{text}");
                     q.metadata.checking_disabled = cd;
                     q.metadata.authentic_data = ad;
                     assert_eq!(
-                        encode_query(&q).unwrap(),
+                        encode_query(&q).unwrap().as_slice(),
                         q.to_vec().unwrap(),
                         "{text} {rtype} rd={rd} cd={cd} ad={ad}"
                     );
@@ -481,7 +490,7 @@ mod tests {
         // Other shapes go through hickory's encoder.
         let mut q = build_query(&Name::root(), RecordType::NS, false);
         q.edns = None;
-        assert_eq!(encode_query(&q).unwrap(), q.to_vec().unwrap());
+        assert_eq!(encode_query(&q).unwrap().as_slice(), q.to_vec().unwrap());
     }
 
     #[test]
@@ -559,7 +568,8 @@ mod tests {
         let wire = encode_query(&build_query(&name, RecordType::DS, false)).unwrap();
         let mut seen_upper = false;
         for _ in 0..16 {
-            let mixed = randomise_case(wire.clone());
+            let mut mixed = wire.clone();
+            randomise_case(&mut mixed);
             assert_eq!(mixed.len(), wire.len());
             assert!(mixed.eq_ignore_ascii_case(&wire));
             assert_eq!(mixed[..12], wire[..12], "the header is untouched");
