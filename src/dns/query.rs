@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::{Semaphore, oneshot};
 
 use super::transport::{ExchangeError, Transport};
 use super::wire;
@@ -98,7 +98,8 @@ struct Shared {
     limits: Limits,
     global: Semaphore,
     per_server: Mutex<super::FastMap<IpAddr, Arc<Semaphore>>>,
-    flights: Mutex<super::FastMap<Question, Arc<OnceCell<Outcome>>>>,
+    /// The questions in flight, each with the callers that joined it.
+    flights: Mutex<super::FastMap<Question, Vec<oneshot::Sender<Outcome>>>>,
     exchanges: AtomicU64,
     shared: AtomicU64,
     in_flight: AtomicUsize,
@@ -106,6 +107,34 @@ struct Shared {
 }
 
 pub struct Querier(Arc<Shared>);
+
+/// A question in flight, owned by the caller that sends it. Landing (or the owner giving
+/// up) takes it off the list; those that joined it are told the outcome, or let go.
+struct Flight<'a> {
+    shared: &'a Shared,
+    question: &'a Question,
+    landed: bool,
+}
+
+impl Flight<'_> {
+    /// Takes the question off the list: the callers that joined it, to be told.
+    fn land(&mut self) -> Vec<oneshot::Sender<Outcome>> {
+        self.landed = true;
+        self.shared
+            .flights()
+            .remove(self.question)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Flight<'_> {
+    /// The owner gave up: its joiners' channels close, and each asks again.
+    fn drop(&mut self) {
+        if !self.landed {
+            self.shared.flights().remove(self.question);
+        }
+    }
+}
 
 /// A caller that gives up on a question ends its exchange: the permits and its query's
 /// place on the socket are released at once, not when the exchange would have timed out.
@@ -167,29 +196,42 @@ impl Querier {
             recursion,
             checking_disabled,
         };
-        // The entry API: one hash of the question to join or start, one to leave.
-        let (cell, joined) = {
-            let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-            match flights.entry(question.clone()) {
-                Entry::Occupied(flight) => (flight.get().clone(), true),
-                Entry::Vacant(place) => (place.insert(Arc::new(OnceCell::new())).clone(), false),
-            }
-        };
-        if joined {
+        loop {
+            // The entry API: one hash of the question to join or start, one to leave.
+            let joined = {
+                let mut flights = self.0.flights();
+                match flights.entry(question.clone()) {
+                    Entry::Occupied(mut flight) => {
+                        let (tx, rx) = oneshot::channel();
+                        flight.get_mut().push(tx);
+                        Some(rx)
+                    }
+                    Entry::Vacant(place) => {
+                        place.insert(Vec::new());
+                        None
+                    }
+                }
+            };
+            let Some(joined) = joined else {
+                // Ours to send. Whoever joined meanwhile gets the same outcome; if this
+                // caller gives up first, they are let go and ask again themselves.
+                let mut flight = Flight {
+                    shared: &self.0,
+                    question: &question,
+                    landed: false,
+                };
+                let outcome = self.send(question.clone()).await;
+                for joiner in flight.land() {
+                    let _ = joiner.send(outcome.clone());
+                }
+                return outcome;
+            };
             self.0.shared.fetch_add(1, Ordering::Relaxed);
+            // The answer is not a cache: once delivered, the next caller asks again.
+            if let Ok(outcome) = joined.await {
+                return outcome;
+            }
         }
-        let outcome = cell
-            .get_or_init(|| self.send(question.clone()))
-            .await
-            .clone();
-        // The answer is not a cache: once delivered, the next caller asks again.
-        let mut flights = self.0.flights.lock().unwrap_or_else(|p| p.into_inner());
-        if let Entry::Occupied(flight) = flights.entry(question)
-            && Arc::ptr_eq(flight.get(), &cell)
-        {
-            flight.remove();
-        }
-        outcome
     }
 
     /// The exchange (permits, attempts) runs as a task of its own: it goes on as soon as a
@@ -206,6 +248,12 @@ impl Querier {
 }
 
 impl Shared {
+    fn flights(
+        &self,
+    ) -> std::sync::MutexGuard<'_, super::FastMap<Question, Vec<oneshot::Sender<Outcome>>>> {
+        self.flights.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn server_gate(&self, ip: IpAddr) -> Arc<Semaphore> {
         let mut gates = self.per_server.lock().unwrap_or_else(|p| p.into_inner());
         gates
@@ -237,7 +285,10 @@ impl Shared {
                 let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 self.peak.fetch_max(now, Ordering::SeqCst);
                 self.exchanges.fetch_add(1, Ordering::Relaxed);
-                let result = self.transport.exchange(server, &query).await;
+                let result = match self.transport.as_net() {
+                    Some(net) => net.exchange_net(server, &query).await,
+                    None => self.transport.exchange(server, &query).await,
+                };
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
                 result
             };
@@ -265,6 +316,96 @@ mod tests {
         m.metadata.authoritative = aa;
         m.metadata.response_code = rcode;
         Ok(Arc::new(m))
+    }
+
+    /// Answers every query once let through; counts the exchanges.
+    struct Gated {
+        calls: AtomicUsize,
+        gate: Semaphore,
+    }
+
+    impl Default for Gated {
+        fn default() -> Self {
+            Self {
+                calls: AtomicUsize::new(0),
+                gate: Semaphore::new(0),
+            }
+        }
+    }
+
+    impl Transport for Gated {
+        fn exchange<'a>(
+            &'a self,
+            _server: SocketAddr,
+            query: &'a Message,
+        ) -> super::super::ExchangeFuture<'a> {
+            Box::pin(async move {
+                self.calls.fetch_add(1, Ordering::SeqCst);
+                if let Ok(permit) = self.gate.acquire().await {
+                    permit.forget();
+                }
+                let mut answer = query.clone();
+                answer.metadata.message_type = MessageType::Response;
+                answer.metadata.authoritative = true;
+                Ok(answer)
+            })
+        }
+    }
+
+    /// Runs the other tasks until `done` holds (bounded).
+    async fn until(done: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("never happened");
+    }
+
+    fn ask_in_task(querier: &Arc<Querier>) -> tokio::task::JoinHandle<Outcome> {
+        let querier = querier.clone();
+        tokio::spawn(async move {
+            let name = Name::from_ascii("child.test.").expect("name");
+            let server = SocketAddr::from(([127, 0, 0, 1], 53));
+            querier.ask(server, &name, RecordType::DS).await
+        })
+    }
+
+    /// A question asked while the same one is in flight is sent once, and both callers
+    /// get the answer.
+    #[tokio::test]
+    async fn a_question_in_flight_is_sent_once() {
+        let transport = Arc::new(Gated::default());
+        let querier = Arc::new(Querier::new(transport.clone(), Limits::default()));
+        let owner = ask_in_task(&querier);
+        until(|| transport.calls.load(Ordering::SeqCst) == 1).await;
+        let joiner = ask_in_task(&querier);
+        until(|| querier.stats().shared == 1).await;
+        transport.gate.add_permits(1);
+        assert!(owner.await.expect("owner").is_ok());
+        assert!(joiner.await.expect("joiner").is_ok());
+        assert_eq!(transport.calls.load(Ordering::SeqCst), 1);
+        assert!(querier.0.flights().is_empty(), "the question stayed listed");
+    }
+
+    /// When the caller that sends a question gives up, the one that joined it is not
+    /// left waiting: it sends the question itself.
+    #[tokio::test]
+    async fn a_joiner_asks_again_when_the_sender_gives_up() {
+        let transport = Arc::new(Gated::default());
+        let querier = Arc::new(Querier::new(transport.clone(), Limits::default()));
+        let owner = ask_in_task(&querier);
+        until(|| transport.calls.load(Ordering::SeqCst) == 1).await;
+        let joiner = ask_in_task(&querier);
+        until(|| querier.stats().shared == 1).await;
+        owner.abort();
+        assert!(owner.await.is_err_and(|e| e.is_cancelled()));
+        until(|| transport.calls.load(Ordering::SeqCst) == 2).await;
+        transport.gate.add_permits(1);
+        assert!(joiner.await.expect("joiner").is_ok());
+        assert_eq!(transport.calls.load(Ordering::SeqCst), 2);
+        assert!(querier.0.flights().is_empty(), "the question stayed listed");
     }
 
     #[test]
