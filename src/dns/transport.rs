@@ -121,13 +121,15 @@ impl NetTransport {
         query: &Message,
         deadline: Instant,
     ) -> Result<Message, ExchangeError> {
-        match self.udp_exchange(server, wire, query, deadline).await? {
-            // RFC 7766: a truncated UDP answer is retried over TCP.
-            Some(answer) if !answer.metadata.truncation => Ok(answer),
-            // Boxed apart: the rare TCP path would otherwise double the size of every
-            // exchange's future (and so of its allocation).
-            _ => Box::pin(tcp_exchange(server, wire, query, deadline)).await,
+        // RFC 7766: a truncated UDP answer is retried over TCP.
+        if let Some(answer) = self.udp_exchange(server, wire, query, deadline).await?
+            && !answer.metadata.truncation
+        {
+            return Ok(answer);
         }
+        // Boxed apart, and with the UDP answer dropped first: the rare TCP path would
+        // otherwise grow every exchange's future (held in its task).
+        Box::pin(tcp_exchange(server, wire, query, deadline)).await
     }
 }
 
@@ -165,17 +167,20 @@ impl NetTransport {
             super::wire::encode_query(query)
                 .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))
         };
-        let wire = encode()?;
-        if !(self.case_randomization && self.echoes_case(server)) {
-            return self.exchange_wire(server, &wire, query, deadline).await;
+        let mixed_case = self.case_randomization && self.echoes_case(server);
+        let mut wire = encode()?;
+        if mixed_case {
+            super::wire::randomise_case(&mut wire);
         }
-        let mut mixed = wire;
-        super::wire::randomise_case(&mut mixed);
-        let answer = self.exchange_wire(server, &mixed, query, deadline).await?;
+        let answer = self.exchange_wire(server, &wire, query, deadline).await?;
         // FORMERR and NOTIMP may come without the question: nothing to compare.
-        if answer.queries.is_empty() || super::wire::question_case_matches(&answer, &mixed) {
+        if !mixed_case
+            || answer.queries.is_empty()
+            || super::wire::question_case_matches(&answer, &wire)
+        {
             return Ok(answer);
         }
+        drop(answer);
         self.no_echo
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -186,8 +191,9 @@ impl NetTransport {
              and so for {} s",
             NO_ECHO_KEPT.as_secs()
         );
-        self.exchange_wire(server, &encode()?, query, deadline)
-            .await
+        // Boxed: the rare second exchange would otherwise make every exchange's future
+        // (held in its task) twice the size.
+        Box::pin(self.exchange_wire(server, &encode()?, query, deadline)).await
     }
 }
 
@@ -557,16 +563,18 @@ impl NetTransport {
     ) -> Result<Option<Message>, ExchangeError> {
         let (registration, answer) = self.register(server, query.metadata.id, deadline)?;
         let (mux, id) = (&registration.mux, registration.id);
-        let sent = if id == query.metadata.id {
-            mux.socket.send(wire).await
+        let renumbered;
+        let datagram = if id == query.metadata.id {
+            wire
         } else {
-            let mut renumbered = wire.to_vec();
-            if let Some(head) = renumbered.get_mut(..2) {
+            let mut bytes = wire.to_vec();
+            if let Some(head) = bytes.get_mut(..2) {
                 head.copy_from_slice(&id.to_be_bytes());
             }
-            mux.socket.send(&renumbered).await
+            renumbered = bytes;
+            &renumbered
         };
-        sent.map_err(net)?;
+        send_datagram(&mux.socket, datagram).await.map_err(net)?;
         // No timer of its own: the socket's reader fails it at its deadline.
         let Ok(delivery) = answer.await else {
             return Err(ExchangeError::Network("socket reader ended".into()));
@@ -580,6 +588,19 @@ impl NetTransport {
             Delivery::Cut => Ok(None),
             Delivery::Failed(err) => Err(err),
         }
+    }
+}
+
+/// Sends one datagram on a connected, non-blocking UDP socket: at once, as the send buffer
+/// almost always has room (without waiting for the runtime to report the fresh socket
+/// writable first); only when it has none, by waiting for room, boxed apart so that the
+/// rare wait does not grow every exchange's future.
+async fn send_datagram(socket: &UdpSocket, datagram: &[u8]) -> std::io::Result<()> {
+    match socket2::SockRef::from(socket).send(datagram) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            Box::pin(socket.send(datagram)).await.map(drop)
+        }
+        sent => sent.map(drop),
     }
 }
 
