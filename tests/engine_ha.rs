@@ -120,3 +120,97 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
     assert_eq!(round.held, 0, "{round:?}");
     drop(cluster);
 }
+
+/// A daemon that loses its leases in the middle of a round of alerts (its first sink
+/// call stalls past the lease) sends none of the other zones' owed alerts from the list it
+/// read before: their new holder notifies them, once each. Only the alert in hand at the
+/// disruption may be notified twice (same id).
+#[tokio::test]
+async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
+    use dnssec_warden::config::{AlertSettings, ExecSettings};
+    use dnssec_warden::engine::Notifier;
+    const OTHER: &str = "other.test.";
+    let cluster = common::postgres::Cluster::shared();
+    let url = cluster.database().await;
+    let settings = DatabaseSettings::Postgres(PostgresSettings {
+        url: url.parse().expect("URL"),
+        password: None,
+    });
+    let clock = ManualClock::starting_at(T0);
+    let a_store = daemon(&settings, "a").await;
+    let b_store = daemon(&settings, "b").await;
+    let now = clock.now();
+    let db = sqlx::PgPool::connect(&url).await.expect("database");
+    for zone in [ZONE, OTHER] {
+        a_store.ensure_zone(zone, now).await.unwrap();
+        sqlx::query(
+            "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
+             VALUES ($1, 'ds_unpublished_overdue', 'warning', 'enter the DS', $2)",
+        )
+        .bind(zone)
+        .bind(now.0)
+        .execute(&db)
+        .await
+        .expect("an open alert");
+    }
+    assert_eq!(a_store.lease_round(now).await.unwrap().held, 2);
+    assert_eq!(b_store.lease_round(now).await.unwrap().held, 0);
+    // The sink writes each event's zone down; for the first zone it then stalls past the
+    // lease (A's pause), as B takes both zones.
+    let dir = tempfile::tempdir().unwrap();
+    let sent = dir.path().join("sent");
+    let stall = (LEASE + Duration::from_millis(1_500)).as_secs_f64();
+    let notifier = Notifier::new(
+        &AlertSettings {
+            execs: vec![ExecSettings {
+                name: "alerts.exec[0]".into(),
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    format!(
+                        "echo \"$DNSSEC_WARDEN_ALERT_ZONE\" >> '{}'; \
+                         if [ \"$DNSSEC_WARDEN_ALERT_ZONE\" = '{ZONE}' ] && [ ! -e '{}.stalled' ]; \
+                         then touch '{}.stalled'; sleep {stall}; fi",
+                        sent.display(),
+                        sent.display(),
+                        sent.display()
+                    ),
+                ],
+                timeout: Duration::from_secs(30),
+            }],
+            ..AlertSettings::default()
+        },
+        None,
+    )
+    .expect("notifier");
+    let sent_to = |path: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let a_round = {
+        let (notifier, store, clock) = (notifier.clone(), a_store.clone(), clock.clone());
+        tokio::spawn(async move { notifier.deliver_alerts(&store, &clock).await })
+    };
+    tokio::time::sleep(LEASE + Duration::from_millis(300)).await;
+    assert_eq!(
+        b_store.lease_round(now).await.unwrap().held,
+        2,
+        "B took both"
+    );
+    a_round.await.expect("A's round").expect("A's round");
+    assert_eq!(
+        sent_to(&sent),
+        [ZONE],
+        "A went on with a zone it no longer held"
+    );
+    notifier.deliver_alerts(&b_store, &clock).await.unwrap();
+    let mut all = sent_to(&sent);
+    all.sort();
+    assert_eq!(all, [ZONE, ZONE, OTHER], "B notifies both, once each");
+    notifier.deliver_alerts(&b_store, &clock).await.unwrap();
+    assert_eq!(sent_to(&sent).len(), 3, "and not again");
+    drop(cluster);
+}

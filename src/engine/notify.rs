@@ -234,6 +234,12 @@ impl Notifier {
         type ZoneInfo = (Option<String>, Option<String>, Option<String>);
         let mut zones: HashMap<String, ZoneInfo> = HashMap::new();
         for alert in owed {
+            // Several daemons: a zone taken by another daemon since the list was read (a
+            // pause, a slow sink) is its new holder's to notify; sending it here too would
+            // repeat it for every such zone, not only the one in hand.
+            if !store.lease_current(&alert.zone).await? {
+                continue;
+            }
             if !zones.contains_key(&alert.zone) {
                 let row = store.zone(&alert.zone).await?;
                 let info = row.map_or((None, None, None), |r| {
