@@ -341,6 +341,7 @@ impl Mux {
         let registration = Registration {
             mux: self.clone(),
             id,
+            delivered: false,
         };
         Some((registration, rx))
     }
@@ -492,16 +493,21 @@ async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
     }
 }
 
-/// A query's place among those waiting on a socket; giving up (a timeout, a dropped
-/// exchange) frees its ID.
+/// A query's place among those waiting on a socket; giving up (a dropped exchange) frees
+/// it. IDs are never reused on one socket, so a place is only ever its query's.
 struct Registration {
     mux: Arc<Mux>,
     id: u16,
+    /// The reader took the place off the list when it handed the query its delivery (an
+    /// answer, a timeout, a failure): nothing to free.
+    delivered: bool,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // The place may already be gone (answered); IDs are never reused on one socket.
+        if self.delivered {
+            return;
+        }
         let removed = self.mux.state().waiting.remove(&self.id).is_some();
         if removed {
             self.mux.wake.notify_one();
@@ -561,7 +567,7 @@ impl NetTransport {
         query: &Message,
         deadline: Instant,
     ) -> Result<Option<Message>, ExchangeError> {
-        let (registration, answer) = self.register(server, query.metadata.id, deadline)?;
+        let (mut registration, answer) = self.register(server, query.metadata.id, deadline)?;
         let (mux, id) = (&registration.mux, registration.id);
         let renumbered;
         let datagram = if id == query.metadata.id {
@@ -579,6 +585,7 @@ impl NetTransport {
         let Ok(delivery) = answer.await else {
             return Err(ExchangeError::Network("socket reader ended".into()));
         };
+        registration.delivered = true;
         drop(registration);
         match delivery {
             Delivery::Answer(answer) => {
