@@ -372,16 +372,28 @@ mod tests {
         })
     }
 
-    /// A question asked while the same one is in flight is sent once, and both callers
-    /// get the answer.
-    #[tokio::test]
-    async fn a_question_in_flight_is_sent_once() {
+    /// One caller's question in flight (unanswered until the gate opens) and a second
+    /// caller joined to it.
+    async fn sent_and_joined() -> (
+        Arc<Gated>,
+        Arc<Querier>,
+        tokio::task::JoinHandle<Outcome>,
+        tokio::task::JoinHandle<Outcome>,
+    ) {
         let transport = Arc::new(Gated::default());
         let querier = Arc::new(Querier::new(transport.clone(), Limits::default()));
         let owner = ask_in_task(&querier);
         until(|| transport.calls.load(Ordering::SeqCst) == 1).await;
         let joiner = ask_in_task(&querier);
         until(|| querier.stats().shared == 1).await;
+        (transport, querier, owner, joiner)
+    }
+
+    /// A question asked while the same one is in flight is sent once, and both callers
+    /// get the answer.
+    #[tokio::test]
+    async fn a_question_in_flight_is_sent_once() {
+        let (transport, querier, owner, joiner) = sent_and_joined().await;
         transport.gate.add_permits(1);
         assert!(owner.await.expect("owner").is_ok());
         assert!(joiner.await.expect("joiner").is_ok());
@@ -393,12 +405,7 @@ mod tests {
     /// left waiting: it sends the question itself.
     #[tokio::test]
     async fn a_joiner_asks_again_when_the_sender_gives_up() {
-        let transport = Arc::new(Gated::default());
-        let querier = Arc::new(Querier::new(transport.clone(), Limits::default()));
-        let owner = ask_in_task(&querier);
-        until(|| transport.calls.load(Ordering::SeqCst) == 1).await;
-        let joiner = ask_in_task(&querier);
-        until(|| querier.stats().shared == 1).await;
+        let (transport, querier, owner, joiner) = sent_and_joined().await;
         owner.abort();
         assert!(owner.await.is_err_and(|e| e.is_cancelled()));
         until(|| transport.calls.load(Ordering::SeqCst) == 2).await;
