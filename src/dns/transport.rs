@@ -225,8 +225,8 @@ impl std::fmt::Debug for Muxes {
 /// their IDs, and the reader task that hands each answer to the query with its ID.
 struct Mux {
     socket: UdpSocket,
-    born: std::time::Instant,
-    /// When the socket stops taking new queries by age (`born` + [`SOCKET_MAX_AGE`]).
+    /// When the socket stops taking new queries by age ([`SOCKET_MAX_AGE`] after it was
+    /// opened).
     retire_at: Instant,
     /// Sockets are registered with one runtime's I/O driver.
     runtime: tokio::runtime::Id,
@@ -276,7 +276,6 @@ impl Mux {
         socket.set_nonblocking(true).map_err(net)?;
         Ok(Self {
             socket: UdpSocket::from_std(socket).map_err(net)?,
-            born: std::time::Instant::now(),
             retire_at,
             runtime,
             state: Mutex::new(MuxState {
@@ -299,7 +298,7 @@ impl Mux {
         !state.retired
             && !state.closed
             && state.used.len() < SOCKET_MAX_USES
-            && self.born.elapsed() < SOCKET_MAX_AGE
+            && Instant::now() < self.retire_at
             && self.runtime == runtime
     }
 
@@ -382,10 +381,10 @@ impl Mux {
     }
 
     /// The reader's timer went off: the queries whose deadline passed fail with a timeout
-    /// (their places stay used), the socket retires once old enough, and the timer is set
-    /// to the next deadline.
-    fn expire(&self, now: Instant) -> Instant {
-        let (overdue, next) = {
+    /// (their places stay used), the socket retires once old enough, and the reader's next
+    /// wake-up (`wake_at`) becomes the next deadline.
+    fn expire(&self, now: Instant) {
+        let overdue = {
             let mut state = self.state();
             if now >= self.retire_at {
                 state.retired = true;
@@ -403,12 +402,11 @@ impl Mux {
                 None => self.retire_at,
             };
             state.wake_at = next;
-            (overdue, next)
+            overdue
         };
         for waiter in overdue {
             let _ = waiter.send(Delivery::Failed(ExchangeError::Timeout));
         }
-        next
     }
 }
 
@@ -465,9 +463,9 @@ async fn read_answers(mux: Arc<Mux>, table: Weak<Muxes>, server: SocketAddr) {
                     Ok(_) => {}
                 }
             }
+            // The timer is set again at the top of the loop, from `wake_at`.
             () = &mut timer => {
-                armed = mux.expire(Instant::now());
-                timer.as_mut().reset(armed);
+                mux.expire(Instant::now());
                 continue;
             }
             () = mux.wake.notified() => continue,
@@ -801,26 +799,21 @@ mod tests {
             now + ms(10),
             "the earliest deadline wakes it"
         );
-        assert_eq!(mux.expire(now + ms(20)), now + ms(50));
+        mux.expire(now + ms(20));
+        assert_eq!(mux.state().wake_at, now + ms(50));
         assert!(matches!(
             a.try_recv(),
             Ok(Delivery::Failed(ExchangeError::Timeout))
         ));
         assert!(b.try_recv().is_err() && c.try_recv().is_err());
-        assert_eq!(
-            mux.expire(now + ms(60)),
-            mux.retire_at,
-            "retirement comes first"
-        );
+        mux.expire(now + ms(60));
+        assert_eq!(mux.state().wake_at, mux.retire_at, "retirement comes first");
         assert!(matches!(
             b.try_recv(),
             Ok(Delivery::Failed(ExchangeError::Timeout))
         ));
-        assert_eq!(
-            mux.expire(mux.retire_at),
-            late,
-            "retired: the last deadline"
-        );
+        mux.expire(mux.retire_at);
+        assert_eq!(mux.state().wake_at, late, "retired: the last deadline");
         assert!(mux.state().retired);
         assert!(c.try_recv().is_err());
         mux.deliver(&answer_to(3));
