@@ -365,7 +365,7 @@ async fn a_server_without_address_is_unknown() {
     let missing = view
         .answers
         .iter()
-        .find(|a| a.server == "c.elsewhere.")
+        .find(|a| &*a.server == "c.elsewhere.")
         .unwrap();
     assert!(
         matches!(

@@ -624,7 +624,7 @@ mod tests {
 
     fn to(hosts: &[&str]) -> NsAnswer {
         NsAnswer::Servers {
-            hosts: delegation::ns_set(hosts),
+            hosts: delegation::ns_set(hosts).into(),
             ttl: 86400,
         }
     }

@@ -1,6 +1,8 @@
 //! What one server's answer means, as safety rule 3 needs it: an authoritative yes, an
 //! authoritative no, or unknown with the reason. Nothing else is ever read as "absent".
 
+use std::sync::Arc;
+
 use hickory_proto::dnssec::rdata::DNSSECRData;
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
@@ -140,17 +142,33 @@ pub fn contradicted_by_referral(zone: &Name, ds: DsAnswer, ns: &Outcome) -> DsAn
 }
 
 /// The NS RRset owned by `zone` in `records`, as a comparable set, and its largest TTL
-/// (the longest a resolver may keep following it). `None` when there is none.
-fn ns_rrset(records: &[hickory_proto::rr::Record], zone: &Name) -> Option<NsAnswer> {
-    let mut hosts = Vec::new();
-    let mut ttl = 0;
-    for r in wire::rrset(records, zone, RecordType::NS) {
-        if let RData::NS(ns) = &r.data {
-            hosts.push(wire::name_text(&ns.0));
-            ttl = ttl.max(r.ttl);
-        }
-    }
-    let hosts = ns_set_of(hosts);
+/// (the longest a resolver may keep following it). `None` when there is none. When the
+/// set is `known` (an [`ns_set`], the cached cut's), that one is shared instead of
+/// written out again.
+///
+/// [`ns_set`]: super::delegation::ns_set
+fn ns_rrset(
+    records: &[hickory_proto::rr::Record],
+    zone: &Name,
+    known: &Arc<[String]>,
+) -> Option<NsAnswer> {
+    let targets = || {
+        wire::rrset(records, zone, RecordType::NS).filter_map(|r| match &r.data {
+            RData::NS(ns) => Some((&ns.0, r.ttl)),
+            _ => None,
+        })
+    };
+    let ttl = targets().map(|(_, ttl)| ttl).max()?;
+    // The same set: every target is one of the known hosts, and every known host a target.
+    let same = targets().all(|(host, _)| known.iter().any(|k| wire::name_is(host, k)))
+        && known
+            .iter()
+            .all(|k| targets().any(|(host, _)| wire::name_is(host, k)));
+    let hosts: Arc<[String]> = if same {
+        known.clone()
+    } else {
+        ns_set_of(targets().map(|(host, _)| wire::name_text(host)).collect()).into()
+    };
     (!hosts.is_empty()).then_some(NsAnswer::Servers { hosts, ttl })
 }
 
@@ -171,7 +189,13 @@ fn found_instead(message: &Message) -> Option<String> {
 /// (AA=0, the zone's NS in the authority section) or, from a server hosting the child
 /// too, the authoritative apex NS are delegations; an authoritative NXDOMAIN or NODATA
 /// with the parent's SOA is "not delegated"; anything else is unknown (safety rule 3).
-pub fn classify_ns_at_parent(zone: &Name, parent: &str, outcome: &Outcome) -> NsAnswer {
+/// `known` is the NS set the cached cut holds (shared when the answer names the same).
+pub fn classify_ns_at_parent(
+    zone: &Name,
+    parent: &str,
+    outcome: &Outcome,
+    known: &Arc<[String]>,
+) -> NsAnswer {
     let message = match outcome {
         Ok(m) => m,
         Err(e) => return NsAnswer::Unknown(failure_reason(e)),
@@ -184,7 +208,7 @@ pub fn classify_ns_at_parent(zone: &Name, parent: &str, outcome: &Outcome) -> Ns
         // to any other name (up, sideways) is a lame server.
         if message.metadata.response_code == ResponseCode::NoError
             && message.answers.is_empty()
-            && let Some(servers) = ns_rrset(&message.authorities, zone)
+            && let Some(servers) = ns_rrset(&message.authorities, zone, known)
         {
             return servers;
         }
@@ -196,7 +220,7 @@ pub fn classify_ns_at_parent(zone: &Name, parent: &str, outcome: &Outcome) -> Ns
             Err(r) => NsAnswer::Unknown(r),
         };
     }
-    if let Some(servers) = ns_rrset(&message.answers, zone) {
+    if let Some(servers) = ns_rrset(&message.answers, zone, known) {
         return servers;
     }
     if let Some(found) = found_instead(message) {
@@ -241,7 +265,8 @@ pub fn ns_contradicted_by_ds(zone: &Name, ns: NsAnswer, ds: &Outcome) -> NsAnswe
 /// `zone NS` asked at a server the parent delegates `zone` to: the apex NS RRset it
 /// serves with authority. A zone always has an apex NS, so there is no "none" here:
 /// anything but the authoritative RRset is unknown.
-pub fn classify_apex_ns(zone: &Name, outcome: &Outcome) -> NsAnswer {
+/// `known` as for [`classify_ns_at_parent`]: the delegation's NS set.
+pub fn classify_apex_ns(zone: &Name, outcome: &Outcome, known: &Arc<[String]>) -> NsAnswer {
     let message = match outcome {
         Ok(m) => m,
         Err(e) => return NsAnswer::Unknown(failure_reason(e)),
@@ -252,7 +277,7 @@ pub fn classify_apex_ns(zone: &Name, outcome: &Outcome) -> NsAnswer {
     if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
         return NsAnswer::Unknown(UnknownReason::Lame);
     }
-    if let Some(servers) = ns_rrset(&message.answers, zone) {
+    if let Some(servers) = ns_rrset(&message.answers, zone, known) {
         return servers;
     }
     NsAnswer::Unknown(UnknownReason::Malformed(match found_instead(message) {
@@ -408,6 +433,11 @@ mod tests {
     const ZONE: &str = "child.test.";
     const PARENT: &str = "test.";
 
+    /// No cached NS set to share: every answer's set is written out.
+    fn none() -> Arc<[String]> {
+        Arc::from([])
+    }
+
     /// The DS of ZONE and its RRSIG by `signer` (the signature bytes are not checked here).
     fn signed_ds(signer: &str) -> Vec<Record> {
         use hickory_proto::dnssec::rdata::{DS, RRSIG, SigInput};
@@ -477,10 +507,13 @@ mod tests {
             ],
         );
         let expected = NsAnswer::Servers {
-            hosts: ns_set(["ns1.child.test", "ns2.child.test"]),
+            hosts: ns_set(["ns1.child.test", "ns2.child.test"]).into(),
             ttl: 600,
         };
-        assert_eq!(classify_ns_at_parent(&z, PARENT, &referral), expected);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &referral, &none()),
+            expected
+        );
         // A parent server that hosts the child too answers the apex NS with authority.
         let hosting = message(
             true,
@@ -491,7 +524,48 @@ mod tests {
             ],
             vec![],
         );
-        assert_eq!(classify_ns_at_parent(&z, PARENT, &hosting), expected);
+        assert_eq!(
+            classify_ns_at_parent(&z, PARENT, &hosting, &none()),
+            expected
+        );
+    }
+
+    /// A referral naming the cached cut's NS set (in any case and order) shares it; one
+    /// naming more, fewer or other hosts gets its own set, written out as before.
+    #[test]
+    fn a_referral_naming_the_cached_set_shares_it() {
+        let z = name(ZONE);
+        let known: Arc<[String]> = ns_set(["ns1.child.test", "ns2.child.test"]).into();
+        let referral = |hosts: &[&str]| {
+            let records = hosts.iter().map(|h| ns(ZONE, h, 600)).collect();
+            message(false, ResponseCode::NoError, vec![], records)
+        };
+        let hosts_of = |answer: NsAnswer| match answer {
+            NsAnswer::Servers { hosts, .. } => hosts,
+            other => panic!("{other:?}"),
+        };
+        let same = hosts_of(classify_ns_at_parent(
+            &z,
+            PARENT,
+            &referral(&["NS2.Child.test.", "ns1.child.test.", "ns1.child.test."]),
+            &known,
+        ));
+        assert!(Arc::ptr_eq(&same, &known));
+        for (named, expected) in [
+            (&["ns1.child.test."][..], &["ns1.child.test."][..]),
+            (
+                &["ns1.child.test.", "ns2.child.test.", "ns3.child.test."],
+                &["ns1.child.test.", "ns2.child.test.", "ns3.child.test."],
+            ),
+            (
+                &["ns1.other.test.", "ns2.child.test."],
+                &["ns1.other.test.", "ns2.child.test."],
+            ),
+        ] {
+            let own = hosts_of(classify_ns_at_parent(&z, PARENT, &referral(named), &known));
+            assert!(!Arc::ptr_eq(&own, &known), "{named:?}");
+            assert_eq!(&*own, expected, "{named:?}");
+        }
     }
 
     #[test]
@@ -499,29 +573,29 @@ mod tests {
         let z = name(ZONE);
         let nx = message(true, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &nx),
+            classify_ns_at_parent(&z, PARENT, &nx, &none()),
             NsAnswer::NotDelegated
         );
         let nodata = message(true, ResponseCode::NoError, vec![], vec![soa(PARENT)]);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &nodata),
+            classify_ns_at_parent(&z, PARENT, &nodata, &none()),
             NsAnswer::NotDelegated
         );
         // Another zone's SOA: lame. No SOA at all: malformed. Neither is "not delegated".
         let other = message(true, ResponseCode::NoError, vec![], vec![soa(ZONE)]);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &other),
+            classify_ns_at_parent(&z, PARENT, &other, &none()),
             NsAnswer::Unknown(UnknownReason::Lame)
         );
         let bare = message(true, ResponseCode::NXDomain, vec![], vec![]);
         assert!(matches!(
-            classify_ns_at_parent(&z, PARENT, &bare),
+            classify_ns_at_parent(&z, PARENT, &bare, &none()),
             NsAnswer::Unknown(UnknownReason::Malformed(_))
         ));
         // An NXDOMAIN without authority is a cache or a lame server speaking.
         let cached = message(false, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &cached),
+            classify_ns_at_parent(&z, PARENT, &cached, &none()),
             NsAnswer::Unknown(UnknownReason::Lame)
         );
     }
@@ -548,7 +622,7 @@ mod tests {
         ];
         for outcome in &cases {
             assert_eq!(
-                classify_ns_at_parent(&z, PARENT, outcome),
+                classify_ns_at_parent(&z, PARENT, outcome, &none()),
                 NsAnswer::Unknown(UnknownReason::Lame),
                 "{outcome:?}"
             );
@@ -564,17 +638,17 @@ mod tests {
             vec![soa(PARENT)],
         );
         assert!(matches!(
-            classify_ns_at_parent(&z, PARENT, &cname),
+            classify_ns_at_parent(&z, PARENT, &cname, &none()),
             NsAnswer::Unknown(UnknownReason::Malformed(d)) if d.contains("CNAME")
         ));
         let refused = message(true, ResponseCode::Refused, vec![], vec![]);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &refused),
+            classify_ns_at_parent(&z, PARENT, &refused, &none()),
             NsAnswer::Unknown(UnknownReason::Refused)
         );
         let timeout: Outcome = Err(ExchangeError::Timeout);
         assert_eq!(
-            classify_ns_at_parent(&z, PARENT, &timeout),
+            classify_ns_at_parent(&z, PARENT, &timeout, &none()),
             NsAnswer::Unknown(UnknownReason::Timeout)
         );
     }
@@ -583,7 +657,7 @@ mod tests {
     fn a_parent_denying_what_it_delegates_is_not_believed() {
         let z = name(ZONE);
         let servers = NsAnswer::Servers {
-            hosts: ns_set(["ns1.child.test"]),
+            hosts: ns_set(["ns1.child.test"]).into(),
             ttl: 300,
         };
         let ds_nx = message(true, ResponseCode::NXDomain, vec![], vec![soa(PARENT)]);
@@ -634,9 +708,9 @@ mod tests {
             vec![],
         );
         assert_eq!(
-            classify_apex_ns(&z, &apex),
+            classify_apex_ns(&z, &apex, &none()),
             NsAnswer::Servers {
-                hosts: ns_set(["ns1.child.test"]),
+                hosts: ns_set(["ns1.child.test"]).into(),
                 ttl: 3600
             }
         );
@@ -647,13 +721,13 @@ mod tests {
             vec![ns(ZONE, "ns1.child.test.", 3600)],
         );
         assert_eq!(
-            classify_apex_ns(&z, &referral),
+            classify_apex_ns(&z, &referral, &none()),
             NsAnswer::Unknown(UnknownReason::Lame)
         );
         // A zone always has an apex NS: a NODATA for it is no answer.
         let nodata = message(true, ResponseCode::NoError, vec![], vec![soa(ZONE)]);
         assert!(matches!(
-            classify_apex_ns(&z, &nodata),
+            classify_apex_ns(&z, &nodata, &none()),
             NsAnswer::Unknown(UnknownReason::Malformed(_))
         ));
     }

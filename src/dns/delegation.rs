@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,9 +19,10 @@ use super::model::{ServerAnswer, UnknownReason};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum NsAnswer {
-    /// The name server host names (see [`ns_set`]) and the NS RRset's TTL.
+    /// The name server host names (see [`ns_set`]) and the NS RRset's TTL. Shared with
+    /// the cached cut's set when they are the same (as nearly every answer's are).
     Servers {
-        hosts: Vec<String>,
+        hosts: Arc<[String]>,
         ttl: u32,
     },
     /// Authoritatively, no delegation at all (NXDOMAIN, or NODATA without a referral).
@@ -180,7 +182,7 @@ pub fn assess(
         .iter()
         .map(|a| {
             let (delegates_to, ttl, unknown) = match &a.answer {
-                NsAnswer::Servers { hosts, ttl } => (Some(hosts.clone()), Some(*ttl), None),
+                NsAnswer::Servers { hosts, ttl } => (Some(hosts.to_vec()), Some(*ttl), None),
                 NsAnswer::NotDelegated => (Some(Vec::new()), None, None),
                 NsAnswer::Unknown(reason) => (None, None, Some(reason.to_string())),
             };
@@ -189,7 +191,7 @@ pub fn assess(
                 _ => DelegationMatch::Unknown,
             };
             DelegationDetail {
-                server: a.server.clone(),
+                server: a.server.to_string(),
                 addr: a.addr,
                 delegates_to,
                 ttl,
@@ -329,7 +331,7 @@ mod tests {
         list.into_iter()
             .enumerate()
             .map(|(i, answer)| ServerAnswer {
-                server: format!("ns{i}.nic.test."),
+                server: format!("ns{i}.nic.test.").into(),
                 addr: format!("127.0.0.{}", i + 10).parse().unwrap(),
                 answer,
             })
@@ -338,7 +340,7 @@ mod tests {
 
     fn to(hosts: &[&str], ttl: u32) -> NsAnswer {
         NsAnswer::Servers {
-            hosts: ns_set(hosts),
+            hosts: ns_set(hosts).into(),
             ttl,
         }
     }

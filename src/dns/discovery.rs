@@ -6,12 +6,11 @@
 //! lookup of the TLD. Only delegations are cached, never the DS or DNSKEY answers the
 //! verdicts are drawn from.
 
-use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
-
-use crate::config::{AddressFamilies, ObservationBudget};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::config::{AddressFamilies, ObservationBudget};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -75,11 +74,14 @@ pub enum DiscoveryError {
 /// One name server of a zone, with the addresses learnt for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NameServer {
-    pub host: String,
+    pub host: std::sync::Arc<str>,
     pub addrs: Vec<IpAddr>,
     /// Why no address could be learnt, when none could.
     pub problem: Option<String>,
 }
+
+/// The servers a cut is delegated to, one copy for every cut that names them.
+type ServerSet = Arc<[NameServer]>;
 
 /// A zone cut: the zone, the servers its parent delegates it to, and the cut above it.
 #[derive(Debug)]
@@ -90,6 +92,9 @@ pub struct ZoneCut {
     /// Shared by every cut delegated to the same servers (100,000 zones at one provider
     /// hold one copy of its name servers, not 100,000).
     pub servers: Arc<[NameServer]>,
+    /// The servers' host names as an NS set ([`super::delegation::ns_set`]), shared as
+    /// `servers` is: the NS answers that name the same set share it too.
+    pub ns_set: Arc<[String]>,
     pub parent: Option<Arc<ZoneCut>>,
     expires: Instant,
 }
@@ -115,7 +120,7 @@ impl ZoneCut {
     pub fn addresses(&self) -> Vec<(String, IpAddr)> {
         self.servers
             .iter()
-            .flat_map(|s| s.addrs.iter().map(|a| (s.host.clone(), *a)))
+            .flat_map(|s| s.addrs.iter().map(|a| (s.host.to_string(), *a)))
             .collect()
     }
 }
@@ -127,8 +132,9 @@ pub struct Discovery {
     families: AddressFamilies,
     limits: ObservationBudget,
     cache: Mutex<super::FastMap<String, Arc<ZoneCut>>>,
-    /// The distinct server sets of the cached cuts (see [`ZoneCut::servers`]).
-    server_sets: Mutex<HashSet<Arc<[NameServer]>>>,
+    /// The distinct server sets of the cached cuts (see [`ZoneCut::servers`]), each with
+    /// its NS set.
+    server_sets: Mutex<super::FastMap<ServerSet, Arc<[String]>>>,
 }
 
 enum Probe {
@@ -182,23 +188,25 @@ impl Discovery {
                 .collect(),
             families,
             cache: Mutex::default(),
-            server_sets: Mutex::new(HashSet::new()),
+            server_sets: Mutex::default(),
         }
     }
 
-    /// The one shared copy of `servers`.
-    fn shared(&self, servers: Vec<NameServer>) -> Arc<[NameServer]> {
+    /// The one shared copy of `servers`, and of its NS set.
+    fn shared(&self, servers: Vec<NameServer>) -> (Arc<[NameServer]>, Arc<[String]>) {
         let mut sets = self.server_sets.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(set) = sets.get(servers.as_slice()) {
-            return set.clone();
+        if let Some((set, hosts)) = sets.get_key_value(servers.as_slice()) {
+            return (set.clone(), hosts.clone());
         }
         if sets.len() >= CACHE_SWEEP_AT {
             // Sets no cached cut holds any more.
-            sets.retain(|set| Arc::strong_count(set) > 1);
+            sets.retain(|set, _| Arc::strong_count(set) > 1);
         }
+        let hosts: Arc<[String]> =
+            super::delegation::ns_set(servers.iter().map(|s| &*s.host)).into();
         let set: Arc<[NameServer]> = servers.into();
-        sets.insert(set.clone());
-        set
+        sets.insert(set.clone(), hosts.clone());
+        (set, hosts)
     }
 
     fn cached(&self, zone: &str) -> Option<Arc<ZoneCut>> {
@@ -409,10 +417,12 @@ impl Discovery {
         let servers = self
             .servers_for(&hosts, &message.additionals, ".", depth, budget)
             .await;
+        let (servers, ns_set) = self.shared(servers);
         let cut = Arc::new(ZoneCut {
             zone: ".".into(),
             name: Name::root(),
-            servers: self.shared(servers),
+            servers,
+            ns_set,
             parent: None,
             expires: expiry(ttl, None),
         });
@@ -526,10 +536,12 @@ impl Discovery {
         let servers = self
             .servers_for(&hosts, &message.additionals, bailiwick, depth, budget)
             .await;
+        let (servers, ns_set) = self.shared(servers);
         let next = Arc::new(ZoneCut {
             zone: name.to_string(),
             name: qname,
-            servers: self.shared(servers),
+            servers,
+            ns_set,
             parent: Some(cut.clone()),
             expires: expiry(ttl, Some(cut)),
         });
@@ -591,12 +603,12 @@ impl Discovery {
         });
         match usable {
             Ok(addrs) => NameServer {
-                host: host.to_string(),
+                host: host.into(),
                 addrs,
                 problem: None,
             },
             Err(problem) => NameServer {
-                host: host.to_string(),
+                host: host.into(),
                 addrs: Vec::new(),
                 problem: Some(problem),
             },
@@ -889,12 +901,13 @@ mod tests {
             problem: None,
         };
         let provider = || vec![server("ns1.dns.test.", 1), server("ns2.dns.test.", 2)];
-        let a = discovery.shared(provider());
-        let b = discovery.shared(provider());
-        assert!(Arc::ptr_eq(&a, &b));
-        let other = discovery.shared(vec![server("ns1.dns.test.", 9)]);
+        let (a, a_hosts) = discovery.shared(provider());
+        let (b, b_hosts) = discovery.shared(provider());
+        assert!(Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&a_hosts, &b_hosts));
+        let (other, _) = discovery.shared(vec![server("ns1.dns.test.", 9)]);
         assert!(!Arc::ptr_eq(&a, &other));
         assert_eq!(&*a, provider().as_slice());
+        assert_eq!(&*a_hosts, ["ns1.dns.test.", "ns2.dns.test."]);
     }
 
     /// A re-delegated zone is forgotten with every cut hanging below it, and nothing
@@ -908,6 +921,7 @@ mod tests {
                 zone: zone.into(),
                 name,
                 servers: Vec::new().into(),
+                ns_set: Vec::new().into(),
                 parent: parent.cloned(),
                 expires: Instant::now() + Duration::from_secs(600),
             });

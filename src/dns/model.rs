@@ -109,8 +109,9 @@ pub struct SignatureWindow {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerAnswer<A> {
-    /// The name server's host name, as the delegation names it.
-    pub server: String,
+    /// The name server's host name, as the delegation names it (shared with the cached
+    /// delegation: every zone at one provider names the same few).
+    pub server: std::sync::Arc<str>,
     pub addr: IpAddr,
     pub answer: A,
 }
@@ -615,7 +616,7 @@ mod tests {
                 .into_iter()
                 .enumerate()
                 .map(|(i, answer)| ServerAnswer {
-                    server: format!("ns{i}.test."),
+                    server: format!("ns{i}.test.").into(),
                     addr: format!("127.0.0.{}", i + 10).parse().unwrap(),
                     answer,
                 })

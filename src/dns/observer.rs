@@ -292,7 +292,7 @@ impl DnsObserver {
         budget: &Budget,
         validate: Option<(&[Dnskey], u32)>,
     ) -> Result<ParentView, ObserveError> {
-        let qname = &cut.name;
+        let (qname, known) = (&cut.name, &cut.ns_set);
         let port = self.0.port;
         let querier = &self.0.querier;
         let parent_zone = &parent.zone;
@@ -339,7 +339,7 @@ impl DnsObserver {
                 }
                 let delegation = classify::ns_contradicted_by_ds(
                     qname,
-                    classify::classify_ns_at_parent(qname, parent_zone, &ns),
+                    classify::classify_ns_at_parent(qname, parent_zone, &ns, known),
                     &ds,
                 );
                 (answer, delegation)
@@ -349,9 +349,10 @@ impl DnsObserver {
         let (answers, delegations) = split(both);
         // A parent address delegating elsewhere than the cached cut: the cache is
         // stale (a re-delegation), so the next child view follows the new one.
-        let cached = cut.servers.iter().map(|s| s.host.as_str());
+        let cached = cut.servers.iter().map(|s| &*s.host);
         if delegations.iter().any(|d| {
-            matches!(&d.answer, NsAnswer::Servers { hosts, .. } if !is_ns_set_of(hosts, cached.clone()))
+            matches!(&d.answer, NsAnswer::Servers { hosts, .. }
+                if !Arc::ptr_eq(hosts, &cut.ns_set) && !is_ns_set_of(hosts, cached.clone()))
         }) {
             self.0.discovery.forget_zone(&cut.zone);
         }
@@ -371,7 +372,7 @@ impl DnsObserver {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
             let (cut, _) = self.delegation(zone, budget).await?;
-            let qname = &cut.name;
+            let (qname, known) = (&cut.name, &cut.ns_set);
             let port = self.0.port;
             let querier = &self.0.querier;
             let both = ask_every_address(
@@ -408,7 +409,7 @@ impl DnsObserver {
                     );
                     (
                         classify::classify_dnskey(qname, &keys, cds.as_ref(), cdnskey.as_ref()),
-                        classify::classify_apex_ns(qname, &ns),
+                        classify::classify_apex_ns(qname, &ns, known),
                     )
                 },
             )

@@ -57,13 +57,13 @@ pub fn may_disable(
             DsAnswer::Absent => {}
             DsAnswer::Present { .. } => {
                 return Err(GuardRefusal::DsPresent {
-                    server: a.server.clone(),
+                    server: a.server.to_string(),
                     addr: a.addr.to_string(),
                 });
             }
             DsAnswer::Unknown(reason) => {
                 return Err(GuardRefusal::ParentUnknown {
-                    server: a.server.clone(),
+                    server: a.server.to_string(),
                     addr: a.addr.to_string(),
                     reason: reason.to_string(),
                 });

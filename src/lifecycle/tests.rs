@@ -90,15 +90,15 @@ impl World {
                         _ => D::Ours,
                     });
                     ServerAnswer {
-                        server: format!("ns{}.test.", i + 1),
+                        server: format!("ns{}.test.", i + 1).into(),
                         addr: format!("127.0.0.{}", i + 1).parse().unwrap(),
                         answer: match d {
                             D::Ours => NsAnswer::Servers {
-                                hosts: vec![OURS.into()],
+                                hosts: [OURS.to_string()].into(),
                                 ttl: 3600,
                             },
                             D::Old => NsAnswer::Servers {
-                                hosts: vec![OLD.into()],
+                                hosts: [OLD.to_string()].into(),
                                 ttl: 7200,
                             },
                             D::Lost => NsAnswer::Unknown(UnknownReason::Timeout),
@@ -110,7 +110,7 @@ impl World {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| ServerAnswer {
-                    server: format!("ns{}.test.", i + 1),
+                    server: format!("ns{}.test.", i + 1).into(),
                     addr: format!("127.0.0.{}", i + 1).parse().unwrap(),
                     answer: match p {
                         P::Ds(ttl) => DsAnswer::Present {

@@ -717,16 +717,16 @@ impl Observer for FakeWorld {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| ServerAnswer {
-                    server: server(i),
+                    server: server(i).into(),
                     addr: addr(i),
                     answer: match (p.delegation, p.silent) {
                         (_, true) => NsAnswer::Unknown(UnknownReason::Timeout),
                         (Delegation::Provider, false) => NsAnswer::Servers {
-                            hosts: ns_set(&s.provider_ns),
+                            hosts: ns_set(&s.provider_ns).into(),
                             ttl: PROVIDER_NS_TTL,
                         },
                         (Delegation::Old, false) => NsAnswer::Servers {
-                            hosts: ns_set(&s.old_ns),
+                            hosts: ns_set(&s.old_ns).into(),
                             ttl: s.old_parent_ns_ttl,
                         },
                     },
@@ -737,7 +737,7 @@ impl Observer for FakeWorld {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| ServerAnswer {
-                    server: server(i),
+                    server: server(i).into(),
                     addr: addr(i),
                     answer: match (&p.ds, p.silent) {
                         (_, true) => DsAnswer::Unknown(UnknownReason::Timeout),
@@ -810,7 +810,7 @@ impl Observer for FakeWorld {
                     NsAnswer::Unknown(UnknownReason::Timeout)
                 } else {
                     NsAnswer::Servers {
-                        hosts: ns_set(&s.provider_ns),
+                        hosts: ns_set(&s.provider_ns).into(),
                         ttl: PROVIDER_NS_TTL,
                     }
                 };
@@ -837,7 +837,7 @@ impl Observer for FakeWorld {
                             DnskeyAnswer::Absent
                         },
                         NsAnswer::Servers {
-                            hosts: ns_set(&s.old_ns),
+                            hosts: ns_set(&s.old_ns).into(),
                             ttl: s.old_apex_ns_ttl,
                         },
                     )
@@ -855,7 +855,7 @@ impl Observer for FakeWorld {
             apex_ns: asked
                 .iter()
                 .map(|(server, addr, _, ns)| ServerAnswer {
-                    server: server.clone(),
+                    server: server.as_str().into(),
                     addr: *addr,
                     answer: ns.clone(),
                 })
@@ -863,7 +863,7 @@ impl Observer for FakeWorld {
             answers: asked
                 .into_iter()
                 .map(|(server, addr, answer, _)| ServerAnswer {
-                    server,
+                    server: server.into(),
                     addr,
                     answer,
                 })
