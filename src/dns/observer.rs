@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use super::anchor::{AnchorError, TrustAnchors};
 use super::budget::Budget;
 use super::classify;
-use super::delegation::{NsAnswer, is_ns_set_of};
+use super::delegation::NsAnswer;
 use super::discovery::{CutAnswer, Discovery, DiscoveryError, Located, NameServer, ZoneCut};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
@@ -348,12 +348,12 @@ impl DnsObserver {
         .await;
         let (answers, delegations) = split(both);
         // A parent address delegating elsewhere than the cached cut: the cache is
-        // stale (a re-delegation), so the next child view follows the new one.
-        let cached = cut.servers.iter().map(|s| &*s.host);
-        if delegations.iter().any(|d| {
-            matches!(&d.answer, NsAnswer::Servers { hosts, .. }
-                if !Arc::ptr_eq(hosts, &cut.ns_set) && !is_ns_set_of(hosts, cached.clone()))
-        }) {
+        // stale (a re-delegation), so the next child view follows the new one. Both are
+        // NS sets; one shared with the cut compares by pointer.
+        if delegations
+            .iter()
+            .any(|d| matches!(&d.answer, NsAnswer::Servers { hosts, .. } if *hosts != cut.ns_set))
+        {
             self.0.discovery.forget_zone(&cut.zone);
         }
         Ok(ParentView {
