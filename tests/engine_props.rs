@@ -47,6 +47,8 @@ enum Op {
     SilenceParent(usize, bool),
     LagChild(usize, bool),
     SilenceChild(usize, bool),
+    /// A child server serves the key without a valid signature by it (or again with one).
+    StripSignatures(usize, bool),
     ProviderFails(u32),
     /// DNSSEC switched at the provider outside the daemon.
     Flip(bool),
@@ -91,6 +93,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceParent(i, b)),
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::LagChild(i, b)),
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceChild(i, b)),
+        1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::StripSignatures(i, b)),
         1 => (0..4u32).prop_map(Op::ProviderFails),
         1 => any::<bool>().prop_map(Op::Flip),
         1 => Just(Op::Rekey),
@@ -132,6 +135,7 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::SilenceParent(i, b) => rig.world.lock().parents[*i].silent = *b,
         Op::LagChild(i, b) => rig.world.lock().children[*i].lagging = *b,
         Op::SilenceChild(i, b) => rig.world.lock().children[*i].silent = *b,
+        Op::StripSignatures(i, b) => rig.world.lock().children[*i].unsigned = *b,
         Op::ProviderFails(n) => rig.world.lock().provider_failures = *n,
         Op::Flip(on) => rig.world.flip_dnssec(*on),
         Op::Rekey => rig.world.rekey(),
@@ -209,6 +213,14 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
             let trail = trail(rig).await;
             prop_assert!(false, "after {what}: a DS was announced {why}; {trail}");
         }
+        // Safety rule 4: only for a key every child server serves, signed by it.
+        if rig.world.enterable_ds().is_none() {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: a DS was announced while not every child server serves the provider's key, validly signed; {trail}"
+            );
+        }
     }
     if now.observed != before.observed {
         let shown = rig.ds_shown_to_enter().await;
@@ -249,6 +261,7 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), Test
         for c in &mut w.children {
             c.silent = false;
             c.lagging = false;
+            c.unsigned = false;
         }
     }
     rig.crash.arm_none();

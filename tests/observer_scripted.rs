@@ -1267,3 +1267,70 @@ mod nxdomain_proofs {
         assert!(check(&records, &keys, now()).is_ok());
     }
 }
+
+/// Issue 31, item 1 (safety rule 4): a child server that serves the zone's key in a DNSKEY
+/// set without a valid signature by it (stripped, by another key, expired, not yet valid)
+/// does not "serve" the key; the same set with its signature does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_is_served_only_in_a_set_it_validly_signs() {
+    let (dns, observer) = world().await;
+    let child = observer.child(ZONE).await.expect("child view");
+    let key = child
+        .answers
+        .iter()
+        .find_map(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
+            _ => None,
+        })
+        .expect("the zone's key");
+    assert!(child.all_serve(&key), "{child:?}");
+    let stranger = Signer::new(LabKey::generate(257).expect("key"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as u32;
+    for (what, behaviour) in [
+        ("no RRSIG", Behaviour::StripSignatures),
+        (
+            "an RRSIG by a stranger's key",
+            Behaviour::Resign {
+                key: Some(stranger),
+                window: None,
+            },
+        ),
+        (
+            "an expired RRSIG",
+            Behaviour::Resign {
+                key: None,
+                window: Some((now - 20 * 86400, now - 86400)),
+            },
+        ),
+        (
+            "an RRSIG not valid yet",
+            Behaviour::Resign {
+                key: None,
+                window: Some((now + 86400, now + 20 * 86400)),
+            },
+        ),
+    ] {
+        dns.script(Servers::One(CHILD_1), Some(RecordType::DNSKEY), behaviour);
+        let child = observer.child(ZONE).await.expect("child view");
+        assert!(!child.all_serve(&key), "{what}: {child:?}");
+        let lacking = child
+            .lacking(&key)
+            .expect("a server proven not to serve it");
+        assert_eq!(lacking.addr, IpAddr::from(CHILD_1), "{what}");
+        let DnskeyAnswer::Keys(keys) = &lacking.answer else {
+            panic!("{what}: {lacking:?}");
+        };
+        assert!(keys.keys.contains(&key), "{what}: the key is in the set");
+        assert!(keys.self_signers.is_empty(), "{what}: {keys:?}");
+    }
+    dns.script(
+        Servers::One(CHILD_1),
+        Some(RecordType::DNSKEY),
+        Behaviour::Normal,
+    );
+    let child = observer.child(ZONE).await.expect("child view");
+    assert!(child.all_serve(&key), "{child:?}");
+}

@@ -288,11 +288,13 @@ pub fn classify_apex_ns(zone: &Name, outcome: &Outcome, known: &Arc<[String]>) -
 
 /// `zone DNSKEY` asked at a server the parent delegates `zone` to. `cds` and `cdnskey`
 /// are the same server's answers to `zone CDS` and `zone CDNSKEY`, when asked.
+/// `now` (Unix seconds) is the time the keys' self-signatures must be valid at.
 pub fn classify_dnskey(
     zone: &Name,
     outcome: &Outcome,
     cds: Option<&Outcome>,
     cdnskey: Option<&Outcome>,
+    now: u32,
 ) -> DnskeyAnswer {
     let zone_text = wire::name_text(zone);
     let message = match outcome {
@@ -307,10 +309,16 @@ pub fn classify_dnskey(
     if !message.metadata.authoritative || message.metadata.response_code == ResponseCode::NXDomain {
         return DnskeyAnswer::Unknown(UnknownReason::Lame);
     }
-    let keys: Vec<_> = wire::rrset(&message.answers, zone, RecordType::DNSKEY)
+    // Duplicates are one record (RFC 2181 section 5): a key repeated is not more keys.
+    let mut keys: Vec<_> = Vec::new();
+    for key in wire::rrset(&message.answers, zone, RecordType::DNSKEY)
         .filter_map(wire::as_dnskey)
         .map(wire::dnskey_from)
-        .collect();
+    {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
     if keys.is_empty() {
         // As for the DS: an answer section holding anything but signatures (a CNAME at the
         // apex, DNSKEYs owned by another name) is no NODATA, whatever SOA comes with it.
@@ -374,10 +382,12 @@ pub fn classify_dnskey(
             }
         }
     }
+    let self_signers = super::validator::self_signers(&message.answers, zone, &keys, now);
     DnskeyAnswer::Keys(ChildKeys {
         keys,
         ttl,
         signed: !signatures.is_empty(),
+        self_signers,
         signatures,
         cds: cds_records,
         cdnskey: cdnskey_records,

@@ -89,6 +89,11 @@ pub struct ChildKeys {
     pub ttl: u32,
     /// The DNSKEY RRset carried at least one RRSIG.
     pub signed: bool,
+    /// The keys (indices into `keys`) that sign the DNSKEY RRset with an RRSIG that was
+    /// valid at the look (`validator::self_signers`). A key counts as served only if it
+    /// is here (safety rule 4).
+    #[serde(default)]
+    pub self_signers: Vec<usize>,
     /// Validity windows of the RRSIGs over the DNSKEY RRset (Unix seconds).
     pub signatures: Vec<SignatureWindow>,
     #[serde(with = "ds_text")]
@@ -421,23 +426,60 @@ impl ParentView {
     }
 }
 
+impl ChildKeys {
+    /// `key` is in the set and signs it validly (safety rule 4's "served").
+    pub fn serves(&self, key: &Dnskey) -> bool {
+        self.keys
+            .iter()
+            .position(|k| k == key)
+            .is_some_and(|i| self.self_signers.contains(&i))
+    }
+}
+
+/// How one child address stands with a key, in words for the history and `status`.
+pub fn key_standing(answer: &DnskeyAnswer, key: &Dnskey) -> String {
+    match answer {
+        DnskeyAnswer::Keys(k) if k.serves(key) => "serves the key, signed by it".to_string(),
+        DnskeyAnswer::Keys(k) if k.keys.contains(key) && !k.signed => {
+            "serves the key without any signature over the DNSKEY set".to_string()
+        }
+        DnskeyAnswer::Keys(k) if k.keys.contains(key) => {
+            "serves the key, but no valid signature by it over the DNSKEY set (bad, expired or not yet valid)".to_string()
+        }
+        DnskeyAnswer::Keys(_) => "serves other keys, not this one".to_string(),
+        DnskeyAnswer::Absent => "serves no DNSKEY at all".to_string(),
+        DnskeyAnswer::Unknown(reason) => format!("cannot be asked ({reason})"),
+    }
+}
+
 impl ChildView {
-    /// Every child address answered with a DNSKEY set containing `key`.
+    /// Every child address answered with a DNSKEY set containing `key`, signed by it
+    /// (safety rule 4).
     pub fn all_serve(&self, key: &Dnskey) -> bool {
         !self.answers.is_empty()
             && self.answers.iter().all(|a| match &a.answer {
-                DnskeyAnswer::Keys(k) => k.keys.contains(key),
+                DnskeyAnswer::Keys(k) => k.serves(key),
                 _ => false,
             })
     }
 
-    /// The first child address that answered (not unknown) without `key`: proof that the
-    /// key is not served everywhere now.
+    /// The first child address that answered (not unknown) without serving `key` (not in
+    /// its set, or not signing it validly): proof that the key is not served everywhere
+    /// now.
     pub fn lacking(&self, key: &Dnskey) -> Option<&ServerAnswer<DnskeyAnswer>> {
         self.answers.iter().find(|a| match &a.answer {
-            DnskeyAnswer::Keys(k) => !k.keys.contains(key),
+            DnskeyAnswer::Keys(k) => !k.serves(key),
             DnskeyAnswer::Absent => true,
             DnskeyAnswer::Unknown(_) => false,
+        })
+    }
+
+    /// The first child address that does not serve `key` for any reason, unknown ones
+    /// included: what holds a wait for the key.
+    pub fn not_serving(&self, key: &Dnskey) -> Option<&ServerAnswer<DnskeyAnswer>> {
+        self.answers.iter().find(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => !k.serves(key),
+            _ => true,
         })
     }
 
@@ -806,6 +848,7 @@ mod tests {
                 keys: list,
                 ttl: 300,
                 signed: true,
+                self_signers: vec![0],
                 signatures: vec![SignatureWindow {
                     key_tag: 1,
                     inception: 10,

@@ -408,7 +408,13 @@ impl DnsObserver {
                         querier.ask(to, qname, RecordType::NS),
                     );
                     (
-                        classify::classify_dnskey(qname, &keys, cds.as_ref(), cdnskey.as_ref()),
+                        classify::classify_dnskey(
+                            qname,
+                            &keys,
+                            cds.as_ref(),
+                            cdnskey.as_ref(),
+                            unix_now(),
+                        ),
                         classify::classify_apex_ns(qname, &ns, known),
                     )
                 },

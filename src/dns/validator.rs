@@ -658,6 +658,73 @@ pub fn verify_rrset(
     })
 }
 
+/// At most this many signature verifications for one DNSKEY answer's self-signature
+/// check: a hostile server may send many RRSIGs carrying one key's tag (KeyTrap,
+/// CVE-2023-50387), and only the first few of a well-formed set are ever needed.
+pub const SELF_SIGNATURE_CHECKS: usize = 8;
+
+/// The keys of the DNSKEY RRset of `zone` in `records` (indices into `keys`) that sign
+/// that RRset with an RRSIG valid at `now`: signer the zone itself, the apex's label
+/// count, within its validity window, verified against the key (safety rule 4: a key is
+/// served only where it signs the set). Bounded by [`SELF_SIGNATURE_CHECKS`]; a key
+/// whose signature was not reached is not counted as signing.
+pub fn self_signers(records: &[Record], zone: &Name, keys: &[Dnskey], now: u32) -> Vec<usize> {
+    let mut signers: Vec<usize> = Vec::new();
+    let covered: Vec<&Record> = wire::rrset(records, zone, RecordType::DNSKEY).collect();
+    if covered.is_empty() {
+        return signers;
+    }
+    let mut checks = 0;
+    for sig in wire::rrsigs(records, zone, RecordType::DNSKEY) {
+        let input = sig.input();
+        if !wire::same_name(&input.signer_name, zone)
+            || input.num_labels != zone.num_labels()
+            || !window_holds(input.sig_inception.get(), input.sig_expiration.get(), now)
+        {
+            continue;
+        }
+        let candidates: Vec<usize> = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| {
+                !signers.contains(i)
+                    && k.key_tag() == input.key_tag
+                    && k.algorithm == u8::from(input.algorithm)
+                    && k.is_zone_key()
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        let Ok(signed) = TBS::from_input(zone, DNSClass::IN, input, covered.iter().copied()) else {
+            continue;
+        };
+        for i in candidates {
+            if checks == SELF_SIGNATURE_CHECKS {
+                return signers;
+            }
+            checks += 1;
+            let key = &keys[i];
+            let seal = sigcache::seal(key, signed.as_ref(), sig.sig());
+            let valid = sigcache::verified_before(&seal)
+                || wire::to_hickory_dnskey(key)
+                    .verify(signed.as_ref(), sig.sig())
+                    .is_ok();
+            if valid {
+                sigcache::remember(seal);
+                signers.push(i);
+                break;
+            }
+        }
+        if signers.len() == keys.len() {
+            break;
+        }
+    }
+    signers.sort_unstable();
+    signers
+}
+
 /// RFC 4034 section 3.1.5: serial number arithmetic on 32-bit times.
 pub fn window_holds(inception: u32, expiration: u32, now: u32) -> bool {
     let after = |a: u32, b: u32| (a.wrapping_sub(b) as i32) >= 0;

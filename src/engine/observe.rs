@@ -125,14 +125,26 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         Err(Err(ProviderError::NotFound(_))) => ProviderView::Missing,
         Err(Err(e)) => ProviderView::Unknown(e.to_string()),
     };
-    let zone_max_ttl = rrsets
-        .and_then(Result::ok)
-        .and_then(|sets| crate::provider::Rrset::largest_ttl(&sets));
+    let (zone_max_ttl, zone_ttl_error) = match rrsets {
+        None => (None, None),
+        Some(Ok(sets)) => match crate::provider::Rrset::largest_ttl(&sets) {
+            Some(ttl) => (Some(ttl), None),
+            None => (
+                None,
+                Some("an RRset the provider lists for the zone has no TTL".to_string()),
+            ),
+        },
+        Some(Err(e)) => (
+            None,
+            Some(format!("the provider's RRset listing failed: {e}")),
+        ),
+    };
     Observation {
         // Taken after the answers: a "gone" seen now was true no later than now.
         at: clock.now(),
         provider,
         zone_max_ttl,
+        zone_ttl_error,
         provider_ns,
         provider_asked,
         parent: parent.map_err(|e| e.to_string()),
@@ -201,6 +213,15 @@ pub fn summarize(obs: &Observation) -> ObservationText {
             error: Some(e),
             ..ProviderPart::said("unknown")
         },
+    };
+    // A call that failed beside a good DNSSEC answer (the RRset listing) is still the
+    // provider's failure: `status` names it.
+    let provider = match (&obs.zone_ttl_error, provider.error) {
+        (Some(e), None) => ProviderPart {
+            error: Some(e),
+            ..provider
+        },
+        _ => provider,
     };
     let brief = ObservationText::brief(
         Some(provider.dnssec.into()),
@@ -288,6 +309,8 @@ enum Said {
     Keys {
         keys: Vec<String>,
         signed: bool,
+        /// The key tags whose signature over the DNSKEY set was valid at the look.
+        signed_by: Vec<u16>,
         ttl: u32,
     },
     Text(String),
@@ -304,6 +327,11 @@ fn child_answer(a: &crate::dns::ServerAnswer<DnskeyAnswer>) -> ChildAnswer<'_> {
                     .map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag()))
                     .collect(),
                 signed: k.signed,
+                signed_by: k
+                    .self_signers
+                    .iter()
+                    .filter_map(|i| k.keys.get(*i).map(|key| key.key_tag()))
+                    .collect(),
                 ttl: k.ttl,
             },
             DnskeyAnswer::Absent => Said::Text("no DNSKEY".to_string()),

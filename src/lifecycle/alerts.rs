@@ -55,6 +55,13 @@ pub enum AlertKind {
     SignaturesExpiring,
     ObservationFailing,
     RegistrarHookFailed,
+    /// The provider has no such zone, yet some parent server delegates it to the
+    /// provider's name servers: the domain does not resolve at all.
+    ZoneMissingAtProvider,
+    /// Every parent server publishes the DS and the parent is signed, but validation
+    /// has not said `secure` for `observation_failing_after`: the zone stays in
+    /// `ds_observed`.
+    ChainUnconfirmed,
 }
 
 #[derive(
@@ -92,7 +99,8 @@ impl AlertKind {
             Self::DsMismatch
             | Self::DnssecOffWithDs
             | Self::DelegationChangedWithDs
-            | Self::ValidationFailed => Severity::Critical,
+            | Self::ValidationFailed
+            | Self::ZoneMissingAtProvider => Severity::Critical,
             _ => Severity::Warning,
         }
     }
@@ -356,10 +364,11 @@ pub fn judge(
 
     let failing = facts.failing_since.and_then(|since| {
         (now.since(since) >= policy.observation_failing_after).then(|| {
-            let why = match (&obs.provider, &obs.parent) {
-                (ProviderView::Unknown(e), _) => format!("provider: {e}"),
-                (ProviderView::Missing, _) => format!("the provider has no zone {zone}"),
-                (_, Err(e)) => format!("parent: {e}"),
+            let why = match (&obs.provider, &obs.parent, &obs.zone_ttl_error) {
+                (ProviderView::Unknown(e), _, _) => format!("provider: {e}"),
+                (ProviderView::Missing, _, _) => format!("the provider has no zone {zone}"),
+                (_, _, Some(e)) => format!("provider: {e}"),
+                (_, Err(e), _) => format!("parent: {e}"),
                 _ => "some parent server gives no answer".to_string(),
             };
             format!(
@@ -392,6 +401,27 @@ pub fn judge(
         }
     }
 
+    if let Some(check) = missing_at_provider(zone, obs, &deleg) {
+        checks.push(check);
+    }
+
+    // `ds_observed` under a signed parent waits for `secure`; lasting, it is said.
+    let unconfirmed = (state == Some(State::DsObserved)).then(|| {
+        let until = since.plus(policy.observation_failing_after);
+        if now < until {
+            deadlines.push(until);
+            return None;
+        }
+        Some(format!(
+            "{zone}: every parent server publishes the DS since {since}, but validation has not confirmed the chain of trust (it says {} at this look); the zone stays in ds_observed. Run `dnssec-warden check {zone}`",
+            obs.validation
+        ))
+    });
+    checks.push(AlertCheck::new(
+        AlertKind::ChainUnconfirmed,
+        unconfirmed.flatten(),
+    ));
+
     // Only while the zone waits on the registrar: once it moved on, the hook's job is
     // done (or was done by hand).
     let hook = match (state, &obs.registrar_hook_failed) {
@@ -417,6 +447,54 @@ pub fn judge(
         checks,
         deadlines,
         partial_since,
+    }
+}
+
+/// `zone_missing_at_provider`: the provider answers that it has no such zone while some
+/// parent server delegates to its name servers (the whole domain is down, not only
+/// DNSSEC). Cleared once the provider knows the zone again, or no parent server
+/// delegates to it; not judged while either is unknown.
+fn missing_at_provider(
+    zone: &str,
+    obs: &Observation,
+    deleg: &delegation::DelegationAssessment,
+) -> Option<AlertCheck> {
+    let to_provider = [DelegationMatch::Provider, DelegationMatch::Mixed];
+    match &obs.provider {
+        ProviderView::On(_) | ProviderView::Off => {
+            Some(AlertCheck::clear(AlertKind::ZoneMissingAtProvider))
+        }
+        ProviderView::Unknown(_) => None,
+        ProviderView::Missing
+            if deleg
+                .servers
+                .iter()
+                .any(|s| to_provider.contains(&s.matches)) =>
+        {
+            let ds = match obs.parent.as_ref() {
+                Ok(p) if p.any_present() => format!(
+                    "; the parent also publishes DS {}, which no server can match now",
+                    published(Some(p))
+                ),
+                _ => String::new(),
+            };
+            Some(AlertCheck::firing(
+                AlertKind::ZoneMissingAtProvider,
+                format!(
+                    "{zone}: the provider answers that it has no zone {zone}, yet parent server(s) {} delegate to its name servers ({}): the domain does not resolve at all{ds}. Re-create the zone at the provider, or change the NS at the registrar",
+                    servers_matching(deleg, &to_provider),
+                    deleg
+                        .provider_ns
+                        .as_deref()
+                        .map(delegation::describe)
+                        .unwrap_or_default()
+                ),
+            ))
+        }
+        ProviderView::Missing if deleg.verdict == DelegationVerdict::Foreign => {
+            Some(AlertCheck::clear(AlertKind::ZoneMissingAtProvider))
+        }
+        ProviderView::Missing => None,
     }
 }
 

@@ -38,6 +38,7 @@ use crate::dns::DelegationVerdict;
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
+/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
 // default: most fields are unset most of the time, and the row of a settled zone then
 // fits two to a 4 KiB page with its last observation.
@@ -124,6 +125,45 @@ pub struct Facts {
     /// signs with ([`crate::lifecycle::step::served_fingerprint`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub served_keys_when_asked: Option<String>,
+    /// What held the zone at its last step where the state alone does not say it: the
+    /// wait `status` names (DESIGN.md rule 11: a wait names what really holds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<Hold>,
+}
+
+/// One condition that holds a zone, and whose move ends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    pub what: String,
+    pub on: Party,
+}
+
+impl Hold {
+    pub fn new(what: impl Into<String>, on: Party) -> Self {
+        Self {
+            what: what.into(),
+            on,
+        }
+    }
+}
+
+/// Who must act for a wait to end (`status`'s `on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Party {
+    Daemon,
+    Provider,
+    Registrar,
+    Ttl,
+    Operator,
+    Nobody,
+}
+
+impl Party {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
 }
 
 fn is_false(b: &bool) -> bool {

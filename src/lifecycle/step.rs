@@ -8,11 +8,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::alerts::{self, AlertCheck};
-use super::facts::Facts;
+use super::facts::{Facts, Hold, Party};
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::time::Timestamp;
 use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
+use crate::dns::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
 use crate::provider::DnssecKey;
 
@@ -50,6 +51,9 @@ pub struct Observation {
     pub provider: ProviderView,
     /// The largest TTL in the zone (from the provider's RRsets), for the enabling hold.
     pub zone_max_ttl: Option<u32>,
+    /// Why the zone's largest TTL is not known though it was asked for (the RRset
+    /// listing failed, or an RRset has no TTL): the observation is incomplete.
+    pub zone_ttl_error: Option<String>,
     /// The provider's name servers for the zone (its apex NS, as `dns::delegation::ns_set`),
     /// asked now or remembered from an earlier look; `None` when never known.
     pub provider_ns: Option<Vec<String>>,
@@ -165,6 +169,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         deadlines: Vec::new(),
         delegation: assess_delegation(obs),
     };
+    run.facts.held_by = None;
     run.track_health();
     run.track_ttl();
     run.track_served_keys();
@@ -181,6 +186,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         }
     }
     run.track_instruction();
+    run.track_missing();
     let judgement = alerts::judge(zone, run.state, &run.facts, obs, policy);
     run.facts.partial_since = judgement.partial_since;
     run.deadlines.extend(judgement.deadlines);
@@ -279,6 +285,7 @@ impl Run<'_> {
     /// Counts incomplete observations (provider unknown, parent unknown anywhere).
     fn track_health(&mut self) {
         let complete = matches!(self.obs.provider, ProviderView::On(_) | ProviderView::Off)
+            && self.obs.zone_ttl_error.is_none()
             && self.parent_known().is_some();
         if complete {
             self.facts.failing_since = None;
@@ -327,7 +334,21 @@ impl Run<'_> {
         }
         self.facts.ds_to_enter = match self.state {
             Some(State::AwaitingDs | State::DsObserved | State::Active) => {
-                enterable_ds(&self.facts, self.obs, self.policy)
+                match enterable_ds(&self.facts, self.obs, self.policy) {
+                    Ok(line) => Some(line),
+                    Err(hold) => {
+                        if self.state == Some(State::AwaitingDs) && self.facts.held_by.is_none() {
+                            self.facts.held_by = Some(Hold::new(
+                                format!(
+                                    "the DS at every parent server; it is not shown to enter now: {}",
+                                    hold.what
+                                ),
+                                hold.on,
+                            ));
+                        }
+                        None
+                    }
+                }
             }
             _ => None,
         };
@@ -341,6 +362,20 @@ impl Run<'_> {
             }
             ProviderView::Unknown(_) | ProviderView::Missing if enable_path => {}
             _ => self.facts.provider_off_since = None,
+        }
+    }
+
+    /// The provider has no such zone: whatever the state, that is what holds it (and,
+    /// where the parent still delegates to the provider, the domain is down: alerted).
+    fn track_missing(&mut self) {
+        if matches!(self.obs.provider, ProviderView::Missing) {
+            self.facts.held_by = Some(Hold::new(
+                format!(
+                    "the provider, which answers that it has no zone {} (deleted there?); re-create it there, or remove the zone from [zones]",
+                    self.zone.name
+                ),
+                Party::Provider,
+            ));
         }
     }
 
@@ -906,7 +941,14 @@ impl Run<'_> {
                 }
                 return;
             }
-            ProviderView::Unknown(_) | ProviderView::Missing => return,
+            ProviderView::Unknown(e) => {
+                self.facts.held_by = Some(Hold::new(
+                    format!("the provider's DNSSEC answer, which fails: {e}"),
+                    Party::Provider,
+                ));
+                return;
+            }
+            ProviderView::Missing => return,
         };
         if self.key_changed(&key) {
             self.facts.dnskey_everywhere_at = None;
@@ -915,12 +957,20 @@ impl Run<'_> {
         }
         self.facts.ds_line = Some(key.ds_line().to_string());
         if !self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+            let why = self.not_served_why(&key);
             if self.facts.dnskey_everywhere_at.take().is_some() {
-                self.note(
-                    "a name server stopped serving the key: the propagation hold starts over",
-                );
+                self.note(format!(
+                    "a name server stopped serving the key: the propagation hold starts over ({why})"
+                ));
             }
             self.facts.hold_until = None;
+            self.facts.held_by = Some(Hold::new(
+                format!(
+                    "every name server to serve the provider's key {} in a DNSKEY set signed by it (safety rule 4): {why}",
+                    key.key_tag()
+                ),
+                Party::Provider,
+            ));
             return;
         }
         let hold_until = match self.facts.hold_until {
@@ -933,6 +983,17 @@ impl Run<'_> {
                 // The hold covers the zone's largest TTL: not known (the RRset listing
                 // failed, or a TTL was missing), no hold can be set yet.
                 let Some(zone_ttl) = self.obs.zone_max_ttl else {
+                    let why = self
+                        .obs
+                        .zone_ttl_error
+                        .clone()
+                        .unwrap_or_else(|| "not known".to_string());
+                    self.facts.held_by = Some(Hold::new(
+                        format!(
+                            "the zone's largest TTL, which the propagation hold needs (safety rule 4): {why}"
+                        ),
+                        Party::Provider,
+                    ));
                     return;
                 };
                 let longest = dnskey_ttl.max(zone_ttl);
@@ -943,7 +1004,7 @@ impl Run<'_> {
                 self.facts.dnskey_everywhere_at = Some(self.now);
                 self.facts.hold_until = Some(at);
                 self.note(format!(
-                    "every name server serves key {}; holding until {at} (TTL {longest}s + margin)",
+                    "every name server serves key {}, in a DNSKEY set signed by it; holding until {at} (TTL {longest}s + margin)",
                     key.key_tag()
                 ));
                 at
@@ -956,6 +1017,34 @@ impl Run<'_> {
             );
         } else if self.now < hold_until {
             self.deadlines.push(hold_until);
+        } else if self.verdict() != DelegationVerdict::Provider {
+            self.facts.held_by = Some(Hold::new(
+                format!(
+                    "every parent server to delegate to the provider's name servers ({}); at this look the delegation is {}",
+                    self.provider_ns_text(),
+                    self.verdict()
+                ),
+                Party::Daemon,
+            ));
+        }
+    }
+
+    /// Which child address does not serve `key` (validly signed), and how it stands.
+    fn not_served_why(&self, key: &DnssecKey) -> String {
+        match self.child() {
+            None => match &self.obs.child {
+                Err(e) => format!("the name servers could not be asked ({e})"),
+                Ok(_) => "the name servers could not be asked".to_string(),
+            },
+            Some(child) => match child.not_serving(&key.dnskey) {
+                Some(a) => format!(
+                    "name server {} ({}) {}",
+                    a.server,
+                    a.addr,
+                    key_standing(&a.answer, &key.dnskey)
+                ),
+                None => "no name server answered".to_string(),
+            },
         }
     }
 
@@ -998,16 +1087,46 @@ impl Run<'_> {
             );
             return;
         }
-        match self.obs.validation {
-            ValidationVerdict::Bogus => {} // alerted; wait for it to clear
-            verdict => {
-                let served = self.child().is_some_and(|c| c.all_serve(&key.dnskey));
-                if served && self.verdict() == DelegationVerdict::Provider {
-                    self.go(
-                        State::Active,
-                        format!("chain of trust complete (validation: {verdict})"),
-                    );
-                }
+        if !self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
+            let why = self.not_served_why(&key);
+            self.facts.held_by = Some(Hold::new(
+                format!("every name server to serve the key, signed by it: {why}"),
+                Party::Provider,
+            ));
+            return;
+        }
+        if self.verdict() != DelegationVerdict::Provider || !self.evidence_ok() {
+            return;
+        }
+        // `active` means what operators read it as: where the parent is signed, the
+        // validator said `secure` at this look; an unsigned parent settles without it,
+        // said as such. Unknown and insecure under a signed parent keep asking.
+        match (&parent.evidence, &self.obs.validation) {
+            (_, ValidationVerdict::Bogus) => {
+                // Alerted (`validation_failed`); wait for it to clear.
+                self.facts.held_by = Some(Hold::new(
+                    "validation to stop failing: validators answer SERVFAIL for the zone (see its alerts)",
+                    Party::Provider,
+                ));
+            }
+            (Evidence::Validated, ValidationVerdict::Secure) => self.go(
+                State::Active,
+                "chain of trust complete: every parent server publishes the DS, and validation from the trust anchor says secure",
+            ),
+            (Evidence::Insecure(why), _) => self.go(
+                State::Active,
+                format!(
+                    "every parent server publishes the DS, but the parent zone {} is not signed ({why}): no chain of trust can reach the zone, validators treat it as insecure; settled without one",
+                    parent.parent
+                ),
+            ),
+            (_, verdict) => {
+                self.facts.held_by = Some(Hold::new(
+                    format!(
+                        "validation to confirm the chain of trust (the parent is signed; validation says {verdict} at this look; asked again)"
+                    ),
+                    Party::Daemon,
+                ));
             }
         }
     }
@@ -1174,22 +1293,77 @@ pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
 /// The DS line rules 8 and 9 allow showing as "to enter" now: the provider is on with
 /// the followed key, every child address answered serving it, every parent address
 /// delegates to the provider's name servers, and the delegation hold is over.
-pub(super) fn enterable_ds(facts: &Facts, obs: &Observation, policy: &Policy) -> Option<String> {
-    let ProviderView::On(key) = &obs.provider else {
-        return None;
+/// `Err` says what withholds it.
+pub(super) fn enterable_ds(
+    facts: &Facts,
+    obs: &Observation,
+    policy: &Policy,
+) -> Result<String, Hold> {
+    let key = match &obs.provider {
+        ProviderView::On(key) => key,
+        ProviderView::Off => {
+            return Err(Hold::new("DNSSEC is off at the provider", Party::Provider));
+        }
+        ProviderView::Missing => {
+            return Err(Hold::new("the provider has no such zone", Party::Provider));
+        }
+        ProviderView::Unknown(e) => {
+            return Err(Hold::new(
+                format!("the provider's DNSSEC answer fails: {e}"),
+                Party::Provider,
+            ));
+        }
     };
     if !obs.provider_asked {
-        return None;
+        return Err(Hold::new(
+            "the provider was not asked at this look (the zone listing showed nothing changed)",
+            Party::Daemon,
+        ));
     }
-    if assess_delegation(obs).verdict != DelegationVerdict::Provider
-        || delegation_hold_until(facts, policy).is_some_and(|until| obs.at < until)
-    {
-        return None;
+    let verdict = assess_delegation(obs).verdict;
+    if verdict != DelegationVerdict::Provider {
+        return Err(Hold::new(
+            format!(
+                "the delegation is {verdict} at this look, not the provider's name servers at every parent server (safety rule 9)"
+            ),
+            Party::Daemon,
+        ));
+    }
+    if let Some(until) = delegation_hold_until(facts, policy).filter(|until| obs.at < *until) {
+        return Err(Hold::new(
+            format!("the old delegation may be cached until {until} (safety rule 9)"),
+            Party::Ttl,
+        ));
     }
     let line = key.ds_line().to_string();
-    let followed = facts.ds_line.as_deref().is_none_or(|l| l == line);
-    let served = obs.child.as_ref().is_ok_and(|c| c.all_serve(&key.dnskey));
-    (followed && served).then_some(line)
+    if facts.ds_line.as_deref().is_some_and(|l| l != line) {
+        return Err(Hold::new(
+            format!("the provider's key changed to {line}"),
+            Party::Provider,
+        ));
+    }
+    match &obs.child {
+        Ok(c) if c.all_serve(&key.dnskey) => Ok(line),
+        Ok(c) => {
+            let why = match c.not_serving(&key.dnskey) {
+                Some(a) => format!(
+                    "name server {} ({}) {}",
+                    a.server,
+                    a.addr,
+                    key_standing(&a.answer, &key.dnskey)
+                ),
+                None => "no name server answered".to_string(),
+            };
+            Err(Hold::new(
+                format!("not every name server serves the key signed by it: {why}"),
+                Party::Provider,
+            ))
+        }
+        Err(e) => Err(Hold::new(
+            format!("the name servers could not be asked: {e}"),
+            Party::Daemon,
+        )),
+    }
 }
 
 /// Who the parent addresses delegate to, against the provider's name servers. No parent
@@ -1241,10 +1415,15 @@ pub fn served_fingerprint(child: &ChildView) -> String {
     let mut keys: Vec<String> = Vec::new();
     for a in &child.answers {
         let listed = match &a.answer {
+            // A key not signing the set is marked, so that its signatures failing (or
+            // coming back) is a change that asks the provider.
             crate::dns::DnskeyAnswer::Keys(k) => k
                 .keys
                 .iter()
-                .map(|key| format!("{}/{}/{}", key.flags, key.algorithm, key.key_tag()))
+                .map(|key| {
+                    let mark = if k.serves(key) { "" } else { "/unsigned" };
+                    format!("{}/{}/{}{mark}", key.flags, key.algorithm, key.key_tag())
+                })
                 .collect::<Vec<_>>(),
             _ => vec!["none".to_string()],
         };

@@ -51,6 +51,8 @@ pub(super) const OLD: &str = "ns1.old.test.";
 #[derive(Clone)]
 pub(super) enum C {
     Serves,
+    /// The provider's key in the set, but no valid signature by it over the set.
+    ServesUnsigned,
     /// The old provider's key (the world's `other`).
     OldKey,
     Unsigned,
@@ -150,6 +152,7 @@ impl World {
                             keys: vec![self.key.clone()],
                             ttl: 300,
                             signed: true,
+                            self_signers: vec![0],
                             signatures: vec![SignatureWindow {
                                 key_tag: self.key.key_tag(),
                                 inception: 0,
@@ -159,10 +162,21 @@ impl World {
                             cdnskey: vec![],
                             delete_requested: false,
                         }),
+                        C::ServesUnsigned => DnskeyAnswer::Keys(ChildKeys {
+                            keys: vec![self.key.clone()],
+                            ttl: 300,
+                            signed: false,
+                            self_signers: vec![],
+                            signatures: vec![],
+                            cds: vec![],
+                            cdnskey: vec![],
+                            delete_requested: false,
+                        }),
                         C::OldKey => DnskeyAnswer::Keys(ChildKeys {
                             keys: vec![self.other.clone()],
                             ttl: 900,
                             signed: true,
+                            self_signers: vec![0],
                             signatures: vec![],
                             cds: vec![],
                             cdnskey: vec![],
@@ -191,6 +205,7 @@ impl World {
                 None => ProviderView::Unknown("HTTP 503".into()),
             },
             zone_max_ttl: Some(600),
+            zone_ttl_error: None,
             parent: Ok(self.parent(parent)),
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
@@ -1217,6 +1232,7 @@ fn the_observation_summary_says_what_the_tree_said() {
                         "keys": k.keys.iter().map(|key| format!("{} {} tag {}", key.flags, key.algorithm, key.key_tag())).collect::<Vec<_>>(),
                         "ttl": k.ttl,
                         "signed": k.signed,
+                        "signed_by": k.self_signers.iter().map(|i| k.keys[*i].key_tag()).collect::<Vec<_>>(),
                     }),
                     DnskeyAnswer::Absent => json!("no DNSKEY"),
                     DnskeyAnswer::Unknown(r) => json!(format!("unknown: {r}")),
@@ -1269,4 +1285,199 @@ fn the_observation_summary_says_what_the_tree_said() {
         assert_eq!(brief["provider"]["error"], read["provider"]["error"]);
         assert_eq!(brief["parent"]["evidence"], read["parent"]["evidence"]);
     }
+}
+
+/// Issue 31, item 1 (safety rule 4): a key in every child's DNSKEY set but without a
+/// valid signature by it over the set is not "served": no hold, no DS announced, and
+/// the wait names the server and what is wrong with it.
+#[test]
+fn a_key_served_without_a_valid_self_signature_is_never_announced() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    for children in [
+        &[C::ServesUnsigned, C::ServesUnsigned][..],
+        &[C::Serves, C::ServesUnsigned][..],
+    ] {
+        for hours in [0, 48] {
+            let at = T0.plus(std::time::Duration::from_secs(hours * 3600));
+            let d = w.run(&mut z, &w.obs(at, Some(true), &[P::No, P::No], children));
+            assert_eq!(d.state, Some(State::Enabling));
+            assert_eq!(d.facts.hold_until, None, "no hold on an unsigned key");
+            assert!(d.effects.is_empty(), "{:?}", d.effects);
+            assert!(
+                d.notes.iter().all(|n| !n.reason.contains("serves key")),
+                "{:?}",
+                d.notes
+            );
+            let waiting = super::waiting::describe(&z, &w.policy);
+            assert!(
+                waiting.what.contains("without any signature"),
+                "{}",
+                waiting.what
+            );
+            assert_eq!(waiting.on, "provider");
+        }
+    }
+    // Announced, then the signatures go: the instruction is withdrawn (rule 8).
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    let serves = [C::Serves, C::Serves];
+    w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::No], &serves));
+    let later = T0.plus(std::time::Duration::from_secs(3 * 3600));
+    let d = w.run(&mut z, &w.obs(later, Some(true), &[P::No, P::No], &serves));
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            later,
+            Some(true),
+            &[P::No, P::No],
+            &[C::Serves, C::ServesUnsigned],
+        ),
+    );
+    assert_eq!(d.state, Some(State::Enabling), "{:?}", d.notes);
+    assert!(d.notes[0].reason.contains("withdrawn"), "{:?}", d.notes);
+    assert_eq!(d.facts.ds_to_enter, None);
+}
+
+/// Issue 31, item 8: `active` means validated `secure` where the parent is signed;
+/// unknown or insecure keep the zone in `ds_observed` (named, alerted when it lasts);
+/// an unsigned parent settles, said as such, never as "chain of trust complete".
+#[test]
+fn active_needs_secure_under_a_signed_parent() {
+    let w = World::new();
+    let ds = [P::Ds(3600), P::Ds(3600)];
+    let serves = [C::Serves, C::Serves];
+    for verdict in [ValidationVerdict::Unknown, ValidationVerdict::Insecure] {
+        let mut z = zone(Some(State::DsObserved), Intent::Enabled);
+        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        let mut o = w.obs(T0, Some(true), &ds, &serves);
+        o.validation = verdict;
+        let d = w.run(&mut z, &o);
+        assert_eq!(d.state, Some(State::DsObserved), "{verdict}: {:?}", d.notes);
+        assert_eq!(firing(&d, AlertKind::ChainUnconfirmed), None);
+        let waiting = super::waiting::describe(&z, &w.policy);
+        assert!(
+            waiting.what.contains(&format!("validation says {verdict}")),
+            "{}",
+            waiting.what
+        );
+        // Lasting past `observation_failing_after`: alerted.
+        o.at = T0.plus(w.policy.observation_failing_after);
+        let d = w.run(&mut z, &o);
+        assert_eq!(d.state, Some(State::DsObserved));
+        assert!(firing(&d, AlertKind::ChainUnconfirmed).is_some());
+        o.validation = ValidationVerdict::Secure;
+        let d = w.run(&mut z, &o);
+        assert_eq!(d.state, Some(State::Active));
+        assert!(d.notes[0].reason.starts_with("chain of trust complete"));
+        assert!(!d.notes[0].reason.contains("insecure"));
+        assert!(judged(&d, AlertKind::ChainUnconfirmed));
+        assert_eq!(firing(&d, AlertKind::ChainUnconfirmed), None);
+    }
+    // An unsigned parent: settled without a chain, and said so.
+    let mut z = zone(Some(State::DsObserved), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let mut o = w.obs(T0, Some(true), &ds, &serves);
+    o.validation = ValidationVerdict::Insecure;
+    if let Ok(p) = &mut o.parent {
+        p.evidence = crate::dns::Evidence::Insecure("test. has no DS at its parent".into());
+    }
+    let d = w.run(&mut z, &o);
+    assert_eq!(d.state, Some(State::Active));
+    assert!(!d.notes[0].reason.contains("chain of trust complete"));
+    assert!(d.notes[0].reason.contains("is not signed"), "{:?}", d.notes);
+    // A key no longer signed holds the zone in `ds_observed` whatever validation says.
+    let mut z = zone(Some(State::DsObserved), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let mut o = w.obs(T0, Some(true), &ds, &[C::Serves, C::ServesUnsigned]);
+    o.validation = ValidationVerdict::Secure;
+    let d = w.run(&mut z, &o);
+    assert_eq!(d.state, Some(State::DsObserved));
+}
+
+/// Issue 31, item 6: the provider deleted the zone while the parent delegates to its
+/// name servers: critical, named as what it is, and the wait says so.
+#[test]
+fn a_zone_missing_at_the_provider_under_its_delegation_is_critical() {
+    let w = World::new();
+    let mut z = zone(Some(State::Active), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let mut o = w.obs(
+        T0,
+        Some(true),
+        &[P::Ds(3600), P::Ds(3600)],
+        &[C::Refused, C::Refused],
+    );
+    o.provider = ProviderView::Missing;
+    let d = w.run(&mut z, &o);
+    let message = firing(&d, AlertKind::ZoneMissingAtProvider).expect("fires at once");
+    assert!(message.contains("does not resolve at all"), "{message}");
+    assert!(message.contains("also publishes DS"), "{message}");
+    assert_eq!(
+        AlertKind::ZoneMissingAtProvider.severity(),
+        super::alerts::Severity::Critical
+    );
+    let waiting = super::waiting::describe(&z, &w.policy);
+    assert!(waiting.what.contains("has no zone"), "{}", waiting.what);
+    assert_eq!(waiting.on, "provider");
+    // Back at the provider: resolved.
+    let d = w.run(
+        &mut z,
+        &w.obs(
+            T0,
+            Some(true),
+            &[P::Ds(3600), P::Ds(3600)],
+            &[C::Serves, C::Serves],
+        ),
+    );
+    assert!(judged(&d, AlertKind::ZoneMissingAtProvider));
+    assert_eq!(firing(&d, AlertKind::ZoneMissingAtProvider), None);
+    assert_eq!(d.facts.held_by, None);
+}
+
+/// Issue 31, item 7: every wait names what really holds it: the failing RRset listing
+/// (and the observation counts as incomplete, so `observation_failing` follows), and a
+/// provider whose DS does not match its own key.
+#[test]
+fn a_wait_names_the_call_that_holds_it() {
+    let w = World::new();
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    let mut obs = w.obs(T0, Some(true), &[P::No], &[C::Serves]);
+    obs.zone_max_ttl = None;
+    obs.zone_ttl_error = Some("the provider's RRset listing failed: HTTP 404".into());
+    let d = w.run(&mut z, &obs);
+    assert_eq!(d.facts.hold_until, None);
+    assert_eq!(d.facts.failures, 1, "an incomplete observation");
+    let waiting = super::waiting::describe(&z, &w.policy);
+    assert!(
+        waiting.what.contains("RRset listing failed: HTTP 404"),
+        "{}",
+        waiting.what
+    );
+    assert_eq!(waiting.on, "provider");
+    obs.at = T0.plus(w.policy.observation_failing_after);
+    let d = w.run(&mut z, &obs);
+    let message = firing(&d, AlertKind::ObservationFailing).expect("alerted when it lasts");
+    assert!(message.contains("RRset listing failed"), "{message}");
+
+    // `awaiting_ds` with the provider's DS failing its own key (rule 5): named.
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    let mut obs = w.obs(T0, None, &[P::No, P::No], &[C::Serves, C::Serves]);
+    obs.provider = ProviderView::Unknown(
+        "the provider's DS does not match its own key (safety rule 5)".into(),
+    );
+    w.run(&mut z, &obs);
+    let waiting = super::waiting::describe(&z, &w.policy);
+    assert!(
+        waiting.what.contains("does not match its own key"),
+        "{}",
+        waiting.what
+    );
+    assert_eq!(waiting.on, "provider");
+    assert!(
+        !waiting.what.contains("can be seen serving"),
+        "{}",
+        waiting.what
+    );
 }

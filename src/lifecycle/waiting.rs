@@ -24,7 +24,22 @@ fn wait(what: impl Into<String>, on: &'static str, until: Option<Timestamp>) -> 
     }
 }
 
+/// What `zone` waits for: what held it at its last step where the state alone does not
+/// say it (`Facts::held_by`: a failing call, a name server without the signed key), else
+/// what its state waits for.
 pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
+    let by_state = describe_state(zone, policy);
+    match &zone.facts.held_by {
+        Some(hold) if zone.state.is_some() => Waiting {
+            what: hold.what.clone(),
+            on: hold.on.as_str(),
+            until: by_state.until,
+        },
+        _ => by_state,
+    }
+}
+
+fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
     let provider_ns = f
         .provider_ns

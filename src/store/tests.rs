@@ -134,12 +134,16 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
         ds_to_remove: vec!["DS B".into()],
         delegation_requested: true,
         served_keys_when_asked: Some("257/13/1".into()),
+        held_by: Some(crate::lifecycle::facts::Hold::new(
+            "the provider",
+            crate::lifecycle::facts::Party::Provider,
+        )),
     };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(24), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(25), "{text}");
 }
 
 #[test]

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use dnssec_warden::dns::delegation::ns_set;
 use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
-    ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
+    ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
@@ -74,6 +74,9 @@ pub struct ChildServer {
     /// Still serves the zone unsigned although the provider signs (propagation lag).
     pub lagging: bool,
     pub silent: bool,
+    /// Serves the provider's key, but its DNSKEY set carries no valid signature by it (a
+    /// broken signer, signatures stripped): not "served" (safety rule 4).
+    pub unsigned: bool,
 }
 
 #[derive(Debug)]
@@ -481,7 +484,10 @@ impl FakeWorld {
         let key = s.key.as_ref().filter(|_| s.dnssec_on)?;
         // Every child address: with an old delegation anywhere, the old servers too,
         // which never serve the provider's key.
-        let served = s.children.iter().all(|c| !c.lagging && !c.silent)
+        let served = s
+            .children
+            .iter()
+            .all(|c| !c.lagging && !c.silent && !c.unsigned)
             && s.parents
                 .iter()
                 .all(|p| p.delegation == Delegation::Provider);
@@ -777,16 +783,21 @@ impl Observer for FakeWorld {
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
         let (provider, old) = Self::delegated_servers(&s);
-        let keys = |key: &Dnskey, ttl: u32| {
+        let keys = |key: &Dnskey, ttl: u32, signing: bool| {
             DnskeyAnswer::Keys(ChildKeys {
                 keys: vec![key.clone()],
                 ttl,
-                signed: true,
-                signatures: vec![SignatureWindow {
-                    key_tag: key.key_tag(),
-                    inception: 0,
-                    expiration: s.signature_expiration,
-                }],
+                signed: signing,
+                self_signers: if signing { vec![0] } else { vec![] },
+                signatures: if signing {
+                    vec![SignatureWindow {
+                        key_tag: key.key_tag(),
+                        inception: 0,
+                        expiration: s.signature_expiration,
+                    }]
+                } else {
+                    vec![]
+                },
                 cds: vec![],
                 cdnskey: vec![],
                 delete_requested: false,
@@ -803,7 +814,7 @@ impl Observer for FakeWorld {
             for (i, c) in s.children.iter().enumerate() {
                 let answer = match (&s.key, s.dnssec_on && !c.lagging, c.silent) {
                     (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
-                    (Some(key), true, false) => keys(key, DNSKEY_TTL),
+                    (Some(key), true, false) => keys(key, DNSKEY_TTL, !c.unsigned),
                     _ => DnskeyAnswer::Absent,
                 };
                 let ns = if c.silent {
@@ -832,7 +843,7 @@ impl Observer for FakeWorld {
                 } else {
                     (
                         if s.old_signed {
-                            keys(&s.old_key, OLD_DNSKEY_TTL)
+                            keys(&s.old_key, OLD_DNSKEY_TTL, true)
                         } else {
                             DnskeyAnswer::Absent
                         },
@@ -871,7 +882,34 @@ impl Observer for FakeWorld {
         })
     }
 
+    /// The probes set by a test; else the ground truth: `secure` once every parent
+    /// server publishes a DS for the key every child server serves, signed by it (the
+    /// chain a validator would build), unknown otherwise.
     async fn validation(&self, _zone: &str) -> Vec<ValidationProbe> {
-        self.lock().validation.clone()
+        let s = self.lock();
+        if !s.validation.is_empty() {
+            return s.validation.clone();
+        }
+        let chain = s.key.as_ref().filter(|_| s.dnssec_on).is_some_and(|key| {
+            s.parents.iter().all(|p| {
+                !p.silent
+                    && p.delegation == Delegation::Provider
+                    && p.ds
+                        .as_ref()
+                        .is_some_and(|(ds, _)| ds.iter().any(|d| key.matches_ds(&s.zone, d)))
+            }) && s
+                .children
+                .iter()
+                .all(|c| !c.silent && !c.lagging && !c.unsigned)
+        });
+        if chain {
+            vec![ValidationProbe {
+                source: "validator".into(),
+                verdict: ValidationVerdict::Secure,
+                detail: "the fake world's chain".into(),
+            }]
+        } else {
+            vec![]
+        }
     }
 }
