@@ -58,10 +58,10 @@ pub enum AlertKind {
     /// The provider has no such zone, yet some parent server delegates it to the
     /// provider's name servers: the domain does not resolve at all.
     ZoneMissingAtProvider,
-    /// Every parent server publishes the DS and the parent is signed, but validation
-    /// has not said `secure` for `observation_failing_after`: the zone stays in
-    /// `ds_observed`.
-    ChainUnconfirmed,
+    /// A zone held by one condition (`Facts::held_by`: a name server without the signed
+    /// key, an unconfirmed chain, ...) for `observation_failing_after`, while its
+    /// observations are complete (incomplete ones are `observation_failing`).
+    WaitStalled,
 }
 
 #[derive(
@@ -405,22 +405,28 @@ pub fn judge(
         checks.push(check);
     }
 
-    // `ds_observed` under a signed parent waits for `secure`; lasting, it is said.
-    let unconfirmed = (state == Some(State::DsObserved)).then(|| {
-        let until = since.plus(policy.observation_failing_after);
-        if now < until {
-            deadlines.push(until);
-            return None;
-        }
-        Some(format!(
-            "{zone}: every parent server publishes the DS since {since}, but validation has not confirmed the chain of trust (it says {} at this look); the zone stays in ds_observed. Run `dnssec-warden check {zone}`",
-            obs.validation
-        ))
-    });
-    checks.push(AlertCheck::new(
-        AlertKind::ChainUnconfirmed,
-        unconfirmed.flatten(),
-    ));
+    // A wait that does not end by itself is said once it lasts (rule 11); one that
+    // rests on incomplete observations is `observation_failing`'s.
+    if facts.failing_since.is_none() {
+        let stalled = match (&facts.held_by, facts.held_since) {
+            (Some(hold), Some(held)) => {
+                let until = held.plus(policy.observation_failing_after);
+                if now < until {
+                    deadlines.push(until);
+                    None
+                } else {
+                    Some(format!(
+                        "{zone}: in {} and held since {held}; waiting for {} (on: {}). Run `dnssec-warden check {zone}`",
+                        state.map_or("no state yet", State::as_str),
+                        hold.what,
+                        hold.on.as_str()
+                    ))
+                }
+            }
+            _ => None,
+        };
+        checks.push(AlertCheck::new(AlertKind::WaitStalled, stalled));
+    }
 
     // Only while the zone waits on the registrar: once it moved on, the hook's job is
     // done (or was done by hand).

@@ -39,6 +39,7 @@ use crate::dns::DelegationVerdict;
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
 /// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain) | at every step (recomputed) |
+/// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
 // default: most fields are unset most of the time, and the row of a settled zone then
 // fits two to a 4 KiB page with its last observation.
@@ -129,6 +130,9 @@ pub struct Facts {
     /// wait `status` names (DESIGN.md rule 11: a wait names what really holds it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_by: Option<Hold>,
+    /// Since when some `held_by` holds the zone without a break (`wait_stalled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_since: Option<Timestamp>,
 }
 
 /// One condition that holds a zone, and whose move ends it.

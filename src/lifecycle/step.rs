@@ -187,6 +187,10 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     }
     run.track_instruction();
     run.track_missing();
+    run.facts.held_since = match run.facts.held_by {
+        Some(_) => Some(run.facts.held_since.unwrap_or(run.now)),
+        None => None,
+    };
     let judgement = alerts::judge(zone, run.state, &run.facts, obs, policy);
     run.facts.partial_since = judgement.partial_since;
     run.deadlines.extend(judgement.deadlines);

@@ -1316,6 +1316,13 @@ fn a_key_served_without_a_valid_self_signature_is_never_announced() {
                 waiting.what
             );
             assert_eq!(waiting.on, "provider");
+            let stalled = firing(&d, AlertKind::WaitStalled);
+            if hours == 0 {
+                assert_eq!(stalled, None);
+            } else {
+                let message = stalled.expect("a wait that lasts is alerted");
+                assert!(message.contains("without any signature"), "{message}");
+            }
         }
     }
     // Announced, then the signatures go: the instruction is withdrawn (rule 8).
@@ -1354,7 +1361,7 @@ fn active_needs_secure_under_a_signed_parent() {
         o.validation = verdict;
         let d = w.run(&mut z, &o);
         assert_eq!(d.state, Some(State::DsObserved), "{verdict}: {:?}", d.notes);
-        assert_eq!(firing(&d, AlertKind::ChainUnconfirmed), None);
+        assert_eq!(firing(&d, AlertKind::WaitStalled), None);
         let waiting = super::waiting::describe(&z, &w.policy);
         assert!(
             waiting.what.contains(&format!("validation says {verdict}")),
@@ -1365,14 +1372,14 @@ fn active_needs_secure_under_a_signed_parent() {
         o.at = T0.plus(w.policy.observation_failing_after);
         let d = w.run(&mut z, &o);
         assert_eq!(d.state, Some(State::DsObserved));
-        assert!(firing(&d, AlertKind::ChainUnconfirmed).is_some());
+        assert!(firing(&d, AlertKind::WaitStalled).is_some());
         o.validation = ValidationVerdict::Secure;
         let d = w.run(&mut z, &o);
         assert_eq!(d.state, Some(State::Active));
         assert!(d.notes[0].reason.starts_with("chain of trust complete"));
         assert!(!d.notes[0].reason.contains("insecure"));
-        assert!(judged(&d, AlertKind::ChainUnconfirmed));
-        assert_eq!(firing(&d, AlertKind::ChainUnconfirmed), None);
+        assert!(judged(&d, AlertKind::WaitStalled));
+        assert_eq!(firing(&d, AlertKind::WaitStalled), None);
     }
     // An unsigned parent: settled without a chain, and said so.
     let mut z = zone(Some(State::DsObserved), Intent::Enabled);

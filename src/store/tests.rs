@@ -138,12 +138,13 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
             "the provider",
             crate::lifecycle::facts::Party::Provider,
         )),
+        held_since: t(14),
     };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(25), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(26), "{text}");
 }
 
 #[test]
