@@ -211,3 +211,46 @@ async fn a_hanging_provider_neither_kills_nor_blocks_the_daemon() {
     assert!(exit.success(), "{}", daemon.log());
     assert!(asked.elapsed() < Duration::from_secs(20));
 }
+
+/// Issue 31, item 1 through the binary (safety rule 4): the provider's name servers serve
+/// its key, but every signature over the DNSKEY set has expired. The key is not "served":
+/// no hold, no DS announced, the wait names what is wrong; once the signatures are good
+/// again, the DS is announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_whose_signatures_expired_is_never_announced() {
+    let zone = "stale.test.";
+    let w = LabWorld::start(zone).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as u32;
+    w.lab
+        .set_signature_window(zone, Some((now - 20 * 86_400, now - 86_400)))
+        .unwrap();
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    let held = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["state"] == "enabling"
+            && s["waiting_for"]
+                .as_str()
+                .is_some_and(|w| w.contains("no valid signature by it"))
+    })
+    .await;
+    assert!(held["ds_to_enter"].is_null(), "{held}");
+    // Several more looks (the lab's polls are a second): still never announced.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let now = status(&w.config, zone);
+    assert_eq!(now["state"], "enabling", "{now}");
+    let (_, story, _) = cli(&w.config, &["history", zone]);
+    assert!(!story.contains("DS announced"), "{story}");
+    assert!(!story.contains("every name server serves key"), "{story}");
+
+    w.lab.set_signature_window(zone, None).unwrap();
+    let told = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["state"] == "awaiting_ds" && s["ds_to_enter"].is_string()
+    })
+    .await;
+    let (_, story, _) = cli(&w.config, &["history", zone]);
+    assert!(story.contains("DS announced"), "{story}\n{told}");
+}
