@@ -553,12 +553,13 @@ async fn validated_parent_views_under_knot_tlds() {
             .unwrap()
             .as_secs() as u32;
         let missing = parse_name("nonexistent.test.").unwrap();
+        let budget = dnssec_warden::dns::Budget::new(Default::default());
         let transport = NetTransport::new(Duration::from_secs(1));
         let answer = transport
             .exchange(server, &build_query(&missing, RecordType::DS, false))
             .await
             .expect("NXDOMAIN answer");
-        let proof = prove_ds(&answer, &missing, "test.", &keys, now);
+        let proof = prove_ds(&answer, &missing, "test.", &keys, now, &budget);
         let expected = if tld == Denial::Nsec {
             Proof::NsecNxdomain
         } else {
@@ -577,16 +578,23 @@ async fn validated_parent_views_under_knot_tlds() {
             _ => Proof::NsecNodata,
         };
         assert_eq!(
-            prove_ds(&answer_nodata, &plain_name, "test.", &keys, now),
+            prove_ds(&answer_nodata, &plain_name, "test.", &keys, now, &budget),
             Ok(expected),
             "{tld:?}: {answer_nodata:?}"
         );
         if tld == Denial::Nsec {
             let other = parse_name("zzz.test.").unwrap();
-            assert!(prove_ds(&answer, &other, "test.", &keys, now).is_err());
+            assert!(prove_ds(&answer, &other, "test.", &keys, now, &budget).is_err());
         }
         // Signatures outside their window at the time of the look fail.
-        let proof = prove_ds(&answer, &missing, "test.", &keys, now + 400 * 86400);
+        let proof = prove_ds(
+            &answer,
+            &missing,
+            "test.",
+            &keys,
+            now + 400 * 86400,
+            &budget,
+        );
         assert!(
             matches!(&proof, Err(e) if e.to_string().contains("validity window")),
             "{tld:?}: {proof:?}"

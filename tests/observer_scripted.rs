@@ -1146,7 +1146,15 @@ mod nxdomain_proofs {
 
     fn prove(key: &LabKey, m: &Message, name: &str) -> Result<Proof, ProofError> {
         let keys = vec![Dnskey::from(key.dnskey())];
-        prove_ds(m, &parse_name(name).unwrap(), "test.", &keys, now())
+        let budget = dnssec_warden::dns::Budget::new(Default::default());
+        prove_ds(
+            m,
+            &parse_name(name).unwrap(),
+            "test.",
+            &keys,
+            now(),
+            &budget,
+        )
     }
 
     fn apex() -> Vec<RecordType> {
@@ -1248,7 +1256,8 @@ mod nxdomain_proofs {
         let a = |text: &str| RData::A(text.parse().unwrap());
         let records = signed(&key, &owner, a("192.0.2.1"));
         let check = |records: &[Record], keys: &[Dnskey], at: u32| {
-            verify_rrset(records, &owner, RecordType::A, "test.", keys, at)
+            let budget = dnssec_warden::dns::Budget::new(Default::default());
+            verify_rrset(records, &owner, RecordType::A, "test.", keys, at, &budget)
         };
         assert!(check(&records, &keys, now()).is_ok());
         assert!(

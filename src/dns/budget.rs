@@ -20,7 +20,14 @@ pub enum Exhausted {
     HostLookups(u32),
     #[error("budget exhausted: time ({}s per observation, dns.observation_timeout)", .0.as_secs_f64())]
     Time(Duration),
+    #[error("validation budget exhausted: {0} signature checks per observation")]
+    SignatureChecks(u32),
 }
+
+/// Signature verifications one observation (or one validation probe) may make. Unbound
+/// and BIND after KeyTrap (CVE-2023-50387) cap the work per answer and per query; this
+/// is that cap for a whole look, on top of the per-RRset caps of `validator`.
+pub const MAX_SIGNATURE_CHECKS: u32 = 256;
 
 /// One observation's budget, being spent.
 #[derive(Debug)]
@@ -29,6 +36,7 @@ pub struct Budget {
     deadline: Instant,
     queries: AtomicU32,
     host_lookups: AtomicU32,
+    signature_checks: AtomicU32,
     exhausted: OnceLock<Exhausted>,
 }
 
@@ -40,6 +48,7 @@ impl Budget {
             deadline: Instant::now() + limits.timeout,
             queries: AtomicU32::new(0),
             host_lookups: AtomicU32::new(0),
+            signature_checks: AtomicU32::new(0),
             exhausted: OnceLock::new(),
         }
     }
@@ -73,6 +82,22 @@ impl Budget {
             self.limits.max_host_lookups,
             Exhausted::HostLookups,
         )
+    }
+
+    /// Spends one signature verification (the cryptography, not a remembered result).
+    pub fn signature_check(&self) -> Result<(), Exhausted> {
+        self.spend(
+            &self.signature_checks,
+            MAX_SIGNATURE_CHECKS,
+            Exhausted::SignatureChecks,
+        )
+    }
+
+    /// Signature verifications spent so far.
+    pub fn signature_checks(&self) -> u32 {
+        self.signature_checks
+            .load(Ordering::Relaxed)
+            .min(MAX_SIGNATURE_CHECKS)
     }
 
     /// Questions spent so far.

@@ -295,6 +295,7 @@ pub fn classify_dnskey(
     cds: Option<&Outcome>,
     cdnskey: Option<&Outcome>,
     now: u32,
+    budget: &super::budget::Budget,
 ) -> DnskeyAnswer {
     let zone_text = wire::name_text(zone);
     let message = match outcome {
@@ -382,7 +383,12 @@ pub fn classify_dnskey(
             }
         }
     }
-    let self_signers = super::validator::self_signers(&message.answers, zone, &keys, now);
+    let self_signers =
+        match super::validator::self_signers(&message.answers, zone, &keys, now, budget) {
+            Ok(signers) => signers,
+            // Work cut short proves neither "signed" nor "not signed".
+            Err(e) => return DnskeyAnswer::Unknown(UnknownReason::Malformed(e.to_string())),
+        };
     DnskeyAnswer::Keys(ChildKeys {
         keys,
         ttl,

@@ -254,12 +254,14 @@ impl DnsObserver {
             .get_or_init(|| async {
                 self.0.keys.fetches.fetch_add(1, Ordering::Relaxed);
                 let now = unix_now();
+                let budget = Budget::new(self.0.budget);
                 let validator = Validator::new(
                     &self.0.querier,
                     &self.0.discovery,
                     &self.0.anchors,
                     self.0.port,
                     now,
+                    &budget,
                 );
                 let keys = validator.zone_keys(parent).await;
                 let keep = match (&keys, validator.freshness()) {
@@ -329,7 +331,7 @@ impl DnsObserver {
                 let mut answer = classify::classify_ds(qname, parent_zone, &ds);
                 if let (Some((keys, now)), Ok(message)) = (validate, &ds)
                     && matches!(answer, DsAnswer::Present { .. } | DsAnswer::Absent)
-                    && let Err(e) = proof::prove_ds(message, qname, parent_zone, keys, now)
+                    && let Err(e) = proof::prove_ds(message, qname, parent_zone, keys, now, budget)
                 {
                     tracing::warn!(zone = %cut.zone, server = %to, "DS answer fails validation: {e}");
                     answer = DsAnswer::Unknown(UnknownReason::BogusProof(e.to_string()));
@@ -414,6 +416,7 @@ impl DnsObserver {
                             cds.as_ref(),
                             cdnskey.as_ref(),
                             unix_now(),
+                            budget,
                         ),
                         classify::classify_apex_ns(qname, &ns, known),
                     )
@@ -434,7 +437,9 @@ impl DnsObserver {
     /// validator looks delegations up with a budget of its own per zone cut.)
     async fn validation_probes(&self, zone: &str) -> Vec<ValidationProbe> {
         let budget = Budget::new(self.0.budget);
-        match tokio::time::timeout_at(budget.deadline(), self.validation_probes_now(zone)).await {
+        match tokio::time::timeout_at(budget.deadline(), self.validation_probes_now(zone, &budget))
+            .await
+        {
             Ok(probes) => probes,
             Err(_elapsed) => vec![ValidationProbe {
                 source: "validator".into(),
@@ -444,7 +449,7 @@ impl DnsObserver {
         }
     }
 
-    async fn validation_probes_now(&self, zone: &str) -> Vec<ValidationProbe> {
+    async fn validation_probes_now(&self, zone: &str, budget: &Budget) -> Vec<ValidationProbe> {
         let _turn = self.0.zones.acquire().await;
         let name = match crate::dnssec::fqdn(zone) {
             Ok(n) => n,
@@ -462,6 +467,7 @@ impl DnsObserver {
             &self.0.anchors,
             self.0.port,
             unix_now(),
+            budget,
         );
         let ours = self.our_probe(&validator, zone, &name);
         let theirs = join_all(

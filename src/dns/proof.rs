@@ -24,7 +24,8 @@ use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC, NSEC3};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::validator::{base32hex, verify_rrset};
+use super::budget::Budget;
+use super::validator::{VerifyError, base32hex, verify_rrset};
 use super::wire;
 use crate::dnssec::Dnskey;
 
@@ -111,6 +112,10 @@ pub enum ProofError {
     Nsec3BadEncloser(String),
     #[error("an NSEC3 record uses {0} iterations, above the limit of {MAX_NSEC3_ITERATIONS}")]
     Nsec3Iterations(u16),
+    /// The signature checks allowed ran out before the proof was verified: nothing
+    /// proven either way.
+    #[error("{0}")]
+    Exhausted(String),
 }
 
 /// Proves `message` (the answer of one server of `parent` to `name DS`, already
@@ -122,19 +127,31 @@ pub fn prove_ds(
     parent: &str,
     keys: &[Dnskey],
     now: u32,
+    budget: &Budget,
 ) -> Result<Proof, ProofError> {
     let name_text = wire::name_text(name);
     if wire::rrset(&message.answers, name, RecordType::DS)
         .next()
         .is_some()
     {
-        return verify_rrset(&message.answers, name, RecordType::DS, parent, keys, now)
-            .map(|_| Proof::Signed)
-            .map_err(|detail| ProofError::DsSignature {
+        return verify_rrset(
+            &message.answers,
+            name,
+            RecordType::DS,
+            parent,
+            keys,
+            now,
+            budget,
+        )
+        .map(|_| Proof::Signed)
+        .map_err(|e| match e {
+            VerifyError::Failed(detail) => ProofError::DsSignature {
                 name: name_text,
                 parent: parent.to_string(),
                 detail,
-            });
+            },
+            VerifyError::Exhausted(d) => ProofError::Exhausted(d),
+        });
     }
     let nxdomain = message.metadata.response_code == ResponseCode::NXDomain;
     let ctx = Denial {
@@ -143,6 +160,7 @@ pub fn prove_ds(
         parent,
         keys,
         now,
+        budget,
     };
     let has = |t: RecordType| message.authorities.iter().any(|r| r.record_type() == t);
     if has(RecordType::NSEC) {
@@ -209,6 +227,7 @@ struct Denial<'a> {
     parent: &'a str,
     keys: &'a [Dnskey],
     now: u32,
+    budget: &'a Budget,
 }
 
 /// One NSEC3 record of the parent zone, with its owner's hash.
@@ -221,14 +240,25 @@ struct Hashed<'a> {
 
 impl<'a> Denial<'a> {
     fn signed(&self, owner: &Name, rtype: RecordType) -> Result<(), ProofError> {
-        verify_rrset(self.records, owner, rtype, self.parent, self.keys, self.now)
-            .map(|_| ())
-            .map_err(|detail| ProofError::ProofSignature {
+        verify_rrset(
+            self.records,
+            owner,
+            rtype,
+            self.parent,
+            self.keys,
+            self.now,
+            self.budget,
+        )
+        .map(|_| ())
+        .map_err(|e| match e {
+            VerifyError::Failed(detail) => ProofError::ProofSignature {
                 owner: wire::name_text(owner),
                 rtype,
                 parent: self.parent.to_string(),
                 detail,
-            })
+            },
+            VerifyError::Exhausted(d) => ProofError::Exhausted(d),
+        })
     }
 
     /// The NSEC records of the answer inside the parent zone.

@@ -18,6 +18,7 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 
 use super::anchor::TrustAnchors;
+use super::budget::Budget;
 use super::discovery::{Discovery, ZoneCut};
 use super::model::{ValidationProbe, ValidationVerdict};
 use super::query::{self, Querier};
@@ -25,6 +26,15 @@ use super::sigcache;
 use super::wire;
 use crate::dnssec::{Dnskey, Ds};
 use futures::future::join_all;
+
+/// A link whose signature could not be verified: bogus, or unknown when the work
+/// allowed ran out first (never `secure`, and no outage claimed on it either).
+fn failed<T>(e: VerifyError, what: String) -> Link<T> {
+    match e {
+        VerifyError::Failed(d) => Link::Bogus(format!("{what}: {d}")),
+        VerifyError::Exhausted(d) => Link::Unknown(format!("{what}: {d}")),
+    }
+}
 
 /// What one link of the chain walk concluded.
 enum Link<T> {
@@ -88,6 +98,8 @@ pub struct Validator<'a> {
     pub port: u16,
     /// Unix seconds, for signature validity windows.
     pub now: u32,
+    /// What the probe may spend on signature checks (and its time).
+    budget: &'a Budget,
     /// The tightest TTL and RRSIG expiration of everything verified so far.
     freshness: Mutex<Option<Verified>>,
 }
@@ -110,6 +122,7 @@ impl<'a> Validator<'a> {
         anchors: &'a TrustAnchors,
         port: u16,
         now: u32,
+        budget: &'a Budget,
     ) -> Self {
         Self {
             querier,
@@ -117,6 +130,7 @@ impl<'a> Validator<'a> {
             anchors,
             port,
             now,
+            budget,
             freshness: Mutex::new(None),
         }
     }
@@ -225,9 +239,9 @@ impl Validator<'_> {
             Err(d) => return Link::Unknown(d),
         };
         for (server, message) in &answers {
-            if let Err(d) = self.verify_rrset(&message.answers, qname, RecordType::SOA, zone, keys)
-            {
-                return Link::Bogus(format!("{zone} SOA at {server}: {d}"));
+            match self.verify_rrset(&message.answers, qname, RecordType::SOA, zone, keys) {
+                Ok(()) => {}
+                Err(e) => return failed(e, format!("{zone} SOA at {server}")),
             }
         }
         Link::Ok(format!(
@@ -449,7 +463,7 @@ impl Validator<'_> {
         }
         match self.verify_rrset(&message.answers, qname, RecordType::DNSKEY, zone, &entry) {
             Ok(()) => Link::Ok(keys),
-            Err(d) => Link::Bogus(format!("DNSKEY RRset: {d}")),
+            Err(e) => failed(e, "DNSKEY RRset".to_string()),
         }
     }
 
@@ -498,14 +512,17 @@ impl Validator<'_> {
         if !ds.is_empty() {
             return match self.verify_rrset(&message.answers, qname, RecordType::DS, parent, keys) {
                 Ok(()) => Link::Ok(ds),
-                Err(d) => Link::Bogus(format!("DS of {child} at {parent}: {d}")),
+                Err(e) => failed(e, format!("DS of {child} at {parent}")),
             };
         }
         // The same proof rules as the observer's validated DS answers (`proof`).
-        match super::proof::prove_ds(message, qname, parent, keys, self.now) {
+        match super::proof::prove_ds(message, qname, parent, keys, self.now, self.budget) {
             Ok(how) => Link::Insecure(format!(
                 "{parent} proves there is no DS for {child} ({how}): the zone is unsigned in the chain"
             )),
+            Err(e @ super::proof::ProofError::Exhausted(_)) => {
+                Link::Unknown(format!("no DS for {child} at {parent}: {e}"))
+            }
             Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),
@@ -521,8 +538,8 @@ impl Validator<'_> {
         rtype: RecordType,
         signer: &str,
         keys: &[Dnskey],
-    ) -> Result<(), String> {
-        let verified = verify_rrset(records, owner, rtype, signer, keys, self.now)?;
+    ) -> Result<(), VerifyError> {
+        let verified = verify_rrset(records, owner, rtype, signer, keys, self.now, self.budget)?;
         let mut freshness = self.freshness.lock().unwrap_or_else(|p| p.into_inner());
         *freshness = Some(match *freshness {
             None => verified,
@@ -565,9 +582,50 @@ impl Verified {
     }
 }
 
+/// Why no signature over an RRset could be verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// Every signature tried failed, or none could be tried: bogus.
+    #[error("{0}")]
+    Failed(String),
+    /// The work allowed ran out before a signature verified (KeyTrap-shaped answers):
+    /// nothing is concluded, never `secure`.
+    #[error("{0}")]
+    Exhausted(String),
+}
+
+/// At most this many RRSIGs over one RRset are verified (or found remembered) before the
+/// RRset is given up as unknown: a well-formed RRset needs one or two (a key roll);
+/// Unbound and BIND after KeyTrap (CVE-2023-50387) cap it alike.
+pub const MAX_SIGNATURES_PER_RRSET: usize = 8;
+
+/// At most this many keys with one key tag are tried for one RRSIG (key tags collide
+/// rarely by chance, and by design in a KeyTrap answer).
+pub const MAX_KEYS_PER_TAG: usize = 4;
+
+/// The records of (`owner`, `rtype`) in `records`, duplicates removed: an RRset is a set
+/// (RFC 2181 section 5), and its canonical form for signing has no duplicates (RFC 4034
+/// section 6.3), so a server repeating a record neither breaks the signature nor makes
+/// more work.
+fn distinct_rrset<'a>(
+    records: &'a [Record],
+    owner: &'a Name,
+    rtype: RecordType,
+) -> Vec<&'a Record> {
+    let mut set: Vec<&Record> = Vec::new();
+    for r in wire::rrset(records, owner, rtype) {
+        if !set.iter().any(|seen| seen.data == r.data) {
+            set.push(r);
+        }
+    }
+    set
+}
+
 /// Some RRSIG over (`owner`, `rtype`) in `records` is valid at `now`: by `signer`, with
 /// one of `keys` (zone keys, matched by tag and algorithm), the owner's label count (no
-/// wildcard expansion on these paths), inception <= now <= expiration.
+/// wildcard expansion on these paths), inception <= now <= expiration. Every
+/// cryptographic check is charged to `budget`; at most [`MAX_SIGNATURES_PER_RRSET`]
+/// signatures and [`MAX_KEYS_PER_TAG`] keys a signature are tried.
 pub fn verify_rrset(
     records: &[Record],
     owner: &Name,
@@ -575,17 +633,19 @@ pub fn verify_rrset(
     signer: &str,
     keys: &[Dnskey],
     now: u32,
-) -> Result<Verified, String> {
+    budget: &Budget,
+) -> Result<Verified, VerifyError> {
     let sigs: Vec<&RRSIG> = wire::rrsigs(records, owner, rtype).collect();
     if sigs.is_empty() {
-        return Err(format!("{rtype} is not signed"));
+        return Err(VerifyError::Failed(format!("{rtype} is not signed")));
     }
-    let covered: Vec<Record> = wire::rrset(records, owner, rtype).cloned().collect();
+    let covered = distinct_rrset(records, owner, rtype);
     if covered.is_empty() {
-        return Err(format!("no {rtype} records"));
+        return Err(VerifyError::Failed(format!("no {rtype} records")));
     }
     let record_ttl = covered.iter().map(|r| r.ttl).min().unwrap_or(0);
     let mut problems = Vec::new();
+    let mut tried = 0;
     for sig in sigs {
         let input = sig.input();
         if wire::name_text(&input.signer_name) != signer {
@@ -610,14 +670,16 @@ pub fn verify_rrset(
             ));
             continue;
         }
-        let candidates: Vec<&Dnskey> = keys
-            .iter()
-            .filter(|k| {
-                k.key_tag() == input.key_tag
-                    && k.algorithm == u8::from(input.algorithm)
-                    && k.is_zone_key()
-            })
-            .collect();
+        let mut candidates: Vec<&Dnskey> = Vec::new();
+        for k in keys.iter().filter(|k| {
+            k.key_tag() == input.key_tag
+                && k.algorithm == u8::from(input.algorithm)
+                && k.is_zone_key()
+        }) {
+            if !candidates.contains(&k) && candidates.len() < MAX_KEYS_PER_TAG {
+                candidates.push(k);
+            }
+        }
         if candidates.is_empty() {
             problems.push(format!(
                 "signature by key {}, which is no trusted key of {signer}",
@@ -625,7 +687,14 @@ pub fn verify_rrset(
             ));
             continue;
         }
-        let signed = match TBS::from_input(owner, DNSClass::IN, input, covered.iter()) {
+        if tried == MAX_SIGNATURES_PER_RRSET {
+            return Err(VerifyError::Exhausted(format!(
+                "validation budget exhausted: more than {MAX_SIGNATURES_PER_RRSET} signatures over {rtype} to try ({})",
+                problems.join("; ")
+            )));
+        }
+        tried += 1;
+        let signed = match TBS::from_input(owner, DNSClass::IN, input, covered.iter().copied()) {
             Ok(tbs) => tbs,
             Err(e) => {
                 problems.push(format!("key {}: {e}", input.key_tag));
@@ -641,6 +710,9 @@ pub fn verify_rrset(
             if sigcache::verified_before(&seal) {
                 return Ok(verified);
             }
+            budget
+                .signature_check()
+                .map_err(|e| VerifyError::Exhausted(e.to_string()))?;
             let verifier = wire::to_hickory_dnskey(key);
             match verifier.verify(signed.as_ref(), sig.sig()) {
                 Ok(()) => {
@@ -651,78 +723,61 @@ pub fn verify_rrset(
             }
         }
     }
-    Err(if problems.is_empty() {
+    Err(VerifyError::Failed(if problems.is_empty() {
         "no signature by a trusted key".into()
     } else {
         problems.join("; ")
-    })
+    }))
 }
 
-/// At most this many signature verifications for one DNSKEY answer's self-signature
-/// check: a hostile server may send many RRSIGs carrying one key's tag (KeyTrap,
-/// CVE-2023-50387), and only the first few of a well-formed set are ever needed.
-pub const SELF_SIGNATURE_CHECKS: usize = 8;
+/// At most this many distinct keys of one DNSKEY answer are checked for a signature over
+/// their own set (a zone has one to three; more is a key roll in progress or an attack).
+pub const SELF_SIGNED_KEYS_CHECKED: usize = 4;
 
 /// The keys of the DNSKEY RRset of `zone` in `records` (indices into `keys`) that sign
 /// that RRset with an RRSIG valid at `now`: signer the zone itself, the apex's label
 /// count, within its validity window, verified against the key (safety rule 4: a key is
-/// served only where it signs the set). Bounded by [`SELF_SIGNATURE_CHECKS`]; a key
-/// whose signature was not reached is not counted as signing.
-pub fn self_signers(records: &[Record], zone: &Name, keys: &[Dnskey], now: u32) -> Vec<usize> {
-    let mut signers: Vec<usize> = Vec::new();
-    let covered: Vec<&Record> = wire::rrset(records, zone, RecordType::DNSKEY).collect();
-    if covered.is_empty() {
-        return signers;
-    }
-    let mut checks = 0;
-    for sig in wire::rrsigs(records, zone, RecordType::DNSKEY) {
-        let input = sig.input();
-        if !wire::same_name(&input.signer_name, zone)
-            || input.num_labels != zone.num_labels()
-            || !window_holds(input.sig_inception.get(), input.sig_expiration.get(), now)
-        {
+/// served only where it signs the set). Only keys some RRSIG names by tag are checked,
+/// at most [`SELF_SIGNED_KEYS_CHECKED`] of them, each as [`verify_rrset`] bounds it;
+/// work cut short is `Err`, never "not signed".
+pub fn self_signers(
+    records: &[Record],
+    zone: &Name,
+    keys: &[Dnskey],
+    now: u32,
+    budget: &Budget,
+) -> Result<Vec<usize>, VerifyError> {
+    let tags: Vec<u16> = wire::rrsigs(records, zone, RecordType::DNSKEY)
+        .map(|s| s.input().key_tag)
+        .collect();
+    let signer = wire::name_text(zone);
+    let mut signers = Vec::new();
+    let mut checked = 0;
+    for (i, key) in keys.iter().enumerate() {
+        if !key.is_zone_key() || !tags.contains(&key.key_tag()) {
             continue;
         }
-        let candidates: Vec<usize> = keys
-            .iter()
-            .enumerate()
-            .filter(|(i, k)| {
-                !signers.contains(i)
-                    && k.key_tag() == input.key_tag
-                    && k.algorithm == u8::from(input.algorithm)
-                    && k.is_zone_key()
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if candidates.is_empty() {
-            continue;
+        if checked == SELF_SIGNED_KEYS_CHECKED {
+            return Err(VerifyError::Exhausted(format!(
+                "validation budget exhausted: more than {SELF_SIGNED_KEYS_CHECKED} keys with signatures over the DNSKEY set"
+            )));
         }
-        let Ok(signed) = TBS::from_input(zone, DNSClass::IN, input, covered.iter().copied()) else {
-            continue;
-        };
-        for i in candidates {
-            if checks == SELF_SIGNATURE_CHECKS {
-                return signers;
-            }
-            checks += 1;
-            let key = &keys[i];
-            let seal = sigcache::seal(key, signed.as_ref(), sig.sig());
-            let valid = sigcache::verified_before(&seal)
-                || wire::to_hickory_dnskey(key)
-                    .verify(signed.as_ref(), sig.sig())
-                    .is_ok();
-            if valid {
-                sigcache::remember(seal);
-                signers.push(i);
-                break;
-            }
-        }
-        if signers.len() == keys.len() {
-            break;
+        checked += 1;
+        match verify_rrset(
+            records,
+            zone,
+            RecordType::DNSKEY,
+            &signer,
+            std::slice::from_ref(key),
+            now,
+            budget,
+        ) {
+            Ok(_) => signers.push(i),
+            Err(VerifyError::Failed(_)) => {}
+            Err(e @ VerifyError::Exhausted(_)) => return Err(e),
         }
     }
-    signers.sort_unstable();
-    signers
+    Ok(signers)
 }
 
 /// RFC 4034 section 3.1.5: serial number arithmetic on 32-bit times.
