@@ -1343,3 +1343,81 @@ async fn a_key_is_served_only_in_a_set_it_validly_signs() {
     let child = observer.child(ZONE).await.expect("child view");
     assert!(child.all_serve(&key), "{child:?}");
 }
+
+/// Issue 32, item 1 (KeyTrap, CVE-2023-50387): every child address answers the DNSKEY
+/// question (over TCP: the answer is too large for UDP) with 300 copies of the key and
+/// 300 garbage RRSIGs with its tag before the valid one, and its SOA with 450 garbage
+/// RRSIGs. Unbound and BIND since their 2024 fixes give up after a few checks; so do we:
+/// the look and the probe cost at most `MAX_SIGNATURE_CHECKS` each, and the verdict is
+/// unknown ("validation budget exhausted"), never `secure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keytrap_child_costs_a_bounded_number_of_checks_and_is_never_secure() {
+    let (dns, observer) = world().await;
+    dns.script(
+        Servers::Child,
+        Some(RecordType::DNSKEY),
+        Behaviour::KeyTrap {
+            copies: 300,
+            garbage: 300,
+        },
+    );
+    dns.script(
+        Servers::Child,
+        Some(RecordType::SOA),
+        Behaviour::KeyTrap {
+            copies: 1,
+            garbage: 450,
+        },
+    );
+    let started = std::time::Instant::now();
+    let child = observer.child(ZONE).await.expect("child view");
+    for a in &child.answers {
+        assert!(
+            matches!(&a.answer, DnskeyAnswer::Unknown(r) if r.to_string().contains("validation budget exhausted")),
+            "{a:?}"
+        );
+    }
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
+    assert!(
+        probes[0].detail.contains("validation budget exhausted"),
+        "{probes:?}"
+    );
+    // Not a timing assertion: a bound an unbounded validator misses by far (it spent
+    // about 10 s of CPU an address here).
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Issue 32, item 5: a child that repeats every record of its DNSKEY and SOA answers,
+/// signed over the set without duplicates (RFC 4034 section 6.3): Unbound validates it,
+/// and so do we; the key is served (one key, not two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_records_still_validate() {
+    let (dns, observer) = world().await;
+    dns.script(Servers::Child, None, Behaviour::Repeat);
+    dns.script(Servers::Tld, Some(RecordType::DS), Behaviour::Repeat);
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
+    let child = observer.child(ZONE).await.expect("child view");
+    let parent = observer
+        .parent_validated(ZONE)
+        .await
+        .expect("validated parent view");
+    assert!(!parent.any_unknown(), "{parent:?}");
+    assert_eq!(
+        parent.verdict(&child.served_keys()),
+        ParentDsVerdict::AllMatch,
+        "{parent:?} {child:?}"
+    );
+    for a in &child.answers {
+        let DnskeyAnswer::Keys(k) = &a.answer else {
+            panic!("{a:?}");
+        };
+        let sep = k.keys.iter().find(|k| k.is_sep()).expect("the zone's key");
+        assert!(k.serves(sep), "{a:?}");
+    }
+}

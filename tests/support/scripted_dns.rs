@@ -32,7 +32,7 @@ use dnssec_warden_lab::dns::{Delegation, KeySource, World, ZoneData};
 use dnssec_warden_lab::keys::LabKey;
 use hickory_proto::dnssec::Nsec3HashAlgorithm;
 use hickory_proto::dnssec::PublicKey;
-use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC3};
+use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC3, RRSIG};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::{A, CNAME, NS};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -110,6 +110,13 @@ pub enum Behaviour {
     /// The world's answer with the question's letters in lower case: a server that does
     /// not echo the case of the question (0x20).
     LowercaseQuestion,
+    /// KeyTrap (CVE-2023-50387): every record of the answer section repeated `copies`
+    /// times, and before each RRSIG `garbage` RRSIGs with the same fields (the same key
+    /// tag) and noise for a signature. The valid signature is still there, last.
+    KeyTrap { copies: usize, garbage: usize },
+    /// Every record of the answer section sent twice; the signatures stay those over the
+    /// set without duplicates (RFC 4034 section 6.3), as a sloppy server may send them.
+    Repeat,
 }
 
 /// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
@@ -517,6 +524,41 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             negative(&mut answer);
             answer.metadata.response_code = ResponseCode::NoError;
         }
+        Behaviour::KeyTrap { copies, garbage } => {
+            let mut out = Vec::new();
+            for r in &answer.answers {
+                match &r.data {
+                    RData::DNSSEC(DNSSECRData::RRSIG(sig)) => {
+                        for i in 0..garbage {
+                            let noise: Vec<u8> = (0..sig.sig().len())
+                                .map(|b| (b as u8) ^ (i as u8).wrapping_mul(31) ^ 0x5a)
+                                .collect();
+                            out.push(Record::from_rdata(
+                                r.name.clone(),
+                                r.ttl,
+                                RData::DNSSEC(DNSSECRData::RRSIG(RRSIG::from_sig(
+                                    sig.input().clone(),
+                                    noise,
+                                ))),
+                            ));
+                        }
+                        out.push(r.clone());
+                    }
+                    _ => out.extend(std::iter::repeat_n(r.clone(), copies)),
+                }
+            }
+            answer.answers = out;
+        }
+        Behaviour::Repeat => {
+            let mut out = Vec::new();
+            for r in &answer.answers {
+                out.push(r.clone());
+                if r.record_type() != RecordType::RRSIG {
+                    out.push(r.clone());
+                }
+            }
+            answer.answers = out;
+        }
         Behaviour::StripSignatures => {
             answer
                 .answers
@@ -622,6 +664,8 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         | Behaviour::Resign { .. }
         | Behaviour::ProofOf(_)
         | Behaviour::Nsec3(_)
+        | Behaviour::KeyTrap { .. }
+        | Behaviour::Repeat
         | Behaviour::LowercaseQuestion => {}
         Behaviour::ReferTo(hosts) => {
             answer.answers.clear();
