@@ -178,6 +178,23 @@ impl Ds {
     }
 }
 
+/// The DS records of one set a validator uses: those it can use at all
+/// ([`Ds::supported`]), and of those only the ones with the strongest digest type present.
+/// RFC 4509 section 3: SHA-1 DS records are ignored when SHA-256 ones are present; Unbound
+/// (`val_favorite_ds_algo`) uses only the highest supported digest type of the set, so a
+/// right SHA-1 DS beside a wrong SHA-256 one fails validation there. The lifecycle's
+/// verdicts and our validator both judge a DS set by this.
+pub fn usable_ds(set: &[Ds]) -> Vec<&Ds> {
+    let favourite = set
+        .iter()
+        .filter(|d| d.supported())
+        .map(|d| d.digest_type)
+        .max();
+    set.iter()
+        .filter(|d| d.supported() && Some(d.digest_type) == favourite)
+        .collect()
+}
+
 /// The DNSKEY algorithms validators (and our validator) implement: RSA/SHA-1 (5, 7),
 /// RSA/SHA-2 (8, 10), ECDSA (13, 14), Ed25519 (15).
 pub fn algorithm_supported(algorithm: u8) -> bool {
@@ -459,5 +476,28 @@ mod tests {
         assert!(name_to_wire(&"a".repeat(64)).is_err());
         assert!(name_to_wire(&format!("{}.", ["abcdefghi"; 26].join("."))).is_err());
         assert_eq!(fqdn("Example.COM").unwrap(), "example.com.");
+    }
+
+    /// RFC 4509 section 3 and Unbound's favourite digest: only the strongest supported
+    /// digest type of a set is used; unsupported records never count.
+    #[test]
+    fn a_validator_uses_only_the_strongest_digest_of_a_set() {
+        let key = test_key();
+        let ds = |t| key.to_ds("child.test.", t).unwrap();
+        let (sha1, sha256, sha384) = (
+            ds(DigestType::Sha1),
+            ds(DigestType::Sha256),
+            ds(DigestType::Sha384),
+        );
+        let odd = Ds {
+            algorithm: 253,
+            ..sha384.clone()
+        };
+        let set = |v: &[&Ds]| v.iter().map(|d| (*d).clone()).collect::<Vec<_>>();
+        assert_eq!(usable_ds(&set(&[&sha1])), vec![&sha1]);
+        assert_eq!(usable_ds(&set(&[&sha1, &sha256])), vec![&sha256]);
+        assert_eq!(usable_ds(&set(&[&sha256, &sha1, &sha384])), vec![&sha384]);
+        assert_eq!(usable_ds(&set(&[&sha256, &odd])), vec![&sha256]);
+        assert!(usable_ds(&set(&[&odd])).is_empty());
     }
 }

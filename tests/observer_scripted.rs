@@ -1421,3 +1421,36 @@ async fn repeated_records_still_validate() {
         assert!(k.serves(sep), "{a:?}");
     }
 }
+
+/// Issue 32, item 2: a right SHA-1 DS beside a wrong SHA-256 DS for the same key. RFC 4509
+/// section 3 has validators ignore SHA-1 when SHA-256 is present, and Unbound answers
+/// SERVFAIL ("DS hash mismatches key"): the set is a mismatch and the chain bogus, never
+/// `all_match` and `secure`. The right SHA-1 alone still validates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ds_set_is_judged_by_the_digest_validators_use() {
+    let (dns, observer) = world().await;
+    let child = observer.child(ZONE).await.expect("child view");
+    let key = child
+        .answers
+        .iter()
+        .find_map(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
+            _ => None,
+        })
+        .expect("the zone's key");
+    let sha1 = key.to_ds(ZONE, DigestType::Sha1).expect("SHA-1 DS");
+    let mut wrong = dns.child_ds();
+    assert_eq!(wrong.digest_type, 2, "{wrong}");
+    wrong.digest[0] ^= 0xff;
+    dns.set_ds(Servers::Tld, vec![sha1.clone(), wrong]);
+    assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::Mismatch);
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Bogus, "{probes:?}");
+    let parent = observer.parent_validated(ZONE).await.expect("parent view");
+    assert!(!parent.all_point_at(&key), "{parent:?}");
+
+    dns.set_ds(Servers::Tld, vec![sha1]);
+    assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::AllMatch);
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
+}

@@ -297,11 +297,14 @@ impl ParentView {
                 .any(|a| matches!(a.answer, DsAnswer::Unknown(_)))
     }
 
-    /// Every address serves a DS set with a record that points at `key`.
+    /// Every address serves a DS set of which a record validators use
+    /// ([`crate::dnssec::usable_ds`]) points at `key`.
     pub fn all_point_at(&self, key: &Dnskey) -> bool {
         !self.answers.is_empty()
             && self.answers.iter().all(|a| match &a.answer {
-                DsAnswer::Present { ds, .. } => ds.iter().any(|d| key.matches_ds(&self.zone, d)),
+                DsAnswer::Present { ds, .. } => crate::dnssec::usable_ds(ds)
+                    .iter()
+                    .any(|d| key.matches_ds(&self.zone, d)),
                 _ => false,
             })
     }
@@ -347,7 +350,8 @@ impl ParentView {
 
     /// The verdict and the reasons behind it. The rules:
     ///
-    /// - Only DS records a validator can use count (supported algorithm and digest type).
+    /// - Only DS records a validator uses count (supported algorithm and digest type, and
+    ///   of those the strongest digest type of the set: [`crate::dnssec::usable_ds`]).
     ///   A set with none of them is neither a match nor a mismatch: validators treat the
     ///   zone as insecure (RFC 4035 section 5.2, RFC 6840 section 5.2). That address
     ///   counts as unknown, with [`VerdictReason::NoSupportedDs`].
@@ -383,7 +387,7 @@ impl ParentView {
         for a in &self.answers {
             match &a.answer {
                 DsAnswer::Present { ds, .. } => {
-                    let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
+                    let usable = crate::dnssec::usable_ds(ds);
                     if usable.is_empty() {
                         reason(VerdictReason::NoSupportedDs);
                         unknown += 1;

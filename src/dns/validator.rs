@@ -326,7 +326,7 @@ impl Validator<'_> {
         };
         let mut steps = Vec::new();
         for (i, ds) in sets.iter().enumerate() {
-            let usable: Vec<&Ds> = ds.iter().filter(|d| d.supported()).collect();
+            let usable = crate::dnssec::usable_ds(ds);
             let step = if usable.is_empty() {
                 // RFC 4035 section 5.2: no DS we can use makes the zone insecure.
                 Link::Insecure(format!(
