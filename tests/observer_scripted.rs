@@ -1454,3 +1454,39 @@ async fn a_ds_set_is_judged_by_the_digest_validators_use() {
     let probes = observer.validation(ZONE).await;
     assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
 }
+
+/// Issue 32, item 4: the parent denies the DS with NSEC3 of 200 iterations. RFC 9276
+/// section 3.2 lets validators treat it as insecure, and Unbound answers NOERROR without
+/// AD: our validator says `insecure` with the reason, never `bogus` (no false outage
+/// page); the evidence stays unknown for decisions (such a denial proves no "no DS"), and
+/// `check` tells the operator that a disable waits on the parent's parameters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn costly_nsec3_at_the_parent_is_insecure_not_bogus() {
+    let (dns, observer) = world().await;
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::Tld,
+        Some(RecordType::DS),
+        Behaviour::Nsec3(Nsec3Script {
+            iterations: 200,
+            ..Nsec3Script::valid(false)
+        }),
+    );
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Insecure, "{probes:?}");
+    assert!(probes[0].detail.contains("RFC 9276"), "{probes:?}");
+    let parent = observer.parent_validated(ZONE).await.expect("parent view");
+    assert!(
+        parent.answers.iter().all(|a| matches!(
+            &a.answer,
+            DsAnswer::Unknown(UnknownReason::BogusProof(d)) if d.contains("200 iterations")
+        )),
+        "{parent:?}"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, json) = check_json(&dns.config_file(dir.path()), ZONE).await;
+    assert_eq!(json["validation"], "insecure", "{json}");
+    let advice = advice(&json);
+    assert!(advice.contains("NSEC3 iterations"), "{advice}");
+    assert!(!advice.contains("bogus"), "{advice}");
+}

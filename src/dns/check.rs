@@ -301,6 +301,26 @@ fn advise(r: &CheckReport) -> Vec<String> {
             }
         }
     }
+    // The parent's unproven answers: those whose NSEC3 is too costly to verify
+    // (RFC 9276), and the others (broken or forged).
+    let unproven: Vec<&str> = r
+        .parent
+        .iter()
+        .flat_map(|p| &p.answers)
+        .filter_map(|a| match &a.answer {
+            DsAnswer::Unknown(super::UnknownReason::BogusProof(d)) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The words of `ProofError::Nsec3Iterations` (the reason is kept as its text).
+    let is_costly = |d: &&str| d.contains("iterations, above the limit of");
+    let costly_nsec3 = unproven.iter().any(is_costly);
+    if costly_nsec3 {
+        advice.push(format!(
+            "The parent zone's NSEC3 denials use more than {} iterations: RFC 9276 lets validators treat them as insecure, and they prove no \"no DS\" to dnssec-warden, so a disable or a move in (which need \"no DS\" proven at every parent server) waits. Ask the registry to lower its NSEC3 iterations (RFC 9276 recommends 0).",
+            super::proof::MAX_NSEC3_ITERATIONS
+        ));
+    }
     if r.validation == ValidationVerdict::Bogus && r.parent_ds != ParentDsVerdict::Mismatch {
         advice.push(
             "Validation fails (bogus): resolvers that validate cannot reach the zone. Look at the validator details."
@@ -336,15 +356,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
                 .into(),
         );
     }
-    let bogus = r.parent.as_ref().is_some_and(|p| {
-        p.answers.iter().any(|a| {
-            matches!(
-                &a.answer,
-                DsAnswer::Unknown(super::UnknownReason::BogusProof(_))
-            )
-        })
-    });
-    if bogus {
+    if unproven.iter().any(|d| !is_costly(d)) {
         advice.push(
             "A parent server's DS answer failed validation (bogus_proof, see the per-server detail): a broken signer at the parent, a stale signature, or a forged answer. It counts as unknown, never as \"DS present\" or \"no DS\"; check again, and alert the registry if it persists."
                 .into(),

@@ -523,6 +523,12 @@ impl Validator<'_> {
             Err(e @ super::proof::ProofError::Exhausted(_)) => {
                 Link::Unknown(format!("no DS for {child} at {parent}: {e}"))
             }
+            // RFC 9276 section 3.2: validators may treat a denial with more iterations
+            // as insecure (Unbound answers without AD): what resolvers conclude, though
+            // it proves nothing for a decision (the observer keeps it unknown).
+            Err(e @ super::proof::ProofError::Nsec3Iterations(_)) => Link::Insecure(format!(
+                "{parent} denies a DS for {child} with NSEC3 that validators treat as insecure (RFC 9276 section 3.2): {e}"
+            )),
             Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),

@@ -369,7 +369,15 @@ pub fn judge(
                 (ProviderView::Missing, _, _) => format!("the provider has no zone {zone}"),
                 (_, _, Some(e)) => format!("provider: {e}"),
                 (_, Err(e), _) => format!("parent: {e}"),
-                _ => "some parent server gives no answer".to_string(),
+                (_, Ok(parent), _) => match parent.answers.iter().find_map(|a| match &a.answer {
+                    DsAnswer::Unknown(reason) => {
+                        Some(format!("parent server {} ({}): {reason}", a.server, a.addr))
+                    }
+                    _ => None,
+                }) {
+                    Some(first) => first,
+                    None => "some parent server gives no answer".to_string(),
+                },
             };
             format!(
                 "{zone}: no complete observation since {since} ({why}); no decision can be taken"
