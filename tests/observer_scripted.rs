@@ -1490,3 +1490,44 @@ async fn costly_nsec3_at_the_parent_is_insecure_not_bogus() {
     assert!(advice.contains("NSEC3 iterations"), "{advice}");
     assert!(!advice.contains("bogus"), "{advice}");
 }
+
+/// Issue 32, item 6: a stale or unrelated root key in `dns.trust_anchor_file` (here the
+/// IANA root's DS, which the lab root does not serve). It is the operator's anchor that is
+/// wrong, not the domain: validation is unknown with the reason naming the file, never
+/// `bogus` ("resolvers answer SERVFAIL"), and no validated evidence is claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_trust_anchor_is_a_configuration_fault_not_an_outage() {
+    let (dns, _) = world().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let anchor = dir.path().join("stale.ds");
+    std::fs::write(
+        &anchor,
+        dnssec_warden::dns::anchor::IANA_ROOT_DS.join("\n") + "\n",
+    )
+    .expect("anchor written");
+    let mut settings = dns.settings();
+    settings.trust_anchor_file = Some(anchor);
+    let observer = DnsObserver::new(&settings).expect("observer");
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
+    assert!(
+        probes[0]
+            .detail
+            .contains("trust anchor matches no key served")
+            && probes[0].detail.contains("dns.trust_anchor_file"),
+        "{probes:?}"
+    );
+    match observer.parent_validated(ZONE).await {
+        Ok(view) => assert_ne!(view.evidence, Evidence::Validated, "{view:?}"),
+        Err(e) => assert!(e.to_string().contains("trust anchor"), "{e}"),
+    }
+    // Said once, of the configuration: the check `run` and `check-config` make.
+    use dnssec_warden::dns::validator::AnchorCheck;
+    let check = observer.check_trust_anchors().await;
+    assert!(
+        matches!(&check, AnchorCheck::Mismatch(d) if d.contains("dns.trust_anchor_file")),
+        "{check:?}"
+    );
+    let good = DnsObserver::new(&dns.settings()).expect("observer");
+    assert_eq!(good.check_trust_anchors().await, AnchorCheck::Served);
+}

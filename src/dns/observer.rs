@@ -449,6 +449,26 @@ impl DnsObserver {
         }
     }
 
+    /// Whether the configured trust anchors name keys their zones serve now (a stale
+    /// anchor is the operator's fault, said once, not an outage of every zone).
+    pub async fn check_trust_anchors(&self) -> super::validator::AnchorCheck {
+        let budget = Budget::new(self.0.budget);
+        let validator = Validator::new(
+            &self.0.querier,
+            &self.0.discovery,
+            &self.0.anchors,
+            self.0.port,
+            unix_now(),
+            &budget,
+        );
+        match tokio::time::timeout_at(budget.deadline(), validator.check_anchors()).await {
+            Ok(check) => check,
+            Err(_elapsed) => {
+                super::validator::AnchorCheck::Unknown(budget.time_is_up().to_string())
+            }
+        }
+    }
+
     async fn validation_probes_now(&self, zone: &str, budget: &Budget) -> Vec<ValidationProbe> {
         let _turn = self.0.zones.acquire().await;
         let name = match crate::dnssec::fqdn(zone) {

@@ -36,6 +36,12 @@ fn failed<T>(e: VerifyError, what: String) -> Link<T> {
     }
 }
 
+/// A DNSKEY set none of whose keys a DS (or the trust anchor) names.
+const NO_ENTRY_KEY: &str = "no served DNSKEY matches the DS (or trust anchor)";
+
+/// The words of a trust anchor no served key matches (a configuration fault).
+pub const TRUST_ANCHOR_MISMATCH: &str = "the configured trust anchor matches no key served";
+
 /// What one link of the chain walk concluded.
 enum Link<T> {
     Ok(T),
@@ -136,7 +142,54 @@ impl<'a> Validator<'a> {
     }
 }
 
+/// Whether the configured trust anchors name keys the anchored zones serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorCheck {
+    /// Every anchored zone serves, at every address, a key its anchor names, signing
+    /// the zone's DNSKEY set.
+    Served,
+    /// Some anchored zone serves no key its anchor names: the anchor is stale or wrong
+    /// (a configuration fault, not an outage of the zones below). Says which.
+    Mismatch(String),
+    /// The anchored zones could not be asked (or answered badly): nothing concluded.
+    Unknown(String),
+}
+
 impl Validator<'_> {
+    /// Checks every trust anchor against the keys its zone serves now.
+    pub async fn check_anchors(&self) -> AnchorCheck {
+        let mut owners: Vec<&str> = self.anchors.0.iter().map(|a| a.owner()).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            let cut = match self.discovery.locate(owner).await {
+                Ok(cut) if cut.zone == owner => cut,
+                Ok(cut) => {
+                    return AnchorCheck::Unknown(format!(
+                        "the trust anchor's zone {owner} is no zone cut (it lies in {})",
+                        cut.zone
+                    ));
+                }
+                Err(e) => return AnchorCheck::Unknown(format!("{owner}: {e}")),
+            };
+            let ds = self.anchors.ds_for(owner);
+            let keys = self.anchors.keys_for(owner);
+            let named = |k: &Dnskey| keys.contains(k) || ds.iter().any(|d| k.matches_ds(owner, d));
+            match self.trusted_dnskeys(&cut, named).await {
+                Link::Ok(_) => {}
+                Link::Bogus(d) if d.ends_with(NO_ENTRY_KEY) => {
+                    return AnchorCheck::Mismatch(format!(
+                        "{TRUST_ANCHOR_MISMATCH} by {owner}: {d}; update dns.trust_anchor_file"
+                    ));
+                }
+                Link::Bogus(d) | Link::Insecure(d) | Link::Unknown(d) => {
+                    return AnchorCheck::Unknown(format!("{owner}: {d}"));
+                }
+            }
+        }
+        AnchorCheck::Served
+    }
+
     pub async fn probe(&self, zone: &str) -> ValidationProbe {
         Self::probe_of(self.walk(zone).await)
     }
@@ -268,6 +321,15 @@ impl Validator<'_> {
         {
             Link::Ok(k) => k,
             Link::Insecure(d) => return Link::Insecure(d),
+            // No key the anchored zone serves is the configured anchor: the operator's
+            // anchor is stale or wrong, a fault of the configuration, not of any zone
+            // below it. No zone is called bogus (an outage page) on it.
+            Link::Bogus(d) if d.ends_with(NO_ENTRY_KEY) => {
+                return Link::Unknown(format!(
+                    "{TRUST_ANCHOR_MISMATCH} for {} ({d}): check dns.trust_anchor_file",
+                    anchored.zone
+                ));
+            }
             Link::Bogus(d) => {
                 return Link::Bogus(format!("trust anchor for {}: {d}", anchored.zone));
             }
@@ -459,7 +521,7 @@ impl Validator<'_> {
             .cloned()
             .collect();
         if entry.is_empty() {
-            return Link::Bogus("no served DNSKEY matches the DS (or trust anchor)".into());
+            return Link::Bogus(NO_ENTRY_KEY.into());
         }
         match self.verify_rrset(&message.answers, qname, RecordType::DNSKEY, zone, &entry) {
             Ok(()) => Link::Ok(keys),
