@@ -1531,3 +1531,56 @@ async fn a_wrong_trust_anchor_is_a_configuration_fault_not_an_outage() {
     let good = DnsObserver::new(&dns.settings()).expect("observer");
     assert_eq!(good.check_trust_anchors().await, AnchorCheck::Served);
 }
+
+/// Issue 32, item 3: both TLD servers name the same hosts, but one's glue for
+/// `ns2.child.test.` points at another server (here `ns1.elsewhere.test.`'s address,
+/// which serves the child zone without its key's signatures). Resolvers that parent
+/// server refers fail. The disagreement is shown at that parent address (its delegation
+/// unknown: the rules that need it wait), the child addresses asked are the union of
+/// every parent's glue, and `check` is not "consistent".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn glue_that_differs_between_parent_servers_is_seen_and_asked() {
+    let (dns, observer) = world().await;
+    dns.script(
+        Servers::One(TLD_B),
+        None,
+        Behaviour::Glue("ns2.child.test.".into(), ELSEWHERE),
+    );
+    dns.script(
+        Servers::One(ELSEWHERE),
+        Some(RecordType::DNSKEY),
+        Behaviour::StripSignatures,
+    );
+    let parent = observer.parent(ZONE).await.expect("parent view");
+    let at_b = ns_at(&parent.delegations, TLD_B);
+    assert!(
+        matches!(&at_b, NsAnswer::Unknown(UnknownReason::GlueDiffers(d)) if d.contains("ns2.child.test.")),
+        "{at_b:?}"
+    );
+    assert!(
+        matches!(ns_at(&parent.delegations, TLD_A), NsAnswer::Servers { .. }),
+        "{parent:?}"
+    );
+    let child = observer.child(ZONE).await.expect("child view");
+    assert!(
+        child
+            .answers
+            .iter()
+            .any(|a| a.addr == IpAddr::from(ELSEWHERE)),
+        "the union of the glue is asked: {child:?}"
+    );
+    let key = child
+        .answers
+        .iter()
+        .find_map(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
+            _ => None,
+        })
+        .expect("the zone's key");
+    assert!(!child.all_serve(&key), "{child:?}");
+
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, json) = check_json(&dns.config_file(dir.path()), ZONE).await;
+    assert_eq!(json["consistent"], false, "{json:#}");
+    assert!(advice(&json).contains("glue"), "{json:#}");
+}

@@ -76,7 +76,7 @@ pub async fn check<O: Observer>(
     provider: Option<Result<&GcoreClient, String>>,
     zone: &str,
 ) -> CheckReport {
-    let (parent, child, probes) = futures::join!(
+    let (parent, child, mut probes) = futures::join!(
         observer.parent_validated(zone),
         observer.child_with_signals(zone),
         observer.validation(zone)
@@ -99,6 +99,24 @@ pub async fn check<O: Observer>(
         Some(Evidence::Validated) => ("validated", None),
         Some(Evidence::Insecure(why)) => ("insecure", Some(why.clone())),
         Some(Evidence::Unchecked) | None => ("unchecked", errors.first().cloned()),
+    };
+    // Glue that differs between parent addresses widened the delegation the child
+    // view asks (issue 32): asked again, every address any parent hands out is asked.
+    let glue_differs = parent.as_ref().is_some_and(|p| {
+        p.delegations.iter().any(|d| {
+            matches!(
+                d.answer,
+                delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(_))
+            )
+        })
+    });
+    let child = if glue_differs {
+        let (child, again) =
+            futures::join!(observer.child_with_signals(zone), observer.validation(zone));
+        probes = again;
+        child
+    } else {
+        child
     };
     let child = child.map_err(|e| errors.push(e.to_string())).ok();
     // No child view at all is no evidence: `ServedKeys::default()` is not known.
@@ -134,11 +152,12 @@ pub async fn check<O: Observer>(
         provider_ns.as_deref(),
     );
     let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
-    let consistent = match parent_ds {
-        ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
-        ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
-        _ => false,
-    };
+    let consistent = !glue_differs
+        && match parent_ds {
+            ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
+            ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
+            _ => false,
+        };
     let mut report = CheckReport {
         zone: parent
             .as_ref()
@@ -315,6 +334,23 @@ fn advise(r: &CheckReport) -> Vec<String> {
     // The words of `ProofError::Nsec3Iterations` (the reason is kept as its text).
     let is_costly = |d: &&str| d.contains("iterations, above the limit of");
     let costly_nsec3 = unproven.iter().any(is_costly);
+    let glue: Vec<String> = r
+        .parent
+        .iter()
+        .flat_map(|p| &p.delegations)
+        .filter_map(|d| match &d.answer {
+            delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(g)) => {
+                Some(format!("{} ({}): {g}", d.server, d.addr))
+            }
+            _ => None,
+        })
+        .collect();
+    if !glue.is_empty() {
+        advice.push(format!(
+            "Parent servers hand out different addresses (glue) for the zone's name servers: {}. Every address was asked above; no DS is announced while they differ. Ask the registrar or registry to correct the glue.",
+            glue.join("; ")
+        ));
+    }
     if costly_nsec3 {
         advice.push(format!(
             "The parent zone's NSEC3 denials use more than {} iterations: RFC 9276 lets validators treat them as insecure, and they prove no \"no DS\" to dnssec-warden, so a disable or a move in (which need \"no DS\" proven at every parent server) waits. Ask the registry to lower its NSEC3 iterations (RFC 9276 recommends 0).",

@@ -80,6 +80,16 @@ pub struct NameServer {
     pub problem: Option<String>,
 }
 
+/// A name server whose glue at one parent address is not the addresses the cut holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlueDifference {
+    pub host: Arc<str>,
+    /// The addresses the cut holds (learnt from another parent address, or looked up).
+    pub held: Vec<IpAddr>,
+    /// The addresses this parent address's glue gives.
+    pub given: Vec<IpAddr>,
+}
+
 /// The servers a cut is delegated to, one copy for every cut that names them.
 type ServerSet = Arc<[NameServer]>;
 
@@ -227,6 +237,77 @@ impl Discovery {
             cache.retain(|_, c| c.expires > now);
         }
         cache.insert(cut.zone.clone(), cut.clone());
+    }
+
+    /// Where a referral of `cut`'s zone from one parent address gives glue for one of
+    /// the cut's hosts (in `parent_zone`'s bailiwick, of the enabled families) other
+    /// than the cut holds: each such host, the cut's addresses and the glue's. Glue left
+    /// out is no disagreement (resolvers then look the host up).
+    pub fn glue_differs(
+        &self,
+        cut: &ZoneCut,
+        parent_zone: &str,
+        additionals: &[Record],
+    ) -> Vec<GlueDifference> {
+        let mut out = Vec::new();
+        for server in cut.servers.iter() {
+            // A server already unknown (beyond the address cap, say) stays so.
+            if server.problem.is_some() || !wire::is_subdomain(&server.host, parent_zone) {
+                continue;
+            }
+            let mut given = glue(&server.host, additionals);
+            given.retain(|a| self.families.allows(a));
+            if given.is_empty() {
+                continue;
+            }
+            let mut held = server.addrs.clone();
+            given.sort_unstable();
+            held.sort_unstable();
+            if given != held {
+                out.push(GlueDifference {
+                    host: server.host.clone(),
+                    held,
+                    given,
+                });
+            }
+        }
+        out
+    }
+
+    /// Replaces the cached cut of `cut.zone` by one whose servers also have the `extra`
+    /// addresses some parent address hands out (issue 32: the child addresses asked are
+    /// the union of every parent address's glue). A server beyond
+    /// `dns.max_addresses_per_server` then is unknown, never asked in part.
+    pub fn widen(&self, cut: &ZoneCut, extra: &[GlueDifference]) {
+        let servers: Vec<NameServer> = cut
+            .servers
+            .iter()
+            .map(|s| {
+                let mut addrs = s.addrs.clone();
+                for d in extra.iter().filter(|d| d.host == s.host) {
+                    for a in &d.given {
+                        if !addrs.contains(a) {
+                            addrs.push(*a);
+                        }
+                    }
+                }
+                if addrs.len() == s.addrs.len() {
+                    s.clone()
+                } else {
+                    self.name_server(&s.host, Ok(addrs))
+                }
+            })
+            .collect();
+        let (servers, ns_set) = self.shared(servers);
+        let wider = Arc::new(ZoneCut {
+            zone: cut.zone.clone(),
+            name: cut.name.clone(),
+            servers,
+            ns_set,
+            parent: cut.parent.clone(),
+            expires: cut.expires,
+        });
+        self.remember(&wider);
     }
 
     /// Forgets every cached delegation (after the lab changed one, for instance).

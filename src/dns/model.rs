@@ -38,6 +38,9 @@ pub enum UnknownReason {
     /// a valid RRSIG by the parent's zone key, a "no DS" without a valid NSEC or NSEC3
     /// denial, a signature outside its validity window, a proof for another name.
     BogusProof(String),
+    /// A parent address's referral gives glue for the zone's name servers other than
+    /// other parent addresses give: resolvers it refers may reach servers never asked.
+    GlueDiffers(String),
 }
 
 impl fmt::Display for UnknownReason {
@@ -53,6 +56,7 @@ impl fmt::Display for UnknownReason {
             Self::NoAddress(detail) => write!(f, "no address: {detail}"),
             Self::Contradiction(detail) => write!(f, "contradictory answers: {detail}"),
             Self::BogusProof(detail) => write!(f, "bogus proof: {detail}"),
+            Self::GlueDiffers(detail) => write!(f, "glue differs: {detail}"),
         }
     }
 }

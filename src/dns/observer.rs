@@ -14,7 +14,9 @@ use super::anchor::{AnchorError, TrustAnchors};
 use super::budget::Budget;
 use super::classify;
 use super::delegation::NsAnswer;
-use super::discovery::{CutAnswer, Discovery, DiscoveryError, Located, NameServer, ZoneCut};
+use super::discovery::{
+    CutAnswer, Discovery, DiscoveryError, GlueDifference, Located, NameServer, ZoneCut,
+};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
     ValidationProbe,
@@ -302,13 +304,22 @@ impl DnsObserver {
         // parent sends resolvers to and also settles an NXDOMAIN for the DS (a
         // server that refers the zone and denies it contradicts itself), so it is
         // asked once.
+        let discovery = &self.0.discovery;
         let both = ask_every_address(
             &parent.servers,
-            |reason| (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason)),
+            |reason| {
+                (
+                    DsAnswer::Unknown(reason.clone()),
+                    (NsAnswer::Unknown(reason), Vec::new()),
+                )
+            },
             |addr| async move {
                 let budget_spent = |e: super::Exhausted| {
                     let reason = UnknownReason::Network(e.to_string());
-                    (DsAnswer::Unknown(reason.clone()), NsAnswer::Unknown(reason))
+                    (
+                        DsAnswer::Unknown(reason.clone()),
+                        (NsAnswer::Unknown(reason), Vec::new()),
+                    )
                 };
                 let heard_ns = heard.filter(|h| h.addr == addr).map(|h| h.message.clone());
                 let spent = match heard_ns {
@@ -344,11 +355,21 @@ impl DnsObserver {
                     classify::classify_ns_at_parent(qname, parent_zone, &ns, known),
                     &ds,
                 );
-                (answer, delegation)
+                // The addresses this parent hands out for the cut's servers, where they
+                // are not those the cut holds (issue 32: glue differing between parent
+                // servers sends some resolvers elsewhere).
+                let glue = match (&delegation, &ns) {
+                    (NsAnswer::Servers { .. }, Ok(m)) if !m.metadata.authoritative => {
+                        discovery.glue_differs(cut, parent_zone, &m.additionals)
+                    }
+                    _ => Vec::new(),
+                };
+                (answer, (delegation, glue))
             },
         )
         .await;
         let (answers, delegations) = split(both);
+        let delegations = self.judge_glue(cut, delegations);
         // A parent address delegating elsewhere than the cached cut: the cache is
         // stale (a re-delegation), so the next child view follows the new one. Both are
         // NS sets; one shared with the cut compares by pointer.
@@ -365,6 +386,68 @@ impl DnsObserver {
             delegations,
             evidence: Evidence::Unchecked,
         })
+    }
+
+    /// Glue that differs between parent addresses (issue 32): where every address that
+    /// gives glue gives the same other addresses, the cached cut is stale and forgotten;
+    /// otherwise the addresses whose glue differs from the cut's are unknown for the
+    /// delegation (the rules that need it wait: no DS announced while a parent may send
+    /// resolvers to servers never asked), and the cut is widened so that the next child
+    /// view asks every address any parent hands out.
+    fn judge_glue(
+        &self,
+        cut: &ZoneCut,
+        delegations: Vec<ServerAnswer<(NsAnswer, Vec<GlueDifference>)>>,
+    ) -> Vec<ServerAnswer<NsAnswer>> {
+        let referring = delegations
+            .iter()
+            .filter(|d| matches!(d.answer.0, NsAnswer::Servers { .. }))
+            .count();
+        let differing: Vec<&Vec<GlueDifference>> = delegations
+            .iter()
+            .map(|d| &d.answer.1)
+            .filter(|g| !g.is_empty())
+            .collect();
+        let stale = !differing.is_empty()
+            && differing.len() == referring
+            && differing.iter().all(|g| *g == differing[0]);
+        if stale {
+            self.0.discovery.forget_zone(&cut.zone);
+        } else if !differing.is_empty() {
+            let extra: Vec<GlueDifference> =
+                differing.iter().flat_map(|g| g.iter().cloned()).collect();
+            self.0.discovery.widen(cut, &extra);
+        }
+        delegations
+            .into_iter()
+            .map(|d| {
+                let (ns, glue) = d.answer;
+                let answer = if glue.is_empty() || stale {
+                    ns
+                } else {
+                    let said: Vec<String> = glue
+                        .iter()
+                        .map(|g| {
+                            format!(
+                                "{} at {} (the others: {})",
+                                g.host,
+                                addresses(&g.given),
+                                addresses(&g.held)
+                            )
+                        })
+                        .collect();
+                    NsAnswer::Unknown(UnknownReason::GlueDiffers(format!(
+                        "{}; resolvers this parent server refers go to other addresses",
+                        said.join("; ")
+                    )))
+                };
+                ServerAnswer {
+                    server: d.server,
+                    addr: d.addr,
+                    answer,
+                }
+            })
+            .collect()
     }
 
     /// Every child address's DNSKEY and apex NS answers; with `signals`, its CDS and
@@ -696,4 +779,10 @@ impl Observer for DnsObserver {
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send {
         self.validation_probes(zone)
     }
+}
+
+/// Addresses for a message: `127.0.0.1, ::1`.
+fn addresses(list: &[IpAddr]) -> String {
+    let text: Vec<String> = list.iter().map(ToString::to_string).collect();
+    text.join(", ")
 }

@@ -766,8 +766,8 @@ pub fn verify_rrset(
         }
         if tried == MAX_SIGNATURES_PER_RRSET {
             return Err(VerifyError::Exhausted(format!(
-                "validation budget exhausted: more than {MAX_SIGNATURES_PER_RRSET} signatures over {rtype} to try ({})",
-                problems.join("; ")
+                "validation budget exhausted: more than {MAX_SIGNATURES_PER_RRSET} signatures over {rtype} to try, none of those tried valid (the first: {})",
+                problems.first().map_or("none", String::as_str)
             )));
         }
         tried += 1;

@@ -117,6 +117,9 @@ pub enum Behaviour {
     /// Every record of the answer section sent twice; the signatures stay those over the
     /// set without duplicates (RFC 4034 section 6.3), as a sloppy server may send them.
     Repeat,
+    /// The world's answer with the A glue of this host pointing at this address instead:
+    /// a parent server whose glue differs from the others'.
+    Glue(String, Ipv4Addr),
 }
 
 /// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
@@ -549,6 +552,13 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             }
             answer.answers = out;
         }
+        Behaviour::Glue(host, ip) => {
+            for r in &mut answer.additionals {
+                if wire::name_text(&r.name) == host && matches!(r.data, RData::A(_)) {
+                    r.data = RData::A(A(ip));
+                }
+            }
+        }
         Behaviour::Repeat => {
             let mut out = Vec::new();
             for r in &answer.answers {
@@ -665,6 +675,7 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         | Behaviour::ProofOf(_)
         | Behaviour::Nsec3(_)
         | Behaviour::KeyTrap { .. }
+        | Behaviour::Glue(..)
         | Behaviour::Repeat
         | Behaviour::LowercaseQuestion => {}
         Behaviour::ReferTo(hosts) => {
