@@ -255,21 +255,38 @@ impl Discovery {
             if server.problem.is_some() || !wire::is_subdomain(&server.host, parent_zone) {
                 continue;
             }
-            let mut given = glue(&server.host, additionals);
-            given.retain(|a| self.families.allows(a));
-            if given.is_empty() {
+            // Compared in place first: every look at every zone passes here, and the
+            // glue nearly always is the cut's.
+            let given = || {
+                additionals.iter().filter_map(|r| {
+                    let ip = match &r.data {
+                        RData::A(a) => IpAddr::V4(a.0),
+                        RData::AAAA(a) => IpAddr::V6(a.0),
+                        _ => return None,
+                    };
+                    (self.families.allows(&ip) && wire::name_is(&r.name, &server.host))
+                        .then_some(ip)
+                })
+            };
+            if given().next().is_none()
+                || (given().all(|ip| server.addrs.contains(&ip))
+                    && server
+                        .addrs
+                        .iter()
+                        .all(|held| given().any(|ip| ip == *held)))
+            {
                 continue;
             }
-            let mut held = server.addrs.clone();
+            let mut given: Vec<IpAddr> = given().collect();
             given.sort_unstable();
+            given.dedup();
+            let mut held = server.addrs.clone();
             held.sort_unstable();
-            if given != held {
-                out.push(GlueDifference {
-                    host: server.host.clone(),
-                    held,
-                    given,
-                });
-            }
+            out.push(GlueDifference {
+                host: server.host.clone(),
+                held,
+                given,
+            });
         }
         out
     }
