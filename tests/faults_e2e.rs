@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use support::daemon::{Daemon, KEY, LabWorld, cli, status, try_status, wait_state, wait_status};
@@ -210,4 +211,160 @@ async fn a_hanging_provider_neither_kills_nor_blocks_the_daemon() {
         .expect("SIGTERM ends the daemon within the step bound");
     assert!(exit.success(), "{}", daemon.log());
     assert!(asked.elapsed() < Duration::from_secs(20));
+}
+
+/// A port free on loopback a moment ago, for the daemon's metrics endpoint.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+async fn scrape(port: u16) -> String {
+    let response = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap();
+    response.text().await.unwrap()
+}
+
+/// The configuration's `[zones]` as `all = true`, alerts after `failing_after`, a metrics
+/// endpoint and an exec sink writing each notification's id and kind to `alerts.txt`.
+fn daemon_wide_config(w: &mut LabWorld, zone: &str, failing_after: &str, port: u16) -> PathBuf {
+    let hooks = w.dir.path().join("alerts.txt");
+    w.rest = w
+        .rest
+        .replace(
+            &format!("[zones]\nnames = [\"{zone}\"]\n"),
+            "[zones]\nall = true\n",
+        )
+        .replace(
+            "[timing]\n",
+            &format!("[timing]\nobservation_failing_after = \"{failing_after}\"\n"),
+        );
+    w.rest.push_str(&format!(
+        "[metrics]\nlisten = \"127.0.0.1:{port}\"\n\
+         [[alerts.exec]]\ncommand = [\"/bin/sh\", \"-c\", \"echo \\\"$DNSSEC_WARDEN_ALERT_ID $DNSSEC_WARDEN_ALERT_KIND\\\" >> {}\"]\n",
+        hooks.display()
+    ));
+    hooks
+}
+
+/// Waits until the file holds `n` lines containing `needle`; false after `within`.
+async fn wait_file(path: &Path, needle: &str, n: usize, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.matches(needle).count() >= n {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Issue 31, defect 3: a zone listing that answers the same full page forever
+/// (`total_amount` 1e9) froze every settled zone and was said nowhere. The listing is cut
+/// where its page repeats; the zones already known keep being stepped; it is said once in
+/// the log, in `status`, in the metrics, and is one alert once it has lasted
+/// `observation_failing_after`; and it resolves when the listing works again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_never_ends_is_cut_and_known_zones_keep_stepping() {
+    let zone = "listed.test.";
+    let (mut w, proxy) = behind_proxy(zone).await;
+    let port = free_port();
+    let hooks = daemon_wide_config(&mut w, zone, "2s", port);
+    w.write_config(proxy.url().as_str());
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    proxy.set_fault(Fault::EndlessListing(vec![
+        zone.trim_end_matches('.').into(),
+    ]));
+    let faulted = Instant::now();
+    let listings_before = proxy.calls("/dns/v2/zones");
+
+    // The known zone is still stepped: its last look moves on, twice (every 2 s).
+    let mut seen = status(&w.config, zone)["last_observed"].clone();
+    for _ in 0..3 {
+        let later = wait_status(&w.config, zone, Duration::from_secs(15), &daemon, |s| {
+            s["last_observed"] != seen
+        })
+        .await;
+        seen = later["last_observed"].clone();
+    }
+
+    let said = "the provider's zone listing fails";
+    assert!(daemon.wait_log(said, 1, LONG).await, "{}", daemon.log());
+    let s = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["daemon"].as_array().is_some_and(|d| {
+            d.iter()
+                .any(|c| c["kind"] == "zone_listing_failing" && c["alerting"] == true)
+        })
+    })
+    .await;
+    assert!(
+        s["daemon"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the listing cannot be followed to its end"),
+        "{s}"
+    );
+    let (_, table, _) = cli(&w.config, &["status"]);
+    assert!(
+        table.contains("DAEMON: zone_listing_failing (warning, alerting)"),
+        "{table}"
+    );
+    assert!(
+        wait_file(&hooks, "zone_listing_failing", 1, LONG).await,
+        "{}",
+        daemon.log()
+    );
+    let metrics = scrape(port).await;
+    assert!(
+        metrics.contains("dnssec_warden_daemon_condition{kind=\"zone_listing_failing\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "dnssec_warden_alerts_open{kind=\"zone_listing_failing\",severity=\"warning\"} 1"
+        ),
+        "{metrics}"
+    );
+
+    // Bounded: no page beyond the second (offset 100; `total_amount` beyond the cap ends
+    // it at the first), each try two pages at most (tried again every `retry_base`).
+    assert!(proxy.max_offset("/dns/v2/zones") <= Some(100));
+    let tries = (faulted.elapsed().as_millis() / 200 + 2) as usize;
+    let listings = proxy.calls("/dns/v2/zones") - listings_before;
+    assert!(
+        listings <= 2 * tries,
+        "{listings} listing pages in {tries} tries"
+    );
+
+    // Said once: one log line, one notification, however often the listing is tried.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log = daemon.log();
+    assert_eq!(log.matches(said).count(), 1, "{log}");
+    let sent = std::fs::read_to_string(&hooks).unwrap_or_default();
+    assert_eq!(
+        sent.lines()
+            .filter(|l| l.ends_with("zone_listing_failing"))
+            .count(),
+        1,
+        "{sent}"
+    );
+    assert!(sent.contains("daemon-alert-"), "{sent}");
+
+    // Over when the listing works again.
+    proxy.clear_faults();
+    assert!(
+        daemon
+            .wait_log("zone_listing_failing has cleared", 1, LONG)
+            .await,
+        "{}",
+        daemon.log()
+    );
+    wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["daemon"].as_array().is_some_and(Vec::is_empty)
+    })
+    .await;
+    assert!(wait_file(&hooks, "-resolved zone_listing_failing", 1, LONG).await);
 }

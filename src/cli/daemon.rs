@@ -16,6 +16,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
+use crate::condition::{Condition, Seen};
 use crate::config::{ConfigError, DatabaseSettings, SecretError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
@@ -323,6 +324,11 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             systemd::ready();
             ready = true;
         }
+        let conditions = tokio::spawn(keep_daemon_alerts(
+            store.clone(),
+            prepared.notifier.clone(),
+            daemon_conditions(&prepared, &listing, &store),
+        ));
         let zones = tokio::spawn(keep_zones(
             prepared.settings.zones.clone(),
             store.clone(),
@@ -339,6 +345,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             tokio::select! {
                 result = &mut running => {
                     zones.abort();
+                    conditions.abort();
                     supervisor.abort();
                     return result.map_err(DaemonError::from);
                 }
@@ -360,6 +367,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         let _ = stop.send(true);
         let finished = running.await;
         zones.abort();
+        conditions.abort();
         supervisor.abort();
         finished?;
         match next {
@@ -383,6 +391,84 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
                 prepared.log_warnings();
             }
         }
+    }
+}
+
+/// A daemon-wide condition as `keep_daemon_alerts` writes it.
+struct DaemonCondition {
+    condition: Arc<Condition>,
+    /// `""` for the provider account, this node for a condition of the host.
+    scope: String,
+    /// How long it holds before it alerts.
+    after: Duration,
+}
+
+/// Every daemon-wide condition of this configuration.
+fn daemon_conditions(
+    prepared: &Prepared,
+    listing: &ZoneListing,
+    _store: &Store,
+) -> Vec<DaemonCondition> {
+    let mut all = Vec::new();
+    if matches!(prepared.settings.zones, ZoneSelection::All) {
+        all.push(DaemonCondition {
+            condition: listing.condition(),
+            scope: String::new(),
+            after: prepared.policy.observation_failing_after,
+        });
+    }
+    all
+}
+
+/// Writes the daemon-wide conditions to the store when they change (`daemon_alerts`,
+/// read by `status` and the metrics) and sends their owed notifications. Every minute
+/// each is written again: with several daemons, another may have ended an episode this
+/// one still sees.
+async fn keep_daemon_alerts(store: Store, notifier: Notifier, conditions: Vec<DaemonCondition>) {
+    const EVERY: Duration = Duration::from_secs(1);
+    const AGAIN: u32 = 60;
+    let clock = SystemClock;
+    let mut written: Vec<Option<Seen>> = vec![None; conditions.len()];
+    for round in 0u32.. {
+        if round % AGAIN == 0 {
+            written.iter_mut().for_each(|w| *w = None);
+        }
+        for (c, written) in conditions.iter().zip(written.iter_mut()) {
+            let seen = c.condition.seen();
+            if written.as_ref() == Some(&seen) {
+                continue;
+            }
+            let kind = c.condition.kind();
+            let result = match &seen {
+                Seen::Unjudged => Ok(()),
+                Seen::Clear => {
+                    store
+                        .resolve_daemon_alert(kind, &c.scope, clock.now())
+                        .await
+                }
+                Seen::Holds(episode) => {
+                    store
+                        .raise_daemon_alert(
+                            kind,
+                            &c.scope,
+                            &episode.message,
+                            episode.since,
+                            episode.since.plus(c.after),
+                        )
+                        .await
+                }
+            };
+            match result {
+                Ok(()) => *written = Some(seen),
+                Err(e) => {
+                    tracing::debug!(condition = kind.as_str(), error = %e, "cannot record a daemon-wide condition yet")
+                }
+            }
+        }
+        if let Err(e) = notifier.deliver_daemon_alerts(&store, &clock).await {
+            tracing::debug!(error = %e, "cannot deliver daemon-wide alerts yet");
+        }
+        tokio::time::sleep(EVERY).await;
     }
 }
 
@@ -433,16 +519,18 @@ async fn keep_zones<P: Provider>(
                 }
                 return;
             }
-            ZoneSelection::All => match listing
-                .get(
-                    provider.as_ref(),
-                    now,
-                    policy.poll_active / 4,
-                    policy.retry_base,
-                )
-                .await
-            {
-                Ok(listed) => {
+            // A failure is said once per episode by the listing's condition
+            // (`zone_listing_failing`).
+            ZoneSelection::All => {
+                if let Ok(listed) = listing
+                    .get(
+                        provider.as_ref(),
+                        now,
+                        policy.poll_active / 4,
+                        policy.retry_base,
+                    )
+                    .await
+                {
                     let unreadable = listed.unreadable.iter();
                     for name in listed.zones.keys().chain(unreadable) {
                         let name = match ZoneName::parse(name) {
@@ -468,10 +556,7 @@ async fn keep_zones<P: Provider>(
                         }
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot list the account's zones; trying again later")
-                }
-            },
+            }
         }
         tokio::time::sleep(policy.poll_active).await;
     }

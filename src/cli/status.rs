@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::dns::DelegationVerdict;
 use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
-use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
+use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow};
 
 /// `status` could not read the database, or not write its answer.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +47,56 @@ impl<'a> From<&'a AlertRow> for AlertJson<'a> {
             since: a.opened_at.to_string(),
         }
     }
+}
+
+/// A daemon-wide condition as `status --json` shows it (`"daemon"`): open since `since`,
+/// `alerting` once it has lasted long enough to alert.
+#[derive(Serialize)]
+struct DaemonJson<'a> {
+    alerting: bool,
+    kind: &'static str,
+    message: &'a str,
+    scope: &'a str,
+    severity: &'static str,
+    since: String,
+}
+
+impl<'a> DaemonJson<'a> {
+    fn new(a: &'a DaemonAlertRow, now: Timestamp) -> Self {
+        Self {
+            alerting: a.alert_at <= now,
+            kind: a.kind.as_str(),
+            message: &a.message,
+            scope: &a.scope,
+            severity: a.severity.as_str(),
+            since: a.opened_at.to_string(),
+        }
+    }
+}
+
+/// The status table's lines for the daemon's own conditions, above the zones.
+fn daemon_lines(
+    out: &mut dyn std::io::Write,
+    open: &[DaemonAlertRow],
+    now: Timestamp,
+) -> std::io::Result<()> {
+    for a in open {
+        let host = if a.scope.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", a.scope)
+        };
+        writeln!(
+            out,
+            "DAEMON{host}: {} ({}{}) since {}: {}",
+            a.kind,
+            a.severity.as_str(),
+            if a.alert_at <= now { ", alerting" } else { "" },
+            a.opened_at,
+            a.message
+        )?;
+    }
+    Ok(())
 }
 
 /// What the zone waits for; a provider that answered "no such zone" at the last look is
@@ -119,6 +169,9 @@ struct LeaseJson<'a> {
 #[derive(Serialize)]
 struct ZoneJson<'a> {
     alerts: Vec<AlertJson<'a>>,
+    /// One zone's status only: the daemon's own conditions, which hold it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    daemon: Option<Vec<DaemonJson<'a>>>,
     delegation: &'static str,
     ds: Option<&'a str>,
     ds_to_enter: Option<&'a str>,
@@ -147,6 +200,7 @@ fn zone_json<'a>(
     let waiting = waiting(row, policy);
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
+        daemon: None,
         delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
         ds: z.facts.ds_line.as_deref(),
         ds_to_enter: z.facts.ds_to_enter.as_deref(),
@@ -196,7 +250,9 @@ pub async fn write_status_json(
 ) -> Result<bool, StatusError> {
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
+    let daemon = store.daemon_alerts_open().await?;
     let now = SystemClock.now();
+    let daemon_json = || daemon.iter().map(|a| DaemonJson::new(a, now)).collect();
     let of = |row: &ZoneRow| -> Vec<&AlertRow> {
         alerts
             .get(row.zone.name.as_str())
@@ -207,14 +263,20 @@ pub async fn write_status_json(
         Some(name) => match store.zone(name).await? {
             Some(row) => {
                 let open = of(&row);
-                serde_json::to_writer_pretty(&mut *out, &zone_json(&row, &open, policy, now))
+                let mut json = zone_json(&row, &open, policy, now);
+                json.daemon = Some(daemon_json());
+                serde_json::to_writer_pretty(&mut *out, &json)
             }
             None => return Ok(false),
         },
         None => {
-            // `{"zones": [...]}` pretty-printed as serde_json prints it whole, written one
-            // zone at a time: each zone's object indented two levels.
-            out.write_all(b"{\n  \"zones\": [")?;
+            // `{"daemon": [...], "zones": [...]}` pretty-printed as serde_json prints it
+            // whole, written one zone at a time: each zone's object indented two levels.
+            let head = serde_json::json!({ "daemon": daemon_json_value(&daemon, now) });
+            let head = serde_json::to_string_pretty(&head).map_err(std::io::Error::from)?;
+            // `{\n  "daemon": …\n}` without its closing line, then the zones.
+            out.write_all(head.trim_end_matches('}').trim_end().as_bytes())?;
+            out.write_all(b",\n  \"zones\": [")?;
             let mut first = true;
             let mut zone_text = Vec::new();
             store
@@ -244,6 +306,15 @@ pub async fn write_status_json(
     Ok(true)
 }
 
+fn daemon_json_value(open: &[DaemonAlertRow], now: Timestamp) -> Value {
+    serde_json::to_value(
+        open.iter()
+            .map(|a| DaemonJson::new(a, now))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_default()
+}
+
 /// The status table (`None`: no such zone).
 pub async fn status_text(
     store: &Store,
@@ -267,6 +338,7 @@ pub async fn write_status_text(
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
+    daemon_lines(&mut *out, &store.daemon_alerts_open().await?, now)?;
     writeln!(
         out,
         "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
@@ -443,7 +515,7 @@ mod tests {
         assert!(text.starts_with("ZONE "), "{text}");
         assert!(text.contains("(no zones yet"), "{text}");
         let json = status_json(&store, None, &policy).await.unwrap().unwrap();
-        assert_eq!(json, json!({"zones": []}));
+        assert_eq!(json, json!({"daemon": [], "zones": []}));
         let mut written = Vec::new();
         write_status_json(&store, None, &policy, &mut written)
             .await

@@ -55,6 +55,9 @@ pub enum AlertKind {
     SignaturesExpiring,
     ObservationFailing,
     RegistrarHookFailed,
+    /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
+    /// listing fails (known zones keep stepping).
+    ZoneListingFailing,
 }
 
 #[derive(
@@ -81,6 +84,9 @@ pub enum Severity {
 
 impl AlertKind {
     pub const ALL: &'static [AlertKind] = Self::VARIANTS;
+    /// The kinds of the whole daemon (`crate::condition`, the `daemon_alerts` table),
+    /// never of one zone.
+    pub const DAEMON_WIDE: &'static [AlertKind] = &[Self::ZoneListingFailing];
 
     pub fn as_str(self) -> &'static str {
         self.into()

@@ -33,6 +33,10 @@ use crate::secret::{Secret, redact};
 pub const DNSSEC_DISABLED_MESSAGE: &str = "dnssec is disabled";
 /// Page size of the list calls.
 pub const PAGE_LIMIT: usize = 100;
+/// The most pages one listing takes (a million entries), whatever `total_amount` says.
+pub const MAX_PAGES: usize = 10_000;
+/// The longest one listing pages on.
+pub const PAGED_BUDGET: Duration = Duration::from_secs(600);
 /// The login endpoint allows at most this many requests per second (DESIGN.md section 7).
 pub const LOGINS_PER_SECOND: usize = 5;
 /// Longest body excerpt an error carries.
@@ -109,6 +113,15 @@ struct TokenPair {
     access: String,
     #[serde(default)]
     refresh: Option<String>,
+}
+
+/// One page of a listing: the entries read, how many the page had, `total_amount`, and
+/// a digest of the page to tell a page that repeats.
+struct Paged<T> {
+    items: Vec<T>,
+    entries: usize,
+    total: usize,
+    digest: u64,
 }
 
 /// What one attempt, or the last of its retries, returned.
@@ -237,7 +250,13 @@ impl GcoreClient {
             let bytes = self
                 .call(Method::GET, &["zones"], &page_query(offset), None)
                 .await?;
-            zone_page(&bytes, &self.secrets())
+            let (items, entries, total) = zone_page(&bytes, &self.secrets())?;
+            Ok(Paged {
+                items,
+                entries,
+                total,
+                digest: digest(&bytes),
+            })
         })
         .await
     }
@@ -300,16 +319,21 @@ impl GcoreClient {
         // Strict, unlike the zone list: the largest TTL is taken over every RRset, and
         // skipping one could make it too small. One unreadable RRset fails the listing.
         self.paged(|offset| async move {
-            let page: Page = self
-                .json(
+            let bytes = self
+                .call(
                     Method::GET,
                     &["zones", api_name(zone), "rrsets"],
                     &page_query(offset),
                     None,
                 )
                 .await?;
-            let got = page.rrsets.len();
-            Ok((page.rrsets, got, page.total_amount))
+            let page: Page = decode(&bytes, &self.secrets())?;
+            Ok(Paged {
+                entries: page.rrsets.len(),
+                items: page.rrsets,
+                total: page.total_amount,
+                digest: digest(&bytes),
+            })
         })
         .await
     }
@@ -403,31 +427,13 @@ impl GcoreClient {
         .await
     }
 
-    /// Follows `offset` page by page; `fetch` gives (items kept, entries on the page,
-    /// `total_amount`), the offset moving by the entries, kept or not.
+    /// Every page of a listing ([`paged`], within [`PAGED_BUDGET`]).
     async fn paged<T, F, Fut>(&self, fetch: F) -> Result<Vec<T>, ProviderError>
     where
         F: Fn(usize) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, usize, usize), ProviderError>>,
+        Fut: Future<Output = Result<Paged<T>, ProviderError>>,
     {
-        let mut all = Vec::new();
-        let mut offset = 0;
-        loop {
-            let (items, got, total) = fetch(offset).await?;
-            all.extend(items);
-            offset += got;
-            if offset >= total {
-                return Ok(all);
-            }
-            if got == 0 {
-                return Err(ProviderError::Decode {
-                    what: format!(
-                        "the provider reports {total} items but the page at offset {offset} is empty"
-                    ),
-                    excerpt: String::new(),
-                });
-            }
-        }
+        paged(fetch, PAGED_BUDGET).await
     }
 
     async fn json<T: DeserializeOwned>(
@@ -845,6 +851,56 @@ async fn read_capped(
     Ok((body.freeze(), false))
 }
 
+/// Follows `offset` page by page, the offset moving by the entries, kept or not.
+/// Bounded whatever the provider answers: a `total_amount` beyond [`MAX_PAGES`] pages, a
+/// page that repeats the one before (an offset the provider ignores), [`MAX_PAGES`] pages
+/// or `budget` of time end it; each is an error, never a partial list.
+async fn paged<T, F, Fut>(fetch: F, budget: Duration) -> Result<Vec<T>, ProviderError>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<Paged<T>, ProviderError>>,
+{
+    let started = Instant::now();
+    let mut all = Vec::new();
+    let mut offset = 0;
+    let mut last_digest = None;
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        let page = fetch(offset).await?;
+        if page.total > MAX_PAGES * PAGE_LIMIT {
+            return Err(ProviderError::Listing(format!(
+                "the provider reports {} items, more than the {MAX_PAGES} pages of {PAGE_LIMIT} a listing may take",
+                page.total
+            )));
+        }
+        if page.entries > 0 && last_digest == Some(page.digest) {
+            return Err(ProviderError::Listing(format!(
+                "the page at offset {offset} repeats the one before it (the provider ignores the offset?)"
+            )));
+        }
+        last_digest = Some(page.digest);
+        all.extend(page.items);
+        offset += page.entries;
+        if offset >= page.total {
+            return Ok(all);
+        }
+        if page.entries == 0 {
+            return Err(ProviderError::Listing(format!(
+                "the provider reports {} items but the page at offset {offset} is empty",
+                page.total
+            )));
+        }
+        if pages >= MAX_PAGES || started.elapsed() >= budget {
+            return Err(ProviderError::Listing(format!(
+                "it did not end within {pages} pages and {} s (offset {offset} of {})",
+                started.elapsed().as_secs(),
+                page.total
+            )));
+        }
+    }
+}
+
 /// One page of the zone list: the zones that can be read, how many entries the page had,
 /// and `total_amount`.
 fn zone_page<T: DeserializeOwned>(
@@ -896,6 +952,14 @@ fn error_in_success(body: &[u8], secrets: &[String]) -> Option<String> {
             .take(EXCERPT_CHARS)
             .collect(),
     )
+}
+
+/// A page's digest (not cryptographic: it tells a repeat of the page before).
+fn digest(body: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn bearer(tokens: &Tokens) -> (Secret, u64) {
@@ -1017,6 +1081,89 @@ impl LoginLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of `entries` numbers from `offset`, `digest` as given.
+    fn page(offset: usize, entries: usize, total: usize, digest: u64) -> Paged<usize> {
+        Paged {
+            items: (offset..offset + entries).collect(),
+            entries,
+            total,
+            digest,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_is_bounded_whatever_the_provider_answers() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let asked = AtomicUsize::new(0);
+        let ask = || asked.fetch_add(1, Ordering::SeqCst);
+        let minute = Duration::from_secs(60);
+
+        // Honest: every page, once.
+        let all = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, (250 - o).min(100), 250, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap();
+        assert_eq!(all, (0..250).collect::<Vec<_>>());
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 3);
+
+        // The same full page whatever the offset: cut at the second.
+        let e = paged(
+            |_| {
+                ask();
+                async { Ok(page(0, 100, 10_000, 7)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("repeats the one before"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 2);
+
+        // A total beyond the cap: at the first page.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 100, 1_000_000_000, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("more than the"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 1);
+
+        // New pages forever within the cap: cut by the time budget.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 100, MAX_PAGES * PAGE_LIMIT, o as u64)) }
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("did not end within 1 pages"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 1);
+
+        // ... and by the page cap.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 1, MAX_PAGES * PAGE_LIMIT, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("pages"), "{e}");
+        assert_eq!(asked.load(Ordering::SeqCst), MAX_PAGES);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn login_limiter_allows_five_per_second() {

@@ -62,6 +62,10 @@ pub enum ProviderError {
     /// The request may have been sent: a timeout, a reset, a truncated answer.
     #[error("transport: {0}")]
     Transport(String),
+    /// A paged listing that cannot be followed to its end (a page that repeats, more
+    /// pages than a listing may take, past its time): never taken as a partial list.
+    #[error("the listing cannot be followed to its end: {0}")]
+    Listing(String),
     #[error("cannot decode the provider's answer: {what}; body starts {excerpt:?}")]
     Decode { what: String, excerpt: String },
     /// A DNSSEC field disagrees with what the public key gives (safety rule 5).
@@ -120,6 +124,7 @@ impl ProviderError {
             | Self::BodyTooLarge { .. }
             | Self::Transport(_)
             | Self::Decode { .. }
+            | Self::Listing(_)
             | Self::DnssecMismatch { .. } => ErrorClass::Unknown,
         }
     }
