@@ -226,20 +226,27 @@ async fn scrape(port: u16) -> String {
     response.text().await.unwrap()
 }
 
-/// The configuration's `[zones]` as `all = true`, alerts after `failing_after`, a metrics
-/// endpoint and an exec sink writing each notification's id and kind to `alerts.txt`.
-fn daemon_wide_config(w: &mut LabWorld, zone: &str, failing_after: &str, port: u16) -> PathBuf {
+/// The configuration with `[zones] all = true` (if `all`), alerts after `failing_after`,
+/// a metrics endpoint and an exec sink writing each notification's id and kind to
+/// `alerts.txt`.
+fn daemon_wide_config(
+    w: &mut LabWorld,
+    zone: &str,
+    all: bool,
+    failing_after: &str,
+    port: u16,
+) -> PathBuf {
     let hooks = w.dir.path().join("alerts.txt");
-    w.rest = w
-        .rest
-        .replace(
+    if all {
+        w.rest = w.rest.replace(
             &format!("[zones]\nnames = [\"{zone}\"]\n"),
             "[zones]\nall = true\n",
-        )
-        .replace(
-            "[timing]\n",
-            &format!("[timing]\nobservation_failing_after = \"{failing_after}\"\n"),
         );
+    }
+    w.rest = w.rest.replace(
+        "[timing]\n",
+        &format!("[timing]\nobservation_failing_after = \"{failing_after}\"\n"),
+    );
     w.rest.push_str(&format!(
         "[metrics]\nlisten = \"127.0.0.1:{port}\"\n\
          [[alerts.exec]]\ncommand = [\"/bin/sh\", \"-c\", \"echo \\\"$DNSSEC_WARDEN_ALERT_ID $DNSSEC_WARDEN_ALERT_KIND\\\" >> {}\"]\n",
@@ -271,7 +278,7 @@ async fn a_listing_that_never_ends_is_cut_and_known_zones_keep_stepping() {
     let zone = "listed.test.";
     let (mut w, proxy) = behind_proxy(zone).await;
     let port = free_port();
-    let hooks = daemon_wide_config(&mut w, zone, "2s", port);
+    let hooks = daemon_wide_config(&mut w, zone, true, "2s", port);
     w.write_config(proxy.url().as_str());
     let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
     wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
@@ -367,4 +374,78 @@ async fn a_listing_that_never_ends_is_cut_and_known_zones_keep_stepping() {
     })
     .await;
     assert!(wait_file(&hooks, "-resolved zone_listing_failing", 1, LONG).await);
+}
+
+/// Issue 31, defect 5: every call answered 401 (a revoked API key) made the daemon ask
+/// again at every step and log a line per 401. Calls back off (1 s, 2 s, 4 s, … up to
+/// 10 min), failing at once unsent meanwhile; it is one alert (`provider_auth_failing`),
+/// one WARN line, status says the account is refused; an accepted answer ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_credential_backs_off_and_is_one_alert() {
+    let zone = "revoked.test.";
+    let (mut w, proxy) = behind_proxy(zone).await;
+    let port = free_port();
+    let hooks = daemon_wide_config(&mut w, zone, false, "1h", port);
+    w.write_config(proxy.url().as_str());
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    proxy.add_fault(Rule::new(Fault::UnauthorizedAfter(0)).on("/dns/"));
+    let said = "the provider refuses this account's credentials";
+    assert!(daemon.wait_log(said, 1, LONG).await, "{}", daemon.log());
+    let refused_at = Instant::now();
+    let calls_then = proxy.total_calls();
+
+    let s = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["daemon"].as_array().is_some_and(|d| {
+            d.iter()
+                .any(|c| c["kind"] == "provider_auth_failing" && c["alerting"] == true)
+        }) && s["provider_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("refuses this account"))
+    })
+    .await;
+    assert_eq!(s["state"], "disabled", "{s}");
+    let (_, table, _) = cli(&w.config, &["status"]);
+    assert!(
+        table.contains("DAEMON: provider_auth_failing (warning, alerting)"),
+        "{table}"
+    );
+    assert!(wait_file(&hooks, "provider_auth_failing", 1, LONG).await);
+    let metrics = scrape(port).await;
+    assert!(
+        metrics.contains("dnssec_warden_daemon_condition{kind=\"provider_auth_failing\"} 1"),
+        "{metrics}"
+    );
+
+    // Bounded: the zone is polled every 2 s, yet in 6 s the provider is tried again only
+    // as the backoff allows (after 1, 2 and 4 s), the calls in flight at a try aside.
+    tokio::time::sleep(Duration::from_secs(6).saturating_sub(refused_at.elapsed())).await;
+    let calls = proxy.total_calls() - calls_then;
+    assert!(calls <= 4, "{calls} requests in 6 s of refusals");
+    let log = daemon.log();
+    assert_eq!(log.matches(said).count(), 1, "{log}");
+    assert_eq!(log.matches("answered 401").count(), 0, "{log}");
+    let sent = std::fs::read_to_string(&hooks).unwrap_or_default();
+    assert_eq!(
+        sent.lines()
+            .filter(|l| l.ends_with("provider_auth_failing"))
+            .count(),
+        1,
+        "{sent}"
+    );
+
+    // The key accepted again: over at the next try.
+    proxy.clear_faults();
+    assert!(
+        daemon
+            .wait_log("provider_auth_failing has cleared", 1, LONG)
+            .await,
+        "{}",
+        daemon.log()
+    );
+    assert!(wait_file(&hooks, "-resolved provider_auth_failing", 1, LONG).await);
+    wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["daemon"].as_array().is_some_and(Vec::is_empty) && s["provider_error"].is_null()
+    })
+    .await;
 }

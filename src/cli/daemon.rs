@@ -409,7 +409,12 @@ fn daemon_conditions(
     listing: &ZoneListing,
     _store: &Store,
 ) -> Vec<DaemonCondition> {
-    let mut all = Vec::new();
+    // Refused credentials alert at once: nothing the daemon does for any zone works.
+    let mut all = vec![DaemonCondition {
+        condition: prepared.provider.auth_condition(),
+        scope: String::new(),
+        after: Duration::ZERO,
+    }];
     if matches!(prepared.settings.zones, ZoneSelection::All) {
         all.push(DaemonCondition {
             condition: listing.condition(),

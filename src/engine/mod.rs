@@ -169,6 +169,16 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         .and_then(serde_json::Value::as_str);
     let zone = row.zone.name.as_str();
     match (now, before) {
+        // Daemon-wide: said once by `provider_auth_failing`, not once per zone.
+        (ProviderView::Unknown(error), _)
+            if error.starts_with(crate::provider::ACCOUNT_REFUSED) =>
+        {
+            tracing::debug!(
+                zone,
+                error = error.as_str(),
+                "the provider cannot be asked about this zone"
+            );
+        }
         (ProviderView::Unknown(error), before) if before != Some(error.as_str()) => {
             tracing::warn!(
                 zone,

@@ -58,6 +58,8 @@ pub enum AlertKind {
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,
+    /// Daemon-wide: the provider refuses the account's credentials; calls back off.
+    ProviderAuthFailing,
 }
 
 #[derive(
@@ -86,7 +88,8 @@ impl AlertKind {
     pub const ALL: &'static [AlertKind] = Self::VARIANTS;
     /// The kinds of the whole daemon (`crate::condition`, the `daemon_alerts` table),
     /// never of one zone.
-    pub const DAEMON_WIDE: &'static [AlertKind] = &[Self::ZoneListingFailing];
+    pub const DAEMON_WIDE: &'static [AlertKind] =
+        &[Self::ZoneListingFailing, Self::ProviderAuthFailing];
 
     pub fn as_str(self) -> &'static str {
         self.into()

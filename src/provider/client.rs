@@ -9,6 +9,7 @@
 //! [`MAX_BODY_BYTES`]; every request says `Accept: application/json`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, StatusCode};
@@ -19,13 +20,15 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::SendPermit;
-use super::error::ProviderError;
+use super::error::{ACCOUNT_REFUSED, ProviderError};
 use super::types::{
     CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
     RrsetBody,
 };
 use super::{DnssecSwitched, Provider};
+use crate::condition::Condition;
 use crate::config::{Credentials, ProviderSettings};
+use crate::lifecycle::AlertKind;
 use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
 use crate::secret::{Secret, redact};
 
@@ -39,6 +42,12 @@ pub const MAX_PAGES: usize = 10_000;
 pub const PAGED_BUDGET: Duration = Duration::from_secs(600);
 /// The login endpoint allows at most this many requests per second (DESIGN.md section 7).
 pub const LOGINS_PER_SECOND: usize = 5;
+/// The first wait after the provider refuses the account's credentials; each refusal in
+/// a row doubles it, up to [`AUTH_BACKOFF_CEILING`].
+pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries of refused credentials: a revoked account is asked
+/// a few times an hour, never at the login limit (an account lockout waiting to happen).
+pub const AUTH_BACKOFF_CEILING: Duration = Duration::from_secs(600);
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
 /// No answer body (API, login, refresh) is read beyond this: the largest real answer, a
@@ -53,6 +62,82 @@ pub struct GcoreClient {
     gate: RateGate,
     /// Requests in flight at once (one attempt each; retries wait outside it).
     in_flight: tokio::sync::Semaphore,
+    /// While the provider refuses the account's credentials, calls wait.
+    backoff: AuthBackoff,
+}
+
+/// Backing off after the provider refused the account's credentials (401 after renewal,
+/// a refused login): every call fails at once, unsent, until the wait is over; the next
+/// refusal doubles the wait (calls in flight together count once), any answer that
+/// accepts the credentials ends it. Said as the daemon-wide `provider_auth_failing`.
+struct AuthBackoff {
+    state: std::sync::Mutex<BackoffState>,
+    refused: Arc<Condition>,
+}
+
+#[derive(Default)]
+struct BackoffState {
+    failures: u32,
+    /// Until when calls wait (the monotonic clock, and the wall clock to say it).
+    until: Option<(Instant, SystemTime)>,
+    cause: String,
+}
+
+impl AuthBackoff {
+    fn new() -> Self {
+        Self {
+            state: std::sync::Mutex::default(),
+            refused: Arc::new(Condition::new(AlertKind::ProviderAuthFailing)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BackoffState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An error, without a request, while backing off.
+    fn gate(&self) -> Result<(), ProviderError> {
+        let state = self.lock();
+        match state.until {
+            Some((at, until)) if at > Instant::now() => Err(ProviderError::AuthBackoff {
+                until,
+                cause: state.cause.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn refused(&self, cause: &str) {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if state.until.is_some_and(|(at, _)| at > now) {
+            return;
+        }
+        state.failures = state.failures.saturating_add(1);
+        let doublings = state.failures.saturating_sub(1).min(20);
+        let wait = AUTH_BACKOFF_FIRST
+            .saturating_mul(1 << doublings)
+            .min(AUTH_BACKOFF_CEILING);
+        state.until = Some((now + wait, SystemTime::now() + wait));
+        state.cause = cause.to_string();
+        drop(state);
+        self.refused.holds(format!(
+            "{ACCOUNT_REFUSED} ({cause}): provider calls back off, from {} s doubling to {} min \
+             between tries; check the account and its credentials in [provider]",
+            AUTH_BACKOFF_FIRST.as_secs(),
+            AUTH_BACKOFF_CEILING.as_secs() / 60
+        ));
+    }
+
+    fn accepted(&self) {
+        {
+            let mut state = self.lock();
+            if state.failures > 0 {
+                *state = BackoffState::default();
+            }
+        }
+        self.refused.clear();
+    }
 }
 
 /// The most requests one client has in flight at the provider at once, however many zones
@@ -208,7 +293,14 @@ impl GcoreClient {
             retry,
             gate: RateGate::default(),
             in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
+            backoff: AuthBackoff::new(),
         })
+    }
+
+    /// Whether the provider refuses the account's credentials (the daemon-wide
+    /// `provider_auth_failing`).
+    pub fn auth_condition(&self) -> Arc<Condition> {
+        self.backoff.refused.clone()
     }
 
     // ---- the calls ---------------------------------------------------------------------
@@ -459,7 +551,32 @@ impl GcoreClient {
     }
 
     /// [`call`](Self::call), asking `may_send` (if any) right before every attempt leaves.
+    /// While the provider refuses the account's credentials, fails at once unsent.
     async fn call_with(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<bytes::Bytes, ProviderError> {
+        self.backoff.gate()?;
+        let result = self
+            .authorized_call(method, segments, query, body, may_send)
+            .await;
+        match &result {
+            Ok(_) => self.backoff.accepted(),
+            Err(e) => match e.credentials_accepted() {
+                Some(true) => self.backoff.accepted(),
+                Some(false) => self.backoff.refused(&e.to_string()),
+                None => {}
+            },
+        }
+        result
+    }
+
+    /// One call with its authorization, renewed once on a 401.
+    async fn authorized_call(
         &self,
         method: Method,
         segments: &[&str],
@@ -479,7 +596,7 @@ impl GcoreClient {
                 && !renewed
             {
                 renewed = true;
-                tracing::info!("provider answered 401; renewing the access token");
+                tracing::debug!("provider answered 401; renewing the access token");
                 (authorization, generation) = self.renew(login, generation).await?;
                 continue;
             }
@@ -645,6 +762,8 @@ impl GcoreClient {
             Auth::Login(login) => {
                 let mut tokens = login.tokens.lock().await;
                 if tokens.access.is_none() {
+                    // Another call's refusal while this one waited for the tokens.
+                    self.backoff.gate()?;
                     self.login(login, &mut tokens).await?;
                 }
                 Ok(bearer(&tokens))
@@ -659,6 +778,8 @@ impl GcoreClient {
             // Another request renewed while this one waited.
             return Ok(bearer(&tokens));
         }
+        // Another request's renewal was refused while this one waited.
+        self.backoff.gate()?;
         if let Some(refresh) = tokens.refresh.take() {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
@@ -676,19 +797,19 @@ impl GcoreClient {
                             store(&mut tokens, pair, Some(refresh));
                             return Ok(bearer(&tokens));
                         }
-                        Err(err) => tracing::info!(
+                        Err(err) => tracing::debug!(
                             error = %err,
                             "cannot read the token refresh answer; logging in again"
                         ),
                     }
                 }
                 Ok(reply) => {
-                    tracing::info!(
+                    tracing::debug!(
                         status = reply.status.as_u16(),
                         "token refresh refused; logging in again"
                     );
                 }
-                Err(err) => tracing::info!(error = %err, "token refresh failed; logging in again"),
+                Err(err) => tracing::debug!(error = %err, "token refresh failed; logging in again"),
             }
         }
         self.login(login, &mut tokens).await?;
@@ -697,7 +818,12 @@ impl GcoreClient {
 
     async fn login(&self, login: &LoginAuth, tokens: &mut Tokens) -> Result<(), ProviderError> {
         login.limiter.acquire().await;
-        tracing::info!("logging in to the provider");
+        // Within an episode of refusals, `provider_auth_failing` says it once.
+        if self.backoff.refused.holding() {
+            tracing::debug!("logging in to the provider");
+        } else {
+            tracing::info!("logging in to the provider");
+        }
         let body = serde_json::json!({
             "username": login.username,
             "password": login.password.expose(),
