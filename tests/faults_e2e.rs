@@ -449,3 +449,75 @@ async fn a_revoked_credential_backs_off_and_is_one_alert() {
     })
     .await;
 }
+
+/// Issue 31, defect 10: a host without IPv6, with IPv6 in `dns.address_families` (the
+/// default), stalls every zone that needs every parent address, and only the config
+/// comment said so. It is said once at start (WARN, naming the key to set), in `status`
+/// (the daemon's conditions, and "this host's IPv6" as what a waiting zone waits on), in
+/// the metrics, and as one alert for the host. The test host may have IPv6 and the lab is
+/// IPv4 only, so the missing route is forced with the test builds'
+/// `DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE`; detection by the exchanges themselves is
+/// `dns::query`'s unit test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_without_ipv6_is_said_once_for_the_host() {
+    let zone = "v4only.test.";
+    let mut w = LabWorld::start(zone).await;
+    let port = free_port();
+    let hooks = daemon_wide_config(&mut w, zone, false, "1h", port);
+    w.write_config(w.sim.base_url().as_str());
+    let daemon = Daemon::start_with_env(
+        &w.config,
+        w.dir.path().join("daemon.log"),
+        &[("DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE", "1".into())],
+    );
+    let said = "this host has no IPv6 route";
+    assert!(daemon.wait_log(said, 1, LONG).await, "{}", daemon.log());
+    // Naming the key to set.
+    assert!(
+        daemon.log().contains("dns.address_families = [\"ipv4\"]"),
+        "{}",
+        daemon.log()
+    );
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    let s = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["state"] != "disabled" && s["waiting_on"] == "host"
+    })
+    .await;
+    assert!(
+        s["waiting_for"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("this host's IPv6"),
+        "{s}"
+    );
+    assert!(
+        s["daemon"].as_array().is_some_and(|d| d
+            .iter()
+            .any(|c| c["kind"] == "host_ipv6_unreachable" && c["alerting"] == true)),
+        "{s}"
+    );
+    let (_, table, _) = cli(&w.config, &["status"]);
+    assert!(
+        table.contains("DAEMON: host_ipv6_unreachable (warning, alerting)"),
+        "{table}"
+    );
+    assert!(table.contains("[on: host]"), "{table}");
+    assert!(wait_file(&hooks, "host_ipv6_unreachable", 1, LONG).await);
+    let metrics = scrape(port).await;
+    assert!(
+        metrics.contains("dnssec_warden_daemon_condition{kind=\"host_ipv6_unreachable\"} 1"),
+        "{metrics}"
+    );
+    // Once, however many zones and looks.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(daemon.log().matches(said).count(), 1, "{}", daemon.log());
+    let sent = std::fs::read_to_string(&hooks).unwrap_or_default();
+    assert_eq!(
+        sent.lines()
+            .filter(|l| l.ends_with("host_ipv6_unreachable"))
+            .count(),
+        1,
+        "{sent}"
+    );
+}

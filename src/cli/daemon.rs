@@ -91,6 +91,9 @@ pub struct Prepared {
     /// Worth telling the operator, not worth refusing the file for (a world-readable
     /// secret file).
     pub warnings: Vec<String>,
+    /// With IPv6 in `dns.address_families`: whether this host has an IPv6 route
+    /// (`dns::ipv6::route`); `None` when IPv6 is not used.
+    pub ipv6_route: Option<Result<(), String>>,
 }
 
 impl Prepared {
@@ -127,12 +130,18 @@ impl Prepared {
         })?;
         let notifier = Notifier::from_settings(&settings)
             .map_err(|error| PrepareError::Alerts { file, error })?;
+        let ipv6_route = settings
+            .dns
+            .address_families
+            .ipv6
+            .then(crate::dns::ipv6::route);
         Ok(Self {
             policy: settings.timing.clone(),
             provider: Arc::new(provider),
             observer: Arc::new(observer),
             notifier,
             warnings,
+            ipv6_route,
             settings,
         })
     }
@@ -149,9 +158,14 @@ impl Prepared {
         )
     }
 
+    /// Logs the warnings, and says (once, WARN) a host without the IPv6 route the
+    /// configuration needs.
     fn log_warnings(&self) {
         for warning in &self.warnings {
             tracing::warn!(config = %self.settings.source.display(), "{warning}");
+        }
+        if let Some(route) = &self.ipv6_route {
+            self.observer.ipv6().probed(route.clone());
         }
     }
 }
@@ -407,7 +421,7 @@ struct DaemonCondition {
 fn daemon_conditions(
     prepared: &Prepared,
     listing: &ZoneListing,
-    _store: &Store,
+    store: &Store,
 ) -> Vec<DaemonCondition> {
     // Refused credentials alert at once: nothing the daemon does for any zone works.
     let mut all = vec![DaemonCondition {
@@ -420,6 +434,18 @@ fn daemon_conditions(
             condition: listing.condition(),
             scope: String::new(),
             after: prepared.policy.observation_failing_after,
+        });
+    }
+    // This host's own: with several daemons, one episode per host (its node).
+    if prepared.settings.dns.address_families.ipv6 {
+        let node = store
+            .holder()
+            .and_then(|h| h.rsplit_once('/'))
+            .map_or("", |(node, _)| node);
+        all.push(DaemonCondition {
+            condition: prepared.observer.ipv6().condition(),
+            scope: node.to_string(),
+            after: Duration::ZERO,
         });
     }
     all

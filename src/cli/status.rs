@@ -74,6 +74,13 @@ impl<'a> DaemonJson<'a> {
     }
 }
 
+/// The message of an open `host_ipv6_unreachable`, if any.
+fn host_ipv6(open: &[DaemonAlertRow]) -> Option<&str> {
+    open.iter()
+        .find(|a| a.kind == crate::lifecycle::AlertKind::HostIpv6Unreachable)
+        .map(|a| a.message.as_str())
+}
+
 /// The status table's lines for the daemon's own conditions, above the zones.
 fn daemon_lines(
     out: &mut dyn std::io::Write,
@@ -101,7 +108,19 @@ fn daemon_lines(
 
 /// What the zone waits for; a provider that answered "no such zone" at the last look is
 /// said plainly, whatever the state (a definite answer, not an unknown).
-fn waiting(row: &ZoneRow, policy: &Policy) -> Waiting {
+/// A zone waiting on observations while this host cannot reach IPv6 (`ipv6`, the
+/// daemon-wide condition's message) waits on the host: its IPv6 parent addresses are
+/// unknown however long it waits.
+fn waiting(row: &ZoneRow, policy: &Policy, ipv6: Option<&str>) -> Waiting {
+    if let Some(why) = ipv6
+        && !row.zone.state.is_some_and(State::is_steady)
+    {
+        return Waiting {
+            what: format!("this host's IPv6: {why}"),
+            on: "host",
+            until: None,
+        };
+    }
     let missing = row
         .last_observation
         .as_ref()
@@ -195,9 +214,10 @@ fn zone_json<'a>(
     alerts: &[&'a AlertRow],
     policy: &Policy,
     now: Timestamp,
+    ipv6: Option<&str>,
 ) -> ZoneJson<'a> {
     let z = &row.zone;
-    let waiting = waiting(row, policy);
+    let waiting = waiting(row, policy, ipv6);
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
         daemon: None,
@@ -251,6 +271,7 @@ pub async fn write_status_json(
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let daemon = store.daemon_alerts_open().await?;
+    let ipv6 = host_ipv6(&daemon);
     let now = SystemClock.now();
     let daemon_json = || daemon.iter().map(|a| DaemonJson::new(a, now)).collect();
     let of = |row: &ZoneRow| -> Vec<&AlertRow> {
@@ -263,7 +284,7 @@ pub async fn write_status_json(
         Some(name) => match store.zone(name).await? {
             Some(row) => {
                 let open = of(&row);
-                let mut json = zone_json(&row, &open, policy, now);
+                let mut json = zone_json(&row, &open, policy, now, ipv6);
                 json.daemon = Some(daemon_json());
                 serde_json::to_writer_pretty(&mut *out, &json)
             }
@@ -285,7 +306,7 @@ pub async fn write_status_json(
                     zone_text.clear();
                     serde_json::to_writer_pretty(
                         &mut zone_text,
-                        &zone_json(&row, &open, policy, now),
+                        &zone_json(&row, &open, policy, now, ipv6),
                     )
                     .map_err(std::io::Error::from)?;
                     out.write_all(if first { b"\n" } else { b",\n" })?;
@@ -338,7 +359,9 @@ pub async fn write_status_text(
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
-    daemon_lines(&mut *out, &store.daemon_alerts_open().await?, now)?;
+    let daemon = store.daemon_alerts_open().await?;
+    let ipv6 = host_ipv6(&daemon);
+    daemon_lines(&mut *out, &daemon, now)?;
     writeln!(
         out,
         "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
@@ -350,7 +373,7 @@ pub async fn write_status_text(
         let open = alerts
             .get(row.zone.name.as_str())
             .map_or(&[][..], Vec::as_slice);
-        zone_lines(&mut *out, &row, open, policy, now)?;
+        zone_lines(&mut *out, &row, open, policy, now, ipv6)?;
         Ok(())
     };
     match zone {
@@ -376,9 +399,10 @@ fn zone_lines(
     alerts: &[&AlertRow],
     policy: &Policy,
     now: Timestamp,
+    ipv6: Option<&str>,
 ) -> std::io::Result<()> {
     let z = &row.zone;
-    let w = waiting(row, policy);
+    let w = waiting(row, policy, ipv6);
     let until = w
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))

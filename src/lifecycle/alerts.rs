@@ -60,6 +60,9 @@ pub enum AlertKind {
     ZoneListingFailing,
     /// Daemon-wide: the provider refuses the account's credentials; calls back off.
     ProviderAuthFailing,
+    /// Daemon-wide, per host: this host cannot reach IPv6, so every IPv6 parent address
+    /// is unknown (`dns.address_families`).
+    HostIpv6Unreachable,
 }
 
 #[derive(
@@ -88,8 +91,11 @@ impl AlertKind {
     pub const ALL: &'static [AlertKind] = Self::VARIANTS;
     /// The kinds of the whole daemon (`crate::condition`, the `daemon_alerts` table),
     /// never of one zone.
-    pub const DAEMON_WIDE: &'static [AlertKind] =
-        &[Self::ZoneListingFailing, Self::ProviderAuthFailing];
+    pub const DAEMON_WIDE: &'static [AlertKind] = &[
+        Self::ZoneListingFailing,
+        Self::ProviderAuthFailing,
+        Self::HostIpv6Unreachable,
+    ];
 
     pub fn as_str(self) -> &'static str {
         self.into()
