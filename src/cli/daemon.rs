@@ -331,7 +331,10 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
     loop {
         // One zone listing for the engine and the zone keeper (per configuration: a
         // reload may name another provider).
-        let listing = Arc::new(ZoneListing::default());
+        let listing = Arc::new(match prepared.settings.zones {
+            ZoneSelection::All => ZoneListing::watched(),
+            ZoneSelection::Names(_) => ZoneListing::default(),
+        });
         let engine = prepared.engine(store.clone()).with_listing(listing.clone());
         let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
         if !ready {

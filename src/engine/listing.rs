@@ -32,6 +32,8 @@ pub struct ZoneListing {
     /// Held by the one caller fetching.
     fetching: Arc<tokio::sync::Mutex<()>>,
     failing: Arc<Condition>,
+    /// The listing is how new zones are found (`zones.all`): its failure is said.
+    watched: bool,
 }
 
 impl Default for ZoneListing {
@@ -40,12 +42,23 @@ impl Default for ZoneListing {
             copy: std::sync::Mutex::default(),
             fetching: Arc::default(),
             failing: Arc::new(Condition::new(AlertKind::ZoneListingFailing)),
+            watched: false,
         }
     }
 }
 
 impl ZoneListing {
-    /// Whether the listing fails (said once per episode in the log).
+    /// A listing that finds the account's zones (`zones.all`): its failure is the
+    /// daemon-wide `zone_listing_failing`. Otherwise it only spares settled zones a call
+    /// each, and its failure costs those calls, nothing else.
+    pub fn watched() -> Self {
+        Self {
+            watched: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the listing fails (said once per episode in the log when watched).
     pub fn condition(&self) -> Arc<Condition> {
         self.failing.clone()
     }
@@ -127,6 +140,7 @@ impl ZoneListing {
             })
             .map_err(|e| e.to_string());
         match &result {
+            _ if !self.watched => {}
             Ok(_) => self.failing.clear(),
             Err(e) => self.failing.holds(format!(
                 "the provider's zone listing fails ({e}); the zones already known are \
