@@ -455,9 +455,10 @@ fn daemon_conditions(
 }
 
 /// Writes the daemon-wide conditions to the store when they change (`daemon_alerts`,
-/// read by `status` and the metrics) and sends their owed notifications. Every minute
-/// each is written again: with several daemons, another may have ended an episode this
-/// one still sees.
+/// read by `status` and the metrics) and sends their owed notifications. Every minute a
+/// condition that holds is written again: with several daemons, another may have ended
+/// the episode this one still sees. An end is written only when this daemon sees it end
+/// (or first judges it clear), so that daemons seeing it differently do not take turns.
 async fn keep_daemon_alerts(store: Store, notifier: Notifier, conditions: Vec<DaemonCondition>) {
     const EVERY: Duration = Duration::from_secs(1);
     const AGAIN: u32 = 60;
@@ -465,7 +466,11 @@ async fn keep_daemon_alerts(store: Store, notifier: Notifier, conditions: Vec<Da
     let mut written: Vec<Option<Seen>> = vec![None; conditions.len()];
     for round in 0u32.. {
         if round % AGAIN == 0 {
-            written.iter_mut().for_each(|w| *w = None);
+            for w in written.iter_mut() {
+                if matches!(w, Some(Seen::Holds(_))) {
+                    *w = None;
+                }
+            }
         }
         for (c, written) in conditions.iter().zip(written.iter_mut()) {
             let seen = c.condition.seen();
