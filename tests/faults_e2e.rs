@@ -418,10 +418,11 @@ async fn a_revoked_credential_backs_off_and_is_one_alert() {
     );
 
     // Bounded: the zone is polled every 2 s, yet in 6 s the provider is tried again only
-    // as the backoff allows (after 1, 2 and 4 s), the calls in flight at a try aside.
+    // as the backoff allows (after 1 s, then 2 s), by at most the two callers (the zone's
+    // step, the listing) that pass the gate together when it opens. Was: hundreds.
     tokio::time::sleep(Duration::from_secs(6).saturating_sub(refused_at.elapsed())).await;
     let calls = proxy.total_calls() - calls_then;
-    assert!(calls <= 4, "{calls} requests in 6 s of refusals");
+    assert!(calls <= 6, "{calls} requests in 6 s of refusals");
     let log = daemon.log();
     assert_eq!(log.matches(said).count(), 1, "{log}");
     assert_eq!(log.matches("answered 401").count(), 0, "{log}");
