@@ -3,6 +3,7 @@
 
 pub mod alert;
 pub mod cli;
+pub mod condition;
 pub mod config;
 pub mod dns;
 pub mod dnssec;

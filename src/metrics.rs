@@ -2,7 +2,10 @@
 //! at every scrape (so it is never stale and holds no state of its own).
 //!
 //! - `dnssec_warden_zones{state}`: zones per lifecycle state, `unobserved` included;
-//! - `dnssec_warden_alerts_open{kind,severity}`: open alerts per kind;
+//! - `dnssec_warden_alerts_open{kind,severity}`: open alerts per kind (daemon-wide ones
+//!   once they alert);
+//! - `dnssec_warden_daemon_condition{kind}`: daemon-wide conditions holding now
+//!   (`daemon_alerts`), from their first moment;
 //! - `dnssec_warden_alert_notifications_undelivered`: notifications a sink still owes;
 //! - `dnssec_warden_zones_observation_failing`: zones whose last observation was incomplete;
 //! - per zone: `dnssec_warden_zone_observation_failures` (incomplete observations in a
@@ -195,6 +198,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     let now = clock.now();
     let zones = store.zone_health().await?;
     let alerts = store.open_alert_counts().await?;
+    let daemon = store.daemon_alerts_open().await?;
     let undelivered = store.undelivered_alert_notifications().await?;
     let mut out = String::new();
 
@@ -273,15 +277,35 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
         "Open alerts per kind.",
     );
     for kind in AlertKind::ALL {
+        let alerting = daemon
+            .iter()
+            .filter(|a| a.kind == *kind && a.alert_at <= now)
+            .count() as i64;
         let n = alerts
             .iter()
             .find(|(k, _)| *k == *kind)
-            .map_or(0, |(_, n)| *n);
+            .map_or(0, |(_, n)| *n)
+            + alerting;
         let labels = [
             ("kind", kind.as_str()),
             ("severity", kind.severity().as_str()),
         ];
         sample(&mut out, "dnssec_warden_alerts_open", &labels, n as f64);
+    }
+
+    family(
+        &mut out,
+        "dnssec_warden_daemon_condition",
+        "Daemon-wide conditions holding now (1 per host for a host's own), alerting or not yet.",
+    );
+    for kind in AlertKind::DAEMON_WIDE {
+        let n = daemon.iter().filter(|a| a.kind == *kind).count();
+        sample(
+            &mut out,
+            "dnssec_warden_daemon_condition",
+            &[("kind", kind.as_str())],
+            n as f64,
+        );
     }
 
     family(

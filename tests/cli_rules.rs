@@ -223,3 +223,41 @@ fn relative_paths_are_relative_to_the_config_file() {
     assert!(etc.join("state").join("state.db").exists());
     assert!(!dir.path().join("state").exists());
 }
+
+/// Issue 31, defect 10: with IPv6 in `dns.address_families` (the default) on a host without
+/// an IPv6 route, `check-config` says so and names the key to set; with IPv4 only it says
+/// nothing. The test host may well have IPv6, so the missing route is forced by the test
+/// builds' `DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE` (which stands in for the routing table's
+/// answer only: the message and the rule are the product's).
+#[test]
+fn check_config_says_a_host_without_ipv6_and_the_key_to_set() {
+    let s = setup("names = [\"example.org\"]");
+    let check = |config: &std::path::Path| {
+        let out = daemon::bin()
+            .args(["check-config", "--config"])
+            .arg(config)
+            .env("DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = check(&s.config);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("this host has no IPv6 route"), "{err}");
+    assert!(
+        err.contains("set dns.address_families = [\"ipv4\"]"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&s.config).unwrap();
+    std::fs::write(
+        &s.config,
+        format!("{text}[dns]\naddress_families = [\"ipv4\"]\n"),
+    )
+    .unwrap();
+    let (code, err) = check(&s.config);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("IPv6"), "{err}");
+}

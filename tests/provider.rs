@@ -1318,3 +1318,82 @@ async fn dnssec_flipped_behind_the_clients_back() {
         Err(ProviderError::DnssecDisabled)
     ));
 }
+
+/// API requests (not logins or refreshes) the simulator has had.
+fn dns_requests(sim: &ProviderSim) -> u64 {
+    sim.handle()
+        .requests()
+        .iter()
+        .filter(|(k, _)| k.contains("/dns/"))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Issue 31, defect 5: an account revoked while the client runs (every call, refresh and
+/// login refused) is asked with exponential backoff, not at the login limit: calls meanwhile
+/// fail at once, unsent, and the daemon-wide condition holds until an answer accepts the
+/// credentials again.
+#[tokio::test]
+async fn a_revoked_account_is_asked_with_backoff() {
+    let sim = sim(SimOptions::default()).await;
+    sim.handle().add_zone("example.com");
+    let c = login_client(&sim, PASSWORD);
+    c.get_zone("example.com").await.unwrap();
+    assert!(!c.auth_condition().holding());
+    sim.handle().revoke_user(USER);
+    sim.handle().reset_requests();
+    let (logins_before, refreshes_before) = sim.handle().auth_attempts();
+    let start = Instant::now();
+    let (mut unsent, mut refused) = (0, 0);
+    // As fast as a busy engine asks, for 3.5 s.
+    while start.elapsed() < Duration::from_millis(3500) {
+        match c.get_zone("example.com").await {
+            Err(ProviderError::AuthBackoff { .. }) => unsent += 1,
+            Err(ProviderError::Unauthorized(_) | ProviderError::LoginFailed(_)) => refused += 1,
+            other => panic!("{other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (logins, refreshes) = sim.handle().auth_attempts();
+    let (logins, refreshes) = (logins - logins_before, refreshes - refreshes_before);
+    let api: u64 = dns_requests(&sim);
+    // Tried at 0, 1 and 3 s (waits of 1, 2, 4 s): the first try one call, one refresh
+    // and one login; each later one a login.
+    assert!(refused <= 3, "{refused} tries");
+    assert!(logins <= 3, "{logins} logins in 3.5 s");
+    assert!(refreshes <= 1, "{refreshes} refreshes in 3.5 s");
+    assert!(api <= 1, "{api} API calls in 3.5 s");
+    assert!(unsent > 100, "calls meanwhile fail at once ({unsent})");
+    assert!(c.auth_condition().holding());
+    match c.get_zone("example.com").await {
+        Err(e @ ProviderError::AuthBackoff { .. }) => {
+            assert_eq!(e.class(), ErrorClass::NotPerformed);
+            assert!(e.to_string().contains("refuses this account"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The same with an API key that the provider stops accepting: one 401, then backoff; an
+/// accepted answer ends it at once.
+#[tokio::test]
+async fn a_refused_api_key_is_asked_with_backoff_and_recovers() {
+    let sim = sim(SimOptions::default()).await;
+    sim.handle().add_zone("example.com");
+    let c = api_key_client(&sim);
+    sim.handle()
+        .inject(Fault::share(1.0, FaultKind::Status(401)).on_paths("/dns/"));
+    sim.handle().reset_requests();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        let _ = c.get_zone("example.com").await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let api = dns_requests(&sim);
+    assert!(api <= 2, "{api} API calls in 1.5 s");
+    assert!(c.auth_condition().holding());
+    sim.handle().clear_faults();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    c.get_zone("example.com").await.unwrap();
+    assert!(!c.auth_condition().holding());
+}

@@ -22,7 +22,7 @@ pub use webhook::{Webhook, WebhookError};
 
 use crate::config::{AlertSettings, ExecSettings};
 use crate::lifecycle::{AlertKind, Severity, Timestamp};
-use crate::store::AlertRow;
+use crate::store::{AlertRow, DaemonAlertRow};
 
 /// Why a notification is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -71,6 +71,7 @@ pub struct AlertEvent {
     /// `alert-42-resolved`, `ds_publish-example.com.-<digest>`. Receivers may dedupe on it.
     pub id: String,
     pub event: EventKind,
+    /// Empty for a daemon-wide alert (`daemon-alert-…` ids).
     pub zone: String,
     /// The alert kind (`ds_mismatch`, ...); absent for DS publish/withdraw requests.
     pub kind: Option<AlertKind>,
@@ -144,6 +145,46 @@ impl AlertEvent {
             opened_at: Some(alert.opened_at.to_string()),
             resolved_at: alert.resolved_at.map(|t| t.to_string()),
             ds: ds.map(str::to_string),
+            at: now.to_string(),
+            seq: None,
+        }
+    }
+
+    /// The notification owed for a daemon-wide alert: no zone, ids `daemon-alert-7-firing`.
+    pub fn for_daemon_alert(alert: &DaemonAlertRow, event: EventKind, now: Timestamp) -> Self {
+        let id = match event {
+            EventKind::Renotify => {
+                format!("daemon-alert-{}-renotify-{}", alert.id, alert.notifications)
+            }
+            other => format!("daemon-alert-{}-{other}", alert.id),
+        };
+        let severity = alert.severity.as_str();
+        let text = match event {
+            EventKind::Resolved => format!(
+                "RESOLVED {} (the whole daemon): the condition open since {} has cleared",
+                alert.kind, alert.opened_at
+            ),
+            EventKind::Renotify => format!(
+                "[{severity}] STILL OPEN since {}: {} (the whole daemon): {}",
+                alert.opened_at, alert.kind, alert.message
+            ),
+            _ => format!(
+                "[{severity}] {} (the whole daemon): {}",
+                alert.kind, alert.message
+            ),
+        };
+        Self {
+            text,
+            id,
+            event,
+            zone: String::new(),
+            kind: Some(alert.kind),
+            severity: severity.to_string(),
+            message: alert.message.clone(),
+            state: None,
+            opened_at: Some(alert.opened_at.to_string()),
+            resolved_at: alert.resolved_at.map(|t| t.to_string()),
+            ds: None,
             at: now.to_string(),
             seq: None,
         }

@@ -168,6 +168,13 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
     for warning in &prepared.warnings {
         eprintln!("warning: config {}: {warning}", path.display());
     }
+    if let Some(Err(cause)) = &prepared.ipv6_route {
+        eprintln!(
+            "warning: config {}: {}",
+            path.display(),
+            crate::dns::ipv6::no_route(cause)
+        );
+    }
     if let DatabaseSettings::Postgres(pg) = &prepared.settings.database {
         let schema = crate::store::check_postgres(pg)
             .await

@@ -16,6 +16,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
+use crate::condition::{Condition, Seen};
 use crate::config::{ConfigError, DatabaseSettings, SecretError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
@@ -90,6 +91,9 @@ pub struct Prepared {
     /// Worth telling the operator, not worth refusing the file for (a world-readable
     /// secret file).
     pub warnings: Vec<String>,
+    /// With IPv6 in `dns.address_families`: whether this host has an IPv6 route
+    /// (`dns::ipv6::route`); `None` when IPv6 is not used.
+    pub ipv6_route: Option<Result<(), String>>,
 }
 
 impl Prepared {
@@ -126,12 +130,18 @@ impl Prepared {
         })?;
         let notifier = Notifier::from_settings(&settings)
             .map_err(|error| PrepareError::Alerts { file, error })?;
+        let ipv6_route = settings
+            .dns
+            .address_families
+            .ipv6
+            .then(crate::dns::ipv6::route);
         Ok(Self {
             policy: settings.timing.clone(),
             provider: Arc::new(provider),
             observer: Arc::new(observer),
             notifier,
             warnings,
+            ipv6_route,
             settings,
         })
     }
@@ -148,9 +158,14 @@ impl Prepared {
         )
     }
 
+    /// Logs the warnings, and says (once, WARN) a host without the IPv6 route the
+    /// configuration needs.
     fn log_warnings(&self) {
         for warning in &self.warnings {
             tracing::warn!(config = %self.settings.source.display(), "{warning}");
+        }
+        if let Some(route) = &self.ipv6_route {
+            self.observer.ipv6().probed(route.clone());
         }
     }
 }
@@ -316,13 +331,21 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
     loop {
         // One zone listing for the engine and the zone keeper (per configuration: a
         // reload may name another provider).
-        let listing = Arc::new(ZoneListing::default());
+        let listing = Arc::new(match prepared.settings.zones {
+            ZoneSelection::All => ZoneListing::watched(),
+            ZoneSelection::Names(_) => ZoneListing::default(),
+        });
         let engine = prepared.engine(store.clone()).with_listing(listing.clone());
         let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
         if !ready {
             systemd::ready();
             ready = true;
         }
+        let conditions = tokio::spawn(keep_daemon_alerts(
+            store.clone(),
+            prepared.notifier.clone(),
+            daemon_conditions(&prepared, &listing, &store),
+        ));
         let zones = tokio::spawn(keep_zones(
             prepared.settings.zones.clone(),
             store.clone(),
@@ -339,6 +362,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             tokio::select! {
                 result = &mut running => {
                     zones.abort();
+                    conditions.abort();
                     supervisor.abort();
                     return result.map_err(DaemonError::from);
                 }
@@ -360,6 +384,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         let _ = stop.send(true);
         let finished = running.await;
         zones.abort();
+        conditions.abort();
         supervisor.abort();
         finished?;
         match next {
@@ -383,6 +408,106 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
                 prepared.log_warnings();
             }
         }
+    }
+}
+
+/// A daemon-wide condition as `keep_daemon_alerts` writes it.
+struct DaemonCondition {
+    condition: Arc<Condition>,
+    /// `""` for the provider account, this node for a condition of the host.
+    scope: String,
+    /// How long it holds before it alerts.
+    after: Duration,
+}
+
+/// Every daemon-wide condition of this configuration.
+fn daemon_conditions(
+    prepared: &Prepared,
+    listing: &ZoneListing,
+    store: &Store,
+) -> Vec<DaemonCondition> {
+    // Refused credentials alert at once: nothing the daemon does for any zone works.
+    let mut all = vec![DaemonCondition {
+        condition: prepared.provider.auth_condition(),
+        scope: String::new(),
+        after: Duration::ZERO,
+    }];
+    if matches!(prepared.settings.zones, ZoneSelection::All) {
+        all.push(DaemonCondition {
+            condition: listing.condition(),
+            scope: String::new(),
+            after: prepared.policy.observation_failing_after,
+        });
+    }
+    // This host's own: with several daemons, one episode per host (its node).
+    if prepared.settings.dns.address_families.ipv6 {
+        let node = store
+            .holder()
+            .and_then(|h| h.rsplit_once('/'))
+            .map_or("", |(node, _)| node);
+        all.push(DaemonCondition {
+            condition: prepared.observer.ipv6().condition(),
+            scope: node.to_string(),
+            after: Duration::ZERO,
+        });
+    }
+    all
+}
+
+/// Writes the daemon-wide conditions to the store when they change (`daemon_alerts`,
+/// read by `status` and the metrics) and sends their owed notifications. Every minute a
+/// condition that holds is written again: with several daemons, another may have ended
+/// the episode this one still sees. An end is written only when this daemon sees it end
+/// (or first judges it clear), so that daemons seeing it differently do not take turns.
+async fn keep_daemon_alerts(store: Store, notifier: Notifier, conditions: Vec<DaemonCondition>) {
+    const EVERY: Duration = Duration::from_secs(1);
+    const AGAIN: u32 = 60;
+    let clock = SystemClock;
+    let mut written: Vec<Option<Seen>> = vec![None; conditions.len()];
+    for round in 0u32.. {
+        if round % AGAIN == 0 {
+            for w in written.iter_mut() {
+                if matches!(w, Some(Seen::Holds(_))) {
+                    *w = None;
+                }
+            }
+        }
+        for (c, written) in conditions.iter().zip(written.iter_mut()) {
+            let seen = c.condition.seen();
+            if written.as_ref() == Some(&seen) {
+                continue;
+            }
+            let kind = c.condition.kind();
+            let result = match &seen {
+                Seen::Unjudged => Ok(()),
+                Seen::Clear => {
+                    store
+                        .resolve_daemon_alert(kind, &c.scope, clock.now())
+                        .await
+                }
+                Seen::Holds(episode) => {
+                    store
+                        .raise_daemon_alert(
+                            kind,
+                            &c.scope,
+                            &episode.message,
+                            episode.since,
+                            episode.since.plus(c.after),
+                        )
+                        .await
+                }
+            };
+            match result {
+                Ok(()) => *written = Some(seen),
+                Err(e) => {
+                    tracing::debug!(condition = kind.as_str(), error = %e, "cannot record a daemon-wide condition yet")
+                }
+            }
+        }
+        if let Err(e) = notifier.deliver_daemon_alerts(&store, &clock).await {
+            tracing::debug!(error = %e, "cannot deliver daemon-wide alerts yet");
+        }
+        tokio::time::sleep(EVERY).await;
     }
 }
 
@@ -433,16 +558,18 @@ async fn keep_zones<P: Provider>(
                 }
                 return;
             }
-            ZoneSelection::All => match listing
-                .get(
-                    provider.as_ref(),
-                    now,
-                    policy.poll_active / 4,
-                    policy.retry_base,
-                )
-                .await
-            {
-                Ok(listed) => {
+            // A failure is said once per episode by the listing's condition
+            // (`zone_listing_failing`).
+            ZoneSelection::All => {
+                if let Ok(listed) = listing
+                    .get(
+                        provider.as_ref(),
+                        now,
+                        policy.poll_active / 4,
+                        policy.retry_base,
+                    )
+                    .await
+                {
                     let unreadable = listed.unreadable.iter();
                     for name in listed.zones.keys().chain(unreadable) {
                         let name = match ZoneName::parse(name) {
@@ -468,10 +595,7 @@ async fn keep_zones<P: Provider>(
                         }
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot list the account's zones; trying again later")
-                }
-            },
+            }
         }
         tokio::time::sleep(policy.poll_active).await;
     }

@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::dns::DelegationVerdict;
 use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
-use crate::store::{AlertRow, EventRow, Store, StoreError, ZoneRow};
+use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow};
 
 /// `status` could not read the database, or not write its answer.
 #[derive(Debug, thiserror::Error)]
@@ -49,9 +49,78 @@ impl<'a> From<&'a AlertRow> for AlertJson<'a> {
     }
 }
 
+/// A daemon-wide condition as `status --json` shows it (`"daemon"`): open since `since`,
+/// `alerting` once it has lasted long enough to alert.
+#[derive(Serialize)]
+struct DaemonJson<'a> {
+    alerting: bool,
+    kind: &'static str,
+    message: &'a str,
+    scope: &'a str,
+    severity: &'static str,
+    since: String,
+}
+
+impl<'a> DaemonJson<'a> {
+    fn new(a: &'a DaemonAlertRow, now: Timestamp) -> Self {
+        Self {
+            alerting: a.alert_at <= now,
+            kind: a.kind.as_str(),
+            message: &a.message,
+            scope: &a.scope,
+            severity: a.severity.as_str(),
+            since: a.opened_at.to_string(),
+        }
+    }
+}
+
+/// The message of an open `host_ipv6_unreachable`, if any.
+fn host_ipv6(open: &[DaemonAlertRow]) -> Option<&str> {
+    open.iter()
+        .find(|a| a.kind == crate::lifecycle::AlertKind::HostIpv6Unreachable)
+        .map(|a| a.message.as_str())
+}
+
+/// The status table's lines for the daemon's own conditions, above the zones.
+fn daemon_lines(
+    out: &mut dyn std::io::Write,
+    open: &[DaemonAlertRow],
+    now: Timestamp,
+) -> std::io::Result<()> {
+    for a in open {
+        let host = if a.scope.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", a.scope)
+        };
+        writeln!(
+            out,
+            "DAEMON{host}: {} ({}{}) since {}: {}",
+            a.kind,
+            a.severity.as_str(),
+            if a.alert_at <= now { ", alerting" } else { "" },
+            a.opened_at,
+            a.message
+        )?;
+    }
+    Ok(())
+}
+
 /// What the zone waits for; a provider that answered "no such zone" at the last look is
 /// said plainly, whatever the state (a definite answer, not an unknown).
-fn waiting(row: &ZoneRow, policy: &Policy) -> Waiting {
+/// A zone waiting on observations while this host cannot reach IPv6 (`ipv6`, the
+/// daemon-wide condition's message) waits on the host: its IPv6 parent addresses are
+/// unknown however long it waits.
+fn waiting(row: &ZoneRow, policy: &Policy, ipv6: Option<&str>) -> Waiting {
+    if let Some(why) = ipv6
+        && !row.zone.state.is_some_and(State::is_steady)
+    {
+        return Waiting {
+            what: format!("this host's IPv6: {why}"),
+            on: "host",
+            until: None,
+        };
+    }
     let missing = row
         .last_observation
         .as_ref()
@@ -119,6 +188,9 @@ struct LeaseJson<'a> {
 #[derive(Serialize)]
 struct ZoneJson<'a> {
     alerts: Vec<AlertJson<'a>>,
+    /// One zone's status only: the daemon's own conditions, which hold it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    daemon: Option<Vec<DaemonJson<'a>>>,
     delegation: &'static str,
     ds: Option<&'a str>,
     ds_to_enter: Option<&'a str>,
@@ -142,11 +214,13 @@ fn zone_json<'a>(
     alerts: &[&'a AlertRow],
     policy: &Policy,
     now: Timestamp,
+    ipv6: Option<&str>,
 ) -> ZoneJson<'a> {
     let z = &row.zone;
-    let waiting = waiting(row, policy);
+    let waiting = waiting(row, policy, ipv6);
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
+        daemon: None,
         delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
         ds: z.facts.ds_line.as_deref(),
         ds_to_enter: z.facts.ds_to_enter.as_deref(),
@@ -196,7 +270,10 @@ pub async fn write_status_json(
 ) -> Result<bool, StatusError> {
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
+    let daemon = store.daemon_alerts_open().await?;
+    let ipv6 = host_ipv6(&daemon);
     let now = SystemClock.now();
+    let daemon_json = || daemon.iter().map(|a| DaemonJson::new(a, now)).collect();
     let of = |row: &ZoneRow| -> Vec<&AlertRow> {
         alerts
             .get(row.zone.name.as_str())
@@ -207,14 +284,20 @@ pub async fn write_status_json(
         Some(name) => match store.zone(name).await? {
             Some(row) => {
                 let open = of(&row);
-                serde_json::to_writer_pretty(&mut *out, &zone_json(&row, &open, policy, now))
+                let mut json = zone_json(&row, &open, policy, now, ipv6);
+                json.daemon = Some(daemon_json());
+                serde_json::to_writer_pretty(&mut *out, &json)
             }
             None => return Ok(false),
         },
         None => {
-            // `{"zones": [...]}` pretty-printed as serde_json prints it whole, written one
-            // zone at a time: each zone's object indented two levels.
-            out.write_all(b"{\n  \"zones\": [")?;
+            // `{"daemon": [...], "zones": [...]}` pretty-printed as serde_json prints it
+            // whole, written one zone at a time: each zone's object indented two levels.
+            let head = serde_json::json!({ "daemon": daemon_json_value(&daemon, now) });
+            let head = serde_json::to_string_pretty(&head).map_err(std::io::Error::from)?;
+            // `{\n  "daemon": …\n}` without its closing line, then the zones.
+            out.write_all(head.trim_end_matches('}').trim_end().as_bytes())?;
+            out.write_all(b",\n  \"zones\": [")?;
             let mut first = true;
             let mut zone_text = Vec::new();
             store
@@ -223,7 +306,7 @@ pub async fn write_status_json(
                     zone_text.clear();
                     serde_json::to_writer_pretty(
                         &mut zone_text,
-                        &zone_json(&row, &open, policy, now),
+                        &zone_json(&row, &open, policy, now, ipv6),
                     )
                     .map_err(std::io::Error::from)?;
                     out.write_all(if first { b"\n" } else { b",\n" })?;
@@ -242,6 +325,15 @@ pub async fn write_status_json(
     written.map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(true)
+}
+
+fn daemon_json_value(open: &[DaemonAlertRow], now: Timestamp) -> Value {
+    serde_json::to_value(
+        open.iter()
+            .map(|a| DaemonJson::new(a, now))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_default()
 }
 
 /// The status table (`None`: no such zone).
@@ -267,6 +359,9 @@ pub async fn write_status_text(
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
+    let daemon = store.daemon_alerts_open().await?;
+    let ipv6 = host_ipv6(&daemon);
+    daemon_lines(&mut *out, &daemon, now)?;
     writeln!(
         out,
         "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
@@ -278,7 +373,7 @@ pub async fn write_status_text(
         let open = alerts
             .get(row.zone.name.as_str())
             .map_or(&[][..], Vec::as_slice);
-        zone_lines(&mut *out, &row, open, policy, now)?;
+        zone_lines(&mut *out, &row, open, policy, now, ipv6)?;
         Ok(())
     };
     match zone {
@@ -304,9 +399,10 @@ fn zone_lines(
     alerts: &[&AlertRow],
     policy: &Policy,
     now: Timestamp,
+    ipv6: Option<&str>,
 ) -> std::io::Result<()> {
     let z = &row.zone;
-    let w = waiting(row, policy);
+    let w = waiting(row, policy, ipv6);
     let until = w
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
@@ -443,7 +539,7 @@ mod tests {
         assert!(text.starts_with("ZONE "), "{text}");
         assert!(text.contains("(no zones yet"), "{text}");
         let json = status_json(&store, None, &policy).await.unwrap().unwrap();
-        assert_eq!(json, json!({"zones": []}));
+        assert_eq!(json, json!({"daemon": [], "zones": []}));
         let mut written = Vec::new();
         write_status_json(&store, None, &policy, &mut written)
             .await

@@ -18,6 +18,7 @@ pub fn failure_reason(err: &ExchangeError) -> UnknownReason {
     match err {
         ExchangeError::Timeout => UnknownReason::Timeout,
         ExchangeError::Network(d) => UnknownReason::Network(d.clone()),
+        ExchangeError::Unreachable(d) => UnknownReason::Network(format!("unreachable: {d}")),
         ExchangeError::Malformed(d) => UnknownReason::Malformed(d.clone()),
     }
 }

@@ -7,6 +7,7 @@ pub mod check;
 pub mod classify;
 pub mod delegation;
 pub mod discovery;
+pub mod ipv6;
 pub mod model;
 pub mod observer;
 pub mod proof;

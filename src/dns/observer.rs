@@ -133,6 +133,12 @@ impl DnsObserver {
         self.0.querier.stats()
     }
 
+    /// This host's IPv6 as the exchanges and the start-up probe see it (the daemon-wide
+    /// `host_ipv6_unreachable`).
+    pub fn ipv6(&self) -> &crate::dns::ipv6::Ipv6Health {
+        self.0.querier.ipv6()
+    }
+
     /// Forgets every cached delegation (and the parents' validated keys with them).
     pub fn forget_delegations(&self) {
         self.0.discovery.forget();

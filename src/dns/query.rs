@@ -12,6 +12,7 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use tokio::sync::{Semaphore, oneshot};
 
+use super::ipv6::Ipv6Health;
 use super::transport::{ExchangeError, Transport};
 use super::wire;
 
@@ -104,6 +105,7 @@ struct Shared {
     shared: AtomicU64,
     in_flight: AtomicUsize,
     peak: AtomicUsize,
+    ipv6: Ipv6Health,
 }
 
 pub struct Querier(Arc<Shared>);
@@ -163,7 +165,13 @@ impl Querier {
             shared: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            ipv6: Ipv6Health::default(),
         }))
+    }
+
+    /// What the exchanges say of this host's IPv6.
+    pub fn ipv6(&self) -> &Ipv6Health {
+        &self.0.ipv6
     }
 
     pub fn stats(&self) -> QueryStats {
@@ -292,6 +300,13 @@ impl Shared {
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
                 result
             };
+            if server.is_ipv6() {
+                match &result {
+                    Err(ExchangeError::Unreachable(detail)) => self.ipv6.unreachable(detail),
+                    Err(ExchangeError::Timeout) => {}
+                    _ => self.ipv6.reached(),
+                }
+            }
             match result {
                 Ok(answer) => return Ok(Arc::new(answer)),
                 // A garbled answer will be garbled again; only silence and network
@@ -350,6 +365,59 @@ mod tests {
                 Ok(answer)
             })
         }
+    }
+
+    /// IPv6 servers unreachable (as on a host without IPv6), IPv4 ones answering.
+    struct NoIpv6;
+
+    impl Transport for NoIpv6 {
+        fn exchange<'a>(
+            &'a self,
+            server: SocketAddr,
+            query: &'a Message,
+        ) -> super::super::ExchangeFuture<'a> {
+            Box::pin(async move {
+                if server.is_ipv6() {
+                    return Err(ExchangeError::Unreachable(
+                        "Network is unreachable (os error 101)".into(),
+                    ));
+                }
+                let mut answer = query.clone();
+                answer.metadata.message_type = MessageType::Response;
+                Ok(answer)
+            })
+        }
+    }
+
+    /// Issue 31, defect 10: every IPv6 exchange failing with "network unreachable" says
+    /// the host cannot reach IPv6 (once, for the host, naming the key), whatever IPv4
+    /// does; an IPv6 answer clears it.
+    #[tokio::test]
+    async fn every_ipv6_exchange_unreachable_says_the_host_has_no_ipv6() {
+        let querier = Querier::new(Arc::new(NoIpv6), Limits::default());
+        let name = Name::from_ascii("child.test.").expect("name");
+        for i in 0..8u16 {
+            let v4 = SocketAddr::from(([127, 0, 0, 1], 53 + i));
+            assert!(querier.ask(v4, &name, RecordType::DS).await.is_ok());
+            let v6 = SocketAddr::from((
+                std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1),
+                53 + i,
+            ));
+            let e = querier.ask(v6, &name, RecordType::DS).await.unwrap_err();
+            assert!(matches!(e, ExchangeError::Unreachable(_)), "{e:?}");
+        }
+        let crate::condition::Seen::Holds(episode) = querier.ipv6().condition().seen() else {
+            panic!("the host's IPv6 is said to be unreachable")
+        };
+        assert!(
+            episode
+                .message
+                .contains("dns.address_families = [\"ipv4\"]"),
+            "{}",
+            episode.message
+        );
+        querier.ipv6().reached();
+        assert!(!querier.ipv6().condition().holding());
     }
 
     /// Runs the other tasks until `done` holds (bounded).

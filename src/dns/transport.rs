@@ -54,6 +54,10 @@ pub enum ExchangeError {
     Timeout,
     #[error("network: {0}")]
     Network(String),
+    /// The host cannot reach the server's network at all (no route, no source address
+    /// of its family): `super::ipv6` counts these for IPv6 servers.
+    #[error("network unreachable: {0}")]
+    Unreachable(String),
     #[error("malformed answer: {0}")]
     Malformed(String),
 }
@@ -203,7 +207,11 @@ impl NetTransport {
 }
 
 fn net(err: std::io::Error) -> ExchangeError {
-    ExchangeError::Network(err.to_string())
+    if super::ipv6::is_unreachable(&err) {
+        ExchangeError::Unreachable(err.to_string())
+    } else {
+        ExchangeError::Network(err.to_string())
+    }
 }
 
 /// The UDP sockets in use, one current socket per server. Clones of a [`NetTransport`]

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lifecycle::Timestamp;
+use crate::condition::Condition;
+use crate::lifecycle::{AlertKind, Timestamp};
 use crate::provider::Provider;
 
 /// One listing: every zone by its name in the store's form (lower case, trailing dot)
@@ -24,11 +25,44 @@ struct Fetched {
     result: Result<Arc<Listed>, String>,
 }
 
-/// The listing as last fetched, or its failure.
-#[derive(Default)]
-pub struct ZoneListing(tokio::sync::Mutex<Option<Fetched>>);
+/// The listing as last fetched, or its failure, and whether it is said to fail (the
+/// daemon-wide `zone_listing_failing`).
+pub struct ZoneListing {
+    copy: std::sync::Mutex<Option<Arc<Fetched>>>,
+    /// Held by the one caller fetching.
+    fetching: Arc<tokio::sync::Mutex<()>>,
+    failing: Arc<Condition>,
+    /// The listing is how new zones are found (`zones.all`): its failure is said.
+    watched: bool,
+}
+
+impl Default for ZoneListing {
+    fn default() -> Self {
+        Self {
+            copy: std::sync::Mutex::default(),
+            fetching: Arc::default(),
+            failing: Arc::new(Condition::new(AlertKind::ZoneListingFailing)),
+            watched: false,
+        }
+    }
+}
 
 impl ZoneListing {
+    /// A listing that finds the account's zones (`zones.all`): its failure is the
+    /// daemon-wide `zone_listing_failing`. Otherwise it only spares settled zones a call
+    /// each, and its failure costs those calls, nothing else.
+    pub fn watched() -> Self {
+        Self {
+            watched: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the listing fails (said once per episode in the log when watched).
+    pub fn condition(&self) -> Arc<Condition> {
+        self.failing.clone()
+    }
+
     /// The listing, fetched again once it is `max_age` old (a failure once it is `retry`
     /// old, so that a failing provider is not paged through at every step). Callers at
     /// the same time wait for one fetch.
@@ -39,37 +73,96 @@ impl ZoneListing {
         max_age: Duration,
         retry: Duration,
     ) -> Result<Arc<Listed>, String> {
-        let mut cached = self.0.lock().await;
-        let stale = match cached.as_ref() {
-            None => true,
-            // A clock that went back: the copy's age is unknown.
-            Some(f) if f.at > now => true,
-            Some(Fetched { at, result: Ok(_) }) => now.since(*at) >= max_age,
-            Some(Fetched { at, result: Err(_) }) => now.since(*at) >= retry,
-        };
-        if stale {
-            let result = provider
-                .list_zone_flags()
-                .await
-                .map(|list| {
-                    let mut listed = Listed::default();
-                    for zone in list {
-                        match crate::dnssec::fqdn(&zone.name) {
-                            Ok(name) => {
-                                listed.zones.insert(name, zone.dnssec_enabled);
-                            }
-                            Err(_) => listed.unreadable.push(zone.name),
+        let copy = self.copy();
+        if !stale(&copy, now, max_age, retry) {
+            return copy.map_or_else(|| Err("no listing".into()), |f| f.result.clone());
+        }
+        let _turn = self.fetching.lock().await;
+        // Fetched by another caller while this one waited for its turn.
+        let copy = self.copy();
+        if !stale(&copy, now, max_age, retry) {
+            return copy.map_or_else(|| Err("no listing".into()), |f| f.result.clone());
+        }
+        self.fetch(provider, now).await
+    }
+
+    /// [`get`](Self::get) for a step, which never waits for a listing: the copy in hand
+    /// (stale or not), a fetch started in the background when it is due and none runs.
+    /// Steps that waited for a listing that never ended stopped every settled zone.
+    pub fn get_now<P: Provider + 'static>(
+        self: &Arc<Self>,
+        provider: &Arc<P>,
+        now: Timestamp,
+        max_age: Duration,
+        retry: Duration,
+    ) -> Result<Arc<Listed>, String> {
+        let copy = self.copy();
+        if stale(&copy, now, max_age, retry)
+            && let Ok(turn) = self.fetching.clone().try_lock_owned()
+        {
+            let (listing, provider) = (self.clone(), provider.clone());
+            tokio::spawn(async move {
+                // Kept, and said by its condition when it fails.
+                let _ = listing.fetch(provider.as_ref(), now).await;
+                drop(turn);
+            });
+        }
+        copy.map_or_else(
+            || Err("the zone listing is being fetched".into()),
+            |f| f.result.clone(),
+        )
+    }
+
+    fn copy(&self) -> Option<Arc<Fetched>> {
+        self.copy.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Pages through the listing (the caller holds the fetching turn) and keeps it.
+    async fn fetch<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        now: Timestamp,
+    ) -> Result<Arc<Listed>, String> {
+        let result = provider
+            .list_zone_flags()
+            .await
+            .map(|list| {
+                let mut listed = Listed::default();
+                for zone in list {
+                    match crate::dnssec::fqdn(&zone.name) {
+                        Ok(name) => {
+                            listed.zones.insert(name, zone.dnssec_enabled);
                         }
+                        Err(_) => listed.unreadable.push(zone.name),
                     }
-                    Arc::new(listed)
-                })
-                .map_err(|e| e.to_string());
-            *cached = Some(Fetched { at: now, result });
+                }
+                Arc::new(listed)
+            })
+            .map_err(|e| e.to_string());
+        match &result {
+            _ if !self.watched => {}
+            Ok(_) => self.failing.clear(),
+            Err(e) => self.failing.holds(format!(
+                "the provider's zone listing fails ({e}); the zones already known are \
+                 still watched, new zones of the account are not found until it works"
+            )),
         }
-        match cached.as_ref() {
-            Some(f) => f.result.clone(),
-            None => Err("no listing".into()),
-        }
+        *self.copy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(Fetched {
+            at: now,
+            result: result.clone(),
+        }));
+        result
+    }
+}
+
+/// Whether `copy` is due to be fetched again.
+fn stale(copy: &Option<Arc<Fetched>>, now: Timestamp, max_age: Duration, retry: Duration) -> bool {
+    match copy.as_deref() {
+        None => true,
+        // A clock that went back: the copy's age is unknown.
+        Some(f) if f.at > now => true,
+        Some(Fetched { at, result: Ok(_) }) => now.since(*at) >= max_age,
+        Some(Fetched { at, result: Err(_) }) => now.since(*at) >= retry,
     }
 }
 

@@ -169,6 +169,16 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         .and_then(serde_json::Value::as_str);
     let zone = row.zone.name.as_str();
     match (now, before) {
+        // Daemon-wide: said once by `provider_auth_failing`, not once per zone.
+        (ProviderView::Unknown(error), _)
+            if error.starts_with(crate::provider::ACCOUNT_REFUSED) =>
+        {
+            tracing::debug!(
+                zone,
+                error = error.as_str(),
+                "the provider cannot be asked about this zone"
+            );
+        }
         (ProviderView::Unknown(error), before) if before != Some(error.as_str()) => {
             tracing::warn!(
                 zone,
@@ -431,22 +441,21 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
 
     /// A settled zone's entry in the provider's paged zone listing (issue 16: one listing
     /// serves every settled zone, so a steady poll needs no per-zone call). Fetched again
-    /// once it is `poll_active / 4` old (a failure is retried after `retry_base`, and
-    /// meanwhile every zone asks for itself); `None` for a zone that is not settled or
-    /// not listed.
+    /// once it is `poll_active / 4` old (a failure is retried after `retry_base`), in the
+    /// background: while there is none, every zone asks for itself; `None` for a zone
+    /// that is not settled or not listed.
     async fn listed(&self, zone: &crate::lifecycle::Zone) -> Option<crate::provider::ProviderZone> {
         if !zone.state.is_some_and(State::is_steady) {
             return None;
         }
         let listing = self
             .listing
-            .get(
-                self.provider.as_ref(),
+            .get_now(
+                &self.provider,
                 self.clock.now(),
                 self.policy.poll_active / 4,
                 self.policy.retry_base,
             )
-            .await
             .inspect_err(|e| {
                 tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
             })

@@ -282,6 +282,54 @@ impl Notifier {
         Ok(())
     }
 
+    /// Sends every owed daemon-wide notification (`daemon_alerts`), each claimed first so
+    /// that of several daemons on one database one sends it; a failed delivery gives the
+    /// claim back and stays owed.
+    pub async fn deliver_daemon_alerts(
+        &self,
+        store: &Store,
+        clock: &dyn Clock,
+    ) -> Result<(), StoreError> {
+        /// Longer than a delivery takes (every sink's bounded retries); a daemon that dies
+        /// mid-delivery leaves it to the others after this.
+        const CLAIM: Duration = Duration::from_secs(600);
+        let now = clock.now();
+        let owed = store
+            .daemon_alerts_to_notify(now, self.renotify_after)
+            .await?;
+        let mut down: HashSet<String> = HashSet::new();
+        for alert in owed {
+            if !store.claim_daemon_alert(alert.id, now, CLAIM).await? {
+                continue;
+            }
+            let event = |kind| {
+                let event = AlertEvent::for_daemon_alert(&alert, kind, now);
+                // The log has it already: the condition's own line, once per episode.
+                self.mark(LOG, &event.id);
+                event
+            };
+            if alert.resolved_at.is_none() {
+                let kind = if alert.notifications > 0 {
+                    EventKind::Renotify
+                } else {
+                    EventKind::Firing
+                };
+                if self.send(&event(kind), &mut down).await {
+                    store.daemon_alert_notified(alert.id, now).await?;
+                } else {
+                    store.unclaim_daemon_alert(alert.id).await?;
+                }
+            } else if self.send(&event(EventKind::Resolved), &mut down).await {
+                store
+                    .daemon_alert_resolution_notified(alert.id, now)
+                    .await?;
+            } else {
+                store.unclaim_daemon_alert(alert.id).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Gives the event to the log and every sink that does not have it yet; true once all
     /// have it.
     async fn send(&self, event: &AlertEvent, down: &mut HashSet<String>) -> bool {

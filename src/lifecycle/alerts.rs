@@ -62,6 +62,14 @@ pub enum AlertKind {
     /// key, an unconfirmed chain, ...) for `observation_failing_after`, while its
     /// observations are complete (incomplete ones are `observation_failing`).
     WaitStalled,
+    /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
+    /// listing fails (known zones keep stepping).
+    ZoneListingFailing,
+    /// Daemon-wide: the provider refuses the account's credentials; calls back off.
+    ProviderAuthFailing,
+    /// Daemon-wide, per host: this host cannot reach IPv6, so every IPv6 parent address
+    /// is unknown (`dns.address_families`).
+    HostIpv6Unreachable,
 }
 
 #[derive(
@@ -88,6 +96,13 @@ pub enum Severity {
 
 impl AlertKind {
     pub const ALL: &'static [AlertKind] = Self::VARIANTS;
+    /// The kinds of the whole daemon (`crate::condition`, the `daemon_alerts` table),
+    /// never of one zone.
+    pub const DAEMON_WIDE: &'static [AlertKind] = &[
+        Self::ZoneListingFailing,
+        Self::ProviderAuthFailing,
+        Self::HostIpv6Unreachable,
+    ];
 
     pub fn as_str(self) -> &'static str {
         self.into()

@@ -10,7 +10,8 @@ use crate::dns::delegation::describe as hosts;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Waiting {
     pub what: String,
-    /// `daemon`, `provider`, `registrar`, `ttl`, `operator`, or `nobody`.
+    /// `daemon`, `provider`, `registrar`, `ttl`, `operator`, `nobody`, or `host` (this
+    /// host's IPv6, said by `status`).
     pub on: &'static str,
     /// When the wait ends by itself, if it does.
     pub until: Option<Timestamp>,

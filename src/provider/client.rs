@@ -9,6 +9,7 @@
 //! [`MAX_BODY_BYTES`]; every request says `Accept: application/json`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, StatusCode};
@@ -19,13 +20,15 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::SendPermit;
-use super::error::ProviderError;
+use super::error::{ACCOUNT_REFUSED, ProviderError};
 use super::types::{
     CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
     RrsetBody,
 };
 use super::{DnssecSwitched, Provider};
+use crate::condition::Condition;
 use crate::config::{Credentials, ProviderSettings};
+use crate::lifecycle::AlertKind;
 use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
 use crate::secret::{Secret, redact};
 
@@ -33,8 +36,18 @@ use crate::secret::{Secret, redact};
 pub const DNSSEC_DISABLED_MESSAGE: &str = "dnssec is disabled";
 /// Page size of the list calls.
 pub const PAGE_LIMIT: usize = 100;
+/// The most pages one listing takes (a million entries), whatever `total_amount` says.
+pub const MAX_PAGES: usize = 10_000;
+/// The longest one listing pages on.
+pub const PAGED_BUDGET: Duration = Duration::from_secs(600);
 /// The login endpoint allows at most this many requests per second (DESIGN.md section 7).
 pub const LOGINS_PER_SECOND: usize = 5;
+/// The first wait after the provider refuses the account's credentials; each refusal in
+/// a row doubles it, up to [`AUTH_BACKOFF_CEILING`].
+pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries of refused credentials: a revoked account is asked
+/// a few times an hour, never at the login limit (an account lockout waiting to happen).
+pub const AUTH_BACKOFF_CEILING: Duration = Duration::from_secs(600);
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
 /// No answer body (API, login, refresh) is read beyond this: the largest real answer, a
@@ -49,6 +62,82 @@ pub struct GcoreClient {
     gate: RateGate,
     /// Requests in flight at once (one attempt each; retries wait outside it).
     in_flight: tokio::sync::Semaphore,
+    /// While the provider refuses the account's credentials, calls wait.
+    backoff: AuthBackoff,
+}
+
+/// Backing off after the provider refused the account's credentials (401 after renewal,
+/// a refused login): every call fails at once, unsent, until the wait is over; the next
+/// refusal doubles the wait (calls in flight together count once), any answer that
+/// accepts the credentials ends it. Said as the daemon-wide `provider_auth_failing`.
+struct AuthBackoff {
+    state: std::sync::Mutex<BackoffState>,
+    refused: Arc<Condition>,
+}
+
+#[derive(Default)]
+struct BackoffState {
+    failures: u32,
+    /// Until when calls wait (the monotonic clock, and the wall clock to say it).
+    until: Option<(Instant, SystemTime)>,
+    cause: String,
+}
+
+impl AuthBackoff {
+    fn new() -> Self {
+        Self {
+            state: std::sync::Mutex::default(),
+            refused: Arc::new(Condition::new(AlertKind::ProviderAuthFailing)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BackoffState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An error, without a request, while backing off.
+    fn gate(&self) -> Result<(), ProviderError> {
+        let state = self.lock();
+        match state.until {
+            Some((at, until)) if at > Instant::now() => Err(ProviderError::AuthBackoff {
+                until,
+                cause: state.cause.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn refused(&self, cause: &str) {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if state.until.is_some_and(|(at, _)| at > now) {
+            return;
+        }
+        state.failures = state.failures.saturating_add(1);
+        let doublings = state.failures.saturating_sub(1).min(20);
+        let wait = AUTH_BACKOFF_FIRST
+            .saturating_mul(1 << doublings)
+            .min(AUTH_BACKOFF_CEILING);
+        state.until = Some((now + wait, SystemTime::now() + wait));
+        state.cause = cause.to_string();
+        drop(state);
+        self.refused.holds(format!(
+            "{ACCOUNT_REFUSED} ({cause}): provider calls back off, from {} s doubling to {} min \
+             between tries; check the account and its credentials in [provider]",
+            AUTH_BACKOFF_FIRST.as_secs(),
+            AUTH_BACKOFF_CEILING.as_secs() / 60
+        ));
+    }
+
+    fn accepted(&self) {
+        {
+            let mut state = self.lock();
+            if state.failures > 0 {
+                *state = BackoffState::default();
+            }
+        }
+        self.refused.clear();
+    }
 }
 
 /// The most requests one client has in flight at the provider at once, however many zones
@@ -109,6 +198,15 @@ struct TokenPair {
     access: String,
     #[serde(default)]
     refresh: Option<String>,
+}
+
+/// One page of a listing: the entries read, how many the page had, `total_amount`, and
+/// a digest of the page to tell a page that repeats.
+struct Paged<T> {
+    items: Vec<T>,
+    entries: usize,
+    total: usize,
+    digest: u64,
 }
 
 /// What one attempt, or the last of its retries, returned.
@@ -195,7 +293,14 @@ impl GcoreClient {
             retry,
             gate: RateGate::default(),
             in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
+            backoff: AuthBackoff::new(),
         })
+    }
+
+    /// Whether the provider refuses the account's credentials (the daemon-wide
+    /// `provider_auth_failing`).
+    pub fn auth_condition(&self) -> Arc<Condition> {
+        self.backoff.refused.clone()
     }
 
     // ---- the calls ---------------------------------------------------------------------
@@ -237,7 +342,13 @@ impl GcoreClient {
             let bytes = self
                 .call(Method::GET, &["zones"], &page_query(offset), None)
                 .await?;
-            zone_page(&bytes, &self.secrets())
+            let (items, entries, total) = zone_page(&bytes, &self.secrets())?;
+            Ok(Paged {
+                items,
+                entries,
+                total,
+                digest: digest(&bytes),
+            })
         })
         .await
     }
@@ -300,16 +411,21 @@ impl GcoreClient {
         // Strict, unlike the zone list: the largest TTL is taken over every RRset, and
         // skipping one could make it too small. One unreadable RRset fails the listing.
         self.paged(|offset| async move {
-            let page: Page = self
-                .json(
+            let bytes = self
+                .call(
                     Method::GET,
                     &["zones", api_name(zone), "rrsets"],
                     &page_query(offset),
                     None,
                 )
                 .await?;
-            let got = page.rrsets.len();
-            Ok((page.rrsets, got, page.total_amount))
+            let page: Page = decode(&bytes, &self.secrets())?;
+            Ok(Paged {
+                entries: page.rrsets.len(),
+                items: page.rrsets,
+                total: page.total_amount,
+                digest: digest(&bytes),
+            })
         })
         .await
     }
@@ -403,31 +519,13 @@ impl GcoreClient {
         .await
     }
 
-    /// Follows `offset` page by page; `fetch` gives (items kept, entries on the page,
-    /// `total_amount`), the offset moving by the entries, kept or not.
+    /// Every page of a listing ([`paged`], within [`PAGED_BUDGET`]).
     async fn paged<T, F, Fut>(&self, fetch: F) -> Result<Vec<T>, ProviderError>
     where
         F: Fn(usize) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, usize, usize), ProviderError>>,
+        Fut: Future<Output = Result<Paged<T>, ProviderError>>,
     {
-        let mut all = Vec::new();
-        let mut offset = 0;
-        loop {
-            let (items, got, total) = fetch(offset).await?;
-            all.extend(items);
-            offset += got;
-            if offset >= total {
-                return Ok(all);
-            }
-            if got == 0 {
-                return Err(ProviderError::Decode {
-                    what: format!(
-                        "the provider reports {total} items but the page at offset {offset} is empty"
-                    ),
-                    excerpt: String::new(),
-                });
-            }
-        }
+        paged(fetch, PAGED_BUDGET).await
     }
 
     async fn json<T: DeserializeOwned>(
@@ -453,7 +551,32 @@ impl GcoreClient {
     }
 
     /// [`call`](Self::call), asking `may_send` (if any) right before every attempt leaves.
+    /// While the provider refuses the account's credentials, fails at once unsent.
     async fn call_with(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<bytes::Bytes, ProviderError> {
+        self.backoff.gate()?;
+        let result = self
+            .authorized_call(method, segments, query, body, may_send)
+            .await;
+        match &result {
+            Ok(_) => self.backoff.accepted(),
+            Err(e) => match e.credentials_accepted() {
+                Some(true) => self.backoff.accepted(),
+                Some(false) => self.backoff.refused(&e.to_string()),
+                None => {}
+            },
+        }
+        result
+    }
+
+    /// One call with its authorization, renewed once on a 401.
+    async fn authorized_call(
         &self,
         method: Method,
         segments: &[&str],
@@ -473,7 +596,7 @@ impl GcoreClient {
                 && !renewed
             {
                 renewed = true;
-                tracing::info!("provider answered 401; renewing the access token");
+                tracing::debug!("provider answered 401; renewing the access token");
                 (authorization, generation) = self.renew(login, generation).await?;
                 continue;
             }
@@ -639,6 +762,8 @@ impl GcoreClient {
             Auth::Login(login) => {
                 let mut tokens = login.tokens.lock().await;
                 if tokens.access.is_none() {
+                    // Another call's refusal while this one waited for the tokens.
+                    self.backoff.gate()?;
                     self.login(login, &mut tokens).await?;
                 }
                 Ok(bearer(&tokens))
@@ -653,6 +778,8 @@ impl GcoreClient {
             // Another request renewed while this one waited.
             return Ok(bearer(&tokens));
         }
+        // Another request's renewal was refused while this one waited.
+        self.backoff.gate()?;
         if let Some(refresh) = tokens.refresh.take() {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
@@ -670,19 +797,19 @@ impl GcoreClient {
                             store(&mut tokens, pair, Some(refresh));
                             return Ok(bearer(&tokens));
                         }
-                        Err(err) => tracing::info!(
+                        Err(err) => tracing::debug!(
                             error = %err,
                             "cannot read the token refresh answer; logging in again"
                         ),
                     }
                 }
                 Ok(reply) => {
-                    tracing::info!(
+                    tracing::debug!(
                         status = reply.status.as_u16(),
                         "token refresh refused; logging in again"
                     );
                 }
-                Err(err) => tracing::info!(error = %err, "token refresh failed; logging in again"),
+                Err(err) => tracing::debug!(error = %err, "token refresh failed; logging in again"),
             }
         }
         self.login(login, &mut tokens).await?;
@@ -691,7 +818,12 @@ impl GcoreClient {
 
     async fn login(&self, login: &LoginAuth, tokens: &mut Tokens) -> Result<(), ProviderError> {
         login.limiter.acquire().await;
-        tracing::info!("logging in to the provider");
+        // Within an episode of refusals, `provider_auth_failing` says it once.
+        if self.backoff.refused.holding() {
+            tracing::debug!("logging in to the provider");
+        } else {
+            tracing::info!("logging in to the provider");
+        }
         let body = serde_json::json!({
             "username": login.username,
             "password": login.password.expose(),
@@ -845,6 +977,56 @@ async fn read_capped(
     Ok((body.freeze(), false))
 }
 
+/// Follows `offset` page by page, the offset moving by the entries, kept or not.
+/// Bounded whatever the provider answers: a `total_amount` beyond [`MAX_PAGES`] pages, a
+/// page that repeats the one before (an offset the provider ignores), [`MAX_PAGES`] pages
+/// or `budget` of time end it; each is an error, never a partial list.
+async fn paged<T, F, Fut>(fetch: F, budget: Duration) -> Result<Vec<T>, ProviderError>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<Paged<T>, ProviderError>>,
+{
+    let started = Instant::now();
+    let mut all = Vec::new();
+    let mut offset = 0;
+    let mut last_digest = None;
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        let page = fetch(offset).await?;
+        if page.total > MAX_PAGES * PAGE_LIMIT {
+            return Err(ProviderError::Listing(format!(
+                "the provider reports {} items, more than the {MAX_PAGES} pages of {PAGE_LIMIT} a listing may take",
+                page.total
+            )));
+        }
+        if page.entries > 0 && last_digest == Some(page.digest) {
+            return Err(ProviderError::Listing(format!(
+                "the page at offset {offset} repeats the one before it (the provider ignores the offset?)"
+            )));
+        }
+        last_digest = Some(page.digest);
+        all.extend(page.items);
+        offset += page.entries;
+        if offset >= page.total {
+            return Ok(all);
+        }
+        if page.entries == 0 {
+            return Err(ProviderError::Listing(format!(
+                "the provider reports {} items but the page at offset {offset} is empty",
+                page.total
+            )));
+        }
+        if pages >= MAX_PAGES || started.elapsed() >= budget {
+            return Err(ProviderError::Listing(format!(
+                "it did not end within {pages} pages and {} s (offset {offset} of {})",
+                started.elapsed().as_secs(),
+                page.total
+            )));
+        }
+    }
+}
+
 /// One page of the zone list: the zones that can be read, how many entries the page had,
 /// and `total_amount`.
 fn zone_page<T: DeserializeOwned>(
@@ -896,6 +1078,14 @@ fn error_in_success(body: &[u8], secrets: &[String]) -> Option<String> {
             .take(EXCERPT_CHARS)
             .collect(),
     )
+}
+
+/// A page's digest (not cryptographic: it tells a repeat of the page before).
+fn digest(body: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn bearer(tokens: &Tokens) -> (Secret, u64) {
@@ -1017,6 +1207,89 @@ impl LoginLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of `entries` numbers from `offset`, `digest` as given.
+    fn page(offset: usize, entries: usize, total: usize, digest: u64) -> Paged<usize> {
+        Paged {
+            items: (offset..offset + entries).collect(),
+            entries,
+            total,
+            digest,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_is_bounded_whatever_the_provider_answers() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let asked = AtomicUsize::new(0);
+        let ask = || asked.fetch_add(1, Ordering::SeqCst);
+        let minute = Duration::from_secs(60);
+
+        // Honest: every page, once.
+        let all = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, (250 - o).min(100), 250, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap();
+        assert_eq!(all, (0..250).collect::<Vec<_>>());
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 3);
+
+        // The same full page whatever the offset: cut at the second.
+        let e = paged(
+            |_| {
+                ask();
+                async { Ok(page(0, 100, 10_000, 7)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("repeats the one before"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 2);
+
+        // A total beyond the cap: at the first page.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 100, 1_000_000_000, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("more than the"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 1);
+
+        // New pages forever within the cap: cut by the time budget.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 100, MAX_PAGES * PAGE_LIMIT, o as u64)) }
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("did not end within 1 pages"), "{e}");
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 1);
+
+        // ... and by the page cap.
+        let e = paged(
+            |o| {
+                ask();
+                async move { Ok(page(o, 1, MAX_PAGES * PAGE_LIMIT, o as u64)) }
+            },
+            minute,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.to_string().contains("pages"), "{e}");
+        assert_eq!(asked.load(Ordering::SeqCst), MAX_PAGES);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn login_limiter_allows_five_per_second() {

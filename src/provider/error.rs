@@ -9,6 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::timefmt::rfc3339;
 
+/// How [`ProviderError::AuthBackoff`] begins: a daemon-wide condition
+/// (`provider_auth_failing`), not one of a zone.
+pub const ACCOUNT_REFUSED: &str = "the provider refuses this account's credentials";
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// 404: the zone (or record) does not exist at the provider. A definite answer.
@@ -56,12 +60,21 @@ pub enum ProviderError {
     /// several daemons, its lease on the zone was gone).
     #[error("not sent: {0}")]
     NotSent(String),
+    /// Not sent: the provider refused the account's credentials (401 after renewal, a
+    /// refused login) and calls back off until `until`. Its text starts with
+    /// [`ACCOUNT_REFUSED`] and names no time, so that it reads the same at every call.
+    #[error("{ACCOUNT_REFUSED} ({cause}); backing off, not sent")]
+    AuthBackoff { until: SystemTime, cause: String },
     /// No connection could be made: the request never left.
     #[error("cannot connect: {0}")]
     Connect(String),
     /// The request may have been sent: a timeout, a reset, a truncated answer.
     #[error("transport: {0}")]
     Transport(String),
+    /// A paged listing that cannot be followed to its end (a page that repeats, more
+    /// pages than a listing may take, past its time): never taken as a partial list.
+    #[error("the listing cannot be followed to its end: {0}")]
+    Listing(String),
     #[error("cannot decode the provider's answer: {what}; body starts {excerpt:?}")]
     Decode { what: String, excerpt: String },
     /// A DNSSEC field disagrees with what the public key gives (safety rule 5).
@@ -113,6 +126,7 @@ impl ProviderError {
             | Self::RateLimitedUntil { .. }
             | Self::Connect(_)
             | Self::NotSent(_)
+            | Self::AuthBackoff { .. }
             | Self::Invalid(_)
             | Self::Server { status: 408, .. } => ErrorClass::NotPerformed,
             Self::Server { .. }
@@ -120,6 +134,7 @@ impl ProviderError {
             | Self::BodyTooLarge { .. }
             | Self::Transport(_)
             | Self::Decode { .. }
+            | Self::Listing(_)
             | Self::DnssecMismatch { .. } => ErrorClass::Unknown,
         }
     }
@@ -135,6 +150,33 @@ impl ProviderError {
     /// repeating it unchanged now will be refused again).
     pub fn is_refusal(&self) -> bool {
         self.class() == ErrorClass::Refused
+    }
+
+    /// Whether the provider answered with the account's credentials accepted (`Some(true)`:
+    /// any answer but 401), refused them (`Some(false)`), or this says nothing of them.
+    pub fn credentials_accepted(&self) -> Option<bool> {
+        match self {
+            Self::Unauthorized(_) | Self::LoginFailed(_) => Some(false),
+            Self::NotFound(_)
+            | Self::DnssecDisabled
+            | Self::Forbidden(_)
+            | Self::Conflict(_)
+            | Self::RateLimited { .. }
+            | Self::Server { .. }
+            | Self::Rejected { .. }
+            | Self::Redirected { .. }
+            | Self::ErrorInSuccess { .. }
+            | Self::BodyTooLarge { .. }
+            | Self::Decode { .. }
+            | Self::Listing(_)
+            | Self::DnssecMismatch { .. } => Some(true),
+            Self::RateLimitedUntil { .. }
+            | Self::NotSent(_)
+            | Self::AuthBackoff { .. }
+            | Self::Connect(_)
+            | Self::Transport(_)
+            | Self::Invalid(_) => None,
+        }
     }
 
     /// Worth trying again later (the engine reschedules with backoff); a 4xx other than 408
@@ -232,6 +274,10 @@ mod tests {
             ProviderError::Connect("refused".into()),
             ProviderError::Unauthorized("bad key".into()),
             ProviderError::LoginFailed("bad password".into()),
+            ProviderError::AuthBackoff {
+                until: SystemTime::UNIX_EPOCH,
+                cause: "401".into(),
+            },
             ProviderError::Invalid("name".into()),
         ] {
             assert_eq!(e.class(), ErrorClass::NotPerformed, "{e:?}");

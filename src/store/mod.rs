@@ -8,6 +8,7 @@
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
 
+mod daemon_alerts;
 mod faults;
 mod group;
 mod lease;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
+pub use daemon_alerts::DaemonAlertRow;
 pub use faults::WriteFailure;
 pub use lease::{LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;

@@ -209,7 +209,7 @@ impl SqliteStore {
 
     /// The pool, for writes outside a transaction: the file must still be the one opened;
     /// this store's write turn is held until the statement ends.
-    async fn writer(&self) -> Result<Serialized<'_>, StoreError> {
+    pub(super) async fn writer(&self) -> Result<Serialized<'_>, StoreError> {
         self.verify_identity()?;
         Ok(Serialized {
             _turn: self.turn(WRITE_TURN_WAIT).await?,

@@ -288,7 +288,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 8,
+                wanted: 9,
                 ..
             })
         ),
@@ -896,7 +896,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 5
+            wanted: 6
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -905,7 +905,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 5,
+                wanted: 6,
                 ..
             })
         ),
@@ -916,8 +916,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 5,
-            wanted: 5
+            applied: 6,
+            wanted: 6
         }
     );
     // Opening again is idempotent (the daemon restarting).
@@ -1345,4 +1345,110 @@ async fn due_names(store: &Store, at: i64, limit: u32) -> Vec<String> {
         .into_iter()
         .map(|r| r.row.zone.name)
         .collect()
+}
+
+/// Daemon-wide alerts (`daemon_alerts`) on both backends: one open episode per kind and
+/// scope whoever raises it, notified from `alert_at`, claimed by one daemon at a time, a
+/// `resolved` owed only for an episode that was notified.
+async fn daemon_alerts_on(store: &Store, other: &Store) {
+    let kind = AlertKind::ZoneListingFailing;
+    let t = Timestamp(1_000_000);
+    let day = Duration::from_secs(86_400);
+    store
+        .raise_daemon_alert(kind, "", "refused", t, t.plus(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    // A second daemon raising it meets the same episode.
+    other
+        .raise_daemon_alert(kind, "", "refused again", t.plus(Duration::from_secs(5)), t)
+        .await
+        .unwrap();
+    let open = store.daemon_alerts_open().await.unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].message, "refused again");
+    assert_eq!(open[0].opened_at, t);
+    // Not owed before it alerts.
+    assert!(
+        store
+            .daemon_alerts_to_notify(t, day)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let at = t.plus(Duration::from_secs(60));
+    let owed = store.daemon_alerts_to_notify(at, day).await.unwrap();
+    assert_eq!(owed.len(), 1);
+    let id = owed[0].id;
+    assert!(
+        store
+            .claim_daemon_alert(id, at, Duration::from_secs(600))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !other
+            .claim_daemon_alert(id, at, Duration::from_secs(600))
+            .await
+            .unwrap()
+    );
+    assert!(
+        other
+            .daemon_alerts_to_notify(at, day)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.daemon_alert_notified(id, at).await.unwrap();
+    assert!(
+        other
+            .daemon_alerts_to_notify(at, day)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    other.resolve_daemon_alert(kind, "", at).await.unwrap();
+    let owed = store.daemon_alerts_to_notify(at, day).await.unwrap();
+    assert_eq!(owed.len(), 1, "the resolved notification");
+    assert!(owed[0].resolved_at.is_some());
+    store
+        .daemon_alert_resolution_notified(id, at)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .daemon_alerts_to_notify(at, day)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // An episode over before it alerted owes nothing at all.
+    store
+        .raise_daemon_alert(kind, "", "brief", at, at.plus(day))
+        .await
+        .unwrap();
+    store.resolve_daemon_alert(kind, "", at).await.unwrap();
+    assert!(
+        store
+            .daemon_alerts_to_notify(at.plus(day), day)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.daemon_alerts_open().await.unwrap().is_empty());
+    assert_eq!(store.daemon_alerts().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn daemon_alerts_sqlite() {
+    let store = Store::open_in_memory().await.unwrap();
+    daemon_alerts_on(&store, &store.clone()).await;
+}
+
+#[tokio::test]
+async fn daemon_alerts_postgres() {
+    let cluster = pg_support::Cluster::shared();
+    let settings = postgres_settings(&cluster).await;
+    let one = Store::connect(&settings).await.unwrap();
+    let two = Store::connect(&settings).await.unwrap();
+    daemon_alerts_on(&one, &two).await;
 }

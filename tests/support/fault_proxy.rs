@@ -67,6 +67,10 @@ pub enum Fault {
     RemoveFields(Vec<String>),
     /// The first `n` matching requests pass; every later one gets `401`.
     UnauthorizedAfter(u32),
+    /// The zone listing (`GET /dns/v2/zones`, whatever its offset) answers the same full
+    /// page of these names and 99 more forever, `total_amount` 1e9; every other request
+    /// passes.
+    EndlessListing(Vec<String>),
 }
 
 impl Fault {
@@ -249,6 +253,22 @@ impl FaultProxy {
     }
 
     /// Requests received for exactly this path (faulted or passed through).
+    /// The largest `offset=` any request to `path` asked for.
+    pub fn max_offset(&self, path: &str) -> Option<u64> {
+        self.inner
+            .lock()
+            .seen
+            .iter()
+            .filter(|r| r.path == path)
+            .filter_map(|r| {
+                r.query.as_deref()?.split('&').find_map(|kv| {
+                    kv.strip_prefix("offset=")
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
+            })
+            .max()
+    }
+
     pub fn calls(&self, path: &str) -> usize {
         self.inner
             .lock()
@@ -454,6 +474,22 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Some(Fault::NullFields(fields)) => rewrite(&inner, &parts, body, &fields, true).await,
         Some(Fault::RemoveFields(fields)) => rewrite(&inner, &parts, body, &fields, false).await,
         Some(Fault::UnauthorizedAfter(_)) => json_reply(401, json!({"error": "Unauthorized"})),
+        Some(Fault::EndlessListing(names)) if path == "/dns/v2/zones" => {
+            let zones: Vec<Value> = names
+                .iter()
+                .cloned()
+                .chain((0..).map(|i| format!("filler-{i}.test")))
+                .take(100)
+                .map(|name| json!({"name": name, "dnssec_enabled": false}))
+                .collect();
+            json_reply(
+                200,
+                json!({"zones": zones, "total_amount": 1_000_000_000u64}),
+            )
+        }
+        Some(Fault::EndlessListing(_)) => forward(&inner, &parts, body)
+            .await
+            .unwrap_or_else(|e| json_reply(502, json!({ "error": e }))),
     }
 }
 

@@ -310,6 +310,21 @@ impl SimHandle {
         (state.logins_ok, state.refreshes_ok)
     }
 
+    /// (login requests, refresh requests) so far, refused ones included.
+    pub fn auth_attempts(&self) -> (u64, u64) {
+        let state = self.0.lock();
+        (state.login_attempts, state.refresh_attempts)
+    }
+
+    /// Revokes an account: its password no longer logs in, and every token issued so far
+    /// (anyone's) is refused.
+    pub fn revoke_user(&self, username: &str) {
+        let mut state = self.0.lock();
+        state.options.users.retain(|(u, _)| u != username);
+        state.tokens.expire_access_tokens();
+        state.tokens.expire_refresh_tokens();
+    }
+
     pub fn expire_access_tokens(&self) {
         self.0.lock().tokens.expire_access_tokens();
     }

@@ -225,6 +225,7 @@ async fn authorize(
 
 async fn login(State(shared): State<Shared>, body: Bytes) -> Response {
     let mut state = shared.lock();
+    state.login_attempts += 1;
     let now = Instant::now();
     while state
         .logins
@@ -271,6 +272,7 @@ async fn login(State(shared): State<Shared>, body: Bytes) -> Response {
 
 async fn refresh(State(shared): State<Shared>, body: Bytes) -> Reply {
     let mut state = shared.lock();
+    state.refresh_attempts += 1;
     let form: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let Some(token) = form.get("refresh").and_then(Value::as_str) else {
         return error(StatusCode::BAD_REQUEST, "refresh is required");

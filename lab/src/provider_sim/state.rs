@@ -28,6 +28,10 @@ pub(super) struct SimState {
     /// Successful logins and refreshes, for tests of the client's token handling.
     pub logins_ok: u64,
     pub refreshes_ok: u64,
+    /// Every login and refresh request, answered or refused (a client that does not back
+    /// off shows here).
+    pub login_attempts: u64,
+    pub refresh_attempts: u64,
 }
 
 pub(super) struct SimZone {
@@ -107,6 +111,8 @@ impl SimState {
             forbidden: HashSet::new(),
             logins_ok: 0,
             refreshes_ok: 0,
+            login_attempts: 0,
+            refresh_attempts: 0,
         }
     }
 
