@@ -565,3 +565,44 @@ async fn a_host_without_ipv6_is_said_once_for_the_host() {
         "{sent}"
     );
 }
+
+/// Issue 32, item 6 through the binary: `dns.trust_anchor_file` holds a key the root does
+/// not serve (the IANA root's DS in the lab). It is the operator's anchor that is wrong,
+/// not the domains: one critical daemon-wide `trust_anchor_mismatch` naming the file,
+/// said once; the zone's validation is unknown, never `validation_failed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_trust_anchor_is_one_configuration_alert_not_a_zone_outage() {
+    let zone = "anchored.test.";
+    let w = LabWorld::start(zone).await;
+    std::fs::write(
+        w.lab.trust_anchor_path(),
+        dnssec_warden::dns::anchor::IANA_ROOT_DS.join("\n") + "\n",
+    )
+    .unwrap();
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    let s = wait_status(&w.config, zone, LONG, &daemon, |s| {
+        s["state"] == "awaiting_ds"
+            && s["daemon"].as_array().is_some_and(|d| {
+                d.iter()
+                    .any(|c| c["kind"] == "trust_anchor_mismatch" && c["alerting"] == true)
+            })
+    })
+    .await;
+    let said = "trust anchor matches no key served";
+    assert!(
+        daemon.log().contains("dns.trust_anchor_file"),
+        "{}",
+        daemon.log()
+    );
+    // Several looks at the zone, whose validation is asked in `awaiting_ds`.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let now = status(&w.config, zone);
+    let alerts = now["alerts"].as_array().cloned().unwrap_or_default();
+    assert!(
+        alerts.iter().all(|a| a["kind"] != "validation_failed"),
+        "no outage page for the zone: {now}\n{s}"
+    );
+    assert_eq!(daemon.log().matches(said).count(), 1, "{}", daemon.log());
+}

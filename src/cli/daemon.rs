@@ -341,11 +341,15 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             systemd::ready();
             ready = true;
         }
-        let conditions = tokio::spawn(keep_daemon_alerts(
+        let alerts = keep_daemon_alerts(
             store.clone(),
             prepared.notifier.clone(),
             daemon_conditions(&prepared, &listing, &store),
-        ));
+        );
+        let anchors = keep_trust_anchors_checked(prepared.observer.clone());
+        let conditions = tokio::spawn(async move {
+            tokio::join!(alerts, anchors);
+        });
         let zones = tokio::spawn(keep_zones(
             prepared.settings.zones.clone(),
             store.clone(),
@@ -439,6 +443,12 @@ fn daemon_conditions(
             after: prepared.policy.observation_failing_after,
         });
     }
+    // The anchors: the same file on every daemon, so one episode for them all.
+    all.push(DaemonCondition {
+        condition: prepared.observer.trust_anchor_condition(),
+        scope: String::new(),
+        after: Duration::ZERO,
+    });
     // This host's own: with several daemons, one episode per host (its node).
     if prepared.settings.dns.address_families.ipv6 {
         let node = store
@@ -452,6 +462,17 @@ fn daemon_conditions(
         });
     }
     all
+}
+
+/// Checks the trust anchors against the keys their zones serve at start and every ten
+/// minutes (`trust_anchor_mismatch`): a stale anchor is said once, as the configuration's
+/// fault, instead of as every zone's validation failing.
+async fn keep_trust_anchors_checked(observer: Arc<DnsObserver>) {
+    const EVERY: Duration = Duration::from_secs(600);
+    loop {
+        observer.check_trust_anchors().await;
+        tokio::time::sleep(EVERY).await;
+    }
 }
 
 /// Writes the daemon-wide conditions to the store when they change (`daemon_alerts`,

@@ -69,6 +69,8 @@ struct Inner {
     budget: ObservationBudget,
     /// The validated DNSKEY sets of parent zones, shared by every zone below each.
     keys: KeyCache,
+    /// The daemon-wide `trust_anchor_mismatch`, as `check_trust_anchors` last saw it.
+    anchors_served: Arc<crate::condition::Condition>,
 }
 
 /// Observes zones by asking every server directly. Cheap to clone; clones share the
@@ -126,6 +128,9 @@ impl DnsObserver {
             zones: Semaphore::new(options.zones_in_flight.max(1)),
             budget: settings.budget,
             keys: KeyCache::default(),
+            anchors_served: Arc::new(crate::condition::Condition::new(
+                crate::lifecycle::AlertKind::TrustAnchorMismatch,
+            )),
         })))
     }
 
@@ -538,9 +543,28 @@ impl DnsObserver {
         }
     }
 
+    /// The daemon-wide `trust_anchor_mismatch` condition ([`Self::check_trust_anchors`]).
+    pub fn trust_anchor_condition(&self) -> Arc<crate::condition::Condition> {
+        self.0.anchors_served.clone()
+    }
+
     /// Whether the configured trust anchors name keys their zones serve now (a stale
-    /// anchor is the operator's fault, said once, not an outage of every zone).
+    /// anchor is the operator's fault, said once, not an outage of every zone): the
+    /// daemon-wide condition follows what is seen; unknown leaves it as it was.
     pub async fn check_trust_anchors(&self) -> super::validator::AnchorCheck {
+        use super::validator::AnchorCheck;
+        let check = self.check_trust_anchors_now().await;
+        match &check {
+            AnchorCheck::Served => self.0.anchors_served.clear(),
+            AnchorCheck::Mismatch(d) => self.0.anchors_served.holds(format!(
+                "{d}: no answer can be validated from it, so every decision that needs validated evidence waits (a configuration fault, not an outage of the zones)"
+            )),
+            AnchorCheck::Unknown(_) => {}
+        }
+        check
+    }
+
+    async fn check_trust_anchors_now(&self) -> super::validator::AnchorCheck {
         let budget = Budget::new(self.0.budget);
         let validator = Validator::new(
             &self.0.querier,

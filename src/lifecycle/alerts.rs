@@ -70,6 +70,9 @@ pub enum AlertKind {
     /// Daemon-wide, per host: this host cannot reach IPv6, so every IPv6 parent address
     /// is unknown (`dns.address_families`).
     HostIpv6Unreachable,
+    /// Daemon-wide: no key the anchored zone serves matches `dns.trust_anchor_file` (a
+    /// stale or wrong anchor): nothing validates, every validated decision waits.
+    TrustAnchorMismatch,
 }
 
 #[derive(
@@ -115,7 +118,8 @@ impl AlertKind {
             | Self::DnssecOffWithDs
             | Self::DelegationChangedWithDs
             | Self::ValidationFailed
-            | Self::ZoneMissingAtProvider => Severity::Critical,
+            | Self::ZoneMissingAtProvider
+            | Self::TrustAnchorMismatch => Severity::Critical,
             _ => Severity::Warning,
         }
     }
