@@ -37,6 +37,9 @@ pub struct Webhook {
     timeout: Duration,
     retry: RetryPolicy,
     client: reqwest::Client,
+    /// The URL's `user:password` in every form a receiver may echo it (as written, decoded,
+    /// and as the Basic credentials sent from it), to redact from what is logged.
+    credentials: Vec<String>,
 }
 
 // The URL and headers may hold tokens.
@@ -87,6 +90,7 @@ impl Webhook {
                 max_retry_after: MAX_BACKOFF,
             },
             client,
+            credentials: url_credentials(&settings.url),
         })
     }
 
@@ -173,6 +177,7 @@ impl Webhook {
             .filter_map(|(_, v)| v.to_str().ok())
             .chain([self.url.path()])
             .chain(self.url.query())
+            .chain(self.credentials.iter().map(String::as_str))
             .collect();
         // Redacted before it is cut, so that no part of a secret survives the cut.
         let text = crate::secret::redact(&String::from_utf8_lossy(&body), &secrets);
@@ -187,6 +192,49 @@ impl Webhook {
             _ => format!(": {text}{note}"),
         }
     }
+}
+
+/// The secrets of a URL's userinfo: the password as written and percent-decoded,
+/// `user:password` decoded, and its base64 (the Basic credentials sent from it), the
+/// longest first so that no part of one survives the redaction of another.
+fn url_credentials(url: &url::Url) -> Vec<String> {
+    let Some(written) = url.password() else {
+        return Vec::new();
+    };
+    use base64::Engine as _;
+    let password = percent_decoded(written);
+    let pair = format!("{}:{password}", percent_decoded(url.username()));
+    let mut all = vec![
+        base64::engine::general_purpose::STANDARD.encode(&pair),
+        pair,
+        written.to_string(),
+        password,
+    ];
+    all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    all.dedup();
+    all
+}
+
+/// `%41` as `A`; anything not a valid escape is kept as written.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(value as u8);
+                i += 3;
+            }
+            (b, ..) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -274,6 +322,57 @@ mod tests {
             produced < 16 << 20,
             "the receiver produced {produced} bytes"
         );
+    }
+
+    /// Issue 33, item 8: a password in the webhook URL never reaches an error (the log):
+    /// not as written, not decoded, not as the Basic credentials a receiver echoes.
+    #[tokio::test]
+    async fn credentials_in_the_url_are_redacted_from_an_echoed_answer() {
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(|headers: axum::http::HeaderMap| async move {
+                use base64::Engine as _;
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("none")
+                    .to_string();
+                let decoded = auth
+                    .strip_prefix("Basic ")
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                (
+                    reqwest::StatusCode::UNAUTHORIZED,
+                    format!("Authorization={auth} decoded={decoded} raw=hunter2%70ass"),
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let hook = Webhook::new(&WebhookSettings {
+            name: "alerts.webhook[0]".into(),
+            url: format!("http://alertuser:hunter2%70ass@{addr}/hook")
+                .parse()
+                .unwrap(),
+            headers: vec![],
+            timeout: Duration::from_secs(10),
+            max_attempts: 1,
+            backoff: Duration::from_millis(10),
+        })
+        .unwrap();
+        let err = hook.send(&event()).await.unwrap_err().to_string();
+        assert!(err.contains("HTTP 401"), "{err}");
+        assert!(err.contains("[redacted]"), "{err}");
+        for secret in [
+            "hunter2pass",
+            "hunter2%70ass",
+            "YWxlcnR1c2VyOmh1bnRlcjJwYXNz",
+        ] {
+            assert!(!err.contains(secret), "{secret} in {err}");
+        }
+        assert_eq!(percent_decoded("a%41%zz%4"), "aA%zz%4");
     }
 
     /// A 429 with `Retry-After: 1` is waited out (not the 10 ms backoff) before the retry.
