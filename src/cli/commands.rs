@@ -206,6 +206,25 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
             )?;
         }
     }
+    // An existing SQLite file a newer version wrote is refused here as `run` refuses
+    // it; one not made yet is `run`'s to make.
+    if let Some(file) = prepared.settings.database.sqlite_path()
+        && file.exists()
+    {
+        match crate::store::Store::open_read_only(file).await {
+            Err(e @ StoreError::SchemaAhead { .. }) => return Err(CommandError::from(e)),
+            Err(StoreError::SchemaBehind {
+                applied, wanted, ..
+            }) => writeln!(
+                out,
+                "database {}: schema {applied} of {wanted}: `run` migrates it when it starts",
+                file.display()
+            )?,
+            // Anything else (a directory the reader may not write its index in) is
+            // `run`'s to say, with the daemon's rights.
+            Err(_) | Ok(_) => {}
+        }
+    }
     writeln!(out, "{}: OK", path.display())?;
     Ok(Outcome::Done)
 }

@@ -50,10 +50,14 @@ pub enum StoreError {
     #[error("database {url}: {message}")]
     Url { url: String, message: String },
     #[error(
-        "database {url} has migration {version} applied, which this dnssec-warden does not \
-         know (a newer version ran on it?): use that version, or a database of its own"
+        "database {url} was written by a newer dnssec-warden (schema {version} > {known}, \
+         which this one knows): use that version, or a database of its own"
     )]
-    SchemaAhead { url: String, version: i64 },
+    SchemaAhead {
+        url: String,
+        version: i64,
+        known: i64,
+    },
     #[error("database holds an invalid value: {0}")]
     Corrupt(String),
     #[error("zone {0} is not in the database")]

@@ -209,7 +209,8 @@ impl PgStore {
                 None => {
                     return Err(StoreError::SchemaAhead {
                         url: self.label.to_string(),
-                        version: *version,
+                        version: applied.last().map_or(*version, |(v, _)| *v),
+                        known: wanted,
                     });
                 }
             }

@@ -106,7 +106,14 @@ impl SqliteStore {
                 error,
             })?;
         // A file removed under the daemon is reported, not silently created anew.
-        pool.set_connect_options(options.create_if_missing(false));
+        pool.set_connect_options(options.clone().create_if_missing(false));
+        // A newer version's file is said as such, before sqlx's "migration N was
+        // previously applied but is missing".
+        if let Err(e) = refuse_newer(&options, path).await {
+            drop(lock);
+            pool.close().await;
+            return Err(e);
+        }
         let migrated = sqlx::migrate!("./migrations").run(&pool).await;
         let identity = Identity::of(path);
         drop(lock);
@@ -151,12 +158,7 @@ impl SqliteStore {
         let mut pool = connect(options.clone()).await?;
         // Only the daemon migrates: a reader newer than the file says so plainly instead
         // of failing on a missing column.
-        let wanted = sqlx::migrate!("./migrations")
-            .migrations
-            .iter()
-            .map(|m| m.version)
-            .max()
-            .unwrap_or(0);
+        let wanted = known_schema();
         let mut applied = schema_version(&pool).await;
         if applied.as_ref().is_err_and(cannot_open_wal_index) && !wal_of(path).exists() {
             // No `-wal` beside the file: no connection has it open (the daemon is stopped,
@@ -170,6 +172,13 @@ impl SqliteStore {
             applied = schema_version(&pool).await;
         }
         let applied = applied.ok().flatten().unwrap_or(0);
+        if applied > wanted {
+            return Err(StoreError::SchemaAhead {
+                url: shown(),
+                version: applied,
+                known: wanted,
+            });
+        }
         if applied < wanted {
             return Err(StoreError::SchemaBehind {
                 path: shown(),
@@ -1079,6 +1088,52 @@ impl faults::Watched for SqliteStore {
     fn label(&self) -> &str {
         &self.label
     }
+}
+
+/// The newest migration this binary knows.
+fn known_schema() -> i64 {
+    sqlx::migrate!("./migrations")
+        .migrations
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0)
+}
+
+/// A file a newer dnssec-warden migrated past this binary's schema is refused, naming it.
+/// Asked on a connection of its own, closed before the pool migrates (a pool connection
+/// that read the old schema kept stale column lists through the migration).
+async fn refuse_newer(options: &SqliteConnectOptions, path: &Path) -> Result<(), StoreError> {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    let open_error = |error| StoreError::Open {
+        path: path.display().to_string(),
+        error,
+    };
+    let mut conn = options.connect().await.map_err(open_error)?;
+    let exists: Option<(String,)> = sqlx::query_as(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_optional(&mut conn)
+    .await
+    .map_err(open_error)?;
+    let applied: Option<(Option<i64>,)> = match exists {
+        None => None,
+        Some(_) => sqlx::query_as("SELECT max(version) FROM _sqlx_migrations WHERE success")
+            .fetch_optional(&mut conn)
+            .await
+            .map_err(open_error)?,
+    };
+    conn.close().await.map_err(open_error)?;
+    let applied = applied.and_then(|(v,)| v).unwrap_or(0);
+    let known = known_schema();
+    if applied > known {
+        return Err(StoreError::SchemaAhead {
+            url: path.display().to_string(),
+            version: applied,
+            known,
+        });
+    }
+    Ok(())
 }
 
 /// The schema version the file's migrations reached; `None` before the first.
