@@ -268,14 +268,7 @@ impl DnsObserver {
                 self.0.keys.fetches.fetch_add(1, Ordering::Relaxed);
                 let now = unix_now();
                 let budget = Budget::new(self.0.budget);
-                let validator = Validator::new(
-                    &self.0.querier,
-                    &self.0.discovery,
-                    &self.0.anchors,
-                    self.0.port,
-                    now,
-                    &budget,
-                );
+                let validator = self.validator(now, &budget);
                 let keys = validator.zone_keys(parent).await;
                 let keep = match (&keys, validator.freshness()) {
                     (ZoneKeys::Failed(_), _) | (_, None) => KEYS_FAILURE_KEPT,
@@ -543,6 +536,18 @@ impl DnsObserver {
         }
     }
 
+    /// Our validator over this observer's querier, delegations and anchors.
+    fn validator<'a>(&'a self, now: u32, budget: &'a Budget) -> Validator<'a> {
+        Validator::new(
+            &self.0.querier,
+            &self.0.discovery,
+            &self.0.anchors,
+            self.0.port,
+            now,
+            budget,
+        )
+    }
+
     /// The daemon-wide `trust_anchor_mismatch` condition ([`Self::check_trust_anchors`]).
     pub fn trust_anchor_condition(&self) -> Arc<crate::condition::Condition> {
         self.0.anchors_served.clone()
@@ -566,14 +571,7 @@ impl DnsObserver {
 
     async fn check_trust_anchors_now(&self) -> super::validator::AnchorCheck {
         let budget = Budget::new(self.0.budget);
-        let validator = Validator::new(
-            &self.0.querier,
-            &self.0.discovery,
-            &self.0.anchors,
-            self.0.port,
-            unix_now(),
-            &budget,
-        );
+        let validator = self.validator(unix_now(), &budget);
         match tokio::time::timeout_at(budget.deadline(), validator.check_anchors()).await {
             Ok(check) => check,
             Err(_elapsed) => {
@@ -594,14 +592,7 @@ impl DnsObserver {
                 }];
             }
         };
-        let validator = Validator::new(
-            &self.0.querier,
-            &self.0.discovery,
-            &self.0.anchors,
-            self.0.port,
-            unix_now(),
-            budget,
-        );
+        let validator = self.validator(unix_now(), budget);
         let ours = self.our_probe(&validator, zone, &name);
         let theirs = join_all(
             self.0

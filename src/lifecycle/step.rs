@@ -1040,15 +1040,7 @@ impl Run<'_> {
                 Err(e) => format!("the name servers could not be asked ({e})"),
                 Ok(_) => "the name servers could not be asked".to_string(),
             },
-            Some(child) => match child.not_serving(&key.dnskey) {
-                Some(a) => format!(
-                    "name server {} ({}) {}",
-                    a.server,
-                    a.addr,
-                    key_standing(&a.answer, &key.dnskey)
-                ),
-                None => "no name server answered".to_string(),
-            },
+            Some(child) => not_serving_text(child, key),
         }
     }
 
@@ -1349,15 +1341,7 @@ pub(super) fn enterable_ds(
     match &obs.child {
         Ok(c) if c.all_serve(&key.dnskey) => Ok(line),
         Ok(c) => {
-            let why = match c.not_serving(&key.dnskey) {
-                Some(a) => format!(
-                    "name server {} ({}) {}",
-                    a.server,
-                    a.addr,
-                    key_standing(&a.answer, &key.dnskey)
-                ),
-                None => "no name server answered".to_string(),
-            };
+            let why = not_serving_text(c, key);
             Err(Hold::new(
                 format!("not every name server serves the key signed by it: {why}"),
                 Party::Provider,
@@ -1367,6 +1351,20 @@ pub(super) fn enterable_ds(
             format!("the name servers could not be asked: {e}"),
             Party::Daemon,
         )),
+    }
+}
+
+/// The first child address that does not serve the provider's key (validly signed), and
+/// how it stands, in words.
+fn not_serving_text(child: &ChildView, key: &DnssecKey) -> String {
+    match child.not_serving(&key.dnskey) {
+        Some(a) => format!(
+            "name server {} ({}) {}",
+            a.server,
+            a.addr,
+            key_standing(&a.answer, &key.dnskey)
+        ),
+        None => "no name server answered".to_string(),
     }
 }
 
