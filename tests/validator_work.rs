@@ -69,6 +69,23 @@ impl Zone {
         .expect("signed")
     }
 
+    /// The zone's DNSKEY set in `records` verified with its key, now.
+    fn verify(
+        &self,
+        records: &[Record],
+        budget: &Budget,
+    ) -> Result<dnssec_warden::dns::validator::Verified, VerifyError> {
+        verify_rrset(
+            records,
+            &self.name,
+            RecordType::DNSKEY,
+            ZONE,
+            std::slice::from_ref(&self.dnskey),
+            now(),
+            budget,
+        )
+    }
+
     /// The KeyTrap-shaped DNSKEY answer: `copies` copies of the key, `garbage` RRSIGs
     /// carrying its tag whose signatures are noise, then one valid RRSIG.
     fn keytrap(&self, copies: usize, garbage: usize) -> Vec<Record> {
@@ -105,15 +122,7 @@ fn a_keytrap_answer_costs_a_few_checks_and_is_never_verified() {
     let zone = Zone::new();
     let records = zone.keytrap(300, 300);
     let budget = budget();
-    let verdict = verify_rrset(
-        &records,
-        &zone.name,
-        RecordType::DNSKEY,
-        ZONE,
-        std::slice::from_ref(&zone.dnskey),
-        now(),
-        &budget,
-    );
+    let verdict = zone.verify(&records, &budget);
     assert!(
         matches!(&verdict, Err(VerifyError::Exhausted(d)) if d.contains("validation budget exhausted")),
         "{verdict:?}"
@@ -157,15 +166,7 @@ fn an_observation_spends_at_most_its_signature_budget() {
     let records = zone.keytrap(300, 300);
     let budget = budget();
     for _ in 0..160 {
-        let verdict = verify_rrset(
-            &records,
-            &zone.name,
-            RecordType::DNSKEY,
-            ZONE,
-            std::slice::from_ref(&zone.dnskey),
-            now(),
-            &budget,
-        );
+        let verdict = zone.verify(&records, &budget);
         assert!(
             matches!(verdict, Err(VerifyError::Exhausted(_))),
             "{verdict:?}"
@@ -174,25 +175,15 @@ fn an_observation_spends_at_most_its_signature_budget() {
     assert_eq!(budget.signature_checks(), MAX_SIGNATURE_CHECKS);
 }
 
-/// Keys sharing one tag (a KeyTrap DNSKEY set of colliding keys): at most
-/// `MAX_KEYS_PER_TAG` tried for a signature; the valid key among the first is found.
+/// The caps cut only hostile answers: a valid signature after 7 garbage ones (within
+/// `MAX_SIGNATURES_PER_RRSET`) still verifies.
 #[test]
 fn the_valid_signature_among_the_first_few_verifies() {
     let zone = Zone::new();
-    let key = zone.dnskey_record();
     let signed = zone.keytrap(1, MAX_SIGNATURES_PER_RRSET - 1);
     let budget = budget();
-    let verdict = verify_rrset(
-        &signed,
-        &zone.name,
-        RecordType::DNSKEY,
-        ZONE,
-        std::slice::from_ref(&zone.dnskey),
-        now(),
-        &budget,
-    );
+    let verdict = zone.verify(&signed, &budget);
     assert!(verdict.is_ok(), "{verdict:?}");
-    drop(key);
 }
 
 /// RFC 4034 section 6.3: a server repeating a DNSKEY (or a DS) signed over the set
@@ -204,15 +195,7 @@ fn a_repeated_record_still_verifies() {
     let sig = zone.rrsig(std::slice::from_ref(&key));
     let records = vec![key.clone(), key.clone(), key, sig];
     let budget = budget();
-    let verdict = verify_rrset(
-        &records,
-        &zone.name,
-        RecordType::DNSKEY,
-        ZONE,
-        std::slice::from_ref(&zone.dnskey),
-        now(),
-        &budget,
-    );
+    let verdict = zone.verify(&records, &budget);
     assert!(verdict.is_ok(), "{verdict:?}");
     assert_eq!(
         self_signers(
