@@ -6,6 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use dnssec_warden_lab::dns::KeySource;
 use support::daemon::{Daemon, KEY, LabWorld, cli, status, try_status, wait_state, wait_status};
 use support::fault_proxy::{Fault, FaultProxy, Rule, flip_dnssec};
 
@@ -210,4 +211,73 @@ async fn a_hanging_provider_neither_kills_nor_blocks_the_daemon() {
         .expect("SIGTERM ends the daemon within the step bound");
     assert!(exit.success(), "{}", daemon.log());
     assert!(asked.elapsed() < Duration::from_secs(20));
+}
+
+/// Issue 31, item 2 (safety rule 11): "DNSSEC on" forwarded to the provider (it took
+/// effect) and answered 502; before the retry, another zone's 429 arms the shared
+/// `Retry-After` hold beyond the call's budget. The history must never say the call was
+/// not sent or not performed, and once the hold has passed, that it took effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_sent_then_held_by_another_zones_retry_after_is_settled_as_taken_effect() {
+    let (zone, other) = ("sent.test.", "other.test.");
+    let (w, proxy) = behind_proxy(zone).await;
+    assert!(w.sim.handle().add_zone(other));
+    w.lab
+        .add_child(other, KeySource::provider(w.sim.handle()))
+        .unwrap();
+    let names = |z: &[&str]| format!("names = {z:?}");
+    let rest = w.rest.replace(&names(&[zone]), &names(&[zone, other]));
+    let text = format!("{}{rest}", w.provider_section(proxy.url().as_str()));
+    std::fs::write(&w.config, text).unwrap();
+    // Both intents before the daemon starts: both zones are adopted at its first pass and
+    // switched on together at the next, so that their calls are in flight at once.
+    for z in [zone, other] {
+        assert!(cli(&w.config, &["enable", z]).0);
+    }
+    let patch = "/dns/v2/zones/sent.test/dnssec";
+    proxy.add_fault(
+        Rule::new(Fault::AfterForward {
+            status: 502,
+            delay: Duration::from_millis(1500),
+        })
+        .on(patch)
+        .method("PATCH")
+        .times(1),
+    );
+    // Retry-After 8 s: beyond the 4 s retry budget, so the retry is not even tried.
+    proxy.add_fault(
+        Rule::new(Fault::retry_after("8"))
+            .on("/dns/v2/zones/other.test/dnssec")
+            .method("PATCH")
+            .once_seen(patch, Duration::from_millis(200))
+            .times(1),
+    );
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    assert!(
+        daemon
+            .wait_log("may or may not have taken effect", 1, LONG)
+            .await,
+        "{}",
+        daemon.log()
+    );
+    assert!(w.sim.handle().dnssec_enabled(zone), "the PATCH took effect");
+    let patches = || {
+        proxy
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PATCH" && r.path == patch)
+            .count()
+    };
+    assert_eq!(patches(), 1, "the retry was held, not sent");
+    let settled = daemon.wait_log("took effect", 1, LONG).await;
+    let (_, story, _) = cli(&w.config, &["history", zone]);
+    assert!(settled, "{story}\n{}", daemon.log());
+    assert!(
+        story.contains("the call to switch DNSSEC on took effect"),
+        "{story}"
+    );
+    for untrue in ["not sent", "not performed"] {
+        assert!(!story.contains(untrue), "{untrue:?} in\n{story}");
+    }
+    assert_eq!(patches(), 1, "it took effect: never asked again");
 }

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::SendPermit;
-use super::error::ProviderError;
+use super::error::{Attempts, ProviderError};
 use super::types::{
     CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
     RrsetBody,
@@ -112,6 +112,7 @@ struct TokenPair {
 }
 
 /// What one attempt, or the last of its retries, returned.
+#[derive(Clone)]
 struct Reply {
     status: StatusCode,
     retry_after: Option<Duration>,
@@ -464,20 +465,41 @@ impl GcoreClient {
         let url = self.url(&["dns", "v2"], segments, query)?;
         let (mut authorization, mut generation) = self.authorization().await?;
         let mut renewed = false;
+        // A call that changes something: once an attempt may have taken effect, its
+        // outcome stays unknown whatever the later attempts give (safety rule 11).
+        let mut attempts = (!method.is_safe()).then(Attempts::default);
+        let outcome = |attempts: &Option<Attempts>, e| match attempts {
+            Some(attempts) => attempts.outcome(e),
+            None => e,
+        };
         loop {
-            let reply = self
-                .send(&method, &url, body, Some(&authorization), may_send)
-                .await?;
+            let reply = match self
+                .send(
+                    &method,
+                    &url,
+                    body,
+                    Some(&authorization),
+                    may_send,
+                    attempts.as_mut(),
+                )
+                .await
+            {
+                Ok(reply) => reply,
+                Err(e) => return Err(outcome(&attempts, e)),
+            };
             if reply.status == StatusCode::UNAUTHORIZED
                 && let Auth::Login(login) = &self.auth
                 && !renewed
             {
                 renewed = true;
                 tracing::info!("provider answered 401; renewing the access token");
-                (authorization, generation) = self.renew(login, generation).await?;
+                (authorization, generation) = match self.renew(login, generation).await {
+                    Ok(renewed) => renewed,
+                    Err(e) => return Err(outcome(&attempts, e)),
+                };
                 continue;
             }
-            return self.check(reply);
+            return self.check(reply).map_err(|e| outcome(&attempts, e));
         }
     }
 
@@ -487,6 +509,7 @@ impl GcoreClient {
     /// provider is not asked while it holds. `may_send` is asked once the attempt's turn
     /// has come, the last moment before it leaves; refused, nothing more is sent (the
     /// last failure stands, or [`ProviderError::NotSent`] before the first attempt).
+    /// Every failed attempt is told to `attempts`, if given.
     async fn send(
         &self,
         method: &Method,
@@ -494,6 +517,7 @@ impl GcoreClient {
         body: Option<&serde_json::Value>,
         authorization: Option<&Secret>,
         may_send: Option<SendPermit<'_>>,
+        mut attempts: Option<&mut Attempts>,
     ) -> Result<Reply, ProviderError> {
         let started = Instant::now();
         let mut failed = 0;
@@ -567,6 +591,11 @@ impl GcoreClient {
                     if let Some(wait) = reply.retry_after {
                         self.gate.hold(wait);
                     }
+                    if let Some(attempts) = attempts.as_deref_mut()
+                        && let Err(e) = self.check(reply.clone())
+                    {
+                        attempts.failed(&e);
+                    }
                     (reply.retry_after, Ok(reply))
                 }
                 Err(err) => {
@@ -577,6 +606,9 @@ impl GcoreClient {
                     } else {
                         ProviderError::Transport(text)
                     };
+                    if let Some(attempts) = attempts.as_deref_mut() {
+                        attempts.failed(&error);
+                    }
                     (None, Err(error))
                 }
             };
@@ -657,7 +689,7 @@ impl GcoreClient {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
             match self
-                .send(&Method::POST, &url, Some(&body), None, None)
+                .send(&Method::POST, &url, Some(&body), None, None, None)
                 .await
             {
                 Ok(reply) if reply.status.is_success() => {
@@ -698,7 +730,7 @@ impl GcoreClient {
         });
         let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
         let reply = self
-            .send(&Method::POST, &url, Some(&body), None, None)
+            .send(&Method::POST, &url, Some(&body), None, None, None)
             .await?;
         let secrets = self.secrets_with(tokens, None);
         match reply.status.as_u16() {
