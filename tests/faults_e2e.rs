@@ -7,7 +7,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use dnssec_warden_lab::dns::KeySource;
-use support::daemon::{Daemon, KEY, LabWorld, cli, status, try_status, wait_state, wait_status};
+use support::daemon::{
+    Daemon, KEY, LabWorld, bin, cli, status, try_status, wait_state, wait_status,
+};
 use support::fault_proxy::{Fault, FaultProxy, Rule, flip_dnssec};
 
 const LONG: Duration = Duration::from_secs(40);
@@ -280,4 +282,73 @@ async fn a_switch_sent_then_held_by_another_zones_retry_after_is_settled_as_take
         assert!(!story.contains(untrue), "{untrue:?} in\n{story}");
     }
     assert_eq!(patches(), 1, "it took effect: never asked again");
+}
+
+/// Issue 31, item 4: a registrar hook that prints lines looking like the daemon's, and
+/// 3 MB on each stream. The daemon's log (`--log-format json`) stays the daemon's: every
+/// line is one JSON object, the hook's output one escaped field of one of them, bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_output_is_one_bounded_escaped_field_of_the_daemons_log() {
+    let zone = "loud.test.";
+    let w = LabWorld::start(zone).await;
+    let forged = r#"{"timestamp":"2026-01-01T00:00:00Z","level":"WARN","message":"forged: DNSSEC switched off"}"#;
+    let script = format!(
+        "printf '%s\\n' '{forged}'; printf '%s\\n' '{forged}' >&2; \
+         head -c 3000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2"
+    );
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    let registrar =
+        format!("[registrar]\ncommand = [\"/bin/sh\", \"-c\", {script:?}]\ntimeout = \"20s\"\n");
+    std::fs::write(&w.config, format!("{text}{registrar}")).unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let child = bin()
+        .args(["run", "--log-format", "json", "--config"])
+        .arg(&w.config)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("the daemon starts");
+    let daemon = Daemon { child, log };
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    assert!(
+        daemon.wait_log("registrar hook succeeded", 1, LONG).await,
+        "{:.4000}",
+        daemon.log()
+    );
+    let text = daemon.log();
+    assert!(
+        text.len() < 512 * 1024,
+        "{} bytes of daemon log",
+        text.len()
+    );
+    let mut output = Vec::new();
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a daemon line ({e}): {line:.300}"));
+        assert!(
+            !value["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("forged"),
+            "{line:.300}"
+        );
+        if value["stdout"].is_string() {
+            output.push(value);
+        }
+    }
+    assert_eq!(output.len(), 1, "one line with the hook's output");
+    let stdout = output[0]["stdout"].as_str().unwrap();
+    // Quoted and escaped (the field's Debug form), newlines as `\n`.
+    assert!(stdout.starts_with("\"{\\\"timestamp"), "{stdout:.300}");
+    assert!(stdout.contains("switched off\\\"}\\nxxx"), "{stdout:.300}");
+    assert_eq!(
+        output[0]["stdout_bytes"],
+        3_000_000 + forged.len() as u64 + 1
+    );
+    assert_eq!(
+        output[0]["stderr_bytes"],
+        3_000_000 + forged.len() as u64 + 1
+    );
 }
