@@ -576,7 +576,8 @@ impl GcoreClient {
             let outcome = match outcome {
                 Ok(Some(reply)) => Ok(reply),
                 Ok(None) => {
-                    tracing::warn!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
+                    // The caller's permission (the fence) says why, once.
+                    tracing::debug!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
                     return last.unwrap_or(Err(ProviderError::NotSent(
                         "the caller no longer may send it (its lease on the zone is gone)".into(),
                     )));
