@@ -16,7 +16,11 @@
 //!   successful observation; while observations fail, the time since the first failure,
 //!   a lower bound: the database keeps no earlier time);
 //! - `dnssec_warden_store_write_failing`: 1 while writes to the database fail (disk full,
-//!   I/O error), from this process's own writes: the database cannot say so itself.
+//!   I/O error), from this process's own writes: the database cannot say so itself;
+//! - several daemons on PostgreSQL: `dnssec_warden_leases_held{holder,self}`,
+//!   `dnssec_warden_zones_unheld`, and `dnssec_warden_fenced_total{what}` (a counter of
+//!   this process: what its fence refused, `what` one of `step`, `schedule`, `event`,
+//!   `effect`, `provider_call`, `notification`).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -269,6 +273,22 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
             &[],
             (zones.len() as i64 - held).max(0) as f64,
         );
+    }
+    if let Some(fenced) = store.fenced() {
+        let _ = writeln!(
+            out,
+            "# HELP dnssec_warden_fenced_total What this daemon's fence refused since it started: \
+             writes, provider calls and notifications of zones whose lease was no longer its own."
+        );
+        let _ = writeln!(out, "# TYPE dnssec_warden_fenced_total counter");
+        for (what, n) in fenced {
+            sample(
+                &mut out,
+                "dnssec_warden_fenced_total",
+                &[("what", what.as_str())],
+                n as f64,
+            );
+        }
     }
 
     family(

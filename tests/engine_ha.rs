@@ -14,9 +14,38 @@ use common::{CrashSwitch, T0, ZONE, engine};
 use dnssec_warden::config::{ClusterSettings, DatabaseSettings, PostgresSettings};
 use dnssec_warden::engine::{CrashPoint, EngineError};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, State};
-use dnssec_warden::store::{Store, StoreError};
+use dnssec_warden::store::{Fenced, Store, StoreError};
 
 const LEASE: Duration = Duration::from_millis(3_000);
+
+/// What the code under test logs on this thread while a [`LogLines::subscriber`] is the
+/// default (plain text, no colours).
+#[derive(Clone, Default)]
+struct LogLines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogLines {
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let sink = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish()
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
 
 async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
     let mut store = Store::connect(settings).await.expect("PostgreSQL store");
@@ -91,14 +120,53 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
     assert_eq!(world.switches().len(), 1);
 
     // A resumes the step it was in (it still believes it holds the zone): every write is
-    // refused, and it performs nothing.
+    // refused, and it performs nothing. The refusal is said (one warning naming the zone,
+    // the stale epoch and what was refused) and counted (issue 31, item 9).
     assert!(a_store.holds(ZONE));
-    let resumed = a.step_zone(ZONE).await;
+    let lines = LogLines::default();
+    let resumed = {
+        let _log = tracing::subscriber::set_default(lines.subscriber());
+        a.step_zone(ZONE).await
+    };
     assert!(
         matches!(resumed, Err(EngineError::Store(StoreError::LeaseLost(ref z))) if z == ZONE),
         "{resumed:?}"
     );
     assert!(!a_store.holds(ZONE), "the refusal ends A's belief");
+    let said: Vec<String> = lines
+        .text()
+        .lines()
+        .filter(|l| l.contains("fenced"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(said.len(), 1, "one line for the refusal: {said:?}");
+    for field in [
+        " WARN ".to_string(),
+        format!("zone=\"{ZONE}\""),
+        format!("epoch={}", lease.epoch),
+        "what=\"step\"".to_string(),
+    ] {
+        assert!(said[0].contains(&field), "{field} in {}", said[0]);
+    }
+    let counted = a_store.fenced().expect("A is one of several daemons");
+    let step = counted.iter().find(|(w, _)| *w == Fenced::Step).unwrap().1;
+    assert_eq!(step, 1, "{counted:?}");
+    let metrics = dnssec_warden::metrics::render(&a_store, &world.clock)
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("# TYPE dnssec_warden_fenced_total counter")
+            && metrics.contains("dnssec_warden_fenced_total{what=\"step\"} 1")
+            && metrics.contains("dnssec_warden_fenced_total{what=\"provider_call\"} 0"),
+        "{metrics}"
+    );
+    let metrics_b = dnssec_warden::metrics::render(&b_store, &world.clock)
+        .await
+        .unwrap();
+    assert!(
+        metrics_b.contains("dnssec_warden_fenced_total{what=\"step\"} 0"),
+        "B was never fenced: {metrics_b}"
+    );
     assert_eq!(a.tick().await.unwrap(), 0, "nothing is due for A");
     assert_eq!(world.switches().len(), 1, "one call for one decision");
     let events = b_store.events(ZONE).await.unwrap();

@@ -63,6 +63,9 @@ enum Op {
     /// The old provider's DS published at, or removed from, one parent server.
     PublishOld(usize),
     RemoveOld(usize),
+    /// The next switch takes effect and is answered 502, and the client's retry is then
+    /// held by another zone's `Retry-After` (safety rule 11).
+    SentThenHeld,
 }
 
 /// How a sequence's world starts.
@@ -95,6 +98,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceChild(i, b)),
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::StripSignatures(i, b)),
         1 => (0..4u32).prop_map(Op::ProviderFails),
+        1 => Just(Op::SentThenHeld),
         1 => any::<bool>().prop_map(Op::Flip),
         1 => Just(Op::Rekey),
         3 => prop_oneof![Just(1u64), Just(60), Just(300), Just(3600), Just(6 * 3600), Just(30 * 3600)]
@@ -137,6 +141,7 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::SilenceChild(i, b) => rig.world.lock().children[*i].silent = *b,
         Op::StripSignatures(i, b) => rig.world.lock().children[*i].unsigned = *b,
         Op::ProviderFails(n) => rig.world.lock().provider_failures = *n,
+        Op::SentThenHeld => rig.world.lock().switches_sent_then_held = 1,
         Op::Flip(on) => rig.world.flip_dnssec(*on),
         Op::Rekey => rig.world.rekey(),
         Op::Advance(secs) => rig.advance(Duration::from_secs(*secs)),
@@ -246,7 +251,59 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         let trail = trail(rig).await;
         prop_assert!(false, "after {what}: {violations:?}; {trail}");
     }
+    if let Some(said) = said_not_sent(rig).await {
+        let trail = trail(rig).await;
+        prop_assert!(false, "after {what}: {said}; {trail}");
+    }
     Ok(now)
+}
+
+/// The action of a switch, as the audit trail names it.
+fn switch_action(enabled: bool) -> String {
+    format!("switch DNSSEC {}", if enabled { "on" } else { "off" })
+}
+
+/// Safety rule 11 against the ground truth: a switch that left the host (the fake
+/// performed it) recorded as not performed or refused by the call at that moment.
+async fn said_not_sent(rig: &Rig) -> Option<String> {
+    let sent = rig.world.lock().sent_unanswered.clone();
+    let events = rig.store.events(common::ZONE).await.unwrap();
+    sent.iter().find_map(|(at, enabled)| {
+        let action = switch_action(*enabled);
+        let untrue = [
+            format!("the call to {action} was not performed"),
+            format!("provider refused to {action}"),
+        ];
+        events
+            .iter()
+            .find(|e| e.at == *at && untrue.iter().any(|u| e.reason.contains(u.as_str())))
+            .map(|e| {
+                format!(
+                    "a call that left the host at {at} is recorded as: {}",
+                    e.reason
+                )
+            })
+    })
+}
+
+/// Every switch that left the host without a readable answer is settled by a later
+/// observation ("took effect" or "did not take effect"), never left unsaid.
+async fn sent_calls_settled(rig: &Rig) -> Result<(), TestCaseError> {
+    let sent = rig.world.lock().sent_unanswered.clone();
+    let events = rig.store.events(common::ZONE).await.unwrap();
+    for (at, enabled) in sent {
+        let settled = format!("the call to {}", switch_action(enabled));
+        let found = events.iter().any(|e| {
+            e.at >= at
+                && e.reason.contains(&settled)
+                && (e.reason.contains(" took effect") || e.reason.contains("did not take effect"))
+        });
+        if !found {
+            let trail = trail(rig).await;
+            prop_assert!(false, "the switch sent at {at} was never settled; {trail}");
+        }
+    }
+    Ok(())
 }
 
 /// The world turns helpful: servers answer, the registrar does what it is told (the
@@ -351,6 +408,7 @@ fn check(
         settle(&mut rig, ttl, goal).await?;
         let violations = rig.world.violations();
         prop_assert!(violations.is_empty(), "while settling: {violations:?}");
+        sent_calls_settled(&rig).await?;
         prop_assert!(rig.store.zone(ZONE).await.unwrap().is_some(), "zone lost");
         rig.assert_audit_chain().await;
         let state = rig.state().await;

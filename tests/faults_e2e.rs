@@ -7,7 +7,10 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::daemon::{Daemon, KEY, LabWorld, cli, status, try_status, wait_state, wait_status};
+use dnssec_warden_lab::dns::KeySource;
+use support::daemon::{
+    Daemon, KEY, LabWorld, bin, cli, status, try_status, wait_state, wait_status,
+};
 use support::fault_proxy::{Fault, FaultProxy, Rule, flip_dnssec};
 
 const LONG: Duration = Duration::from_secs(40);
@@ -605,4 +608,142 @@ async fn a_wrong_trust_anchor_is_one_configuration_alert_not_a_zone_outage() {
         "no outage page for the zone: {now}\n{s}"
     );
     assert_eq!(daemon.log().matches(said).count(), 1, "{}", daemon.log());
+}
+
+/// Issue 31, item 2 (safety rule 11): "DNSSEC on" forwarded to the provider (it took
+/// effect) and answered 502; before the retry, another zone's 429 arms the shared
+/// `Retry-After` hold beyond the call's budget. The history must never say the call was
+/// not sent or not performed, and once the hold has passed, that it took effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_sent_then_held_by_another_zones_retry_after_is_settled_as_taken_effect() {
+    let (zone, other) = ("sent.test.", "other.test.");
+    let (w, proxy) = behind_proxy(zone).await;
+    assert!(w.sim.handle().add_zone(other));
+    w.lab
+        .add_child(other, KeySource::provider(w.sim.handle()))
+        .unwrap();
+    let names = |z: &[&str]| format!("names = {z:?}");
+    let rest = w.rest.replace(&names(&[zone]), &names(&[zone, other]));
+    let text = format!("{}{rest}", w.provider_section(proxy.url().as_str()));
+    std::fs::write(&w.config, text).unwrap();
+    // Both intents before the daemon starts: both zones are adopted at its first pass and
+    // switched on together at the next, so that their calls are in flight at once.
+    for z in [zone, other] {
+        assert!(cli(&w.config, &["enable", z]).0);
+    }
+    let patch = "/dns/v2/zones/sent.test/dnssec";
+    proxy.add_fault(
+        Rule::new(Fault::AfterForward {
+            status: 502,
+            delay: Duration::from_millis(1500),
+        })
+        .on(patch)
+        .method("PATCH")
+        .times(1),
+    );
+    // Retry-After 8 s: beyond the 4 s retry budget, so the retry is not even tried.
+    proxy.add_fault(
+        Rule::new(Fault::retry_after("8"))
+            .on("/dns/v2/zones/other.test/dnssec")
+            .method("PATCH")
+            .once_seen(patch, Duration::from_millis(200))
+            .times(1),
+    );
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    assert!(
+        daemon
+            .wait_log("may or may not have taken effect", 1, LONG)
+            .await,
+        "{}",
+        daemon.log()
+    );
+    assert!(w.sim.handle().dnssec_enabled(zone), "the PATCH took effect");
+    let patches = || {
+        proxy
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PATCH" && r.path == patch)
+            .count()
+    };
+    assert_eq!(patches(), 1, "the retry was held, not sent");
+    let settled = daemon.wait_log("took effect", 1, LONG).await;
+    let (_, story, _) = cli(&w.config, &["history", zone]);
+    assert!(settled, "{story}\n{}", daemon.log());
+    assert!(
+        story.contains("the call to switch DNSSEC on took effect"),
+        "{story}"
+    );
+    for untrue in ["not sent", "not performed"] {
+        assert!(!story.contains(untrue), "{untrue:?} in\n{story}");
+    }
+    assert_eq!(patches(), 1, "it took effect: never asked again");
+}
+
+/// Issue 31, item 4: a registrar hook that prints lines looking like the daemon's, and
+/// 3 MB on each stream. The daemon's log (`--log-format json`) stays the daemon's: every
+/// line is one JSON object, the hook's output one escaped field of one of them, bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_output_is_one_bounded_escaped_field_of_the_daemons_log() {
+    let zone = "loud.test.";
+    let w = LabWorld::start(zone).await;
+    let forged = r#"{"timestamp":"2026-01-01T00:00:00Z","level":"WARN","message":"forged: DNSSEC switched off"}"#;
+    let script = format!(
+        "printf '%s\\n' '{forged}'; printf '%s\\n' '{forged}' >&2; \
+         head -c 3000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2"
+    );
+    let text = std::fs::read_to_string(&w.config).unwrap();
+    let registrar =
+        format!("[registrar]\ncommand = [\"/bin/sh\", \"-c\", {script:?}]\ntimeout = \"20s\"\n");
+    std::fs::write(&w.config, format!("{text}{registrar}")).unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let child = bin()
+        .args(["run", "--log-format", "json", "--config"])
+        .arg(&w.config)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("the daemon starts");
+    let daemon = Daemon { child, log };
+    wait_state(&w.config, zone, "disabled", LONG, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    assert!(
+        daemon.wait_log("registrar hook succeeded", 1, LONG).await,
+        "{:.4000}",
+        daemon.log()
+    );
+    let text = daemon.log();
+    assert!(
+        text.len() < 512 * 1024,
+        "{} bytes of daemon log",
+        text.len()
+    );
+    let mut output = Vec::new();
+    for line in text.lines() {
+        let value: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a daemon line ({e}): {line:.300}"));
+        assert!(
+            !value["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("forged"),
+            "{line:.300}"
+        );
+        if value["stdout"].is_string() {
+            output.push(value);
+        }
+    }
+    assert_eq!(output.len(), 1, "one line with the hook's output");
+    let stdout = output[0]["stdout"].as_str().unwrap();
+    // Quoted and escaped (the field's Debug form), newlines as `\n`.
+    assert!(stdout.starts_with("\"{\\\"timestamp"), "{stdout:.300}");
+    assert!(stdout.contains("switched off\\\"}\\nxxx"), "{stdout:.300}");
+    assert_eq!(
+        output[0]["stdout_bytes"],
+        3_000_000 + forged.len() as u64 + 1
+    );
+    assert_eq!(
+        output[0]["stderr_bytes"],
+        3_000_000 + forged.len() as u64 + 1
+    );
 }

@@ -184,11 +184,22 @@ async fn paused_daemon_is_fenced(point: &str) {
             writers[&zone]
         );
     }
-    // A says it lost the zone (its write or its effect refused, or its lease gone).
+    // A says what its fence refused (issue 31, item 9): one warning naming the zone, its
+    // stale epoch and what was refused (at "observed", the step's write; at "committed",
+    // the provider call; at "effect_performed", recording the call's outcome).
     let said = &world.daemons[a].log()[a_log_at_cont..];
+    let what = match point {
+        "observed" => "step",
+        "committed" => "provider_call",
+        _ => "effect",
+    };
+    let fenced: Vec<&str> = said.lines().filter(|l| l.contains("fenced:")).collect();
     assert!(
-        said.contains("lease") || said.contains("no longer"),
-        "A's log after SIGCONT says nothing of the lost lease:\n{said}"
+        fenced.iter().any(|l| l.contains(" WARN ")
+            && l.contains(&format!("zone=\"{zone}\""))
+            && l.contains(&format!("epoch={a_epoch}"))
+            && l.contains(&format!("what=\"{what}\""))),
+        "A's log after SIGCONT does not say the fence refused its {what}:\n{said}"
     );
     let (holder, _) = lease(&db, &zone).await;
     assert!(

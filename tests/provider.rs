@@ -1397,3 +1397,78 @@ async fn a_refused_api_key_is_asked_with_backoff_and_recovers() {
     c.get_zone("example.com").await.unwrap();
     assert!(!c.auth_condition().holding());
 }
+
+/// Issue 31, item 2 (safety rule 11): a PATCH forwarded to the provider (it took effect)
+/// and answered 502; before the retry, another zone's 429 arms the shared `Retry-After`
+/// hold beyond the call's budget. The call must stay "outcome unknown", never "not
+/// sent"; so must one whose retry is refused (409) after a 502, for neither proves the
+/// first attempt took no effect. A read keeps its own answer.
+#[tokio::test]
+async fn an_attempt_that_was_sent_keeps_the_call_unknown_whatever_follows() {
+    let (sim, proxy) = proxied(&["a.example", "b.example"]).await;
+    let policy = RetryPolicy {
+        budget: Duration::from_secs(5),
+        ..quick_policy()
+    };
+    let c = proxy_client(&proxy, key(), policy);
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::AfterForward {
+            status: 502,
+            delay: Duration::from_millis(600),
+        })
+        .on("/dns/v2/zones/a.example/dnssec")
+        .times(1),
+    );
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::retry_after("30"))
+            .on("/dns/v2/zones/b.example")
+            .times(1),
+    );
+    let switch = c.set_dnssec("a.example", true);
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        c.get_zone("b.example").await
+    };
+    let (switched, other) = tokio::join!(switch, other);
+    assert!(
+        matches!(other, Err(ProviderError::RateLimited { .. })),
+        "{other:?}"
+    );
+    let e = switched.expect_err("the answer was a 502, the retry held");
+    assert_eq!(e.class(), ErrorClass::Unknown, "{e:?}");
+    assert!(e.outcome_unknown() && !e.is_refusal(), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("502") && !text.contains("not sent"), "{text}");
+    assert!(sim.handle().dnssec_enabled("a.example"), "it took effect");
+    assert_eq!(proxy.calls("/dns/v2/zones/a.example/dnssec"), 1);
+
+    // A 409 on the retry after a 502 (the hold has not passed: a client of its own).
+    let c = proxy_client(&proxy, key(), quick_policy());
+    proxy.clear_faults();
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::AfterForward {
+            status: 502,
+            delay: Duration::ZERO,
+        })
+        .on("/dns/v2/zones/a.example/dnssec")
+        .times(1),
+    );
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::Status(409))
+            .on("/dns/v2/zones/a.example/dnssec")
+            .times(1),
+    );
+    let e = c.set_dnssec("a.example", false).await.unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Unknown, "{e:?}");
+    assert!(e.to_string().contains("409"), "{e}");
+    assert!(!sim.handle().dnssec_enabled("a.example"), "it took effect");
+
+    // A read has no effect to keep unknown: a 404 after a 502 is "not found".
+    proxy.add_fault(
+        Rule::new(fault_proxy::Fault::Status(502))
+            .on("/dns/v2/zones/nowhere.example")
+            .times(1),
+    );
+    let e = c.get_zone("nowhere.example").await.unwrap_err();
+    assert_eq!(e.class(), ErrorClass::NotFound, "{e:?}");
+}

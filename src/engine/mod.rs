@@ -423,8 +423,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 tracing::debug!(zone = %name, error = %e, "step not recorded");
             }
             // Fenced: another daemon holds the zone now and decides afresh.
+            // The fence said it (one warning, with the epoch and what it refused).
             Err(EngineError::Store(StoreError::LeaseLost(_))) => {
-                tracing::warn!(
+                tracing::debug!(
                     zone = %name,
                     "the zone's lease was lost during the step (this daemon paused or slow?): nothing of it was written or performed after that; the zone's holder steps it"
                 );
@@ -672,11 +673,17 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         zone: &str,
         item: &crate::store::OutboxItem,
     ) -> Result<bool, EngineError> {
-        if item.effect.is_provider_call() && !self.store.lease_current(zone).await? {
-            tracing::warn!(
+        if item.effect.is_provider_call()
+            && !self
+                .store
+                .lease_current(zone, crate::store::Fenced::ProviderCall)
+                .await?
+        {
+            // The fence said it (one warning, counted).
+            tracing::debug!(
                 zone,
                 effect = item.effect.describe(),
-                "not performed: this daemon's lease on the zone is no longer current; its holder decides afresh"
+                "not performed: this daemon's lease on the zone is no longer current"
             );
             return Ok(false);
         }
@@ -778,7 +785,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
         let store = &self.store;
         let may_send = || -> crate::provider::PermitAnswer<'_> {
-            Box::pin(async move { store.lease_current(zone).await.unwrap_or(false) })
+            Box::pin(async move {
+                store
+                    .lease_current(zone, crate::store::Fenced::ProviderCall)
+                    .await
+                    .unwrap_or(false)
+            })
         };
         self.provider.set_dnssec(zone, on, &may_send).await
     }

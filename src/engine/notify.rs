@@ -237,7 +237,10 @@ impl Notifier {
             // Several daemons: a zone taken by another daemon since the list was read (a
             // pause, a slow sink) is its new holder's to notify; sending it here too would
             // repeat it for every such zone, not only the one in hand.
-            if !store.lease_current(&alert.zone).await? {
+            if !store
+                .lease_current(&alert.zone, crate::store::Fenced::Notification)
+                .await?
+            {
                 continue;
             }
             if !zones.contains_key(&alert.zone) {

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::SendPermit;
-use super::error::{ACCOUNT_REFUSED, ProviderError};
+use super::error::{ACCOUNT_REFUSED, Attempts, ProviderError};
 use super::types::{
     CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
     RrsetBody,
@@ -210,6 +210,7 @@ struct Paged<T> {
 }
 
 /// What one attempt, or the last of its retries, returned.
+#[derive(Clone)]
 struct Reply {
     status: StatusCode,
     retry_after: Option<Duration>,
@@ -587,20 +588,41 @@ impl GcoreClient {
         let url = self.url(&["dns", "v2"], segments, query)?;
         let (mut authorization, mut generation) = self.authorization().await?;
         let mut renewed = false;
+        // A call that changes something: once an attempt may have taken effect, its
+        // outcome stays unknown whatever the later attempts give (safety rule 11).
+        let mut attempts = (!method.is_safe()).then(Attempts::default);
+        let outcome = |attempts: &Option<Attempts>, e| match attempts {
+            Some(attempts) => attempts.outcome(e),
+            None => e,
+        };
         loop {
-            let reply = self
-                .send(&method, &url, body, Some(&authorization), may_send)
-                .await?;
+            let reply = match self
+                .send(
+                    &method,
+                    &url,
+                    body,
+                    Some(&authorization),
+                    may_send,
+                    attempts.as_mut(),
+                )
+                .await
+            {
+                Ok(reply) => reply,
+                Err(e) => return Err(outcome(&attempts, e)),
+            };
             if reply.status == StatusCode::UNAUTHORIZED
                 && let Auth::Login(login) = &self.auth
                 && !renewed
             {
                 renewed = true;
                 tracing::debug!("provider answered 401; renewing the access token");
-                (authorization, generation) = self.renew(login, generation).await?;
+                (authorization, generation) = match self.renew(login, generation).await {
+                    Ok(renewed) => renewed,
+                    Err(e) => return Err(outcome(&attempts, e)),
+                };
                 continue;
             }
-            return self.check(reply);
+            return self.check(reply).map_err(|e| outcome(&attempts, e));
         }
     }
 
@@ -610,6 +632,7 @@ impl GcoreClient {
     /// provider is not asked while it holds. `may_send` is asked once the attempt's turn
     /// has come, the last moment before it leaves; refused, nothing more is sent (the
     /// last failure stands, or [`ProviderError::NotSent`] before the first attempt).
+    /// Every failed attempt is told to `attempts`, if given.
     async fn send(
         &self,
         method: &Method,
@@ -617,6 +640,7 @@ impl GcoreClient {
         body: Option<&serde_json::Value>,
         authorization: Option<&Secret>,
         may_send: Option<SendPermit<'_>>,
+        mut attempts: Option<&mut Attempts>,
     ) -> Result<Reply, ProviderError> {
         let started = Instant::now();
         let mut failed = 0;
@@ -675,7 +699,8 @@ impl GcoreClient {
             let outcome = match outcome {
                 Ok(Some(reply)) => Ok(reply),
                 Ok(None) => {
-                    tracing::warn!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
+                    // The caller's permission (the fence) says why, once.
+                    tracing::debug!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
                     return last.unwrap_or(Err(ProviderError::NotSent(
                         "the caller no longer may send it (its lease on the zone is gone)".into(),
                     )));
@@ -690,6 +715,11 @@ impl GcoreClient {
                     if let Some(wait) = reply.retry_after {
                         self.gate.hold(wait);
                     }
+                    if let Some(attempts) = attempts.as_deref_mut()
+                        && let Err(e) = self.check(reply.clone())
+                    {
+                        attempts.failed(&e);
+                    }
                     (reply.retry_after, Ok(reply))
                 }
                 Err(err) => {
@@ -700,6 +730,9 @@ impl GcoreClient {
                     } else {
                         ProviderError::Transport(text)
                     };
+                    if let Some(attempts) = attempts.as_deref_mut() {
+                        attempts.failed(&error);
+                    }
                     (None, Err(error))
                 }
             };
@@ -784,7 +817,7 @@ impl GcoreClient {
             let body = serde_json::json!({ "refresh": refresh.expose() });
             let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
             match self
-                .send(&Method::POST, &url, Some(&body), None, None)
+                .send(&Method::POST, &url, Some(&body), None, None, None)
                 .await
             {
                 Ok(reply) if reply.status.is_success() => {
@@ -830,7 +863,7 @@ impl GcoreClient {
         });
         let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
         let reply = self
-            .send(&Method::POST, &url, Some(&body), None, None)
+            .send(&Method::POST, &url, Some(&body), None, None, None)
             .await?;
         let secrets = self.secrets_with(tokens, None);
         match reply.status.as_u16() {

@@ -89,6 +89,68 @@ pub enum ProviderError {
     /// An argument or a value the client refuses before any request.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// An attempt of the call may have reached the provider and taken effect (`sent`:
+    /// what it gave), and a later attempt ended in `then`, which says nothing about the
+    /// earlier one: a retry held by a `Retry-After`, refused, or answered 409 does not
+    /// undo a request that took effect. Built by [`Attempts`].
+    #[error(
+        "an attempt was sent and its outcome is unknown ({sent}); {}",
+        retry_text(then)
+    )]
+    SentBefore {
+        sent: Box<ProviderError>,
+        then: Box<ProviderError>,
+    },
+}
+
+/// What became of the attempt after one that was sent, in words that cannot be read as
+/// "the call was not sent".
+fn retry_text(then: &ProviderError) -> String {
+    match then {
+        ProviderError::RateLimitedUntil { until } => format!(
+            "no further attempt: the provider asked us to wait until {}",
+            rfc3339(*until)
+        ),
+        ProviderError::NotSent(why) => format!("no further attempt: {why}"),
+        other => format!("a later attempt: {other}"),
+    }
+}
+
+/// The attempts of one call that changes something at the provider (safety rule 11):
+/// once an attempt may have left this host (a 5xx, a timeout or reset after sending, an
+/// answer we cannot read), the call's outcome is unknown whatever later attempts give.
+/// A later refusal (409, 4xx), a `Retry-After` hold or a withdrawn permission is a
+/// definite answer about that attempt only.
+#[derive(Debug, Default)]
+pub struct Attempts {
+    /// The first attempt that may have taken effect: what it gave.
+    sent: Option<ProviderError>,
+}
+
+impl Attempts {
+    /// An attempt ended in `error`.
+    pub fn failed(&mut self, error: &ProviderError) {
+        if self.sent.is_none() && error.outcome_unknown() {
+            self.sent = Some(error.clone());
+        }
+    }
+
+    /// Whether some attempt may have taken effect.
+    pub fn sent(&self) -> bool {
+        self.sent.is_some()
+    }
+
+    /// The call's error, `last` being what ended it (its last attempt's error, or what
+    /// stopped it before another attempt left).
+    pub fn outcome(&self, last: ProviderError) -> ProviderError {
+        match &self.sent {
+            Some(sent) if !last.outcome_unknown() => ProviderError::SentBefore {
+                sent: Box::new(sent.clone()),
+                then: Box::new(last),
+            },
+            _ => last,
+        }
+    }
 }
 
 /// What an error says about the request's effect at the provider.
@@ -106,7 +168,7 @@ pub enum ErrorClass {
     /// The request may have reached the provider and we cannot tell whether it took
     /// effect: a timeout or reset after sending, a 5xx, a 2xx we cannot read or trust
     /// (decode failure, body over the cap, an `error` in a 2xx, a key that does not match
-    /// its own DS).
+    /// its own DS), or any failure after an attempt that was so ([`Attempts`]).
     Unknown,
 }
 
@@ -135,7 +197,8 @@ impl ProviderError {
             | Self::Transport(_)
             | Self::Decode { .. }
             | Self::Listing(_)
-            | Self::DnssecMismatch { .. } => ErrorClass::Unknown,
+            | Self::DnssecMismatch { .. }
+            | Self::SentBefore { .. } => ErrorClass::Unknown,
         }
     }
 
@@ -176,6 +239,8 @@ impl ProviderError {
             | Self::Connect(_)
             | Self::Transport(_)
             | Self::Invalid(_) => None,
+            // The last attempt's answer is the newest word on the credentials.
+            Self::SentBefore { then, .. } => then.credentials_accepted(),
         }
     }
 
@@ -189,6 +254,7 @@ impl ProviderError {
                 | Self::Server { .. }
                 | Self::Transport(_)
                 | Self::Connect(_)
+                | Self::SentBefore { .. }
         )
     }
 }
@@ -283,6 +349,40 @@ mod tests {
             assert_eq!(e.class(), ErrorClass::NotPerformed, "{e:?}");
             assert!(!e.outcome_unknown() && !e.is_refusal(), "{e:?}");
         }
+    }
+
+    /// Rule 11: once an attempt may have taken effect, no later attempt makes the call
+    /// refused or not performed; a later unknown stands as it is.
+    #[test]
+    fn an_attempt_sent_makes_the_call_unknown_whatever_follows() {
+        let held = ProviderError::RateLimitedUntil {
+            until: SystemTime::UNIX_EPOCH,
+        };
+        let mut attempts = Attempts::default();
+        attempts.failed(&ProviderError::Connect("refused".into()));
+        assert!(!attempts.sent());
+        assert_eq!(
+            attempts.outcome(held.clone()),
+            held,
+            "nothing left the host"
+        );
+        attempts.failed(&server(502));
+        assert!(attempts.sent());
+        for later in [
+            held,
+            ProviderError::Conflict("DS still at the registrar".into()),
+            ProviderError::NotFound("zone is not found".into()),
+            ProviderError::NotSent("lease gone".into()),
+            ProviderError::Connect("refused".into()),
+            ProviderError::RateLimited { retry_after: None },
+        ] {
+            let e = attempts.outcome(later.clone());
+            assert_eq!(e.class(), ErrorClass::Unknown, "{later:?} after a 502");
+            assert!(e.to_string().contains("502"), "{e}");
+            assert!(!e.to_string().contains("not sent"), "{e}");
+        }
+        let timeout = ProviderError::Transport("timed out".into());
+        assert_eq!(attempts.outcome(timeout.clone()), timeout);
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub use client::{
     DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
     PROVIDER_REQUESTS_IN_FLIGHT,
 };
-pub use error::{ACCOUNT_REFUSED, ErrorClass, ProviderError};
+pub use error::{ACCOUNT_REFUSED, Attempts, ErrorClass, ProviderError};
 pub use types::{
     CreatedZone, DnssecKey, DnssecStatus, ListedZone, NewZone, ParentDsHint, ProviderZone,
     RawDnssec, ResourceRecord, Rrset, RrsetBody, ZoneRecordSummary,

@@ -9,9 +9,11 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
+use strum::{Display, IntoStaticStr, VariantArray};
 
 use crate::config::ClusterSettings;
 use crate::lifecycle::Timestamp;
@@ -25,6 +27,46 @@ pub(super) struct Lessee {
     pub(super) pid: u32,
     pub(super) lease: Duration,
     held: Mutex<HashMap<String, i64>>,
+    /// The epoch of each zone this daemon held last and holds no more: what a refusal
+    /// names once the belief is gone.
+    stale: Mutex<HashMap<String, i64>>,
+    /// Fenced refusals so far, by [`Fenced`] (indexed by its discriminant).
+    fenced: [AtomicU64; Fenced::VARIANTS.len()],
+}
+
+/// What a fenced refusal refused: the `what` label of `dnssec_warden_fenced_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum Fenced {
+    /// The write of a step: its state, events, outbox rows, alert bookkeeping.
+    Step,
+    /// The zone's next look rescheduled.
+    Schedule,
+    /// An audit event.
+    Event,
+    /// An effect's bookkeeping: claimed, finished, retried, settled.
+    Effect,
+    /// A provider call, asked right before it leaves.
+    ProviderCall,
+    /// An alert notification, sent or recorded as sent.
+    Notification,
+}
+
+impl Fenced {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Step => "the write of a step",
+            Self::Schedule => "rescheduling the zone's next look",
+            Self::Event => "an audit event",
+            Self::Effect => "an effect's bookkeeping",
+            Self::ProviderCall => "a provider call",
+            Self::Notification => "an alert notification",
+        }
+    }
 }
 
 impl Lessee {
@@ -36,6 +78,44 @@ impl Lessee {
             pid,
             lease: settings.lease,
             held: Mutex::new(HashMap::new()),
+            stale: Mutex::new(HashMap::new()),
+            fenced: Default::default(),
+        }
+    }
+
+    /// The fence refused `what` of `zone`: one warning, naming the epoch this daemon
+    /// held it at, and one more in the count.
+    pub(super) fn refused(&self, zone: &str, what: Fenced) {
+        let epoch = self.epoch(zone).or_else(|| {
+            self.stale
+                .lock()
+                .ok()
+                .and_then(|stale| stale.get(zone).copied())
+        });
+        self.fenced[what as usize].fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            zone,
+            epoch,
+            holder = self.holder.as_str(),
+            what = what.as_str(),
+            "fenced: {} refused, this daemon's lease on the zone (epoch {}) is no longer current; the zone's holder decides",
+            what.describe(),
+            epoch.map_or_else(|| "unknown".to_string(), |e| e.to_string()),
+        );
+    }
+
+    /// Fenced refusals so far, by what was refused.
+    pub(super) fn fenced(&self) -> Vec<(Fenced, u64)> {
+        Fenced::VARIANTS
+            .iter()
+            .map(|w| (*w, self.fenced[*w as usize].load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// No longer held: remembered as stale at `epoch`.
+    fn went_stale(&self, zone: String, epoch: i64) {
+        if let Ok(mut stale) = self.stale.lock() {
+            stale.insert(zone, epoch);
         }
     }
 
@@ -57,25 +137,35 @@ impl Lessee {
         let Ok(mut held) = self.held.lock() else {
             return Vec::new();
         };
-        let lost = held
-            .keys()
-            .filter(|z| !renewed.contains_key(*z))
-            .cloned()
+        let lost: Vec<(String, i64)> = held
+            .iter()
+            .filter(|(z, _)| !renewed.contains_key(*z))
+            .map(|(z, e)| (z.clone(), *e))
             .collect();
         *held = renewed;
-        lost
+        drop(held);
+        lost.into_iter()
+            .map(|(zone, epoch)| {
+                self.went_stale(zone.clone(), epoch);
+                zone
+            })
+            .collect()
     }
 
     pub(super) fn acquired(&self, zone: &str, epoch: i64) {
         if let Ok(mut held) = self.held.lock() {
             held.insert(zone.to_string(), epoch);
         }
+        if let Ok(mut stale) = self.stale.lock() {
+            stale.remove(zone);
+        }
     }
 
     /// A fenced write found the lease gone: stop believing it.
     pub(super) fn forget(&self, zone: &str) {
-        if let Ok(mut held) = self.held.lock() {
-            held.remove(zone);
+        let epoch = self.held.lock().ok().and_then(|mut held| held.remove(zone));
+        if let Some(epoch) = epoch {
+            self.went_stale(zone.to_string(), epoch);
         }
     }
 

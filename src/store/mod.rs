@@ -26,7 +26,7 @@ use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use daemon_alerts::DaemonAlertRow;
 pub use faults::WriteFailure;
-pub use lease::{LeaseInfo, LeaseRound};
+pub use lease::{Fenced, LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
 pub use rows::{
@@ -204,12 +204,22 @@ impl Store {
         }
     }
 
-    /// Asked of the database right before a provider call: the zone's lease is this
-    /// daemon's, at its epoch, with at least half its time left (always, without leases).
-    pub async fn lease_current(&self, zone: &str) -> Result<bool, StoreError> {
+    /// Asked of the database right before a provider call (or a notification, `what`):
+    /// the zone's lease is this daemon's, at its epoch, with at least half its time left
+    /// (always, without leases). False is a fenced refusal: said and counted.
+    pub async fn lease_current(&self, zone: &str, what: Fenced) -> Result<bool, StoreError> {
         match &self.backend {
-            Backend::Postgres(p) => p.lease_current(zone).await,
+            Backend::Postgres(p) => p.lease_current(zone, what).await,
             Backend::Sqlite(_) => Ok(true),
+        }
+    }
+
+    /// Fenced refusals of this process so far, by what was refused (`None` without
+    /// leases): writes, provider calls and notifications the fence kept from happening.
+    pub fn fenced(&self) -> Option<Vec<(Fenced, u64)>> {
+        match &self.backend {
+            Backend::Postgres(p) => p.fenced(),
+            Backend::Sqlite(_) => None,
         }
     }
 

@@ -14,7 +14,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
 
 use super::faults::{Health, Noted, Watched, WriteFailure};
-use super::lease::{LeaseRound, Lessee, Writer};
+use super::lease::{Fenced, LeaseRound, Lessee, Writer};
 use super::rows::{
     ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
     alert_changes, audit, corrupt, parse_state,
@@ -235,6 +235,11 @@ impl PgStore {
         holder
     }
 
+    /// Fenced refusals so far, by what was refused (`None` without leases).
+    pub(super) fn fenced(&self) -> Option<Vec<(Fenced, u64)>> {
+        self.lessee.as_deref().map(Lessee::fenced)
+    }
+
     pub(super) fn holder(&self) -> Option<&str> {
         self.lessee.as_deref().map(|l| l.holder.as_str())
     }
@@ -250,12 +255,21 @@ impl PgStore {
     /// acquired, and not run out. The zone's row stays locked until the commit, so no
     /// other daemon takes the lease meanwhile (its acquisition waits or skips the row).
     /// Returns who writes (`None` without leases); `LeaseLost` refuses the write.
-    async fn fence(&self, tx: &mut PgConnection, zone: &str) -> Result<Option<Writer>, StoreError> {
+    /// A refusal is said once (a warning naming the epoch) and counted, by `what`.
+    async fn fence(
+        &self,
+        tx: &mut PgConnection,
+        zone: &str,
+        what: Fenced,
+    ) -> Result<Option<Writer>, StoreError> {
         let Some(lessee) = self.lessee.as_deref() else {
             return Ok(None);
         };
         let lost = || StoreError::LeaseLost(zone.to_string());
-        let epoch = lessee.epoch(zone).ok_or_else(lost)?;
+        let Some(epoch) = lessee.epoch(zone) else {
+            lessee.refused(zone, what);
+            return Err(lost());
+        };
         let current: Option<(i64,)> = sqlx::query_as(
             "SELECT lease_epoch FROM zones WHERE name = $1 AND lease_holder = $2 \
              AND lease_epoch = $3 AND lease_until > warden_now_ms() FOR SHARE",
@@ -266,6 +280,7 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await?;
         if current.is_none() {
+            lessee.refused(zone, what);
             lessee.forget(zone);
             return Err(lost());
         }
@@ -284,11 +299,13 @@ impl PgStore {
     /// The lease is this daemon's and has at least half its time left: checked by the
     /// guard right before "DNSSEC off" (and before every effect), so that a daemon whose
     /// lease is about to run out does not start a call another may repeat.
-    pub(super) async fn lease_current(&self, zone: &str) -> Result<bool, StoreError> {
+    /// A refusal is said and counted as the fence's, by `what`.
+    pub(super) async fn lease_current(&self, zone: &str, what: Fenced) -> Result<bool, StoreError> {
         let Some(lessee) = self.lessee.as_deref() else {
             return Ok(true);
         };
         let Some(epoch) = lessee.epoch(zone) else {
+            lessee.refused(zone, what);
             return Ok(false);
         };
         let row: Option<(i64,)> = sqlx::query_as(
@@ -302,6 +319,7 @@ impl PgStore {
         .fetch_optional(&self.lease_pool)
         .await?;
         if row.is_none() {
+            lessee.refused(zone, what);
             lessee.forget(zone);
         }
         Ok(row.is_some())
@@ -581,7 +599,7 @@ impl PgStore {
 
     pub(super) async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        self.fence(&mut tx, name).await?;
+        self.fence(&mut tx, name, Fenced::Schedule).await?;
         sqlx::query("UPDATE zones SET next_check_at = LEAST(next_check_at, $1) WHERE name = $2")
             .bind(at.0)
             .bind(name)
@@ -666,7 +684,7 @@ impl PgStore {
         };
         let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
         let mut tx = self.write().await?;
-        let by = self.fence(&mut tx, &zone.name).await?;
+        let by = self.fence(&mut tx, &zone.name, Fenced::Step).await?;
         let by = by.as_ref();
         let updated = sqlx::query(
             "UPDATE zones SET state = $1, state_since = $2, facts = $3, next_check_at = $4, \
@@ -815,7 +833,7 @@ impl PgStore {
 
     pub(super) async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        self.fence(&mut tx, name).await?;
+        self.fence(&mut tx, name, Fenced::Schedule).await?;
         sqlx::query("UPDATE zones SET next_check_at = $1 WHERE name = $2")
             .bind(at.0)
             .bind(name)
@@ -832,7 +850,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        let by = self.fence(&mut tx, zone).await?;
+        let by = self.fence(&mut tx, zone, Fenced::Event).await?;
         insert_note(&mut tx, zone, now, kind, reason, by.as_ref()).await?;
         tx.commit().await.noted(self)?;
         Ok(())
@@ -867,7 +885,7 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         let zone = Self::outbox_zone(&mut tx, id).await?;
-        self.fence(&mut tx, &zone).await?;
+        self.fence(&mut tx, &zone, Fenced::Effect).await?;
         sqlx::query(
             "UPDATE outbox SET status = $1, attempts = attempts + 1, finished_at = $2, \
              last_error = $3 WHERE id = $4 AND status = $5",
@@ -885,7 +903,7 @@ impl PgStore {
     pub(super) async fn start_effect(&self, id: i64, now: Timestamp) -> Result<bool, StoreError> {
         let mut tx = self.write().await?;
         let zone = Self::outbox_zone(&mut tx, id).await?;
-        let by = self.fence(&mut tx, &zone).await?;
+        let by = self.fence(&mut tx, &zone, Fenced::Effect).await?;
         // Stamped with the performer: a later holder performing an effect a dead one
         // decided performs it under its own, current epoch.
         let claimed = sqlx::query(
@@ -913,7 +931,7 @@ impl PgStore {
     ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
         let by = match zone {
-            Some(zone) => self.fence(&mut tx, zone).await?,
+            Some(zone) => self.fence(&mut tx, zone, Fenced::Effect).await?,
             None => None,
         };
         // With leases, only the zones this daemon holds (taking a zone does the same).
@@ -974,7 +992,7 @@ impl PgStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
-        let by = self.fence(&mut tx, zone).await?;
+        let by = self.fence(&mut tx, zone, Fenced::Effect).await?;
         let settled = sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE id = $3 AND status = $4",
         )
@@ -1001,7 +1019,7 @@ impl PgStore {
     pub(super) async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         let zone = Self::outbox_zone(&mut tx, id).await?;
-        self.fence(&mut tx, &zone).await?;
+        self.fence(&mut tx, &zone, Fenced::Effect).await?;
         sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = $1 WHERE id = $2")
             .bind(error)
             .bind(id)
@@ -1093,7 +1111,9 @@ impl PgStore {
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
-        self.fence(tx, &zone).await.map(|_| ())
+        self.fence(tx, &zone, Fenced::Notification)
+            .await
+            .map(|_| ())
     }
 
     pub(super) async fn alert_resolution_notified(

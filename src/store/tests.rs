@@ -1178,9 +1178,28 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
         );
     }
     assert!(!a.holds(&zone), "a refused write ends the belief");
-    assert!(!a.lease_current(&zone).await.unwrap());
+    assert!(!a.lease_current(&zone, Fenced::ProviderCall).await.unwrap());
+    // Every refusal counted by what it refused (issue 31, item 9).
+    let counted = a.fenced().expect("leases");
+    let count = |what| {
+        counted
+            .iter()
+            .find(|(w, _)| *w == what)
+            .map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(
+        [
+            Fenced::Step,
+            Fenced::Event,
+            Fenced::Schedule,
+            Fenced::ProviderCall
+        ]
+        .map(count),
+        [1, 1, 2, 1],
+        "{counted:?}"
+    );
     b.lease_round(Timestamp(3_100)).await.unwrap();
-    assert!(b.lease_current(&zone).await.unwrap());
+    assert!(b.lease_current(&zone, Fenced::ProviderCall).await.unwrap());
     let round = a.lease_round(Timestamp(3_200)).await.unwrap();
     assert!(round.lost.len() + round.held <= 6);
     let events = a.events(&zone).await.unwrap();

@@ -28,8 +28,8 @@ use dnssec_warden::dns::{
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
-    DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone, Rrset,
-    ZoneRecordSummary,
+    Attempts, DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone,
+    Rrset, ZoneRecordSummary,
 };
 use dnssec_warden_lab::keys::LabKey;
 
@@ -90,6 +90,13 @@ pub struct WorldState {
     pub zone_missing: bool,
     /// The next DNSSEC switches take effect but their answer is lost (a timeout).
     pub switches_lose_answer: u32,
+    /// The next DNSSEC switches take effect and are answered 502, and the client's retry
+    /// is then held by another zone's `Retry-After` (the client's verdict on such a call:
+    /// [`Attempts`]).
+    pub switches_sent_then_held: u32,
+    /// Ground truth for rule 11: every switch that left the host (and took effect) whose
+    /// answer was an error, as (time, enabled).
+    pub sent_unanswered: Vec<(Timestamp, bool)>,
     /// Every `GET …/dnssec` takes this long (real time) before it answers.
     pub provider_delay: std::time::Duration,
     /// `GET …/dnssec` calls answered, and zone listings answered.
@@ -188,6 +195,8 @@ impl FakeWorld {
                 provider_failures: 0,
                 zone_missing: false,
                 switches_lose_answer: 0,
+                switches_sent_then_held: 0,
+                sent_unanswered: Vec::new(),
                 provider_delay: std::time::Duration::ZERO,
                 dnssec_gets: 0,
                 listings: 0,
@@ -656,9 +665,22 @@ impl Provider for FakeWorld {
         s.switches.push((now, enabled));
         if s.switches_lose_answer > 0 {
             s.switches_lose_answer -= 1;
+            s.sent_unanswered.push((now, enabled));
             return Err(ProviderError::Transport(
                 "operation timed out (the answer was lost)".into(),
             ));
+        }
+        if s.switches_sent_then_held > 0 {
+            s.switches_sent_then_held -= 1;
+            s.sent_unanswered.push((now, enabled));
+            let mut attempts = Attempts::default();
+            attempts.failed(&ProviderError::Server {
+                status: 502,
+                message: "bad gateway (the answer was lost)".into(),
+            });
+            let until = std::time::UNIX_EPOCH
+                + std::time::Duration::from_millis(u64::try_from(now.0).unwrap_or(0) + 60_000);
+            return Err(attempts.outcome(ProviderError::RateLimitedUntil { until }));
         }
         let key = match (&s.key, enabled) {
             (Some(k), true) => Some(provider_key(zone, k)?),

@@ -71,6 +71,10 @@ pub enum Fault {
     /// page of these names and 99 more forever, `total_amount` 1e9; every other request
     /// passes.
     EndlessListing(Vec<String>),
+    /// The request reaches the upstream (and takes effect there), then, after `delay` (at
+    /// most [`MAX_HANG`]), this status with `{"error":"injected fault"}` instead of its
+    /// answer: a gateway that lost the answer.
+    AfterForward { status: u16, delay: Duration },
 }
 
 impl Fault {
@@ -95,6 +99,12 @@ pub struct Rule {
     pub path_prefix: Option<String>,
     /// Applies this many times, then is gone; until cleared if `None`.
     pub times: Option<u32>,
+    /// Requests of this method only; any method if `None`.
+    pub method: Option<String>,
+    /// A matching request waits (at most [`MAX_HANG`]) until the proxy has received a
+    /// request for exactly this path, then this long, before the fault applies: a fault
+    /// timed between two requests in flight.
+    pub once_seen: Option<(String, Duration)>,
     /// Matching requests seen so far (for [`Fault::UnauthorizedAfter`]).
     seen: u32,
 }
@@ -105,12 +115,25 @@ impl Rule {
             fault,
             path_prefix: None,
             times: None,
+            method: None,
+            once_seen: None,
             seen: 0,
         }
     }
 
     pub fn on(mut self, path_prefix: &str) -> Self {
         self.path_prefix = Some(path_prefix.to_string());
+        self
+    }
+
+    pub fn method(mut self, method: &str) -> Self {
+        self.method = Some(method.to_string());
+        self
+    }
+
+    /// See [`Rule::once_seen`].
+    pub fn once_seen(mut self, path: &str, then: Duration) -> Self {
+        self.once_seen = Some((path.to_string(), then));
         self
     }
 
@@ -345,16 +368,23 @@ pub fn http_date_in(secs: u64) -> String {
     httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(secs))
 }
 
-/// The fault that applies to `path`, if any; counted rules are used up.
-fn take_fault(state: &mut ProxyState, path: &str) -> Option<Fault> {
+/// The fault that applies to `method` `path`, if any, with the rule's `once_seen`;
+/// counted rules are used up.
+fn take_fault(
+    state: &mut ProxyState,
+    method: &str,
+    path: &str,
+) -> Option<(Fault, Option<(String, Duration)>)> {
     let index = state.rules.iter().position(|r| {
-        r.path_prefix.as_deref().is_none_or(|p| path.starts_with(p)) && r.times != Some(0)
+        r.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
+            && r.method.as_deref().is_none_or(|m| m == method)
+            && r.times != Some(0)
     })?;
     let rule = &mut state.rules[index];
     rule.seen += 1;
     let fault = match &rule.fault {
         Fault::UnauthorizedAfter(n) if rule.seen <= *n => None,
-        other => Some(other.clone()),
+        other => Some((other.clone(), rule.once_seen.clone())),
     };
     if let Some(left) = &mut rule.times {
         *left -= 1;
@@ -363,6 +393,14 @@ fn take_fault(state: &mut ProxyState, path: &str) -> Option<Fault> {
         }
     }
     fault
+}
+
+/// Waits (at most [`MAX_HANG`]) until a request for exactly `path` has been received.
+async fn wait_seen(inner: &Inner, path: &str) {
+    let until = tokio::time::Instant::now() + MAX_HANG;
+    while tokio::time::Instant::now() < until && !inner.lock().seen.iter().any(|r| r.path == path) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
@@ -382,7 +420,15 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
             headers: parts.headers.clone(),
             body: body.clone(),
         });
-        take_fault(&mut state, &path)
+        take_fault(&mut state, parts.method.as_str(), &path)
+    };
+    let fault = match fault {
+        Some((fault, Some((seen, then)))) => {
+            wait_seen(&inner, &seen).await;
+            tokio::time::sleep(then.min(MAX_HANG)).await;
+            Some(fault)
+        }
+        other => other.map(|(fault, _)| fault),
     };
     let json_reply = |status: u16, body: Value| {
         (
@@ -490,6 +536,15 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
         Some(Fault::EndlessListing(_)) => forward(&inner, &parts, body)
             .await
             .unwrap_or_else(|e| json_reply(502, json!({ "error": e }))),
+        Some(Fault::AfterForward { status, delay }) => {
+            let forwarded = forward_raw(&inner, &parts, body).await;
+            tokio::time::sleep(delay.min(MAX_HANG)).await;
+            let error = match forwarded {
+                Ok(_) => "injected fault".to_string(),
+                Err(e) => e,
+            };
+            json_reply(status, json!({ "error": error }))
+        }
     }
 }
 
