@@ -281,66 +281,6 @@ mod tests {
         gone(pid)
     }
 
-    /// A log sink for one test: every line the code under test logs on this thread.
-    #[derive(Clone, Default)]
-    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    /// Issue 31, item 4: what a command prints never reaches the daemon's streams as it
-    /// is; it is one daemon line, each stream an escaped field of at most `OUTPUT_CAP`
-    /// bytes, however much it printed, and lines it prints that look like the daemon's
-    /// stay inside that field.
-    #[tokio::test]
-    async fn output_is_captured_bounded_and_escaped() {
-        let lines = Lines::default();
-        let sink = lines.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || sink.clone())
-            .with_ansi(false)
-            .finish();
-        let _log = tracing::subscriber::set_default(subscriber);
-        let forged = "2026-01-01T00:00:00.000000Z  WARN forged: DNSSEC switched off";
-        let script = format!(
-            "printf '%s\\n' '{forged}'; printf '%s\\n' '{forged}' >&2; \
-             head -c 3000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2"
-        );
-        let started = std::time::Instant::now();
-        run(
-            &argv(&["/bin/sh", "-c", &script]),
-            &[],
-            b"",
-            Duration::from_secs(20),
-        )
-        .await
-        .unwrap();
-        assert!(started.elapsed() < Duration::from_secs(10));
-        let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-        assert!(log.len() < 3 * OUTPUT_CAP, "{} bytes logged", log.len());
-        let said: Vec<&str> = log.lines().filter(|l| l.contains("forged")).collect();
-        assert_eq!(said.len(), 1, "one daemon line: {said:?}");
-        let line = said[0];
-        assert!(!line.starts_with(forged), "{line}");
-        assert!(line.contains("output of the command"), "{line}");
-        assert!(
-            line.contains(&format!("stdout=\"{forged}\\nxxx")),
-            "escaped: {line:.300}"
-        );
-        let printed = 3_000_000 + forged.len() + 1;
-        for stream in ["stdout", "stderr"] {
-            let field = format!("{stream}_bytes={printed}");
-            assert!(line.contains(&field), "{field} in {line:.300}");
-        }
-    }
-
     /// Issue 31, item 4: a command that overruns is ended with what it started.
     #[tokio::test]
     async fn a_command_and_what_it_started_are_ended_on_timeout() {

@@ -482,6 +482,20 @@ impl ChildView {
         })
     }
 
+    /// The first child address that answered (not unknown) without serving, validly
+    /// signed, a key `ds` names: proof that the key of an announced DS is not served
+    /// everywhere now, even when the provider cannot say which key it signs with.
+    pub fn lacking_ds(&self, ds: &Ds) -> Option<&ServerAnswer<DnskeyAnswer>> {
+        self.answers.iter().find(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => !k
+                .keys
+                .iter()
+                .any(|key| key.matches_ds(&self.zone, ds) && k.serves(key)),
+            DnskeyAnswer::Absent => true,
+            DnskeyAnswer::Unknown(_) => false,
+        })
+    }
+
     /// The first child address that does not serve `key` for any reason, unknown ones
     /// included: what holds a wait for the key.
     pub fn not_serving(&self, key: &Dnskey) -> Option<&ServerAnswer<DnskeyAnswer>> {

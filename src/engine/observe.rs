@@ -156,7 +156,9 @@ pub(super) async fn observe<P: Provider, O: Observer>(
 }
 
 /// What a settled zone's provider side is when the listing shows nothing changed:
-/// `disabled` and the listing says off; or `active`, the listing says on, every child
+/// `disabled`, the listing says off and every child address answers that it serves no
+/// DNSKEY (a listing in hand may be older than a switch behind our back; the name
+/// servers are not); or `active`, the listing says on, every child
 /// address serves exactly the key set it served when the provider last named its key,
 /// which is still the one followed, and every parent address publishes a DS for it.
 /// `None`: something may have changed; ask the provider.
@@ -167,7 +169,9 @@ fn unchanged_view(
     child: Option<&crate::dns::ChildView>,
 ) -> Option<ProviderView> {
     match (zone.state, listed.dnssec_enabled) {
-        (Some(State::Disabled), Some(false)) => Some(ProviderView::Off),
+        (Some(State::Disabled), Some(false)) => child
+            .is_some_and(|c| c.all_unsigned())
+            .then_some(ProviderView::Off),
         (Some(State::Active), Some(true)) => {
             let child = child.filter(|c| !c.any_unknown())?;
             if zone.facts.served_keys_when_asked.as_deref() != Some(&served_fingerprint(child)) {

@@ -412,6 +412,28 @@ impl Run<'_> {
                 );
                 true
             }
+            // The provider cannot be asked: the DS announced is checked against what the
+            // name servers serve, so that an instruction (perhaps still owed after a crash)
+            // is not given for a key they do not serve (safety rules 4 and 8).
+            (State::AwaitingDs, ProviderView::Unknown(_) | ProviderView::Missing) => {
+                let Some(line) = self
+                    .facts
+                    .ds_line
+                    .as_deref()
+                    .and_then(|l| crate::dnssec::DsLine::parse(l).ok())
+                else {
+                    return false;
+                };
+                let Some(lacking) = self.child().and_then(|c| c.lacking_ds(&line.ds)) else {
+                    return false;
+                };
+                let why = format!(
+                    "name server {} ({}) does not serve the key of the DS announced, validly signed, and the provider cannot be asked which key it signs with; the DS is announced again once every name server has served the provider's key for the propagation hold",
+                    lacking.server, lacking.addr
+                );
+                self.withdraw_instruction(state, why);
+                true
+            }
             (State::AwaitingDs, ProviderView::On(key)) => {
                 let Some(lacking) = self.child().and_then(|c| c.lacking(&key.dnskey)) else {
                     return false;

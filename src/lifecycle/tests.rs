@@ -48,7 +48,7 @@ pub(super) enum D {
 pub(super) const OURS: &str = "ns1.child.test.";
 pub(super) const OLD: &str = "ns1.old.test.";
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) enum C {
     Serves,
     /// The provider's key in the set, but no valid signature by it over the set.
@@ -1487,4 +1487,40 @@ fn a_wait_names_the_call_that_holds_it() {
         "{}",
         waiting.what
     );
+}
+
+/// A DS told "to enter" (or still owed after a crash) while the provider cannot be asked:
+/// a name server that answers without the announced key, validly signed, withdraws it
+/// (safety rules 4 and 8); one that only cannot be asked does not.
+#[test]
+fn an_announced_key_not_served_is_withdrawn_while_the_provider_cannot_be_asked() {
+    let w = World::new();
+    let announced = || {
+        let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        z
+    };
+    let mut z = announced();
+    let d = w.run(
+        &mut z,
+        &w.obs(T0, None, &[P::No, P::No], &[C::Serves, C::Refused]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDs), "unknown is no evidence");
+    for lacking in [C::Unsigned, C::ServesUnsigned, C::OldKey] {
+        let mut z = announced();
+        let what = format!("{lacking:?}");
+        let d = w.run(
+            &mut z,
+            &w.obs(T0, None, &[P::No, P::No], &[C::Serves, lacking]),
+        );
+        assert_eq!(d.state, Some(State::Enabling), "{what}: {:?}", d.notes);
+        assert!(d.notes[0].reason.contains("withdrawn"), "{:?}", d.notes);
+        assert!(
+            d.effects
+                .iter()
+                .any(|e| matches!(e, Effect::RequestDsRemoval { .. })),
+            "{:?}",
+            d.effects
+        );
+    }
 }

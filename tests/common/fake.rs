@@ -504,6 +504,19 @@ impl FakeWorld {
         served.then_some(line)
     }
 
+    /// Ground truth for safety rule 4 when an announcement is delivered (perhaps after a
+    /// crash, decided on an earlier look): the provider signs, and every child server
+    /// that answers serves its key in a set signed by it. A silent server gives resolvers
+    /// nothing to fail on; one without the key, or with a key it does not sign, does.
+    pub fn key_served_signed(&self) -> bool {
+        let s = self.lock();
+        s.dnssec_on
+            && s.key.is_some()
+            && s.children
+                .iter()
+                .all(|c| c.silent || (!c.lagging && !c.unsigned))
+    }
+
     pub fn any_ds(&self) -> bool {
         self.lock().parents.iter().any(|p| p.ds.is_some())
     }
