@@ -40,6 +40,18 @@ async fn parent_verdict(observer: &DnsObserver) -> ParentDsVerdict {
     parent.verdict(&child.served_keys())
 }
 
+/// The zone's key (its SEP key) as some child address serves it.
+fn zone_key(child: &dnssec_warden::dns::ChildView) -> Dnskey {
+    child
+        .answers
+        .iter()
+        .find_map(|a| match &a.answer {
+            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
+            _ => None,
+        })
+        .expect("the zone's key")
+}
+
 fn advice(json: &serde_json::Value) -> String {
     json["advice"]
         .as_array()
@@ -1284,14 +1296,7 @@ mod nxdomain_proofs {
 async fn a_key_is_served_only_in_a_set_it_validly_signs() {
     let (dns, observer) = world().await;
     let child = observer.child(ZONE).await.expect("child view");
-    let key = child
-        .answers
-        .iter()
-        .find_map(|a| match &a.answer {
-            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
-            _ => None,
-        })
-        .expect("the zone's key");
+    let key = zone_key(&child);
     assert!(child.all_serve(&key), "{child:?}");
     let stranger = Signer::new(LabKey::generate(257).expect("key"));
     let now = std::time::SystemTime::now()
@@ -1430,14 +1435,7 @@ async fn repeated_records_still_validate() {
 async fn a_ds_set_is_judged_by_the_digest_validators_use() {
     let (dns, observer) = world().await;
     let child = observer.child(ZONE).await.expect("child view");
-    let key = child
-        .answers
-        .iter()
-        .find_map(|a| match &a.answer {
-            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
-            _ => None,
-        })
-        .expect("the zone's key");
+    let key = zone_key(&child);
     let sha1 = key.to_ds(ZONE, DigestType::Sha1).expect("SHA-1 DS");
     let mut wrong = dns.child_ds();
     assert_eq!(wrong.digest_type, 2, "{wrong}");
@@ -1569,14 +1567,7 @@ async fn glue_that_differs_between_parent_servers_is_seen_and_asked() {
             .any(|a| a.addr == IpAddr::from(ELSEWHERE)),
         "the union of the glue is asked: {child:?}"
     );
-    let key = child
-        .answers
-        .iter()
-        .find_map(|a| match &a.answer {
-            DnskeyAnswer::Keys(k) => k.keys.iter().find(|k| k.is_sep()).cloned(),
-            _ => None,
-        })
-        .expect("the zone's key");
+    let key = zone_key(&child);
     assert!(!child.all_serve(&key), "{child:?}");
 
     let dir = tempfile::tempdir().expect("dir");
