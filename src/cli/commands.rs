@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::cli::daemon::Prepared;
+use crate::cli::status::StatusError;
 use crate::config::{DatabaseSettings, Settings};
 use crate::lifecycle::Intent;
 use crate::store::StoreError;
@@ -61,13 +62,18 @@ impl std::fmt::Display for CommandError {
                 );
             }
         };
-        write!(f, "{error}")?;
+        // A cause an error already quotes in its own text (`database: {0}`) is not said
+        // again.
+        let mut said = error.to_string();
         let mut cause = error.source();
         while let Some(e) = cause {
-            write!(f, ": {e}")?;
+            let text = e.to_string();
+            if !said.contains(&text) {
+                said = format!("{said}: {text}");
+            }
             cause = e.source();
         }
-        Ok(())
+        f.write_str(&said)
     }
 }
 
@@ -97,17 +103,23 @@ pub async fn status(
     let settings = load(path)?;
     let store = super::status::open_store(&settings).await?;
     let name = zone.as_ref().map(ZoneName::as_str);
+    let said = |e| match e {
+        StatusError::Store(e) => StatusError::Store(store.explain(e)),
+        e => e,
+    };
     let found = if json {
         // Written as it is serialized: 100,000 zones are tens of megabytes of JSON.
         let mut buffered = std::io::BufWriter::new(&mut *out);
-        let found =
-            super::status::write_status_json(&store, name, &settings.timing, &mut buffered).await?;
+        let found = super::status::write_status_json(&store, name, &settings.timing, &mut buffered)
+            .await
+            .map_err(said)?;
         buffered.flush()?;
         found
     } else {
         let mut buffered = std::io::BufWriter::new(&mut *out);
-        let found =
-            super::status::write_status_text(&store, name, &settings.timing, &mut buffered).await?;
+        let found = super::status::write_status_text(&store, name, &settings.timing, &mut buffered)
+            .await
+            .map_err(said)?;
         buffered.flush()?;
         found
     };
@@ -128,18 +140,20 @@ pub async fn history(
     let zone = zone_name(zone)?;
     let settings = load(path)?;
     let store = super::status::open_store(&settings).await?;
-    if store.zone(zone.as_str()).await?.is_none() {
+    let said = |e| store.explain(e);
+    if store.zone(zone.as_str()).await.map_err(said)?.is_none() {
         return Err(CommandError::NotKnown(zone));
     }
     if json {
-        let v = super::status::history_json(&store, zone.as_str()).await?;
+        let v = super::status::history_json(&store, zone.as_str())
+            .await
+            .map_err(said)?;
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        write!(
-            out,
-            "{}",
-            super::status::history_text(&store, zone.as_str()).await?
-        )?;
+        let text = super::status::history_text(&store, zone.as_str())
+            .await
+            .map_err(said)?;
+        write!(out, "{text}")?;
     }
     Ok(Outcome::Done)
 }

@@ -175,18 +175,56 @@ enum Next {
     Reload(Box<Prepared>),
 }
 
-/// A SQLite file has one daemon: an exclusive lock beside it, held for the daemon's life.
-/// A PostgreSQL database is shared by any number of daemons, by per-zone leases.
+/// A SQLite file has one daemon: an exclusive lock on the database file itself, held for
+/// the daemon's life (`store::lock_database`), and one beside it for the moments before
+/// the file exists. A PostgreSQL database is shared by any number of daemons, by per-zone
+/// leases.
 pub enum DaemonLock {
-    File(File),
+    File {
+        beside: File,
+        database: Option<File>,
+    },
     Shared,
 }
 
 /// Takes the daemon's lock on a SQLite database, or says who has it.
 pub async fn lock(database: &DatabaseSettings) -> Result<DaemonLock, DaemonError> {
     match database {
-        DatabaseSettings::Sqlite { path } => lock_file(path).map(DaemonLock::File),
+        DatabaseSettings::Sqlite { path } => {
+            let mut lock = DaemonLock::File {
+                beside: lock_file(path)?,
+                database: None,
+            };
+            if path.exists() {
+                lock.hold_database(path)?;
+            }
+            Ok(lock)
+        }
         DatabaseSettings::Postgres(_) => Ok(DaemonLock::Shared),
+    }
+}
+
+impl DaemonLock {
+    /// Locks the database file itself, once it exists: the lock file beside it can be
+    /// removed, and a second daemon would then take a new one.
+    pub fn hold_database(&mut self, path: &Path) -> Result<(), DaemonError> {
+        let DaemonLock::File { database, .. } = self else {
+            return Ok(());
+        };
+        if database.is_some() {
+            return Ok(());
+        }
+        match crate::store::lock_database(path) {
+            Ok(Some(file)) => {
+                *database = Some(file);
+                Ok(())
+            }
+            Ok(None) => Err(DaemonError::AlreadyRunning(path.display().to_string())),
+            Err(error) => Err(DaemonError::Lock {
+                path: path.display().to_string(),
+                error,
+            }),
+        }
     }
 }
 
@@ -293,8 +331,15 @@ fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
 
 pub async fn run(config: &Path) -> Result<(), DaemonError> {
     let mut prepared = Prepared::load(config)?;
-    let _lock = lock(&prepared.settings.database).await?;
+    let mut lock = lock(&prepared.settings.database).await?;
     let mut store = open_store(&prepared.settings).await?;
+    if let Some(path) = prepared.settings.database.sqlite_path() {
+        lock.hold_database(path)?;
+    }
+    store
+        .check_sound()
+        .await
+        .map_err(|e| DaemonError::Store(IntentError::Store(e)))?;
     let leases = match &prepared.settings.cluster {
         Some(cluster) => {
             let holder = store

@@ -187,9 +187,12 @@ pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
     let settings = Settings::load(&config_path).map_err(|e| DemoError::Config(e.to_string()))?;
     // The demo's engine is a daemon on this database as long as it runs (with --keep,
     // until Ctrl-C): a `run` on the same config must find it taken.
-    let _lock = crate::cli::daemon::lock(&settings.database).await?;
+    let mut lock = crate::cli::daemon::lock(&settings.database).await?;
 
     let store = Store::connect(&settings.database).await?;
+    if let Some(path) = settings.database.sqlite_path() {
+        lock.hold_database(path)?;
+    }
     let clock = SystemClock;
     for zone in ZONES {
         store.ensure_zone(zone, clock.now()).await?;

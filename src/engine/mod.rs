@@ -362,8 +362,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let mut zones = std::collections::HashMap::new();
         #[cfg(any(test, feature = "test-hooks"))]
         let mut crashed = None;
+        let mut fatal = None;
         loop {
             while running.len() < self.workers
+                && fatal.is_none()
                 && !*shutdown.borrow()
                 && started.elapsed() < TICK_BUDGET
                 && let Some(read) = due.next()
@@ -378,11 +380,19 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             };
             count += 1;
             match joined {
-                Ok((id, _outcome)) => {
+                Ok((id, outcome)) => {
                     zones.remove(&id);
-                    #[cfg(any(test, feature = "test-hooks"))]
-                    if let Err(EngineError::Crashed(point)) = _outcome {
-                        crashed.get_or_insert(point);
+                    // The database cannot be trusted: no further step, and the tick ends
+                    // with the error (the daemon stops on it).
+                    match outcome {
+                        Err(EngineError::Store(e)) if e.is_fatal() => {
+                            fatal.get_or_insert(e);
+                        }
+                        #[cfg(any(test, feature = "test-hooks"))]
+                        Err(EngineError::Crashed(point)) => {
+                            crashed.get_or_insert(point);
+                        }
+                        _ => {}
                     }
                 }
                 // A bug in one zone's step (a panic) stops that step only; the zone is
@@ -394,6 +404,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     let _ = self.store.defer(&zone, retry).await;
                 }
             }
+        }
+        if let Some(e) = fatal {
+            return Err(EngineError::Store(e));
         }
         #[cfg(any(test, feature = "test-hooks"))]
         if let Some(point) = crashed {
@@ -420,6 +433,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             Err(EngineError::Crashed(_)) => {}
             // The store logs a failing disk once per episode, not once per zone.
             Err(EngineError::Store(e)) if e.is_unwritable() => {
+                tracing::debug!(zone = %name, error = %e, "step not recorded");
+            }
+            // The tick ends on it and the daemon stops, saying it once.
+            Err(EngineError::Store(e)) if e.is_fatal() => {
                 tracing::debug!(zone = %name, error = %e, "step not recorded");
             }
             // Fenced: another daemon holds the zone now and decides afresh.
@@ -864,9 +881,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         self.start().await?;
         while !*shutdown.borrow() {
             self.heartbeat.beat();
-            // The database removed or replaced under the daemon: nothing written now would
-            // last, so stop (the error names the file).
-            self.store.verify_identity()?;
+            // The database's files removed or replaced under the daemon, an older copy
+            // restored, another database or a damaged one: nothing written now would last,
+            // nothing read can be trusted, so stop (the error names the file).
+            if let Err(e) = self.store.verify_identity().await {
+                return Err(EngineError::Store(self.store.stopping_on(e)));
+            }
             // While the database takes no writes (disk full), steps could not be recorded:
             // no zone is observed, a small write probes once per poll instead.
             let writable =
@@ -875,6 +895,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 match self.tick_until(&shutdown).await {
                     Ok(_) => self.heartbeat.beat(),
                     Err(EngineError::Store(e)) if e.is_unwritable() => self.heartbeat.beat(),
+                    Err(EngineError::Store(e)) if e.is_fatal() => {
+                        return Err(EngineError::Store(self.store.stopping_on(e)));
+                    }
                     Err(e) => tracing::error!(error = %e, "engine tick failed"),
                 }
             } else {

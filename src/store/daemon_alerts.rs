@@ -87,15 +87,17 @@ macro_rules! read {
     };
 }
 
-/// A write (SQLite: in the store's write turn), its outcome noted in the store's health;
+/// A write (SQLite: a write transaction of its own), its outcome noted in the store's health;
 /// the rows it changed.
 macro_rules! write {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
             Backend::Sqlite(s) => {
-                let turn = s.writer().await?;
-                let $pool = &*turn;
-                $body.noted(s)?.rows_affected()
+                let mut tx = s.write().await?;
+                let $pool = &mut *tx;
+                let rows = $body.noted(s)?.rows_affected();
+                tx.commit().await?;
+                rows
             }
             Backend::Postgres(p) => {
                 let $pool = &p.pool;

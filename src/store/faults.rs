@@ -1,6 +1,6 @@
 //! The database file under faults: write transactions that leave no connection behind in
-//! a broken state, a write-health flag that logs once per episode, and the file's identity
-//! (a database removed or replaced under the running daemon is noticed, never written on).
+//! a broken state and that carry the database's generation (`integrity`), and a
+//! write-health flag that logs once per episode.
 //!
 //! Why connections are checked on release: when SQLite rolls a transaction back by itself
 //! (SQLITE_FULL, an I/O error, `RAISE(ROLLBACK)`), also when the failing statement is the
@@ -11,8 +11,6 @@
 //! connection (`discard_if_in_transaction`) and opens a fresh one when needed.
 
 use std::ops::{Deref, DerefMut};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,44 +21,6 @@ use sqlx::{Connection, Sqlite, SqliteConnection};
 use super::StoreError;
 use super::sqlite::SqliteStore;
 use crate::lifecycle::{Clock, SystemClock, Timestamp};
-
-/// The database file as opened: the same path must keep naming the same file.
-#[derive(Debug)]
-pub(super) struct Identity {
-    path: PathBuf,
-    dev: u64,
-    ino: u64,
-}
-
-impl Identity {
-    pub(super) fn of(path: &Path) -> Result<Self, StoreError> {
-        let meta = std::fs::metadata(path).map_err(|error| StoreError::Open {
-            path: path.display().to_string(),
-            error: sqlx::Error::Io(error),
-        })?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            dev: meta.dev(),
-            ino: meta.ino(),
-        })
-    }
-
-    /// One `stat`: the path still names the file opened.
-    pub(super) fn verify(&self) -> Result<(), StoreError> {
-        let path = || self.path.display().to_string();
-        match std::fs::metadata(&self.path) {
-            Ok(meta) if meta.dev() == self.dev && meta.ino() == self.ino => Ok(()),
-            Ok(_) => Err(StoreError::Replaced { path: path() }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(StoreError::Gone { path: path() })
-            }
-            Err(error) => Err(StoreError::Open {
-                path: path(),
-                error: sqlx::Error::Io(error),
-            }),
-        }
-    }
-}
 
 /// An episode of failing writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,11 +120,18 @@ impl StoreError {
         }
     }
 
-    /// The database file was removed or replaced under the running store: nothing written
-    /// now would last. The daemon stops.
+    /// The database's files are not the ones opened, or it is damaged: nothing written now
+    /// would last, nothing read can be trusted. The daemon stops.
     pub fn is_fatal(&self) -> bool {
         match self {
-            StoreError::Gone { .. } | StoreError::Replaced { .. } => true,
+            StoreError::Gone { .. }
+            | StoreError::Replaced { .. }
+            | StoreError::CompanionGone { .. }
+            | StoreError::CompanionReplaced { .. }
+            | StoreError::Restored { .. }
+            | StoreError::Swapped { .. }
+            | StoreError::Damaged { .. } => true,
+            StoreError::Sql(e) => super::integrity::is_damage(e),
             StoreError::Shared(e) => e.is_fatal(),
             _ => false,
         }
@@ -208,15 +175,23 @@ impl<T> Noted<T> for Result<T, sqlx::Error> {
 pub(super) struct WriteTx<'s> {
     pub(super) tx: sqlx::Transaction<'static, Sqlite>,
     pub(super) store: &'s SqliteStore,
-    /// The store's write turn, released after the transaction (fields drop in order).
-    pub(super) _turn: tokio::sync::OwnedMutexGuard<()>,
+    /// The database's generation this transaction reached (`None`: a store without a
+    /// file, in memory).
+    pub(super) generation: Option<i64>,
+    /// The store's write turn, released after the transaction (fields drop in order);
+    /// `None` when the caller holds it.
+    pub(super) _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl WriteTx<'_> {
     pub(super) async fn commit(self) -> Result<(), StoreError> {
         // Dropping `tx` here rolls back: a write to a removed file would be lost.
-        self.store.verify_identity()?;
-        self.tx.commit().await.noted(self.store)
+        self.store.verify_identity().await?;
+        self.tx.commit().await.noted(self.store)?;
+        if let Some(generation) = self.generation {
+            self.store.wrote(generation);
+        }
+        Ok(())
     }
 
     pub(super) async fn rollback(self) -> Result<(), StoreError> {

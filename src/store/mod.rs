@@ -11,6 +11,7 @@
 mod daemon_alerts;
 mod faults;
 mod group;
+mod integrity;
 mod lease;
 mod metrics;
 mod postgres;
@@ -26,6 +27,7 @@ use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use daemon_alerts::DaemonAlertRow;
 pub use faults::WriteFailure;
+pub use integrity::{daemon_holds, lock_database};
 pub use lease::{Fenced, LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
@@ -79,6 +81,45 @@ pub enum StoreError {
          starting again, or SQLite replays the old log into the new file"
     )]
     Replaced { path: String },
+    #[error(
+        "database {path}: {file} was removed while in use: stopping before the next write \
+         (what was written is kept; a write now and another process's would overwrite each \
+         other); start the daemon again"
+    )]
+    CompanionGone { path: String, file: String },
+    #[error(
+        "database {path}: {file} was replaced by another file while in use: stopping before \
+         the next write; start the daemon again"
+    )]
+    CompanionReplaced { path: String, file: String },
+    #[error(
+        "database {path} went back to an older copy while in use (generation {found}, this \
+         daemon had already seen {seen}): was a backup restored over it? Stopping, as acting \
+         on it would undo what was done since; if the restore was meant, start the daemon \
+         again, and it takes the copy as it is"
+    )]
+    Restored { path: String, found: i64, seen: i64 },
+    #[error(
+        "database {path} is now another database ({found}; it was opened as identity \
+         {opened}): was a file copied over it? Stopping; if that database is the one to use, \
+         start the daemon again"
+    )]
+    Swapped {
+        path: String,
+        opened: String,
+        found: String,
+    },
+    #[error(
+        "database {path} is damaged ({cause}): stopping, as nothing read from it can be \
+         trusted; restore a copy, or move it aside to start afresh"
+    )]
+    Damaged { path: String, cause: String },
+    #[error(
+        "database {path}: its write-ahead log index {path}-shm is missing while the daemon \
+         runs (removed under it?): nothing was written, as the running daemon would not see \
+         it; the daemon stops by itself on this, try again once it runs again"
+    )]
+    IndexMissing { path: String },
     #[error(
         "database {path} is missing or empty but its write-ahead log {path}-wal is there \
          (the database was removed while in use?): restore the database, or remove \
@@ -253,13 +294,57 @@ impl Store {
         }
     }
 
-    /// SQLite: checks that the database path still names the file opened (one `stat`):
-    /// `Gone` when it was removed, `Replaced` when another file took its place. Every
-    /// write checks it first; the daemon also calls it once per engine tick and stops on
-    /// error. PostgreSQL has no file to lose: always fine.
-    pub fn verify_identity(&self) -> Result<(), StoreError> {
+    /// SQLite: checks that the database's files are still the ones opened and the
+    /// database the same one, not an older copy of it (`integrity`). Every write checks
+    /// it first; the daemon also calls it once per engine tick and stops on error.
+    /// PostgreSQL has no file to lose: always fine.
+    pub async fn verify_identity(&self) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => s.verify_identity(),
+            Backend::Sqlite(s) => s.verify_identity().await,
+            Backend::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// The database's identity, drawn when it was made: notification ids carry it, so
+    /// that two databases never send the same one. `None` for a database in memory.
+    pub fn database_id(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.database_id(),
+            Backend::Postgres(p) => Some(&p.database_id),
+        }
+    }
+
+    /// A fatal failure the daemon stops on, said with what it means (SQLite's "malformed"
+    /// or "not a database" as the named database being damaged); the file set is let go
+    /// without a checkpoint (`integrity`).
+    pub fn stopping_on(&self, error: StoreError) -> StoreError {
+        if let Backend::Sqlite(s) = &self.backend
+            && error.is_fatal()
+        {
+            s.let_go();
+        }
+        self.explain(error)
+    }
+
+    /// A failure said with what it means: SQLite's "malformed" or "not a database" as the
+    /// named database being damaged.
+    pub fn explain(&self, error: StoreError) -> StoreError {
+        let Backend::Sqlite(s) = &self.backend else {
+            return error;
+        };
+        match error {
+            StoreError::Sql(e) if integrity::is_damage(&e) => StoreError::Damaged {
+                path: s.path().to_string(),
+                cause: e.to_string(),
+            },
+            error => error,
+        }
+    }
+
+    /// SQLite: the whole file checked (`quick_check`), at the daemon's start.
+    pub async fn check_sound(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.check_sound().await,
             Backend::Postgres(_) => Ok(()),
         }
     }

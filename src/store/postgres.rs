@@ -56,6 +56,8 @@ pub(super) struct PgStore {
     /// The lease rounds' and checks' own connections: renewals must not queue behind the
     /// steps' writes, or a busy daemon loses its leases (`pool` without leases).
     lease_pool: PgPool,
+    /// `database_meta.id` (empty for `check-config`'s look).
+    pub(super) database_id: Arc<str>,
 }
 
 /// What `check-config` found in a PostgreSQL database.
@@ -133,6 +135,7 @@ impl PgStore {
             health: Arc::default(),
             label: label.into(),
             lessee: None,
+            database_id: "".into(),
         };
         if read_only {
             let schema = store.schema().await?;
@@ -147,7 +150,13 @@ impl PgStore {
             // Several daemons starting at once: sqlx's migrator takes an advisory lock.
             MIGRATOR.run(&store.pool).await?;
         }
-        Ok(store)
+        let (id,): (String,) = sqlx::query_as("SELECT id FROM database_meta WHERE single = 1")
+            .fetch_one(&store.pool)
+            .await?;
+        Ok(Self {
+            database_id: id.into(),
+            ..store
+        })
     }
 
     /// Connects and compares the migrations applied with this binary's, changing nothing:
@@ -170,6 +179,7 @@ impl PgStore {
             health: Arc::default(),
             label: label.into(),
             lessee: None,
+            database_id: "".into(),
         };
         let schema = store.schema().await;
         store.close().await;

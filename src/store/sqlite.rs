@@ -10,8 +10,9 @@ use sqlx::{SqliteConnection, SqlitePool};
 
 use futures::TryStreamExt;
 
-use super::faults::{self, Health, Identity, Noted, WriteFailure, WriteTx};
+use super::faults::{self, Health, Noted, WriteFailure, WriteTx};
 use super::group;
+use super::integrity::{self, Integrity};
 use super::rows::{
     ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
     alert_changes, audit, corrupt, parse_state,
@@ -24,8 +25,8 @@ use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
 #[derive(Clone)]
 pub struct SqliteStore {
     pub(super) pool: SqlitePool,
-    /// The file opened (`None` in memory and read-only): checked before every write.
-    identity: Option<Arc<Identity>>,
+    /// The file set opened (`None` in memory and read-only): checked before every write.
+    integrity: Option<Arc<Integrity>>,
     pub(super) health: Arc<Health>,
     /// The path, for log lines.
     label: Arc<str>,
@@ -62,20 +63,6 @@ pub(super) const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitte
 pub(super) const DUE_ORDER: &str =
     "WHERE z.next_check_at <= ? ORDER BY z.next_check_at, z.name LIMIT ?";
 
-/// The pool, for one write statement, with this store's write turn held until the
-/// statement ends.
-pub(super) struct Serialized<'a> {
-    _turn: tokio::sync::OwnedMutexGuard<()>,
-    pool: &'a SqlitePool,
-}
-
-impl std::ops::Deref for Serialized<'_> {
-    type Target = SqlitePool;
-    fn deref(&self) -> &SqlitePool {
-        self.pool
-    }
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database and brings its schema up to date. An
     /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
@@ -93,6 +80,7 @@ impl SqliteStore {
         // under a file lock.
         let lock = migration_lock(path).await?;
         refuse_empty_file(path)?;
+        refuse_missing_index(path)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             // A local file: a ping before every use is one more round trip to the
@@ -115,10 +103,18 @@ impl SqliteStore {
             return Err(e);
         }
         let migrated = sqlx::migrate!("./migrations").run(&pool).await;
-        let identity = Identity::of(path);
+        let integrity = match migrated {
+            Ok(()) => Integrity::hold(path, &options.clone().create_if_missing(false)).await,
+            Err(e) => Err(e.into()),
+        };
         drop(lock);
-        migrated?;
-        Ok(Self::new(pool, Some(identity?), path))
+        match integrity {
+            Ok(integrity) => Ok(Self::new(pool, Some(integrity), path)),
+            Err(e) => {
+                pool.close().await;
+                Err(e)
+            }
+        }
     }
 
     /// Opens an existing database for reading only (`status`, `history`): never creates
@@ -160,7 +156,7 @@ impl SqliteStore {
         // of failing on a missing column.
         let wanted = known_schema();
         let mut applied = schema_version(&pool).await;
-        if applied.as_ref().is_err_and(cannot_open_wal_index) && !wal_of(path).exists() {
+        if applied.as_ref().is_err_and(cannot_open_wal_index) && !integrity::log_of(path).exists() {
             // No `-wal` beside the file: no connection has it open (the daemon is stopped,
             // and its last connection wrote everything into the file), but SQLite still
             // creates the `-shm` index to read a WAL-mode file, in a directory a reader
@@ -171,7 +167,18 @@ impl SqliteStore {
             pool = connect(options.immutable(true)).await?;
             applied = schema_version(&pool).await;
         }
-        let applied = applied.ok().flatten().unwrap_or(0);
+        let applied = match applied {
+            Ok(applied) => applied.unwrap_or(0),
+            Err(e) if integrity::is_damage(&e) => {
+                pool.close().await;
+                return Err(StoreError::Damaged {
+                    path: shown(),
+                    cause: e.to_string(),
+                });
+            }
+            // No migrations table: a file no dnssec-warden migrated yet.
+            Err(_) => 0,
+        };
         if applied > wanted {
             return Err(StoreError::SchemaAhead {
                 url: shown(),
@@ -189,10 +196,10 @@ impl SqliteStore {
         Ok(Self::new(pool, None, path))
     }
 
-    fn new(pool: SqlitePool, identity: Option<Identity>, path: &Path) -> Self {
+    fn new(pool: SqlitePool, integrity: Option<Integrity>, path: &Path) -> Self {
         Self {
             pool,
-            identity: identity.map(Arc::new),
+            integrity: integrity.map(Arc::new),
             health: Arc::default(),
             label: path.display().to_string().into(),
             serial: Arc::default(),
@@ -200,13 +207,67 @@ impl SqliteStore {
         }
     }
 
-    /// Checks that the database path still names the file opened (one `stat`): `Gone`
-    /// when it was removed, `Replaced` when another file took its place. Every write
-    /// checks it first; the daemon also calls it once per engine tick and stops on error.
-    pub fn verify_identity(&self) -> Result<(), StoreError> {
-        match &self.identity {
-            Some(identity) => identity.verify(),
+    /// Checks that the database's files are still the ones opened and the database this
+    /// one, at this generation or a later one (`integrity`). Every write checks it first;
+    /// the daemon also calls it once per engine tick and stops on error.
+    pub async fn verify_identity(&self) -> Result<(), StoreError> {
+        match &self.integrity {
+            Some(integrity) => integrity.verify().await,
             None => Ok(()),
+        }
+    }
+
+    /// SQLite's `quick_check` of the whole file, at the daemon's start: a file damaged
+    /// while the daemon was stopped (or a database copied in beside another's log) is
+    /// refused before anything is read from it.
+    pub async fn check_sound(&self) -> Result<(), StoreError> {
+        let damaged = |cause: String| StoreError::Damaged {
+            path: self.label.to_string(),
+            cause,
+        };
+        let found: Vec<(String,)> = match sqlx::query_as("PRAGMA quick_check(5)")
+            .fetch_all(&self.pool)
+            .await
+        {
+            Ok(found) => found,
+            Err(e) if integrity::is_damage(&e) => return Err(damaged(e.to_string())),
+            Err(e) => return Err(e.into()),
+        };
+        match found.as_slice() {
+            [(ok,)] if ok == "ok" => Ok(()),
+            _ => Err(damaged(format!(
+                "quick_check: {}",
+                found
+                    .iter()
+                    .map(|(line,)| line.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))),
+        }
+    }
+
+    /// Lets the file set go without a checkpoint: the daemon stops on a fault, and its
+    /// view of the log must not be written into the file (`integrity`).
+    pub(super) fn let_go(&self) {
+        if let Some(integrity) = &self.integrity {
+            integrity.let_go();
+        }
+    }
+
+    /// The path, as log lines and errors say it.
+    pub(super) fn path(&self) -> &str {
+        &self.label
+    }
+
+    /// The database's identity, drawn when it was made (`None` in memory).
+    pub fn database_id(&self) -> Option<&str> {
+        self.integrity.as_deref().map(Integrity::id)
+    }
+
+    /// A write transaction that reached `generation` was committed.
+    pub(super) fn wrote(&self, generation: i64) {
+        if let Some(integrity) = &self.integrity {
+            integrity.wrote(generation);
         }
     }
 
@@ -216,14 +277,16 @@ impl SqliteStore {
         self.health.failure()
     }
 
-    /// The pool, for writes outside a transaction: the file must still be the one opened;
-    /// this store's write turn is held until the statement ends.
-    pub(super) async fn writer(&self) -> Result<Serialized<'_>, StoreError> {
-        self.verify_identity()?;
-        Ok(Serialized {
-            _turn: self.turn(WRITE_TURN_WAIT).await?,
-            pool: &self.pool,
-        })
+    /// One write statement, in a write transaction of its own (which adds to the
+    /// generation, as every write does); its outcome noted.
+    pub(super) async fn write_one<'q>(
+        &self,
+        query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> Result<sqlx::sqlite::SqliteQueryResult, StoreError> {
+        let mut tx = self.write().await?;
+        let done = query.execute(&mut *tx).await.noted(self)?;
+        tx.commit().await?;
+        Ok(done)
     }
 
     /// This store's write turn, once the write before it has finished; given up after
@@ -266,31 +329,52 @@ impl SqliteStore {
     /// deferred one that reads first can fail to upgrade when another writer got in
     /// between, and SQLite then answers "database is locked" without waiting.
     pub(super) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
-        self.verify_identity()?;
+        self.verify_identity().await?;
         let turn = self.turn(WRITE_TURN_WAIT).await?;
-        let tx = self
+        self.begin(Some(turn)).await
+    }
+
+    /// A write transaction in the write turn: `turn`, or one the caller holds (`None`).
+    async fn begin(
+        &self,
+        turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Result<WriteTx<'_>, StoreError> {
+        let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .noted_if_failed(self)?;
+        let generation = match &self.integrity {
+            Some(integrity) => {
+                let (id, generation): (String, i64) = sqlx::query_as(
+                    "UPDATE database_meta SET generation = generation + 1 WHERE single = 1 \
+                     RETURNING id, generation",
+                )
+                .fetch_one(&mut *tx)
+                .await
+                .noted_if_failed(self)?;
+                integrity.judge(&id, generation)?;
+                Some(generation)
+            }
+            None => None,
+        };
         Ok(WriteTx {
             tx,
             store: self,
+            generation,
             _turn: turn,
         })
     }
 
     /// Adds a zone to watch; false if it was there already.
     pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = self.write_one(sqlx::query(
             "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
         )
         .bind(name)
         .bind(now.0)
         .bind(now.0)
-        .execute(&*self.writer().await?)
-        .await
-        .noted(self)?;
+        ).await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -367,28 +451,29 @@ impl SqliteStore {
 
     /// Pulls a zone's next check to `at` if that is earlier.
     pub async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
-            .bind(at.0)
-            .bind(name)
-            .execute(&*self.writer().await?)
-            .await
-            .noted(self)?;
+        self.write_one(
+            sqlx::query("UPDATE zones SET next_check_at = min(next_check_at, ?) WHERE name = ?")
+                .bind(at.0)
+                .bind(name),
+        )
+        .await?;
         Ok(())
     }
 
     /// Every zone with a side effect still pending is checked now: after a restart, the
     /// daemon re-observes before performing it.
     pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "UPDATE zones SET next_check_at = min(next_check_at, ?) \
+        let done = self
+            .write_one(
+                sqlx::query(
+                    "UPDATE zones SET next_check_at = min(next_check_at, ?) \
              WHERE name IN (SELECT zone FROM outbox WHERE status IN (?, ?))",
-        )
-        .bind(now.0)
-        .bind(OutboxStatus::Pending.as_str())
-        .bind(OutboxStatus::Unknown.as_str())
-        .execute(&*self.writer().await?)
-        .await
-        .noted(self)?;
+                )
+                .bind(now.0)
+                .bind(OutboxStatus::Pending.as_str())
+                .bind(OutboxStatus::Unknown.as_str()),
+            )
+            .await?;
         Ok(done.rows_affected())
     }
 
@@ -482,7 +567,8 @@ impl SqliteStore {
         &self,
         batch: &group::Batch,
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        self.verify_identity()?;
+        self.verify_identity().await?;
+        let mut tx = self.begin(None).await?;
         let sql = group::statement(batch.len());
         let mut query = sqlx::query_as::<_, (String,)>(&sql);
         for u in batch.updates() {
@@ -497,7 +583,8 @@ impl SqliteStore {
                 .bind(&u.observation.whole)
                 .bind(&u.observation.brief);
         }
-        let written = query.fetch_all(&self.pool).await.noted(self)?;
+        let written = query.fetch_all(&mut *tx).await.noted(self)?;
+        tx.commit().await?;
         Ok(written.into_iter().map(|(name,)| name).collect())
     }
 
@@ -679,12 +766,12 @@ impl SqliteStore {
 
     /// Notes a step that could not be decided (an error), pulling the next check in.
     pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
-            .bind(at.0)
-            .bind(name)
-            .execute(&*self.writer().await?)
-            .await
-            .noted(self)?;
+        self.write_one(
+            sqlx::query("UPDATE zones SET next_check_at = ? WHERE name = ?")
+                .bind(at.0)
+                .bind(name),
+        )
+        .await?;
         Ok(())
     }
 
@@ -732,7 +819,7 @@ impl SqliteStore {
         error: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        self.write_one(sqlx::query(
             "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
              WHERE id = ? AND status = ?",
         )
@@ -741,9 +828,7 @@ impl SqliteStore {
         .bind(error)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
-        .execute(&*self.writer().await?)
-        .await
-        .noted(self)?;
+        ).await?;
         Ok(())
     }
 
@@ -868,12 +953,12 @@ impl SqliteStore {
 
     /// Counts a failed attempt of a row that stays pending.
     pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
-            .bind(error)
-            .bind(id)
-            .execute(&*self.writer().await?)
-            .await
-            .noted(self)?;
+        self.write_one(
+            sqlx::query("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?")
+                .bind(error)
+                .bind(id),
+        )
+        .await?;
         Ok(())
     }
 
@@ -935,14 +1020,12 @@ impl SqliteStore {
 
     /// Marks the opening (or re-) notification of an alert as sent.
     pub async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
-        sqlx::query(
+        self.write_one(sqlx::query(
             "UPDATE alerts SET last_notified_at = ?, notifications = notifications + 1 WHERE id = ?",
         )
         .bind(now.0)
         .bind(id)
-        .execute(&*self.writer().await?)
-        .await
-        .noted(self)?;
+        ).await?;
         Ok(())
     }
 
@@ -951,12 +1034,12 @@ impl SqliteStore {
         id: i64,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
-            .bind(now.0)
-            .bind(id)
-            .execute(&*self.writer().await?)
-            .await
-            .noted(self)?;
+        self.write_one(
+            sqlx::query("UPDATE alerts SET resolved_notified_at = ? WHERE id = ?")
+                .bind(now.0)
+                .bind(id),
+        )
+        .await?;
         Ok(())
     }
 
@@ -973,6 +1056,9 @@ impl SqliteStore {
 
     pub async fn close(&self) {
         self.pool.close().await;
+        if let Some(integrity) = &self.integrity {
+            integrity.close().await;
+        }
     }
 }
 
@@ -982,14 +1068,27 @@ impl SqliteStore {
 /// silently (or replay the old log into it).
 fn refuse_empty_file(path: &Path) -> Result<(), StoreError> {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
     let shown = || path.display().to_string();
-    match (len(path), len(Path::new(&wal))) {
+    match (len(path), len(&integrity::log_of(path))) {
         (None | Some(0), Some(1..)) => Err(StoreError::OrphanedLog { path: shown() }),
         (Some(0), _) => Err(StoreError::EmptyFile { path: shown() }),
         _ => Ok(()),
     }
+}
+
+/// A log without its index while a daemon runs: the index was removed under the daemon.
+/// A connection opened now would make a new index the daemon does not read, and its write
+/// could be overwritten (without a daemon, SQLite rebuilds the index from the log).
+fn refuse_missing_index(path: &Path) -> Result<(), StoreError> {
+    if integrity::log_of(path).exists()
+        && !integrity::index_of(path).exists()
+        && integrity::daemon_holds(path)
+    {
+        return Err(StoreError::IndexMissing {
+            path: path.display().to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// Holds `<database>.migrate-lock` exclusively (waiting for another holder) until dropped.
@@ -1151,11 +1250,4 @@ fn cannot_open_wal_index(error: &sqlx::Error) -> bool {
     const SQLITE_READONLY: i64 = 8;
     matches!(error, sqlx::Error::Database(e)
         if e.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|c| c & 0xff == SQLITE_READONLY))
-}
-
-/// `state.db-wal` for `state.db`.
-fn wal_of(path: &Path) -> std::path::PathBuf {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    wal.into()
 }
