@@ -112,6 +112,10 @@ pub enum ProofError {
     Nsec3BadEncloser(String),
     #[error("an NSEC3 record uses {0} iterations, above the limit of {MAX_NSEC3_ITERATIONS}")]
     Nsec3Iterations(u16),
+    /// The server was asked without EDNS (it does not implement it): no DO bit, so no
+    /// signatures or denial records to prove anything with, either way.
+    #[error("{}", wire::WITHOUT_EDNS)]
+    WithoutEdns,
     /// The signature checks allowed ran out before the proof was verified: nothing
     /// proven either way.
     #[error("{0}")]
@@ -130,6 +134,9 @@ pub fn prove_ds(
     budget: &Budget,
 ) -> Result<Proof, ProofError> {
     let name_text = wire::name_text(name);
+    if wire::unsigned_without_edns(message) {
+        return Err(ProofError::WithoutEdns);
+    }
     if wire::rrset(&message.answers, name, RecordType::DS)
         .next()
         .is_some()

@@ -346,6 +346,23 @@ pub fn rrsigs<'a>(
     })
 }
 
+/// Why [`unsigned_without_edns`] answers teach nothing that needs DNSSEC records.
+pub const WITHOUT_EDNS: &str = "answered only without EDNS (RFC 6891 section 7), so without \
+     the DO bit: it carries no signatures or denial records to check";
+
+/// The answer came without EDNS (the server does not implement it, so it was asked
+/// without: no DO bit) and holds no RRSIG. Its lack of signatures and of NSEC or NSEC3
+/// records says nothing (RFC 3225, RFC 4035 section 3.2.1: a server adds them only when
+/// DO is set): it is no evidence of "unsigned", "not served" or "bogus".
+pub fn unsigned_without_edns(message: &Message) -> bool {
+    message.edns.is_none()
+        && !message
+            .answers
+            .iter()
+            .chain(&message.authorities)
+            .any(|r| r.record_type() == RecordType::RRSIG)
+}
+
 pub fn as_ds(record: &Record) -> Option<&DS> {
     match &record.data {
         RData::DNSSEC(DNSSECRData::DS(ds)) => Some(ds),

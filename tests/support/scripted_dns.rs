@@ -120,6 +120,11 @@ pub enum Behaviour {
     /// The world's answer with the A glue of this host pointing at this address instead:
     /// a parent server whose glue differs from the others'.
     Glue(String, Ipv4Addr),
+    /// A server that does not implement EDNS (RFC 6891 section 7): FORMERR without an
+    /// OPT, the question echoed, to any query with an OPT; the world's answer (without
+    /// DO, so without RRSIGs) to one without. `truncated_over_udp`: its UDP answers say
+    /// TC=1 and hold nothing (as an answer beyond 512 bytes would), over TCP the whole.
+    NoEdns { truncated_over_udp: bool },
 }
 
 /// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
@@ -205,6 +210,8 @@ struct Shared {
     scripts: Mutex<Scripts>,
     /// How long every UDP answer is held back (zero: none).
     delay: Mutex<std::time::Duration>,
+    /// FORMERRs sent by [`Behaviour::NoEdns`] servers to queries with an OPT.
+    edns_refused: std::sync::atomic::AtomicUsize,
 }
 
 /// The running world; dropping it stops every server and deletes the anchor file.
@@ -298,6 +305,7 @@ impl ScriptedDns {
             world: Mutex::new(world),
             scripts: Mutex::new(Scripts::default()),
             delay: Mutex::new(std::time::Duration::ZERO),
+            edns_refused: Default::default(),
         });
         let (port, tasks) = bind_all(&shared).await;
         Self {
@@ -312,6 +320,13 @@ impl ScriptedDns {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// How many queries with EDNS the [`Behaviour::NoEdns`] servers refused so far.
+    pub fn edns_refusals(&self) -> usize {
+        self.shared
+            .edns_refused
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `behaviour` for every question `on` gets (`qtype` None) or for one type only.
@@ -474,6 +489,18 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         .unwrap_or_else(|p| p.into_inner())
         .get(server, qtype);
     let behaviour_again = behaviour.clone();
+    if matches!(behaviour, Behaviour::NoEdns { .. }) && query.edns.is_some() {
+        shared
+            .edns_refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut refusal = Message::error_msg(
+            query.metadata.id,
+            query.metadata.op_code,
+            ResponseCode::FormErr,
+        );
+        refusal.add_query(question.clone());
+        return refusal.to_vec().ok();
+    }
     let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
     let mut answer = world.respond(server, query)?;
     // The zone this server speaks for, for SOAs in made-up negative answers.
@@ -669,6 +696,14 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             answer.metadata.response_code = ResponseCode::NXDomain;
         }
         Behaviour::DnskeyProtocol(protocol) => patch = Some(protocol),
+        Behaviour::NoEdns { truncated_over_udp } => {
+            if truncated_over_udp && !tcp {
+                answer.answers.clear();
+                answer.authorities.clear();
+                answer.additionals.clear();
+                answer.metadata.truncation = true;
+            }
+        }
         Behaviour::UnsignedNodata
         | Behaviour::StripSignatures
         | Behaviour::Resign { .. }
