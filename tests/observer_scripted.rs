@@ -1677,3 +1677,56 @@ async fn a_server_without_edns_is_asked_without_it_and_proves_nothing() {
         "a server asked without EDNS is not one proven not to serve the key: {child:?}"
     );
 }
+
+/// Issue 32, a smaller defect: the parent denies the DS with NSEC3 records of a hash
+/// algorithm no validator knows (2; only 1, SHA-1, is assigned). RFC 5155 section 8.1:
+/// validators must ignore such records, so the answer is no malformed message but one
+/// whose denial nothing proves: unknown for decisions (`bogus_proof`, naming the
+/// algorithm), never "gone". With nothing else to prove it, RFC 5155 8.1 says such a
+/// response "will generally be considered bogus", and Unbound answers SERVFAIL ("no
+/// NSEC3 records"): our validator says `bogus` as they do. A valid SHA-1 proof beside
+/// an ignored record still proves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nsec3_of_an_unknown_hash_algorithm_is_ignored_not_malformed() {
+    let (dns, observer) = world().await;
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::Tld,
+        Some(RecordType::DS),
+        Behaviour::Nsec3(Nsec3Script {
+            hash_algorithm: 2,
+            ..Nsec3Script::valid(false)
+        }),
+    );
+    let routine = observer.parent(ZONE).await.expect("parent view");
+    assert!(routine.all_absent(), "an authoritative NODATA: {routine:?}");
+    let parent = observer.parent_validated(ZONE).await.expect("parent view");
+    for ip in [TLD_A, TLD_B] {
+        let bogus = bogus_reason(&ds_at(&parent, ip))
+            .unwrap_or_else(|| panic!("not bogus_proof: {parent:?}"));
+        assert!(
+            bogus.contains("hash algorithm 2") && bogus.contains("RFC 5155"),
+            "{bogus}"
+        );
+    }
+    assert!(!parent.all_absent(), "{parent:?}");
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Bogus, "{probes:?}");
+    assert!(probes[0].detail.contains("hash algorithm 2"), "{probes:?}");
+
+    for opt_out in [false, true] {
+        dns.script(
+            Servers::Tld,
+            Some(RecordType::DS),
+            Behaviour::Nsec3(Nsec3Script {
+                decoy: Some(2),
+                ..Nsec3Script::valid(opt_out)
+            }),
+        );
+        let parent = observer.parent_validated(ZONE).await.expect("parent view");
+        assert!(parent.all_absent(), "opt-out {opt_out}: {parent:?}");
+        assert_eq!(parent.evidence, Evidence::Validated);
+    }
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Insecure, "{probes:?}");
+}

@@ -776,14 +776,26 @@ async fn tcp_exchange(
 
 /// A DNS message from the wire; when hickory cannot decode it, the error names what is
 /// wrong where we can tell (a DNSKEY whose protocol is not 3, say), with hickory's words
-/// after it.
+/// after it. hickory refuses a whole message for an NSEC3 of an unknown hash algorithm
+/// or unknown flags, which validators must ignore (RFC 5155 sections 8.1 and 8.2), not
+/// reject: such records are set aside ([`super::wire::mask_ignored_nsec3`]) and the
+/// message read again.
 fn decode(bytes: &[u8]) -> Result<Message, ExchangeError> {
-    Message::from_vec(bytes).map_err(|e| {
-        ExchangeError::Malformed(match super::wire::diagnose(bytes) {
-            Some(what) => format!("{what} (decoder: {e})"),
-            None => e.to_string(),
+    Message::from_vec(bytes)
+        .or_else(|e| {
+            if let Some(masked) = super::wire::mask_ignored_nsec3(bytes)
+                && let Ok(message) = Message::from_vec(&masked)
+            {
+                return Ok(message);
+            }
+            Err(e)
         })
-    })
+        .map_err(|e| {
+            ExchangeError::Malformed(match super::wire::diagnose(bytes) {
+                Some(what) => format!("{what} (decoder: {e})"),
+                None => e.to_string(),
+            })
+        })
 }
 
 /// The answer must be a response to this very question.

@@ -600,6 +600,10 @@ impl Validator<'_> {
             Err(e @ super::proof::ProofError::Nsec3Iterations(_)) => Link::Insecure(format!(
                 "{parent} denies a DS for {child} with NSEC3 that validators treat as insecure (RFC 9276 section 3.2): {e}"
             )),
+            // An answer whose only NSEC3 records validators must ignore (an unknown hash
+            // algorithm) falls here too: RFC 5155 section 8.1 says such responses "will
+            // generally be considered bogus", and Unbound answers SERVFAIL ("no NSEC3
+            // records").
             Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),

@@ -157,6 +157,12 @@ pub struct Nsec3Script {
     /// `true`: the apex NSEC3 (the closest encloser) and an opt-out NSEC3 covering the
     /// child's name (the next closer name).
     pub opt_out: bool,
+    /// The hash algorithm the records say they use (1, SHA-1, the only one assigned; the
+    /// owners are SHA-1 hashes whatever it says).
+    pub hash_algorithm: u8,
+    /// One more signed NSEC3 beside the proof, of this (unknown) hash algorithm, owned
+    /// by the hash of `zzz.` below the zone: a record validators must ignore.
+    pub decoy: Option<u8>,
 }
 
 impl Nsec3Script {
@@ -167,6 +173,8 @@ impl Nsec3Script {
             record_salt: vec![0xab, 0xcd],
             iterations: 1,
             opt_out,
+            hash_algorithm: 1,
+            decoy: None,
         }
     }
 }
@@ -838,23 +846,59 @@ fn nsec3_proof(
 ) -> Option<Vec<Record>> {
     let now = now_secs();
     let window = (now - 3600, now + 14 * 86400);
+    let record_of =
+        |algorithm: u8, owner_hash: &[u8], next: Vec<u8>, opt_out: bool, types: Vec<RecordType>| {
+            let owner = zone.prepend_label(base32hex(owner_hash)).ok()?;
+            let nsec3 = NSEC3::new(
+                Nsec3HashAlgorithm::SHA1,
+                opt_out,
+                script.iterations,
+                script.record_salt.clone(),
+                next,
+                types,
+            );
+            let rdata = if algorithm == 1 {
+                RData::DNSSEC(DNSSECRData::NSEC3(nsec3))
+            } else {
+                // hickory knows no other hash algorithm: the RDATA written out, its first
+                // octet (the algorithm) changed.
+                use hickory_proto::serialize::binary::BinEncodable;
+                let mut bytes = nsec3.to_bytes().ok()?;
+                *bytes.first_mut()? = algorithm;
+                RData::Unknown {
+                    code: RecordType::NSEC3,
+                    rdata: hickory_proto::rr::rdata::NULL::with(bytes),
+                }
+            };
+            let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
+            let sig = sign(&records, RecordType::NSEC3, &owner, zone, key, 60, window)?;
+            Some([records, vec![sig]].concat())
+        };
     let record = |owner_hash: &[u8], next: Vec<u8>, opt_out: bool, types: Vec<RecordType>| {
-        let owner = zone.prepend_label(base32hex(owner_hash)).ok()?;
-        let rdata = RData::DNSSEC(DNSSECRData::NSEC3(NSEC3::new(
-            Nsec3HashAlgorithm::SHA1,
-            opt_out,
-            script.iterations,
-            script.record_salt.clone(),
-            next,
-            types,
-        )));
-        let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
-        let sig = sign(&records, RecordType::NSEC3, &owner, zone, key, 60, window)?;
-        Some([records, vec![sig]].concat())
+        record_of(script.hash_algorithm, owner_hash, next, opt_out, types)
+    };
+    let decoy = match script.decoy {
+        Some(algorithm) => {
+            let other = nsec3_hash(
+                &zone.prepend_label("zzz").ok()?,
+                &script.owner_salt,
+                script.iterations,
+            )?;
+            record_of(
+                algorithm,
+                &other,
+                hash_step(&other, true),
+                false,
+                vec![RecordType::NS],
+            )?
+        }
+        None => Vec::new(),
     };
     let child = nsec3_hash(qname, &script.owner_salt, script.iterations)?;
     if !script.opt_out {
-        return record(&child, hash_step(&child, true), false, vec![RecordType::NS]);
+        let mut out = record(&child, hash_step(&child, true), false, vec![RecordType::NS])?;
+        out.extend(decoy);
+        return Some(out);
     }
     let apex = nsec3_hash(zone, &script.owner_salt, script.iterations)?;
     let mut out = record(
@@ -875,6 +919,7 @@ fn nsec3_proof(
         true,
         vec![RecordType::NS],
     )?);
+    out.extend(decoy);
     Some(out)
 }
 
