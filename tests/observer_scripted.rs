@@ -1575,3 +1575,158 @@ async fn glue_that_differs_between_parent_servers_is_seen_and_asked() {
     assert_eq!(json["consistent"], false, "{json:#}");
     assert!(advice(&json).contains("glue"), "{json:#}");
 }
+
+/// Issue 32, a smaller defect: a server that answers FORMERR (without an OPT) to every
+/// query with EDNS. RFC 6891 sections 7 and 6.2.2: it does not implement EDNS, and may be
+/// asked again without; Unbound does so ("attempt without EDNS"). Without EDNS there is
+/// no DO bit, so its answers carry no RRSIGs: what needs them is unknown, never proven,
+/// never `secure`, never "gone", and a key it serves is never "not served" for it. It
+/// is remembered for a while (no FORMERR again), and a UDP answer without EDNS that is
+/// truncated (512 bytes) is fetched over TCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_edns_is_asked_without_it_and_proves_nothing() {
+    let (dns, observer) = world().await;
+    dns.script(
+        Servers::One(TLD_A),
+        None,
+        Behaviour::NoEdns {
+            truncated_over_udp: false,
+        },
+    );
+    // The DS itself needs no DO: the routine (unvalidated) look sees it.
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert!(
+        matches!(ds_at(&view, TLD_A), DsAnswer::Present { ref ds, .. } if *ds == vec![dns.child_ds()]),
+        "{view:?}"
+    );
+    assert!(
+        matches!(ns_at(&view.delegations, TLD_A), NsAnswer::Servers { .. }),
+        "{view:?}"
+    );
+    let refused = dns.edns_refusals();
+    assert!(refused > 0, "never asked with EDNS first");
+    // Remembered: asked without EDNS at once.
+    observer.parent(ZONE).await.expect("parent view");
+    assert_eq!(
+        dns.edns_refusals(),
+        refused,
+        "asked with EDNS again at once"
+    );
+    // Nothing of the TLD validates through it: its DNSKEY set comes without signatures.
+    let err = observer
+        .parent_validated(ZONE)
+        .await
+        .expect_err("the parent's keys cannot be established");
+    assert!(err.reason.contains("without EDNS"), "{err}");
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
+    assert!(probes[0].detail.contains("without EDNS"), "{probes:?}");
+
+    // No false "gone": with the parent's keys established (this server refuses EDNS to
+    // the DS question only, asked by a fresh observer), its unsigned NODATA proves no
+    // missing DS, while the other address's signed denial does.
+    let observer = DnsObserver::new(&dns.settings()).expect("observer");
+    dns.script(Servers::One(TLD_A), None, Behaviour::Normal);
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::DS),
+        Behaviour::NoEdns {
+            truncated_over_udp: false,
+        },
+    );
+    observer.parent_validated(ZONE).await.expect("parent view");
+    dns.set_ds(Servers::Tld, Vec::new());
+    let validated = observer.parent_validated(ZONE).await.expect("parent view");
+    assert_eq!(
+        ds_at(&validated, TLD_A),
+        DsAnswer::Unknown(UnknownReason::WithoutEdns),
+        "{validated:?}"
+    );
+    assert_eq!(ds_at(&validated, TLD_B), DsAnswer::Absent, "{validated:?}");
+    assert!(!validated.all_absent(), "{validated:?}");
+    dns.script(Servers::One(TLD_A), None, Behaviour::Normal);
+
+    // A child server without EDNS whose UDP answers are truncated: over TCP it serves the
+    // key, but without the signature the DO bit would have brought.
+    dns.script(
+        Servers::One(CHILD_1),
+        None,
+        Behaviour::NoEdns {
+            truncated_over_udp: true,
+        },
+    );
+    let child = observer.child(ZONE).await.expect("child view");
+    let at_1 = child
+        .answers
+        .iter()
+        .find(|a| a.addr == IpAddr::from(CHILD_1))
+        .expect("asked");
+    assert_eq!(
+        at_1.answer,
+        DnskeyAnswer::Unknown(UnknownReason::WithoutEdns),
+        "{child:?}"
+    );
+    assert!(
+        matches!(ns_at(&child.apex_ns, CHILD_1), NsAnswer::Servers { .. }),
+        "the apex NS over TCP without EDNS: {child:?}"
+    );
+    let key = zone_key(&child);
+    assert!(!child.all_serve(&key), "{child:?}");
+    assert!(
+        child.lacking(&key).is_none(),
+        "a server asked without EDNS is not one proven not to serve the key: {child:?}"
+    );
+}
+
+/// Issue 32, a smaller defect: the parent denies the DS with NSEC3 records of a hash
+/// algorithm no validator knows (2; only 1, SHA-1, is assigned). RFC 5155 section 8.1:
+/// validators must ignore such records, so the answer is no malformed message but one
+/// whose denial nothing proves: unknown for decisions (`bogus_proof`, naming the
+/// algorithm), never "gone". With nothing else to prove it, RFC 5155 8.1 says such a
+/// response "will generally be considered bogus", and Unbound answers SERVFAIL ("no
+/// NSEC3 records"): our validator says `bogus` as they do. A valid SHA-1 proof beside
+/// an ignored record still proves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nsec3_of_an_unknown_hash_algorithm_is_ignored_not_malformed() {
+    let (dns, observer) = world().await;
+    dns.set_ds(Servers::Tld, Vec::new());
+    dns.script(
+        Servers::Tld,
+        Some(RecordType::DS),
+        Behaviour::Nsec3(Nsec3Script {
+            hash_algorithm: 2,
+            ..Nsec3Script::valid(false)
+        }),
+    );
+    let routine = observer.parent(ZONE).await.expect("parent view");
+    assert!(routine.all_absent(), "an authoritative NODATA: {routine:?}");
+    let parent = observer.parent_validated(ZONE).await.expect("parent view");
+    for ip in [TLD_A, TLD_B] {
+        let bogus = bogus_reason(&ds_at(&parent, ip))
+            .unwrap_or_else(|| panic!("not bogus_proof: {parent:?}"));
+        assert!(
+            bogus.contains("hash algorithm 2") && bogus.contains("RFC 5155"),
+            "{bogus}"
+        );
+    }
+    assert!(!parent.all_absent(), "{parent:?}");
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Bogus, "{probes:?}");
+    assert!(probes[0].detail.contains("hash algorithm 2"), "{probes:?}");
+
+    for opt_out in [false, true] {
+        dns.script(
+            Servers::Tld,
+            Some(RecordType::DS),
+            Behaviour::Nsec3(Nsec3Script {
+                decoy: Some(2),
+                ..Nsec3Script::valid(opt_out)
+            }),
+        );
+        let parent = observer.parent_validated(ZONE).await.expect("parent view");
+        assert!(parent.all_absent(), "opt-out {opt_out}: {parent:?}");
+        assert_eq!(parent.evidence, Evidence::Validated);
+    }
+    let probes = observer.validation(ZONE).await;
+    assert_eq!(probes[0].verdict, ValidationVerdict::Insecure, "{probes:?}");
+}

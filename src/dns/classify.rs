@@ -346,6 +346,11 @@ pub fn classify_dnskey(
             Err(r) => DnskeyAnswer::Unknown(r),
         };
     }
+    // Keys without signatures from a server asked without EDNS: whether a key signs
+    // its set is unknown, not "not served" (which would withdraw an announced DS).
+    if wire::unsigned_without_edns(message) {
+        return DnskeyAnswer::Unknown(UnknownReason::WithoutEdns);
+    }
     let ttl = wire::rrset(&message.answers, zone, RecordType::DNSKEY)
         .map(|r| r.ttl)
         .max()

@@ -41,6 +41,10 @@ pub enum UnknownReason {
     /// A parent address's referral gives glue for the zone's name servers other than
     /// other parent addresses give: resolvers it refers may reach servers never asked.
     GlueDiffers(String),
+    /// The server does not implement EDNS, so it was asked without (no DO bit) and its
+    /// answer carries no DNSSEC records: it cannot show a key signing its set, a signed
+    /// DS or a signed denial (RFC 6891 section 7).
+    WithoutEdns,
 }
 
 impl fmt::Display for UnknownReason {
@@ -57,6 +61,7 @@ impl fmt::Display for UnknownReason {
             Self::Contradiction(detail) => write!(f, "contradictory answers: {detail}"),
             Self::BogusProof(detail) => write!(f, "bogus proof: {detail}"),
             Self::GlueDiffers(detail) => write!(f, "glue differs: {detail}"),
+            Self::WithoutEdns => f.write_str(super::wire::WITHOUT_EDNS),
         }
     }
 }

@@ -349,7 +349,10 @@ impl DnsObserver {
                     && let Err(e) = proof::prove_ds(message, qname, parent_zone, keys, now, budget)
                 {
                     tracing::warn!(zone = %cut.zone, server = %to, "DS answer fails validation: {e}");
-                    answer = DsAnswer::Unknown(UnknownReason::BogusProof(e.to_string()));
+                    answer = DsAnswer::Unknown(match e {
+                        proof::ProofError::WithoutEdns => UnknownReason::WithoutEdns,
+                        e => UnknownReason::BogusProof(e.to_string()),
+                    });
                 }
                 if classify::is_nxdomain(&ds) {
                     answer = classify::contradicted_by_referral(qname, answer, &ns);

@@ -112,6 +112,15 @@ pub enum ProofError {
     Nsec3BadEncloser(String),
     #[error("an NSEC3 record uses {0} iterations, above the limit of {MAX_NSEC3_ITERATIONS}")]
     Nsec3Iterations(u16),
+    #[error(
+        "every NSEC3 record of the answer is one validators must ignore ({0}; RFC 5155 \
+         sections 8.1 and 8.2): nothing denies the DS"
+    )]
+    Nsec3Ignored(String),
+    /// The server was asked without EDNS (it does not implement it): no DO bit, so no
+    /// signatures or denial records to prove anything with, either way.
+    #[error("{}", wire::WITHOUT_EDNS)]
+    WithoutEdns,
     /// The signature checks allowed ran out before the proof was verified: nothing
     /// proven either way.
     #[error("{0}")]
@@ -130,6 +139,9 @@ pub fn prove_ds(
     budget: &Budget,
 ) -> Result<Proof, ProofError> {
     let name_text = wire::name_text(name);
+    if wire::unsigned_without_edns(message) {
+        return Err(ProofError::WithoutEdns);
+    }
     if wire::rrset(&message.answers, name, RecordType::DS)
         .next()
         .is_some()
@@ -175,9 +187,28 @@ pub fn prove_ds(
         } else {
             ctx.nsec3_nodata()
         }
+    } else if let Some(what) = ignored_nsec3s(&message.authorities) {
+        Err(ProofError::Nsec3Ignored(what))
     } else {
         Err(ProofError::NoDenial(name_text))
     }
+}
+
+/// What makes the answer's ignored NSEC3 records ignored (`wire::ignored_nsec3`): their
+/// hash algorithms and flags, each said once; `None` if there are none.
+fn ignored_nsec3s(records: &[Record]) -> Option<String> {
+    let mut what: Vec<String> = Vec::new();
+    for (algorithm, flags) in records.iter().filter_map(wire::ignored_nsec3) {
+        let said = if algorithm != 1 {
+            format!("hash algorithm {algorithm}")
+        } else {
+            format!("flags {flags:#04x}")
+        };
+        if !what.contains(&said) {
+            what.push(said);
+        }
+    }
+    (!what.is_empty()).then(|| what.join(", "))
 }
 
 /// RFC 4034 section 6.1: canonical order, labels compared from the right, lower case.

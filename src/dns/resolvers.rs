@@ -96,6 +96,11 @@ pub async fn probe(querier: &Querier, resolver: SocketAddr, zone: &str) -> Valid
         Err(e) => return verdict(ValidationVerdict::Unknown, e.to_string()),
     };
     let code = answer.metadata.response_code;
+    // A resolver asked without EDNS got no DO bit: its answer's AD bit (or its absence)
+    // is no verdict on the chain.
+    if code == ResponseCode::NoError && answer.edns.is_none() {
+        return verdict(ValidationVerdict::Unknown, wire::WITHOUT_EDNS.into());
+    }
     match code {
         ResponseCode::NoError if answer.metadata.authentic_data => {
             verdict(ValidationVerdict::Secure, "AD set".into())

@@ -19,6 +19,12 @@
 //! most the querier's per-server cap, and also the case of every letter of the question
 //! name (0x20, see [`NetTransport::exchange_net`]).
 //!
+//! Every query carries EDNS with DO. A server that does not implement EDNS answers it
+//! FORMERR or NOTIMP without an OPT (RFC 6891 section 7); it is asked again without EDNS
+//! (section 6.2.2), and so for a while. Such an answer carries no DNSSEC records: the
+//! classifiers read its lack of signatures as unknown, never as unsigned or bogus
+//! ([`super::wire::unsigned_without_edns`]).
+//!
 //! [`Transport`] is a trait so that tests can script each server's answer.
 
 use std::future::Future;
@@ -42,9 +48,10 @@ use tokio::time::{Instant, timeout_at};
 pub const SOCKET_MAX_USES: usize = 256;
 /// How long one UDP socket (one source port) takes new queries at most.
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);
-/// Receive buffer of a UDP socket. Every query offers an EDNS payload of 1232 bytes
-/// ([`super::wire::EDNS_PAYLOAD`]); a server that sends more than this buffer holds is
-/// asked again over TCP, since the kernel cuts a datagram to the buffer.
+/// Receive buffer of a UDP socket. A query offers an EDNS payload of 1232 bytes
+/// ([`super::wire::EDNS_PAYLOAD`]), or none (512 bytes) to a server without EDNS; a
+/// server that sends more than this buffer holds is asked again over TCP, since the
+/// kernel cuts a datagram to the buffer.
 const DATAGRAM_MAX: usize = 4096;
 
 /// Why one exchange gave no DNS message.
@@ -87,12 +94,21 @@ pub struct NetTransport {
     /// Servers seen answering with the question's case changed, and since when: asked
     /// without 0x20 until [`NO_ECHO_KEPT`] has passed.
     no_echo: Arc<Mutex<super::FastMap<SocketAddr, std::time::Instant>>>,
+    /// Servers found not to implement EDNS, and since when: asked without EDNS until
+    /// [`NO_EDNS_KEPT`] has passed.
+    no_edns: Arc<Mutex<super::FastMap<SocketAddr, std::time::Instant>>>,
 }
 
 /// How long a server that did not echo the question's case is asked without 0x20. Not
 /// for ever: a forger who got one case-mangled answer accepted by ID and port (it was
 /// dropped, but it turned 0x20 off) gains only this long.
 pub const NO_ECHO_KEPT: Duration = Duration::from_secs(600);
+
+/// How long a server found not to implement EDNS is asked without it (RFC 6891 section
+/// 6.2.2 allows caching the finding "for a brief time"), then with EDNS again. Bounded,
+/// because what a forged FORMERR gains is this long of answers without DNSSEC records,
+/// which are unknown for every question that needs them, never evidence.
+pub const NO_EDNS_KEPT: Duration = Duration::from_secs(600);
 
 impl NetTransport {
     pub fn new(timeout: Duration) -> Self {
@@ -101,6 +117,7 @@ impl NetTransport {
             muxes: Arc::default(),
             case_randomization: true,
             no_echo: Arc::default(),
+            no_edns: Arc::default(),
         }
     }
 
@@ -111,15 +128,11 @@ impl NetTransport {
     }
 
     fn echoes_case(&self, server: SocketAddr) -> bool {
-        let mut no_echo = self.no_echo.lock().unwrap_or_else(|p| p.into_inner());
-        match no_echo.get(&server) {
-            Some(since) if since.elapsed() < NO_ECHO_KEPT => false,
-            Some(_) => {
-                no_echo.remove(&server);
-                true
-            }
-            None => true,
-        }
+        !found_lately(&self.no_echo, server, NO_ECHO_KEPT)
+    }
+
+    fn speaks_edns(&self, server: SocketAddr) -> bool {
+        !found_lately(&self.no_edns, server, NO_EDNS_KEPT)
     }
 
     /// One exchange of `wire`: UDP, then TCP if the answer is truncated.
@@ -164,6 +177,18 @@ impl NetTransport {
     /// difference, the question matching otherwise) is asked again at once without 0x20,
     /// and so for [`NO_ECHO_KEPT`]: the mangled answer itself is never used.
     ///
+    ///
+    /// EDNS fallback (RFC 6891 sections 6.2.2 and 7): a FORMERR or NOTIMP without an OPT
+    /// to a query with one says the server does not implement EDNS. The question is asked
+    /// again without EDNS, as Unbound does ("attempt without EDNS"); only if that answer is
+    /// a real one (NOERROR, NXDOMAIN, YXDOMAIN) is the server remembered as such, for
+    /// [`NO_EDNS_KEPT`]: a server that rejects the question itself is not. Unlike Unbound,
+    /// which does not remember it for DNSSEC questions, we do, because what we lose is
+    /// only a round trip: an answer without EDNS has no DNSSEC records, and the
+    /// classifiers take it as unknown for anything that needs them
+    /// ([`super::wire::unsigned_without_edns`]). Without EDNS a UDP answer is at most 512
+    /// bytes; a truncated one is fetched over TCP as any other.
+    ///
     /// [`Transport::exchange`] without boxing the future: the querier's exchange task
     /// holds it in place (one allocation less an exchange).
     pub async fn exchange_net(
@@ -172,6 +197,56 @@ impl NetTransport {
         query: &Message,
     ) -> Result<Message, ExchangeError> {
         let deadline = Instant::now() + self.timeout;
+        if query.edns.is_some() && !self.speaks_edns(server) {
+            // Boxed: the rare path would otherwise grow every exchange's future.
+            return Box::pin(self.exchange_without_edns(server, query, deadline)).await;
+        }
+        let answer = self.exchange_cased(server, query, deadline).await?;
+        if query.edns.is_none() || !refuses_edns(&answer) {
+            return Ok(answer);
+        }
+        let plain = Box::pin(self.exchange_without_edns(server, query, deadline)).await;
+        match plain {
+            Ok(plain) if answered(&plain) => {
+                self.no_edns
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(server, std::time::Instant::now());
+                tracing::debug!(
+                    %server,
+                    "the server answers EDNS with {} and no OPT, but answers without EDNS: \
+                     asking it without EDNS for {} s (its answers carry no DNSSEC records)",
+                    answer.metadata.response_code,
+                    NO_EDNS_KEPT.as_secs()
+                );
+                Ok(plain)
+            }
+            // Not EDNS it rejects, or no answer without it either: the first answer
+            // stands, and nothing is remembered.
+            _ => Ok(answer),
+        }
+    }
+
+    /// `query` asked without its OPT record.
+    async fn exchange_without_edns(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+        deadline: Instant,
+    ) -> Result<Message, ExchangeError> {
+        let mut plain = query.clone();
+        plain.edns = None;
+        self.exchange_cased(server, &plain, deadline).await
+    }
+
+    /// One exchange of `query` with 0x20, and again without it if the server does not
+    /// echo the case.
+    async fn exchange_cased(
+        &self,
+        server: SocketAddr,
+        query: &Message,
+        deadline: Instant,
+    ) -> Result<Message, ExchangeError> {
         let encode = || {
             super::wire::encode_query(query)
                 .map_err(|e| ExchangeError::Malformed(format!("cannot encode query: {e}")))
@@ -204,6 +279,45 @@ impl NetTransport {
         // (held in its task) twice the size.
         Box::pin(self.exchange_wire(server, &encode()?, query, deadline)).await
     }
+}
+
+/// Whether `server` is in `found` (a server seen to lack some feature) since less than
+/// `kept`; an entry older than that is forgotten.
+fn found_lately(
+    found: &Mutex<super::FastMap<SocketAddr, std::time::Instant>>,
+    server: SocketAddr,
+    kept: Duration,
+) -> bool {
+    let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+    match found.get(&server) {
+        Some(since) if since.elapsed() < kept => true,
+        Some(_) => {
+            found.remove(&server);
+            false
+        }
+        None => false,
+    }
+}
+
+/// RFC 6891 section 7: a responder that does not implement EDNS answers a query with an
+/// OPT with FORMERR (or NOTIMP), and without an OPT of its own. One with an OPT speaks
+/// EDNS: its FORMERR is about something else.
+fn refuses_edns(answer: &Message) -> bool {
+    use hickory_proto::op::ResponseCode;
+    matches!(
+        answer.metadata.response_code,
+        ResponseCode::FormErr | ResponseCode::NotImp
+    ) && answer.edns.is_none()
+}
+
+/// An answer the question got (as Unbound judges its EDNS fallback): NOERROR, NXDOMAIN
+/// or YXDOMAIN.
+fn answered(answer: &Message) -> bool {
+    use hickory_proto::op::ResponseCode;
+    matches!(
+        answer.metadata.response_code,
+        ResponseCode::NoError | ResponseCode::NXDomain | ResponseCode::YXDomain
+    )
 }
 
 fn net(err: std::io::Error) -> ExchangeError {
@@ -662,14 +776,26 @@ async fn tcp_exchange(
 
 /// A DNS message from the wire; when hickory cannot decode it, the error names what is
 /// wrong where we can tell (a DNSKEY whose protocol is not 3, say), with hickory's words
-/// after it.
+/// after it. hickory refuses a whole message for an NSEC3 of an unknown hash algorithm
+/// or unknown flags, which validators must ignore (RFC 5155 sections 8.1 and 8.2), not
+/// reject: such records are set aside ([`super::wire::mask_ignored_nsec3`]) and the
+/// message read again.
 fn decode(bytes: &[u8]) -> Result<Message, ExchangeError> {
-    Message::from_vec(bytes).map_err(|e| {
-        ExchangeError::Malformed(match super::wire::diagnose(bytes) {
-            Some(what) => format!("{what} (decoder: {e})"),
-            None => e.to_string(),
+    Message::from_vec(bytes)
+        .or_else(|e| {
+            if let Some(masked) = super::wire::mask_ignored_nsec3(bytes)
+                && let Ok(message) = Message::from_vec(&masked)
+            {
+                return Ok(message);
+            }
+            Err(e)
         })
-    })
+        .map_err(|e| {
+            ExchangeError::Malformed(match super::wire::diagnose(bytes) {
+                Some(what) => format!("{what} (decoder: {e})"),
+                None => e.to_string(),
+            })
+        })
 }
 
 /// The answer must be a response to this very question.
@@ -759,6 +885,30 @@ mod tests {
         mux.deliver(&answer_to(b.id));
         assert!(matches!(b_answer.try_recv(), Ok(Delivery::Answer(_))));
         assert!(a_answer.try_recv().is_err());
+    }
+
+    /// RFC 6891 section 7: only a FORMERR or NOTIMP without an OPT says the server does
+    /// not implement EDNS; one with an OPT comes from a server that does.
+    #[test]
+    fn only_a_formerr_without_opt_refuses_edns() {
+        use hickory_proto::op::{Edns, ResponseCode};
+        let mut m = Message::new(
+            7,
+            hickory_proto::op::MessageType::Response,
+            hickory_proto::op::OpCode::Query,
+        );
+        for (code, refuses) in [
+            (ResponseCode::FormErr, true),
+            (ResponseCode::NotImp, true),
+            (ResponseCode::ServFail, false),
+            (ResponseCode::NoError, false),
+        ] {
+            m.metadata.response_code = code;
+            m.edns = None;
+            assert_eq!(refuses_edns(&m), refuses, "{code}");
+            m.edns = Some(Edns::new());
+            assert!(!refuses_edns(&m), "{code} with an OPT");
+        }
     }
 
     /// Only FORMERR and NOTIMP may leave the question out.

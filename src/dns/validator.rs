@@ -441,8 +441,16 @@ impl Validator<'_> {
                 .querier
                 .ask(SocketAddr::new(*addr, self.port), qname, qtype)
                 .await;
-            query::authoritative(&outcome, host, *addr)
-                .map(|m| (format!("{host} ({addr})"), m.clone()))
+            let server = format!("{host} ({addr})");
+            match query::authoritative(&outcome, host, *addr) {
+                // Every answer the walk asks for must carry DNSSEC records; one from a
+                // server asked without EDNS cannot, so it proves nothing either way.
+                Ok(m) if wire::unsigned_without_edns(m) => {
+                    Err(format!("{server}: {}", wire::WITHOUT_EDNS))
+                }
+                Ok(m) => Ok((server, m.clone())),
+                Err(problem) => Err(problem),
+            }
         });
         let mut answers = Vec::new();
         let mut problems = Vec::new();
@@ -582,15 +590,20 @@ impl Validator<'_> {
             Ok(how) => Link::Insecure(format!(
                 "{parent} proves there is no DS for {child} ({how}): the zone is unsigned in the chain"
             )),
-            Err(e @ super::proof::ProofError::Exhausted(_)) => {
-                Link::Unknown(format!("no DS for {child} at {parent}: {e}"))
-            }
+            Err(
+                e
+                @ (super::proof::ProofError::Exhausted(_) | super::proof::ProofError::WithoutEdns),
+            ) => Link::Unknown(format!("no DS for {child} at {parent}: {e}")),
             // RFC 9276 section 3.2: validators may treat a denial with more iterations
             // as insecure (Unbound answers without AD): what resolvers conclude, though
             // it proves nothing for a decision (the observer keeps it unknown).
             Err(e @ super::proof::ProofError::Nsec3Iterations(_)) => Link::Insecure(format!(
                 "{parent} denies a DS for {child} with NSEC3 that validators treat as insecure (RFC 9276 section 3.2): {e}"
             )),
+            // An answer whose only NSEC3 records validators must ignore (an unknown hash
+            // algorithm) falls here too: RFC 5155 section 8.1 says such responses "will
+            // generally be considered bogus", and Unbound answers SERVFAIL ("no NSEC3
+            // records").
             Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),

@@ -346,6 +346,23 @@ pub fn rrsigs<'a>(
     })
 }
 
+/// Why [`unsigned_without_edns`] answers teach nothing that needs DNSSEC records.
+pub const WITHOUT_EDNS: &str = "answered only without EDNS (RFC 6891 section 7), so without \
+     the DO bit: it carries no signatures or denial records to check";
+
+/// The answer came without EDNS (the server does not implement it, so it was asked
+/// without: no DO bit) and holds no RRSIG. Its lack of signatures and of NSEC or NSEC3
+/// records says nothing (RFC 3225, RFC 4035 section 3.2.1: a server adds them only when
+/// DO is set): it is no evidence of "unsigned", "not served" or "bogus".
+pub fn unsigned_without_edns(message: &Message) -> bool {
+    message.edns.is_none()
+        && !message
+            .answers
+            .iter()
+            .chain(&message.authorities)
+            .any(|r| r.record_type() == RecordType::RRSIG)
+}
+
 pub fn as_ds(record: &Record) -> Option<&DS> {
     match &record.data {
         RData::DNSSEC(DNSSECRData::DS(ds)) => Some(ds),
@@ -358,6 +375,81 @@ pub fn as_dnskey(record: &Record) -> Option<&DNSKEY> {
         RData::DNSSEC(DNSSECRData::DNSKEY(key)) => Some(key),
         _ => None,
     }
+}
+
+/// The record type (private use, RFC 6895) NSEC3 records validators must ignore are
+/// decoded as: see [`mask_ignored_nsec3`].
+pub const IGNORED_NSEC3: u16 = 0xFF53;
+
+/// NSEC3 hash algorithm SHA-1 (RFC 5155 section 11), the only one assigned.
+const NSEC3_SHA1: u8 = 1;
+
+/// `bytes` (a message hickory could not decode) with every NSEC3 record that validators
+/// must ignore, one of an unknown hash algorithm (RFC 5155 section 8.1) or with flags
+/// other than opt-out (section 8.2), retyped in place to [`IGNORED_NSEC3`], which
+/// hickory keeps as opaque data: the rest of the answer stands, instead of the whole
+/// message being malformed for a record the rules say to ignore. `None` when there is no
+/// such record, or the message already holds that private type. Every loop is bounded
+/// by the message's counts and length.
+pub fn mask_ignored_nsec3(bytes: &[u8]) -> Option<Vec<u8>> {
+    let u16_at = |b: &[u8], at: usize| -> Option<u16> {
+        Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+    };
+    let skip_name = |mut at: usize| -> Option<usize> {
+        for _ in 0..128 {
+            let len = *bytes.get(at)?;
+            match len {
+                0 => return Some(at + 1),
+                l if l & 0xC0 == 0xC0 => return Some(at + 2),
+                l if l & 0xC0 == 0 => at += 1 + usize::from(l),
+                _ => return None,
+            }
+        }
+        None
+    };
+    let questions = u16_at(bytes, 4)?;
+    let records = [6, 8, 10]
+        .iter()
+        .map(|&at| u16_at(bytes, at).map(usize::from))
+        .sum::<Option<usize>>()?;
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(at)? + 4;
+    }
+    let mut out = bytes.to_vec();
+    let mut masked = false;
+    for _ in 0..records {
+        at = skip_name(at)?;
+        let rtype = u16_at(bytes, at)?;
+        let rdlength = usize::from(u16_at(bytes, at + 8)?);
+        let rdata = at + 10;
+        if rtype == IGNORED_NSEC3 {
+            return None;
+        }
+        if rtype == u16::from(RecordType::NSEC3) && rdlength >= 2 {
+            let (algorithm, flags) = (*bytes.get(rdata)?, *bytes.get(rdata + 1)?);
+            if algorithm != NSEC3_SHA1 || flags & !1 != 0 {
+                out.get_mut(at..at + 2)?
+                    .copy_from_slice(&IGNORED_NSEC3.to_be_bytes());
+                masked = true;
+            }
+        }
+        at = rdata + rdlength;
+    }
+    masked.then_some(out)
+}
+
+/// The hash algorithm and flags of an NSEC3 record [`mask_ignored_nsec3`] set aside.
+pub fn ignored_nsec3(record: &Record) -> Option<(u8, u8)> {
+    use hickory_proto::serialize::binary::BinEncodable;
+    let RData::Unknown { code, rdata } = &record.data else {
+        return None;
+    };
+    if u16::from(*code) != IGNORED_NSEC3 {
+        return None;
+    }
+    let bytes = rdata.to_bytes().ok()?;
+    Some((*bytes.first()?, *bytes.get(1)?))
 }
 
 /// What is wrong with a message hickory could not decode, where a walk over its records
@@ -558,6 +650,60 @@ mod tests {
                 assert_eq!(name_is(name, t), name_text(name) == *t, "{name} is {t}?");
             }
         }
+    }
+
+    /// NSEC3 records of an unknown hash algorithm or unknown flags are set aside, the
+    /// usable ones and the rest of the message kept (compressed names included).
+    #[test]
+    fn nsec3_records_validators_ignore_are_set_aside() {
+        use hickory_proto::dnssec::Nsec3HashAlgorithm;
+        use hickory_proto::dnssec::rdata::NSEC3;
+        use hickory_proto::rr::rdata::NULL;
+        use hickory_proto::serialize::binary::BinEncodable;
+        let zone = parse_name("test.").unwrap();
+        let nsec3 = |opt_out| {
+            NSEC3::new(
+                Nsec3HashAlgorithm::SHA1,
+                opt_out,
+                1,
+                vec![0xab],
+                vec![7; 20],
+                vec![RecordType::NS],
+            )
+        };
+        let odd = |patch: fn(&mut Vec<u8>)| {
+            let mut bytes = nsec3(false).to_bytes().unwrap();
+            patch(&mut bytes);
+            RData::Unknown {
+                code: RecordType::NSEC3,
+                rdata: NULL::with(bytes),
+            }
+        };
+        let owner = |label: &str| zone.prepend_label(label).unwrap();
+        let mut m = Message::new(9, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(parse_name("a.test.").unwrap(), RecordType::DS));
+        m.add_authority(Record::from_rdata(owner("aa"), 60, odd(|b| b[0] = 2)));
+        m.add_authority(Record::from_rdata(
+            owner("bb"),
+            60,
+            RData::DNSSEC(DNSSECRData::NSEC3(nsec3(true))),
+        ));
+        m.add_authority(Record::from_rdata(owner("cc"), 60, odd(|b| b[1] = 2)));
+        let bytes = m.to_vec().unwrap();
+        assert!(Message::from_vec(&bytes).is_err(), "hickory reads it now");
+        let read = Message::from_vec(&mask_ignored_nsec3(&bytes).expect("masked")).unwrap();
+        let ignored: Vec<_> = read.authorities.iter().filter_map(ignored_nsec3).collect();
+        assert_eq!(ignored, vec![(2, 0), (1, 2)]);
+        let usable = read
+            .authorities
+            .iter()
+            .filter(|r| r.record_type() == RecordType::NSEC3)
+            .count();
+        assert_eq!(usable, 1);
+        assert_eq!(read.authorities[1].name, owner("bb"));
+        // Nothing to set aside: left as it is.
+        let plain = build_query(&zone, RecordType::DS, false).to_vec().unwrap();
+        assert_eq!(mask_ignored_nsec3(&plain), None);
     }
 
     /// 0x20: only the question name's letters change case, and an answer echoing the

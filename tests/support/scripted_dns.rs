@@ -120,6 +120,11 @@ pub enum Behaviour {
     /// The world's answer with the A glue of this host pointing at this address instead:
     /// a parent server whose glue differs from the others'.
     Glue(String, Ipv4Addr),
+    /// A server that does not implement EDNS (RFC 6891 section 7): FORMERR without an
+    /// OPT, the question echoed, to any query with an OPT; the world's answer (without
+    /// DO, so without RRSIGs) to one without. `truncated_over_udp`: its UDP answers say
+    /// TC=1 and hold nothing (as an answer beyond 512 bytes would), over TCP the whole.
+    NoEdns { truncated_over_udp: bool },
 }
 
 /// A signing key in a [`Behaviour`] (boxed: a key is large); compared by its public key.
@@ -152,6 +157,12 @@ pub struct Nsec3Script {
     /// `true`: the apex NSEC3 (the closest encloser) and an opt-out NSEC3 covering the
     /// child's name (the next closer name).
     pub opt_out: bool,
+    /// The hash algorithm the records say they use (1, SHA-1, the only one assigned; the
+    /// owners are SHA-1 hashes whatever it says).
+    pub hash_algorithm: u8,
+    /// One more signed NSEC3 beside the proof, of this (unknown) hash algorithm, owned
+    /// by the hash of `zzz.` below the zone: a record validators must ignore.
+    pub decoy: Option<u8>,
 }
 
 impl Nsec3Script {
@@ -162,6 +173,8 @@ impl Nsec3Script {
             record_salt: vec![0xab, 0xcd],
             iterations: 1,
             opt_out,
+            hash_algorithm: 1,
+            decoy: None,
         }
     }
 }
@@ -205,6 +218,8 @@ struct Shared {
     scripts: Mutex<Scripts>,
     /// How long every UDP answer is held back (zero: none).
     delay: Mutex<std::time::Duration>,
+    /// FORMERRs sent by [`Behaviour::NoEdns`] servers to queries with an OPT.
+    edns_refused: std::sync::atomic::AtomicUsize,
 }
 
 /// The running world; dropping it stops every server and deletes the anchor file.
@@ -298,6 +313,7 @@ impl ScriptedDns {
             world: Mutex::new(world),
             scripts: Mutex::new(Scripts::default()),
             delay: Mutex::new(std::time::Duration::ZERO),
+            edns_refused: Default::default(),
         });
         let (port, tasks) = bind_all(&shared).await;
         Self {
@@ -312,6 +328,13 @@ impl ScriptedDns {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// How many queries with EDNS the [`Behaviour::NoEdns`] servers refused so far.
+    pub fn edns_refusals(&self) -> usize {
+        self.shared
+            .edns_refused
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `behaviour` for every question `on` gets (`qtype` None) or for one type only.
@@ -474,6 +497,18 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         .unwrap_or_else(|p| p.into_inner())
         .get(server, qtype);
     let behaviour_again = behaviour.clone();
+    if matches!(behaviour, Behaviour::NoEdns { .. }) && query.edns.is_some() {
+        shared
+            .edns_refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut refusal = Message::error_msg(
+            query.metadata.id,
+            query.metadata.op_code,
+            ResponseCode::FormErr,
+        );
+        refusal.add_query(question.clone());
+        return refusal.to_vec().ok();
+    }
     let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
     let mut answer = world.respond(server, query)?;
     // The zone this server speaks for, for SOAs in made-up negative answers.
@@ -669,6 +704,14 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             answer.metadata.response_code = ResponseCode::NXDomain;
         }
         Behaviour::DnskeyProtocol(protocol) => patch = Some(protocol),
+        Behaviour::NoEdns { truncated_over_udp } => {
+            if truncated_over_udp && !tcp {
+                answer.answers.clear();
+                answer.authorities.clear();
+                answer.additionals.clear();
+                answer.metadata.truncation = true;
+            }
+        }
         Behaviour::UnsignedNodata
         | Behaviour::StripSignatures
         | Behaviour::Resign { .. }
@@ -803,23 +846,59 @@ fn nsec3_proof(
 ) -> Option<Vec<Record>> {
     let now = now_secs();
     let window = (now - 3600, now + 14 * 86400);
+    let record_of =
+        |algorithm: u8, owner_hash: &[u8], next: Vec<u8>, opt_out: bool, types: Vec<RecordType>| {
+            let owner = zone.prepend_label(base32hex(owner_hash)).ok()?;
+            let nsec3 = NSEC3::new(
+                Nsec3HashAlgorithm::SHA1,
+                opt_out,
+                script.iterations,
+                script.record_salt.clone(),
+                next,
+                types,
+            );
+            let rdata = if algorithm == 1 {
+                RData::DNSSEC(DNSSECRData::NSEC3(nsec3))
+            } else {
+                // hickory knows no other hash algorithm: the RDATA written out, its first
+                // octet (the algorithm) changed.
+                use hickory_proto::serialize::binary::BinEncodable;
+                let mut bytes = nsec3.to_bytes().ok()?;
+                *bytes.first_mut()? = algorithm;
+                RData::Unknown {
+                    code: RecordType::NSEC3,
+                    rdata: hickory_proto::rr::rdata::NULL::with(bytes),
+                }
+            };
+            let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
+            let sig = sign(&records, RecordType::NSEC3, &owner, zone, key, 60, window)?;
+            Some([records, vec![sig]].concat())
+        };
     let record = |owner_hash: &[u8], next: Vec<u8>, opt_out: bool, types: Vec<RecordType>| {
-        let owner = zone.prepend_label(base32hex(owner_hash)).ok()?;
-        let rdata = RData::DNSSEC(DNSSECRData::NSEC3(NSEC3::new(
-            Nsec3HashAlgorithm::SHA1,
-            opt_out,
-            script.iterations,
-            script.record_salt.clone(),
-            next,
-            types,
-        )));
-        let records = vec![Record::from_rdata(owner.clone(), 60, rdata)];
-        let sig = sign(&records, RecordType::NSEC3, &owner, zone, key, 60, window)?;
-        Some([records, vec![sig]].concat())
+        record_of(script.hash_algorithm, owner_hash, next, opt_out, types)
+    };
+    let decoy = match script.decoy {
+        Some(algorithm) => {
+            let other = nsec3_hash(
+                &zone.prepend_label("zzz").ok()?,
+                &script.owner_salt,
+                script.iterations,
+            )?;
+            record_of(
+                algorithm,
+                &other,
+                hash_step(&other, true),
+                false,
+                vec![RecordType::NS],
+            )?
+        }
+        None => Vec::new(),
     };
     let child = nsec3_hash(qname, &script.owner_salt, script.iterations)?;
     if !script.opt_out {
-        return record(&child, hash_step(&child, true), false, vec![RecordType::NS]);
+        let mut out = record(&child, hash_step(&child, true), false, vec![RecordType::NS])?;
+        out.extend(decoy);
+        return Some(out);
     }
     let apex = nsec3_hash(zone, &script.owner_salt, script.iterations)?;
     let mut out = record(
@@ -840,6 +919,7 @@ fn nsec3_proof(
         true,
         vec![RecordType::NS],
     )?);
+    out.extend(decoy);
     Some(out)
 }
 
