@@ -1682,9 +1682,9 @@ async fn a_server_without_edns_is_asked_without_it_and_proves_nothing() {
 /// algorithm no validator knows (2; only 1, SHA-1, is assigned). RFC 5155 section 8.1:
 /// validators must ignore such records, so the answer is no malformed message but one
 /// whose denial nothing proves: unknown for decisions (`bogus_proof`, naming the
-/// algorithm), never "gone". With nothing else to prove it, RFC 5155 8.1 says such a
-/// response "will generally be considered bogus", and Unbound answers SERVFAIL ("no
-/// NSEC3 records"): our validator says `bogus` as they do. A valid SHA-1 proof beside
+/// algorithm), never "gone". What resolvers make of it differs (RFC 5155 8.1 "will
+/// generally be considered bogus", Unbound SERVFAIL; BIND insecure): our validator says
+/// `unknown` (unprovable), neither an outage page nor "fine". A valid SHA-1 proof beside
 /// an ignored record still proves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_nsec3_of_an_unknown_hash_algorithm_is_ignored_not_malformed() {
@@ -1711,8 +1711,9 @@ async fn an_nsec3_of_an_unknown_hash_algorithm_is_ignored_not_malformed() {
     }
     assert!(!parent.all_absent(), "{parent:?}");
     let probes = observer.validation(ZONE).await;
-    assert_eq!(probes[0].verdict, ValidationVerdict::Bogus, "{probes:?}");
+    assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
     assert!(probes[0].detail.contains("hash algorithm 2"), "{probes:?}");
+    assert!(probes[0].detail.contains("unprovable"), "{probes:?}");
 
     for opt_out in [false, true] {
         dns.script(

@@ -594,16 +594,19 @@ impl Validator<'_> {
                 e
                 @ (super::proof::ProofError::Exhausted(_) | super::proof::ProofError::WithoutEdns),
             ) => Link::Unknown(format!("no DS for {child} at {parent}: {e}")),
+            // Only NSEC3 records validators must ignore (an unknown hash algorithm): the
+            // denial is unprovable, and resolvers differ on what follows (RFC 5155 section
+            // 8.1 "generally bogus", Unbound SERVFAIL; BIND insecure), so no verdict is
+            // ours to page on.
+            Err(e @ super::proof::ProofError::Nsec3Ignored(_)) => Link::Unknown(format!(
+                "no DS for {child} at {parent}, unprovable: {e} (Unbound answers SERVFAIL, BIND insecure)"
+            )),
             // RFC 9276 section 3.2: validators may treat a denial with more iterations
             // as insecure (Unbound answers without AD): what resolvers conclude, though
             // it proves nothing for a decision (the observer keeps it unknown).
             Err(e @ super::proof::ProofError::Nsec3Iterations(_)) => Link::Insecure(format!(
                 "{parent} denies a DS for {child} with NSEC3 that validators treat as insecure (RFC 9276 section 3.2): {e}"
             )),
-            // An answer whose only NSEC3 records validators must ignore (an unknown hash
-            // algorithm) falls here too: RFC 5155 section 8.1 says such responses "will
-            // generally be considered bogus", and Unbound answers SERVFAIL ("no NSEC3
-            // records").
             Err(d) => Link::Bogus(format!(
                 "no DS for {child} at {parent}, and no valid proof: {d}"
             )),
