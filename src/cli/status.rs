@@ -213,7 +213,7 @@ fn zone_json<'a>(
     row: &'a ZoneRow,
     alerts: &[&'a AlertRow],
     policy: &Policy,
-    now: Timestamp,
+    lease_now: Timestamp,
     ipv6: Option<&str>,
 ) -> ZoneJson<'a> {
     let z = &row.zone;
@@ -227,7 +227,7 @@ fn zone_json<'a>(
         evidence: evidence(row).0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
-        lease: lease(row, now).map(|l| LeaseJson {
+        lease: lease(row, lease_now).map(|l| LeaseJson {
             epoch: l.epoch,
             holder: &l.holder,
             since: l.since.to_string(),
@@ -273,6 +273,8 @@ pub async fn write_status_json(
     let daemon = store.daemon_alerts_open().await?;
     let ipv6 = host_ipv6(&daemon);
     let now = SystemClock.now();
+    // Leases are in the database's clock, which may differ from this host's.
+    let lease_now = store.database_now().await?.unwrap_or(now);
     let daemon_json = || daemon.iter().map(|a| DaemonJson::new(a, now)).collect();
     let of = |row: &ZoneRow| -> Vec<&AlertRow> {
         alerts
@@ -284,7 +286,7 @@ pub async fn write_status_json(
         Some(name) => match store.zone(name).await? {
             Some(row) => {
                 let open = of(&row);
-                let mut json = zone_json(&row, &open, policy, now, ipv6);
+                let mut json = zone_json(&row, &open, policy, lease_now, ipv6);
                 json.daemon = Some(daemon_json());
                 serde_json::to_writer_pretty(&mut *out, &json)
             }
@@ -306,7 +308,7 @@ pub async fn write_status_json(
                     zone_text.clear();
                     serde_json::to_writer_pretty(
                         &mut zone_text,
-                        &zone_json(&row, &open, policy, now, ipv6),
+                        &zone_json(&row, &open, policy, lease_now, ipv6),
                     )
                     .map_err(std::io::Error::from)?;
                     out.write_all(if first { b"\n" } else { b",\n" })?;
@@ -359,6 +361,8 @@ pub async fn write_status_text(
     let alerts = store.open_alerts(zone).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
+    // Leases are in the database's clock, which may differ from this host's.
+    let lease_now = store.database_now().await?.unwrap_or(now);
     let daemon = store.daemon_alerts_open().await?;
     let ipv6 = host_ipv6(&daemon);
     daemon_lines(&mut *out, &daemon, now)?;
@@ -373,7 +377,7 @@ pub async fn write_status_text(
         let open = alerts
             .get(row.zone.name.as_str())
             .map_or(&[][..], Vec::as_slice);
-        zone_lines(&mut *out, &row, open, policy, now, ipv6)?;
+        zone_lines(&mut *out, &row, open, policy, (now, lease_now), ipv6)?;
         Ok(())
     };
     match zone {
@@ -398,7 +402,7 @@ fn zone_lines(
     row: &ZoneRow,
     alerts: &[&AlertRow],
     policy: &Policy,
-    now: Timestamp,
+    (now, lease_now): (Timestamp, Timestamp),
     ipv6: Option<&str>,
 ) -> std::io::Result<()> {
     let z = &row.zone;
@@ -421,7 +425,7 @@ fn zone_lines(
     if let Some(error) = provider_error(row) {
         writeln!(out, "{:<28} PROVIDER: {error}", "")?;
     }
-    if let Some(l) = lease(row, now) {
+    if let Some(l) = lease(row, lease_now) {
         writeln!(
             out,
             "{:<28} HELD BY: {} since {} (epoch {})",

@@ -341,6 +341,20 @@ impl Store {
         }
     }
 
+    /// The clock leases are kept in: PostgreSQL's (`warden_now_ms()`), so that `status`
+    /// judges a lease by the clock that wrote it; `None` for SQLite (no leases).
+    pub async fn database_now(&self) -> Result<Option<Timestamp>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(p) => {
+                let (now,): (i64,) = sqlx::query_as("SELECT warden_now_ms()")
+                    .fetch_one(&p.pool)
+                    .await?;
+                Ok(Some(Timestamp(now)))
+            }
+        }
+    }
+
     /// SQLite: the whole file checked (`quick_check`), at the daemon's start.
     pub async fn check_sound(&self) -> Result<(), StoreError> {
         match &self.backend {

@@ -337,7 +337,7 @@ impl PgStore {
 
     /// One round of lease keeping (every lease/3): say this daemon is alive, renew what it
     /// holds, take free or run-out zones up to its fair share (zones / live daemons), hand
-    /// back what is well above it. A zone taken from a daemon whose lease ran out gets
+    /// back what is above it. A zone taken from a daemon whose lease ran out gets
     /// that daemon's provider calls in flight marked of unknown outcome and is looked at
     /// again before anything is performed, as after a restart (safety rule 6).
     pub(super) async fn lease_round(&self, now: Timestamp) -> Result<LeaseRound, StoreError> {
@@ -388,7 +388,7 @@ impl PgStore {
         let held = lessee.count();
         if held < target {
             round.acquired = self.acquire(lessee, target - held, now).await?;
-        } else if held > target + 1 {
+        } else if held > target {
             round.released = self.release(lessee, held - target).await?;
         }
         round.held = lessee.count();

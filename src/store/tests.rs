@@ -1037,6 +1037,36 @@ fn held_by(store: &Store, zones: &[String]) -> Vec<String> {
     zones.iter().filter(|z| store.holds(z)).cloned().collect()
 }
 
+#[tokio::test]
+async fn postgres_leases_rebalance_three_zones_over_two_daemons() {
+    // Issue 33: after a stall one daemon held all three zones and the other none, for
+    // good (zones went back only above share + 1).
+    let cluster = pg_support::Cluster::shared();
+    let settings = postgres_settings(&cluster).await;
+    let a = daemon_store(&settings, "a", 2_500).await;
+    let b = daemon_store(&settings, "b", 2_500).await;
+    let zones: Vec<String> = (0..3).map(|i| format!("r{i}.example.")).collect();
+    for z in &zones {
+        a.ensure_zone(z, Timestamp(1_000)).await.unwrap();
+    }
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(round.held, 3, "{round:?}");
+    b.lease_round(Timestamp(1_000)).await.unwrap();
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(
+        (round.held, round.released, round.target),
+        (2, 1, 2),
+        "{round:?}"
+    );
+    let round = b.lease_round(Timestamp(1_000)).await.unwrap();
+    assert_eq!(round.held, 1, "{round:?}");
+    // And it stays so: neither hands back nor takes more.
+    for _ in 0..3 {
+        assert_eq!(a.lease_round(Timestamp(1_000)).await.unwrap().held, 2);
+        assert_eq!(b.lease_round(Timestamp(1_000)).await.unwrap().held, 1);
+    }
+}
+
 /// Two daemons share the zones fairly; a daemon whose lease ran out can write nothing of
 /// a zone another took (its step, its events, its effects, its alert bookkeeping), the
 /// taker's epoch is higher, and a call the first had in flight becomes of unknown outcome.
@@ -1470,4 +1500,46 @@ async fn daemon_alerts_postgres() {
     let one = Store::connect(&settings).await.unwrap();
     let two = Store::connect(&settings).await.unwrap();
     daemon_alerts_on(&one, &two).await;
+}
+
+/// Issue 33: `status` judges a lease by the database's clock, which wrote it. With the
+/// database's clock ten minutes behind this host's, a held lease is still shown.
+#[tokio::test]
+async fn status_shows_a_lease_by_the_database_clock() {
+    let cluster = pg_support::Cluster::shared();
+    let settings = postgres_settings(&cluster).await;
+    let a = daemon_store(&settings, "a", 30_000).await;
+    let zone = "clock.example.";
+    a.ensure_zone(zone, Timestamp(1_000)).await.unwrap();
+    let Backend::Postgres(p) = &a.backend else {
+        unreachable!("a PostgreSQL store")
+    };
+    sqlx::query(
+        "CREATE OR REPLACE FUNCTION warden_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
+         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 600000 $$",
+    )
+    .execute(&p.pool)
+    .await
+    .unwrap();
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert!(round.held >= 1, "{round:?}");
+    let mut out = Vec::new();
+    crate::cli::status::write_status_json(
+        &a,
+        Some(zone),
+        &crate::lifecycle::Policy::default(),
+        &mut out,
+    )
+    .await
+    .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(status["lease"]["holder"], a.holder().unwrap(), "{status}");
+    // Put the clock back for the other tests on the shared cluster's databases.
+    sqlx::query(
+        "CREATE OR REPLACE FUNCTION warden_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
+         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
+    )
+    .execute(&p.pool)
+    .await
+    .unwrap();
 }
