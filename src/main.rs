@@ -130,10 +130,25 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", said_once(&error));
             ExitCode::from(code)
         }
     }
+}
+
+/// The error and its causes as one line, `a: b: c`, without a cause the text before it
+/// already quotes (`database: {0}` and then `{0}` itself as the source).
+fn said_once(error: &anyhow::Error) -> String {
+    let mut said = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if said.is_empty() {
+            said = text;
+        } else if !said.contains(&text) {
+            said = format!("{said}: {text}");
+        }
+    }
+    said
 }
 
 /// Packaging only (`debian/build.sh`): `dnssec-warden __package-files DIR` writes the man

@@ -155,3 +155,43 @@ fn config_at(dir: &Path, url: &str, password: &Path) -> PathBuf {
     std::fs::create_dir_all(&sub).unwrap();
     config(&sub, url, password)
 }
+
+/// Issue 33 item 11: a command held up by a lock another session holds says so after
+/// 10 s, naming it, instead of "pool timed out while waiting for an open connection".
+#[tokio::test]
+async fn a_command_behind_a_table_lock_says_what_holds_it() {
+    use sqlx::Connection as _;
+    let cluster = postgres::Cluster::shared();
+    let url = cluster.database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, "k-123456\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = {key:?}\n\
+             [database]\nurl = {url:?}\n[zones]\nnames = [\"example.com\"]\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(&config, &["enable", "example.com"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut locker = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql("BEGIN; LOCK TABLE zones IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (code, out, err) = run(&config, &["status", "example.com"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("a lock another session holds"), "{err}");
+    assert!(!err.contains("pool timed out"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    let _ = locker.close().await;
+}

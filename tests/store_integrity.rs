@@ -392,3 +392,56 @@ async fn a_damaged_database_stops_the_daemon_with_one_message() {
     let mut again = Daemon::start(&config, dir.path().join("again.log"));
     stopped_saying(&mut again, "damaged");
 }
+
+/// Issue 33 item 11: a database file the daemon may not write (0444, the daemon not
+/// root) is said as such at start, once, with what to check; not "retrying, the daemon
+/// goes on once it can write" and then an exit. Needs root (to run the daemon as
+/// `nobody` with `setpriv`); skipped otherwise.
+#[test]
+fn a_database_the_daemon_may_not_write_is_said_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    if !root || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let (code, out) = cli(&config, &["disable", ZONE]);
+    assert_eq!(code, 0, "{out}");
+    let bin = dir.path().join("dnssec-warden");
+    std::fs::copy(env!("CARGO_BIN_EXE_dnssec-warden"), &bin).unwrap();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    for (path, mode) in [
+        (dir.path().to_path_buf(), 0o755),
+        (bin.clone(), 0o755),
+        (dir.path().join("state.db"), 0o444),
+    ] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["run", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("cannot be written"), "{said}");
+    assert!(said.contains("check the owner and mode"), "{said}");
+    assert!(!said.contains("retrying"), "{said}");
+    assert_eq!(
+        said.matches("attempt to write a readonly database").count(),
+        1,
+        "the cause said once: {said}"
+    );
+}

@@ -337,7 +337,7 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         lock.hold_database(path)?;
     }
     store
-        .check_sound()
+        .check_at_start()
         .await
         .map_err(|e| DaemonError::Store(IntentError::Store(e)))?;
     let leases = match &prepared.settings.cluster {

@@ -73,7 +73,12 @@ pub async fn set(
         None
     };
     let store = open_store(settings).await?;
-    let state = store.zone(&zone).await?.and_then(|row| row.zone.state);
+    let said = |e| IntentError::Store(store.explain(e));
+    let state = store
+        .zone(&zone)
+        .await
+        .map_err(said)?
+        .and_then(|row| row.zone.state);
     if ds_never_submitted && state != Some(State::AwaitingDs) {
         return Err(IntentError::NotAwaitingDs {
             zone,
@@ -96,7 +101,8 @@ pub async fn set(
             &reason,
             SystemClock.now(),
         )
-        .await?;
+        .await
+        .map_err(said)?;
     store.close().await;
     Ok(format!(
         "{zone}: intent {intent} recorded (state: {}); the running daemon acts on it within seconds{}",

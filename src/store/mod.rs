@@ -114,6 +114,14 @@ pub enum StoreError {
          trusted; restore a copy, or move it aside to start afresh"
     )]
     Damaged { path: String, cause: String },
+    #[error("database {url}: {what}")]
+    Busy { url: String, what: &'static str },
+    #[error(
+        "database {path} cannot be written ({cause}): the daemon needs to write it; check \
+         the owner and mode of the file, its -wal and -shm beside it and their directory \
+         (the package runs the daemon as user dnssec-warden)"
+    )]
+    NotWritable { path: String, cause: String },
     #[error(
         "database {path}: its write-ahead log index {path}-shm is missing while the daemon \
          runs (removed under it?): nothing was written, as the running daemon would not see \
@@ -329,8 +337,9 @@ impl Store {
     /// A failure said with what it means: SQLite's "malformed" or "not a database" as the
     /// named database being damaged.
     pub fn explain(&self, error: StoreError) -> StoreError {
-        let Backend::Sqlite(s) = &self.backend else {
-            return error;
+        let s = match &self.backend {
+            Backend::Sqlite(s) => s,
+            Backend::Postgres(p) => return p.explain(error),
         };
         match error {
             StoreError::Sql(e) if integrity::is_damage(&e) => StoreError::Damaged {
@@ -355,10 +364,12 @@ impl Store {
         }
     }
 
-    /// SQLite: the whole file checked (`quick_check`), at the daemon's start.
-    pub async fn check_sound(&self) -> Result<(), StoreError> {
+    /// SQLite, at the daemon's start: the whole file checked (`quick_check`), and that it
+    /// can be written at all (a file the daemon may not write is said as such, not as a
+    /// passing episode it waits out).
+    pub async fn check_at_start(&self) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => s.check_sound().await,
+            Backend::Sqlite(s) => s.check_at_start().await,
             Backend::Postgres(_) => Ok(()),
         }
     }

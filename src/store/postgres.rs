@@ -78,6 +78,9 @@ impl Watched for PgStore {
     }
 }
 
+/// How long a reading command waits on a lock another session holds.
+const COMMAND_LOCK_WAIT: &str = "10s";
+
 /// How long a writing session may sit idle inside a transaction before PostgreSQL ends it.
 const IDLE_IN_TRANSACTION_LIMIT: &str = "10s";
 
@@ -99,6 +102,28 @@ fn options(settings: &PostgresSettings) -> Result<PgConnectOptions, StoreError> 
 }
 
 impl PgStore {
+    /// A failure said with what is happening: no connection came free in time, or a lock
+    /// held by another session outlasted the wait (SQLSTATE 55P03).
+    pub(super) fn explain(&self, error: StoreError) -> StoreError {
+        let url = || self.label.to_string();
+        match error {
+            StoreError::Sql(sqlx::Error::PoolTimedOut) => StoreError::Busy {
+                url: url(),
+                what: "no connection came free within 10 s: the server refuses new ones \
+                       (max_connections reached?) or every one waits on a lock another \
+                       session holds (a long transaction, LOCK TABLE?)",
+            },
+            StoreError::Sql(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => {
+                StoreError::Busy {
+                    url: url(),
+                    what: "a lock another session holds (a long transaction, LOCK TABLE?) \
+                           kept this command waiting over 10 s; try again",
+                }
+            }
+            error => error,
+        }
+    }
+
     /// Connects, and brings the schema up to date unless `read_only` (then a schema behind
     /// this binary is refused, and every transaction is read-only).
     pub(super) async fn open(
@@ -108,7 +133,12 @@ impl PgStore {
         let label = settings.url.to_string();
         let mut options = options(settings)?;
         if read_only {
-            options = options.options([("default_transaction_read_only", "on")]);
+            // A command waits on a lock at most this long, then says so (`explain`)
+            // instead of hanging behind a long transaction or a `LOCK TABLE`.
+            options = options.options([
+                ("default_transaction_read_only", "on"),
+                ("lock_timeout", COMMAND_LOCK_WAIT),
+            ]);
         } else {
             // A daemon's transactions last milliseconds. One left open longer is a daemon
             // paused or hung inside it (SIGSTOP, a frozen VM): PostgreSQL ends its session,

@@ -220,7 +220,7 @@ impl SqliteStore {
     /// SQLite's `quick_check` of the whole file, at the daemon's start: a file damaged
     /// while the daemon was stopped (or a database copied in beside another's log) is
     /// refused before anything is read from it.
-    pub async fn check_sound(&self) -> Result<(), StoreError> {
+    pub async fn check_at_start(&self) -> Result<(), StoreError> {
         let damaged = |cause: String| StoreError::Damaged {
             path: self.label.to_string(),
             cause,
@@ -233,16 +233,34 @@ impl SqliteStore {
             Err(e) if integrity::is_damage(&e) => return Err(damaged(e.to_string())),
             Err(e) => return Err(e.into()),
         };
-        match found.as_slice() {
-            [(ok,)] if ok == "ok" => Ok(()),
-            _ => Err(damaged(format!(
+        if !matches!(found.as_slice(), [(ok,)] if ok == "ok") {
+            return Err(damaged(format!(
                 "quick_check: {}",
                 found
                     .iter()
                     .map(|(line,)| line.as_str())
                     .collect::<Vec<_>>()
                     .join("; ")
-            ))),
+            )));
+        }
+        // A write that is rolled back: a connection that may not write the file fails
+        // at once (SQLITE_READONLY), before any page is written.
+        let tried = async {
+            let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+            sqlx::query("UPDATE database_meta SET generation = generation WHERE single = 1")
+                .execute(&mut *tx)
+                .await?;
+            tx.rollback().await
+        };
+        match tried.await {
+            Ok(()) => Ok(()),
+            Err(e) if cannot_open_wal_index(&e) || cannot_open(&e) => {
+                Err(StoreError::NotWritable {
+                    path: self.label.to_string(),
+                    cause: e.to_string(),
+                })
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -1242,6 +1260,14 @@ async fn schema_version(pool: &SqlitePool) -> Result<Option<i64>, sqlx::Error> {
             .fetch_optional(pool)
             .await?;
     Ok(applied.and_then(|(v,)| v))
+}
+
+/// SQLITE_CANTOPEN and its extended codes: a file (or its log) that cannot be opened for
+/// writing.
+fn cannot_open(error: &sqlx::Error) -> bool {
+    const SQLITE_CANTOPEN: i64 = 14;
+    matches!(error, sqlx::Error::Database(e)
+        if e.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|c| c & 0xff == SQLITE_CANTOPEN))
 }
 
 /// SQLITE_READONLY and its extended codes (READONLY_CANTINIT, READONLY_DIRECTORY): a
