@@ -736,21 +736,21 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n, item.id).await
+                    self.notify(&n, item.seq).await
                 }
                 Effect::RequestDsRemoval { ds_line } => {
                     let n = Notification::WithdrawDs {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n, item.id).await
+                    self.notify(&n, item.seq).await
                 }
                 Effect::RequestDelegation { name_servers } => {
                     let n = Notification::Delegate {
                         zone: zone.to_string(),
                         name_servers: name_servers.clone(),
                     };
-                    self.notify(&n, item.id).await
+                    self.notify(&n, item.seq).await
                 }
             };
             #[cfg(any(test, feature = "test-hooks"))]

@@ -453,7 +453,7 @@ impl PgStore {
             let by = (lessee.holder.clone(), *epoch);
             // Whatever the last holder began and never finished: unknown outcome.
             let in_flight: Vec<RawOutbox> = sqlx::query_as(
-                "SELECT id, zone, effect, attempts FROM outbox \
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
                  WHERE zone = $1 AND status = $2 AND started_at IS NOT NULL \
                  AND kind IN ($3, $4) ORDER BY id",
             )
@@ -796,9 +796,17 @@ impl PgStore {
         }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
+            // One row: the daemons' DS requests are numbered one after another.
+            let (seq,): (i64,) = sqlx::query_as(
+                "UPDATE database_meta SET last_seq = GREATEST(last_seq + 1, $1) \
+                 WHERE single = 1 RETURNING last_seq",
+            )
+            .bind(now.0)
+            .fetch_one(&mut *tx)
+            .await?;
             sqlx::query(
-                "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(&zone.name)
             .bind(now.0)
@@ -806,6 +814,7 @@ impl PgStore {
             .bind(text)
             .bind(by.map(|(h, _)| h.as_str()))
             .bind(by.map(|(_, e)| *e))
+            .bind(seq)
             .execute(&mut *tx)
             .await?;
         }
@@ -906,7 +915,7 @@ impl PgStore {
         status: OutboxStatus,
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
              WHERE zone = $1 AND status = $2 ORDER BY id",
         )
         .bind(zone)
@@ -976,7 +985,7 @@ impl PgStore {
         };
         // With leases, only the zones this daemon holds (taking a zone does the same).
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
              WHERE status = $1 AND started_at IS NOT NULL \
              AND ($2::text IS NULL OR zone = $2) \
              AND ($3::text IS NULL OR zone IN (SELECT name FROM zones WHERE lease_holder = $3)) \

@@ -119,6 +119,9 @@ pub struct AlertRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxItem {
     pub id: i64,
+    /// The request's number (`database_meta.last_seq`): larger for every later row, and
+    /// never below its time in milliseconds, so also across a restored or new database.
+    pub seq: i64,
     pub zone: String,
     pub effect: Effect,
     pub attempts: i64,
@@ -281,6 +284,7 @@ pub(super) struct RawAlert {
 #[derive(FromRow)]
 pub(super) struct RawOutbox {
     id: i64,
+    seq: i64,
     zone: String,
     effect: String,
     attempts: i64,
@@ -395,6 +399,7 @@ impl TryFrom<RawOutbox> for OutboxItem {
             effect: serde_json::from_str(&r.effect)
                 .map_err(|e| corrupt(format!("outbox row {}: effect: {e}", r.id)))?,
             id: r.id,
+            seq: r.seq,
             zone: r.zone,
             attempts: r.attempts,
         })

@@ -714,13 +714,23 @@ impl SqliteStore {
         }
         for effect in &decision.effects {
             let text = serde_json::to_string(effect).map_err(corrupt)?;
-            sqlx::query("INSERT INTO outbox (zone, created_at, kind, effect) VALUES (?, ?, ?, ?)")
-                .bind(&zone.name)
-                .bind(now.0)
-                .bind(effect.kind().as_str())
-                .bind(text)
-                .execute(&mut *tx)
-                .await?;
+            let (seq,): (i64,) = sqlx::query_as(
+                "UPDATE database_meta SET last_seq = max(last_seq + 1, ?) WHERE single = 1 \
+                 RETURNING last_seq",
+            )
+            .bind(now.0)
+            .fetch_one(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO outbox (zone, created_at, kind, effect, seq) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&zone.name)
+            .bind(now.0)
+            .bind(effect.kind().as_str())
+            .bind(text)
+            .bind(seq)
+            .execute(&mut *tx)
+            .await?;
         }
         let state = decision.state;
         for change in changes {
@@ -819,7 +829,7 @@ impl SqliteStore {
         status: OutboxStatus,
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
              WHERE zone = ? AND status = ? ORDER BY id",
         )
         .bind(zone)
@@ -879,7 +889,7 @@ impl SqliteStore {
     ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
              WHERE status = ? AND started_at IS NOT NULL \
              AND (? IS NULL OR zone = ?) ORDER BY id",
         )

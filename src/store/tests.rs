@@ -1543,3 +1543,52 @@ async fn status_shows_a_lease_by_the_database_clock() {
     .await
     .unwrap();
 }
+
+/// Issue 33 item 6: DS requests are numbered above every number any database sent before:
+/// one more than the last, never below the request's time in milliseconds. Two fresh
+/// databases (or a copy restored from a backup) still number a later request higher.
+#[tokio::test]
+async fn request_numbers_grow_across_databases() {
+    let announce = || Effect::AnnounceDs {
+        ds_line: "example.test. 3600 IN DS 1 13 2 AA".into(),
+    };
+    let old = Store::open_in_memory().await.unwrap();
+    stepped(&old, Facts::default(), vec![announce(), announce()]).await;
+    let old_seqs: Vec<i64> = old
+        .pending_effects(ZONE)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.seq)
+        .collect();
+    // Written at Timestamp(2_000): the time is the floor, then one more each.
+    assert_eq!(old_seqs, vec![2_000, 2_001]);
+    let new = Store::open_in_memory().await.unwrap();
+    new.ensure_zone(ZONE, Timestamp(1_000)).await.unwrap();
+    let row = new.zone_for_step(ZONE).await.unwrap().unwrap();
+    let later = decision(
+        State::AwaitingDs,
+        None,
+        Facts::default(),
+        vec![announce()],
+        Vec::new(),
+        9_000,
+    );
+    new.commit_step(
+        &row,
+        &later,
+        &ObservationText::from_whole("{}"),
+        Timestamp(5_000),
+    )
+    .await
+    .unwrap();
+    let seqs: Vec<i64> = new
+        .pending_effects(ZONE)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.seq)
+        .collect();
+    assert_eq!(seqs, vec![5_000]);
+    assert!(seqs[0] > old_seqs[1]);
+}
