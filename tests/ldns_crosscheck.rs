@@ -20,7 +20,8 @@ fn ldns_ds(owner: &str, key: &Dnskey, digest_flag: &str) -> DsLine {
     );
     std::fs::write(&file, line).unwrap();
     let out = Command::new("ldns-key2ds")
-        .args(["-n", digest_flag])
+        // -f: a DS for a key without the SEP flag too (the lab makes both kinds).
+        .args(["-f", "-n", digest_flag])
         .arg(&file)
         .output()
         .expect("ldns-key2ds runs (Debian package ldnsutils; tests/run.sh installs it)");
@@ -64,4 +65,35 @@ fn our_ds_equals_ldns_key2ds() {
         }
     }
     assert_eq!(compared, 15);
+}
+
+/// Issue 34 item 8: the lab's DNSSEC arithmetic (`lab/src/dnssec.rs`, which builds the
+/// worlds the daemon is tested against) is held to the same independent oracle: were it a
+/// copy of the product's with the same mistake, every lab test would pass on it.
+#[test]
+fn the_labs_ds_equals_ldns_key2ds_too() {
+    use dnssec_warden_lab::dnssec::DigestType as LabDigest;
+    let mut compared = 0;
+    for i in 0..4 {
+        let owner = format!("Lab{i}.Example.");
+        let lab_key = LabKey::generate(if i % 2 == 0 { 257 } else { 256 })
+            .unwrap()
+            .dnskey();
+        let key: Dnskey = lab_key.clone().into();
+        for (flag, kind) in [
+            ("-1", LabDigest::Sha1),
+            ("-2", LabDigest::Sha256),
+            ("-4", LabDigest::Sha384),
+        ] {
+            let theirs = ldns_ds(&owner, &key, flag);
+            let lab = lab_key.to_ds(&owner, kind).unwrap();
+            assert_eq!(
+                theirs.ds.to_string(),
+                lab.to_string(),
+                "the lab's DS for {owner} {kind:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 12);
 }
