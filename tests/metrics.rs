@@ -108,6 +108,10 @@ async fn metrics_show_states_alerts_failures_and_ages() {
     }];
     rig.run_for(1).await;
     rig.world.lock().provider_failures = 1_000;
+    // Past the zone listing's freshness (poll_active / 4): a settled zone then asks the
+    // failing provider itself, at its next look and at every retry after it.
+    let now = rig.world.clock.now();
+    rig.world.clock.set(now.plus(Duration::from_secs(20 * 60)));
     rig.run_for(3).await;
     let text = scrape(server.addr).await;
     let open = "dnssec_warden_alerts_open{kind=\"validation_failed\",severity=\"critical\"}";

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::Timestamp;
+
 use crate::timefmt::positive_duration as duration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -76,5 +78,60 @@ impl Policy {
         self.retry_base
             .saturating_mul(factor)
             .min(self.poll_waiting)
+    }
+}
+
+impl Policy {
+    /// The next routine look at a settled zone after `now`: the zone's own slot in each
+    /// `poll_active` period (its phase, from its name), so that a fleet's looks arrive at
+    /// an even rate instead of together, across restarts and across daemons alike (issue
+    /// 35). At most `poll_active` away, so drift is still seen within one poll.
+    pub fn next_settled_look(&self, zone: &str, now: Timestamp) -> Timestamp {
+        let period = i64::try_from(self.poll_active.as_millis())
+            .unwrap_or(i64::MAX)
+            .max(1);
+        let phase = i64::try_from(name_hash(zone) % period.unsigned_abs()).unwrap_or(0);
+        // The first instant after `now` at the zone's phase.
+        let into = (now.0 - phase).rem_euclid(period);
+        Timestamp(now.0 + (period - into))
+    }
+}
+
+/// FNV-1a over the zone's name, lower-cased: stable across versions and hosts (std's
+/// hasher is not promised to be), and spread enough for a phase.
+fn name_hash(zone: &str) -> u64 {
+    zone.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settled_looks_are_spread_over_the_period_and_never_further_than_one_poll() {
+        let policy = Policy::default();
+        let period = 3_600_000;
+        let now = Timestamp(1_800_000_123_456);
+        let mut buckets = [0u32; 10];
+        for i in 0..10_000 {
+            let zone = format!("zone{i}.example.");
+            let next = policy.next_settled_look(&zone, now);
+            let gap = next.0 - now.0;
+            assert!(gap > 0 && gap <= period, "{zone}: {gap}");
+            // The same slot whenever it is asked, and one period later after that look.
+            assert_eq!(policy.next_settled_look(&zone, now), next);
+            assert_eq!(
+                policy.next_settled_look(&zone, next),
+                Timestamp(next.0 + period)
+            );
+            let bucket = usize::try_from(gap * 10 / (period + 1)).unwrap_or(9);
+            buckets[bucket] += 1;
+        }
+        // Even: each tenth of the hour gets about a tenth of the zones.
+        for n in buckets {
+            assert!((850..=1150).contains(&n), "{buckets:?}");
+        }
     }
 }

@@ -1273,11 +1273,12 @@ impl Run<'_> {
             // A new state is judged on a fresh observation, now.
             return self.now;
         }
-        let poll = match self.state {
-            Some(state) if state.is_steady() => self.policy.poll_active,
-            _ => self.policy.poll_waiting,
+        let mut wake = match self.state {
+            Some(state) if state.is_steady() => {
+                self.policy.next_settled_look(&self.zone.name, self.now)
+            }
+            _ => self.now.plus(self.policy.poll_waiting),
         };
-        let mut wake = self.now.plus(poll);
         if self.facts.failures > 0 {
             wake = wake.min(self.now.plus(self.policy.backoff(self.facts.failures)));
         }

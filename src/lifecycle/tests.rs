@@ -896,7 +896,8 @@ fn no_intent_starts_nothing() {
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::Ds(60)], &[C::Serves]));
     assert_eq!(d.state, Some(State::Active));
     assert!(d.effects.is_empty());
-    assert_eq!(d.wake_at, T0.plus(w.policy.poll_active));
+    assert_eq!(d.wake_at, w.policy.next_settled_look(&z.name, T0));
+    assert!(d.wake_at > T0 && d.wake_at <= T0.plus(w.policy.poll_active));
 }
 
 #[test]
