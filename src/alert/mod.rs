@@ -5,17 +5,18 @@
 //! - `[[alerts.exec]]`: a command with the event in `DNSSEC_WARDEN_ALERT_*` environment
 //!   variables and as JSON on stdin, killed when it overruns its timeout.
 //!
-//! Delivery is at least once. Which notifications are owed lives in SQLite (the alerts
-//! table), so a restart neither repeats a delivered one nor loses an owed one; every event
-//! carries a stable `id` so a receiver can drop the rare repeat (a crash between the POST
-//! and the database write, or a sink that succeeded while another failed, then a restart).
+//! Delivery is at least once. What each sink owes lives in the database (its queue,
+//! `deliveries`, delivered by the sink's own worker: `engine::sinks`), so a restart
+//! neither repeats a delivered one nor loses an owed one; every event carries a stable
+//! `id` so a receiver can drop the rare repeat (a crash between the POST and the database
+//! write).
 
 pub mod exec;
 pub mod webhook;
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use exec::CommandError;
 pub use webhook::{Webhook, WebhookError};
@@ -25,7 +26,7 @@ use crate::lifecycle::{AlertKind, Severity, Timestamp};
 use crate::store::{AlertRow, DaemonAlertRow};
 
 /// Why a notification is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// A new alert episode.
@@ -63,7 +64,7 @@ impl fmt::Display for EventKind {
 
 /// One notification, as webhooks receive it (JSON) and exec sinks see it (environment
 /// and stdin).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertEvent {
     /// One line for chat (Slack's `text`).
     pub text: String,
@@ -91,7 +92,7 @@ pub struct AlertEvent {
     /// any daemon sharing the database decides (the outbox row's id). A receiver that acts
     /// on requests by itself acts only on one numbered above the last it acted on for the
     /// zone: a daemon paused mid-delivery can deliver an outdated request late.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
 }
 
@@ -338,6 +339,15 @@ impl Sink {
         match self {
             Self::Webhook(w) => Ok(w.send(event).await?),
             Self::Exec(e) => e.send(event).await,
+        }
+    }
+
+    /// The longest one [`Sink::send`] can take (its own timeouts and retries).
+    pub fn longest(&self) -> std::time::Duration {
+        match self {
+            Self::Webhook(w) => w.longest(),
+            // The command's time, then a moment to read what it left in its pipes.
+            Self::Exec(e) => e.timeout + std::time::Duration::from_secs(1),
         }
     }
 }

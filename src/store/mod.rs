@@ -8,7 +8,44 @@
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
 
+// The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
+// too): `daemon_alerts` and `deliveries`.
+/// A read on whichever pool the store has.
+macro_rules! shared_read {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            Backend::Sqlite(s) => {
+                let $pool = &s.pool;
+                $body
+            }
+            Backend::Postgres(p) => {
+                let $pool = &p.pool;
+                $body
+            }
+        }
+    };
+}
+
+/// A write (SQLite: in the store's write turn), its outcome noted in the store's health;
+/// the rows it changed.
+macro_rules! shared_write {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            Backend::Sqlite(s) => {
+                let turn = s.writer().await?;
+                let $pool = &*turn;
+                $body.noted(s)?.rows_affected()
+            }
+            Backend::Postgres(p) => {
+                let $pool = &p.pool;
+                $body.noted(p)?.rows_affected()
+            }
+        }
+    };
+}
+
 mod daemon_alerts;
+mod deliveries;
 mod faults;
 mod group;
 mod lease;
@@ -25,6 +62,7 @@ use std::time::Duration;
 use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use daemon_alerts::DaemonAlertRow;
+pub use deliveries::{DeliveryRecord, DeliveryRow};
 pub use faults::WriteFailure;
 pub use lease::{Fenced, LeaseInfo, LeaseRound};
 pub use metrics::ZoneHealth;
