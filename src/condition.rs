@@ -1,5 +1,5 @@
 //! Conditions of the whole daemon, not of one zone: the provider refusing the account, a
-//! zone listing that fails, a host without IPv6. The part that sees one keeps its
+//! zone listing that fails, a host without IPv6, an alert sink failing. The part that sees one keeps its
 //! [`Condition`] and says what it sees; each episode is logged once here (WARN when it
 //! starts, INFO when it ends). `cli::daemon` writes them to the store (`daemon_alerts`),
 //! which `status`, the metrics and the alert sinks read: one row for the daemon, never

@@ -377,6 +377,12 @@ impl<'de> Deserialize<'de> for AddressFamilies {
 pub struct AlertSettings {
     #[serde(deserialize_with = "duration")]
     pub renotify_after: Duration,
+    /// The longest wait between two tries of a failing sink (the wait doubles from 5 s).
+    #[serde(deserialize_with = "duration")]
+    pub sink_retry_max: Duration,
+    /// A sink failing every delivery this long raises `alert_sink_failing`.
+    #[serde(deserialize_with = "duration")]
+    pub sink_failing_after: Duration,
     /// `[[alerts.webhook]]`
     #[serde(rename = "webhook")]
     pub webhooks: Vec<WebhookSettings>,
@@ -389,6 +395,8 @@ impl Default for AlertSettings {
     fn default() -> Self {
         Self {
             renotify_after: Duration::from_secs(86_400),
+            sink_retry_max: Duration::from_secs(600),
+            sink_failing_after: Duration::from_secs(900),
             webhooks: Vec::new(),
             execs: Vec::new(),
         }

@@ -1,5 +1,5 @@
-//! When and how long to wait before trying an HTTP call again: the provider client and
-//! the alert webhooks share this one policy.
+//! When and how long to wait before trying an HTTP call again, and what a failed call
+//! says: the provider client and the alert webhooks share both.
 
 use std::time::{Duration, SystemTime};
 
@@ -75,6 +75,44 @@ pub fn parse_retry_after_at(value: &str, now: SystemTime) -> Option<Duration> {
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A transport failure of reqwest as its real cause, then the cause chain (reqwest's own
+/// text says "error sending request" for a refused connection and a name that did not
+/// resolve alike). Never the URL: it may carry a token.
+pub fn transport_text(err: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut chain = String::new();
+    let mut refused = false;
+    let mut source = err.source();
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+        }
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    let lower = chain.to_ascii_lowercase();
+    let cause = if err.is_timeout() || lower.contains("timed out") {
+        "timed out"
+    } else if refused || lower.contains("connection refused") {
+        "connection refused"
+    } else if lower.contains("dns error") || lower.contains("failed to lookup address") {
+        "name did not resolve"
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
+    {
+        "TLS failed"
+    } else if lower.contains("connection reset") {
+        "connection reset"
+    } else if err.is_connect() {
+        "cannot connect"
+    } else if err.is_body() || err.is_decode() {
+        "answer unreadable"
+    } else {
+        "request failed"
+    };
+    format!("{cause}{chain}")
 }
 
 #[cfg(test)]

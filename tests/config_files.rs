@@ -24,6 +24,7 @@ fn the_example_config_parses_with_its_documented_defaults() {
     assert_eq!(example.dns, defaults.dns);
     assert_eq!(example.timing, defaults.timing);
     assert_eq!(example.database, defaults.database);
+    assert_eq!(example.alerts, defaults.alerts);
     assert_eq!(
         example.zones,
         ZoneSelection::Names(vec![ZoneName::parse("example.com").unwrap()])

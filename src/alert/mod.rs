@@ -5,17 +5,18 @@
 //! - `[[alerts.exec]]`: a command with the event in `DNSSEC_WARDEN_ALERT_*` environment
 //!   variables and as JSON on stdin, killed when it overruns its timeout.
 //!
-//! Delivery is at least once. Which notifications are owed lives in SQLite (the alerts
-//! table), so a restart neither repeats a delivered one nor loses an owed one; every event
-//! carries a stable `id` so a receiver can drop the rare repeat (a crash between the POST
-//! and the database write, or a sink that succeeded while another failed, then a restart).
+//! Delivery is at least once. What each sink owes lives in the database (its queue,
+//! `deliveries`, delivered by the sink's own worker: `engine::sinks`), so a restart
+//! neither repeats a delivered one nor loses an owed one; every event carries a stable
+//! `id` so a receiver can drop the rare repeat (a crash between the POST and the database
+//! write).
 
 pub mod exec;
 pub mod webhook;
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use exec::CommandError;
 pub use webhook::{Webhook, WebhookError};
@@ -25,7 +26,7 @@ use crate::lifecycle::{AlertKind, Severity, Timestamp};
 use crate::store::{AlertRow, DaemonAlertRow};
 
 /// Why a notification is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// A new alert episode.
@@ -63,12 +64,15 @@ impl fmt::Display for EventKind {
 
 /// One notification, as webhooks receive it (JSON) and exec sinks see it (environment
 /// and stdin).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertEvent {
     /// One line for chat (Slack's `text`).
     pub text: String,
-    /// Stable for one notification: `alert-42-firing`, `alert-42-renotify-3`,
-    /// `alert-42-resolved`, `ds_publish-example.com.-<digest>`. Receivers may dedupe on it.
+    /// Stable for one notification, and never the same for two: `alert-<db>-42.<ms>-firing`,
+    /// `…-renotify-3`, `…-resolved` (`<db>`: the database's identity, its first 12 hex
+    /// digits; `<ms>`: when the episode opened, so that a copy of the database restored
+    /// from a backup names a new episode anew), `ds_publish-example.com.-<digest>` (the
+    /// same request, the same id). Receivers may dedupe on it.
     pub id: String,
     pub event: EventKind,
     /// Empty for a daemon-wide alert (`daemon-alert-…` ids).
@@ -91,8 +95,25 @@ pub struct AlertEvent {
     /// any daemon sharing the database decides (the outbox row's id). A receiver that acts
     /// on requests by itself acts only on one numbered above the last it acted on for the
     /// zone: a daemon paused mid-delivery can deliver an outdated request late.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
+}
+
+/// An alert episode's notification id (see [`AlertEvent::id`]).
+fn episode_id(
+    prefix: &str,
+    database: Option<&str>,
+    id: i64,
+    opened: Timestamp,
+    event: EventKind,
+    notifications: i64,
+) -> String {
+    let database = database.map(|d| d.get(..12).unwrap_or(d)).unwrap_or("mem");
+    let episode = format!("{prefix}-{database}-{id}.{}", opened.0);
+    match event {
+        EventKind::Renotify => format!("{episode}-renotify-{notifications}"),
+        other => format!("{episode}-{other}"),
+    }
 }
 
 impl AlertEvent {
@@ -105,6 +126,7 @@ impl AlertEvent {
         state: Option<&str>,
         ds: Option<&str>,
         now: Timestamp,
+        database: Option<&str>,
     ) -> Self {
         let ds = ds.filter(|_| {
             matches!(
@@ -114,10 +136,14 @@ impl AlertEvent {
                     | AlertKind::DsMismatch
             )
         });
-        let id = match event {
-            EventKind::Renotify => format!("alert-{}-renotify-{}", alert.id, alert.notifications),
-            other => format!("alert-{}-{other}", alert.id),
-        };
+        let id = episode_id(
+            "alert",
+            database,
+            alert.id,
+            alert.opened_at,
+            event,
+            alert.notifications,
+        );
         let severity = alert.severity.as_str();
         let text = match event {
             EventKind::Resolved => format!(
@@ -150,14 +176,21 @@ impl AlertEvent {
         }
     }
 
-    /// The notification owed for a daemon-wide alert: no zone, ids `daemon-alert-7-firing`.
-    pub fn for_daemon_alert(alert: &DaemonAlertRow, event: EventKind, now: Timestamp) -> Self {
-        let id = match event {
-            EventKind::Renotify => {
-                format!("daemon-alert-{}-renotify-{}", alert.id, alert.notifications)
-            }
-            other => format!("daemon-alert-{}-{other}", alert.id),
-        };
+    /// The notification owed for a daemon-wide alert: no zone, ids `daemon-alert-<db>-7.<ms>-firing`.
+    pub fn for_daemon_alert(
+        alert: &DaemonAlertRow,
+        event: EventKind,
+        now: Timestamp,
+        database: Option<&str>,
+    ) -> Self {
+        let id = episode_id(
+            "daemon-alert",
+            database,
+            alert.id,
+            alert.opened_at,
+            event,
+            alert.notifications,
+        );
         let severity = alert.severity.as_str();
         let text = match event {
             EventKind::Resolved => format!(
@@ -340,6 +373,15 @@ impl Sink {
             Self::Exec(e) => e.send(event).await,
         }
     }
+
+    /// The longest one [`Sink::send`] can take (its own timeouts and retries).
+    pub fn longest(&self) -> std::time::Duration {
+        match self {
+            Self::Webhook(w) => w.longest(),
+            // The command's time, then a moment to read what it left in its pipes.
+            Self::Exec(e) => e.timeout + std::time::Duration::from_secs(1),
+        }
+    }
 }
 
 /// Every configured sink, webhooks first, in file order.
@@ -376,8 +418,9 @@ mod tests {
             Some("active"),
             Some("child.test. 3600 IN DS 1 13 2 AB"),
             Timestamp(1000),
+            Some("0123456789abcdef0123456789abcdef"),
         );
-        assert_eq!(e.id, "alert-7-firing");
+        assert_eq!(e.id, "alert-0123456789ab-7.0-firing");
         assert_eq!(e.severity, "critical");
         assert!(e.text.contains("ds_mismatch") && e.text.contains("child.test."));
         let json = serde_json::to_value(&e).unwrap();
@@ -392,7 +435,31 @@ mod tests {
         let env = e.env();
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_KIND".into(), "ds_mismatch".into())));
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_STATE".into(), "active".into())));
-        let r = AlertEvent::for_alert(&row, EventKind::Renotify, None, None, Timestamp(0));
-        assert_eq!(r.id, "alert-7-renotify-0");
+        let r = AlertEvent::for_alert(&row, EventKind::Renotify, None, None, Timestamp(0), None);
+        assert_eq!(r.id, "alert-mem-7.0-renotify-0");
+        // Another database, or the same episode number opened at another time (a copy
+        // restored from a backup): another id.
+        let other = AlertEvent::for_alert(
+            &row,
+            EventKind::Firing,
+            None,
+            None,
+            Timestamp(0),
+            Some("fedcba9876543210fedcba9876543210"),
+        );
+        assert_ne!(other.id, e.id);
+        let reopened = AlertRow {
+            opened_at: Timestamp(5_000),
+            ..row.clone()
+        };
+        let again = AlertEvent::for_alert(
+            &reopened,
+            EventKind::Firing,
+            None,
+            None,
+            Timestamp(0),
+            Some("0123456789abcdef0123456789abcdef"),
+        );
+        assert_ne!(again.id, e.id);
     }
 }

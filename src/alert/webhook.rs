@@ -7,7 +7,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::AlertEvent;
 use crate::config::WebhookSettings;
-use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after};
+use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after, transport_text};
 
 /// No single wait between two attempts is longer than this.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -98,6 +98,11 @@ impl Webhook {
         &self.name
     }
 
+    /// The longest one [`Webhook::send`] can take: every attempt and every wait between.
+    pub fn longest(&self) -> Duration {
+        (self.timeout + MAX_BACKOFF).saturating_mul(self.retry.max_attempts)
+    }
+
     /// POSTs the event, retrying network errors, 408, 429 and 5xx with the shared
     /// [`RetryPolicy`] (exponential backoff with jitter, at most `max_attempts` times; a
     /// `Retry-After` lengthens the next wait, up to [`MAX_BACKOFF`]). Other answers are
@@ -133,8 +138,9 @@ impl Webhook {
                         break;
                     }
                 }
-                // Without the URL: it may carry the token.
-                Err(error) => last = error.without_url().to_string(),
+                // The real cause (refused, unresolved, timed out, TLS), without the URL:
+                // it may carry the token.
+                Err(error) => last = transport_text(&error),
             }
             tracing::debug!(
                 sink = self.name.as_str(),
@@ -373,6 +379,44 @@ mod tests {
             assert!(!err.contains(secret), "{secret} in {err}");
         }
         assert_eq!(percent_decoded("a%41%zz%4"), "aA%zz%4");
+    }
+
+    /// Issue 33, item 11: a failure says its real cause, not reqwest's "error sending
+    /// request": a refused connection, and a receiver that never answers.
+    #[tokio::test]
+    async fn a_failure_says_its_real_cause() {
+        let hook = |addr: std::net::SocketAddr| {
+            Webhook::new(&WebhookSettings {
+                name: "alerts.webhook[0]".into(),
+                url: format!("http://{addr}/hook").parse().unwrap(),
+                headers: Vec::new(),
+                timeout: Duration::from_millis(300),
+                max_attempts: 1,
+                backoff: Duration::from_millis(10),
+            })
+            .unwrap()
+        };
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let err = hook(closed).send(&event()).await.unwrap_err().to_string();
+        assert!(err.contains("connection refused"), "{err}");
+        assert!(!err.contains("error sending request"), "{err}");
+        // Accepts, never answers.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = silent.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            for _ in 0..4 {
+                if let Ok((socket, _)) = silent.accept().await {
+                    open.push(socket);
+                }
+            }
+        });
+        let err = hook(addr).send(&event()).await.unwrap_err().to_string();
+        held.abort();
+        assert!(err.contains("timed out"), "{err}");
     }
 
     /// A 429 with `Retry-After: 1` is waited out (not the 10 ms backoff) before the retry.

@@ -381,6 +381,8 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             ZoneSelection::Names(_) => ZoneListing::default(),
         });
         let engine = prepared.engine(store.clone()).with_listing(listing.clone());
+        // Each sink's worker, for this configuration: a reload or a stop ends them.
+        let sink_workers = prepared.notifier.start(&store);
         let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
         if !ready {
             systemd::ready();
@@ -435,6 +437,8 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         zones.abort();
         conditions.abort();
         supervisor.abort();
+        // What a sink was sending stays owed in its queue.
+        drop(sink_workers);
         finished?;
         match next {
             Next::Stop => {
@@ -494,12 +498,25 @@ fn daemon_conditions(
         scope: String::new(),
         after: Duration::ZERO,
     });
+    let node = store
+        .holder()
+        .and_then(|h| h.rsplit_once('/'))
+        .map_or("", |(node, _)| node);
+    // Each sink's own (its worker judges how long it has failed), per host: another
+    // host's daemon may reach it.
+    for (sink, condition) in prepared.notifier.sink_conditions() {
+        all.push(DaemonCondition {
+            condition,
+            scope: if node.is_empty() {
+                sink
+            } else {
+                format!("{node} {sink}")
+            },
+            after: Duration::ZERO,
+        });
+    }
     // This host's own: with several daemons, one episode per host (its node).
     if prepared.settings.dns.address_families.ipv6 {
-        let node = store
-            .holder()
-            .and_then(|h| h.rsplit_once('/'))
-            .map_or("", |(node, _)| node);
         all.push(DaemonCondition {
             condition: prepared.observer.ipv6().condition(),
             scope: node.to_string(),

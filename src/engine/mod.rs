@@ -11,8 +11,9 @@
 mod listing;
 mod notify;
 mod observe;
+mod sinks;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use tracing::Instrument;
 pub use listing::{Listed, ZoneListing};
 pub use notify::{Notification, Notifier};
 pub use observe::summarize;
+pub use sinks::{SinkQueue, SinkWorkers};
 
 use crate::dns::Observer;
 use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, step};
@@ -112,6 +114,10 @@ const NOTIFICATION_ATTEMPTS: i64 = 5;
 /// below the unit's 5-minute watchdog.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// At a stop, registrar hooks still running get this long to end before they are killed
+/// (a request killed mid-way is owed again, with the same number, after the restart).
+const HOOK_GRACE: Duration = Duration::from_secs(10);
+
 /// A tick starts no new step after this long; the zones left are still due and are
 /// taken by the next tick, after the loop has looked at intents and signals again.
 const TICK_BUDGET: Duration = Duration::from_secs(30);
@@ -148,6 +154,8 @@ pub struct Engine<P, O> {
     workers: usize,
     notifier: Notifier,
     claimed: Arc<Mutex<HashSet<String>>>,
+    /// Registrar hooks running, by zone: one at a time per zone, none inside a step.
+    hooks: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>>,
     #[cfg(any(test, feature = "test-hooks"))]
     crash: Option<CrashHook>,
     #[cfg(any(test, feature = "test-hooks"))]
@@ -242,6 +250,7 @@ impl<P, O> Clone for Engine<P, O> {
             workers: self.workers,
             notifier: self.notifier.clone(),
             claimed: self.claimed.clone(),
+            hooks: self.hooks.clone(),
             #[cfg(any(test, feature = "test-hooks"))]
             crash: self.crash.clone(),
             #[cfg(any(test, feature = "test-hooks"))]
@@ -271,6 +280,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             workers: WORKERS,
             notifier,
             claimed: Arc::default(),
+            hooks: Arc::default(),
             #[cfg(any(test, feature = "test-hooks"))]
             crash: None,
             #[cfg(any(test, feature = "test-hooks"))]
@@ -315,6 +325,47 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    pub fn notifier(&self) -> &Notifier {
+        &self.notifier
+    }
+
+    /// Whether no registrar hook runs and every sink's worker has sent what it may send
+    /// now (or waits after a failure): delivery is asynchronous, so tests wait for this
+    /// after a tick. Gives up after `within`; false then.
+    pub async fn settle(&self, within: Duration) -> bool {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let hooks_idle = self.hooks.lock().map(|h| h.is_empty()).unwrap_or(true);
+            if hooks_idle && self.notifier.settled() {
+                return true;
+            }
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits up to `grace` for the registrar hooks still running, then kills the rest
+    /// (their rows stay owed).
+    async fn end_hooks(&self, grace: Duration) {
+        let until = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < until
+            && !self.hooks.lock().map(|h| h.is_empty()).unwrap_or(true)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if let Ok(mut hooks) = self.hooks.lock() {
+            for (zone, hook) in hooks.drain() {
+                tracing::warn!(
+                    zone = zone.as_str(),
+                    "stopping: the registrar hook still running was killed; the request is owed again after the restart (same seq)"
+                );
+                hook.abort();
+            }
+        }
     }
 
     /// Start-up: zones with an effect pending are observed again before anything else.
@@ -710,6 +761,11 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// Performs the zone's pending effects, oldest first.
     async fn perform_effects(&self, zone: &str) -> Result<(), EngineError> {
         for item in self.store.pending_effects(zone).await? {
+            // The zone's registrar hook still runs: what follows it waits for its end, in
+            // order (the hook's task looks at the zone again then).
+            if self.hook_running(zone) {
+                break;
+            }
             // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent.
             if item.effect != Effect::DisableDnssec && !self.claim_effect(zone, &item).await? {
                 continue;
@@ -736,57 +792,79 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n, item.seq).await
+                    match self.notify(n, &item).await? {
+                        Some(outcome) => outcome,
+                        None => break,
+                    }
                 }
                 Effect::RequestDsRemoval { ds_line } => {
                     let n = Notification::WithdrawDs {
                         zone: zone.to_string(),
                         ds_line: ds_line.clone(),
                     };
-                    self.notify(&n, item.seq).await
+                    match self.notify(n, &item).await? {
+                        Some(outcome) => outcome,
+                        None => break,
+                    }
                 }
                 Effect::RequestDelegation { name_servers } => {
                     let n = Notification::Delegate {
                         zone: zone.to_string(),
                         name_servers: name_servers.clone(),
                     };
-                    self.notify(&n, item.seq).await
+                    match self.notify(n, &item).await? {
+                        Some(outcome) => outcome,
+                        None => break,
+                    }
                 }
             };
             #[cfg(any(test, feature = "test-hooks"))]
             self.crash_point(CrashPoint::EffectPerformed, zone)?;
-            let now = self.clock.now();
-            // A DS request whose hook failed is tried again at the next steps, a few times.
-            if status == OutboxStatus::Failed
-                && !item.effect.is_provider_call()
-                && item.attempts + 1 < NOTIFICATION_ATTEMPTS
-            {
-                self.store.retry_effect(item.id, &note).await?;
-                self.store
-                    .record(zone, EventKind::Effect, &note, now)
-                    .await?;
-                tracing::error!(zone, "{note}");
-                continue;
-            }
-            let failed = status != OutboxStatus::Done;
+            self.effect_ended(zone, &item, status, note).await?;
+        }
+        Ok(())
+    }
+
+    /// An effect's outcome, recorded: the outbox row, the audit trail, the log. A DS
+    /// request whose hook failed stays owed for the next steps, a few times.
+    async fn effect_ended(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        status: OutboxStatus,
+        note: String,
+    ) -> Result<(), EngineError> {
+        let now = self.clock.now();
+        // A DS request whose hook failed is tried again at the next steps, a few times.
+        if status == OutboxStatus::Failed
+            && !item.effect.is_provider_call()
+            && item.attempts + 1 < NOTIFICATION_ATTEMPTS
+        {
+            self.store.retry_effect(item.id, &note).await?;
             self.store
-                .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
+                .record(zone, EventKind::Effect, &note, now)
                 .await?;
-            let kind = if status == OutboxStatus::Refused {
-                EventKind::Guard
-            } else {
-                EventKind::Effect
-            };
-            self.store.record(zone, kind, &note, now).await?;
-            if failed {
-                tracing::warn!(zone, "{note}");
-                // The step re-derives the call; look again after a backoff.
-                self.store
-                    .check_by(zone, now.plus(self.policy.retry_base))
-                    .await?;
-            } else {
-                tracing::info!(zone, "{note}");
-            }
+            tracing::error!(zone, "{note}");
+            return Ok(());
+        }
+        let failed = status != OutboxStatus::Done;
+        self.store
+            .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
+            .await?;
+        let kind = if status == OutboxStatus::Refused {
+            EventKind::Guard
+        } else {
+            EventKind::Effect
+        };
+        self.store.record(zone, kind, &note, now).await?;
+        if failed {
+            tracing::warn!(zone, "{note}");
+            // The step re-derives the call; look again after a backoff.
+            self.store
+                .check_by(zone, now.plus(self.policy.retry_base))
+                .await?;
+        } else {
+            tracing::info!(zone, "{note}");
         }
         Ok(())
     }
@@ -859,14 +937,89 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }))
     }
 
-    async fn notify(&self, n: &Notification, seq: i64) -> (OutboxStatus, String) {
-        match self.notifier.deliver(n, seq).await {
+    fn hook_running(&self, zone: &str) -> bool {
+        self.hooks
+            .lock()
+            .map(|h| h.contains_key(zone))
+            .unwrap_or(false)
+    }
+
+    /// A request to the operator: to the log and every sink's queue at once (no sink is
+    /// waited for). Without a registrar hook for it, that is the whole effect (`Some`);
+    /// with one, the hook runs in a task of its own, which records the outcome, and the
+    /// zone's later effects wait for it (`None`).
+    async fn notify(
+        &self,
+        n: Notification,
+        item: &crate::store::OutboxItem,
+    ) -> Result<Option<(OutboxStatus, String)>, EngineError> {
+        self.notifier.announce(&self.store, &n, item.seq).await?;
+        if !self.notifier.has_hook(&n) {
+            return Ok(Some((OutboxStatus::Done, n.summary())));
+        }
+        let zone = n.zone().to_string();
+        let engine = self.clone();
+        let item = item.clone();
+        let mut hooks = self
+            .hooks
+            .lock()
+            .map_err(|_| StoreError::Corrupt("the registrar hooks' list".into()))?;
+        let task = tokio::spawn(async move {
+            engine.hook(&n, &item).await;
+            if let Ok(mut hooks) = engine.hooks.lock() {
+                hooks.remove(n.zone());
+            }
+            // What waited behind the hook is performed at the zone's next step: now.
+            let zone = n.zone().to_string();
+            if engine
+                .store
+                .pending_effects(&zone)
+                .await
+                .is_ok_and(|rest| !rest.is_empty())
+            {
+                let _ = engine.store.check_by(&zone, engine.clock.now()).await;
+            }
+        });
+        hooks.insert(zone, task.abort_handle());
+        Ok(None)
+    }
+
+    /// Runs the registrar hook for a claimed DS request and records its outcome (rule 12:
+    /// only under this daemon's current lease, asked right before).
+    async fn hook(&self, n: &Notification, item: &crate::store::OutboxItem) {
+        let zone = n.zone().to_string();
+        match self
+            .store
+            .lease_current(&zone, crate::store::Fenced::Notification)
+            .await
+        {
+            Ok(true) => {}
+            // The fence said it; the zone's holder performs what is owed.
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(zone = zone.as_str(), error = %e, "the registrar hook waits: cannot ask for the zone's lease");
+                return;
+            }
+        }
+        let (status, note) = match self.notifier.run_hook(n, item.seq).await {
             Ok(()) => (OutboxStatus::Done, n.summary()),
             // The operator was told through the log in any case; a failed hook is reported.
             Err(e) => (
                 OutboxStatus::Failed,
                 format!("{}; registrar hook failed: {e}", n.summary()),
             ),
+        };
+        match self.effect_ended(&zone, item, status, note).await {
+            Ok(()) => {}
+            Err(EngineError::Store(StoreError::LeaseLost(_))) => {
+                tracing::debug!(
+                    zone = zone.as_str(),
+                    "the registrar hook ran, but the zone's lease was lost before its outcome was recorded"
+                );
+            }
+            Err(e) => {
+                tracing::error!(zone = zone.as_str(), error = %e, "the registrar hook's outcome cannot be recorded; the request stays owed");
+            }
         }
     }
 
@@ -920,6 +1073,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 _ = shutdown.changed() => {}
             }
         }
+        self.end_hooks(HOOK_GRACE).await;
         Ok(())
     }
 }

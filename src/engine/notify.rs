@@ -2,19 +2,21 @@
 //! registrar hook), and alerts (log and sinks: one notification per episode, a reminder
 //! every `alerts.renotify_after`, a `resolved` when the condition clears).
 //!
-//! Alert bookkeeping is in SQLite: an alert is marked notified only once every sink has
-//! taken the notification, so a sink that fails keeps it owed, and the next tick tries
-//! again; a restart neither repeats a delivered notification nor loses an owed one.
-//! While one sink keeps failing, the sinks that already took the notification are
-//! remembered in memory and not sent it again (a per-sink column would survive restarts
-//! too, but costs a schema change for a case that is rare twice over: a sink failing and a
-//! restart before it recovers; events carry a stable `id` for receivers to drop that repeat).
+//! Nothing here waits for a sink: a notification is written to the log and to every
+//! sink's own queue in the database (`deliveries`), and each sink's worker
+//! (`engine::sinks`) delivers it, outside any zone's step. An alert is marked notified
+//! once it is in every sink's queue: what a failing sink still owes is its queue's, kept
+//! across restarts, and delivered in order when it recovers, while the other sinks have
+//! it already. The registrar hook is no sink: the engine runs it beside the zone's step
+//! (never behind a sink), and its outcome is the DS request's (the outbox row's).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::sinks::{Backoff, FIRST_WAIT, SinkQueue, SinkWorkers};
 use crate::alert::{self, AlertEvent, EventKind, Sink};
+use crate::condition::Condition;
 use crate::config::{AlertSettings, RegistrarSettings, Settings};
 use crate::lifecycle::{AlertKind, Clock, State, SystemClock};
 use crate::store::{AlertRow, Store, StoreError};
@@ -68,7 +70,7 @@ impl Notification {
         }
     }
 
-    fn zone(&self) -> &str {
+    pub fn zone(&self) -> &str {
         match self {
             Self::PublishDs { zone, .. }
             | Self::WithdrawDs { zone, .. }
@@ -85,9 +87,6 @@ impl Notification {
     }
 }
 
-/// The name the log takes in the delivery memo.
-const LOG: &str = "log";
-
 #[derive(Clone)]
 pub struct Notifier {
     /// `[registrar] command`: run with the zone and DS when a DS should be published or
@@ -96,12 +95,13 @@ pub struct Notifier {
     pub hook_timeout: Duration,
     /// An open alert is notified again after this long.
     pub renotify_after: Duration,
-    /// `[[alerts.webhook]]` and `[[alerts.exec]]`; the log is always written besides.
-    pub sinks: Vec<Sink>,
+    /// `[[alerts.webhook]]` and `[[alerts.exec]]`, each with its queue; the log is always
+    /// written besides.
+    queues: Arc<Vec<Arc<SinkQueue>>>,
+    /// The waits of a failing sink, and when it alerts.
+    backoff: Backoff,
     /// Time stamps of DS requests (alerts are stamped with the engine's clock).
     clock: Arc<dyn Clock>,
-    /// (sink, event id) already delivered while another sink still owes the event.
-    delivered: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -110,7 +110,7 @@ impl std::fmt::Debug for Notifier {
             .field("registrar_command", &self.registrar_command)
             .field("hook_timeout", &self.hook_timeout)
             .field("renotify_after", &self.renotify_after)
-            .field("sinks", &self.sinks)
+            .field("sinks", &self.queues)
             .finish_non_exhaustive()
     }
 }
@@ -121,9 +121,13 @@ impl Default for Notifier {
             registrar_command: None,
             hook_timeout: Duration::from_secs(60),
             renotify_after: Duration::from_secs(86_400),
-            sinks: Vec::new(),
+            queues: Arc::default(),
+            backoff: Backoff {
+                first: FIRST_WAIT,
+                max: Duration::from_secs(600),
+                failing_after: Duration::from_secs(900),
+            },
             clock: Arc::new(SystemClock),
-            delivered: Arc::default(),
         }
     }
 }
@@ -138,9 +142,18 @@ impl Notifier {
         alerts: &AlertSettings,
         registrar: Option<&RegistrarSettings>,
     ) -> Result<Self, WebhookError> {
+        let queues = alert::sinks(alerts)?
+            .into_iter()
+            .map(|sink| Arc::new(SinkQueue::new(sink)))
+            .collect();
         let mut notifier = Self {
             renotify_after: alerts.renotify_after,
-            sinks: alert::sinks(alerts)?,
+            queues: Arc::new(queues),
+            backoff: Backoff {
+                first: FIRST_WAIT.min(alerts.sink_retry_max),
+                max: alerts.sink_retry_max,
+                failing_after: alerts.sink_failing_after,
+            },
             ..Self::default()
         };
         if let Some(r) = registrar {
@@ -156,15 +169,51 @@ impl Notifier {
         self
     }
 
-    /// Tells the operator to publish or withdraw a DS: the log (warning level), every
-    /// sink (event `ds_publish` / `ds_withdraw` with the DS line), then the registrar
-    /// hook if configured. Only the hook's failure is returned: the engine records it as
-    /// a failed effect in the outbox and the audit trail. A sink's failure is logged at
-    /// error level; the `ds_unpublished_overdue` alert repeats the DS line in any case.
+    /// The first wait after a sink's failed try (default [`FIRST_WAIT`]; tests).
+    pub fn with_first_wait(mut self, first: Duration) -> Self {
+        self.backoff.first = first;
+        self
+    }
+
+    /// The configured sinks, in order.
+    pub fn sinks(&self) -> impl Iterator<Item = &Sink> {
+        self.queues.iter().map(|q| &q.sink)
+    }
+
+    /// Each sink's name and its `alert_sink_failing` condition (`cli::daemon` writes them
+    /// to the daemon-wide alerts).
+    pub fn sink_conditions(&self) -> Vec<(String, Arc<Condition>)> {
+        self.queues
+            .iter()
+            .map(|q| (q.name().to_string(), q.condition.clone()))
+            .collect()
+    }
+
+    /// Starts every sink's worker on `store`; they end when the returned value is dropped.
+    pub fn start(&self, store: &Store) -> SinkWorkers {
+        SinkWorkers::start(&self.queues, store, self.clock.clone(), self.backoff)
+    }
+
+    /// Whether every sink's worker has sent what it may send now, or waits after a failure
+    /// (tests wait for it after a tick).
+    pub fn settled(&self) -> bool {
+        self.queues.iter().all(|q| q.settled())
+    }
+
+    /// Tells the operator to publish or withdraw a DS (or change the NS): the log
+    /// (warning level), and every sink's queue (event `ds_publish` / `ds_withdraw` /
+    /// `ns_change` with the DS line). Waits for no sink. A sink's failure is its worker's
+    /// to say; the `ds_unpublished_overdue` alert repeats the DS line in any case.
     ///
     /// `seq` numbers the request (the outbox row's id): later requests for a zone carry
-    /// larger numbers, so a receiver can drop one a paused daemon delivers late.
-    pub async fn deliver(&self, n: &Notification, seq: i64) -> Result<(), HookError> {
+    /// larger numbers, so a receiver can drop one a paused daemon delivers late. The same
+    /// request queued again (a hook retried) is not queued twice.
+    pub async fn announce(
+        &self,
+        store: &Store,
+        n: &Notification,
+        seq: i64,
+    ) -> Result<(), StoreError> {
         let event_kind = match n {
             Notification::PublishDs { .. } => EventKind::DsPublish,
             Notification::WithdrawDs { .. } => EventKind::DsWithdraw,
@@ -179,22 +228,27 @@ impl Notifier {
             self.clock.now(),
         );
         event.log();
-        for sink in &self.sinks {
-            if let Err(e) = sink.send(&event).await {
-                tracing::error!(
-                    zone = n.zone(),
-                    sink = sink.name(),
-                    event = event.event.as_str(),
-                    "DS request not delivered: {e}"
-                );
-            }
-        }
-        // The registrar hook is for the DS only: a wrong NS set takes the domain down,
-        // so that change stays with a person.
-        if matches!(n, Notification::Delegate { .. }) {
+        self.enqueue(store, &event, seq, n.zone()).await
+    }
+
+    /// Whether the registrar hook runs for this request: configured, and for a DS only (a
+    /// wrong NS set takes the domain down, so that change stays with a person).
+    pub fn has_hook(&self, n: &Notification) -> bool {
+        !matches!(n, Notification::Delegate { .. })
+            && self
+                .registrar_command
+                .as_ref()
+                .is_some_and(|argv| !argv.is_empty())
+    }
+
+    /// Runs the registrar hook for a DS request (nothing when [`Notifier::has_hook`] is
+    /// false). Its failure is returned: the engine records it as a failed effect in the
+    /// outbox and the audit trail.
+    pub async fn run_hook(&self, n: &Notification, seq: i64) -> Result<(), HookError> {
+        if !self.has_hook(n) {
             return Ok(());
         }
-        let Some(argv) = self.registrar_command.as_ref().filter(|a| !a.is_empty()) else {
+        let Some(argv) = self.registrar_command.as_ref() else {
             return Ok(());
         };
         let seq_text = seq.to_string();
@@ -224,19 +278,16 @@ impl Notifier {
         result
     }
 
-    /// Sends every owed alert notification: new episodes, re-notifications, resolutions.
-    /// A sink that fails is not tried again in this round (the notifications stay owed),
-    /// so a dead receiver costs one bounded retry sequence per tick, not one per alert.
+    /// Queues every owed alert notification (new episodes, re-notifications,
+    /// resolutions) for every sink, logs it, and marks it notified. Waits for no sink.
     pub async fn deliver_alerts(&self, store: &Store, clock: &dyn Clock) -> Result<(), StoreError> {
         let now = clock.now();
         let owed = store.alerts_to_notify(now, self.renotify_after).await?;
-        let mut down: HashSet<String> = HashSet::new();
         type ZoneInfo = (Option<String>, Option<String>, Option<String>);
         let mut zones: HashMap<String, ZoneInfo> = HashMap::new();
         for alert in owed {
-            // Several daemons: a zone taken by another daemon since the list was read (a
-            // pause, a slow sink) is its new holder's to notify; sending it here too would
-            // repeat it for every such zone, not only the one in hand.
+            // Several daemons: a zone taken by another daemon since the list was read is
+            // its new holder's to notify.
             if !store
                 .lease_current(&alert.zone, crate::store::Fenced::Notification)
                 .await?
@@ -260,133 +311,97 @@ impl Notifier {
                 AlertKind::DsRemovalOverdue => followed,
                 _ => to_enter,
             };
-            let event =
-                |kind| AlertEvent::for_alert(&alert, kind, state.as_deref(), ds.as_deref(), now);
+            let database = store.database_id();
+            let event = |kind| {
+                AlertEvent::for_alert(&alert, kind, state.as_deref(), ds.as_deref(), now, database)
+            };
             if owes_open(&alert, now, self.renotify_after) {
                 let kind = if alert.notifications > 0 {
                     EventKind::Renotify
                 } else {
                     EventKind::Firing
                 };
-                if !self.send(&event(kind), &mut down).await {
-                    continue;
-                }
+                let event = event(kind);
+                event.log();
+                self.enqueue(store, &event, 0, &alert.zone).await?;
                 if lease_lost(store.alert_notified(alert.id, now).await)? {
                     continue;
                 }
             }
             if alert.resolved_at.is_some() && alert.resolved_notified_at.is_none() {
-                if !self.send(&event(EventKind::Resolved), &mut down).await {
-                    continue;
-                }
+                let event = event(EventKind::Resolved);
+                event.log();
+                self.enqueue(store, &event, 0, &alert.zone).await?;
                 lease_lost(store.alert_resolution_notified(alert.id, now).await)?;
             }
         }
         Ok(())
     }
 
-    /// Sends every owed daemon-wide notification (`daemon_alerts`), each claimed first so
-    /// that of several daemons on one database one sends it; a failed delivery gives the
-    /// claim back and stays owed.
+    /// Queues every owed daemon-wide notification (`daemon_alerts`) for every sink, each
+    /// claimed first so that of several daemons on one database one queues it. The log
+    /// has it already (the condition's own line, once per episode).
     pub async fn deliver_daemon_alerts(
         &self,
         store: &Store,
         clock: &dyn Clock,
     ) -> Result<(), StoreError> {
-        /// Longer than a delivery takes (every sink's bounded retries); a daemon that dies
-        /// mid-delivery leaves it to the others after this.
-        const CLAIM: Duration = Duration::from_secs(600);
+        /// Longer than queueing takes; a daemon that dies meanwhile leaves it to the
+        /// others after this.
+        const CLAIM: Duration = Duration::from_secs(60);
         let now = clock.now();
         let owed = store
             .daemon_alerts_to_notify(now, self.renotify_after)
             .await?;
-        let mut down: HashSet<String> = HashSet::new();
         for alert in owed {
             if !store.claim_daemon_alert(alert.id, now, CLAIM).await? {
                 continue;
             }
-            let event = |kind| {
-                let event = AlertEvent::for_daemon_alert(&alert, kind, now);
-                // The log has it already: the condition's own line, once per episode.
-                self.mark(LOG, &event.id);
-                event
+            let kind = if alert.resolved_at.is_some() {
+                EventKind::Resolved
+            } else if alert.notifications > 0 {
+                EventKind::Renotify
+            } else {
+                EventKind::Firing
             };
-            if alert.resolved_at.is_none() {
-                let kind = if alert.notifications > 0 {
-                    EventKind::Renotify
-                } else {
-                    EventKind::Firing
-                };
-                if self.send(&event(kind), &mut down).await {
-                    store.daemon_alert_notified(alert.id, now).await?;
-                } else {
-                    store.unclaim_daemon_alert(alert.id).await?;
-                }
-            } else if self.send(&event(EventKind::Resolved), &mut down).await {
+            let event = AlertEvent::for_daemon_alert(&alert, kind, now, store.database_id());
+            if let Err(e) = self.enqueue(store, &event, 0, "").await {
+                store.unclaim_daemon_alert(alert.id).await?;
+                return Err(e);
+            }
+            if kind == EventKind::Resolved {
                 store
                     .daemon_alert_resolution_notified(alert.id, now)
                     .await?;
             } else {
-                store.unclaim_daemon_alert(alert.id).await?;
+                store.daemon_alert_notified(alert.id, now).await?;
             }
         }
         Ok(())
     }
 
-    /// Gives the event to the log and every sink that does not have it yet; true once all
-    /// have it.
-    async fn send(&self, event: &AlertEvent, down: &mut HashSet<String>) -> bool {
-        if self.mark(LOG, &event.id) {
-            event.log();
+    /// Puts the event in every sink's queue (`seq`: a DS or NS request's number, else 0)
+    /// and wakes the workers.
+    async fn enqueue(
+        &self,
+        store: &Store,
+        event: &AlertEvent,
+        seq: i64,
+        zone: &str,
+    ) -> Result<(), StoreError> {
+        if self.queues.is_empty() {
+            return Ok(());
         }
-        let mut complete = true;
-        for sink in &self.sinks {
-            if self.has(sink.name(), &event.id) {
-                continue;
-            }
-            if down.contains(sink.name()) {
-                complete = false;
-                continue;
-            }
-            match sink.send(event).await {
-                Ok(()) => {
-                    self.mark(sink.name(), &event.id);
-                }
-                Err(e) => {
-                    tracing::error!(
-                        zone = event.zone.as_str(),
-                        sink = sink.name(),
-                        event = event.event.as_str(),
-                        id = event.id.as_str(),
-                        "alert notification not delivered, trying again next tick: {e}"
-                    );
-                    down.insert(sink.name().to_string());
-                    complete = false;
-                }
-            }
+        let json = serde_json::to_string(event)
+            .map_err(|e| StoreError::Corrupt(format!("a notification as JSON: {e}")))?;
+        let names: Vec<&str> = self.queues.iter().map(|q| q.name()).collect();
+        store
+            .enqueue_delivery(&names, &event.id, seq, zone, &json, self.clock.now())
+            .await?;
+        for queue in self.queues.iter() {
+            queue.wake();
         }
-        if complete {
-            // Owed no more: the database says so from now on.
-            if let Ok(mut memo) = self.delivered.lock() {
-                memo.retain(|(_, id)| id != &event.id);
-            }
-        }
-        complete
-    }
-
-    fn has(&self, sink: &str, id: &str) -> bool {
-        self.delivered
-            .lock()
-            .map(|memo| memo.contains(&(sink.to_string(), id.to_string())))
-            .unwrap_or(false)
-    }
-
-    /// Remembers a delivery; true if it is new.
-    fn mark(&self, sink: &str, id: &str) -> bool {
-        self.delivered
-            .lock()
-            .map(|mut memo| memo.insert((sink.to_string(), id.to_string())))
-            .unwrap_or(true)
+        Ok(())
     }
 }
 

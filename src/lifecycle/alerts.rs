@@ -73,6 +73,9 @@ pub enum AlertKind {
     /// Daemon-wide: no key the anchored zone serves matches `dns.trust_anchor_file` (a
     /// stale or wrong anchor): nothing validates, every validated decision waits.
     TrustAnchorMismatch,
+    /// Daemon-wide: an alert sink (`[[alerts.webhook]]`, `[[alerts.exec]]`) has failed
+    /// every delivery for `alerts.sink_failing_after`; the other sinks still deliver.
+    AlertSinkFailing,
 }
 
 #[derive(
@@ -105,6 +108,7 @@ impl AlertKind {
         Self::ZoneListingFailing,
         Self::ProviderAuthFailing,
         Self::HostIpv6Unreachable,
+        Self::AlertSinkFailing,
     ];
 
     pub fn as_str(self) -> &'static str {

@@ -29,7 +29,9 @@ use super::{DnssecSwitched, Provider};
 use crate::condition::Condition;
 use crate::config::{Credentials, ProviderSettings};
 use crate::lifecycle::AlertKind;
-use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after};
+use crate::retry::{
+    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
+};
 use crate::secret::{Secret, redact};
 
 /// The provider's `error` text when DNSSEC is off (DESIGN.md section 7, GET …/dnssec).
@@ -1183,26 +1185,6 @@ fn error_message(body: &[u8], secrets: &[String]) -> String {
         Some(message) => redact(&message, &refs),
         None => excerpt(body, secrets),
     }
-}
-
-/// reqwest's error text without the URL's query (which holds nothing secret today, but
-/// the habit is cheap) and with the cause chain that says what really happened.
-fn transport_text(err: &reqwest::Error) -> String {
-    use std::error::Error;
-    let mut text = if err.is_timeout() {
-        "timed out".to_string()
-    } else if err.is_connect() {
-        "cannot connect".to_string()
-    } else {
-        "request failed".to_string()
-    };
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Holds logins to [`LOGINS_PER_SECOND`] in any one-second window.

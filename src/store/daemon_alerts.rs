@@ -71,43 +71,7 @@ impl TryFrom<Raw> for DaemonAlertRow {
 const COLUMNS: &str = "id, kind, scope, severity, message, opened_at, alert_at, \
     last_notified_at, notifications, resolved_at, resolved_notified_at";
 
-/// A read on whichever pool the store has.
-macro_rules! read {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match &$store.backend {
-            Backend::Sqlite(s) => {
-                let $pool = &s.pool;
-                $body
-            }
-            Backend::Postgres(p) => {
-                let $pool = &p.pool;
-                $body
-            }
-        }
-    };
-}
-
-/// A write (SQLite: a write transaction of its own), its outcome noted in the store's health;
-/// the rows it changed.
-macro_rules! write {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match &$store.backend {
-            Backend::Sqlite(s) => {
-                let mut tx = s.write().await?;
-                let $pool = &mut *tx;
-                let rows = $body.noted(s)?.rows_affected();
-                tx.commit().await?;
-                rows
-            }
-            Backend::Postgres(p) => {
-                let $pool = &p.pool;
-                $body.noted(p)?.rows_affected()
-            }
-        }
-    };
-}
-
-fn ms(d: Duration) -> i64 {
+pub(super) fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -117,14 +81,14 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM daemon_alerts WHERE resolved_at IS NULL ORDER BY kind, scope"
         );
-        let raw: Vec<Raw> = read!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await?);
+        let raw: Vec<Raw> = shared_read!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await?);
         raw.into_iter().map(DaemonAlertRow::try_from).collect()
     }
 
     /// Every episode, oldest first (tests and operators' questions).
     pub async fn daemon_alerts(&self) -> Result<Vec<DaemonAlertRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM daemon_alerts ORDER BY id");
-        let raw: Vec<Raw> = read!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await?);
+        let raw: Vec<Raw> = shared_read!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await?);
         raw.into_iter().map(DaemonAlertRow::try_from).collect()
     }
 
@@ -143,7 +107,7 @@ impl Store {
              ON CONFLICT (kind, scope) WHERE resolved_at IS NULL \
              DO UPDATE SET message = excluded.message \
              WHERE daemon_alerts.message <> excluded.message";
-        write!(self, |pool| sqlx::query(sql)
+        shared_write!(self, |pool| sqlx::query(sql)
             .bind(kind.as_str())
             .bind(scope)
             .bind(kind.severity().as_str())
@@ -166,7 +130,7 @@ impl Store {
         let sql = "UPDATE daemon_alerts SET resolved_at = $3, \
              resolved_notified_at = CASE WHEN last_notified_at IS NULL THEN $3 END \
              WHERE kind = $1 AND scope = $2 AND resolved_at IS NULL";
-        write!(self, |pool| sqlx::query(sql)
+        shared_write!(self, |pool| sqlx::query(sql)
             .bind(kind.as_str())
             .bind(scope)
             .bind(now.0)
@@ -190,7 +154,7 @@ impl Store {
              OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)) \
              ORDER BY id"
         );
-        let raw: Vec<Raw> = read!(self, |pool| sqlx::query_as(&sql)
+        let raw: Vec<Raw> = shared_read!(self, |pool| sqlx::query_as(&sql)
             .bind(now.0)
             .bind(ms(renotify_after))
             .fetch_all(pool)
@@ -207,7 +171,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let sql = "UPDATE daemon_alerts SET claimed_until = $3 \
              WHERE id = $1 AND (claimed_until IS NULL OR claimed_until <= $2)";
-        let done = write!(self, |pool| sqlx::query(sql)
+        let done = shared_write!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(now.0)
             .bind(now.plus(hold).0)
@@ -219,7 +183,7 @@ impl Store {
     /// Gives a claim back (a sink failed: the notification stays owed).
     pub async fn unclaim_daemon_alert(&self, id: i64) -> Result<(), StoreError> {
         let sql = "UPDATE daemon_alerts SET claimed_until = NULL WHERE id = $1";
-        write!(self, |pool| sqlx::query(sql).bind(id).execute(pool).await);
+        shared_write!(self, |pool| sqlx::query(sql).bind(id).execute(pool).await);
         Ok(())
     }
 
@@ -227,7 +191,7 @@ impl Store {
     pub async fn daemon_alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
         let sql = "UPDATE daemon_alerts SET last_notified_at = $2, \
              notifications = notifications + 1, claimed_until = NULL WHERE id = $1";
-        write!(self, |pool| sqlx::query(sql)
+        shared_write!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(now.0)
             .execute(pool)
@@ -243,7 +207,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = "UPDATE daemon_alerts SET resolved_notified_at = $2, claimed_until = NULL \
              WHERE id = $1";
-        write!(self, |pool| sqlx::query(sql)
+        shared_write!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(now.0)
             .execute(pool)

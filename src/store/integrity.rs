@@ -419,6 +419,22 @@ pub(super) fn is_damage(error: &sqlx::Error) -> bool {
     }
 }
 
+/// A failure to open the file, said as damage when SQLite says the file is damaged.
+pub(super) fn said_damaged(path: &Path, error: StoreError) -> StoreError {
+    let sql = match &error {
+        StoreError::Open { error, .. } | StoreError::Sql(error) => Some(error),
+        StoreError::Migrate(sqlx::migrate::MigrateError::Execute(error)) => Some(error),
+        _ => None,
+    };
+    match sql {
+        Some(e) if is_damage(e) => StoreError::Damaged {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        },
+        _ => error,
+    }
+}
+
 /// A failure to read the identity: damage, also when there is none where every migrated
 /// database has one.
 fn damaged_or_open(path: &Path, error: sqlx::Error) -> StoreError {

@@ -71,14 +71,15 @@ impl Store {
             .collect()
     }
 
-    /// Opening or `resolved` notifications not yet taken by every sink: above zero for
-    /// long means a sink is failing.
+    /// Notifications not yet taken by every sink (alerts not yet queued, and what each
+    /// sink's queue still owes): above zero for long means a sink is failing.
     pub async fn undelivered_alert_notifications(&self) -> Result<i64, StoreError> {
         let (n,): (i64,) = fetch!(
             self,
             fetch_one,
-            "SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
-             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)"
+            "SELECT (SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
+             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)) \
+             + (SELECT count(*) FROM deliveries WHERE delivered_at IS NULL)"
         );
         Ok(n)
     }

@@ -8,7 +8,46 @@
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
 
+// The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
+// too): `daemon_alerts` and `deliveries`.
+/// A read on whichever pool the store has.
+macro_rules! shared_read {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            Backend::Sqlite(s) => {
+                let $pool = &s.pool;
+                $body
+            }
+            Backend::Postgres(p) => {
+                let $pool = &p.pool;
+                $body
+            }
+        }
+    };
+}
+
+/// A write (SQLite: a write transaction of its own, which moves the generation on), its
+/// outcome noted in the store's health; the rows it changed.
+macro_rules! shared_write {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            Backend::Sqlite(s) => {
+                let mut tx = s.write().await?;
+                let $pool = &mut *tx;
+                let rows = $body.noted(s)?.rows_affected();
+                tx.commit().await?;
+                rows
+            }
+            Backend::Postgres(p) => {
+                let $pool = &p.pool;
+                $body.noted(p)?.rows_affected()
+            }
+        }
+    };
+}
+
 mod daemon_alerts;
+mod deliveries;
 mod faults;
 mod group;
 mod integrity;
@@ -26,6 +65,7 @@ use std::time::Duration;
 use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use daemon_alerts::DaemonAlertRow;
+pub use deliveries::{DeliveryRecord, DeliveryRow};
 pub use faults::WriteFailure;
 pub use integrity::{daemon_holds, lock_database};
 pub use lease::{Fenced, LeaseInfo, LeaseRound};

@@ -36,6 +36,8 @@ pub struct SqliteStore {
     serial: Arc<tokio::sync::Mutex<()>>,
     /// Routine decisions waiting for the write turn (`group`: a group commit).
     routine: Arc<group::Queue>,
+    /// A database in memory's identity (a file's is its `integrity`'s).
+    memory_id: Option<Arc<str>>,
 }
 
 /// How long a write waits for its turn behind the daemon's other writes: as long as
@@ -68,6 +70,12 @@ impl SqliteStore {
     /// existing empty (0-byte) file is refused, not initialised: it may have replaced a
     /// real database. Connections opened later never create the file again.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_file(path)
+            .await
+            .map_err(|e| integrity::said_damaged(path, e))
+    }
+
+    async fn open_file(path: &Path) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -120,6 +128,12 @@ impl SqliteStore {
     /// Opens an existing database for reading only (`status`, `history`): never creates
     /// one, never migrates, never writes.
     pub async fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        Self::open_file_read_only(path)
+            .await
+            .map_err(|e| integrity::said_damaged(path, e))
+    }
+
+    async fn open_file_read_only(path: &Path) -> Result<Self, StoreError> {
         let shown = || path.display().to_string();
         match std::fs::metadata(path) {
             Ok(meta) if meta.len() == 0 => {
@@ -204,6 +218,7 @@ impl SqliteStore {
             label: path.display().to_string().into(),
             serial: Arc::default(),
             routine: Arc::default(),
+            memory_id: None,
         }
     }
 
@@ -277,9 +292,12 @@ impl SqliteStore {
         &self.label
     }
 
-    /// The database's identity, drawn when it was made (`None` in memory).
+    /// The database's identity, drawn when it was made (`None` for a read-only store).
     pub fn database_id(&self) -> Option<&str> {
-        self.integrity.as_deref().map(Integrity::id)
+        self.integrity
+            .as_deref()
+            .map(Integrity::id)
+            .or(self.memory_id.as_deref())
     }
 
     /// A write transaction that reached `generation` was committed.
@@ -340,7 +358,13 @@ impl SqliteStore {
                 error,
             })?;
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self::new(pool, None, Path::new(":memory:")))
+        let (id,): (String,) = sqlx::query_as("SELECT id FROM database_meta WHERE single = 1")
+            .fetch_one(&pool)
+            .await?;
+        Ok(Self {
+            memory_id: Some(id.into()),
+            ..Self::new(pool, None, Path::new(":memory:"))
+        })
     }
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a

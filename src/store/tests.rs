@@ -288,7 +288,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 10,
+                wanted: 11,
                 ..
             })
         ),
@@ -896,7 +896,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 7
+            wanted: 8
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -905,7 +905,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 7,
+                wanted: 8,
                 ..
             })
         ),
@@ -916,8 +916,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 7,
-            wanted: 7
+            applied: 8,
+            wanted: 8
         }
     );
     // Opening again is idempotent (the daemon restarting).

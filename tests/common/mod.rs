@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use dnssec_warden::config::{AlertSettings, DatabaseSettings, PostgresSettings, RegistrarSettings};
-use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
+use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{AlertRow, Store};
 use fake::FakeWorld;
@@ -133,6 +133,8 @@ pub struct Rig {
     pub policy: Policy,
     /// `[alerts]` and `[registrar]` for the notifier; a restart builds a new one from it.
     pub notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
+    /// The sinks' workers (delivery is theirs, outside the steps); a restart ends them.
+    pub workers: SinkWorkers,
     /// The PostgreSQL cluster of the store, if it is one (last: dropped after the store).
     pub cluster: Option<Arc<postgres::Cluster>>,
 }
@@ -152,9 +154,11 @@ pub fn notifier(
     notify: &Option<(AlertSettings, Option<RegistrarSettings>)>,
 ) -> Notifier {
     match notify {
+        // A failing sink waits 50 ms before its next try, not 5 s: ticks are fast here.
         Some((alerts, registrar)) => Notifier::new(alerts, registrar.as_ref())
             .expect("notifier")
-            .with_clock(Arc::new(world.clock.clone())),
+            .with_clock(Arc::new(world.clock.clone()))
+            .with_first_wait(Duration::from_millis(50)),
         None => Notifier::default(),
     }
 }
@@ -221,6 +225,7 @@ impl Rig {
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
         let engine = engine_with(&world, &store, &crash, &policy, notifier(&world, &notify));
+        let workers = engine.notifier().start(&store);
         Self {
             world,
             store,
@@ -228,12 +233,14 @@ impl Rig {
             crash,
             policy,
             notify,
+            workers,
             cluster,
         }
     }
 
     /// Drops the engine (as a crash would) and starts a new one on the same database.
     pub async fn restart(&mut self) {
+        self.workers = SinkWorkers::default();
         let notifier = notifier(&self.world, &self.notify);
         self.engine = engine_with(
             &self.world,
@@ -242,14 +249,26 @@ impl Rig {
             &self.policy,
             notifier,
         );
+        self.workers = self.engine.notifier().start(&self.store);
         self.engine.start().await.expect("engine starts");
     }
 
-    /// One tick; a test crash restarts the engine.
+    /// One tick, then the registrar hooks and sinks it set going have done what they can
+    /// (delivery is outside the step); a test crash restarts the engine.
     pub async fn tick(&mut self) {
         if self.engine.tick().await.is_err() {
             self.restart().await;
         }
+        self.settle().await;
+    }
+
+    /// Waits (at most 30 s) until no registrar hook runs and every sink has sent what
+    /// it may send now.
+    pub async fn settle(&self) {
+        assert!(
+            self.engine.settle(Duration::from_secs(30)).await,
+            "the hooks and sinks never settled"
+        );
     }
 
     pub async fn state(&self) -> Option<State> {
