@@ -109,6 +109,7 @@ impl AlertKind {
         Self::ProviderAuthFailing,
         Self::HostIpv6Unreachable,
         Self::AlertSinkFailing,
+        Self::TrustAnchorMismatch,
     ];
 
     pub fn as_str(self) -> &'static str {
