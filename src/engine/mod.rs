@@ -913,6 +913,20 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 ),
             )));
         }
+        // A publish request a sink is sending right now could reach the registrar after
+        // the switch: its DS would then be published for an unsigned zone.
+        if self
+            .store
+            .ds_publish_in_flight(zone, self.clock.now())
+            .await?
+        {
+            return Ok(Some((
+                OutboxStatus::Refused,
+                "guard refused switching DNSSEC off: a request to publish the DS is being \
+                 sent to an alert sink right now; tried again once it has ended"
+                    .to_string(),
+            )));
+        }
         let fresh = self
             .observer
             .parent_validated(zone)

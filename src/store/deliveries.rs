@@ -66,8 +66,53 @@ impl Store {
                 .bind(now.0)
                 .execute(pool)
                 .await);
+            if seq > 0 && !zone.is_empty() {
+                self.supersede(sink, zone, seq, now).await?;
+            }
         }
         Ok(())
+    }
+
+    /// A zone's DS or NS request that a later one replaced, not yet sent by `sink`, is
+    /// never sent: a publish delivered after its withdrawal was queued would put a DS
+    /// at the registrar for a zone about to be unsigned. One being sent now cannot be
+    /// called back: "DNSSEC off" waits for it (`ds_publish_in_flight`).
+    async fn supersede(
+        &self,
+        sink: &str,
+        zone: &str,
+        seq: i64,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = "UPDATE deliveries SET delivered_at = $4, \
+             last_error = 'superseded by a later request' \
+             WHERE sink = $1 AND zone = $2 AND seq > 0 AND seq < $3 \
+             AND delivered_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $4)";
+        shared_write!(self, |pool| sqlx::query(sql)
+            .bind(sink)
+            .bind(zone)
+            .bind(seq)
+            .bind(now.0)
+            .execute(pool)
+            .await);
+        Ok(())
+    }
+
+    /// Whether a request to publish the zone's DS is being sent to a sink right now
+    /// (claimed, not yet delivered): "DNSSEC off" waits for it to end.
+    pub async fn ds_publish_in_flight(
+        &self,
+        zone: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let sql = "SELECT count(*) FROM deliveries WHERE zone = $1 AND seq > 0 \
+             AND delivered_at IS NULL AND claimed_until > $2 AND event_id LIKE 'ds_publish-%'";
+        let (n,): (i64,) = shared_read!(self, |pool| sqlx::query_as(sql)
+            .bind(zone)
+            .bind(now.0)
+            .fetch_one(pool)
+            .await?);
+        Ok(n > 0)
     }
 
     /// What `sink` owes and no daemon is delivering now, oldest first.
@@ -97,6 +142,18 @@ impl Store {
         now: Timestamp,
         hold: Duration,
     ) -> Result<bool, StoreError> {
+        // Replaced by a later request meanwhile (queued after this row was read): never
+        // sent, and so no longer owed.
+        let superseded = "UPDATE deliveries SET delivered_at = $2, \
+             last_error = 'superseded by a later request' \
+             WHERE id = $1 AND seq > 0 AND delivered_at IS NULL AND EXISTS \
+             (SELECT 1 FROM deliveries l WHERE l.sink = deliveries.sink \
+              AND l.zone = deliveries.zone AND l.seq > deliveries.seq)";
+        shared_write!(self, |pool| sqlx::query(superseded)
+            .bind(id)
+            .bind(now.0)
+            .execute(pool)
+            .await);
         let sql = "UPDATE deliveries SET claimed_until = $3 WHERE id = $1 \
              AND delivered_at IS NULL AND (claimed_until IS NULL OR claimed_until <= $2)";
         let done = shared_write!(self, |pool| sqlx::query(sql)

@@ -386,6 +386,11 @@ impl Store {
                 path: s.path().to_string(),
                 cause: e.to_string(),
             },
+            // Said with the file it is about ("disk I/O error" alone names nothing).
+            StoreError::Sql(error) => StoreError::Open {
+                path: s.path().to_string(),
+                error,
+            },
             error => error,
         }
     }

@@ -1592,3 +1592,81 @@ async fn request_numbers_grow_across_databases() {
     assert_eq!(seqs, vec![5_000]);
     assert!(seqs[0] > old_seqs[1]);
 }
+
+/// A DS request a later one replaced is never sent by a sink that has not sent it yet
+/// (the chaos suite found a publish delivered after the zone was switched off); one being
+/// sent now holds "DNSSEC off" back.
+async fn superseded_requests_are_never_sent(store: &Store) {
+    let sink = "alerts.webhook[0]";
+    let t = Timestamp(10_000);
+    store
+        .enqueue_delivery(&[sink], "ds_publish-z.-AB", 10_000, "z.", "{}", t)
+        .await
+        .unwrap();
+    let owed = store.owed_deliveries(sink, t, 10).await.unwrap();
+    assert_eq!(owed.len(), 1);
+    // Claimed: being sent now.
+    assert!(
+        store
+            .claim_delivery(owed[0].id, t, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(store.ds_publish_in_flight("z.", t).await.unwrap());
+    store.delivery_failed(owed[0].id, "refused").await.unwrap();
+    assert!(!store.ds_publish_in_flight("z.", t).await.unwrap());
+    // The withdrawal is queued: the publish is no longer owed.
+    store
+        .enqueue_delivery(&[sink], "ds_withdraw-z.-AB", 10_001, "z.", "{}", t)
+        .await
+        .unwrap();
+    let owed = store.owed_deliveries(sink, t, 10).await.unwrap();
+    assert_eq!(
+        owed.iter().map(|d| d.event_id.as_str()).collect::<Vec<_>>(),
+        vec!["ds_withdraw-z.-AB"]
+    );
+    // A publish read before the withdrawal was queued is not claimed for sending.
+    store
+        .enqueue_delivery(&[sink], "ds_publish-y.-CD", 10_002, "y.", "{}", t)
+        .await
+        .unwrap();
+    let read = store.owed_deliveries(sink, t, 10).await.unwrap();
+    let publish = read.iter().find(|d| d.zone == "y.").expect("owed").id;
+    store
+        .enqueue_delivery(&[sink], "ds_withdraw-y.-CD", 10_003, "y.", "{}", t)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .claim_delivery(publish, t, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    // Alerts (seq 0) are never superseded.
+    store
+        .enqueue_delivery(&[sink], "alert-x-1.0-firing", 0, "y.", "{}", t)
+        .await
+        .unwrap();
+    store
+        .enqueue_delivery(&[sink], "alert-x-1.0-resolved", 0, "y.", "{}", t)
+        .await
+        .unwrap();
+    let owed = store.owed_deliveries(sink, t, 10).await.unwrap();
+    assert_eq!(
+        owed.iter()
+            .filter(|d| d.event_id.starts_with("alert-"))
+            .count(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn superseded_requests_are_never_sent_sqlite() {
+    superseded_requests_are_never_sent(&Store::open_in_memory().await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn superseded_requests_are_never_sent_postgres() {
+    let cluster = pg_support::Cluster::shared();
+    superseded_requests_are_never_sent(&postgres_store(&cluster).await).await;
+}
