@@ -445,3 +445,51 @@ fn a_database_the_daemon_may_not_write_is_said_at_start() {
         "the cause said once: {said}"
     );
 }
+
+/// The fleet bench found it: a look at the file racing the daemon's own writes took a
+/// write committed during the look for the file going back ("generation 2706, this
+/// daemon had already seen 2707"). Writers and lookers side by side, the file's times
+/// touched so that every look reads the generation afresh: never a false alarm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn looks_racing_writes_never_take_the_file_for_an_older_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = Store::open(&path).await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..4 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            for i in 0..150 {
+                store
+                    .ensure_zone(&format!("z{w}-{i}.test."), T0)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        });
+    }
+    for _ in 0..2 {
+        let store = store.clone();
+        let path = path.clone();
+        tasks.spawn(async move {
+            for i in 0..300u64 {
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| e.to_string())?;
+                file.set_modified(
+                    std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i),
+                )
+                .map_err(|e| e.to_string())?;
+                // Kept open: closing a descriptor of the file would drop SQLite's locks
+                // in this process (the store is in this process too).
+                std::mem::forget(file);
+                store.verify_identity().await.map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap().unwrap();
+    }
+}

@@ -253,8 +253,12 @@ impl Integrity {
                 });
             }
         }
+        // What this store had seen before the read: every write it counted was committed
+        // before it counted it, so the read (begun after) sees it. Loaded after the read,
+        // a write committed meanwhile would look like the file going back.
+        let seen = self.seen.load(Ordering::Acquire);
         let (id, generation) = self.read_fresh().await?;
-        self.judge(&id, generation)?;
+        self.judge_against(&id, generation, seen)?;
         self.seen.fetch_max(generation, Ordering::AcqRel);
         *self.stamp.lock().unwrap_or_else(|p| p.into_inner()) = stamp;
         Ok(())
@@ -263,6 +267,11 @@ impl Integrity {
     /// What a write transaction read as it added one to the generation: the same
     /// database, not older than what this store saw.
     pub(super) fn judge(&self, id: &str, generation: i64) -> Result<(), StoreError> {
+        self.judge_against(id, generation, self.seen.load(Ordering::Acquire))
+    }
+
+    /// [`Integrity::judge`] against what this store had seen before the read.
+    fn judge_against(&self, id: &str, generation: i64, seen: i64) -> Result<(), StoreError> {
         let path = || self.path.display().to_string();
         if id != self.id {
             self.let_go();
@@ -272,7 +281,6 @@ impl Integrity {
                 found: format!("identity {id}"),
             });
         }
-        let seen = self.seen.load(Ordering::Acquire);
         if generation < seen {
             self.let_go();
             return Err(StoreError::Restored {
