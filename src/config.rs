@@ -233,9 +233,8 @@ pub struct PostgresSettings {
 /// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
 /// put no cap of their own on queries in flight to one server, and `dnsperf` keeps 100;
 /// 32 stays far below what any authoritative server answers. The fewer wait at a server,
-/// the more often it wakes for one: knotd spent 8.6-9.0 us a query at 8, 6.6-7.7 at 16
-/// and 5.6-7.5 at 32 or 64 (`cargo bench --bench observe`), and our side gets more
-/// answers per wake-up too.
+/// the more often it wakes for one, so a server spends less a query with more waiting,
+/// and our side gets more answers per wake-up too (docs/benchmarks.md).
 pub const DEFAULT_QUERIES_PER_SERVER: usize = 32;
 /// Upper bound of `dns.queries_per_server`: the observer's cap on queries in flight to all
 /// servers together.

@@ -20,10 +20,10 @@ use dnssec_warden::logging::{self, LogFormat};
 #[cfg(feature = "demo")]
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
-/// mimalloc instead of glibc's malloc: `status` over 100,000 zones spent a quarter of its
-/// time in malloc, much of it threads waiting on glibc's arena locks (rows are built on
-/// sqlx's SQLite thread and freed on the runtime's), and the daemon's resident set is
-/// smaller with it.
+/// mimalloc instead of glibc's malloc: `status` over a large account spent much of its
+/// time in malloc, threads waiting on glibc's arena locks (rows are built on sqlx's
+/// SQLite thread and freed on the runtime's), and the daemon's resident set is smaller
+/// with it.
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 

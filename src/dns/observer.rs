@@ -44,8 +44,8 @@ impl Default for ObserverOptions {
     fn default() -> Self {
         Self {
             // The engine's steps at once (`engine::WORKERS`, 64), each a parent and a child
-            // view. More only queues more work in memory: with 256 the bench's pass of
-            // 10,000 zones took 3-5 % longer.
+            // view, never wait for a turn. More only queues more work in memory, and the
+            // bench's pass was slower for it (docs/benchmarks.md).
             zones_in_flight: 128,
             queries_in_flight: crate::config::MAX_QUERIES_PER_SERVER,
             per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,

@@ -43,8 +43,8 @@ use tokio::time::{Instant, timeout_at};
 /// a datagram are set by the queries in flight on the port (at most the querier's
 /// per-server cap), not by how many it saw; what a long-lived port gives away is time to
 /// find it (side channels such as SAD DNS take seconds), and that is [`SOCKET_MAX_AGE`].
-/// At a full pass's rate 256 queries take a few milliseconds; 64 cost about 4 % more CPU
-/// (a socket, a reader task and a fresh server-side flow every 64 queries) for no margin.
+/// At a full pass's rate 256 queries take a few milliseconds; fewer cost CPU (a socket, a
+/// reader task and a fresh server-side flow each time) for no margin.
 pub const SOCKET_MAX_USES: usize = 256;
 /// How long one UDP socket (one source port) takes new queries at most.
 pub const SOCKET_MAX_AGE: Duration = Duration::from_secs(1);

@@ -101,8 +101,8 @@ impl StopAt {
 
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
-/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. On two cores 64 at once
-/// stepped 4,400-4,850 settled zones a second, 16 at once 4,250-4,350.
+/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
+/// core busy while the others wait on the network or the database (docs/benchmarks.md).
 const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.

@@ -1,7 +1,7 @@
 //! SQLite's group commit of routine decisions: a settled zone's look that changes nothing
 //! but its own row. Every write holds the store's one write turn, and a commit's visit to
-//! SQLite's thread, there and back, costs more than its SQL: one at a time they capped
-//! the engine at about 3,000 steps a second on two cores. So a routine decision is
+//! SQLite's thread, there and back, costs more than its SQL: one at a time they were
+//! what capped the engine's settled zones a second. So a routine decision is
 //! queued, and whoever holds the write turn next writes every decision queued by then in
 //! one statement: each zone's row is still written whole or not at all, with its own
 //! version check, and the statement is its own transaction.
