@@ -164,8 +164,10 @@ async fn ids_differ_between_databases() {
     assert_ne!(a_id, b_id);
 }
 
-#[tokio::test]
-async fn a_log_removed_under_the_store_is_noticed_and_what_it_held_kept() {
+/// A write, then `file` (the log or its index) removed under the store: the next write
+/// fails naming it, and what was written before is still there once the store is gone
+/// without closing (as the daemon stops on it).
+async fn companion_removed(file: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let store = Store::open(&path).await.unwrap();
@@ -173,48 +175,33 @@ async fn a_log_removed_under_the_store_is_noticed_and_what_it_held_kept() {
         .set_intent(ZONE, Intent::Enabled, false, "enable", T0)
         .await
         .unwrap();
-    let log = dir.path().join("state.db-wal");
+    let companion = dir.path().join(file);
     assert!(
-        std::fs::metadata(&log).unwrap().len() > 0,
-        "the log holds the write"
+        std::fs::metadata(&companion).unwrap().len() > 0,
+        "{file} holds the write"
     );
-    std::fs::remove_file(&log).unwrap();
-
+    std::fs::remove_file(&companion).unwrap();
     let err = store
         .set_intent(ZONE, Intent::Disabled, false, "disable", T0)
         .await
-        .expect_err("a write after the log was removed fails");
+        .expect_err("a write after it was removed fails");
     assert!(matches!(err, StoreError::CompanionGone { .. }), "{err}");
     assert!(
-        err.to_string().contains("state.db-wal was removed"),
+        err.to_string().contains(&format!("{file} was removed")),
         "{err}"
     );
-    // The process ends without closing the store (as the daemon stops on it).
     drop(store);
     assert_eq!(intent_of(&path).await.as_deref(), Some("enabled"));
 }
 
 #[tokio::test]
+async fn a_log_removed_under_the_store_is_noticed_and_what_it_held_kept() {
+    companion_removed("state.db-wal").await;
+}
+
+#[tokio::test]
 async fn an_index_removed_under_the_store_is_noticed_before_the_next_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let store = Store::open(&path).await.unwrap();
-    store
-        .set_intent(ZONE, Intent::Enabled, false, "enable", T0)
-        .await
-        .unwrap();
-    std::fs::remove_file(dir.path().join("state.db-shm")).unwrap();
-    let err = store
-        .set_intent(ZONE, Intent::Disabled, false, "disable", T0)
-        .await
-        .expect_err("a write after the index was removed fails");
-    assert!(matches!(err, StoreError::CompanionGone { .. }), "{err}");
-    assert!(
-        err.to_string().contains("state.db-shm was removed"),
-        "{err}"
-    );
-    drop(store);
-    assert_eq!(intent_of(&path).await.as_deref(), Some("enabled"));
+    companion_removed("state.db-shm").await;
 }
 
 /// A config with nothing listening at the provider or DNS addresses: the daemon's loop

@@ -140,20 +140,15 @@ impl Integrity {
                 return Err(damaged_or_open(path, error));
             }
         };
-        let ids = || -> Result<_, StoreError> {
-            Ok((
-                file_id(Part::Database, path)?,
-                file_id(Part::Log, path)?,
-                file_id(Part::Index, path)?,
-                std::fs::metadata(path).map_err(|e| io_error(path, e))?,
-            ))
-        };
-        let ids = || -> Result<_, StoreError> {
+        let files = || -> Result<_, StoreError> {
             let file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
-            Ok((ids()?, file))
+            let meta = file.metadata().map_err(|e| io_error(path, e))?;
+            let log = file_id(Part::Log, path)?;
+            let index = file_id(Part::Index, path)?;
+            Ok((file, meta, log, index))
         };
-        let ((database, log, index, meta), file) = match ids() {
-            Ok(ids) => ids,
+        let (file, meta, log, index) = match files() {
+            Ok(files) => files,
             Err(e) => {
                 let _ = keeper.close().await;
                 return Err(e);
@@ -161,7 +156,10 @@ impl Integrity {
         };
         Ok(Self {
             path: path.to_path_buf(),
-            database,
+            database: FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
             log,
             index,
             stamp: Mutex::new(Stamp::of(&meta)),
