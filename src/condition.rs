@@ -7,7 +7,8 @@
 
 use std::sync::Mutex;
 
-use crate::lifecycle::{AlertKind, Clock, SystemClock, Timestamp};
+use crate::alert_kind::AlertKind;
+use crate::time::{Clock, SystemClock, Timestamp};
 
 /// One episode: since when it holds, and what it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! never takes a domain down. See `ARCHITECTURE.md` for the map of the modules.
 
 pub mod alert;
+pub mod alert_kind;
 pub mod cli;
 pub mod condition;
 pub mod config;
@@ -16,5 +17,6 @@ pub mod retry;
 pub mod secret;
 pub mod store;
 pub mod systemd;
+pub mod time;
 pub mod timefmt;
 pub mod zone_name;

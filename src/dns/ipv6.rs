@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::condition::Condition;
-use crate::lifecycle::AlertKind;
+use crate::alert_kind::AlertKind;
 
 /// What to do about it.
 pub const FIX: &str = "if this host has no IPv6, set dns.address_families = [\"ipv4\"]";

@@ -129,7 +129,7 @@ impl DnsObserver {
             budget: settings.budget,
             keys: KeyCache::default(),
             anchors_served: Arc::new(crate::condition::Condition::new(
-                crate::lifecycle::AlertKind::TrustAnchorMismatch,
+                crate::alert_kind::AlertKind::TrustAnchorMismatch,
             )),
         })))
     }

@@ -2,8 +2,7 @@
 //! each of them. `step` applies the judgement; the engine turns changes into one
 //! notification per episode and a `resolved` when the condition clears.
 
-use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, IntoStaticStr, VariantArray};
+pub use crate::alert_kind::{AlertKind, Severity};
 
 use super::facts::Facts;
 use super::policy::Policy;
@@ -11,130 +10,9 @@ use super::state::State;
 use super::step::{
     Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, parent_ds_lines,
 };
-use super::time::Timestamp;
+use crate::time::Timestamp;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
 use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
-
-/// An alert condition. The names are a contract (`status --json`, the SQLite file, the
-/// metrics labels, the hooks' `KIND`); to add one, see ARCHITECTURE.md "Where to add".
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum AlertKind {
-    DsUnpublishedOverdue,
-    DsRemovalOverdue,
-    DsMismatch,
-    /// The parent's DS set holds nothing validators can use: insecure to them.
-    DsUnsupported,
-    DnssecOffWithDs,
-    /// The delegation changed while a DS the new name servers cannot match is
-    /// published: resolvers that follow the new delegation fail validation.
-    DelegationChangedWithDs,
-    /// The DS set matches the served key but also holds DS records for keys nobody serves.
-    DsStale,
-    /// The operator requires validated evidence, and the parent zone is unsigned: the
-    /// zone waits (safety rule 10).
-    EvidenceUnvalidated,
-    PartialPropagationStuck,
-    ValidationFailed,
-    SignaturesExpiring,
-    ObservationFailing,
-    RegistrarHookFailed,
-    /// The provider has no such zone, yet some parent server delegates it to the
-    /// provider's name servers: the domain does not resolve at all.
-    ZoneMissingAtProvider,
-    /// A zone held by one condition (`Facts::held_by`: a name server without the signed
-    /// key, an unconfirmed chain, ...) for `observation_failing_after`, while its
-    /// observations are complete (incomplete ones are `observation_failing`).
-    WaitStalled,
-    /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
-    /// listing fails (known zones keep stepping).
-    ZoneListingFailing,
-    /// Daemon-wide: the provider refuses the account's credentials; calls back off.
-    ProviderAuthFailing,
-    /// Daemon-wide, per host: this host cannot reach IPv6, so every IPv6 parent address
-    /// is unknown (`dns.address_families`).
-    HostIpv6Unreachable,
-    /// Daemon-wide: no key the anchored zone serves matches `dns.trust_anchor_file` (a
-    /// stale or wrong anchor): nothing validates, every validated decision waits.
-    TrustAnchorMismatch,
-    /// Daemon-wide: an alert sink (`[[alerts.webhook]]`, `[[alerts.exec]]`) has failed
-    /// every delivery for `alerts.sink_failing_after`; the other sinks still deliver.
-    AlertSinkFailing,
-}
-
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    Display,
-    EnumString,
-    IntoStaticStr,
-    VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Severity {
-    Warning,
-    Critical,
-}
-
-impl AlertKind {
-    pub const ALL: &'static [AlertKind] = Self::VARIANTS;
-    /// The kinds of the whole daemon (`crate::condition`, the `daemon_alerts` table),
-    /// never of one zone.
-    pub const DAEMON_WIDE: &'static [AlertKind] = &[
-        Self::ZoneListingFailing,
-        Self::ProviderAuthFailing,
-        Self::HostIpv6Unreachable,
-        Self::AlertSinkFailing,
-        Self::TrustAnchorMismatch,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
-    /// Critical: the domain fails validation now. Warning: a step is late or at risk.
-    pub fn severity(self) -> Severity {
-        match self {
-            Self::DsMismatch
-            | Self::DnssecOffWithDs
-            | Self::DelegationChangedWithDs
-            | Self::ValidationFailed
-            | Self::ZoneMissingAtProvider
-            | Self::TrustAnchorMismatch => Severity::Critical,
-            _ => Severity::Warning,
-        }
-    }
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
 
 /// One judged condition: firing with its message, or clear.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::time::Timestamp;
+use crate::time::Timestamp;
 use crate::dns::DelegationVerdict;
 
 /// What the rules remember across steps, and in which states each fact holds.

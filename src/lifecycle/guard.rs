@@ -5,7 +5,7 @@
 use super::facts::Facts;
 use super::policy::Policy;
 use super::step::{disable_deadline, evidence_acceptable};
-use super::time::Timestamp;
+use crate::time::Timestamp;
 use crate::dns::{DsAnswer, Evidence, ParentView};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

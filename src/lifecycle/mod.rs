@@ -7,7 +7,6 @@ pub mod guard;
 pub mod policy;
 pub mod state;
 pub mod step;
-pub mod time;
 pub mod waiting;
 
 pub use alerts::{AlertCheck, AlertKind, Judgement, Severity, judge};
@@ -19,7 +18,7 @@ pub use step::{
     AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline,
     step,
 };
-pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use crate::time::{Clock, ManualClock, SystemClock, Timestamp};
 
 #[cfg(test)]
 mod tests;

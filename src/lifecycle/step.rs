@@ -11,7 +11,7 @@ use super::alerts::{self, AlertCheck};
 use super::facts::{Facts, Hold, Party};
 use super::policy::Policy;
 use super::state::{Intent, State};
-use super::time::Timestamp;
+use crate::time::Timestamp;
 use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
 use crate::dns::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};

@@ -3,7 +3,7 @@
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::step::{Zone, delegation_hold_until, disable_deadline};
-use super::time::Timestamp;
+use crate::time::Timestamp;
 use crate::dns::DelegationVerdict;
 use crate::dns::delegation::describe as hosts;
 

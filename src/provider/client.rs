@@ -28,7 +28,7 @@ use super::types::{
 use super::{DnssecSwitched, Provider};
 use crate::condition::Condition;
 use crate::config::{Credentials, ProviderSettings};
-use crate::lifecycle::AlertKind;
+use crate::alert_kind::AlertKind;
 use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
 };
