@@ -21,8 +21,10 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use url::Url;
 
+use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettings};
 use crate::lifecycle::Policy;
-use crate::secret::Secret;
+use crate::provider::gcore::{CredentialSource, ProviderSettings};
+use crate::secret::SecretSource;
 use crate::timefmt::positive_duration as duration;
 use crate::zone_name::ZoneName;
 
@@ -127,44 +129,6 @@ pub struct ClusterSettings {
     /// holder id is `<node>/<pid>`.
     pub node: String,
     pub lease: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct ProviderSettings {
-    pub base_url: Url,
-    pub credentials: CredentialSource,
-    /// Time limit of one HTTP attempt.
-    pub request_timeout: Duration,
-    /// Attempts per call, the first one included.
-    pub max_attempts: u32,
-    /// Total time one call may spend on retries.
-    pub retry_budget: Duration,
-}
-
-/// Where the provider credentials live. Reading them is a separate step so that this
-/// value can be logged and cloned freely.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CredentialSource {
-    ApiKey(SecretSource),
-    Login {
-        username: String,
-        password: SecretSource,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecretSource {
-    File(PathBuf),
-    Env(String),
-    /// A name in `$CREDENTIALS_DIRECTORY`, as systemd's `LoadCredential=` provides.
-    Credential(String),
-}
-
-/// Credentials read from their source.
-#[derive(Debug, Clone)]
-pub enum Credentials {
-    ApiKey(Secret),
-    Login { username: String, password: Secret },
 }
 
 /// `[database]`: the SQLite file (`path`, the default) or a PostgreSQL server (`url`).
@@ -370,103 +334,6 @@ impl<'de> Deserialize<'de> for AddressFamilies {
     }
 }
 
-/// `[alerts]`: where alerts go besides the log, and how often an open one is repeated.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AlertSettings {
-    #[serde(deserialize_with = "duration")]
-    pub renotify_after: Duration,
-    /// The longest wait between two tries of a failing sink (the wait doubles from 5 s).
-    #[serde(deserialize_with = "duration")]
-    pub sink_retry_max: Duration,
-    /// A sink failing every delivery this long raises `alert_sink_failing`.
-    #[serde(deserialize_with = "duration")]
-    pub sink_failing_after: Duration,
-    /// `[[alerts.webhook]]`
-    #[serde(rename = "webhook")]
-    pub webhooks: Vec<WebhookSettings>,
-    /// `[[alerts.exec]]`
-    #[serde(rename = "exec")]
-    pub execs: Vec<ExecSettings>,
-}
-
-impl Default for AlertSettings {
-    fn default() -> Self {
-        Self {
-            renotify_after: Duration::from_secs(86_400),
-            sink_retry_max: Duration::from_secs(600),
-            sink_failing_after: Duration::from_secs(900),
-            webhooks: Vec::new(),
-            execs: Vec::new(),
-        }
-    }
-}
-
-/// One `[[alerts.webhook]]`: a JSON POST with a Slack-compatible `text`.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookSettings {
-    /// The key it came from (`alerts.webhook[0]`), to name it in logs without its URL.
-    #[serde(skip)]
-    pub name: String,
-    #[serde(deserialize_with = "de::http_url")]
-    pub url: Url,
-    /// Extra request headers (an `Authorization` token, say), sorted by name.
-    #[serde(default, deserialize_with = "de::headers")]
-    pub headers: Vec<(String, String)>,
-    /// Time limit of one attempt.
-    #[serde(default = "de::secs::<10>", deserialize_with = "duration")]
-    pub timeout: Duration,
-    /// Attempts per notification and tick, the first included.
-    #[serde(
-        default = "de::int::<3, _>",
-        deserialize_with = "de::in_range::<1, 10, _, _>"
-    )]
-    pub max_attempts: u32,
-    /// Wait before the first retry; doubled for each further one.
-    #[serde(default = "de::secs::<1>", deserialize_with = "duration")]
-    pub backoff: Duration,
-}
-
-// Webhook URLs and headers often carry tokens (Slack's URL is the secret): never printed.
-impl std::fmt::Debug for WebhookSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookSettings")
-            .field("name", &self.name)
-            .field("host", &self.url.host_str())
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .field("timeout", &self.timeout)
-            .field("max_attempts", &self.max_attempts)
-            .field("backoff", &self.backoff)
-            .finish()
-    }
-}
-
-/// One `[[alerts.exec]]`: a command run with the alert in its environment and on stdin.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExecSettings {
-    /// The key it came from (`alerts.exec[0]`).
-    #[serde(skip)]
-    pub name: String,
-    #[serde(deserialize_with = "de::command")]
-    pub command: Vec<String>,
-    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
-    pub timeout: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistrarSettings {
-    #[serde(deserialize_with = "de::command")]
-    pub command: Vec<String>,
-    #[serde(default = "de::secs::<60>", deserialize_with = "duration")]
-    pub timeout: Duration,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricsSettings {
     pub listen: SocketAddr,
@@ -482,9 +349,112 @@ pub enum ZoneSelection {
 
 // ---- the sections whose file form differs from their settings --------------------------
 
+/// `[alerts]`: where alerts go besides the log, and how often an open one is repeated.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct AlertsFile {
+    #[serde(deserialize_with = "duration")]
+    renotify_after: Duration,
+    /// The longest wait between two tries of a failing sink (the wait doubles from 5 s).
+    #[serde(deserialize_with = "duration")]
+    sink_retry_max: Duration,
+    /// A sink failing every delivery this long raises `alert_sink_failing`.
+    #[serde(deserialize_with = "duration")]
+    sink_failing_after: Duration,
+    /// `[[alerts.webhook]]`
+    #[serde(rename = "webhook")]
+    webhooks: Vec<WebhookFile>,
+    /// `[[alerts.exec]]`
+    #[serde(rename = "exec")]
+    execs: Vec<ExecFile>,
+}
+
+impl Default for AlertsFile {
+    fn default() -> Self {
+        let defaults = AlertSettings::default();
+        Self {
+            renotify_after: defaults.renotify_after,
+            sink_retry_max: defaults.sink_retry_max,
+            sink_failing_after: defaults.sink_failing_after,
+            webhooks: Vec::new(),
+            execs: Vec::new(),
+        }
+    }
+}
+
+impl AlertsFile {
+    /// The alert sinks' settings, each sink named by the key it came from.
+    fn settings(self) -> AlertSettings {
+        AlertSettings {
+            renotify_after: self.renotify_after,
+            sink_retry_max: self.sink_retry_max,
+            sink_failing_after: self.sink_failing_after,
+            webhooks: (self.webhooks.into_iter().enumerate())
+                .map(|(i, w)| WebhookSettings {
+                    name: format!("alerts.webhook[{i}]"),
+                    url: w.url,
+                    headers: w.headers,
+                    timeout: w.timeout,
+                    max_attempts: w.max_attempts,
+                    backoff: w.backoff,
+                })
+                .collect(),
+            execs: (self.execs.into_iter().enumerate())
+                .map(|(i, e)| ExecSettings {
+                    name: format!("alerts.exec[{i}]"),
+                    command: e.command,
+                    timeout: e.timeout,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One `[[alerts.webhook]]`: a JSON POST with a Slack-compatible `text`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookFile {
+    #[serde(deserialize_with = "de::http_url")]
+    url: Url,
+    /// Extra request headers (an `Authorization` token, say), sorted by name.
+    #[serde(default, deserialize_with = "de::headers")]
+    headers: Vec<(String, String)>,
+    /// Time limit of one attempt.
+    #[serde(default = "de::secs::<10>", deserialize_with = "duration")]
+    timeout: Duration,
+    /// Attempts per notification and tick, the first included.
+    #[serde(
+        default = "de::int::<3, _>",
+        deserialize_with = "de::in_range::<1, 10, _, _>"
+    )]
+    max_attempts: u32,
+    /// Wait before the first retry; doubled for each further one.
+    #[serde(default = "de::secs::<1>", deserialize_with = "duration")]
+    backoff: Duration,
+}
+
+/// One `[[alerts.exec]]`: a command run with the alert in its environment and on stdin.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecFile {
+    #[serde(deserialize_with = "de::command")]
+    command: Vec<String>,
+    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
+    timeout: Duration,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistrarFile {
+    #[serde(deserialize_with = "de::command")]
+    command: Vec<String>,
+    #[serde(default = "de::secs::<60>", deserialize_with = "duration")]
+    timeout: Duration,
+}
+
 /// The file as written: every section typed; `[provider]` and `[zones]` still hold the
 /// keys that are only meaningful together.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct SettingsFile {
     provider: Option<ProviderFile>,
@@ -492,8 +462,8 @@ struct SettingsFile {
     dns: DnsSettings,
     timing: Policy,
     zones: ZonesFile,
-    alerts: AlertSettings,
-    registrar: Option<RegistrarSettings>,
+    alerts: AlertsFile,
+    registrar: Option<RegistrarFile>,
     metrics: MetricsFile,
     cluster: Option<ClusterFile>,
 }
@@ -756,13 +726,7 @@ impl CrossChecks {
             ));
         }
         dns.trust_anchor_file = dns.trust_anchor_file.map(|p| self.path(p));
-        let mut alerts = raw.alerts;
-        for (i, w) in alerts.webhooks.iter_mut().enumerate() {
-            w.name = format!("alerts.webhook[{i}]");
-        }
-        for (i, e) in alerts.execs.iter_mut().enumerate() {
-            e.name = format!("alerts.exec[{i}]");
-        }
+        let alerts = raw.alerts.settings();
         let require_validated_evidence = dns.require_validated_evidence;
         let database = self.database(raw.database)?;
         let cluster = self.cluster(raw.cluster, &database, &raw.timing)?;
@@ -777,7 +741,10 @@ impl CrossChecks {
             },
             zones: self.zones(raw.zones)?,
             alerts,
-            registrar: raw.registrar,
+            registrar: raw.registrar.map(|r| RegistrarSettings {
+                command: r.command,
+                timeout: r.timeout,
+            }),
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
             cluster,
         })
@@ -1246,99 +1213,11 @@ mod de {
     }
 }
 
-impl CredentialSource {
-    /// Reads the secrets from their files, environment or systemd credentials.
-    pub fn load(&self) -> Result<Credentials, SecretError> {
-        Ok(match self {
-            Self::ApiKey(source) => Credentials::ApiKey(source.load()?),
-            Self::Login { username, password } => Credentials::Login {
-                username: username.clone(),
-                password: password.load()?,
-            },
-        })
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum SecretError {
-    #[error("cannot read secret file {path}: {error}")]
-    File {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("environment variable {0} is not set or not UTF-8")]
-    Env(String),
-    #[error(
-        "credential {name:?} not found: $CREDENTIALS_DIRECTORY is not set (use systemd's LoadCredential=)"
-    )]
-    NoCredentialsDirectory { name: String },
-    #[error("secret from {0} is empty")]
-    Empty(String),
-}
-
-impl SecretSource {
-    pub fn load(&self) -> Result<Secret, SecretError> {
-        let (text, origin) = match self {
-            Self::File(path) => (read_secret_file(path)?, path.display().to_string()),
-            Self::Env(var) => (
-                std::env::var(var).map_err(|_| SecretError::Env(var.clone()))?,
-                format!("${var}"),
-            ),
-            Self::Credential(name) => {
-                let dir = std::env::var_os("CREDENTIALS_DIRECTORY")
-                    .ok_or_else(|| SecretError::NoCredentialsDirectory { name: name.clone() })?;
-                let path = Path::new(&dir).join(name);
-                (read_secret_file(&path)?, path.display().to_string())
-            }
-        };
-        // A trailing newline from `echo key > file` is not part of the secret.
-        let trimmed = text.trim_end_matches(['\n', '\r']);
-        if trimmed.trim().is_empty() {
-            return Err(SecretError::Empty(origin));
-        }
-        Ok(Secret::new(trimmed.to_string()))
-    }
-}
-
-impl CredentialSource {
-    /// Secret files any user of the machine can read, one message each (naming the file
-    /// and its mode, never the secret). A warning, not an error: the file still works.
-    pub fn exposure_warnings(&self) -> Vec<String> {
-        let sources = match self {
-            Self::ApiKey(source) => vec![source],
-            Self::Login { password, .. } => vec![password],
-        };
-        sources
-            .into_iter()
-            .filter_map(SecretSource::exposure_warning)
-            .collect()
-    }
-}
-
-impl SecretSource {
-    /// For a secret file readable by every user: what to say about it.
-    pub fn exposure_warning(&self) -> Option<String> {
-        let Self::File(path) = self else {
-            return None;
-        };
-        let mode = crate::secret::world_readable_mode(path)?;
-        Some(format!(
-            "secret file {} is readable by every user (mode {mode:04o}); restrict it: chmod o-r (0600, or 0640 with the daemon's group)",
-            path.display()
-        ))
-    }
-}
-
-fn read_secret_file(path: &Path) -> Result<String, SecretError> {
-    std::fs::read_to_string(path).map_err(|error| SecretError::File {
-        path: path.to_path_buf(),
-        error,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::gcore::Credentials;
+    use crate::secret::SecretError;
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         Settings::parse(text, Path::new("/etc/test.toml"))

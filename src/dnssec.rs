@@ -286,6 +286,36 @@ impl fmt::Display for DsLine {
     }
 }
 
+/// A zone's signing key as a provider serves it, after every field the provider gave was
+/// checked against a recomputation from the public key (safety rule 5). Whoever the
+/// provider, this is the key the lifecycle announces and watches for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnssecKey {
+    /// The zone, lower case with the trailing dot.
+    pub zone: String,
+    pub dnskey: Dnskey,
+    /// The DS the operator must enter at the registrar, recomputed by us.
+    pub ds: Ds,
+    /// TTL of the provider's `ds` line.
+    pub ds_ttl: u32,
+    pub uuid: Option<String>,
+}
+
+impl DnssecKey {
+    /// The DS line to give the registrar, rebuilt from our own computation.
+    pub fn ds_line(&self) -> DsLine {
+        DsLine {
+            owner: self.zone.clone(),
+            ttl: self.ds_ttl,
+            ds: self.ds.clone(),
+        }
+    }
+
+    pub fn key_tag(&self) -> u16 {
+        self.ds.key_tag
+    }
+}
+
 /// Lower-cases a domain name and gives it its trailing dot, after checking it is a valid
 /// name in presentation form without escapes.
 pub fn fqdn(name: &str) -> Result<String, DnssecError> {

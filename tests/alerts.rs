@@ -16,7 +16,8 @@ use axum::routing::post;
 use serde_json::Value;
 
 use common::{Rig, ZONE};
-use dnssec_warden::config::{AlertSettings, RegistrarSettings, Settings};
+use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
+use dnssec_warden::config::Settings;
 use dnssec_warden::dns::{ValidationProbe, ValidationVerdict};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, Policy, State};
 

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use dnssec_warden::config::{CredentialSource, SecretSource, Settings, ZoneSelection};
+use dnssec_warden::config::{Settings, ZoneSelection};
+use dnssec_warden::provider::gcore::CredentialSource;
+use dnssec_warden::secret::SecretSource;
 use dnssec_warden::zone_name::ZoneName;
 
 fn bin() -> Command {

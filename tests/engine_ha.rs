@@ -195,7 +195,7 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
 /// sent once, by the daemon that claimed it.
 #[tokio::test]
 async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
-    use dnssec_warden::config::{AlertSettings, ExecSettings};
+    use dnssec_warden::alert::{AlertSettings, ExecSettings};
     use dnssec_warden::engine::Notifier;
     const OTHER: &str = "other.test.";
     let cluster = common::postgres::Cluster::shared();

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use dnssec_warden::config::Credentials;
+use dnssec_warden::provider::gcore::Credentials;
 use dnssec_warden::provider::{
     DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
     PermitAnswer, Provider, ProviderError, ResourceRecord, RetryPolicy, RrsetBody,

@@ -15,15 +15,88 @@ pub mod exec;
 pub mod webhook;
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 pub use exec::CommandError;
 pub use webhook::{Webhook, WebhookError};
 
-use crate::config::{AlertSettings, ExecSettings};
 use crate::lifecycle::{AlertKind, Severity, Timestamp};
 use crate::store::{AlertRow, DaemonAlertRow};
+
+/// `[alerts]`: where alerts go besides the log, and how often an open one is repeated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertSettings {
+    pub renotify_after: Duration,
+    /// The longest wait between two tries of a failing sink (the wait doubles from 5 s).
+    pub sink_retry_max: Duration,
+    /// A sink failing every delivery this long raises `alert_sink_failing`.
+    pub sink_failing_after: Duration,
+    pub webhooks: Vec<WebhookSettings>,
+    pub execs: Vec<ExecSettings>,
+}
+
+impl Default for AlertSettings {
+    fn default() -> Self {
+        Self {
+            renotify_after: Duration::from_secs(86_400),
+            sink_retry_max: Duration::from_secs(600),
+            sink_failing_after: Duration::from_secs(900),
+            webhooks: Vec::new(),
+            execs: Vec::new(),
+        }
+    }
+}
+
+/// One webhook sink: a JSON POST with a Slack-compatible `text`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// The key it came from (`alerts.webhook[0]`), to name it in logs without its URL.
+    pub name: String,
+    pub url: url::Url,
+    /// Extra request headers (an `Authorization` token, say), sorted by name.
+    pub headers: Vec<(String, String)>,
+    /// Time limit of one attempt.
+    pub timeout: Duration,
+    /// Attempts per notification and tick, the first included.
+    pub max_attempts: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub backoff: Duration,
+}
+
+// Webhook URLs and headers often carry tokens (Slack's URL is the secret): never printed.
+impl std::fmt::Debug for WebhookSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSettings")
+            .field("name", &self.name)
+            .field("host", &self.url.host_str())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .finish()
+    }
+}
+
+/// One exec sink: a command run with the alert in its environment and on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// The key it came from (`alerts.exec[0]`).
+    pub name: String,
+    pub command: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// The registrar hook: run when a DS should be published or withdrawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrarSettings {
+    pub command: Vec<String>,
+    pub timeout: Duration,
+}
 
 /// Why a notification is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::AlertEvent;
-use crate::config::WebhookSettings;
+use super::WebhookSettings;
 use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after, transport_text};
 
 /// No single wait between two attempts is longer than this.

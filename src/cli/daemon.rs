@@ -17,11 +17,12 @@ use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
 use crate::condition::{Condition, Seen};
-use crate::config::{ConfigError, DatabaseSettings, SecretError, Settings, ZoneSelection};
+use crate::config::{ConfigError, DatabaseSettings, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::{GcoreClient, Provider, ProviderError};
+use crate::secret::SecretError;
 use crate::store::Store;
 use crate::systemd;
 use crate::zone_name::ZoneName;
@@ -128,7 +129,7 @@ impl Prepared {
             file: file.clone(),
             error,
         })?;
-        let notifier = Notifier::from_settings(&settings)
+        let notifier = Notifier::new(&settings.alerts, settings.registrar.as_ref())
             .map_err(|error| PrepareError::Alerts { file, error })?;
         let ipv6_route = settings
             .dns

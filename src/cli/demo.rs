@@ -18,11 +18,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::config::{Credentials, Settings};
+use crate::config::Settings;
 use crate::dns::DnsObserver;
 use crate::dnssec::DsLine;
 use crate::engine::{Engine, Notifier};
 use crate::lifecycle::{AlertKind, Clock, Facts, Intent, Policy, State, SystemClock, Timestamp};
+use crate::provider::gcore::Credentials;
 use crate::provider::{GcoreClient, ProviderError, RetryPolicy};
 use crate::secret::Secret;
 use crate::store::{Store, StoreError};

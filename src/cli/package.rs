@@ -167,7 +167,9 @@ pub fn packaged_config() -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{CredentialSource, SecretSource, Settings};
+    use crate::config::Settings;
+    use crate::provider::gcore::CredentialSource;
+    use crate::secret::SecretSource;
 
     #[test]
     fn the_packaged_config_reads_the_credential_and_has_no_zone() {

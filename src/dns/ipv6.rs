@@ -10,8 +10,8 @@ use std::net::{Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use crate::condition::Condition;
 use crate::alert_kind::AlertKind;
+use crate::condition::Condition;
 
 /// What to do about it.
 pub const FIX: &str = "if this host has no IPv6, set dns.address_families = [\"ipv4\"]";

@@ -171,8 +171,9 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     use super::*;
+    use crate::dnssec::DnssecKey;
     use crate::provider::{
-        DnssecKey, DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, Rrset, SendPermit,
+        DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, Rrset, SendPermit,
     };
 
     /// Counts listings; fails them while `failing`.

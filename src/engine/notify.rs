@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use super::sinks::{Backoff, FIRST_WAIT, SinkQueue, SinkWorkers};
 use crate::alert::{self, AlertEvent, EventKind, Sink};
+use crate::alert::{AlertSettings, RegistrarSettings};
 use crate::condition::Condition;
-use crate::config::{AlertSettings, RegistrarSettings, Settings};
 use crate::lifecycle::{AlertKind, Clock, State, SystemClock};
 use crate::store::{AlertRow, Store, StoreError};
 
@@ -133,11 +133,6 @@ impl Default for Notifier {
 }
 
 impl Notifier {
-    /// The notifier `[alerts]` and `[registrar]` describe.
-    pub fn from_settings(settings: &Settings) -> Result<Self, WebhookError> {
-        Self::new(&settings.alerts, settings.registrar.as_ref())
-    }
-
     pub fn new(
         alerts: &AlertSettings,
         registrar: Option<&RegistrarSettings>,

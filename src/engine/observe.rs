@@ -5,10 +5,11 @@ use serde::Serialize;
 
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
+use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::step::served_fingerprint;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
-use crate::provider::{DnssecKey, Provider, ProviderError, ProviderZone};
+use crate::provider::{Provider, ProviderError, ProviderZone};
 use crate::store::ObservationText;
 
 pub(super) async fn observe<P: Provider, O: Observer>(

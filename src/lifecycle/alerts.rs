@@ -10,9 +10,9 @@ use super::state::State;
 use super::step::{
     Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, parent_ds_lines,
 };
-use crate::time::Timestamp;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
 use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
+use crate::time::Timestamp;
 
 /// One judged condition: firing with its message, or clear.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -515,7 +515,7 @@ fn stale_ds(
     parent: &ParentView,
     served: &ServedKeys,
     verdict: ParentDsVerdict,
-    key: Option<&crate::provider::DnssecKey>,
+    key: Option<&crate::dnssec::DnssecKey>,
 ) -> Option<AlertCheck> {
     match verdict {
         ParentDsVerdict::AllMatch | ParentDsVerdict::Partial if served.known => {}

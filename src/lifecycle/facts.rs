@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::time::Timestamp;
 use crate::dns::DelegationVerdict;
+use crate::time::Timestamp;
 
 /// What the rules remember across steps, and in which states each fact holds.
 ///

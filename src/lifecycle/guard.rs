@@ -5,8 +5,8 @@
 use super::facts::Facts;
 use super::policy::Policy;
 use super::step::{disable_deadline, evidence_acceptable};
-use crate::time::Timestamp;
 use crate::dns::{DsAnswer, Evidence, ParentView};
+use crate::time::Timestamp;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuardRefusal {

@@ -9,6 +9,7 @@ pub mod state;
 pub mod step;
 pub mod waiting;
 
+pub use crate::time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use alerts::{AlertCheck, AlertKind, Judgement, Severity, judge};
 pub use facts::Facts;
 pub use guard::{GuardRefusal, may_disable};
@@ -18,7 +19,6 @@ pub use step::{
     AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline,
     step,
 };
-pub use crate::time::{Clock, ManualClock, SystemClock, Timestamp};
 
 #[cfg(test)]
 mod tests;

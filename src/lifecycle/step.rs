@@ -11,11 +11,11 @@ use super::alerts::{self, AlertCheck};
 use super::facts::{Facts, Hold, Party};
 use super::policy::Policy;
 use super::state::{Intent, State};
-use crate::time::Timestamp;
 use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
 use crate::dns::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
-use crate::provider::DnssecKey;
+use crate::dnssec::DnssecKey;
+use crate::time::Timestamp;
 
 /// A zone as the lifecycle knows it between steps.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use crate::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ParentView, ServerAnswer,
     SignatureWindow, UnknownReason, ValidationVerdict,
 };
+use crate::dnssec::DnssecKey;
 use crate::dnssec::{DigestType, Dnskey};
-use crate::provider::DnssecKey;
 
 pub(super) const ZONE: &str = "child.test.";
 pub(super) const T0: Timestamp = Timestamp(1_800_000_000_000);

@@ -3,9 +3,9 @@
 use super::policy::Policy;
 use super::state::{Intent, State};
 use super::step::{Zone, delegation_hold_until, disable_deadline};
-use crate::time::Timestamp;
 use crate::dns::DelegationVerdict;
 use crate::dns::delegation::describe as hosts;
+use crate::time::Timestamp;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Waiting {

@@ -87,7 +87,7 @@ pub enum StoreError {
     #[error("database {url}: password: {error}")]
     Password {
         url: String,
-        error: crate::config::SecretError,
+        error: crate::secret::SecretError,
     },
     #[error("database {url}: {message}")]
     Url { url: String, message: String },

@@ -470,8 +470,9 @@ async fn migration_8_gives_each_last_observation_its_brief() {
 #[path = "../../tests/support/postgres.rs"]
 mod pg_support;
 
-use crate::config::{DatabaseSettings, PostgresSettings, SecretSource};
+use crate::config::{DatabaseSettings, PostgresSettings};
 use crate::lifecycle::AlertCheck;
+use crate::secret::SecretSource;
 
 async fn postgres_settings(cluster: &pg_support::Cluster) -> DatabaseSettings {
     let url = cluster.database().await;

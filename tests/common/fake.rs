@@ -25,11 +25,11 @@ use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
-use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
+use dnssec_warden::dnssec::{DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
-    Attempts, DnssecKey, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone,
-    Rrset, ZoneRecordSummary,
+    Attempts, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone, Rrset,
+    ZoneRecordSummary,
 };
 use dnssec_warden_lab::keys::LabKey;
 

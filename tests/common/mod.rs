@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use dnssec_warden::config::{AlertSettings, DatabaseSettings, PostgresSettings, RegistrarSettings};
+use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
+use dnssec_warden::config::{DatabaseSettings, PostgresSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{AlertRow, Store};

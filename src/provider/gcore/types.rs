@@ -11,18 +11,8 @@
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::error::ProviderError;
-use crate::dnssec::{self, DigestType, Dnskey, Ds, DsLine};
-
-/// What the daemon keeps of an entry of the paged zone listing: its name and its
-/// `dnssec_enabled` (missing or `null`: unknown). 100,000 of these are small; 100,000
-/// [`ProviderZone`]s with their record summaries are not.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ListedZone {
-    pub name: String,
-    #[serde(default)]
-    pub dnssec_enabled: Option<bool>,
-}
+use crate::dnssec::{self, DigestType, Dnskey, DnssecKey, DsLine};
+use crate::provider::{ListedZone, ProviderError};
 
 impl From<ProviderZone> for ListedZone {
     fn from(z: ProviderZone) -> Self {
@@ -223,35 +213,6 @@ pub struct RawDnssec {
     /// Present in PATCH answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-}
-
-/// The provider's key after every field was checked against a recomputation from the
-/// public key (safety rule 5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DnssecKey {
-    /// The zone, lower case with the trailing dot.
-    pub zone: String,
-    pub dnskey: Dnskey,
-    /// The DS the operator must enter at the registrar, recomputed by us.
-    pub ds: Ds,
-    /// TTL of the provider's `ds` line.
-    pub ds_ttl: u32,
-    pub uuid: Option<String>,
-}
-
-impl DnssecKey {
-    /// The DS line to give the registrar, rebuilt from our own computation.
-    pub fn ds_line(&self) -> DsLine {
-        DsLine {
-            owner: self.zone.clone(),
-            ttl: self.ds_ttl,
-            ds: self.ds.clone(),
-        }
-    }
-
-    pub fn key_tag(&self) -> u16 {
-        self.ds.key_tag
-    }
 }
 
 impl RawDnssec {

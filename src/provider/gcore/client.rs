@@ -19,16 +19,14 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 use url::Url;
 
-use super::SendPermit;
-use super::error::{ACCOUNT_REFUSED, Attempts, ProviderError};
-use super::types::{
-    CreatedZone, DnssecKey, ListedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset,
-    RrsetBody,
-};
-use super::{DnssecSwitched, Provider};
-use crate::condition::Condition;
-use crate::config::{Credentials, ProviderSettings};
+use super::settings::{Credentials, ProviderSettings};
+use super::types::{CreatedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset, RrsetBody};
 use crate::alert_kind::AlertKind;
+use crate::condition::Condition;
+use crate::dnssec::DnssecKey;
+use crate::provider::{
+    ACCOUNT_REFUSED, Attempts, DnssecSwitched, ListedZone, Provider, ProviderError, SendPermit,
+};
 use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
 };

@@ -1,0 +1,17 @@
+//! The Gcore-style DNS API v2 (the interface document; `../shared/gcore-api.md` for the
+//! SDK's view): [`GcoreClient`] behind the [`Provider`](super::Provider) trait, the API's
+//! JSON shapes, and the client's settings.
+
+mod client;
+mod settings;
+mod types;
+
+pub use client::{
+    DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
+    PROVIDER_REQUESTS_IN_FLIGHT,
+};
+pub use settings::{CredentialSource, Credentials, ProviderSettings};
+pub use types::{
+    CreatedZone, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec, ResourceRecord,
+    Rrset, RrsetBody, ZoneRecordSummary,
+};
