@@ -31,7 +31,7 @@ pub enum NsAnswer {
 }
 
 /// `check --json`'s `delegation` verdict (DESIGN.md section 6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DelegationVerdict {
     /// Every parent address delegates to exactly the provider's name servers.
@@ -44,6 +44,7 @@ pub enum DelegationVerdict {
     Mixed,
     /// Some parent address gave no usable answer, or the provider's name servers are
     /// not known: nothing above could be concluded.
+    #[default]
     Unknown,
 }
 
@@ -91,8 +92,8 @@ pub struct DelegationDetail {
     pub unknown: Option<String>,
 }
 
-/// The verdict and the per-address detail behind it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The verdict and the per-address detail behind it (by default: unknown, nothing seen).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DelegationAssessment {
     pub verdict: DelegationVerdict,
     /// The provider's name servers it was judged against, when known.

@@ -7,7 +7,8 @@ use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
 use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
-use crate::lifecycle::step::served_fingerprint;
+use crate::lifecycle::model::served_fingerprint;
+use crate::lifecycle::rules::Look;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
 use crate::provider::{Provider, ProviderError, ProviderZone};
 use crate::store::ObservationText;
@@ -20,39 +21,16 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     clock: &dyn Clock,
 ) -> Observation {
     let name = zone.name.as_str();
-    // The zone's largest TTL only matters for the enabling hold.
-    let wants_ttl = zone.state == Some(State::Enabling);
-    let wants_validation = matches!(
-        zone.state,
-        Some(State::AwaitingDs | State::DsObserved | State::Active)
-    );
-    // Safety rule 10: the looks that can lead to a decision that takes a domain down
-    // (T_gone, the DS seen, leaving `awaiting_delegation`, the move in's first step) are
-    // validated; routine looks at settled zones are not.
-    let validate = match zone.state {
-        Some(
-            State::AwaitingDsRemoval
-            | State::TtlWait
-            | State::Disabling
-            | State::AwaitingDs
-            | State::DsObserved
-            | State::AwaitingDelegation,
-        ) => true,
-        None => zone.intent != crate::lifecycle::Intent::None,
-        Some(_) => matches!(
-            zone.facts.delegation,
-            Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
-        ),
-    };
+    let look = Look::at(zone);
     let parent_view = async {
-        if validate {
+        if look.validated_parent {
             observer.parent_validated(name).await
         } else {
             observer.parent(name).await
         }
     };
     let rrsets = async {
-        if wants_ttl {
+        if look.zone_ttl {
             Some(provider.list_rrsets(name).await)
         } else {
             None
@@ -62,9 +40,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     // waits or is not delegated to them; a steady zone delegated to them uses the set
     // remembered, and asks again only when the parent disagrees with it.
     let remembered = zone.facts.provider_ns.clone();
-    let settled = zone.state.is_some_and(State::is_steady)
-        && zone.facts.delegation == Some(DelegationVerdict::Provider)
-        && remembered.is_some();
+    let settled = look.settled;
     let name_servers = async {
         if settled {
             None
@@ -73,7 +49,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         }
     };
     let validation = async {
-        if wants_validation {
+        if look.validation {
             combine_validation(&observer.validation(name).await)
         } else {
             ValidationVerdict::Unknown
@@ -153,7 +129,9 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         validation,
         // Filled in by the engine from the outbox.
         registrar_hook_failed: None,
+        delegation: Default::default(),
     }
+    .assessed()
 }
 
 /// What a settled zone's provider side is when the listing shows nothing changed:
@@ -242,7 +220,7 @@ pub fn summarize(obs: &Observation) -> ObservationText {
             Ok(view) => Part::Seen(view.answers.iter().map(child_answer).collect()),
             Err(e) => Part::Failed { error: e },
         },
-        delegation: crate::lifecycle::step::assess_delegation(obs),
+        delegation: &obs.delegation,
         parent: match &obs.parent {
             Ok(view) => Part::Seen(view),
             Err(e) => Part::Failed { error: e },
@@ -266,7 +244,7 @@ fn json_text<T: Serialize>(value: &T) -> String {
 struct Summary<'a> {
     at: String,
     child: Part<'a, Vec<ChildAnswer<'a>>>,
-    delegation: crate::dns::delegation::DelegationAssessment,
+    delegation: &'a crate::dns::delegation::DelegationAssessment,
     parent: Part<'a, &'a crate::dns::ParentView>,
     provider: ProviderPart<'a>,
     validation: String,

@@ -5,38 +5,13 @@
 pub use crate::alert_kind::{AlertKind, Severity};
 
 use super::facts::Facts;
+use super::model::{AlertCheck, Observation, ProviderView, Zone, parent_ds_lines};
 use super::policy::Policy;
+use super::rules::delegation_hold_until;
 use super::state::State;
-use super::step::{
-    Observation, ProviderView, Zone, assess_delegation, delegation_hold_until, parent_ds_lines,
-};
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
 use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
 use crate::time::Timestamp;
-
-/// One judged condition: firing with its message, or clear.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlertCheck {
-    pub kind: AlertKind,
-    pub firing: Option<String>,
-}
-
-impl AlertCheck {
-    pub fn new(kind: AlertKind, firing: Option<String>) -> Self {
-        Self { kind, firing }
-    }
-
-    pub fn firing(kind: AlertKind, message: String) -> Self {
-        Self {
-            kind,
-            firing: Some(message),
-        }
-    }
-
-    pub fn clear(kind: AlertKind) -> Self {
-        Self { kind, firing: None }
-    }
-}
 
 /// What one observation says about the alert conditions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +41,7 @@ pub fn judge(
     let mut partial_since = facts.partial_since;
     let now = obs.at;
     let parent = obs.parent.as_ref().ok();
-    let deleg = assess_delegation(obs);
+    let deleg = &obs.delegation;
     let child = obs.child.as_ref().ok();
     let key = match &obs.provider {
         ProviderView::On(key) => Some(key),
@@ -109,7 +84,7 @@ pub fn judge(
     let provider_off = matches!(obs.provider, ProviderView::Off);
     let provider_known = matches!(obs.provider, ProviderView::On(_) | ProviderView::Off);
     if let Some(parent) = parent {
-        let moved = delegation_changed(zone, facts, obs, parent, &deleg, policy);
+        let moved = delegation_changed(zone, facts, obs, parent, deleg, policy);
         let moved_firing = moved.as_ref().is_some_and(|c| c.firing.is_some());
         if let Some(check) = moved {
             checks.push(check);
@@ -311,7 +286,7 @@ pub fn judge(
         }
     }
 
-    if let Some(check) = missing_at_provider(zone, obs, &deleg) {
+    if let Some(check) = missing_at_provider(zone, obs, deleg) {
         checks.push(check);
     }
 

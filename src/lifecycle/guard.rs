@@ -4,7 +4,7 @@
 
 use super::facts::Facts;
 use super::policy::Policy;
-use super::step::{disable_deadline, evidence_acceptable};
+use super::rules::{disable_deadline, evidence_acceptable};
 use crate::dns::{DsAnswer, Evidence, ParentView};
 use crate::time::Timestamp;
 

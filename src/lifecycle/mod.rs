@@ -4,21 +4,24 @@
 pub mod alerts;
 pub mod facts;
 pub mod guard;
+pub mod model;
 pub mod policy;
+pub mod rules;
 pub mod state;
 pub mod step;
 pub mod waiting;
 
 pub use crate::time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use alerts::{AlertCheck, AlertKind, Judgement, Severity, judge};
+pub use alerts::{AlertKind, Judgement, Severity, judge};
 pub use facts::Facts;
 pub use guard::{GuardRefusal, may_disable};
-pub use policy::Policy;
-pub use state::{Intent, State};
-pub use step::{
-    AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone, disable_deadline,
-    step,
+pub use model::{
+    AlertCheck, AuditNote, Decision, Effect, EffectKind, Observation, ProviderView, Zone,
 };
+pub use policy::Policy;
+pub use rules::disable_deadline;
+pub use state::{Intent, State};
+pub use step::step;
 
 #[cfg(test)]
 mod tests;

@@ -5,158 +5,28 @@
 //! transition needs positive, unanimous evidence; an unknown answer leaves the zone where it
 //! is (safety rule 3).
 
-use serde::{Deserialize, Serialize};
-
-use super::alerts::{self, AlertCheck};
+use super::alerts;
 use super::facts::{Facts, Hold, Party};
+use super::model::{
+    AuditNote, Decision, Effect, Observation, ProviderView, Zone, parent_ds_lines,
+    served_fingerprint,
+};
 use super::policy::Policy;
+use super::rules::{delegation_hold_until, disable_deadline, evidence_acceptable};
 use super::state::{Intent, State};
-use crate::dns::delegation::{self, DelegationAssessment, DelegationVerdict};
+use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
 use crate::dnssec::DnssecKey;
 use crate::time::Timestamp;
 
-/// A zone as the lifecycle knows it between steps.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Zone {
-    /// Lower case, trailing dot.
-    pub name: String,
-    pub intent: Intent,
-    /// The operator said the DS from `awaiting_ds` was never entered at the registrar.
-    pub ds_never_submitted: bool,
-    /// `None` until the first observation adopts the zone.
-    pub state: Option<State>,
-    pub since: Timestamp,
-    pub facts: Facts,
-}
-
-/// What the provider said about the zone's DNSSEC.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProviderView {
-    /// On, with its key (checked against its own DS).
-    On(Box<DnssecKey>),
-    Off,
-    /// The provider answered that it has no such zone: a definite answer, but one on
-    /// which no DNSSEC decision can rest.
-    Missing,
-    /// The provider could not be asked or gave an unusable answer.
-    Unknown(String),
-}
-
-/// Everything observed for one step.
-#[derive(Debug, Clone)]
-pub struct Observation {
-    pub at: Timestamp,
-    pub provider: ProviderView,
-    /// The largest TTL in the zone (from the provider's RRsets), for the enabling hold.
-    pub zone_max_ttl: Option<u32>,
-    /// Why the zone's largest TTL is not known though it was asked for (the RRset
-    /// listing failed, or an RRset has no TTL): the observation is incomplete.
-    pub zone_ttl_error: Option<String>,
-    /// The provider's name servers for the zone (its apex NS, as `dns::delegation::ns_set`),
-    /// asked now or remembered from an earlier look; `None` when never known.
-    pub provider_ns: Option<Vec<String>>,
-    /// The provider was asked about this zone's DNSSEC now. False for a settled zone seen
-    /// through the paged zone listing with nothing changed: the key is the one followed,
-    /// as the name servers still serve it, but it was not confirmed by the provider, so
-    /// no DS is shown "to enter" on it (safety rule 8).
-    pub provider_asked: bool,
-    pub parent: Result<ParentView, String>,
-    pub child: Result<ChildView, String>,
-    pub validation: ValidationVerdict,
-    /// The registrar hook's last error for a DS request made in the current state.
-    pub registrar_hook_failed: Option<String>,
-}
-
-/// A side effect, performed by the engine after the decision is committed. Stored in the
-/// outbox as JSON tagged `effect`, beside its kind (`EffectKind`, the same name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::EnumDiscriminants)]
-#[serde(rename_all = "snake_case", tag = "effect")]
-#[strum_discriminants(
-    name(EffectKind),
-    derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray),
-    strum(serialize_all = "snake_case")
-)]
-pub enum Effect {
-    /// `PATCH …/dnssec {"enabled":true}`.
-    EnableDnssec,
-    /// `PATCH …/dnssec {"enabled":false}`, only through the safety guard.
-    DisableDnssec,
-    /// Tell the operator (log, sinks, registrar hook) to enter this DS at the registrar.
-    AnnounceDs { ds_line: String },
-    /// Tell the operator to remove the DS at the registrar: the followed key's line, or
-    /// (moving in) every DS record the parent publishes, one zone-file line each.
-    RequestDsRemoval { ds_line: Option<String> },
-    /// Tell the operator (log and sinks; never the registrar hook: a wrong NS set takes
-    /// the domain down) to change the zone's NS at the registrar to these name servers.
-    RequestDelegation { name_servers: Vec<String> },
-}
-
-impl Effect {
-    /// In words, for the audit trail: "switch DNSSEC on", ...
-    pub fn describe(&self) -> &'static str {
-        match self {
-            Self::EnableDnssec => "switch DNSSEC on",
-            Self::DisableDnssec => "switch DNSSEC off",
-            Self::AnnounceDs { .. } => "announce the DS",
-            Self::RequestDsRemoval { .. } => "request the DS removal",
-            Self::RequestDelegation { .. } => "request the NS change",
-        }
-    }
-
-    /// Provider calls are re-derived from the state at every step, so an older pending
-    /// one is superseded by the newer decision; notifications are delivered once each.
-    pub fn is_provider_call(&self) -> bool {
-        self.kind().is_provider_call()
-    }
-
-    pub fn kind(&self) -> EffectKind {
-        self.into()
-    }
-}
-
-impl EffectKind {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
-    pub fn is_provider_call(self) -> bool {
-        matches!(self, Self::EnableDnssec | Self::DisableDnssec)
-    }
-
-    /// A request to the operator or the registrar hook about the DS at the registrar.
-    pub fn is_registrar_request(self) -> bool {
-        matches!(self, Self::AnnounceDs | Self::RequestDsRemoval)
-    }
-}
-
-/// One line of the audit trail.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditNote {
-    pub from: Option<State>,
-    pub to: Option<State>,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub state: Option<State>,
-    pub facts: Facts,
-    pub effects: Vec<Effect>,
-    pub alerts: Vec<AlertCheck>,
-    pub notes: Vec<AuditNote>,
-    pub wake_at: Timestamp,
-}
-
-impl Decision {
-    pub fn transitioned(&self, zone: &Zone) -> bool {
-        self.state != zone.state
-    }
-}
-
 /// Decides what one observation means for one zone.
 pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
+    debug_assert_eq!(
+        obs.delegation,
+        obs.clone().assessed().delegation,
+        "an observation's delegation is judged after its parent view and name servers"
+    );
     let mut run = Run {
         zone,
         obs,
@@ -167,7 +37,6 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         effects: Vec::new(),
         notes: Vec::new(),
         deadlines: Vec::new(),
-        delegation: assess_delegation(obs),
     };
     run.facts.held_by = None;
     run.track_health();
@@ -216,8 +85,6 @@ struct Run<'a> {
     notes: Vec<AuditNote>,
     /// Moments before the next poll at which something changes by itself.
     deadlines: Vec<Timestamp>,
-    /// Who the parent addresses delegate to, against the provider's name servers.
-    delegation: DelegationAssessment,
 }
 
 impl Run<'_> {
@@ -492,13 +359,13 @@ impl Run<'_> {
     // ---- delegation (safety rule 9) ---------------------------------------------------
 
     fn verdict(&self) -> DelegationVerdict {
-        self.delegation.verdict
+        self.obs.delegation.verdict
     }
 
     /// Some parent address sends resolvers to name servers that are not exactly the
     /// provider's (certain evidence).
     fn elsewhere(&self) -> bool {
-        self.delegation.any_elsewhere()
+        self.obs.delegation.any_elsewhere()
     }
 
     /// May a decision that can take the domain down rest on this parent view (safety
@@ -528,15 +395,15 @@ impl Run<'_> {
         let before = self.facts.delegation;
         // Certain evidence counts even beside an unknown answer: one parent address that
         // delegates elsewhere may have sent resolvers there.
-        if self.delegation.any_elsewhere() {
+        if self.obs.delegation.any_elsewhere() {
             self.facts.delegated_at = None;
             self.facts.elsewhere_seen = true;
             let mut old: Vec<String> = self.facts.old_ns.clone();
-            for set in self.delegation.elsewhere_sets() {
+            for set in self.obs.delegation.elsewhere_sets() {
                 old.extend(set);
             }
             self.facts.old_ns = delegation::ns_set(old);
-            let mut ttl = self.delegation.elsewhere_ttl();
+            let mut ttl = self.obs.delegation.elsewhere_ttl();
             // The servers the child view asked are the old ones when they are not
             // exactly the provider's: their apex NS TTL counts too.
             if let (Some(child), Some(ns)) = (self.child(), &self.facts.provider_ns) {
@@ -1291,24 +1158,6 @@ impl Run<'_> {
     }
 }
 
-/// `T_gone + max DS TTL + max DNSKEY TTL + margin` (safety rule 2), or `None` before the
-/// DS was gone. A resolver may validate the DNSKEY with a DS cached until its last second,
-/// then trust the key for the DNSKEY TTL and fail unsigned answers until then (seen with
-/// Unbound in the end-to-end suite). A TTL never seen gets the assumed one: a DS may have
-/// been published and withdrawn while a parent server could not be observed.
-pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
-    let secs = |ttl: Option<u32>| {
-        ttl.map_or(policy.assumed_ds_ttl, |t| {
-            std::time::Duration::from_secs(u64::from(t))
-        })
-    };
-    facts.t_gone.map(|gone| {
-        gone.plus(secs(facts.max_ds_ttl))
-            .plus(secs(facts.max_dnskey_ttl))
-            .plus(policy.propagation_margin)
-    })
-}
-
 /// The DS line rules 8 and 9 allow showing as "to enter" now: the provider is on with
 /// the followed key, every child address answered serving it, every parent address
 /// delegates to the provider's name servers, and the delegation hold is over.
@@ -1339,7 +1188,7 @@ pub(super) fn enterable_ds(
             Party::Daemon,
         ));
     }
-    let verdict = assess_delegation(obs).verdict;
+    let verdict = obs.delegation.verdict;
     if verdict != DelegationVerdict::Provider {
         return Err(Hold::new(
             format!(
@@ -1389,72 +1238,4 @@ fn not_serving_text(child: &ChildView, key: &DnssecKey) -> String {
         ),
         None => "no name server answered".to_string(),
     }
-}
-
-/// Who the parent addresses delegate to, against the provider's name servers. No parent
-/// view: unknown.
-pub fn assess_delegation(obs: &Observation) -> DelegationAssessment {
-    let answers = obs
-        .parent
-        .as_ref()
-        .map(|p| p.delegations.as_slice())
-        .unwrap_or_default();
-    delegation::assess(answers, obs.provider_ns.as_deref())
-}
-
-/// `T_delegated + old NS TTL + margin` (safety rule 9), or `None` when the delegation was
-/// not seen coming to the provider. An old NS TTL never seen gets the assumed one.
-pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
-    facts.delegated_at.map(|at| {
-        let ttl = facts.old_ns_ttl.map_or(policy.assumed_ns_ttl, |t| {
-            std::time::Duration::from_secs(u64::from(t))
-        });
-        at.plus(ttl).plus(policy.propagation_margin)
-    })
-}
-
-/// Every distinct DS record the parent publishes, as zone-file lines (for the operator
-/// to remove exactly these).
-pub fn parent_ds_lines(parent: &ParentView) -> Vec<String> {
-    let ttl = parent.max_ds_ttl().unwrap_or(0);
-    parent
-        .distinct_ds()
-        .iter()
-        .map(|ds| format!("{} {ttl} IN DS {ds}", parent.zone))
-        .collect()
-}
-
-/// Safety rule 10: validated evidence, or a provably insecure parent unless the operator
-/// requires validated evidence everywhere. Unchecked (a routine look) never decides.
-pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
-    match evidence {
-        Evidence::Validated => true,
-        Evidence::Insecure(_) => !policy.require_validated_evidence,
-        Evidence::Unchecked => false,
-    }
-}
-
-/// The distinct keys every child address serves, as one comparable text (flags,
-/// algorithm, key tag, sorted): how a settled zone sees that nothing changed.
-pub fn served_fingerprint(child: &ChildView) -> String {
-    let mut keys: Vec<String> = Vec::new();
-    for a in &child.answers {
-        let listed = match &a.answer {
-            // A key not signing the set is marked, so that its signatures failing (or
-            // coming back) is a change that asks the provider.
-            crate::dns::DnskeyAnswer::Keys(k) => k
-                .keys
-                .iter()
-                .map(|key| {
-                    let mark = if k.serves(key) { "" } else { "/unsigned" };
-                    format!("{}/{}/{}{mark}", key.flags, key.algorithm, key.key_tag())
-                })
-                .collect::<Vec<_>>(),
-            _ => vec!["none".to_string()],
-        };
-        keys.extend(listed);
-    }
-    keys.sort();
-    keys.dedup();
-    keys.join(",")
 }

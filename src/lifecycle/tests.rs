@@ -212,7 +212,9 @@ impl World {
             registrar_hook_failed: None,
             provider_ns: Some(vec![OURS.into()]),
             provider_asked: true,
+            delegation: Default::default(),
         }
+        .assessed()
     }
 
     /// Steps and applies the decision as the engine would.
@@ -1244,7 +1246,7 @@ fn the_observation_summary_says_what_the_tree_said() {
         json!({
             "at": obs.at.to_string(),
             "provider": provider,
-            "delegation": step::assess_delegation(obs),
+            "delegation": &obs.delegation,
             "parent": parent,
             "child": child,
             "validation": obs.validation.to_string(),

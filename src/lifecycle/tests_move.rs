@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::step::delegation_hold_until;
+use super::rules::delegation_hold_until;
 use super::tests::{C, D, HOUR, OLD, OURS, P, T0, World, ZONE, firing, judged, provider_key, zone};
 use super::*;
 
@@ -23,7 +23,7 @@ impl World {
     ) -> Observation {
         let mut obs = self.obs(at, on, parent, child);
         obs.parent = Ok(self.parent_delegating(parent, deleg));
-        obs
+        obs.assessed()
     }
 }
 

@@ -1,8 +1,9 @@
 //! In plain words: what a zone waits for, and on whom. For `status`.
 
+use super::model::Zone;
 use super::policy::Policy;
+use super::rules::{delegation_hold_until, disable_deadline};
 use super::state::{Intent, State};
-use super::step::{Zone, delegation_hold_until, disable_deadline};
 use crate::dns::DelegationVerdict;
 use crate::dns::delegation::describe as hosts;
 use crate::time::Timestamp;

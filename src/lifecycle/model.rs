@@ -1,0 +1,236 @@
+//! The lifecycle's vocabulary: the zone as it is known between steps, what one look
+//! observed, and what a step decides (the next state, effects, audit notes). `step`, the
+//! alert judge, the guard and the engine all speak it; none of them owns it.
+
+use serde::{Deserialize, Serialize};
+
+use super::facts::Facts;
+use super::state::{Intent, State};
+use crate::alert_kind::AlertKind;
+use crate::dns::delegation::{self, DelegationAssessment};
+use crate::dns::{ChildView, ParentView, ValidationVerdict};
+use crate::dnssec::DnssecKey;
+use crate::time::Timestamp;
+
+/// A zone as the lifecycle knows it between steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zone {
+    /// Lower case, trailing dot.
+    pub name: String,
+    pub intent: Intent,
+    /// The operator said the DS from `awaiting_ds` was never entered at the registrar.
+    pub ds_never_submitted: bool,
+    /// `None` until the first observation adopts the zone.
+    pub state: Option<State>,
+    pub since: Timestamp,
+    pub facts: Facts,
+}
+
+/// What the provider said about the zone's DNSSEC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderView {
+    /// On, with its key (checked against its own DS).
+    On(Box<DnssecKey>),
+    Off,
+    /// The provider answered that it has no such zone: a definite answer, but one on
+    /// which no DNSSEC decision can rest.
+    Missing,
+    /// The provider could not be asked or gave an unusable answer.
+    Unknown(String),
+}
+
+/// Everything observed for one step.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub at: Timestamp,
+    pub provider: ProviderView,
+    /// The largest TTL in the zone (from the provider's RRsets), for the enabling hold.
+    pub zone_max_ttl: Option<u32>,
+    /// Why the zone's largest TTL is not known though it was asked for (the RRset
+    /// listing failed, or an RRset has no TTL): the observation is incomplete.
+    pub zone_ttl_error: Option<String>,
+    /// The provider's name servers for the zone (its apex NS, as `dns::delegation::ns_set`),
+    /// asked now or remembered from an earlier look; `None` when never known.
+    pub provider_ns: Option<Vec<String>>,
+    /// The provider was asked about this zone's DNSSEC now. False for a settled zone seen
+    /// through the paged zone listing with nothing changed: the key is the one followed,
+    /// as the name servers still serve it, but it was not confirmed by the provider, so
+    /// no DS is shown "to enter" on it (safety rule 8).
+    pub provider_asked: bool,
+    pub parent: Result<ParentView, String>,
+    pub child: Result<ChildView, String>,
+    pub validation: ValidationVerdict,
+    /// The registrar hook's last error for a DS request made in the current state.
+    pub registrar_hook_failed: Option<String>,
+    /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
+    /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
+    pub delegation: DelegationAssessment,
+}
+
+impl Observation {
+    /// The observation with its delegation judged from its parent view and the
+    /// provider's name servers (no parent view: unknown). Whoever builds or changes an
+    /// observation's parent view or name servers calls it last.
+    pub fn assessed(mut self) -> Self {
+        self.delegation = assess_delegation(&self.parent, self.provider_ns.as_deref());
+        self
+    }
+}
+
+/// Who the parent addresses delegate to, against the provider's name servers.
+fn assess_delegation(
+    parent: &Result<ParentView, String>,
+    provider_ns: Option<&[String]>,
+) -> DelegationAssessment {
+    let answers = parent
+        .as_ref()
+        .map(|p| p.delegations.as_slice())
+        .unwrap_or_default();
+    delegation::assess(answers, provider_ns)
+}
+
+/// One judged condition: firing with its message, or clear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertCheck {
+    pub kind: AlertKind,
+    pub firing: Option<String>,
+}
+
+impl AlertCheck {
+    pub fn new(kind: AlertKind, firing: Option<String>) -> Self {
+        Self { kind, firing }
+    }
+
+    pub fn firing(kind: AlertKind, message: String) -> Self {
+        Self {
+            kind,
+            firing: Some(message),
+        }
+    }
+
+    pub fn clear(kind: AlertKind) -> Self {
+        Self { kind, firing: None }
+    }
+}
+
+/// A side effect, performed by the engine after the decision is committed. Stored in the
+/// outbox as JSON tagged `effect`, beside its kind (`EffectKind`, the same name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::EnumDiscriminants)]
+#[serde(rename_all = "snake_case", tag = "effect")]
+#[strum_discriminants(
+    name(EffectKind),
+    derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray),
+    strum(serialize_all = "snake_case")
+)]
+pub enum Effect {
+    /// `PATCH …/dnssec {"enabled":true}`.
+    EnableDnssec,
+    /// `PATCH …/dnssec {"enabled":false}`, only through the safety guard.
+    DisableDnssec,
+    /// Tell the operator (log, sinks, registrar hook) to enter this DS at the registrar.
+    AnnounceDs { ds_line: String },
+    /// Tell the operator to remove the DS at the registrar: the followed key's line, or
+    /// (moving in) every DS record the parent publishes, one zone-file line each.
+    RequestDsRemoval { ds_line: Option<String> },
+    /// Tell the operator (log and sinks; never the registrar hook: a wrong NS set takes
+    /// the domain down) to change the zone's NS at the registrar to these name servers.
+    RequestDelegation { name_servers: Vec<String> },
+}
+
+impl Effect {
+    /// In words, for the audit trail: "switch DNSSEC on", ...
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::EnableDnssec => "switch DNSSEC on",
+            Self::DisableDnssec => "switch DNSSEC off",
+            Self::AnnounceDs { .. } => "announce the DS",
+            Self::RequestDsRemoval { .. } => "request the DS removal",
+            Self::RequestDelegation { .. } => "request the NS change",
+        }
+    }
+
+    /// Provider calls are re-derived from the state at every step, so an older pending
+    /// one is superseded by the newer decision; notifications are delivered once each.
+    pub fn is_provider_call(&self) -> bool {
+        self.kind().is_provider_call()
+    }
+
+    pub fn kind(&self) -> EffectKind {
+        self.into()
+    }
+}
+
+impl EffectKind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    pub fn is_provider_call(self) -> bool {
+        matches!(self, Self::EnableDnssec | Self::DisableDnssec)
+    }
+
+    /// A request to the operator or the registrar hook about the DS at the registrar.
+    pub fn is_registrar_request(self) -> bool {
+        matches!(self, Self::AnnounceDs | Self::RequestDsRemoval)
+    }
+}
+
+/// One line of the audit trail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditNote {
+    pub from: Option<State>,
+    pub to: Option<State>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub state: Option<State>,
+    pub facts: Facts,
+    pub effects: Vec<Effect>,
+    pub alerts: Vec<AlertCheck>,
+    pub notes: Vec<AuditNote>,
+    pub wake_at: Timestamp,
+}
+
+impl Decision {
+    pub fn transitioned(&self, zone: &Zone) -> bool {
+        self.state != zone.state
+    }
+}
+
+/// Every distinct DS record the parent publishes, as zone-file lines (for the operator
+/// to remove exactly these).
+pub fn parent_ds_lines(parent: &ParentView) -> Vec<String> {
+    let ttl = parent.max_ds_ttl().unwrap_or(0);
+    parent
+        .distinct_ds()
+        .iter()
+        .map(|ds| format!("{} {ttl} IN DS {ds}", parent.zone))
+        .collect()
+}
+
+/// The distinct keys every child address serves, as one comparable text (flags,
+/// algorithm, key tag, sorted): how a settled zone sees that nothing changed.
+pub fn served_fingerprint(child: &ChildView) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    for a in &child.answers {
+        let listed = match &a.answer {
+            // A key not signing the set is marked, so that its signatures failing (or
+            // coming back) is a change that asks the provider.
+            crate::dns::DnskeyAnswer::Keys(k) => k
+                .keys
+                .iter()
+                .map(|key| {
+                    let mark = if k.serves(key) { "" } else { "/unsigned" };
+                    format!("{}/{}/{}{mark}", key.flags, key.algorithm, key.key_tag())
+                })
+                .collect::<Vec<_>>(),
+            _ => vec!["none".to_string()],
+        };
+        keys.extend(listed);
+    }
+    keys.sort();
+    keys.dedup();
+    keys.join(",")
+}

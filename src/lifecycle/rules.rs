@@ -1,0 +1,99 @@
+//! The timing and evidence rules that `step`, the guard, the alert judge and the waits
+//! all apply, each written once here (DESIGN.md's safety rules 2, 9 and 10), and which
+//! looks must be validated.
+
+use super::facts::Facts;
+use super::model::Zone;
+use super::policy::Policy;
+use super::state::{Intent, State};
+use crate::dns::{DelegationVerdict, Evidence};
+use crate::time::Timestamp;
+
+/// `T_gone + max DS TTL + max DNSKEY TTL + margin` (safety rule 2), or `None` before the
+/// DS was gone. A resolver may validate the DNSKEY with a DS cached until its last second,
+/// then trust the key for the DNSKEY TTL and fail unsigned answers until then (seen with
+/// Unbound in the end-to-end suite). A TTL never seen gets the assumed one: a DS may have
+/// been published and withdrawn while a parent server could not be observed.
+pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+    let secs = |ttl: Option<u32>| {
+        ttl.map_or(policy.assumed_ds_ttl, |t| {
+            std::time::Duration::from_secs(u64::from(t))
+        })
+    };
+    facts.t_gone.map(|gone| {
+        gone.plus(secs(facts.max_ds_ttl))
+            .plus(secs(facts.max_dnskey_ttl))
+            .plus(policy.propagation_margin)
+    })
+}
+
+/// `T_delegated + old NS TTL + margin` (safety rule 9), or `None` when the delegation was
+/// not seen coming to the provider. An old NS TTL never seen gets the assumed one.
+pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+    facts.delegated_at.map(|at| {
+        let ttl = facts.old_ns_ttl.map_or(policy.assumed_ns_ttl, |t| {
+            std::time::Duration::from_secs(u64::from(t))
+        });
+        at.plus(ttl).plus(policy.propagation_margin)
+    })
+}
+
+/// Safety rule 10: validated evidence, or a provably insecure parent unless the operator
+/// requires validated evidence everywhere. Unchecked (a routine look) never decides.
+pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
+    match evidence {
+        Evidence::Validated => true,
+        Evidence::Insecure(_) => !policy.require_validated_evidence,
+        Evidence::Unchecked => false,
+    }
+}
+
+/// What one look at a zone asks beyond the parent's DS and NS and the child's DNSKEY:
+/// decided here, by the zone's state and facts, and asked by the engine as said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// The parent's answers validated from the trust anchor (safety rule 10).
+    pub validated_parent: bool,
+    /// Our validator's and the validating resolvers' view of the zone.
+    pub validation: bool,
+    /// The zone's largest TTL from the provider's RRsets (for the enabling hold).
+    pub zone_ttl: bool,
+    /// A settled zone delegated to the provider's name servers, whose set is known: the
+    /// set remembered is used, and the provider asked again only when the parent
+    /// disagrees with it; the paged listing may stand in for its DNSSEC answer.
+    pub settled: bool,
+}
+
+impl Look {
+    pub fn at(zone: &Zone) -> Self {
+        // Safety rule 10: the looks that can lead to a decision that takes a domain down
+        // (T_gone, the DS seen, leaving `awaiting_delegation`, the move in's first step)
+        // are validated; routine looks at settled zones are not.
+        let validated_parent = match zone.state {
+            Some(
+                State::AwaitingDsRemoval
+                | State::TtlWait
+                | State::Disabling
+                | State::AwaitingDs
+                | State::DsObserved
+                | State::AwaitingDelegation,
+            ) => true,
+            None => zone.intent != Intent::None,
+            Some(_) => matches!(
+                zone.facts.delegation,
+                Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
+            ),
+        };
+        Self {
+            validated_parent,
+            validation: matches!(
+                zone.state,
+                Some(State::AwaitingDs | State::DsObserved | State::Active)
+            ),
+            zone_ttl: zone.state == Some(State::Enabling),
+            settled: zone.state.is_some_and(State::is_steady)
+                && zone.facts.delegation == Some(DelegationVerdict::Provider)
+                && zone.facts.provider_ns.is_some(),
+        }
+    }
+}
