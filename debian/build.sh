@@ -16,7 +16,8 @@ fi
 
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
     | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
-# The same features as [package.metadata.deb]; `cargo deb --no-build` packs this binary.
-cargo build --release --locked --no-default-features --bin dnssec-warden
-"$target_dir/release/dnssec-warden" __package-files target/package-files >/dev/null
-cargo deb --no-build --locked "$@"
+# The same features as [package.metadata.deb], in the `dist` profile (Cargo.toml: fat LTO,
+# one codegen unit); `cargo deb --no-build --profile dist` packs this binary.
+cargo build --profile dist --locked --no-default-features --bin dnssec-warden
+"$target_dir/dist/dnssec-warden" __package-files target/package-files >/dev/null
+cargo deb --no-build --profile dist --locked "$@"
