@@ -25,7 +25,7 @@ use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettin
 use crate::lifecycle::Policy;
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
 use crate::secret::SecretSource;
-use crate::timefmt::positive_duration as duration;
+use crate::time::format::positive_duration as duration;
 use crate::zone_name::ZoneName;
 
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";

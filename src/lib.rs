@@ -18,5 +18,4 @@ pub mod secret;
 pub mod store;
 pub mod systemd;
 pub mod time;
-pub mod timefmt;
 pub mod zone_name;

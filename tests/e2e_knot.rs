@@ -81,7 +81,7 @@ fn probe(
                 let rcode = format!(
                     "{rcode} ({}) at {}",
                     if bogus { "validation" } else { "unreachable" },
-                    dnssec_warden::timefmt::rfc3339_ms(std::time::SystemTime::now())
+                    dnssec_warden::time::format::rfc3339_ms(std::time::SystemTime::now())
                 );
                 if seen.last() != Some(&rcode) {
                     seen.push(rcode);
@@ -118,7 +118,7 @@ async fn assert_probe_clean(
         .map(|c| {
             format!(
                 "{} {} {}",
-                dnssec_warden::timefmt::rfc3339_ms(c.at),
+                dnssec_warden::time::format::rfc3339_ms(c.at),
                 c.path,
                 c.body
             )

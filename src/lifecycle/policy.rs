@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::Timestamp;
 
-use crate::timefmt::positive_duration as duration;
+use crate::time::format::positive_duration as duration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]

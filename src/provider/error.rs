@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::timefmt::rfc3339;
+use crate::time::format::rfc3339;
 
 /// How [`ProviderError::AuthBackoff`] begins: a daemon-wide condition
 /// (`provider_auth_failing`), not one of a zone.

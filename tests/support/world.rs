@@ -728,7 +728,7 @@ impl Probe {
                     Some(run) if run.0 == rcode => run.2 += 1,
                     _ => runs.push((
                         rcode,
-                        dnssec_warden::timefmt::rfc3339_ms(std::time::SystemTime::now()),
+                        dnssec_warden::time::format::rfc3339_ms(std::time::SystemTime::now()),
                         1,
                     )),
                 }

@@ -94,7 +94,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-/// `#[serde(deserialize_with = "crate::timefmt::positive_duration")]`: a duration as
+/// `#[serde(deserialize_with = "crate::time::format::positive_duration")]`: a duration as
 /// [`parse_duration`] reads it, longer than zero (every duration of the file is).
 pub fn positive_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let text = <String as serde::Deserialize>::deserialize(d)?;
