@@ -529,7 +529,7 @@ async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res
     use dnssec_warden::config::Settings;
     use dnssec_warden::engine::{Engine, Notifier};
     use dnssec_warden::lifecycle::{Clock, Policy, SystemClock};
-    use dnssec_warden::provider::GcoreClient;
+    use dnssec_warden::provider::gcore::GcoreClient;
     use dnssec_warden::store::Store;
 
     std::fs::write(dir.join("api-key"), "bench-key\n").map_err(|e| e.to_string())?;

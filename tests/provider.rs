@@ -6,10 +6,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use dnssec_warden::provider::gcore::Credentials;
-use dnssec_warden::provider::{
-    DnssecStatus, ErrorClass, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
-    PermitAnswer, Provider, ProviderError, ResourceRecord, RetryPolicy, RrsetBody,
+use dnssec_warden::provider::gcore::{
+    DnssecStatus, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
+    ResourceRecord, RrsetBody,
 };
+use dnssec_warden::provider::{ErrorClass, PermitAnswer, Provider, ProviderError, RetryPolicy};
 use dnssec_warden::secret::Secret;
 use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
 use serde_json::json;
@@ -156,6 +157,32 @@ async fn zone_and_rrset_calls() {
     assert_eq!(got.resource_records[0].content, vec![json!("192.0.2.3")]);
     let all = c.list_rrsets("example.com").await.unwrap();
     assert_eq!(all.len(), 2, "NS and A: {all:?}");
+    // The trait speaks the daemon's terms: the apex NS as a comparable set, the largest
+    // TTL of every RRset, the listing as names and flags.
+    let hosted = Provider::zone(&c, "example.com.").await.unwrap();
+    let apex: Vec<String> = ns
+        .short_answers
+        .iter()
+        .filter_map(|v| v.as_str())
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        hosted.name_servers,
+        Some(dnssec_warden::dns::delegation::ns_set(&apex))
+    );
+    assert_eq!(hosted.dnssec_enabled, Some(false));
+    let largest = all.iter().filter_map(|set| set.ttl).max();
+    assert!(largest.is_some());
+    assert_eq!(
+        Provider::largest_ttl(&c, "example.com").await.unwrap(),
+        largest
+    );
+    let flags = Provider::zone_flags(&c).await.unwrap();
+    assert_eq!(flags.len(), 1);
+    assert_eq!(
+        (flags[0].name.as_str(), flags[0].dnssec_enabled),
+        ("example.com", Some(false))
+    );
     c.delete_rrset("example.com", "www.example.com", "A")
         .await
         .unwrap();
@@ -789,7 +816,7 @@ async fn a_malformed_body_is_a_decode_error_with_an_excerpt() {
     // Decoding through the trait object the engine uses gives the same.
     sim.handle().inject(Fault::next(1, FaultKind::Malformed));
     assert!(matches!(
-        Provider::get_dnssec(&c, "example.com").await,
+        Provider::dnssec_key(&c, "example.com").await,
         Err(ProviderError::Decode { .. })
     ));
 }
@@ -1031,7 +1058,7 @@ async fn null_laden_and_missing_fields_do_not_break_us() {
         let sets = c.list_rrsets("a.example").await.unwrap();
         assert!(sets.iter().all(|s| s.ttl.is_none()), "{sets:?}");
         assert_eq!(
-            dnssec_warden::provider::Rrset::largest_ttl(&sets),
+            dnssec_warden::provider::gcore::Rrset::largest_ttl(&sets),
             None,
             "an unknown TTL never bounds a wait as 0"
         );

@@ -14,7 +14,7 @@ use dnssec_warden::config::{ClusterSettings, DatabaseSettings, PostgresSettings,
 use dnssec_warden::dns::DnsObserver;
 use dnssec_warden::engine::{Engine, Notifier};
 use dnssec_warden::lifecycle::{Clock, Policy, SystemClock};
-use dnssec_warden::provider::GcoreClient;
+use dnssec_warden::provider::gcore::GcoreClient;
 use dnssec_warden::store::Store;
 
 type Res<T> = Result<T, String>;

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::config::Settings;
 use crate::lifecycle::{Clock, Intent, State, SystemClock};
-use crate::provider::{GcoreClient, ProviderError};
+use crate::provider::ProviderError;
+use crate::provider::gcore::GcoreClient;
 use crate::store::{Store, StoreError};
 use crate::zone_name::ZoneName;
 

@@ -10,7 +10,8 @@ use super::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
 };
-use crate::provider::{GcoreClient, Provider, ProviderError};
+use crate::provider::ProviderError;
+use crate::provider::gcore::GcoreClient;
 
 /// The provider's side, when the config has a provider.
 #[derive(Debug, Clone, Serialize)]
@@ -226,7 +227,7 @@ async fn provider_state(
     if state.dnssec_enabled == Some(false) {
         return (state, ns);
     }
-    match Provider::get_dnssec(client, zone).await {
+    match client.get_dnssec(zone).await {
         Ok(key) => {
             state.dnskey = Some(format!(
                 "{} {} {} {}",

@@ -124,7 +124,7 @@ impl ZoneListing {
         now: Timestamp,
     ) -> Result<Arc<Listed>, String> {
         let result = provider
-            .list_zone_flags()
+            .zone_flags()
             .await
             .map(|list| {
                 let mut listed = Listed::default();
@@ -172,9 +172,7 @@ mod tests {
 
     use super::*;
     use crate::dnssec::DnssecKey;
-    use crate::provider::{
-        DnssecSwitched, ParentDsHint, ProviderError, ProviderZone, Rrset, SendPermit,
-    };
+    use crate::provider::{DnssecSwitched, HostedZone, ListedZone, ProviderError, SendPermit};
 
     /// Counts listings; fails them while `failing`.
     #[derive(Default)]
@@ -188,23 +186,17 @@ mod tests {
     }
 
     impl Provider for Counting {
-        async fn get_zone(&self, _: &str) -> Result<ProviderZone, ProviderError> {
+        async fn zone(&self, _: &str) -> Result<HostedZone, ProviderError> {
             unused()
         }
-        async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
+        async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
             self.listings.fetch_add(1, Ordering::SeqCst);
             if self.failing.load(Ordering::SeqCst) {
                 return Err(ProviderError::Invalid("listing down".into()));
             }
-            let zone = |name: &str, dnssec| ProviderZone {
+            let zone = |name: &str, dnssec_enabled| ListedZone {
                 name: name.into(),
-                id: None,
-                enabled: None,
-                status: None,
-                dnssec_enabled: dnssec,
-                dnssec_status: None,
-                dnssec_status_modified_on: None,
-                records: Vec::new(),
+                dnssec_enabled,
             };
             Ok(vec![
                 zone("Example.COM", Some(true)),
@@ -220,13 +212,10 @@ mod tests {
         ) -> Result<DnssecSwitched, ProviderError> {
             unused()
         }
-        async fn get_dnssec(&self, _: &str) -> Result<DnssecKey, ProviderError> {
+        async fn dnssec_key(&self, _: &str) -> Result<DnssecKey, ProviderError> {
             unused()
         }
-        async fn list_rrsets(&self, _: &str) -> Result<Vec<Rrset>, ProviderError> {
-            unused()
-        }
-        async fn get_parent_ds(&self, _: &str) -> Result<ParentDsHint, ProviderError> {
+        async fn largest_ttl(&self, _: &str) -> Result<Option<u32>, ProviderError> {
             unused()
         }
     }

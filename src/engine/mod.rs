@@ -101,7 +101,7 @@ impl StopAt {
 
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
-/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
+/// (`provider::gcore::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
 /// core busy while the others wait on the network or the database (docs/benchmarks.md).
 const WORKERS: usize = 64;
 
@@ -513,7 +513,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// once it is `poll_active / 4` old (a failure is retried after `retry_base`), in the
     /// background: while there is none, every zone asks for itself; `None` for a zone
     /// that is not settled or not listed.
-    async fn listed(&self, zone: &crate::lifecycle::Zone) -> Option<crate::provider::ProviderZone> {
+    async fn listed(&self, zone: &crate::lifecycle::Zone) -> Option<crate::provider::HostedZone> {
         if !zone.state.is_some_and(State::is_steady) {
             return None;
         }
@@ -530,15 +530,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             })
             .ok()?;
         let enabled = *listing.zones.get(&zone.name)?;
-        Some(crate::provider::ProviderZone {
+        Some(crate::provider::HostedZone {
             name: zone.name.clone(),
-            id: None,
-            enabled: None,
-            status: None,
             dnssec_enabled: enabled,
-            dnssec_status: None,
-            dnssec_status_modified_on: None,
-            records: Vec::new(),
+            name_servers: None,
         })
     }
 

@@ -10,14 +10,14 @@ use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
-use crate::provider::{Provider, ProviderError, ProviderZone};
+use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
 
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
     observer: &O,
     zone: &Zone,
-    listed: Option<&ProviderZone>,
+    listed: Option<&HostedZone>,
     clock: &dyn Clock,
 ) -> Observation {
     let name = zone.name.as_str();
@@ -31,7 +31,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     };
     let rrsets = async {
         if look.zone_ttl {
-            Some(provider.list_rrsets(name).await)
+            Some(provider.largest_ttl(name).await)
         } else {
             None
         }
@@ -45,7 +45,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         if settled {
             None
         } else {
-            Some(provider.get_zone(name).await)
+            Some(provider.zone(name).await)
         }
     };
     let validation = async {
@@ -63,7 +63,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         if listed.is_some() {
             None
         } else {
-            Some(provider.get_dnssec(name).await)
+            Some(provider.dnssec_key(name).await)
         }
     };
     let (dnssec, rrsets, name_servers, parent, child, validation) = tokio::join!(
@@ -80,18 +80,18 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     let dnssec = match (unchanged, dnssec) {
         (Some(view), _) => Ok(view),
         (None, Some(asked)) => Err(asked),
-        (None, None) => Err(provider.get_dnssec(name).await),
+        (None, None) => Err(provider.dnssec_key(name).await),
     };
     let mut provider_ns = match name_servers {
-        Some(Ok(z)) => z.apex_ns().or(remembered),
+        Some(Ok(z)) => z.name_servers.or(remembered),
         _ => remembered,
     };
     if settled
         && let Ok(view) = &parent
         && delegation::assess(&view.delegations, provider_ns.as_deref()).verdict
             != DelegationVerdict::Provider
-        && let Ok(z) = provider.get_zone(name).await
-        && let Some(ns) = z.apex_ns()
+        && let Ok(z) = provider.zone(name).await
+        && let Some(ns) = z.name_servers
     {
         provider_ns = Some(ns);
     }
@@ -104,13 +104,11 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     };
     let (zone_max_ttl, zone_ttl_error) = match rrsets {
         None => (None, None),
-        Some(Ok(sets)) => match crate::provider::Rrset::largest_ttl(&sets) {
-            Some(ttl) => (Some(ttl), None),
-            None => (
-                None,
-                Some("an RRset the provider lists for the zone has no TTL".to_string()),
-            ),
-        },
+        Some(Ok(Some(ttl))) => (Some(ttl), None),
+        Some(Ok(None)) => (
+            None,
+            Some("an RRset the provider lists for the zone has no TTL".to_string()),
+        ),
         Some(Err(e)) => (
             None,
             Some(format!("the provider's RRset listing failed: {e}")),
@@ -143,7 +141,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
 /// `None`: something may have changed; ask the provider.
 fn unchanged_view(
     zone: &Zone,
-    listed: &ProviderZone,
+    listed: &HostedZone,
     parent: Option<&crate::dns::ParentView>,
     child: Option<&crate::dns::ChildView>,
 ) -> Option<ProviderView> {

@@ -2,9 +2,9 @@
 //! be tested with fakes, and a second provider added), its errors and their classes, and
 //! one implementation per provider API in its own folder ([`gcore`]).
 //!
-//! The trait still speaks some of the Gcore API's shapes ([`ProviderZone`], [`Rrset`],
-//! [`ParentDsHint`]); the signing key is provider-neutral ([`DnssecKey`], checked against
-//! its own public key by whoever implements the trait).
+//! The trait speaks the daemon's terms ([`HostedZone`], [`ListedZone`], the signing key
+//! [`DnssecKey`] checked against its own public key by whoever implements it); each API's
+//! own shapes stay in its folder.
 
 mod error;
 pub mod gcore;
@@ -17,11 +17,6 @@ pub use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
 };
 pub use error::{ACCOUNT_REFUSED, Attempts, ErrorClass, ProviderError};
-pub use gcore::{
-    CreatedZone, DNSSEC_DISABLED_MESSAGE, DnssecStatus, GcoreClient, LOGINS_PER_SECOND,
-    MAX_BODY_BYTES, NewZone, PAGE_LIMIT, PROVIDER_REQUESTS_IN_FLIGHT, ParentDsHint, ProviderZone,
-    RawDnssec, ResourceRecord, Rrset, RrsetBody, ZoneRecordSummary,
-};
 
 /// What the daemon keeps of an entry of the paged zone listing: its name and its
 /// `dnssec_enabled` (missing or `null`: unknown). 100,000 of these are small; 100,000
@@ -48,24 +43,26 @@ pub type SendPermit<'a> = &'a (dyn Fn() -> PermitAnswer<'a> + Send + Sync);
 /// The answer of a [`SendPermit`], once it has asked (a database, say).
 pub type PermitAnswer<'a> = std::pin::Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
-/// What the daemon needs from the provider. Zone names may carry the trailing dot.
+/// A zone as the provider hosts it, in the terms the daemon decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedZone {
+    pub name: String,
+    /// `None` when the provider did not say: unknown, never "off". Decisions use the
+    /// signing key ([`Provider::dnssec_key`]), not this flag.
+    pub dnssec_enabled: Option<bool>,
+    /// The provider's name servers for the zone, as a comparable set
+    /// (`dns::delegation::ns_set`); `None` when it lists none (unknown, never "no name
+    /// servers").
+    pub name_servers: Option<Vec<String>>,
+}
+
+/// What the daemon needs from a provider, whichever its API. Zone names may carry the
+/// trailing dot.
 pub trait Provider: Send + Sync {
-    fn get_zone(
-        &self,
-        zone: &str,
-    ) -> impl Future<Output = Result<ProviderZone, ProviderError>> + Send;
-    fn list_zones(&self) -> impl Future<Output = Result<Vec<ProviderZone>, ProviderError>> + Send;
-    /// The same listing, each zone's name and `dnssec_enabled` only (what the engine and
-    /// the zone keeper need: far less memory for a large account).
-    fn list_zone_flags(
-        &self,
-    ) -> impl Future<Output = Result<Vec<ListedZone>, ProviderError>> + Send {
-        async move {
-            self.list_zones()
-                .await
-                .map(|zones| zones.into_iter().map(ListedZone::from).collect())
-        }
-    }
+    fn zone(&self, zone: &str) -> impl Future<Output = Result<HostedZone, ProviderError>> + Send;
+    /// Every zone of the account, each its name and DNSSEC flag only (what the engine and
+    /// the zone keeper need: little memory for a large account).
+    fn zone_flags(&self) -> impl Future<Output = Result<Vec<ListedZone>, ProviderError>> + Send;
     /// Switches DNSSEC on or off. `may_send` is asked right before every attempt leaves
     /// (the first, once its turn among the requests in flight has come; a retry after a
     /// timeout or a 5xx; after a token renewal): with several daemons, whether this one's
@@ -79,18 +76,14 @@ pub trait Provider: Send + Sync {
     ) -> impl Future<Output = Result<DnssecSwitched, ProviderError>> + Send;
     /// The signing key, checked against its own DS (safety rule 5);
     /// [`ProviderError::DnssecDisabled`] when DNSSEC is off.
-    fn get_dnssec(
+    fn dnssec_key(
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<DnssecKey, ProviderError>> + Send;
-    /// Every RRset of the zone (for its largest TTL, which bounds the enabling hold).
-    fn list_rrsets(
+    /// The largest TTL of the zone's records (it bounds the enabling hold); `Ok(None)`
+    /// when a record set has no known TTL (a wait bounded by a guess would be too short).
+    fn largest_ttl(
         &self,
         zone: &str,
-    ) -> impl Future<Output = Result<Vec<Rrset>, ProviderError>> + Send;
-    /// The provider's own scan of the parent: a hint for reports, never a decision input.
-    fn get_parent_ds(
-        &self,
-        zone: &str,
-    ) -> impl Future<Output = Result<ParentDsHint, ProviderError>> + Send;
+    ) -> impl Future<Output = Result<Option<u32>, ProviderError>> + Send;
 }

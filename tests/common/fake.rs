@@ -10,7 +10,7 @@
 //!   waited out without any provider call).
 //!
 //! The delegation (DESIGN.md section 2, safety rule 9): the provider lists its name
-//! servers ([`PROVIDER_NS`]) as the zone's apex NS in `get_zone`/`list_zones`; every
+//! servers ([`PROVIDER_NS`]) as the zone's name servers in `zone`/`zone_flags`; every
 //! parent server delegates the zone either to them or to an old provider's
 //! ([`OLD_NS`]), whose servers serve an old key of their own. The child view is the
 //! servers the parents delegate to. Ground truth for rule 9 is kept with the fake
@@ -28,8 +28,7 @@ use dnssec_warden::dns::{
 use dnssec_warden::dnssec::{DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
-    Attempts, DnssecSwitched, ParentDsHint, Provider, ProviderError, ProviderZone, Rrset,
-    ZoneRecordSummary,
+    Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
 };
 use dnssec_warden_lab::keys::LabKey;
 
@@ -547,22 +546,11 @@ fn provider_key(zone: &str, key: &Dnskey) -> Result<DnssecKey, ProviderError> {
 }
 
 impl FakeWorld {
-    /// The zone object's `records`: its apex NS (the provider's name servers).
-    fn apex_ns_records(&self, zone: &str) -> Vec<ZoneRecordSummary> {
+    /// The provider's name servers for the zone, once it lists them.
+    fn apex_ns(&self) -> Option<Vec<String>> {
         let s = self.lock();
-        if !s.provider_ns_listed {
-            return vec![];
-        }
-        vec![ZoneRecordSummary {
-            name: zone.trim_end_matches('.').to_string(),
-            rtype: "NS".into(),
-            ttl: Some(PROVIDER_NS_TTL),
-            short_answers: s
-                .provider_ns
-                .iter()
-                .map(|h| serde_json::Value::String(h.trim_end_matches('.').to_string()))
-                .collect(),
-        }]
+        s.provider_ns_listed
+            .then(|| dnssec_warden::dns::delegation::ns_set(&s.provider_ns))
     }
 
     /// Which servers the child view asks: those the parent servers that answer delegate
@@ -598,7 +586,7 @@ impl FakeWorld {
 }
 
 impl Provider for FakeWorld {
-    async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
+    async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         self.provider_fault()?;
         {
             let mut s = self.lock();
@@ -609,22 +597,21 @@ impl Provider for FakeWorld {
                 }
             }
         }
-        Ok(ProviderZone {
+        Ok(HostedZone {
             name: zone.trim_end_matches('.').to_string(),
-            id: Some(1),
-            enabled: Some(true),
-            status: None,
             dnssec_enabled: Some(self.dnssec_on()),
-            dnssec_status: None,
-            dnssec_status_modified_on: None,
-            records: self.apex_ns_records(zone),
+            name_servers: self.apex_ns(),
         })
     }
 
-    async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
+    async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
         self.lock().listings += 1;
         let zone = self.lock().zone.clone();
-        Ok(vec![self.get_zone(&zone).await?])
+        let hosted = self.zone(&zone).await?;
+        Ok(vec![ListedZone {
+            name: hosted.name,
+            dnssec_enabled: hosted.dnssec_enabled,
+        }])
     }
 
     // One attempt, never repeated: the fake has no retries to fence.
@@ -702,7 +689,7 @@ impl Provider for FakeWorld {
         Ok(DnssecSwitched { message: None, key })
     }
 
-    async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+    async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         self.lock().dnssec_gets += 1;
         let delay = self.lock().provider_delay;
         if !delay.is_zero() {
@@ -716,17 +703,9 @@ impl Provider for FakeWorld {
         }
     }
 
-    async fn list_rrsets(&self, _zone: &str) -> Result<Vec<Rrset>, ProviderError> {
+    async fn largest_ttl(&self, _zone: &str) -> Result<Option<u32>, ProviderError> {
         self.provider_fault()?;
-        Ok(vec![])
-    }
-
-    async fn get_parent_ds(&self, _zone: &str) -> Result<ParentDsHint, ProviderError> {
-        Ok(ParentDsHint {
-            has_valid_parent_ds: self.any_ds(),
-            parent_zone: None,
-            scanned_at: None,
-        })
+        Ok(Some(0))
     }
 }
 

@@ -25,7 +25,8 @@ use crate::alert_kind::AlertKind;
 use crate::condition::Condition;
 use crate::dnssec::DnssecKey;
 use crate::provider::{
-    ACCOUNT_REFUSED, Attempts, DnssecSwitched, ListedZone, Provider, ProviderError, SendPermit,
+    ACCOUNT_REFUSED, Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
+    SendPermit,
 };
 use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
@@ -939,13 +940,15 @@ impl GcoreClient {
 }
 
 impl Provider for GcoreClient {
-    async fn get_zone(&self, zone: &str) -> Result<ProviderZone, ProviderError> {
-        GcoreClient::get_zone(self, zone).await
+    async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
+        let z = GcoreClient::get_zone(self, zone).await?;
+        Ok(HostedZone {
+            name_servers: z.apex_ns(),
+            dnssec_enabled: z.dnssec_enabled,
+            name: z.name,
+        })
     }
-    async fn list_zones(&self) -> Result<Vec<ProviderZone>, ProviderError> {
-        GcoreClient::list_zones(self).await
-    }
-    async fn list_zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+    async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
         GcoreClient::list_zone_flags(self).await
     }
     async fn set_dnssec(
@@ -956,14 +959,12 @@ impl Provider for GcoreClient {
     ) -> Result<DnssecSwitched, ProviderError> {
         GcoreClient::set_dnssec_with(self, zone, enabled, Some(may_send)).await
     }
-    async fn get_dnssec(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+    async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         GcoreClient::get_dnssec(self, zone).await
     }
-    async fn list_rrsets(&self, zone: &str) -> Result<Vec<Rrset>, ProviderError> {
-        GcoreClient::list_rrsets(self, zone).await
-    }
-    async fn get_parent_ds(&self, zone: &str) -> Result<ParentDsHint, ProviderError> {
-        GcoreClient::get_parent_ds(self, zone).await
+    async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
+        let sets = GcoreClient::list_rrsets(self, zone).await?;
+        Ok(Rrset::largest_ttl(&sets))
     }
 }
 
