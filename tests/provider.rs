@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use dnssec_warden::provider::gcore::Credentials;
 use dnssec_warden::provider::gcore::{
-    DnssecStatus, GcoreClient, MAX_BODY_BYTES, NewZone, PROVIDER_REQUESTS_IN_FLIGHT,
-    ResourceRecord, RrsetBody,
+    DnssecStatus, GcoreClient, NewZone, ResourceRecord, RrsetBody,
 };
-use dnssec_warden::provider::{ErrorClass, PermitAnswer, Provider, ProviderError, RetryPolicy};
+use dnssec_warden::provider::{
+    ErrorClass, MAX_BODY_BYTES, PROVIDER_REQUESTS_IN_FLIGHT, PermitAnswer, Provider, ProviderError,
+    RetryPolicy,
+};
 use dnssec_warden::secret::Secret;
 use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
 use serde_json::json;

@@ -101,7 +101,7 @@ impl StopAt {
 
 /// Zones stepped at once, each step a task of its own. The observer caps queries in
 /// flight (64 in all) and the provider client its requests
-/// (`provider::gcore::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
+/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
 /// core busy while the others wait on the network or the database (docs/benchmarks.md).
 const WORKERS: usize = 64;
 

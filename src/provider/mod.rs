@@ -8,6 +8,7 @@
 
 mod error;
 pub mod gcore;
+mod http;
 
 use serde::Deserialize;
 
@@ -17,6 +18,7 @@ pub use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
 };
 pub use error::{ACCOUNT_REFUSED, Attempts, ErrorClass, ProviderError};
+pub use http::{MAX_BODY_BYTES, PROVIDER_REQUESTS_IN_FLIGHT};
 
 /// What the daemon keeps of an entry of the paged zone listing: its name and its
 /// `dnssec_enabled` (missing or `null`: unknown). 100,000 of these are small; 100,000

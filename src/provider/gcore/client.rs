@@ -4,9 +4,10 @@
 //! `Authorization` header, retries what is worth retrying, renews bearer tokens once on a
 //! 401, and turns statuses into [`ProviderError`]s.
 //!
-//! Hardening (issue 11): redirects are never followed; a `Retry-After` holds every call of
-//! the client (all zones) until it has passed; no answer body is read beyond
-//! [`MAX_BODY_BYTES`]; every request says `Accept: application/json`.
+//! Hardening (issue 11), in the HTTP layer every client shares (`provider::http`):
+//! redirects are never followed; a `Retry-After` holds every call of the client (all
+//! zones) until it has passed; no answer body is read beyond [`MAX_BODY_BYTES`]; every
+//! request says `Accept: application/json`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,13 +25,12 @@ use super::types::{CreatedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, 
 use crate::alert_kind::AlertKind;
 use crate::condition::Condition;
 use crate::dnssec::DnssecKey;
+use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
     ACCOUNT_REFUSED, Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
     SendPermit,
 };
-use crate::retry::{
-    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
-};
+use crate::retry::RetryPolicy;
 use crate::secret::{Secret, redact};
 
 /// The provider's `error` text when DNSSEC is off (DESIGN.md section 7, GET …/dnssec).
@@ -51,18 +51,10 @@ pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_secs(1);
 pub const AUTH_BACKOFF_CEILING: Duration = Duration::from_secs(600);
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
-/// No answer body (API, login, refresh) is read beyond this: the largest real answer, a
-/// page of 100 zones, is far below it, and a runaway one must not take the daemon's memory.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
-
 pub struct GcoreClient {
-    http: reqwest::Client,
+    http: Http,
     base: Url,
     auth: Auth,
-    retry: RetryPolicy,
-    gate: RateGate,
-    /// Requests in flight at once (one attempt each; retries wait outside it).
-    in_flight: tokio::sync::Semaphore,
     /// While the provider refuses the account's credentials, calls wait.
     backoff: AuthBackoff,
 }
@@ -141,36 +133,6 @@ impl AuthBackoff {
     }
 }
 
-/// The most requests one client has in flight at the provider at once, however many zones
-/// the engine steps together: a first pass over thousands of waiting zones must not meet
-/// the provider with hundreds of simultaneous calls.
-pub const PROVIDER_REQUESTS_IN_FLIGHT: usize = 16;
-
-/// The "not before" a `Retry-After` sets, shared by every call of one client: after a 429
-/// for one zone, the others do not ask either until it has passed.
-#[derive(Default)]
-struct RateGate {
-    until: std::sync::Mutex<Option<Instant>>,
-}
-
-impl RateGate {
-    /// Holds calls for `wait` (capped at [`MAX_RETRY_AFTER`]); never shortens a hold.
-    fn hold(&self, wait: Duration) {
-        let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
-        let mut gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        if gate.is_none_or(|t| t < until) {
-            *gate = Some(until);
-        }
-    }
-
-    /// How long calls are still held, if at all.
-    fn remaining(&self) -> Option<Duration> {
-        let gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        gate.and_then(|t| t.checked_duration_since(Instant::now()))
-            .filter(|d| !d.is_zero())
-    }
-}
-
 enum Auth {
     ApiKey(Secret),
     Login(LoginAuth),
@@ -208,18 +170,6 @@ struct Paged<T> {
     entries: usize,
     total: usize,
     digest: u64,
-}
-
-/// What one attempt, or the last of its retries, returned.
-#[derive(Clone)]
-struct Reply {
-    status: StatusCode,
-    retry_after: Option<Duration>,
-    location: Option<String>,
-    /// At most [`MAX_BODY_BYTES`].
-    body: bytes::Bytes,
-    /// The body went on beyond the cap (and was not read further).
-    truncated: bool,
 }
 
 impl std::fmt::Debug for GcoreClient {
@@ -261,24 +211,7 @@ impl GcoreClient {
         retry: RetryPolicy,
         request_timeout: Duration,
     ) -> Result<Self, ProviderError> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            reqwest::header::ACCEPT,
-            reqwest::header::HeaderValue::from_static("application/json"),
-        );
-        let http = reqwest::Client::builder()
-            // Not even a same-origin redirect is followed: the API never redirects, so one
-            // means a wrong base_url or something in between; following it would send the
-            // credential (and, on 307/308, the login body) on, and would turn a PATCH into
-            // a GET on 301/302. The 3xx becomes `ProviderError::Redirected`, naming it.
-            .redirect(reqwest::redirect::Policy::none())
-            .default_headers(headers)
-            // The whole exchange, the body included: a slow drip ends here too.
-            .timeout(request_timeout)
-            .connect_timeout(request_timeout.min(Duration::from_secs(10)))
-            .user_agent(concat!("dnssec-warden/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ProviderError::Transport(e.to_string()))?;
+        let http = Http::new(retry, request_timeout)?;
         let auth = match credentials {
             Credentials::ApiKey(key) => Auth::ApiKey(key),
             Credentials::Login { username, password } => Auth::Login(LoginAuth {
@@ -292,9 +225,6 @@ impl GcoreClient {
             http,
             base,
             auth,
-            retry,
-            gate: RateGate::default(),
-            in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
             backoff: AuthBackoff::new(),
         })
     }
@@ -627,13 +557,8 @@ impl GcoreClient {
         }
     }
 
-    /// Sends one request, retrying transport errors and retryable statuses. While the
-    /// shared gate of a `Retry-After` holds, waits for it if that fits the call's retry
-    /// budget, else fails at once with [`ProviderError::RateLimitedUntil`]; either way the
-    /// provider is not asked while it holds. `may_send` is asked once the attempt's turn
-    /// has come, the last moment before it leaves; refused, nothing more is sent (the
-    /// last failure stands, or [`ProviderError::NotSent`] before the first attempt).
-    /// Every failed attempt is told to `attempts`, if given.
+    /// Sends one request through the shared HTTP layer ([`Http::send`]: retries, the
+    /// `Retry-After` hold, the caller's permission), with this API's `Authorization`.
     async fn send(
         &self,
         method: &Method,
@@ -641,109 +566,18 @@ impl GcoreClient {
         body: Option<&serde_json::Value>,
         authorization: Option<&Secret>,
         may_send: Option<SendPermit<'_>>,
-        mut attempts: Option<&mut Attempts>,
+        attempts: Option<&mut Attempts>,
     ) -> Result<Reply, ProviderError> {
-        let started = Instant::now();
-        let mut failed = 0;
-        let mut last: Option<Result<Reply, ProviderError>> = None;
-        // Bounded: every pass sleeps, and the budget check ends it.
-        loop {
-            if let Some(wait) = self.gate.remaining() {
-                if started.elapsed().saturating_add(wait) > self.retry.budget {
-                    return Err(ProviderError::RateLimitedUntil {
-                        until: SystemTime::now() + wait,
-                    });
-                }
-                tracing::debug!(%method, path = url.path(), wait_ms = wait.as_millis() as u64, "provider asked us to wait (Retry-After); holding the call");
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            let mut request = self.http.request(method.clone(), url.clone());
-            if let Some(value) = authorization {
-                request = request.header(reqwest::header::AUTHORIZATION, value.expose());
-            }
-            if let Some(body) = body {
-                request = request.json(body);
-            }
-            let outcome = async {
-                // Closed only if the client were dropped mid-call: then there is no limit
-                // left to keep.
-                let _turn = self.in_flight.acquire().await.ok();
-                if let Some(permit) = may_send
-                    && !permit().await
-                {
-                    return Ok(None);
-                }
-                let response = request.send().await?;
-                let status = response.status();
-                let header = |name| {
-                    response
-                        .headers()
-                        .get(name)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string)
-                };
-                let retry_after = header(reqwest::header::RETRY_AFTER)
-                    .as_deref()
-                    .and_then(parse_retry_after);
-                let location = header(reqwest::header::LOCATION);
-                let (body, truncated) = read_capped(response, MAX_BODY_BYTES).await?;
-                Ok::<_, reqwest::Error>(Some(Reply {
-                    status,
-                    retry_after,
-                    location,
-                    body,
-                    truncated,
-                }))
-            }
-            .await;
-            let outcome = match outcome {
-                Ok(Some(reply)) => Ok(reply),
-                Ok(None) => {
-                    // The caller's permission (the fence) says why, once.
-                    tracing::debug!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
-                    return last.unwrap_or(Err(ProviderError::NotSent(
-                        "the caller no longer may send it (its lease on the zone is gone)".into(),
-                    )));
-                }
-                Err(e) => Err(e),
-            };
-            failed += 1;
-            let (retry_after, this) = match outcome {
-                Ok(reply) if !is_retryable_status(reply.status.as_u16()) => return Ok(reply),
-                Ok(reply) => {
-                    tracing::warn!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
-                    if let Some(wait) = reply.retry_after {
-                        self.gate.hold(wait);
-                    }
-                    if let Some(attempts) = attempts.as_deref_mut()
-                        && let Err(e) = self.check(reply.clone())
-                    {
-                        attempts.failed(&e);
-                    }
-                    (reply.retry_after, Ok(reply))
-                }
-                Err(err) => {
-                    let text = transport_text(&err);
-                    tracing::warn!(%method, path = url.path(), error = %text, attempt = failed, "provider call failed");
-                    let error = if err.is_connect() {
-                        ProviderError::Connect(text)
-                    } else {
-                        ProviderError::Transport(text)
-                    };
-                    if let Some(attempts) = attempts.as_deref_mut() {
-                        attempts.failed(&error);
-                    }
-                    (None, Err(error))
-                }
-            };
-            let wait = self.retry.delay(failed, retry_after);
-            if !self.retry.allows(failed, started.elapsed(), wait) {
-                return this;
-            }
-            last = Some(this);
-            tokio::time::sleep(wait).await;
-        }
+        let request = Request {
+            method,
+            url,
+            body,
+            credential: authorization.map(|a| (reqwest::header::AUTHORIZATION, a)),
+            may_send,
+        };
+        self.http
+            .send(&request, attempts, &|reply| self.check(reply))
+            .await
     }
 
     /// Maps a final reply to its body or a typed error.
@@ -987,28 +821,6 @@ fn token_pair(body: &[u8]) -> Result<TokenPair, ProviderError> {
         ),
         excerpt: "[withheld: token answer]".into(),
     })
-}
-
-/// Reads at most `limit` bytes of the body, chunk by chunk; the rest is never read (the
-/// connection is dropped with the response). True when the body went on beyond `limit`.
-async fn read_capped(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<(bytes::Bytes, bool), reqwest::Error> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        // Announced beyond the cap: not even the first part is read.
-        return Ok((bytes::Bytes::new(), true));
-    }
-    let mut body = bytes::BytesMut::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = limit - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok((body.freeze(), true));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((body.freeze(), false))
 }
 
 /// Follows `offset` page by page, the offset moving by the entries, kept or not.
@@ -1321,18 +1133,6 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(2));
         limiter.acquire().await;
         assert!(start.elapsed() >= Duration::from_secs(2));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_rate_gate_is_capped_and_never_shortened() {
-        let gate = RateGate::default();
-        assert_eq!(gate.remaining(), None);
-        gate.hold(Duration::from_secs(86_400));
-        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER));
-        gate.hold(Duration::from_secs(5));
-        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER), "not shortened");
-        tokio::time::advance(MAX_RETRY_AFTER).await;
-        assert_eq!(gate.remaining(), None);
     }
 
     #[test]

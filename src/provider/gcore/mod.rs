@@ -6,10 +6,7 @@ mod client;
 mod settings;
 mod types;
 
-pub use client::{
-    DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, MAX_BODY_BYTES, PAGE_LIMIT,
-    PROVIDER_REQUESTS_IN_FLIGHT,
-};
+pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_LIMIT};
 pub use settings::{CredentialSource, Credentials, ProviderSettings};
 pub use types::{
     CreatedZone, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec, ResourceRecord,

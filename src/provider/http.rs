@@ -1,0 +1,275 @@
+//! What every provider client does over HTTP, whichever the API: no redirect followed,
+//! bodies read up to a cap, a bounded number of requests in flight, retries of transport
+//! errors and retryable statuses under the shared [`RetryPolicy`], a `Retry-After` that
+//! holds every call of the client, and a caller's permission asked right before each
+//! attempt leaves (DESIGN.md rule 12). Each client keeps its own authentication and its
+//! own mapping of answers to [`ProviderError`]s.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use tokio::time::Instant;
+use url::Url;
+
+use super::{Attempts, ProviderError, SendPermit};
+use crate::retry::{
+    MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
+};
+use crate::secret::Secret;
+
+/// The most requests one client has in flight at the provider at once, however many zones
+/// the engine steps together: a first pass over thousands of waiting zones must not meet
+/// the provider with hundreds of simultaneous calls.
+pub const PROVIDER_REQUESTS_IN_FLIGHT: usize = 16;
+
+/// No answer body is read beyond this: the largest real answer (a page of zones, a zone
+/// with its records) is far below it, and a runaway one must not take the daemon's memory.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// One final answer, its body capped.
+#[derive(Debug, Clone)]
+pub(super) struct Reply {
+    pub status: StatusCode,
+    pub retry_after: Option<Duration>,
+    pub location: Option<String>,
+    /// At most [`MAX_BODY_BYTES`].
+    pub body: bytes::Bytes,
+    /// The body went on beyond the cap (and was not read further).
+    pub truncated: bool,
+}
+
+/// The "not before" a `Retry-After` sets, shared by every call of one client: after a 429
+/// for one zone, the others do not ask either until it has passed.
+#[derive(Default)]
+struct RateGate {
+    until: std::sync::Mutex<Option<Instant>>,
+}
+
+impl RateGate {
+    /// Holds calls for `wait` (capped at [`MAX_RETRY_AFTER`]); never shortens a hold.
+    fn hold(&self, wait: Duration) {
+        let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
+        let mut gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        if gate.is_none_or(|t| t < until) {
+            *gate = Some(until);
+        }
+    }
+
+    /// How long calls are still held, if at all.
+    fn remaining(&self) -> Option<Duration> {
+        let gate = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        gate.and_then(|t| t.checked_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
+}
+
+/// One request as a client asks for it.
+pub(super) struct Request<'a, 'p> {
+    pub method: &'a Method,
+    pub url: &'a Url,
+    pub body: Option<&'a serde_json::Value>,
+    /// The credential's header (`Authorization`, `X-API-Key`), if any.
+    pub credential: Option<(HeaderName, &'a Secret)>,
+    pub may_send: Option<SendPermit<'p>>,
+}
+
+/// A client's HTTP: the connection pool and the limits every call shares.
+pub(super) struct Http {
+    client: reqwest::Client,
+    gate: RateGate,
+    /// Requests in flight at once (one attempt each; retries wait outside it).
+    in_flight: tokio::sync::Semaphore,
+    pub retry: RetryPolicy,
+}
+
+impl Http {
+    pub fn new(retry: RetryPolicy, request_timeout: Duration) -> Result<Self, ProviderError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        let client = reqwest::Client::builder()
+            // Not even a same-origin redirect is followed: an API never redirects, so one
+            // means a wrong base URL or something in between; following it would send the
+            // credential on, and would turn a PATCH into a GET on 301/302. The client
+            // turns the 3xx into `ProviderError::Redirected`, naming it.
+            .redirect(reqwest::redirect::Policy::none())
+            .default_headers(headers)
+            // The whole exchange, the body included: a slow drip ends here too.
+            .timeout(request_timeout)
+            .connect_timeout(request_timeout.min(Duration::from_secs(10)))
+            .user_agent(concat!("dnssec-warden/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Transport(e.to_string()))?;
+        Ok(Self {
+            client,
+            gate: RateGate::default(),
+            in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
+            retry,
+        })
+    }
+
+    /// Sends one request, retrying transport errors and retryable statuses. While the
+    /// shared gate of a `Retry-After` holds, waits for it if that fits the call's retry
+    /// budget, else fails at once with [`ProviderError::RateLimitedUntil`]; either way the
+    /// provider is not asked while it holds. `may_send` is asked once the attempt's turn
+    /// has come, the last moment before it leaves; refused, nothing more is sent (the
+    /// last failure stands, or [`ProviderError::NotSent`] before the first attempt).
+    /// Every failed attempt is told to `attempts`, if given, as `classify` reads it.
+    pub async fn send(
+        &self,
+        request: &Request<'_, '_>,
+        mut attempts: Option<&mut Attempts>,
+        classify: &(dyn Fn(Reply) -> Result<bytes::Bytes, ProviderError> + Send + Sync),
+    ) -> Result<Reply, ProviderError> {
+        let Request {
+            method,
+            url,
+            body,
+            credential,
+            may_send,
+        } = request;
+        let started = Instant::now();
+        let mut failed = 0;
+        let mut last: Option<Result<Reply, ProviderError>> = None;
+        // Bounded: every pass sleeps, and the budget check ends it.
+        loop {
+            if let Some(wait) = self.gate.remaining() {
+                if started.elapsed().saturating_add(wait) > self.retry.budget {
+                    return Err(ProviderError::RateLimitedUntil {
+                        until: SystemTime::now() + wait,
+                    });
+                }
+                tracing::debug!(%method, path = url.path(), wait_ms = wait.as_millis() as u64, "provider asked us to wait (Retry-After); holding the call");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let mut builder = self.client.request((*method).clone(), (*url).clone());
+            if let Some((name, value)) = credential {
+                builder = builder.header(name.clone(), value.expose());
+            }
+            if let Some(body) = body {
+                builder = builder.json(body);
+            }
+            let outcome = async {
+                // Closed only if the client were dropped mid-call: then there is no limit
+                // left to keep.
+                let _turn = self.in_flight.acquire().await.ok();
+                if let Some(permit) = may_send
+                    && !permit().await
+                {
+                    return Ok(None);
+                }
+                let response = builder.send().await?;
+                let status = response.status();
+                let header = |name| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                };
+                let retry_after = header(reqwest::header::RETRY_AFTER)
+                    .as_deref()
+                    .and_then(parse_retry_after);
+                let location = header(reqwest::header::LOCATION);
+                let (body, truncated) = read_capped(response, MAX_BODY_BYTES).await?;
+                Ok::<_, reqwest::Error>(Some(Reply {
+                    status,
+                    retry_after,
+                    location,
+                    body,
+                    truncated,
+                }))
+            }
+            .await;
+            let outcome = match outcome {
+                Ok(Some(reply)) => Ok(reply),
+                Ok(None) => {
+                    // The caller's permission (the fence) says why, once.
+                    tracing::debug!(%method, path = url.path(), attempt = failed + 1, "provider call not sent: the caller no longer may (its lease on the zone is gone)");
+                    return last.unwrap_or(Err(ProviderError::NotSent(
+                        "the caller no longer may send it (its lease on the zone is gone)".into(),
+                    )));
+                }
+                Err(e) => Err(e),
+            };
+            failed += 1;
+            let (retry_after, this) = match outcome {
+                Ok(reply) if !is_retryable_status(reply.status.as_u16()) => return Ok(reply),
+                Ok(reply) => {
+                    tracing::warn!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
+                    if let Some(wait) = reply.retry_after {
+                        self.gate.hold(wait);
+                    }
+                    if let Some(attempts) = attempts.as_deref_mut()
+                        && let Err(e) = classify(reply.clone())
+                    {
+                        attempts.failed(&e);
+                    }
+                    (reply.retry_after, Ok(reply))
+                }
+                Err(err) => {
+                    let text = transport_text(&err);
+                    tracing::warn!(%method, path = url.path(), error = %text, attempt = failed, "provider call failed");
+                    let error = if err.is_connect() {
+                        ProviderError::Connect(text)
+                    } else {
+                        ProviderError::Transport(text)
+                    };
+                    if let Some(attempts) = attempts.as_deref_mut() {
+                        attempts.failed(&error);
+                    }
+                    (None, Err(error))
+                }
+            };
+            let wait = self.retry.delay(failed, retry_after);
+            if !self.retry.allows(failed, started.elapsed(), wait) {
+                return this;
+            }
+            last = Some(this);
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// Reads at most `limit` bytes of the body, chunk by chunk; the rest is never read (the
+/// connection is dropped with the response). True when the body went on beyond `limit`.
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(bytes::Bytes, bool), reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        // Announced beyond the cap: not even the first part is read.
+        return Ok((bytes::Bytes::new(), true));
+    }
+    let mut body = bytes::BytesMut::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body.freeze(), true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body.freeze(), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_gate_is_capped_and_never_shortened() {
+        let gate = RateGate::default();
+        assert_eq!(gate.remaining(), None);
+        gate.hold(Duration::from_secs(86_400));
+        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER));
+        gate.hold(Duration::from_secs(5));
+        assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER), "not shortened");
+        tokio::time::advance(MAX_RETRY_AFTER).await;
+        assert_eq!(gate.remaining(), None);
+    }
+}
