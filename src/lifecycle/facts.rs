@@ -123,7 +123,7 @@ pub struct Facts {
     #[serde(skip_serializing_if = "is_false")]
     pub delegation_requested: bool,
     /// The key set every child address served when the provider last said which key it
-    /// signs with ([`crate::lifecycle::step::served_fingerprint`]).
+    /// signs with ([`crate::lifecycle::model::served_fingerprint`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub served_keys_when_asked: Option<String>,
     /// What held the zone at its last step where the state alone does not say it: the
