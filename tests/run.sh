@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 # postgresql: the store's tests on a throwaway cluster (tests/support/postgres.rs).
 # lintian, man-db and python3: tests/debian_package.sh (lintian on the .deb, the man pages
 # rendered, the state database closed as the daemon closes it).
+# pdns-server, pdns-backend-sqlite3 and sqlite3: tests/powerdns.rs (a real PowerDNS
+# Authoritative behind the provider client, its database made with the sqlite3 shell).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
-    postgresql lintian man-db python3)
+    postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

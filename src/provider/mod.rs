@@ -9,6 +9,7 @@
 mod error;
 pub mod gcore;
 mod http;
+pub mod powerdns;
 
 use serde::Deserialize;
 
