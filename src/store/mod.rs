@@ -53,6 +53,7 @@ mod group;
 mod integrity;
 mod lease;
 mod metrics;
+mod plan;
 mod postgres;
 mod rows;
 mod sqlite;

@@ -15,15 +15,17 @@ use sqlx::{PgConnection, PgPool, Postgres};
 
 use super::faults::{Health, Noted, Watched, WriteFailure};
 use super::lease::{Fenced, LeaseRound, Lessee, Writer};
+use super::plan::{self, Event, StepPlan};
 use super::rows::{
-    ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
-    alert_changes, audit, corrupt, parse_state,
+    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow, parse_state,
 };
 use super::{
     AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
 };
 use crate::config::PostgresSettings;
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+
+mod step;
 
 /// PostgreSQL's migrations, embedded.
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -692,22 +694,13 @@ impl PgStore {
         .execute(&mut *tx)
         .await?;
         let state = state_of(&mut tx, name).await?;
-        insert_event(
-            &mut tx,
-            name,
-            now,
-            EventKind::Intent,
-            state,
-            state,
-            reason,
-            None,
-            None,
-        )
-        .await?;
+        let event = Event::note(EventKind::Intent, state, reason);
+        step::insert_event(&mut tx, name, now, &event, None).await?;
         tx.commit().await.noted(self)?;
         Ok(())
     }
 
+    /// Writes one step ([`StepPlan`]), fenced by the zone's lease.
     pub(super) async fn commit_step(
         &self,
         read: &StepRow,
@@ -715,166 +708,12 @@ impl PgStore {
         observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let row = &read.row;
-        let zone = &row.zone;
-        let since = if decision.state != zone.state {
-            now
-        } else {
-            zone.since
-        };
-        let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
+        let plan = StepPlan::new(read, decision, observation, now)?;
         let mut tx = self.write().await?;
-        let by = self.fence(&mut tx, &zone.name, Fenced::Step).await?;
-        let by = by.as_ref();
-        let updated = sqlx::query(
-            "UPDATE zones SET state = $1, state_since = $2, facts = $3, next_check_at = $4, \
-             last_observed_at = $5, last_observation = $6, last_brief = $7, \
-             version = version + 1 WHERE name = $8 AND version = $9",
-        )
-        .bind(decision.state.map(State::as_str))
-        .bind(since.0)
-        .bind(facts)
-        .bind(decision.wake_at.0)
-        .bind(now.0)
-        .bind(&observation.whole)
-        .bind(&observation.brief)
-        .bind(&zone.name)
-        .bind(row.version)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() != 1 {
+        let by = self.fence(&mut tx, plan.zone.name, Fenced::Step).await?;
+        if !step::write(&mut tx, &plan, by.as_ref()).await? {
             tx.rollback().await?;
             return Ok(false);
-        }
-        for note in &decision.notes {
-            let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation.whole.as_str()))
-            } else {
-                (EventKind::Note, None)
-            };
-            insert_event(
-                &mut tx,
-                &zone.name,
-                now,
-                kind,
-                note.from,
-                note.to,
-                &note.reason,
-                obs,
-                by,
-            )
-            .await?;
-        }
-        // Provider calls are re-derived by every step from a fresh observation: one still
-        // needed is in this decision, so older unperformed ones are void. A request to the
-        // operator no longer true is void too (safety rules 8 and 9), as in the SQLite
-        // backend; withdrawals stay owed. One statement: one round trip; none when none
-        // was owed at the read (only this zone's steps add them).
-        let state = decision.state.map_or("", State::as_str);
-        if read.pending_effects {
-            sqlx::query(
-                "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
-             AND (kind IN ($11, $12) \
-               OR (kind = $5 AND NOT ($6 = $7 AND \
-                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $8)) \
-               OR (kind = $9 AND $6 <> $10))",
-            )
-            .bind(OutboxStatus::Superseded.as_str())
-            .bind(now.0)
-            .bind(&zone.name)
-            .bind(OutboxStatus::Pending.as_str())
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(state)
-            .bind(State::AwaitingDs.as_str())
-            .bind(decision.facts.ds_line.as_deref())
-            .bind(EffectKind::RequestDelegation.as_str())
-            .bind(State::AwaitingDelegation.as_str())
-            .bind(EffectKind::EnableDnssec.as_str())
-            .bind(EffectKind::DisableDnssec.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
-        for effect in &decision.effects {
-            let text = serde_json::to_string(effect).map_err(corrupt)?;
-            // One row: the daemons' DS requests are numbered one after another.
-            let (seq,): (i64,) = sqlx::query_as(
-                "UPDATE database_meta SET last_seq = GREATEST(last_seq + 1, $1) \
-                 WHERE single = 1 RETURNING last_seq",
-            )
-            .bind(now.0)
-            .fetch_one(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(&zone.name)
-            .bind(now.0)
-            .bind(effect.kind().as_str())
-            .bind(text)
-            .bind(by.map(|(h, _)| h.as_str()))
-            .bind(by.map(|(_, e)| *e))
-            .bind(seq)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let state = decision.state;
-        for change in alert_changes(&read.open_alerts, &decision.alerts) {
-            match change {
-                AlertChange::Open { kind, message } => {
-                    sqlx::query(
-                        "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(&zone.name)
-                    .bind(kind.as_str())
-                    .bind(kind.severity().as_str())
-                    .bind(message)
-                    .bind(now.0)
-                    .execute(&mut *tx)
-                    .await?;
-                    let reason = audit::alert_opened(kind, message);
-                    insert_event(
-                        &mut tx,
-                        &zone.name,
-                        now,
-                        EventKind::Alert,
-                        state,
-                        state,
-                        &reason,
-                        None,
-                        by,
-                    )
-                    .await?;
-                }
-                AlertChange::Reword { id, message } => {
-                    sqlx::query("UPDATE alerts SET message = $1 WHERE id = $2")
-                        .bind(message)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                AlertChange::Resolve { id, kind } => {
-                    sqlx::query("UPDATE alerts SET resolved_at = $1 WHERE id = $2")
-                        .bind(now.0)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                    let reason = audit::alert_resolved(kind);
-                    insert_event(
-                        &mut tx,
-                        &zone.name,
-                        now,
-                        EventKind::Alert,
-                        state,
-                        state,
-                        &reason,
-                        None,
-                        by,
-                    )
-                    .await?;
-                }
-            }
         }
         tx.commit().await.noted(self)?;
         Ok(true)
@@ -963,8 +802,8 @@ impl PgStore {
         .bind(now.0)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
-        .bind(EffectKind::EnableDnssec.as_str())
-        .bind(EffectKind::DisableDnssec.as_str())
+        .bind(plan::PROVIDER_CALLS[0].as_str())
+        .bind(plan::PROVIDER_CALLS[1].as_str())
         .bind(by.as_ref().map(|(h, _)| h.as_str()))
         .bind(by.as_ref().map(|(_, e)| *e))
         .execute(&mut *tx)
@@ -1016,16 +855,17 @@ impl PgStore {
         by: Option<&Writer>,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE outbox SET status = $1, finished_at = $2, \
-             last_error = 'in flight when the daemon stopped' WHERE id = $3",
+            "UPDATE outbox SET status = $1, finished_at = $2, last_error = $3 WHERE id = $4",
         )
         .bind(OutboxStatus::Unknown.as_str())
         .bind(now.0)
+        .bind(plan::IN_FLIGHT_ERROR)
         .bind(row.id)
         .execute(&mut *tx)
         .await?;
-        let reason = audit::outcome_unknown(&row.effect);
-        insert_note(tx, &row.zone, now, EventKind::Effect, &reason, by).await
+        let state = state_of(&mut *tx, &row.zone).await?;
+        let event = plan::outcome_unknown(&row.effect, state);
+        step::insert_event(tx, &row.zone, now, &event, by).await
     }
 
     pub(super) async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
@@ -1045,14 +885,7 @@ impl PgStore {
         let settled = sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE id = $3 AND status = $4",
         )
-        .bind(
-            if took_effect {
-                OutboxStatus::Done
-            } else {
-                OutboxStatus::Failed
-            }
-            .as_str(),
-        )
+        .bind(plan::settled(took_effect).as_str())
         .bind(now.0)
         .bind(id)
         .bind(OutboxStatus::Unknown.as_str())
@@ -1220,7 +1053,7 @@ async fn state_of(tx: &mut PgConnection, zone: &str) -> Result<Option<State>, St
     parse_state(state.as_deref())
 }
 
-/// An event that moves nothing: the zone's state on both sides.
+/// An event that moves nothing, at the zone's state.
 async fn insert_note(
     tx: &mut PgConnection,
     zone: &str,
@@ -1230,69 +1063,5 @@ async fn insert_note(
     by: Option<&Writer>,
 ) -> Result<(), StoreError> {
     let state = state_of(&mut *tx, zone).await?;
-    insert_event(tx, zone, at, kind, state, state, reason, None, by).await
-}
-
-/// As the SQLite backend's: an event identical to the zone's last one of its kind, with no
-/// transition or intent since, is counted, not written again.
-#[allow(clippy::too_many_arguments)]
-async fn insert_event(
-    tx: &mut PgConnection,
-    zone: &str,
-    at: Timestamp,
-    kind: EventKind,
-    from: Option<State>,
-    to: Option<State>,
-    reason: &str,
-    observation: Option<&str>,
-    by: Option<&Writer>,
-) -> Result<(), StoreError> {
-    let from = from.map(State::as_str);
-    let to = to.map(State::as_str);
-    if kind.counts_repeats() {
-        type Last = (i64, String, Option<String>, Option<String>, String);
-        let last: Option<Last> = sqlx::query_as(
-            "SELECT id, kind, from_state, to_state, reason FROM events \
-             WHERE zone = $1 AND kind IN ($2, $3, $4) ORDER BY id DESC LIMIT 1",
-        )
-        .bind(zone)
-        .bind(kind.as_str())
-        .bind(EventKind::Transition.as_str())
-        .bind(EventKind::Intent.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((id, k, f, t, r)) = last
-            && k == kind.as_str()
-            && f.as_deref() == from
-            && t.as_deref() == to
-            && r == reason
-        {
-            sqlx::query(
-                "INSERT INTO event_repeats (event_id, count, last_at) VALUES ($1, 1, $2) \
-                 ON CONFLICT (event_id) DO UPDATE \
-                 SET count = event_repeats.count + 1, last_at = excluded.last_at",
-            )
-            .bind(id)
-            .bind(at.0)
-            .execute(&mut *tx)
-            .await?;
-            return Ok(());
-        }
-    }
-    sqlx::query(
-        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation, \
-         holder, epoch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(zone)
-    .bind(at.0)
-    .bind(kind.as_str())
-    .bind(from)
-    .bind(to)
-    .bind(reason)
-    .bind(observation)
-    .bind(by.map(|(h, _)| h.as_str()))
-    .bind(by.map(|(_, e)| *e))
-    .execute(tx)
-    .await?;
-    Ok(())
+    step::insert_event(tx, zone, at, &Event::note(kind, state, reason), by).await
 }

@@ -13,14 +13,16 @@ use futures::TryStreamExt;
 use super::faults::{self, Health, Noted, WriteFailure, WriteTx};
 use super::group;
 use super::integrity::{self, Integrity};
+use super::plan::{self, Event, StepPlan};
 use super::rows::{
-    ALERT_COLUMNS, AlertChange, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow,
-    alert_changes, audit, corrupt, parse_state,
+    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow, parse_state,
 };
 use super::{
     AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
 };
 use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+
+mod step;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -548,17 +550,8 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await?;
         let state = state_of(&mut tx, name).await?;
-        insert_event(
-            &mut tx,
-            name,
-            now,
-            EventKind::Intent,
-            state,
-            state,
-            reason,
-            None,
-        )
-        .await?;
+        let event = Event::note(EventKind::Intent, state, reason);
+        step::insert_event(&mut tx, name, now, &event).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -632,8 +625,9 @@ impl SqliteStore {
         Ok(written.into_iter().map(|(name,)| name).collect())
     }
 
-    /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
-    /// transaction. False (and nothing written) if the row changed since it was read.
+    /// Writes one step ([`StepPlan`]): state, facts, audit events, outbox rows and alert
+    /// changes, in one transaction. False (and nothing written) if the row changed since
+    /// it was read.
     pub async fn commit_step(
         &self,
         read: &StepRow,
@@ -641,178 +635,27 @@ impl SqliteStore {
         observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let row = &read.row;
-        let zone = &row.zone;
-        let since = if decision.state != zone.state {
-            now
-        } else {
-            zone.since
-        };
-        let facts = serde_json::to_string(&decision.facts).map_err(corrupt)?;
-        let changes = alert_changes(&read.open_alerts, &decision.alerts);
-        // A decision that changes nothing but the zone's row (a settled zone's routine
-        // look: no note, no effect owed or decided, no alert change) joins a group commit.
-        if decision.notes.is_empty()
-            && decision.effects.is_empty()
-            && !read.pending_effects
-            && changes.is_empty()
-        {
+        let plan = StepPlan::new(read, decision, observation, now)?;
+        // A routine decision joins a group commit.
+        if plan.is_routine() {
+            let zone = plan.zone;
             return self
                 .commit_routine(group::RoutineUpdate {
-                    name: zone.name.clone(),
-                    version: row.version,
-                    state: decision.state.map(State::as_str),
-                    since: since.0,
-                    facts,
-                    wake_at: decision.wake_at.0,
-                    observed_at: now.0,
-                    observation: observation.clone(),
+                    name: zone.name.to_string(),
+                    version: zone.version,
+                    state: zone.state,
+                    since: zone.since.0,
+                    facts: zone.facts,
+                    wake_at: zone.wake_at.0,
+                    observed_at: zone.observed_at.0,
+                    observation: zone.observation.clone(),
                 })
                 .await;
         }
-        let update = sqlx::query(
-            "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
-             last_observed_at = ?, last_observation = ?, last_brief = ?, version = version + 1 \
-             WHERE name = ? AND version = ?",
-        )
-        .bind(decision.state.map(State::as_str))
-        .bind(since.0)
-        .bind(facts)
-        .bind(decision.wake_at.0)
-        .bind(now.0)
-        .bind(&observation.whole)
-        .bind(&observation.brief)
-        .bind(&zone.name)
-        .bind(row.version);
         let mut tx = self.write().await?;
-        let updated = update.execute(&mut *tx).await?;
-        if updated.rows_affected() != 1 {
+        if !step::write(&mut tx, &plan).await? {
             tx.rollback().await?;
             return Ok(false);
-        }
-        for note in &decision.notes {
-            let (kind, obs) = if note.from != note.to {
-                (EventKind::Transition, Some(observation.whole.as_str()))
-            } else {
-                (EventKind::Note, None)
-            };
-            insert_event(
-                &mut tx,
-                &zone.name,
-                now,
-                kind,
-                note.from,
-                note.to,
-                &note.reason,
-                obs,
-            )
-            .await?;
-        }
-        // Provider calls are re-derived by every step from a fresh observation: one still
-        // needed is in this decision, so older unperformed ones are void. A request to the
-        // operator that a crash (or a failing hook) left undelivered is void once it is no
-        // longer true (safety rules 8 and 9): a DS announcement once the zone left
-        // `awaiting_ds` or follows another key, an NS change once the zone left
-        // `awaiting_delegation`. Withdrawals stay owed. One statement: one round trip; none
-        // when none was owed at the read (only this zone's steps add them).
-        let state = decision.state.map_or("", State::as_str);
-        if read.pending_effects {
-            sqlx::query(
-                "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
-                 AND (kind IN (?, ?) \
-                   OR (kind = ? AND NOT (? = ? AND json_extract(effect, '$.ds_line') IS ?)) \
-                   OR (kind = ? AND ? <> ?))",
-            )
-            .bind(OutboxStatus::Superseded.as_str())
-            .bind(now.0)
-            .bind(&zone.name)
-            .bind(EffectKind::EnableDnssec.as_str())
-            .bind(EffectKind::DisableDnssec.as_str())
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(state)
-            .bind(State::AwaitingDs.as_str())
-            .bind(decision.facts.ds_line.as_deref())
-            .bind(EffectKind::RequestDelegation.as_str())
-            .bind(state)
-            .bind(State::AwaitingDelegation.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
-        for effect in &decision.effects {
-            let text = serde_json::to_string(effect).map_err(corrupt)?;
-            let (seq,): (i64,) = sqlx::query_as(
-                "UPDATE database_meta SET last_seq = max(last_seq + 1, ?) WHERE single = 1 \
-                 RETURNING last_seq",
-            )
-            .bind(now.0)
-            .fetch_one(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO outbox (zone, created_at, kind, effect, seq) VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(&zone.name)
-            .bind(now.0)
-            .bind(effect.kind().as_str())
-            .bind(text)
-            .bind(seq)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let state = decision.state;
-        for change in changes {
-            match change {
-                AlertChange::Open { kind, message } => {
-                    sqlx::query(
-                        "INSERT INTO alerts (zone, kind, severity, message, opened_at) \
-                         VALUES (?, ?, ?, ?, ?)",
-                    )
-                    .bind(&zone.name)
-                    .bind(kind.as_str())
-                    .bind(kind.severity().as_str())
-                    .bind(message)
-                    .bind(now.0)
-                    .execute(&mut *tx)
-                    .await?;
-                    let reason = audit::alert_opened(kind, message);
-                    insert_event(
-                        &mut tx,
-                        &zone.name,
-                        now,
-                        EventKind::Alert,
-                        state,
-                        state,
-                        &reason,
-                        None,
-                    )
-                    .await?;
-                }
-                AlertChange::Reword { id, message } => {
-                    sqlx::query("UPDATE alerts SET message = ? WHERE id = ?")
-                        .bind(message)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                AlertChange::Resolve { id, kind } => {
-                    sqlx::query("UPDATE alerts SET resolved_at = ? WHERE id = ?")
-                        .bind(now.0)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                    let reason = audit::alert_resolved(kind);
-                    insert_event(
-                        &mut tx,
-                        &zone.name,
-                        now,
-                        EventKind::Alert,
-                        state,
-                        state,
-                        &reason,
-                        None,
-                    )
-                    .await?;
-                }
-            }
         }
         tx.commit().await?;
         Ok(true)
@@ -839,7 +682,7 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
         let state = state_of(&mut tx, zone).await?;
-        insert_event(&mut tx, zone, now, kind, state, state, reason, None).await?;
+        step::insert_event(&mut tx, zone, now, &Event::note(kind, state, reason)).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -895,8 +738,8 @@ impl SqliteStore {
             "UPDATE outbox SET started_at = CASE WHEN kind IN (?, ?) THEN ? END \
              WHERE id = ? AND status = ?",
         )
-        .bind(EffectKind::EnableDnssec.as_str())
-        .bind(EffectKind::DisableDnssec.as_str())
+        .bind(plan::PROVIDER_CALLS[0].as_str())
+        .bind(plan::PROVIDER_CALLS[1].as_str())
         .bind(now.0)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
@@ -930,26 +773,17 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         for row in &rows {
             sqlx::query(
-                "UPDATE outbox SET status = ?, finished_at = ?, \
-                 last_error = 'in flight when the daemon stopped' WHERE id = ?",
+                "UPDATE outbox SET status = ?, finished_at = ?, last_error = ? WHERE id = ?",
             )
             .bind(OutboxStatus::Unknown.as_str())
             .bind(now.0)
+            .bind(plan::IN_FLIGHT_ERROR)
             .bind(row.id)
             .execute(&mut *tx)
             .await?;
             let state = state_of(&mut tx, &row.zone).await?;
-            insert_event(
-                &mut tx,
-                &row.zone,
-                now,
-                EventKind::Effect,
-                state,
-                state,
-                &audit::outcome_unknown(&row.effect),
-                None,
-            )
-            .await?;
+            let event = plan::outcome_unknown(&row.effect, state);
+            step::insert_event(&mut tx, &row.zone, now, &event).await?;
         }
         tx.commit().await?;
         Ok(rows.len() as u64)
@@ -974,14 +808,7 @@ impl SqliteStore {
         let settled = sqlx::query(
             "UPDATE outbox SET status = ?, finished_at = ? WHERE id = ? AND status = ?",
         )
-        .bind(
-            if took_effect {
-                OutboxStatus::Done
-            } else {
-                OutboxStatus::Failed
-            }
-            .as_str(),
-        )
+        .bind(plan::settled(took_effect).as_str())
         .bind(now.0)
         .bind(id)
         .bind(OutboxStatus::Unknown.as_str())
@@ -989,17 +816,8 @@ impl SqliteStore {
         .await?;
         if settled.rows_affected() == 1 {
             let state = state_of(&mut tx, zone).await?;
-            insert_event(
-                &mut tx,
-                zone,
-                now,
-                EventKind::Effect,
-                state,
-                state,
-                reason,
-                None,
-            )
-            .await?;
+            let event = Event::note(EventKind::Effect, state, reason);
+            step::insert_event(&mut tx, zone, now, &event).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -1172,66 +990,6 @@ async fn state_of(tx: &mut SqliteConnection, zone: &str) -> Result<Option<State>
         .await?;
     let (state,) = row.ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
     parse_state(state.as_deref())
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn insert_event(
-    tx: &mut SqliteConnection,
-    zone: &str,
-    at: Timestamp,
-    kind: EventKind,
-    from: Option<State>,
-    to: Option<State>,
-    reason: &str,
-    observation: Option<&str>,
-) -> Result<(), StoreError> {
-    let from = from.map(State::as_str);
-    let to = to.map(State::as_str);
-    // An event identical to the zone's last one of its kind, with no transition or intent
-    // since, is that condition seen again: counted, not written again.
-    if kind.counts_repeats() {
-        type Last = (i64, String, Option<String>, Option<String>, String);
-        let last: Option<Last> = sqlx::query_as(
-            "SELECT id, kind, from_state, to_state, reason FROM events \
-             WHERE zone = ? AND kind IN (?, ?, ?) ORDER BY id DESC LIMIT 1",
-        )
-        .bind(zone)
-        .bind(kind.as_str())
-        .bind(EventKind::Transition.as_str())
-        .bind(EventKind::Intent.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((id, k, f, t, r)) = last
-            && k == kind.as_str()
-            && f.as_deref() == from
-            && t.as_deref() == to
-            && r == reason
-        {
-            sqlx::query(
-                "INSERT INTO event_repeats (event_id, count, last_at) VALUES (?, 1, ?) \
-                 ON CONFLICT (event_id) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
-            )
-            .bind(id)
-            .bind(at.0)
-            .execute(&mut *tx)
-            .await?;
-            return Ok(());
-        }
-    }
-    sqlx::query(
-        "INSERT INTO events (zone, at, kind, from_state, to_state, reason, observation) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(zone)
-    .bind(at.0)
-    .bind(kind.as_str())
-    .bind(from)
-    .bind(to)
-    .bind(reason)
-    .bind(observation)
-    .execute(tx)
-    .await?;
-    Ok(())
 }
 
 impl faults::Watched for SqliteStore {
