@@ -16,6 +16,11 @@ use crate::lifecycle::{AlertCheck, AlertKind, Decision, Effect, EffectKind, Stat
 pub(super) const PROVIDER_CALLS: [EffectKind; 2] =
     [EffectKind::EnableDnssec, EffectKind::DisableDnssec];
 
+/// The DS requests to the operator (an announcement, a withdrawal) whose hook failure of
+/// the zone's current state a step reads.
+pub(super) const DS_REQUESTS: [EffectKind; 2] =
+    [EffectKind::AnnounceDs, EffectKind::RequestDsRemoval];
+
 /// Why a call begun and never finished has an unknown outcome (`outbox.last_error`).
 pub(super) const IN_FLIGHT_ERROR: &str = "in flight when the daemon stopped";
 
@@ -62,10 +67,8 @@ pub(super) struct Event<'a> {
 /// left `awaiting_ds` or follows another key, an NS change once the zone left
 /// `awaiting_delegation`. Withdrawals stay owed.
 pub(super) struct Supersede<'a> {
-    /// `superseded`.
+    /// `superseded`; only owed (`pending`) rows are voided.
     pub status: &'static str,
-    /// `pending`: only owed rows are voided.
-    pub owed: &'static str,
     pub at: Timestamp,
     /// Voided whatever they are.
     pub calls: [&'static str; 2],
@@ -126,7 +129,6 @@ impl<'a> StepPlan<'a> {
             .collect();
         let supersede = read.pending_effects.then(|| Supersede {
             status: OutboxStatus::Superseded.as_str(),
-            owed: OutboxStatus::Pending.as_str(),
             at: now,
             calls: PROVIDER_CALLS.map(EffectKind::as_str),
             announce: EffectKind::AnnounceDs.as_str(),

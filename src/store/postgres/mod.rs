@@ -23,7 +23,7 @@ use super::{
     AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
 };
 use crate::config::PostgresSettings;
-use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+use crate::lifecycle::{Decision, Intent, State, Timestamp};
 
 mod step;
 
@@ -461,8 +461,8 @@ impl PgStore {
             )
             .bind(zone)
             .bind(OutboxStatus::Pending.as_str())
-            .bind(EffectKind::EnableDnssec.as_str())
-            .bind(EffectKind::DisableDnssec.as_str())
+            .bind(plan::PROVIDER_CALLS[0].as_str())
+            .bind(plan::PROVIDER_CALLS[1].as_str())
             .fetch_all(&mut *tx)
             .await?;
             for raw in in_flight {
@@ -562,8 +562,8 @@ impl PgStore {
 
     pub(super) async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
         let raw: Option<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} WHERE z.name = $5"))
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(plan::DS_REQUESTS[0].as_str())
+            .bind(plan::DS_REQUESTS[1].as_str())
             .bind(OutboxStatus::Unknown.as_str())
             .bind(OutboxStatus::Pending.as_str())
             .bind(name)
@@ -583,8 +583,8 @@ impl PgStore {
              AND ($7::text IS NULL OR (z.lease_holder = $7 AND z.lease_until > warden_now_ms())) \
              ORDER BY z.next_check_at, z.name LIMIT $6"
         ))
-        .bind(EffectKind::AnnounceDs.as_str())
-        .bind(EffectKind::RequestDsRemoval.as_str())
+        .bind(plan::DS_REQUESTS[0].as_str())
+        .bind(plan::DS_REQUESTS[1].as_str())
         .bind(OutboxStatus::Unknown.as_str())
         .bind(OutboxStatus::Pending.as_str())
         .bind(now.0)

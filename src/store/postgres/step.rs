@@ -4,9 +4,9 @@
 
 use sqlx::PgConnection;
 
-use super::super::StoreError;
 use super::super::lease::Writer;
 use super::super::plan::{AlertChange, Event, LastEvent, StepPlan};
+use super::super::{OutboxStatus, StoreError};
 use crate::lifecycle::Timestamp;
 
 /// Writes the plan in its order; false (the caller rolls back) if the zone's row changed
@@ -52,7 +52,7 @@ pub(super) async fn write(
         .bind(s.status)
         .bind(s.at.0)
         .bind(zone.name)
-        .bind(s.owed)
+        .bind(OutboxStatus::Pending.as_str())
         .bind(s.calls[0])
         .bind(s.calls[1])
         .bind(s.announce)

@@ -20,7 +20,7 @@ use super::rows::{
 use super::{
     AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
 };
-use crate::lifecycle::{Decision, EffectKind, Intent, State, Timestamp};
+use crate::lifecycle::{Decision, Intent, State, Timestamp};
 
 mod step;
 
@@ -427,8 +427,8 @@ impl SqliteStore {
     /// (`outbox_pending`) applies. `outbox_statuses_are_the_literals_in_sql` holds them.
     pub async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
         let raw: Option<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} WHERE z.name = ?"))
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(plan::DS_REQUESTS[0].as_str())
+            .bind(plan::DS_REQUESTS[1].as_str())
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
@@ -442,8 +442,8 @@ impl SqliteStore {
         limit: u32,
     ) -> Result<Vec<StepRow>, StoreError> {
         let raw: Vec<RawStepRow> = sqlx::query_as(&format!("{STEP_READ} {DUE_ORDER}"))
-            .bind(EffectKind::AnnounceDs.as_str())
-            .bind(EffectKind::RequestDsRemoval.as_str())
+            .bind(plan::DS_REQUESTS[0].as_str())
+            .bind(plan::DS_REQUESTS[1].as_str())
             .bind(now.0)
             .bind(limit)
             .fetch_all(&self.pool)

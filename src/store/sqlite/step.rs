@@ -37,10 +37,11 @@ pub(super) async fn write(
     for event in &plan.events {
         insert_event(tx, zone.name, now, event).await?;
     }
-    // One statement: one round trip.
+    // One statement: one round trip. `pending` written out, not bound: the partial index
+    // `outbox_pending` applies without the statement being prepared again.
     if let Some(s) = &plan.supersede {
         sqlx::query(
-            "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = ? \
+            "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
              AND (kind IN (?, ?) \
                OR (kind = ? AND NOT (? AND json_extract(effect, '$.ds_line') IS ?)) \
                OR (kind = ? AND NOT ?))",
@@ -48,7 +49,6 @@ pub(super) async fn write(
         .bind(s.status)
         .bind(s.at.0)
         .bind(zone.name)
-        .bind(s.owed)
         .bind(s.calls[0])
         .bind(s.calls[1])
         .bind(s.announce)
