@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use strum::{Display, IntoStaticStr, VariantArray};
 
-use crate::config::ClusterSettings;
+use super::ClusterSettings;
 use crate::lifecycle::Timestamp;
 
 /// This daemon among those sharing the database, and the zones it holds (zone → epoch).

@@ -56,6 +56,7 @@ mod metrics;
 mod plan;
 mod postgres;
 mod rows;
+mod settings;
 mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -63,7 +64,6 @@ mod tests;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 pub use daemon_alerts::DaemonAlertRow;
 pub use deliveries::{DeliveryRecord, DeliveryRow};
@@ -75,6 +75,9 @@ pub use postgres::SchemaCheck;
 pub use rows::{
     AlertRow, EventKind, EventRow, ObservationText, OpenAlert, OutboxItem, OutboxStatus, StepRow,
     ZoneRow,
+};
+pub use settings::{
+    ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -266,10 +269,7 @@ impl Store {
     /// only zones it holds a lease on, and every write of a zone is fenced by that lease
     /// ([`lease`](self::lease)). Returns its holder id (`<node>/<pid>`). A SQLite file has
     /// one daemon (its lock file): nothing to join.
-    pub fn join_cluster(
-        &mut self,
-        settings: &crate::config::ClusterSettings,
-    ) -> Result<String, StoreError> {
+    pub fn join_cluster(&mut self, settings: &ClusterSettings) -> Result<String, StoreError> {
         match &mut self.backend {
             Backend::Postgres(p) => Ok(p.join(settings)),
             Backend::Sqlite(_) => Err(StoreError::Corrupt(
@@ -729,9 +729,7 @@ impl Store {
 
 /// Connects to the PostgreSQL database and compares its migrations with this binary's,
 /// changing nothing (`check-config`): `applied < wanted` is a database `run` will migrate.
-pub async fn check_postgres(
-    settings: &crate::config::PostgresSettings,
-) -> Result<SchemaCheck, StoreError> {
+pub async fn check_postgres(settings: &PostgresSettings) -> Result<SchemaCheck, StoreError> {
     postgres::PgStore::check(settings).await
 }
 

@@ -470,7 +470,7 @@ async fn migration_8_gives_each_last_observation_its_brief() {
 #[path = "../../tests/support/postgres.rs"]
 mod pg_support;
 
-use crate::config::{DatabaseSettings, PostgresSettings};
+use super::{DatabaseSettings, PostgresSettings};
 use crate::lifecycle::AlertCheck;
 use crate::secret::SecretSource;
 
@@ -1026,7 +1026,7 @@ async fn postgres_migration_5_gives_each_last_observation_its_brief() {
 async fn daemon_store(settings: &DatabaseSettings, node: &str, lease_ms: u64) -> Store {
     let mut store = Store::connect(settings).await.unwrap();
     store
-        .join_cluster(&crate::config::ClusterSettings {
+        .join_cluster(&super::ClusterSettings {
             node: node.into(),
             lease: Duration::from_millis(lease_ms),
         })

@@ -20,9 +20,9 @@ use super::rows::{
     ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow, parse_state,
 };
 use super::{
-    AlertRow, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus, StoreError, ZoneRow,
+    AlertRow, ClusterSettings, EventKind, EventRow, ObservationText, OutboxItem, OutboxStatus,
+    PostgresSettings, StoreError, ZoneRow,
 };
-use crate::config::PostgresSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
 
 mod step;
@@ -265,7 +265,7 @@ impl PgStore {
 
     /// From now on this store is a daemon among several: it steps only zones it holds,
     /// and each write of a zone is fenced by that zone's lease.
-    pub(super) fn join(&mut self, settings: &crate::config::ClusterSettings) -> String {
+    pub(super) fn join(&mut self, settings: &ClusterSettings) -> String {
         let lessee = Lessee::new(settings);
         let holder = lessee.holder.clone();
         self.lessee = Some(Arc::new(lessee));
