@@ -9,7 +9,7 @@
 //! is refused and decided again.
 
 // The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
-// too): `daemon_alerts` and `deliveries`.
+// too): `daemon_alerts`, `deliveries` and `counts`.
 /// A read on whichever pool the store has.
 macro_rules! shared_read {
     ($store:expr, |$pool:ident| $body:expr) => {
@@ -46,13 +46,13 @@ macro_rules! shared_write {
     };
 }
 
+mod counts;
 mod daemon_alerts;
 mod deliveries;
 mod faults;
 mod group;
 mod integrity;
 mod lease;
-mod metrics;
 mod plan;
 mod postgres;
 mod rows;
@@ -65,12 +65,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
+pub use counts::ZoneHealth;
 pub use daemon_alerts::DaemonAlertRow;
 pub use deliveries::{DeliveryRecord, DeliveryRow};
 pub use faults::WriteFailure;
 pub use integrity::{daemon_holds, lock_database};
 pub use lease::{Fenced, LeaseInfo, LeaseRound};
-pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
 pub use rows::{
     AlertRow, EventKind, EventRow, ObservationText, OpenAlert, OutboxItem, OutboxStatus, StepRow,
