@@ -1,18 +1,126 @@
-//! A step's writes ([`StepPlan`]) and audit events in SQLite's SQL, inside the caller's
-//! write transaction.
+//! A step's commit on SQLite: a routine decision joins a group commit (`group`), any
+//! other runs its [`StepPlan`] in SQLite's SQL inside a write transaction; the audit
+//! events of the other writes go through [`insert_event`] too.
 
 use sqlx::SqliteConnection;
 
-use super::super::StoreError;
-use super::super::plan::{AlertChange, Event, LastEvent, StepPlan};
-use crate::lifecycle::Timestamp;
+use super::{SqliteStore, WRITE_TURN_WAIT};
+use crate::lifecycle::{Decision, Timestamp};
+use crate::store::faults::Noted;
+use crate::store::group;
+use crate::store::plan::{AlertChange, Event, LastEvent, StepPlan};
+use crate::store::{ObservationText, StepRow, StoreError};
+
+impl SqliteStore {
+    /// A routine decision, written by whoever holds the write turn next together with
+    /// every other one queued by then (one statement, its own transaction). False if the
+    /// row changed since it was read.
+    async fn commit_routine(&self, update: group::RoutineUpdate) -> Result<bool, StoreError> {
+        let (id, written) = self.routine.push(update);
+        // The first writer to hold the turn after the push writes this decision: it is
+        // this one, or one before it that found it queued.
+        let turn = match self.turn(WRITE_TURN_WAIT).await {
+            Ok(turn) => turn,
+            Err(stalled) if self.routine.withdraw(id) => return Err(stalled),
+            // Taken meanwhile: its outcome is on the way.
+            Err(_) => return Self::outcome(written).await,
+        };
+        // On a task of its own: the other writers' decisions are written even if this
+        // step is abandoned meanwhile.
+        let store = self.clone();
+        let writing = tokio::spawn(async move {
+            for batch in store.routine.take() {
+                let outcome = store.write_batch(&batch).await;
+                batch.answer(outcome);
+            }
+            drop(turn);
+        });
+        let _ = writing.await;
+        Self::outcome(written).await
+    }
+
+    async fn outcome(
+        written: tokio::sync::oneshot::Receiver<group::Written>,
+    ) -> Result<bool, StoreError> {
+        match written.await {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => Err(StoreError::Shared(e)),
+            // The task that took it ended without a word (it panicked): said to be not
+            // written, so the zone is looked at again at once (a routine decision writes
+            // its own row only; nothing else rests on it).
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// One statement for the batch, under the write turn held by the caller: the names of
+    /// the zones written.
+    async fn write_batch(
+        &self,
+        batch: &group::Batch,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        // One statement, its own transaction, without moving the generation on: a
+        // routine look changes nothing but the zone's own observation, which a restored
+        // copy may lack at no cost (the zone is looked at again); the round trips of a
+        // transaction around it are what a settled zone's look costs (`group`).
+        self.verify_identity().await?;
+        let sql = group::statement(batch.len());
+        let mut query = sqlx::query_as::<_, (String,)>(&sql);
+        for u in batch.updates() {
+            query = query
+                .bind(&u.name)
+                .bind(u.version)
+                .bind(u.state)
+                .bind(u.since)
+                .bind(&u.facts)
+                .bind(u.wake_at)
+                .bind(u.observed_at)
+                .bind(&u.observation.whole)
+                .bind(&u.observation.brief);
+        }
+        let written = query.fetch_all(&self.pool).await.noted(self)?;
+        Ok(written.into_iter().map(|(name,)| name).collect())
+    }
+
+    /// Writes one step ([`StepPlan`]): state, facts, audit events, outbox rows and alert
+    /// changes, in one transaction. False (and nothing written) if the row changed since
+    /// it was read.
+    pub async fn commit_step(
+        &self,
+        read: &StepRow,
+        decision: &Decision,
+        observation: &ObservationText,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let plan = StepPlan::new(read, decision, observation, now)?;
+        // A routine decision joins a group commit.
+        if plan.is_routine() {
+            let zone = plan.zone;
+            return self
+                .commit_routine(group::RoutineUpdate {
+                    name: zone.name.to_string(),
+                    version: zone.version,
+                    state: zone.state,
+                    since: zone.since.0,
+                    facts: zone.facts,
+                    wake_at: zone.wake_at.0,
+                    observed_at: zone.observed_at.0,
+                    observation: zone.observation.clone(),
+                })
+                .await;
+        }
+        let mut tx = self.write().await?;
+        if !write(&mut tx, &plan).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
 
 /// Writes the plan in its order; false (the caller rolls back) if the zone's row changed
 /// since it was read.
-pub(super) async fn write(
-    tx: &mut SqliteConnection,
-    plan: &StepPlan<'_>,
-) -> Result<bool, StoreError> {
+async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, StoreError> {
     let zone = &plan.zone;
     let updated = sqlx::query(
         "UPDATE zones SET state = ?, state_since = ?, facts = ?, next_check_at = ?, \
