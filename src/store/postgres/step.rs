@@ -4,14 +4,37 @@
 
 use sqlx::PgConnection;
 
-use super::super::lease::Writer;
-use super::super::plan::{AlertChange, Event, LastEvent, StepPlan};
-use super::super::{OutboxStatus, StoreError};
-use crate::lifecycle::Timestamp;
+use super::PgStore;
+use crate::lifecycle::{Decision, Timestamp};
+use crate::store::faults::Noted;
+use crate::store::lease::{Fenced, Writer};
+use crate::store::plan::{AlertChange, Event, LastEvent, StepPlan};
+use crate::store::{ObservationText, OutboxStatus, StepRow, StoreError};
+
+impl PgStore {
+    /// Writes one step ([`StepPlan`]), fenced by the zone's lease.
+    pub(in crate::store) async fn commit_step(
+        &self,
+        read: &StepRow,
+        decision: &Decision,
+        observation: &ObservationText,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let plan = StepPlan::new(read, decision, observation, now)?;
+        let mut tx = self.write().await?;
+        let by = self.fence(&mut tx, plan.zone.name, Fenced::Step).await?;
+        if !write(&mut tx, &plan, by.as_ref()).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await.noted(self)?;
+        Ok(true)
+    }
+}
 
 /// Writes the plan in its order; false (the caller rolls back) if the zone's row changed
 /// since it was read.
-pub(super) async fn write(
+async fn write(
     tx: &mut PgConnection,
     plan: &StepPlan<'_>,
     by: Option<&Writer>,
