@@ -5,7 +5,7 @@
 //! Lease times are the database's clock, never a daemon's.
 //!
 //! This module is the daemon's side: who it is and what it holds. The SQL is the backend's
-//! (`postgres.rs`); SQLite has one daemon per file (a lock file) and no leases.
+//! (`postgres/cluster.rs`); SQLite has one daemon per file (a lock file) and no leases.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

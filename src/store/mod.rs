@@ -7,6 +7,10 @@
 //! outbox rows and its alert changes are written together or not at all. Writes carry the
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
+//!
+//! The rules sit above the SQL, written once: what a step writes and in which order
+//! (`plan`), the settings the store is opened with (`settings`). Each backend, in its own
+//! folder (`sqlite/`, `postgres/`), only runs them in its dialect.
 
 // The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
 // too): `daemon_alerts`, `deliveries` and `counts`.
