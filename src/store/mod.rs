@@ -576,10 +576,25 @@ impl Store {
         }
     }
     pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.pending_effects(zone).await,
-            Backend::Postgres(p) => p.pending_effects(zone).await,
-        }
+        self.outbox(zone, OutboxStatus::Pending).await
+    }
+    /// The zone's outbox rows in `status`, oldest first (the same SQL on both backends).
+    async fn outbox(
+        &self,
+        zone: &str,
+        status: OutboxStatus,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<rows::RawOutbox> = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                 WHERE zone = $1 AND status = $2 ORDER BY id",
+            )
+            .bind(zone)
+            .bind(status.as_str())
+            .fetch_all(pool)
+            .await?
+        });
+        raw.into_iter().map(OutboxItem::try_from).collect()
     }
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
     pub async fn finish_effect(
@@ -619,10 +634,7 @@ impl Store {
     }
     /// Provider calls of this zone whose outcome is unknown, oldest first.
     pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.unknown_calls(zone).await,
-            Backend::Postgres(p) => p.unknown_calls(zone).await,
-        }
+        self.outbox(zone, OutboxStatus::Unknown).await
     }
     /// Settles a call of unknown outcome by what the provider now says: `took_effect`
     /// ends it `done`, otherwise `failed`; one audit event says which.
@@ -667,10 +679,16 @@ impl Store {
     }
     /// Every alert episode of a zone, oldest first.
     pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.alerts(zone).await,
-            Backend::Postgres(p) => p.alerts(zone).await,
-        }
+        let raw: Vec<rows::RawAlert> = shared_read!(self, |pool| {
+            sqlx::query_as(&format!(
+                "SELECT {} FROM alerts WHERE zone = $1 ORDER BY id",
+                rows::ALERT_COLUMNS
+            ))
+            .bind(zone)
+            .fetch_all(pool)
+            .await?
+        });
+        raw.into_iter().map(AlertRow::try_from).collect()
     }
     /// Alerts owing a notification: new, due for a re-notification, or resolved.
     pub async fn alerts_to_notify(

@@ -9,9 +9,9 @@ use super::PgStore;
 use crate::lifecycle::{State, Timestamp};
 use crate::store::plan;
 use crate::store::rows::{
-    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow, parse_state,
+    ALERT_COLUMNS, RawAlert, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
 };
-use crate::store::{AlertRow, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use crate::store::{AlertRow, EventRow, OutboxStatus, StoreError, ZoneRow};
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE` from `$5`: as in
 /// the SQLite backend (the last observation's brief; binds: the two DS request kinds, the
@@ -112,36 +112,6 @@ impl PgStore {
         Ok(at.map(Timestamp))
     }
 
-    pub(in crate::store) async fn pending_effects(
-        &self,
-        zone: &str,
-    ) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, OutboxStatus::Pending).await
-    }
-
-    async fn outbox(
-        &self,
-        zone: &str,
-        status: OutboxStatus,
-    ) -> Result<Vec<OutboxItem>, StoreError> {
-        let raw: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
-             WHERE zone = $1 AND status = $2 ORDER BY id",
-        )
-        .bind(zone)
-        .bind(status.as_str())
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(OutboxItem::try_from).collect()
-    }
-
-    pub(in crate::store) async fn unknown_calls(
-        &self,
-        zone: &str,
-    ) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, OutboxStatus::Unknown).await
-    }
-
     pub(in crate::store) async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         let raw: Vec<RawEvent> = sqlx::query_as(
             "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
@@ -161,16 +131,6 @@ impl PgStore {
         let raw: Vec<RawAlert> = sqlx::query_as(&format!(
             "SELECT {ALERT_COLUMNS} FROM alerts WHERE resolved_at IS NULL \
              AND ($1::text IS NULL OR zone = $1) ORDER BY zone, kind"
-        ))
-        .bind(zone)
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(AlertRow::try_from).collect()
-    }
-
-    pub(in crate::store) async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
-        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
-            "SELECT {ALERT_COLUMNS} FROM alerts WHERE zone = $1 ORDER BY id"
         ))
         .bind(zone)
         .fetch_all(&self.pool)

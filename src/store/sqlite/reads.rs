@@ -9,9 +9,9 @@ use super::SqliteStore;
 use crate::lifecycle::{State, Timestamp};
 use crate::store::plan;
 use crate::store::rows::{
-    ALERT_COLUMNS, RawAlert, RawEvent, RawOutbox, RawStepRow, RawZone, StepRow, parse_state,
+    ALERT_COLUMNS, RawAlert, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
 };
-use crate::store::{AlertRow, EventRow, OutboxItem, OutboxStatus, StoreError, ZoneRow};
+use crate::store::{AlertRow, EventRow, StoreError, ZoneRow};
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with its
 /// last observation's brief (all a step reads of it: the whole one is kilobytes of JSON),
@@ -106,32 +106,6 @@ impl SqliteStore {
         Ok(at.map(Timestamp))
     }
 
-    pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, OutboxStatus::Pending).await
-    }
-
-    /// The zone's outbox rows in `status`, oldest first.
-    async fn outbox(
-        &self,
-        zone: &str,
-        status: OutboxStatus,
-    ) -> Result<Vec<OutboxItem>, StoreError> {
-        let raw: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
-             WHERE zone = ? AND status = ? ORDER BY id",
-        )
-        .bind(zone)
-        .bind(status.as_str())
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(OutboxItem::try_from).collect()
-    }
-
-    /// Provider calls of this zone whose outcome is unknown, oldest first.
-    pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        self.outbox(zone, OutboxStatus::Unknown).await
-    }
-
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         let raw: Vec<RawEvent> = sqlx::query_as(
             "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
@@ -149,17 +123,6 @@ impl SqliteStore {
         let raw: Vec<RawAlert> = sqlx::query_as(&format!(
             "SELECT {ALERT_COLUMNS} FROM alerts WHERE resolved_at IS NULL \
              AND (?1 IS NULL OR zone = ?1) ORDER BY zone, kind"
-        ))
-        .bind(zone)
-        .fetch_all(&self.pool)
-        .await?;
-        raw.into_iter().map(AlertRow::try_from).collect()
-    }
-
-    /// Every alert episode of a zone, oldest first.
-    pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
-        let raw: Vec<RawAlert> = sqlx::query_as(&format!(
-            "SELECT {ALERT_COLUMNS} FROM alerts WHERE zone = ? ORDER BY id"
         ))
         .bind(zone)
         .fetch_all(&self.pool)
