@@ -21,6 +21,11 @@ pub(super) const PROVIDER_CALLS: [EffectKind; 2] =
 pub(super) const DS_REQUESTS: [EffectKind; 2] =
     [EffectKind::AnnounceDs, EffectKind::RequestDsRemoval];
 
+/// The outbox statuses that have a zone observed again before anything is performed
+/// (after a restart, or when a daemon takes a zone): effects owed, calls of unknown
+/// outcome.
+pub(super) const RECHECKED: [OutboxStatus; 2] = [OutboxStatus::Pending, OutboxStatus::Unknown];
+
 /// Why a call begun and never finished has an unknown outcome (`outbox.last_error`).
 pub(super) const IN_FLIGHT_ERROR: &str = "in flight when the daemon stopped";
 
@@ -297,5 +302,63 @@ mod audit {
             "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
             effect.describe()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last(kind: &str, state: Option<&str>, reason: &str) -> Option<LastEvent> {
+        let state = state.map(str::to_string);
+        Some((7, kind.into(), state.clone(), state, reason.into()))
+    }
+
+    #[test]
+    fn an_event_repeats_only_the_same_last_one_of_its_kind() {
+        let seen = Event::note(EventKind::Note, Some(State::AwaitingDs), "waiting");
+        let waiting = Some("awaiting_ds");
+        assert_eq!(seen.repeats(last("note", waiting, "waiting")), Some(7));
+        assert_eq!(seen.repeats(last("note", waiting, "other")), None);
+        assert_eq!(seen.repeats(last("transition", waiting, "waiting")), None);
+        assert_eq!(seen.repeats(None), None);
+        // An intent is always written, whatever came before it.
+        let intent = Event::note(EventKind::Intent, Some(State::AwaitingDs), "waiting");
+        assert_eq!(intent.repeats(last("intent", waiting, "waiting")), None);
+    }
+
+    #[test]
+    fn alert_changes_leave_an_audit_line_but_a_reword() {
+        let open = [OpenAlert {
+            kind: AlertKind::DsMismatch.as_str().into(),
+            id: 3,
+            message: "old".into(),
+        }];
+        let checks = [
+            AlertCheck::new(AlertKind::DsMismatch, Some("new".into())),
+            AlertCheck::new(AlertKind::ValidationFailed, Some("down".into())),
+        ];
+        let changes = alert_changes(&open, &checks);
+        assert_eq!(
+            changes,
+            [
+                AlertChange::Reword {
+                    id: 3,
+                    message: "new"
+                },
+                AlertChange::Open {
+                    kind: AlertKind::ValidationFailed,
+                    message: "down"
+                },
+            ]
+        );
+        assert_eq!(changes[0].audit(), None);
+        assert!(changes[1].audit().is_some_and(|a| a.ends_with(": down")));
+        let clear = [AlertCheck::new(AlertKind::DsMismatch, None)];
+        let resolved = alert_changes(&open, &clear);
+        assert_eq!(
+            resolved[0].audit().as_deref(),
+            Some("alert ds_mismatch resolved")
+        );
     }
 }

@@ -236,8 +236,8 @@ impl PgStore {
             )
             .bind(now.0)
             .bind(zone)
-            .bind(OutboxStatus::Pending.as_str())
-            .bind(OutboxStatus::Unknown.as_str())
+            .bind(plan::RECHECKED[0].as_str())
+            .bind(plan::RECHECKED[1].as_str())
             .execute(&mut *tx)
             .await?;
         }

@@ -55,8 +55,8 @@ impl PgStore {
              AND ($4::text IS NULL OR lease_holder = $4)",
         )
         .bind(now.0)
-        .bind(OutboxStatus::Pending.as_str())
-        .bind(OutboxStatus::Unknown.as_str())
+        .bind(plan::RECHECKED[0].as_str())
+        .bind(plan::RECHECKED[1].as_str())
         .bind(self.holder())
         .execute(&self.pool)
         .await

@@ -42,8 +42,8 @@ impl SqliteStore {
              WHERE name IN (SELECT zone FROM outbox WHERE status IN (?, ?))",
                 )
                 .bind(now.0)
-                .bind(OutboxStatus::Pending.as_str())
-                .bind(OutboxStatus::Unknown.as_str()),
+                .bind(plan::RECHECKED[0].as_str())
+                .bind(plan::RECHECKED[1].as_str()),
             )
             .await?;
         Ok(done.rows_affected())
