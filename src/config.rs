@@ -25,6 +25,9 @@ use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettin
 use crate::lifecycle::Policy;
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
 use crate::secret::SecretSource;
+use crate::store::{
+    ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
+};
 use crate::time::format::positive_duration as duration;
 use crate::zone_name::ZoneName;
 
@@ -118,53 +121,6 @@ pub struct Settings {
     pub cluster: Option<ClusterSettings>,
 }
 
-/// Default of `cluster.lease`: how long a daemon's hold on a zone lasts without renewal,
-/// so how long its zones wait when it dies. Well under `timing.poll_waiting` (5 min).
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
-/// `[cluster]`, with `database.url` only: several daemons share the zones by leases.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterSettings {
-    /// This daemon's name in `status` and the metrics (default: the host name); the
-    /// holder id is `<node>/<pid>`.
-    pub node: String,
-    pub lease: Duration,
-}
-
-/// `[database]`: the SQLite file (`path`, the default) or a PostgreSQL server (`url`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DatabaseSettings {
-    Sqlite { path: PathBuf },
-    Postgres(PostgresSettings),
-}
-
-impl DatabaseSettings {
-    /// The SQLite file, if that is the store.
-    pub fn sqlite_path(&self) -> Option<&Path> {
-        match self {
-            Self::Sqlite { path } => Some(path),
-            Self::Postgres(_) => None,
-        }
-    }
-
-    /// What log lines and messages call the database: the file, or the URL (which never
-    /// holds a password: the file refuses one).
-    pub fn describe(&self) -> String {
-        match self {
-            Self::Sqlite { path } => path.display().to_string(),
-            Self::Postgres(pg) => pg.url.to_string(),
-        }
-    }
-}
-
-impl Default for DatabaseSettings {
-    fn default() -> Self {
-        Self::Sqlite {
-            path: DEFAULT_DATABASE_PATH.into(),
-        }
-    }
-}
-
 /// This host's name: the kernel's, or `/etc/hostname` where `/proc/sys` is hidden (the
 /// unit's `ProcSubset=pid`), else `localhost`; only what a node name may hold is kept.
 fn host_name() -> String {
@@ -180,18 +136,6 @@ fn host_name() -> String {
         })
         .find(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
-}
-
-pub const DEFAULT_DATABASE_PATH: &str = "/var/lib/dnssec-warden/state.db";
-
-/// A PostgreSQL database: where, and where its password lives (read when the store is
-/// opened, like the provider's key; `None`: no password, e.g. peer authentication over a
-/// unix socket).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PostgresSettings {
-    /// `postgres://user@host:port/database?sslmode=…`, without a password.
-    pub url: Url,
-    pub password: Option<SecretSource>,
 }
 
 /// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use common::fake::FakeWorld;
 use common::{CrashSwitch, T0, ZONE, engine};
-use dnssec_warden::config::{ClusterSettings, DatabaseSettings, PostgresSettings};
 use dnssec_warden::engine::{CrashPoint, EngineError};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, State};
-use dnssec_warden::store::{Fenced, Store, StoreError};
+use dnssec_warden::store::{
+    ClusterSettings, DatabaseSettings, Fenced, PostgresSettings, Store, StoreError,
+};
 
 const LEASE: Duration = Duration::from_millis(3_000);
 

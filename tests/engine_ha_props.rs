@@ -25,10 +25,9 @@ use std::time::Duration;
 
 use common::fake::FakeWorld;
 use common::{CrashSwitch, T0, ZONE, engine};
-use dnssec_warden::config::{ClusterSettings, DatabaseSettings, PostgresSettings};
 use dnssec_warden::engine::{CrashPoint, Engine};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
-use dnssec_warden::store::Store;
+use dnssec_warden::store::{ClusterSettings, DatabaseSettings, PostgresSettings, Store};
 use proptest::prelude::*;
 use sqlx::Connection;
 

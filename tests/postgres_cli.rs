@@ -195,3 +195,44 @@ async fn a_command_behind_a_table_lock_says_what_holds_it() {
         .unwrap();
     let _ = locker.close().await;
 }
+
+/// Issue 33: `status` judges a lease by the database's clock, which wrote it. With the
+/// database's clock ten minutes behind this host's, a held lease is still shown.
+#[tokio::test]
+async fn status_shows_a_lease_by_the_database_clock() {
+    use dnssec_warden::lifecycle::{Policy, Timestamp};
+    use dnssec_warden::store::{ClusterSettings, DatabaseSettings, PostgresSettings, Store};
+    use sqlx::Connection as _;
+    let cluster = postgres::Cluster::shared();
+    let url = cluster.database().await;
+    let settings = DatabaseSettings::Postgres(PostgresSettings {
+        url: url.parse().unwrap(),
+        password: None,
+    });
+    let mut a = Store::connect(&settings).await.unwrap();
+    a.join_cluster(&ClusterSettings {
+        node: "a".into(),
+        lease: Duration::from_secs(30),
+    })
+    .unwrap();
+    let zone = "clock.example.";
+    a.ensure_zone(zone, Timestamp(1_000)).await.unwrap();
+    let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query(
+        "CREATE OR REPLACE FUNCTION warden_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
+         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 600000 $$",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
+    assert!(round.held >= 1, "{round:?}");
+    let mut out = Vec::new();
+    dnssec_warden::cli::status::write_status_json(&a, Some(zone), &Policy::default(), &mut out)
+        .await
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(status["lease"]["holder"], a.holder().unwrap(), "{status}");
+    let _ = db.close().await;
+    a.close().await;
+}

@@ -10,12 +10,12 @@ mod postgres;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dnssec_warden::config::{ClusterSettings, DatabaseSettings, PostgresSettings, Settings};
+use dnssec_warden::config::Settings;
 use dnssec_warden::dns::DnsObserver;
 use dnssec_warden::engine::{Engine, Notifier};
 use dnssec_warden::lifecycle::{Clock, Policy, SystemClock};
 use dnssec_warden::provider::gcore::GcoreClient;
-use dnssec_warden::store::Store;
+use dnssec_warden::store::{ClusterSettings, DatabaseSettings, PostgresSettings, Store};
 
 type Res<T> = Result<T, String>;
 

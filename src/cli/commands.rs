@@ -8,8 +8,9 @@ use std::path::Path;
 
 use crate::cli::daemon::Prepared;
 use crate::cli::status::StatusError;
-use crate::config::{DatabaseSettings, Settings};
+use crate::config::Settings;
 use crate::lifecycle::Intent;
+use crate::store::DatabaseSettings;
 use crate::store::StoreError;
 use crate::zone_name::ZoneName;
 

@@ -17,13 +17,14 @@ use tokio::sync::watch;
 
 use crate::cli::intent::{IntentError, open_store};
 use crate::condition::{Condition, Seen};
-use crate::config::{ConfigError, DatabaseSettings, Settings, ZoneSelection};
+use crate::config::{ConfigError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
 use crate::lifecycle::{Clock, Policy, SystemClock};
 use crate::provider::gcore::GcoreClient;
 use crate::provider::{Provider, ProviderError};
 use crate::secret::SecretError;
+use crate::store::DatabaseSettings;
 use crate::store::Store;
 use crate::systemd;
 use crate::zone_name::ZoneName;

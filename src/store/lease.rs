@@ -5,7 +5,7 @@
 //! Lease times are the database's clock, never a daemon's.
 //!
 //! This module is the daemon's side: who it is and what it holds. The SQL is the backend's
-//! (`postgres.rs`); SQLite has one daemon per file (a lock file) and no leases.
+//! (`postgres/cluster.rs`); SQLite has one daemon per file (a lock file) and no leases.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use strum::{Display, IntoStaticStr, VariantArray};
 
-use crate::config::ClusterSettings;
+use super::ClusterSettings;
 use crate::lifecycle::Timestamp;
 
 /// This daemon among those sharing the database, and the zones it holds (zone → epoch).

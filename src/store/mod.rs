@@ -7,9 +7,13 @@
 //! outbox rows and its alert changes are written together or not at all. Writes carry the
 //! row's version, so a step decided on a stale row (an operator intent arrived meanwhile)
 //! is refused and decided again.
+//!
+//! The rules sit above the SQL, written once: what a step writes and in which order
+//! (`plan`), the settings the store is opened with (`settings`). Each backend, in its own
+//! folder (`sqlite/`, `postgres/`), only runs them in its dialect.
 
 // The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
-// too): `daemon_alerts` and `deliveries`.
+// too): `daemon_alerts`, `deliveries` and `counts`.
 /// A read on whichever pool the store has.
 macro_rules! shared_read {
     ($store:expr, |$pool:ident| $body:expr) => {
@@ -46,15 +50,17 @@ macro_rules! shared_write {
     };
 }
 
+mod counts;
 mod daemon_alerts;
 mod deliveries;
 mod faults;
 mod group;
 mod integrity;
 mod lease;
-mod metrics;
+mod plan;
 mod postgres;
 mod rows;
+mod settings;
 mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -62,18 +68,20 @@ mod tests;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::DatabaseSettings;
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
+pub use counts::ZoneHealth;
 pub use daemon_alerts::DaemonAlertRow;
 pub use deliveries::{DeliveryRecord, DeliveryRow};
 pub use faults::WriteFailure;
 pub use integrity::{daemon_holds, lock_database};
 pub use lease::{Fenced, LeaseInfo, LeaseRound};
-pub use metrics::ZoneHealth;
 pub use postgres::SchemaCheck;
 pub use rows::{
     AlertRow, EventKind, EventRow, ObservationText, OpenAlert, OutboxItem, OutboxStatus, StepRow,
     ZoneRow,
+};
+pub use settings::{
+    ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -265,10 +273,7 @@ impl Store {
     /// only zones it holds a lease on, and every write of a zone is fenced by that lease
     /// ([`lease`](self::lease)). Returns its holder id (`<node>/<pid>`). A SQLite file has
     /// one daemon (its lock file): nothing to join.
-    pub fn join_cluster(
-        &mut self,
-        settings: &crate::config::ClusterSettings,
-    ) -> Result<String, StoreError> {
+    pub fn join_cluster(&mut self, settings: &ClusterSettings) -> Result<String, StoreError> {
         match &mut self.backend {
             Backend::Postgres(p) => Ok(p.join(settings)),
             Backend::Sqlite(_) => Err(StoreError::Corrupt(
@@ -571,10 +576,25 @@ impl Store {
         }
     }
     pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.pending_effects(zone).await,
-            Backend::Postgres(p) => p.pending_effects(zone).await,
-        }
+        self.outbox(zone, OutboxStatus::Pending).await
+    }
+    /// The zone's outbox rows in `status`, oldest first (the same SQL on both backends).
+    async fn outbox(
+        &self,
+        zone: &str,
+        status: OutboxStatus,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let raw: Vec<rows::RawOutbox> = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                 WHERE zone = $1 AND status = $2 ORDER BY id",
+            )
+            .bind(zone)
+            .bind(status.as_str())
+            .fetch_all(pool)
+            .await?
+        });
+        raw.into_iter().map(OutboxItem::try_from).collect()
     }
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
     pub async fn finish_effect(
@@ -614,10 +634,7 @@ impl Store {
     }
     /// Provider calls of this zone whose outcome is unknown, oldest first.
     pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.unknown_calls(zone).await,
-            Backend::Postgres(p) => p.unknown_calls(zone).await,
-        }
+        self.outbox(zone, OutboxStatus::Unknown).await
     }
     /// Settles a call of unknown outcome by what the provider now says: `took_effect`
     /// ends it `done`, otherwise `failed`; one audit event says which.
@@ -662,10 +679,16 @@ impl Store {
     }
     /// Every alert episode of a zone, oldest first.
     pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.alerts(zone).await,
-            Backend::Postgres(p) => p.alerts(zone).await,
-        }
+        let raw: Vec<rows::RawAlert> = shared_read!(self, |pool| {
+            sqlx::query_as(&format!(
+                "SELECT {} FROM alerts WHERE zone = $1 ORDER BY id",
+                rows::ALERT_COLUMNS
+            ))
+            .bind(zone)
+            .fetch_all(pool)
+            .await?
+        });
+        raw.into_iter().map(AlertRow::try_from).collect()
     }
     /// Alerts owing a notification: new, due for a re-notification, or resolved.
     pub async fn alerts_to_notify(
@@ -728,9 +751,7 @@ impl Store {
 
 /// Connects to the PostgreSQL database and compares its migrations with this binary's,
 /// changing nothing (`check-config`): `applied < wanted` is a database `run` will migrate.
-pub async fn check_postgres(
-    settings: &crate::config::PostgresSettings,
-) -> Result<SchemaCheck, StoreError> {
+pub async fn check_postgres(settings: &PostgresSettings) -> Result<SchemaCheck, StoreError> {
     postgres::PgStore::check(settings).await
 }
 

@@ -406,68 +406,10 @@ impl TryFrom<RawOutbox> for OutboxItem {
     }
 }
 
-/// The audit texts both stores write, kept in one place so that `history` reads the same
-/// on SQLite and PostgreSQL.
-pub(super) mod audit {
-    use crate::lifecycle::{AlertKind, Effect};
-
-    pub fn alert_opened(kind: AlertKind, message: &str) -> String {
-        format!("alert {kind} ({}): {message}", kind.severity().as_str())
-    }
-
-    pub fn alert_resolved(kind: AlertKind) -> String {
-        format!("alert {kind} resolved")
-    }
-
-    pub fn outcome_unknown(effect: &Effect) -> String {
-        format!(
-            "provider: the call to {} was in flight when the daemon or the step stopped; whether it took effect is unknown until the next observation",
-            effect.describe()
-        )
-    }
-}
-
 /// A zone's open alert, as a step reads it.
 #[derive(Debug, Clone, PartialEq, Eq, FromRow, serde::Deserialize)]
 pub struct OpenAlert {
     pub kind: String,
     pub id: i64,
     pub message: String,
-}
-
-/// One change a step's alert checks make to the zone's open alerts.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum AlertChange<'a> {
-    Open { kind: AlertKind, message: &'a str },
-    Reword { id: i64, message: &'a str },
-    Resolve { id: i64, kind: AlertKind },
-}
-
-/// What `checks` change, given the zone's `open` alerts (read once per step, not once
-/// per check): a firing check opens its alert or rewords the open one, a clear check
-/// resolves it; an unchanged message writes nothing.
-pub(super) fn alert_changes<'a>(
-    open: &[OpenAlert],
-    checks: &'a [crate::lifecycle::AlertCheck],
-) -> Vec<AlertChange<'a>> {
-    checks
-        .iter()
-        .filter_map(|check| {
-            let open = open.iter().find(|a| a.kind == check.kind.as_str());
-            match (&check.firing, open) {
-                (Some(message), None) => Some(AlertChange::Open {
-                    kind: check.kind,
-                    message,
-                }),
-                (Some(message), Some(a)) if a.message != *message => {
-                    Some(AlertChange::Reword { id: a.id, message })
-                }
-                (None, Some(a)) => Some(AlertChange::Resolve {
-                    id: a.id,
-                    kind: check.kind,
-                }),
-                _ => None,
-            }
-        })
-        .collect()
 }

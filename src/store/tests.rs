@@ -470,7 +470,7 @@ async fn migration_8_gives_each_last_observation_its_brief() {
 #[path = "../../tests/support/postgres.rs"]
 mod pg_support;
 
-use crate::config::{DatabaseSettings, PostgresSettings};
+use super::{DatabaseSettings, PostgresSettings};
 use crate::lifecycle::AlertCheck;
 use crate::secret::SecretSource;
 
@@ -1026,7 +1026,7 @@ async fn postgres_migration_5_gives_each_last_observation_its_brief() {
 async fn daemon_store(settings: &DatabaseSettings, node: &str, lease_ms: u64) -> Store {
     let mut store = Store::connect(settings).await.unwrap();
     store
-        .join_cluster(&crate::config::ClusterSettings {
+        .join_cluster(&super::ClusterSettings {
             node: node.into(),
             lease: Duration::from_millis(lease_ms),
         })
@@ -1501,48 +1501,6 @@ async fn daemon_alerts_postgres() {
     let one = Store::connect(&settings).await.unwrap();
     let two = Store::connect(&settings).await.unwrap();
     daemon_alerts_on(&one, &two).await;
-}
-
-/// Issue 33: `status` judges a lease by the database's clock, which wrote it. With the
-/// database's clock ten minutes behind this host's, a held lease is still shown.
-#[tokio::test]
-async fn status_shows_a_lease_by_the_database_clock() {
-    let cluster = pg_support::Cluster::shared();
-    let settings = postgres_settings(&cluster).await;
-    let a = daemon_store(&settings, "a", 30_000).await;
-    let zone = "clock.example.";
-    a.ensure_zone(zone, Timestamp(1_000)).await.unwrap();
-    let Backend::Postgres(p) = &a.backend else {
-        unreachable!("a PostgreSQL store")
-    };
-    sqlx::query(
-        "CREATE OR REPLACE FUNCTION warden_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
-         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 600000 $$",
-    )
-    .execute(&p.pool)
-    .await
-    .unwrap();
-    let round = a.lease_round(Timestamp(1_000)).await.unwrap();
-    assert!(round.held >= 1, "{round:?}");
-    let mut out = Vec::new();
-    crate::cli::status::write_status_json(
-        &a,
-        Some(zone),
-        &crate::lifecycle::Policy::default(),
-        &mut out,
-    )
-    .await
-    .unwrap();
-    let status: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status["lease"]["holder"], a.holder().unwrap(), "{status}");
-    // Put the clock back for the other tests on the shared cluster's databases.
-    sqlx::query(
-        "CREATE OR REPLACE FUNCTION warden_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$ \
-         SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
-    )
-    .execute(&p.pool)
-    .await
-    .unwrap();
 }
 
 /// Issue 33 item 6: DS requests are numbered above every number any database sent before:

@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
-use dnssec_warden::config::{DatabaseSettings, PostgresSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
-use dnssec_warden::store::{AlertRow, Store};
+use dnssec_warden::store::{AlertRow, DatabaseSettings, PostgresSettings, Store};
 use fake::FakeWorld;
 
 pub const ZONE: &str = "child.test.";

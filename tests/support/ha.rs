@@ -318,8 +318,8 @@ impl HaWorld {
         store.close().await;
     }
 
-    fn settings(&self) -> dnssec_warden::config::DatabaseSettings {
-        dnssec_warden::config::DatabaseSettings::Postgres(dnssec_warden::config::PostgresSettings {
+    fn settings(&self) -> dnssec_warden::store::DatabaseSettings {
+        dnssec_warden::store::DatabaseSettings::Postgres(dnssec_warden::store::PostgresSettings {
             url: self.db_url.parse().expect("the cluster's URL"),
             password: None,
         })

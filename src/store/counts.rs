@@ -1,12 +1,13 @@
-//! Read-only queries for the Prometheus endpoint (`crate::metrics`): the same SQL on both
-//! backends (no placeholders, no dialect).
+//! What the store counts, read only, for whoever reports on the daemon (the Prometheus
+//! endpoint reads them; the store knows nothing of it): the same SQL on both backends (no
+//! placeholders, no dialect).
 
 use sqlx::FromRow;
 
 use super::{Backend, Store, StoreError};
 use crate::lifecycle::{AlertKind, State, Timestamp};
 
-/// What the metrics say about one zone.
+/// One zone's state and observation health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneHealth {
     pub name: String,
@@ -17,16 +18,6 @@ pub struct ZoneHealth {
     /// Incomplete observations in a row, and since when.
     pub failures: i64,
     pub failing_since: Option<Timestamp>,
-}
-
-/// Runs one query on whichever pool the store has.
-macro_rules! fetch {
-    ($store:expr, $fetch:ident, $sql:expr) => {
-        match &$store.backend {
-            Backend::Sqlite(s) => sqlx::query_as($sql).$fetch(&s.pool).await?,
-            Backend::Postgres(p) => sqlx::query_as($sql).$fetch(&p.pool).await?,
-        }
-    };
 }
 
 #[derive(FromRow)]
@@ -40,11 +31,11 @@ struct RawHealth {
 impl Store {
     /// Every zone's state and observation health, by name.
     pub async fn zone_health(&self) -> Result<Vec<ZoneHealth>, StoreError> {
-        let rows: Vec<RawHealth> = fetch!(
-            self,
-            fetch_all,
-            "SELECT name, state, last_observed_at, facts FROM zones ORDER BY name"
-        );
+        let rows: Vec<RawHealth> = shared_read!(self, |pool| {
+            sqlx::query_as("SELECT name, state, last_observed_at, facts FROM zones ORDER BY name")
+                .fetch_all(pool)
+                .await?
+        });
         rows.into_iter()
             .map(|r| {
                 let facts = super::rows::parse_facts(&r.name, &r.facts)?;
@@ -61,11 +52,14 @@ impl Store {
 
     /// Open alerts per kind (kinds with none are absent).
     pub async fn open_alert_counts(&self) -> Result<Vec<(AlertKind, i64)>, StoreError> {
-        let rows: Vec<(String, i64)> = fetch!(
-            self,
-            fetch_all,
-            "SELECT kind, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY kind ORDER BY kind"
-        );
+        let rows: Vec<(String, i64)> = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT kind, count(*) FROM alerts WHERE resolved_at IS NULL \
+                 GROUP BY kind ORDER BY kind",
+            )
+            .fetch_all(pool)
+            .await?
+        });
         rows.into_iter()
             .map(|(k, n)| Ok((super::rows::parse("alert kind", &k)?, n)))
             .collect()
@@ -74,13 +68,15 @@ impl Store {
     /// Notifications not yet taken by every sink (alerts not yet queued, and what each
     /// sink's queue still owes): above zero for long means a sink is failing.
     pub async fn undelivered_alert_notifications(&self) -> Result<i64, StoreError> {
-        let (n,): (i64,) = fetch!(
-            self,
-            fetch_one,
-            "SELECT (SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
-             OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)) \
-             + (SELECT count(*) FROM deliveries WHERE delivered_at IS NULL)"
-        );
+        let (n,): (i64,) = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT (SELECT count(*) FROM alerts WHERE last_notified_at IS NULL \
+                 OR (resolved_at IS NOT NULL AND resolved_notified_at IS NULL)) \
+                 + (SELECT count(*) FROM deliveries WHERE delivered_at IS NULL)",
+            )
+            .fetch_one(pool)
+            .await?
+        });
         Ok(n)
     }
 }
