@@ -57,6 +57,8 @@ pub enum ZoneNameProblem {
     Numeric { label: String },
     #[error("is not a valid internationalised domain name (IDNA, UTS #46)")]
     Idna,
+    #[error("is not in canonical form (that is {canonical:?})")]
+    NotCanonical { canonical: String },
 }
 
 impl ZoneName {
@@ -114,6 +116,40 @@ impl ZoneName {
             return Err(fail(ZoneNameProblem::SingleLabel));
         }
         Ok(Self(format!("{ascii}.")))
+    }
+
+    /// A name read back from where only canonical names are written (the store): kept
+    /// as it is when already in canonical form, without IDNA's work again; a name that
+    /// is not a zone name, or not in its canonical form, is an error.
+    pub fn from_canonical(text: String) -> Result<Self, ZoneNameError> {
+        let ascii_lower = text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        let labels: Vec<&str> = match text.strip_suffix('.') {
+            Some(relative) if ascii_lower => relative.split('.').collect(),
+            _ => Vec::new(),
+        };
+        let plain = labels.len() >= 2
+            && text.len() < MAX_NAME
+            && labels
+                .iter()
+                .all(|l| check_ascii(l).is_ok() && l.len() <= MAX_LABEL && !l.starts_with("xn--"))
+            && labels
+                .last()
+                .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
+        if plain {
+            return Ok(Self(text));
+        }
+        let parsed = Self::parse(&text)?;
+        if parsed.0 != text {
+            return Err(ZoneNameError {
+                input: text,
+                problem: ZoneNameProblem::NotCanonical {
+                    canonical: parsed.0,
+                },
+            });
+        }
+        Ok(parsed)
     }
 
     /// `xn--bcher-kva.example.`
@@ -192,6 +228,37 @@ mod tests {
                 assert_eq!(e.input, input);
                 e.problem
             }
+        }
+    }
+
+    #[test]
+    fn a_stored_name_is_taken_back_only_in_canonical_form() {
+        for name in ["example.com.", "xn--bcher-kva.example.", "a-1.b2.test."] {
+            assert_eq!(
+                ZoneName::from_canonical(name.into()).unwrap().as_str(),
+                name
+            );
+        }
+        for (name, canonical) in [
+            ("Example.com.", "example.com."),
+            ("example.com", "example.com."),
+        ] {
+            assert_eq!(
+                ZoneName::from_canonical(name.into()).unwrap_err().problem,
+                ZoneNameProblem::NotCanonical {
+                    canonical: canonical.into()
+                }
+            );
+        }
+        for name in [
+            "com.",
+            "-a.example.",
+            "a..example.",
+            "1.2.3.4.",
+            "xn--zz.example.",
+            "",
+        ] {
+            assert!(ZoneName::from_canonical(name.into()).is_err(), "{name:?}");
         }
     }
 

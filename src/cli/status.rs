@@ -241,7 +241,7 @@ fn zone_json<'a>(
         until: waiting.until.map(|t| t.to_string()),
         waiting_for: waiting.what,
         waiting_on: waiting.on,
-        zone: &z.name,
+        zone: z.name.as_str(),
     }
 }
 

@@ -422,7 +422,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 && let Some(read) = due.next()
             {
                 let engine = self.clone();
-                let name = read.row.zone.name.clone();
+                let name = read.row.zone.name.to_string();
                 let task = running.spawn(async move { engine.run_step(read).await });
                 zones.insert(task.id(), name);
             }
@@ -472,7 +472,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// One step of a tick: bounded by the step timeout, the heartbeat moved however it
     /// ends, a failure logged and the zone tried again soon.
     async fn run_step(&self, read: crate::store::StepRow) -> Result<StepOutcome, EngineError> {
-        let name = read.row.zone.name.clone();
+        let name = read.row.zone.name.to_string();
         let outcome = match tokio::time::timeout(self.step_timeout, self.step_read(read)).await {
             Ok(outcome) => outcome,
             Err(_) => self.abandoned(&name).await,
@@ -529,9 +529,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
             })
             .ok()?;
-        let enabled = *listing.zones.get(&zone.name)?;
+        let enabled = *listing.zones.get(zone.name.as_str())?;
         Some(crate::provider::HostedZone {
-            name: zone.name.clone(),
+            name: zone.name.to_string(),
             dnssec_enabled: enabled,
             name_servers: None,
         })
@@ -566,7 +566,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
 
     /// `step_zone` on the zone as read already (a tick reads every due zone at once).
     async fn step_read(&self, read: crate::store::StepRow) -> Result<StepOutcome, EngineError> {
-        let Some(_claim) = self.claim_held(&read.row.zone.name) else {
+        let Some(_claim) = self.claim_held(read.row.zone.name.as_str()) else {
             return Ok(StepOutcome::Busy);
         };
         self.step_claimed(&read).await

@@ -159,7 +159,7 @@ fn unchanged_view(
                 DnskeyAnswer::Keys(k) => k
                     .keys
                     .iter()
-                    .find(|key| key.matches_ds(&zone.name, &line.ds))
+                    .find(|key| key.matches_ds(zone.name.as_str(), &line.ds))
                     .cloned(),
                 _ => None,
             })?;
@@ -167,7 +167,7 @@ fn unchanged_view(
                 return None;
             }
             Some(ProviderView::On(Box::new(DnssecKey {
-                zone: zone.name.clone(),
+                zone: zone.name.to_string(),
                 dnskey,
                 ds: line.ds,
                 ds_ttl: line.ttl,

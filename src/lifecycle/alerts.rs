@@ -48,7 +48,7 @@ pub fn judge(
         _ => None,
     };
     let since = if state == zone.state { zone.since } else { now };
-    let zone = &zone.name;
+    let zone = zone.name.as_str();
 
     let overdue = match (state, facts.ds_announced_at) {
         (Some(State::AwaitingDs), Some(at)) if now.since(at) >= policy.ds_overdue_after => {

@@ -11,12 +11,12 @@ use crate::dns::delegation::{self, DelegationAssessment};
 use crate::dns::{ChildView, ParentView, ValidationVerdict};
 use crate::dnssec::DnssecKey;
 use crate::time::Timestamp;
+use crate::zone_name::ZoneName;
 
 /// A zone as the lifecycle knows it between steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zone {
-    /// Lower case, trailing dot.
-    pub name: String,
+    pub name: ZoneName,
     pub intent: Intent,
     /// The operator said the DS from `awaiting_ds` was never entered at the registrar.
     pub ds_never_submitted: bool,

@@ -1141,9 +1141,9 @@ impl Run<'_> {
             return self.now;
         }
         let mut wake = match self.state {
-            Some(state) if state.is_steady() => {
-                self.policy.next_settled_look(&self.zone.name, self.now)
-            }
+            Some(state) if state.is_steady() => self
+                .policy
+                .next_settled_look(self.zone.name.as_str(), self.now),
             _ => self.now.plus(self.policy.poll_waiting),
         };
         if self.facts.failures > 0 {

@@ -9,6 +9,7 @@ use crate::dns::{
 };
 use crate::dnssec::DnssecKey;
 use crate::dnssec::{DigestType, Dnskey};
+use crate::zone_name::ZoneName;
 
 pub(super) const ZONE: &str = "child.test.";
 pub(super) const T0: Timestamp = Timestamp(1_800_000_000_000);
@@ -231,7 +232,7 @@ impl World {
 
 pub(super) fn zone(state: Option<State>, intent: Intent) -> Zone {
     Zone {
-        name: ZONE.into(),
+        name: ZoneName::parse(ZONE).expect("a zone name"),
         intent,
         ds_never_submitted: false,
         state,
@@ -898,7 +899,7 @@ fn no_intent_starts_nothing() {
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::Ds(60)], &[C::Serves]));
     assert_eq!(d.state, Some(State::Active));
     assert!(d.effects.is_empty());
-    assert_eq!(d.wake_at, w.policy.next_settled_look(&z.name, T0));
+    assert_eq!(d.wake_at, w.policy.next_settled_look(z.name.as_str(), T0));
     assert!(d.wake_at > T0 && d.wake_at <= T0.plus(w.policy.poll_active));
 }
 

@@ -163,7 +163,7 @@ impl<'a> StepPlan<'a> {
             .collect();
         Ok(Self {
             zone: ZoneWrite {
-                name: &zone.name,
+                name: zone.name.as_str(),
                 version: read.row.version,
                 state: decision.state.map(State::as_str),
                 since,

@@ -10,6 +10,7 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use super::StoreError;
 use crate::lifecycle::{AlertKind, Effect, Facts, Severity, State, Timestamp, Zone};
+use crate::zone_name::ZoneName;
 
 /// A zone row: the lifecycle's view plus the engine's bookkeeping.
 #[derive(Debug, Clone, PartialEq)]
@@ -330,7 +331,7 @@ impl TryFrom<RawZone> for ZoneRow {
                 state: parse_state(r.state.as_deref())?,
                 since: Timestamp(r.state_since),
                 facts: parse_facts(&r.name, &r.facts)?,
-                name: r.name,
+                name: ZoneName::from_canonical(r.name).map_err(|e| corrupt(e.to_string()))?,
             },
             next_check_at: Timestamp(r.next_check_at),
             last_observed_at: ts(r.last_observed_at),

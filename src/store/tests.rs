@@ -242,6 +242,23 @@ async fn corrupt_names_are_named() {
     );
 }
 
+#[tokio::test]
+async fn a_zone_name_not_in_canonical_form_is_corrupt_data_named() {
+    let store = Store::open_in_memory().await.unwrap();
+    // Only canonical names are ever written; one that is not was written by something else.
+    for name in ["Example.COM.", "example.com", "bad..example."] {
+        store
+            .set_intent(name, Intent::Enabled, false, "test", Timestamp(1))
+            .await
+            .unwrap();
+        let err = store.zone(name).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Corrupt(w) if w.contains(&format!("{name:?}"))),
+            "{name}: {err}"
+        );
+    }
+}
+
 /// A new SQLite file at `path` with the first `n` migrations applied.
 async fn sqlite_at_schema(path: &Path, n: usize) -> SqlitePool {
     let options = SqliteConnectOptions::new()
@@ -399,7 +416,7 @@ async fn assert_briefs_after_migration(store: &Store) {
     let mut listed = Vec::new();
     store
         .each_zone_brief::<StoreError>(&mut |row| {
-            listed.push((row.zone.name.clone(), row.last_observation));
+            listed.push((row.zone.name.to_string(), row.last_observation));
             Ok(())
         })
         .await
@@ -1393,7 +1410,7 @@ async fn due_names(store: &Store, at: i64, limit: u32) -> Vec<String> {
         .await
         .unwrap()
         .into_iter()
-        .map(|r| r.row.zone.name)
+        .map(|r| r.row.zone.name.into_string())
         .collect()
 }
 
