@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::{
     DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, NsAnswer, Observer, ObserverOptions,
     ParentDsVerdict, Transport, UnknownReason,
@@ -249,7 +249,7 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+        queries_per_server: dnssec_warden::dns::query::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
         require_validated_evidence: false,

@@ -10,8 +10,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::config::{AddressFamilies, ObservationBudget};
-
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -19,9 +17,35 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::time::Instant;
 
-use super::budget::{Budget, Exhausted};
+use super::budget::{Budget, Exhausted, ObservationBudget};
 use super::query::{self, Outcome, Querier};
 use super::wire;
+
+/// Which address families are asked (`dns.address_families`). Both by default; a host
+/// without IPv6 sets `["ipv4"]`, or every IPv6 address would answer "unknown".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressFamilies {
+    pub ipv4: bool,
+    pub ipv6: bool,
+}
+
+impl Default for AddressFamilies {
+    fn default() -> Self {
+        Self {
+            ipv4: true,
+            ipv6: true,
+        }
+    }
+}
+
+impl AddressFamilies {
+    pub fn allows(&self, addr: &IpAddr) -> bool {
+        match addr {
+            IpAddr::V4(_) => self.ipv4,
+            IpAddr::V6(_) => self.ipv6,
+        }
+    }
+}
 
 /// Longest a delegation is believed, whatever its TTL says.
 const MAX_CACHE_TTL: Duration = Duration::from_secs(3600);

@@ -13,16 +13,18 @@ pub mod observer;
 pub mod proof;
 pub mod query;
 pub mod resolvers;
+pub mod settings;
 pub mod sigcache;
 pub mod transport;
 pub mod validator;
 pub mod wire;
 
 pub use anchor::{AnchorError, TrustAnchors};
-pub use budget::{Budget, Exhausted};
+pub use budget::{Budget, Exhausted, ObservationBudget};
 pub use delegation::{
     DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
 };
+pub use discovery::AddressFamilies;
 pub use model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentAssessment, ParentDsVerdict,
     ParentView, ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
@@ -30,6 +32,7 @@ pub use model::{
 };
 pub use observer::{DnsObserver, KeyCacheStats, ObserverOptions, ObserverSetupError};
 pub use query::QueryStats;
+pub use settings::DnsSettings;
 pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
 
 /// The maps every exchange visits (questions in flight, a socket's waiting IDs, the

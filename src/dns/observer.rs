@@ -11,7 +11,7 @@ use hickory_proto::rr::RecordType;
 use tokio::sync::Semaphore;
 
 use super::anchor::{AnchorError, TrustAnchors};
-use super::budget::Budget;
+use super::budget::{Budget, ObservationBudget};
 use super::classify;
 use super::delegation::NsAnswer;
 use super::discovery::{
@@ -22,11 +22,11 @@ use super::model::{
     ValidationProbe,
 };
 use super::proof;
-use super::query::{Limits, Querier, QueryStats};
+use super::query::{DEFAULT_QUERIES_PER_SERVER, Limits, QUERIES_IN_FLIGHT, Querier, QueryStats};
+use super::settings::DnsSettings;
 use super::transport::{NetTransport, Transport};
 use super::validator::{Validator, ZoneKeys};
 use super::{ObserveError, Observer, resolvers};
-use crate::config::{DnsSettings, ObservationBudget};
 use crate::dnssec::Dnskey;
 
 /// Tuning beyond the configuration file; the defaults suit a daemon.
@@ -47,8 +47,8 @@ impl Default for ObserverOptions {
             // view, never wait for a turn. More only queues more work in memory, and the
             // bench's pass was slower for it (docs/benchmarks.md).
             zones_in_flight: 128,
-            queries_in_flight: crate::config::MAX_QUERIES_PER_SERVER,
-            per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
+            queries_in_flight: QUERIES_IN_FLIGHT,
+            per_server: DEFAULT_QUERIES_PER_SERVER,
         }
     }
 }

@@ -50,6 +50,21 @@ pub fn authoritative<'a>(
     }
 }
 
+/// The cap on queries in flight, all servers together: one socket each, so 10,000 zones
+/// never open 10,000 sockets.
+pub const QUERIES_IN_FLIGHT: usize = 64;
+/// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
+/// put no cap of their own on queries in flight to one server, and `dnsperf` keeps 100;
+/// 32 stays far below what any authoritative server answers. The fewer wait at a server,
+/// the more often it wakes for one, so a server spends less a query with more waiting,
+/// and our side gets more answers per wake-up too (docs/benchmarks.md).
+pub const DEFAULT_QUERIES_PER_SERVER: usize = 32;
+/// Upper bound of `dns.queries_per_server`: more to one server than to all of them
+/// together ([`QUERIES_IN_FLIGHT`]) would never be reached.
+pub const MAX_QUERIES_PER_SERVER: usize = QUERIES_IN_FLIGHT;
+/// Default of `dns.query_attempts`.
+pub const DEFAULT_QUERY_ATTEMPTS: u32 = 3;
+
 /// Limits of the querier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -64,9 +79,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            in_flight: 64,
-            per_server: 8,
-            attempts: 3,
+            in_flight: QUERIES_IN_FLIGHT,
+            per_server: DEFAULT_QUERIES_PER_SERVER,
+            attempts: DEFAULT_QUERY_ATTEMPTS,
         }
     }
 }
