@@ -252,13 +252,13 @@ pub async fn check(
 ) -> Result<Outcome, CommandError> {
     let zone = zone_name(zone)?;
     let settings = load(path)?;
-    let report = crate::dns::check::run(&settings, zone.as_str())
+    let report = super::check::run(&settings, zone.as_str())
         .await
         .map_err(CommandError::unusable)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        write!(out, "{}", crate::dns::check::render_text(&report))?;
+        write!(out, "{}", super::check::render_text(&report))?;
     }
     Ok(if report.consistent {
         Outcome::Done

@@ -3,7 +3,6 @@
 
 pub mod anchor;
 pub mod budget;
-pub mod check;
 pub mod classify;
 pub mod delegation;
 pub mod discovery;

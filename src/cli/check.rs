@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
-use super::{
+use crate::dns::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
+use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
 };
@@ -106,7 +106,7 @@ pub async fn check<O: Observer>(
         p.delegations.iter().any(|d| {
             matches!(
                 d.answer,
-                delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(_))
+                delegation::NsAnswer::Unknown(crate::dns::UnknownReason::GlueDiffers(_))
             )
         })
     });
@@ -327,7 +327,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
         .iter()
         .flat_map(|p| &p.answers)
         .filter_map(|a| match &a.answer {
-            DsAnswer::Unknown(super::UnknownReason::BogusProof(d)) => Some(d.as_str()),
+            DsAnswer::Unknown(crate::dns::UnknownReason::BogusProof(d)) => Some(d.as_str()),
             _ => None,
         })
         .collect();
@@ -339,7 +339,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
         .iter()
         .flat_map(|p| &p.delegations)
         .filter_map(|d| match &d.answer {
-            delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(g)) => {
+            delegation::NsAnswer::Unknown(crate::dns::UnknownReason::GlueDiffers(g)) => {
                 Some(format!("{} ({}): {g}", d.server, d.addr))
             }
             _ => None,
@@ -354,7 +354,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
     if costly_nsec3 {
         advice.push(format!(
             "The parent zone's NSEC3 denials use more than {} iterations: RFC 9276 lets validators treat them as insecure, and they prove no \"no DS\" to dnssec-warden, so a disable or a move in (which need \"no DS\" proven at every parent server) waits. Ask the registry to lower its NSEC3 iterations (RFC 9276 recommends 0).",
-            super::proof::MAX_NSEC3_ITERATIONS
+            crate::dns::proof::MAX_NSEC3_ITERATIONS
         ));
     }
     if r.validation == ValidationVerdict::Bogus && r.parent_ds != ParentDsVerdict::Mismatch {
@@ -610,8 +610,8 @@ pub fn render_text(r: &CheckReport) -> String {
 pub async fn run(
     settings: &crate::config::Settings,
     zone: &str,
-) -> Result<CheckReport, super::ObserverSetupError> {
-    let observer = super::DnsObserver::new(&settings.dns)?;
+) -> Result<CheckReport, crate::dns::ObserverSetupError> {
+    let observer = crate::dns::DnsObserver::new(&settings.dns)?;
     let client = settings.provider.as_ref().map(|p| {
         p.credentials
             .load()
