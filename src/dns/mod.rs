@@ -3,6 +3,7 @@
 
 pub mod anchor;
 pub mod budget;
+pub mod check;
 pub mod classify;
 pub mod delegation;
 pub mod discovery;
