@@ -22,7 +22,7 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettings};
-use crate::dns::query::MAX_QUERIES_PER_SERVER;
+use crate::dns::net::query::MAX_QUERIES_PER_SERVER;
 use crate::dns::{AddressFamilies, DnsSettings, ObservationBudget};
 use crate::lifecycle::Policy;
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
@@ -788,7 +788,7 @@ mod de {
     use url::Url;
 
     use crate::dns::AddressFamilies;
-    use crate::dns::budget::MAX_OBSERVATION_TIMEOUT;
+    use crate::dns::net::budget::MAX_OBSERVATION_TIMEOUT;
     use crate::zone_name::ZoneName;
 
     pub fn secs<const N: u64>() -> Duration {

@@ -78,7 +78,7 @@ pub async fn check<O: Observer>(
     provider: Option<Result<&GcoreClient, String>>,
     zone: &str,
 ) -> CheckReport {
-    let look = crate::dns::check::look(observer, zone).await;
+    let look = crate::dns::observe::check::look(observer, zone).await;
     let mut errors = look.errors;
     let (provider, provider_ns) = match provider {
         None => (None, None),

@@ -186,7 +186,7 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
         eprintln!(
             "warning: config {}: {}",
             path.display(),
-            crate::dns::ipv6::no_route(cause)
+            crate::dns::net::ipv6::no_route(cause)
         );
     }
     if let DatabaseSettings::Postgres(pg) = &prepared.settings.database {

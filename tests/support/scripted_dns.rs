@@ -458,7 +458,7 @@ impl ScriptedDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(300),
             query_attempts: 1,
-            queries_per_server: dnssec_warden::dns::query::DEFAULT_QUERIES_PER_SERVER,
+            queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
             address_families: Default::default(),
             budget: Default::default(),
             require_validated_evidence: false,

@@ -2,10 +2,12 @@
 //! child server, and the two verdicts drawn from it. The provider's side, the report, its
 //! text and the advice are the CLI's (`cli::check`).
 
-use super::{
-    ChildView, Evidence, NsAnswer, Observer, ParentDsVerdict, ParentView, UnknownReason,
-    ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
+use super::Observer;
+use super::delegation::NsAnswer;
+use super::model::{
+    ChildView, Evidence, ParentDsVerdict, ParentView, UnknownReason, VerdictReason,
 };
+use crate::dns::validate::{ValidationProbe, ValidationVerdict, combine_validation};
 
 /// What one look at the public DNS found about a zone.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::budget::ObservationBudget;
-use super::discovery::AddressFamilies;
-use super::query::{DEFAULT_QUERIES_PER_SERVER, DEFAULT_QUERY_ATTEMPTS};
+use crate::dns::net::budget::ObservationBudget;
+use crate::dns::net::discovery::AddressFamilies;
+use crate::dns::net::query::{DEFAULT_QUERIES_PER_SERVER, DEFAULT_QUERY_ATTEMPTS};
 
 /// The IANA root servers (root-servers.org), where iterative discovery starts by default.
 pub const IANA_ROOT_HINTS: &[&str] = &[
@@ -56,7 +56,7 @@ pub struct DnsSettings {
     pub query_timeout: Duration,
     pub query_attempts: u32,
     /// Queries in flight at once to one name server address (politeness; see
-    /// [`super::query::MAX_QUERIES_PER_SERVER`]).
+    /// [`crate::dns::net::query::MAX_QUERIES_PER_SERVER`]).
     pub queries_per_server: usize,
     /// Which name server addresses are asked. Both by default; a host without IPv6 sets
     /// `["ipv4"]`, or every IPv6 address would answer "unknown" and block every decision.

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::budget::{Budget, Exhausted, ObservationBudget};
 use super::query::{self, Outcome, Querier};
+use super::transport::{NetTransport, Transport};
 use super::wire;
 
 /// Which address families are asked (`dns.address_families`). Both by default; a host
@@ -126,7 +127,7 @@ pub struct ZoneCut {
     /// Shared by every cut delegated to the same servers (100,000 zones at one provider
     /// hold one copy of its name servers, not 100,000).
     pub servers: Arc<[NameServer]>,
-    /// The servers' host names as an NS set ([`super::delegation::ns_set`]), shared as
+    /// The servers' host names as an NS set ([`wire::ns_set`]), shared as
     /// `servers` is: the NS answers that name the same set share it too.
     pub ns_set: Arc<[String]>,
     pub parent: Option<Arc<ZoneCut>>,
@@ -159,8 +160,8 @@ impl ZoneCut {
     }
 }
 
-pub struct Discovery {
-    querier: Arc<Querier>,
+pub struct Discovery<T = NetTransport> {
+    querier: Arc<Querier<T>>,
     port: u16,
     root_hints: Vec<IpAddr>,
     families: AddressFamilies,
@@ -204,9 +205,9 @@ pub struct CutAnswer {
 /// when it came from the cache).
 pub type Located = (Arc<ZoneCut>, Option<CutAnswer>);
 
-impl Discovery {
+impl<T: Transport> Discovery<T> {
     pub fn new(
-        querier: Arc<Querier>,
+        querier: Arc<Querier<T>>,
         port: u16,
         root_hints: Vec<IpAddr>,
         families: AddressFamilies,
@@ -236,8 +237,7 @@ impl Discovery {
             // Sets no cached cut holds any more.
             sets.retain(|set, _| Arc::strong_count(set) > 1);
         }
-        let hosts: Arc<[String]> =
-            super::delegation::ns_set(servers.iter().map(|s| &*s.host)).into();
+        let hosts: Arc<[String]> = wire::ns_set(servers.iter().map(|s| &*s.host)).into();
         let set: Arc<[NameServer]> = servers.into();
         sets.insert(set.clone(), hosts.clone());
         (set, hosts)
