@@ -17,19 +17,17 @@ pub mod validate;
 // The paths the rest of the crate and the tests name.
 pub use net::budget::{Budget, Exhausted, ObservationBudget};
 pub use net::discovery::AddressFamilies;
-pub use net::query::QueryStats;
 pub use net::transport::{ExchangeError, NetTransport, Transport};
 pub use net::{budget, wire};
 pub use observe::delegation::{
     DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
 };
 pub use observe::model::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentAssessment, ParentDsVerdict,
-    ParentView, ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, VerdictReason,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentDsVerdict, ParentView,
+    ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, VerdictReason,
 };
-pub use observe::observer::{DnsObserver, KeyCacheStats, ObserverOptions, ObserverSetupError};
+pub use observe::observer::{DnsObserver, ObserverOptions, ObserverSetupError};
 pub use observe::settings::DnsSettings;
 pub use observe::{ObserveError, Observer, classify, delegation};
-pub use validate::anchor::{AnchorError, TrustAnchors};
 pub use validate::{ValidationProbe, ValidationVerdict, combine_validation};
 pub use validate::{anchor, proof, validator};
