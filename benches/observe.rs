@@ -44,7 +44,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::{DnsObserver, DsAnswer, Observer};
 use dnssec_warden_lab::ProviderSim;
 use world::BenchWorld;
@@ -91,7 +91,7 @@ fn settings(port: u16) -> DnsSettings {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(2),
         query_attempts: 3,
-        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
         require_validated_evidence: false,

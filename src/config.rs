@@ -18,10 +18,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use url::Url;
 
 use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettings};
+use crate::dns::net::query::MAX_QUERIES_PER_SERVER;
+use crate::dns::{AddressFamilies, DnsSettings, ObservationBudget};
 use crate::lifecycle::Policy;
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
 use crate::secret::SecretSource;
@@ -32,36 +34,6 @@ use crate::time::format::positive_duration as duration;
 use crate::zone_name::ZoneName;
 
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";
-
-/// The IANA root servers (root-servers.org), where iterative discovery starts by default.
-pub const IANA_ROOT_HINTS: &[&str] = &[
-    "198.41.0.4",
-    "2001:503:ba3e::2:30",
-    "170.247.170.2",
-    "2801:1b8:10::b",
-    "192.33.4.12",
-    "2001:500:2::c",
-    "199.7.91.13",
-    "2001:500:2d::d",
-    "192.203.230.10",
-    "2001:500:a8::e",
-    "192.5.5.241",
-    "2001:500:2f::f",
-    "192.112.36.4",
-    "2001:500:12::d0d",
-    "198.97.190.53",
-    "2001:500:1::53",
-    "192.36.148.17",
-    "2001:7fe::53",
-    "192.58.128.30",
-    "2001:503:c27::2:30",
-    "193.0.14.129",
-    "2001:7fd::1",
-    "199.7.83.42",
-    "2001:500:9f::42",
-    "202.12.27.33",
-    "2001:dc3::35",
-];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -136,146 +108,6 @@ fn host_name() -> String {
         })
         .find(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
-}
-
-/// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
-/// put no cap of their own on queries in flight to one server, and `dnsperf` keeps 100;
-/// 32 stays far below what any authoritative server answers. The fewer wait at a server,
-/// the more often it wakes for one, so a server spends less a query with more waiting,
-/// and our side gets more answers per wake-up too (docs/benchmarks.md).
-pub const DEFAULT_QUERIES_PER_SERVER: usize = 32;
-/// Upper bound of `dns.queries_per_server`: the observer's cap on queries in flight to all
-/// servers together.
-pub const MAX_QUERIES_PER_SERVER: usize = 64;
-
-/// The budget of one observation (one zone's parent view, child view or validation):
-/// what discovery and the queries behind it may spend before the observation ends as
-/// unknown, "budget exhausted: …". Depth alone bounds nothing: a glueless fan-out of F
-/// names per zone costs F^depth lookups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObservationBudget {
-    /// Wall time of one observation (`dns.observation_timeout`), well under the engine's
-    /// step timeout of 120 s.
-    pub timeout: Duration,
-    /// Questions asked (each with up to `dns.query_attempts` tries),
-    /// `dns.max_queries_per_observation`.
-    pub max_queries: u32,
-    /// Addresses of name servers looked up because no glue came with them,
-    /// `dns.max_host_lookups`.
-    pub max_host_lookups: u32,
-    /// Name servers one delegation may have (`dns.max_ns_per_delegation`); beyond it the
-    /// zone is unknown, never asked in part.
-    pub max_ns_per_delegation: usize,
-    /// Addresses one name server may have (`dns.max_addresses_per_server`); beyond it the
-    /// server is unknown.
-    pub max_addresses_per_server: usize,
-}
-
-/// Default of `dns.observation_timeout`.
-pub const DEFAULT_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(60);
-/// Upper bound of `dns.observation_timeout`: the engine abandons a step after 120 s, and
-/// a step may observe and then call the provider.
-pub const MAX_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(90);
-/// Default of `dns.max_queries_per_observation` (the parent view and the child view each
-/// have their own): a zone under a TLD of 13 dual-stack servers asks 52 DS and NS
-/// questions; its 13 dual-stack servers 104 DNSKEY/CDS/CDNSKEY/NS ones; glueless name
-/// servers a few more each.
-pub const DEFAULT_MAX_QUERIES_PER_OBSERVATION: u32 = 500;
-/// Default of `dns.max_host_lookups` (Unbound stops at 64 target lookups per query).
-pub const DEFAULT_MAX_HOST_LOOKUPS: u32 = 64;
-/// Default of `dns.max_ns_per_delegation`: 13 is the most seen in practice.
-pub const DEFAULT_MAX_NS_PER_DELEGATION: usize = 20;
-/// Default of `dns.max_addresses_per_server`: one IPv4 and one IPv6 address is usual.
-pub const DEFAULT_MAX_ADDRESSES_PER_SERVER: usize = 8;
-
-impl Default for ObservationBudget {
-    fn default() -> Self {
-        Self {
-            timeout: DEFAULT_OBSERVATION_TIMEOUT,
-            max_queries: DEFAULT_MAX_QUERIES_PER_OBSERVATION,
-            max_host_lookups: DEFAULT_MAX_HOST_LOOKUPS,
-            max_ns_per_delegation: DEFAULT_MAX_NS_PER_DELEGATION,
-            max_addresses_per_server: DEFAULT_MAX_ADDRESSES_PER_SERVER,
-        }
-    }
-}
-
-/// `[dns]`. The file writes the observation budget's keys beside the others
-/// (`dns.max_host_lookups`); here they are grouped in [`ObservationBudget`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "DnsFile")]
-pub struct DnsSettings {
-    pub root_hints: Vec<IpAddr>,
-    pub port: u16,
-    /// None: the IANA root trust anchor built into the validator.
-    pub trust_anchor_file: Option<PathBuf>,
-    pub validating_resolvers: Vec<SocketAddr>,
-    pub query_timeout: Duration,
-    pub query_attempts: u32,
-    /// Queries in flight at once to one name server address (politeness; see
-    /// [`MAX_QUERIES_PER_SERVER`]).
-    pub queries_per_server: usize,
-    /// Which name server addresses are asked. Both by default; a host without IPv6 sets
-    /// `["ipv4"]`, or every IPv6 address would answer "unknown" and block every decision.
-    pub address_families: AddressFamilies,
-    /// What one observation may spend (`dns.observation_timeout`, `dns.max_*`).
-    pub budget: ObservationBudget,
-    /// Decisions that can take a domain down wait for validated evidence even where the
-    /// parent zone is unsigned (safety rule 10); by default such a parent's authoritative
-    /// answers are used, and said to be unvalidated.
-    pub require_validated_evidence: bool,
-}
-
-impl Default for DnsSettings {
-    fn default() -> Self {
-        DnsFile::default().into()
-    }
-}
-
-/// Which address families are asked; deserialized from `["ipv4", "ipv6"]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AddressFamilies {
-    pub ipv4: bool,
-    pub ipv6: bool,
-}
-
-impl Default for AddressFamilies {
-    fn default() -> Self {
-        Self {
-            ipv4: true,
-            ipv6: true,
-        }
-    }
-}
-
-impl AddressFamilies {
-    pub fn allows(&self, addr: &IpAddr) -> bool {
-        match addr {
-            IpAddr::V4(_) => self.ipv4,
-            IpAddr::V6(_) => self.ipv6,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for AddressFamilies {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "lowercase")]
-        enum Family {
-            Ipv4,
-            Ipv6,
-        }
-        let families = Vec::<Family>::deserialize(d)?;
-        let has = |f: fn(&Family) -> bool| families.iter().any(f);
-        let out = Self {
-            ipv4: has(|f| matches!(f, Family::Ipv4)),
-            ipv6: has(|f| matches!(f, Family::Ipv6)),
-        };
-        if !out.ipv4 && !out.ipv6 {
-            return Err(serde::de::Error::custom("needs \"ipv4\", \"ipv6\" or both"));
-        }
-        Ok(out)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -403,7 +235,7 @@ struct RegistrarFile {
 struct SettingsFile {
     provider: Option<ProviderFile>,
     database: DatabaseFile,
-    dns: DnsSettings,
+    dns: DnsFile,
     timing: Policy,
     zones: ZonesFile,
     alerts: AlertsFile,
@@ -506,6 +338,7 @@ struct DnsFile {
     query_attempts: u32,
     #[serde(deserialize_with = "de::in_range::<1, {MAX_QUERIES_PER_SERVER as u64}, _, _>")]
     queries_per_server: usize,
+    #[serde(deserialize_with = "de::address_families")]
     address_families: AddressFamilies,
     #[serde(deserialize_with = "de::observation_timeout")]
     observation_timeout: Duration,
@@ -522,51 +355,47 @@ struct DnsFile {
 
 impl Default for DnsFile {
     fn default() -> Self {
-        let budget = ObservationBudget::default();
+        let defaults = DnsSettings::default();
+        let budget = defaults.budget;
         Self {
-            root_hints: IANA_ROOT_HINTS
-                .iter()
-                .filter_map(|s| s.parse().ok())
-                .collect(),
-            port: 53,
-            trust_anchor_file: None,
-            validating_resolvers: ["1.1.1.1:53", "9.9.9.9:53"]
-                .iter()
-                .filter_map(|s| s.parse().ok())
-                .collect(),
-            query_timeout: Duration::from_secs(2),
-            query_attempts: 3,
-            queries_per_server: DEFAULT_QUERIES_PER_SERVER,
-            address_families: AddressFamilies::default(),
+            root_hints: defaults.root_hints,
+            port: defaults.port,
+            trust_anchor_file: defaults.trust_anchor_file,
+            validating_resolvers: defaults.validating_resolvers,
+            query_timeout: defaults.query_timeout,
+            query_attempts: defaults.query_attempts,
+            queries_per_server: defaults.queries_per_server,
+            address_families: defaults.address_families,
             observation_timeout: budget.timeout,
             max_queries_per_observation: budget.max_queries,
             max_host_lookups: budget.max_host_lookups,
             max_ns_per_delegation: budget.max_ns_per_delegation,
             max_addresses_per_server: budget.max_addresses_per_server,
-            require_validated_evidence: false,
+            require_validated_evidence: defaults.require_validated_evidence,
         }
     }
 }
 
-impl From<DnsFile> for DnsSettings {
-    fn from(f: DnsFile) -> Self {
-        Self {
-            root_hints: f.root_hints,
-            port: f.port,
-            trust_anchor_file: f.trust_anchor_file,
-            validating_resolvers: f.validating_resolvers,
-            query_timeout: f.query_timeout,
-            query_attempts: f.query_attempts,
-            queries_per_server: f.queries_per_server,
-            address_families: f.address_families,
+impl DnsFile {
+    /// The observer's settings, the budget's keys grouped.
+    fn settings(self) -> DnsSettings {
+        DnsSettings {
+            root_hints: self.root_hints,
+            port: self.port,
+            trust_anchor_file: self.trust_anchor_file,
+            validating_resolvers: self.validating_resolvers,
+            query_timeout: self.query_timeout,
+            query_attempts: self.query_attempts,
+            queries_per_server: self.queries_per_server,
+            address_families: self.address_families,
             budget: ObservationBudget {
-                timeout: f.observation_timeout,
-                max_queries: f.max_queries_per_observation,
-                max_host_lookups: f.max_host_lookups,
-                max_ns_per_delegation: f.max_ns_per_delegation,
-                max_addresses_per_server: f.max_addresses_per_server,
+                timeout: self.observation_timeout,
+                max_queries: self.max_queries_per_observation,
+                max_host_lookups: self.max_host_lookups,
+                max_ns_per_delegation: self.max_ns_per_delegation,
+                max_addresses_per_server: self.max_addresses_per_server,
             },
-            require_validated_evidence: f.require_validated_evidence,
+            require_validated_evidence: self.require_validated_evidence,
         }
     }
 }
@@ -658,7 +487,7 @@ impl CrossChecks {
     }
 
     fn settings(&self, raw: SettingsFile) -> Result<Settings, ConfigError> {
-        let mut dns = raw.dns;
+        let mut dns = raw.dns.settings();
         if !dns
             .root_hints
             .iter()
@@ -902,6 +731,8 @@ mod de {
     use serde::{Deserialize, Deserializer};
     use url::Url;
 
+    use crate::dns::AddressFamilies;
+    use crate::dns::net::budget::MAX_OBSERVATION_TIMEOUT;
     use crate::zone_name::ZoneName;
 
     pub fn secs<const N: u64>() -> Duration {
@@ -926,16 +757,36 @@ mod de {
         }
     }
 
-    /// `dns.observation_timeout`: at most [`super::MAX_OBSERVATION_TIMEOUT`].
+    /// `dns.observation_timeout`: at most [`MAX_OBSERVATION_TIMEOUT`].
     pub fn observation_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let value = super::duration(d)?;
-        if value > super::MAX_OBSERVATION_TIMEOUT {
+        if value > MAX_OBSERVATION_TIMEOUT {
             return Err(D::Error::custom(format!(
                 "must be at most {}s (the engine abandons a step after 120s)",
-                super::MAX_OBSERVATION_TIMEOUT.as_secs()
+                MAX_OBSERVATION_TIMEOUT.as_secs()
             )));
         }
         Ok(value)
+    }
+
+    /// `dns.address_families`: `["ipv4", "ipv6"]`, at least one of them.
+    pub fn address_families<'de, D: Deserializer<'de>>(d: D) -> Result<AddressFamilies, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Family {
+            Ipv4,
+            Ipv6,
+        }
+        let families = Vec::<Family>::deserialize(d)?;
+        let has = |f: fn(&Family) -> bool| families.iter().any(f);
+        let out = AddressFamilies {
+            ipv4: has(|f| matches!(f, Family::Ipv4)),
+            ipv6: has(|f| matches!(f, Family::Ipv6)),
+        };
+        if !out.ipv4 && !out.ipv6 {
+            return Err(D::Error::custom("needs \"ipv4\", \"ipv6\" or both"));
+        }
+        Ok(out)
     }
 
     /// An http:// or https:// URL with a host. It may hold a token (a Slack webhook): the

@@ -60,10 +60,7 @@ fn the_observation_budget_is_configured_in_the_dns_section() {
     assert_eq!(budget.max_addresses_per_server, 4);
     // Unset: the defaults, as documented in config.example.toml.
     let defaults = Settings::parse("", path).unwrap().dns.budget;
-    assert_eq!(
-        defaults,
-        dnssec_warden::config::ObservationBudget::default()
-    );
+    assert_eq!(defaults, dnssec_warden::dns::ObservationBudget::default());
     assert_eq!(defaults.timeout, std::time::Duration::from_secs(60));
     assert_eq!(
         (

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::proof::{Proof, prove_ds};
 use dnssec_warden::dns::wire::{build_query, parse_name};
 use dnssec_warden::dns::{DnsObserver, DsAnswer, Evidence, NetTransport, Observer, Transport};
@@ -475,7 +475,7 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(1),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
         require_validated_evidence: false,

@@ -8,10 +8,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::{
-    DnsObserver, DsAnswer, ExchangeError, ExchangeFuture, NsAnswer, Observer, ObserverOptions,
-    ParentDsVerdict, Transport, UnknownReason,
+    DnsObserver, DsAnswer, ExchangeError, NsAnswer, Observer, ObserverOptions, ParentDsVerdict,
+    Transport, UnknownReason,
 };
 use dnssec_warden_lab::DigestType;
 use dnssec_warden_lab::dns::{Delegation, KeySource, World, ZoneData};
@@ -53,7 +53,11 @@ struct Fake {
 }
 
 impl Transport for Fake {
-    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
+    fn exchange<'a>(
+        &'a self,
+        server: SocketAddr,
+        query: &'a Message,
+    ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
         Box::pin(async move {
             {
                 let mut in_flight = self.in_flight.lock().unwrap();
@@ -123,7 +127,7 @@ impl Transport for Fake {
 
 struct Setup {
     fake: Arc<Fake>,
-    observer: DnsObserver,
+    observer: DnsObserver<Fake>,
     key: LabKey,
     settings: DnsSettings,
 }
@@ -249,7 +253,7 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
         require_validated_evidence: false,

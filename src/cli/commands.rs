@@ -187,7 +187,7 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
         eprintln!(
             "warning: config {}: {}",
             path.display(),
-            crate::dns::ipv6::no_route(cause)
+            crate::dns::net::ipv6::no_route(cause)
         );
     }
     if let DatabaseSettings::Postgres(pg) = &prepared.settings.database {
@@ -253,13 +253,13 @@ pub async fn check(
 ) -> Result<Outcome, CommandError> {
     let zone = zone_name(zone)?;
     let settings = load(path)?;
-    let report = crate::dns::check::run(&settings, zone.as_str())
+    let report = super::check::run(&settings, zone.as_str())
         .await
         .map_err(CommandError::unusable)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        write!(out, "{}", crate::dns::check::render_text(&report))?;
+        write!(out, "{}", super::check::render_text(&report))?;
     }
     Ok(if report.consistent {
         Outcome::Done

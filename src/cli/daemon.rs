@@ -137,7 +137,7 @@ impl Prepared {
             .dns
             .address_families
             .ipv6
-            .then(crate::dns::ipv6::route);
+            .then(crate::dns::net::ipv6::route);
         Ok(Self {
             policy: settings.timing.clone(),
             provider: Arc::new(provider),

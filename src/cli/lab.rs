@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use dnssec_warden_lab::dns::{LabDns, ROOT};
 
-use crate::config::{DEFAULT_QUERIES_PER_SERVER, DnsSettings};
+use crate::dns::DnsSettings;
+use crate::dns::net::query::DEFAULT_QUERIES_PER_SERVER;
 use crate::dnssec::{Dnskey, Ds};
 
 /// The observer's settings for the lab hierarchy.

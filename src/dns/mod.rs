@@ -1,76 +1,33 @@
 //! The public DNS as dnssec-warden sees it: the DS at every parent server, the DNSKEY at
 //! every child server, and whether the chain validates.
+//!
+//! Three layers, imports pointing down only (as hickory keeps protocol, networking and
+//! DNSSEC proof apart):
+//! - [`observe`]: the observer and its vocabulary (answers, verdicts, the delegation),
+//!   `check`'s look, the `[dns]` settings; uses both below.
+//! - [`validate`]: the chain from the trust anchor, the DS proofs, verified signatures;
+//!   uses `net`.
+//! - [`net`]: the wire form, sockets, the querier and its caps, an observation's budget,
+//!   and discovery of whom to ask (zone cuts from the root hints); uses neither above.
 
-pub mod anchor;
-pub mod budget;
-pub mod check;
-pub mod classify;
-pub mod delegation;
-pub mod discovery;
-pub mod ipv6;
-pub mod model;
-pub mod observer;
-pub mod proof;
-pub mod query;
-pub mod resolvers;
-pub mod sigcache;
-pub mod transport;
-pub mod validator;
-pub mod wire;
+pub mod net;
+pub mod observe;
+pub mod validate;
 
-pub use anchor::{AnchorError, TrustAnchors};
-pub use budget::{Budget, Exhausted};
-pub use delegation::{
+// The paths the rest of the crate and the tests name.
+pub use net::budget::{Budget, Exhausted, ObservationBudget};
+pub use net::discovery::AddressFamilies;
+pub use net::transport::{ExchangeError, NetTransport, Transport};
+pub use net::{budget, wire};
+pub use observe::delegation::{
     DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
 };
-pub use model::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentAssessment, ParentDsVerdict,
-    ParentView, ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe,
-    ValidationVerdict, VerdictReason, combine_validation,
+pub use observe::model::{
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentDsVerdict, ParentView,
+    ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, VerdictReason,
 };
-pub use observer::{DnsObserver, KeyCacheStats, ObserverOptions, ObserverSetupError};
-pub use query::QueryStats;
-pub use transport::{ExchangeError, ExchangeFuture, NetTransport, Transport};
-
-/// The maps every exchange visits (questions in flight, a socket's waiting IDs, the
-/// sockets, the delegation cache). Their keys are ours (names we ask, IDs we drew), not
-/// an attacker's choice; SipHash's cost shows at tens of thousands of exchanges a second.
-pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// Discovery failed before any server could be asked: the parent or the delegation could
-/// not be found. To the lifecycle this is the same as every answer being unknown.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot observe {zone}: {reason}")]
-pub struct ObserveError {
-    pub zone: String,
-    pub reason: String,
-}
-
-/// What the lifecycle needs from the DNS. Zone names are lower case with the trailing dot.
-/// Implementations ask every address of every server directly (RD=0), never a cache.
-pub trait Observer: Send + Sync {
-    /// The DS answer and the delegation (NS) of every address of every parent name server.
-    fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
-    /// The same answers as `parent`, each validated from the trust anchor (safety rule
-    /// 10): a DS present needs a valid RRSIG by the parent's zone key, a DS absent a
-    /// valid NSEC or NSEC3 denial, signatures valid at the time of the look. An answer
-    /// that fails is `unknown` (`bogus_proof`); `evidence` is `validated`, or `insecure`
-    /// when the parent zone is provably insecure.
-    fn parent_validated(
-        &self,
-        zone: &str,
-    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
-    /// The DNSKEY (and apex NS) answer of every address of every name server the parent
-    /// delegates to.
-    fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
-    /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 8078 signals:
-    /// `check` shows them; the lifecycle decides nothing on them).
-    fn child_with_signals(
-        &self,
-        zone: &str,
-    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
-        self.child(zone)
-    }
-    /// Our validator's and each configured validating resolver's view of the zone.
-    fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;
-}
+pub use observe::observer::{DnsObserver, ObserverOptions, ObserverSetupError};
+pub use observe::settings::DnsSettings;
+pub use observe::{ObserveError, Observer, classify, delegation};
+pub use validate::{ValidationProbe, ValidationVerdict, combine_validation};
+pub use validate::{anchor, proof, validator};

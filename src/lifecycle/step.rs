@@ -15,7 +15,7 @@ use super::policy::Policy;
 use super::rules::{delegation_hold_until, disable_deadline, evidence_acceptable};
 use super::state::{Intent, State};
 use crate::dns::delegation::{self, DelegationVerdict};
-use crate::dns::model::key_standing;
+use crate::dns::observe::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
 use crate::dnssec::DnssecKey;
 use crate::time::Timestamp;

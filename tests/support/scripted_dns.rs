@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dnssec_warden::config::DnsSettings;
+use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::validator::base32hex;
 use dnssec_warden::dns::wire;
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
@@ -458,7 +458,7 @@ impl ScriptedDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(300),
             query_attempts: 1,
-            queries_per_server: dnssec_warden::config::DEFAULT_QUERIES_PER_SERVER,
+            queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
             address_families: Default::default(),
             budget: Default::default(),
             require_validated_evidence: false,

@@ -29,7 +29,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -69,18 +68,15 @@ pub enum ExchangeError {
     Malformed(String),
 }
 
-pub type ExchangeFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Message, ExchangeError>> + Send + 'a>>;
-
 /// Sends one query to one server and returns its answer, checked to be the answer to
-/// this query (ID, QR bit, question).
+/// this query (ID, QR bit, question). The querier is generic over it, so the real
+/// network's exchange is called without boxing its future.
 pub trait Transport: Send + Sync + 'static {
-    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a>;
-
-    /// The real network, which the querier calls without boxing each exchange's future.
-    fn as_net(&self) -> Option<&NetTransport> {
-        None
-    }
+    fn exchange<'a>(
+        &'a self,
+        server: SocketAddr,
+        query: &'a Message,
+    ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a;
 }
 
 /// The real network. Clones share their sockets.
@@ -156,12 +152,12 @@ impl NetTransport {
 }
 
 impl Transport for NetTransport {
-    fn exchange<'a>(&'a self, server: SocketAddr, query: &'a Message) -> ExchangeFuture<'a> {
-        Box::pin(self.exchange_net(server, query))
-    }
-
-    fn as_net(&self) -> Option<&NetTransport> {
-        Some(self)
+    fn exchange<'a>(
+        &'a self,
+        server: SocketAddr,
+        query: &'a Message,
+    ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
+        self.exchange_net(server, query)
     }
 }
 
@@ -915,8 +911,8 @@ mod tests {
     #[test]
     fn only_formerr_and_notimp_may_omit_the_question() {
         use hickory_proto::op::ResponseCode;
-        let query = crate::dns::wire::build_query(
-            &crate::dns::wire::parse_name("child.test.").unwrap(),
+        let query = crate::dns::net::wire::build_query(
+            &crate::dns::net::wire::parse_name("child.test.").unwrap(),
             hickory_proto::rr::RecordType::DS,
             false,
         );
@@ -1015,8 +1011,8 @@ mod tests {
     async fn a_silent_servers_queries_time_out_at_their_deadlines() {
         let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = silent.local_addr().unwrap();
-        let query = crate::dns::wire::build_query(
-            &crate::dns::wire::parse_name("child.test.").unwrap(),
+        let query = crate::dns::net::wire::build_query(
+            &crate::dns::net::wire::parse_name("child.test.").unwrap(),
             hickory_proto::rr::RecordType::DS,
             false,
         );

@@ -7,9 +7,10 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use hickory_proto::rr::rdata::opt::EdnsOption;
 
-use super::model::{ValidationProbe, ValidationVerdict};
-use super::query::Querier;
-use super::wire;
+use crate::dns::net::query::Querier;
+use crate::dns::net::transport::Transport;
+use crate::dns::net::wire;
+use crate::dns::validate::{ValidationProbe, ValidationVerdict};
 
 /// The EDNS option code of Extended DNS Errors (RFC 8914).
 const EDE_OPTION: u16 = 15;
@@ -75,7 +76,11 @@ fn describe(errors: &[(u16, String)]) -> String {
 }
 
 /// Asks `resolver` for `zone SOA` with RD=1, DO=1.
-pub async fn probe(querier: &Querier, resolver: SocketAddr, zone: &str) -> ValidationProbe {
+pub async fn probe<T: Transport>(
+    querier: &Querier<T>,
+    resolver: SocketAddr,
+    zone: &str,
+) -> ValidationProbe {
     let source = resolver.to_string();
     let verdict = |verdict, detail: String| ValidationProbe {
         source: source.clone(),

@@ -10,23 +10,25 @@ use futures::future::join_all;
 use hickory_proto::rr::RecordType;
 use tokio::sync::Semaphore;
 
-use super::anchor::{AnchorError, TrustAnchors};
-use super::budget::Budget;
 use super::classify;
 use super::delegation::NsAnswer;
-use super::discovery::{
-    CutAnswer, Discovery, DiscoveryError, GlueDifference, Located, NameServer, ZoneCut,
-};
 use super::model::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
-    ValidationProbe,
 };
-use super::proof;
-use super::query::{Limits, Querier, QueryStats};
-use super::transport::{NetTransport, Transport};
-use super::validator::{Validator, ZoneKeys};
+use super::settings::DnsSettings;
 use super::{ObserveError, Observer, resolvers};
-use crate::config::{DnsSettings, ObservationBudget};
+use crate::dns::net::budget::{Budget, ObservationBudget};
+use crate::dns::net::discovery::{
+    CutAnswer, Discovery, DiscoveryError, GlueDifference, Located, NameServer, ZoneCut,
+};
+use crate::dns::net::query::{
+    DEFAULT_QUERIES_PER_SERVER, Limits, QUERIES_IN_FLIGHT, Querier, QueryStats,
+};
+use crate::dns::net::transport::{NetTransport, Transport};
+use crate::dns::validate::anchor::{AnchorError, TrustAnchors};
+use crate::dns::validate::proof;
+use crate::dns::validate::validator::{Validator, ZoneKeys};
+use crate::dns::validate::{ValidationProbe, ValidationVerdict};
 use crate::dnssec::Dnskey;
 
 /// Tuning beyond the configuration file; the defaults suit a daemon.
@@ -47,8 +49,8 @@ impl Default for ObserverOptions {
             // view, never wait for a turn. More only queues more work in memory, and the
             // bench's pass was slower for it (docs/benchmarks.md).
             zones_in_flight: 128,
-            queries_in_flight: crate::config::MAX_QUERIES_PER_SERVER,
-            per_server: crate::config::DEFAULT_QUERIES_PER_SERVER,
+            queries_in_flight: QUERIES_IN_FLIGHT,
+            per_server: DEFAULT_QUERIES_PER_SERVER,
         }
     }
 }
@@ -59,9 +61,9 @@ pub enum ObserverSetupError {
     Anchor(#[from] AnchorError),
 }
 
-struct Inner {
-    querier: Arc<Querier>,
-    discovery: Discovery,
+struct Inner<T> {
+    querier: Arc<Querier<T>>,
+    discovery: Discovery<T>,
     anchors: TrustAnchors,
     port: u16,
     resolvers: Vec<SocketAddr>,
@@ -74,11 +76,17 @@ struct Inner {
 }
 
 /// Observes zones by asking every server directly. Cheap to clone; clones share the
-/// delegation cache and the limits.
-#[derive(Clone)]
-pub struct DnsObserver(Arc<Inner>);
+/// delegation cache and the limits. Generic over its transport, so that the real
+/// network's exchanges are called statically, their futures unboxed.
+pub struct DnsObserver<T = NetTransport>(Arc<Inner<T>>);
 
-impl std::fmt::Debug for DnsObserver {
+impl<T> Clone for DnsObserver<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> std::fmt::Debug for DnsObserver<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DnsObserver")
             .field("port", &self.0.port)
@@ -97,12 +105,14 @@ impl DnsObserver {
         };
         Self::with_transport(settings, options, transport)
     }
+}
 
+impl<T: Transport> DnsObserver<T> {
     /// Over any transport: the tests' scripted servers, for one.
     pub fn with_transport(
         settings: &DnsSettings,
         options: ObserverOptions,
-        transport: Arc<dyn Transport>,
+        transport: Arc<T>,
     ) -> Result<Self, ObserverSetupError> {
         let anchors = TrustAnchors::load(settings.trust_anchor_file.as_deref())?;
         let querier = Arc::new(Querier::new(
@@ -140,7 +150,7 @@ impl DnsObserver {
 
     /// This host's IPv6 as the exchanges and the start-up probe see it (the daemon-wide
     /// `host_ipv6_unreachable`).
-    pub fn ipv6(&self) -> &crate::dns::ipv6::Ipv6Health {
+    pub fn ipv6(&self) -> &crate::dns::net::ipv6::Ipv6Health {
         self.0.querier.ipv6()
     }
 
@@ -159,11 +169,11 @@ impl DnsObserver {
     /// `observe` within one observation's budget (`dns.observation_timeout`, the
     /// `dns.max_*` keys), the wait for its turn included: a budget run out anywhere is
     /// the observation's result, unknown, whatever was heard meanwhile.
-    async fn within_budget<T>(
+    async fn within_budget<R>(
         &self,
         zone: &str,
-        observe: impl AsyncFnOnce(&Budget) -> Result<T, ObserveError>,
-    ) -> Result<T, ObserveError> {
+        observe: impl AsyncFnOnce(&Budget) -> Result<R, ObserveError>,
+    ) -> Result<R, ObserveError> {
         let budget = Budget::new(self.0.budget);
         let result = match tokio::time::timeout_at(budget.deadline(), observe(&budget)).await {
             Ok(result) => result,
@@ -318,7 +328,7 @@ impl DnsObserver {
                 )
             },
             |addr| async move {
-                let budget_spent = |e: super::Exhausted| {
+                let budget_spent = |e: crate::dns::net::budget::Exhausted| {
                     let reason = UnknownReason::Network(e.to_string());
                     (
                         DsAnswer::Unknown(reason.clone()),
@@ -533,14 +543,14 @@ impl DnsObserver {
             Ok(probes) => probes,
             Err(_elapsed) => vec![ValidationProbe {
                 source: "validator".into(),
-                verdict: super::ValidationVerdict::Unknown,
+                verdict: ValidationVerdict::Unknown,
                 detail: budget.time_is_up().to_string(),
             }],
         }
     }
 
     /// Our validator over this observer's querier, delegations and anchors.
-    fn validator<'a>(&'a self, now: u32, budget: &'a Budget) -> Validator<'a> {
+    fn validator<'a>(&'a self, now: u32, budget: &'a Budget) -> Validator<'a, T> {
         Validator::new(
             &self.0.querier,
             &self.0.discovery,
@@ -559,8 +569,8 @@ impl DnsObserver {
     /// Whether the configured trust anchors name keys their zones serve now (a stale
     /// anchor is the operator's fault, said once, not an outage of every zone): the
     /// daemon-wide condition follows what is seen; unknown leaves it as it was.
-    pub async fn check_trust_anchors(&self) -> super::validator::AnchorCheck {
-        use super::validator::AnchorCheck;
+    pub async fn check_trust_anchors(&self) -> crate::dns::validate::validator::AnchorCheck {
+        use crate::dns::validate::validator::AnchorCheck;
         let check = self.check_trust_anchors_now().await;
         match &check {
             AnchorCheck::Served => self.0.anchors_served.clear(),
@@ -572,14 +582,14 @@ impl DnsObserver {
         check
     }
 
-    async fn check_trust_anchors_now(&self) -> super::validator::AnchorCheck {
+    async fn check_trust_anchors_now(&self) -> crate::dns::validate::validator::AnchorCheck {
         let budget = Budget::new(self.0.budget);
         let validator = self.validator(unix_now(), &budget);
         match tokio::time::timeout_at(budget.deadline(), validator.check_anchors()).await {
             Ok(check) => check,
-            Err(_elapsed) => {
-                super::validator::AnchorCheck::Unknown(budget.time_is_up().to_string())
-            }
+            Err(_elapsed) => crate::dns::validate::validator::AnchorCheck::Unknown(
+                budget.time_is_up().to_string(),
+            ),
         }
     }
 
@@ -590,7 +600,7 @@ impl DnsObserver {
             Err(e) => {
                 return vec![ValidationProbe {
                     source: "validator".into(),
-                    verdict: super::ValidationVerdict::Unknown,
+                    verdict: ValidationVerdict::Unknown,
                     detail: e.to_string(),
                 }];
             }
@@ -610,7 +620,7 @@ impl DnsObserver {
     }
 }
 
-impl DnsObserver {
+impl<T: Transport> DnsObserver<T> {
     /// Our validator's probe: from the parent zone's keys in the cache (as the validated
     /// parent views use them) when they are trusted and no trust anchor sits at the zone
     /// itself; else the whole walk from the trust anchor. A probe per active zone walked
@@ -618,7 +628,7 @@ impl DnsObserver {
     /// for every zone.
     async fn our_probe(
         &self,
-        validator: &Validator<'_>,
+        validator: &Validator<'_, T>,
         zone: &str,
         name: &str,
     ) -> ValidationProbe {
@@ -777,7 +787,7 @@ fn split<A, B>(both: Vec<ServerAnswer<(A, B)>>) -> (Vec<ServerAnswer<A>>, Vec<Se
         .unzip()
 }
 
-impl Observer for DnsObserver {
+impl<T: Transport> Observer for DnsObserver<T> {
     fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
         self.parent_view(zone)
     }

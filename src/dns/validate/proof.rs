@@ -24,9 +24,9 @@ use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC, NSEC3};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::budget::Budget;
 use super::validator::{VerifyError, base32hex, verify_rrset};
-use super::wire;
+use crate::dns::net::budget::Budget;
+use crate::dns::net::wire;
 use crate::dnssec::Dnskey;
 
 /// RFC 9276 section 3.2: validators may refuse NSEC3 records with more iterations; a

@@ -13,7 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 use tokio::sync::{Semaphore, oneshot};
 
 use super::ipv6::Ipv6Health;
-use super::transport::{ExchangeError, Transport};
+use super::transport::{ExchangeError, NetTransport, Transport};
 use super::wire;
 
 /// What one question to one server gave, after retries. Shared by every caller that asked
@@ -50,6 +50,21 @@ pub fn authoritative<'a>(
     }
 }
 
+/// The cap on queries in flight, all servers together: one socket each, so 10,000 zones
+/// never open 10,000 sockets.
+pub const QUERIES_IN_FLIGHT: usize = 64;
+/// Default of `dns.queries_per_server`. Validating resolvers (Unbound, BIND, Knot Resolver)
+/// put no cap of their own on queries in flight to one server, and `dnsperf` keeps 100;
+/// 32 stays far below what any authoritative server answers. The fewer wait at a server,
+/// the more often it wakes for one, so a server spends less a query with more waiting,
+/// and our side gets more answers per wake-up too (docs/benchmarks.md).
+pub const DEFAULT_QUERIES_PER_SERVER: usize = 32;
+/// Upper bound of `dns.queries_per_server`: more to one server than to all of them
+/// together ([`QUERIES_IN_FLIGHT`]) would never be reached.
+pub const MAX_QUERIES_PER_SERVER: usize = QUERIES_IN_FLIGHT;
+/// Default of `dns.query_attempts`.
+pub const DEFAULT_QUERY_ATTEMPTS: u32 = 3;
+
 /// Limits of the querier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -64,9 +79,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            in_flight: 64,
-            per_server: 8,
-            attempts: 3,
+            in_flight: QUERIES_IN_FLIGHT,
+            per_server: DEFAULT_QUERIES_PER_SERVER,
+            attempts: DEFAULT_QUERY_ATTEMPTS,
         }
     }
 }
@@ -94,8 +109,8 @@ struct Question {
 }
 
 /// The querier's state, shared with the tasks that run its exchanges.
-struct Shared {
-    transport: Arc<dyn Transport>,
+struct Shared<T> {
+    transport: Arc<T>,
     limits: Limits,
     global: Semaphore,
     per_server: Mutex<super::FastMap<IpAddr, Arc<Semaphore>>>,
@@ -108,17 +123,17 @@ struct Shared {
     ipv6: Ipv6Health,
 }
 
-pub struct Querier(Arc<Shared>);
+pub struct Querier<T = NetTransport>(Arc<Shared<T>>);
 
 /// A question in flight, owned by the caller that sends it. Landing (or the owner giving
 /// up) takes it off the list; those that joined it are told the outcome, or let go.
-struct Flight<'a> {
-    shared: &'a Shared,
+struct Flight<'a, T> {
+    shared: &'a Shared<T>,
     question: &'a Question,
     landed: bool,
 }
 
-impl Flight<'_> {
+impl<T> Flight<'_, T> {
     /// Takes the question off the list: the callers that joined it, to be told.
     fn land(&mut self) -> Vec<oneshot::Sender<Outcome>> {
         self.landed = true;
@@ -129,7 +144,7 @@ impl Flight<'_> {
     }
 }
 
-impl Drop for Flight<'_> {
+impl<T> Drop for Flight<'_, T> {
     /// The owner gave up: its joiners' channels close, and each asks again.
     fn drop(&mut self) {
         if !self.landed {
@@ -148,8 +163,8 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-impl Querier {
-    pub fn new(transport: Arc<dyn Transport>, limits: Limits) -> Self {
+impl<T: Transport> Querier<T> {
+    pub fn new(transport: Arc<T>, limits: Limits) -> Self {
         let limits = Limits {
             in_flight: limits.in_flight.max(1),
             per_server: limits.per_server.max(1),
@@ -255,13 +270,15 @@ impl Querier {
     }
 }
 
-impl Shared {
+impl<T> Shared<T> {
     fn flights(
         &self,
     ) -> std::sync::MutexGuard<'_, super::FastMap<Question, Vec<oneshot::Sender<Outcome>>>> {
         self.flights.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
 
+impl<T: Transport> Shared<T> {
     fn server_gate(&self, ip: IpAddr) -> Arc<Semaphore> {
         let mut gates = self.per_server.lock().unwrap_or_else(|p| p.into_inner());
         gates
@@ -293,10 +310,7 @@ impl Shared {
                 let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 self.peak.fetch_max(now, Ordering::SeqCst);
                 self.exchanges.fetch_add(1, Ordering::Relaxed);
-                let result = match self.transport.as_net() {
-                    Some(net) => net.exchange_net(server, &query).await,
-                    None => self.transport.exchange(server, &query).await,
-                };
+                let result = self.transport.exchange(server, &query).await;
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
                 result
             };
@@ -353,7 +367,7 @@ mod tests {
             &'a self,
             _server: SocketAddr,
             query: &'a Message,
-        ) -> super::super::ExchangeFuture<'a> {
+        ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
             Box::pin(async move {
                 self.calls.fetch_add(1, Ordering::SeqCst);
                 if let Ok(permit) = self.gate.acquire().await {
@@ -375,7 +389,7 @@ mod tests {
             &'a self,
             server: SocketAddr,
             query: &'a Message,
-        ) -> super::super::ExchangeFuture<'a> {
+        ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
             Box::pin(async move {
                 if server.is_ipv6() {
                     return Err(ExchangeError::Unreachable(
@@ -431,7 +445,7 @@ mod tests {
         panic!("never happened");
     }
 
-    fn ask_in_task(querier: &Arc<Querier>) -> tokio::task::JoinHandle<Outcome> {
+    fn ask_in_task(querier: &Arc<Querier<Gated>>) -> tokio::task::JoinHandle<Outcome> {
         let querier = querier.clone();
         tokio::spawn(async move {
             let name = Name::from_ascii("child.test.").expect("name");
@@ -444,7 +458,7 @@ mod tests {
     /// caller joined to it.
     async fn sent_and_joined() -> (
         Arc<Gated>,
-        Arc<Querier>,
+        Arc<Querier<Gated>>,
         tokio::task::JoinHandle<Outcome>,
         tokio::task::JoinHandle<Outcome>,
     ) {

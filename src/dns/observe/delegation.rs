@@ -13,6 +13,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::model::{ServerAnswer, UnknownReason};
+// The NS set's normal form is the wire layer's (discovery keeps each cut's servers in it);
+// it is the delegation's vocabulary too.
+pub use crate::dns::net::wire::{ns_set, ns_set_of};
 
 /// One address's answer about who serves a zone: the NS set of a referral (at a parent
 /// address) or of the apex (at a child address).
@@ -99,48 +102,6 @@ pub struct DelegationAssessment {
     /// The provider's name servers it was judged against, when known.
     pub provider_ns: Option<Vec<String>>,
     pub servers: Vec<DelegationDetail>,
-}
-
-/// Host names as one comparable set: lower case, with the trailing dot, sorted, without
-/// duplicates. Names are compared case-insensitively (RFC 4343).
-pub fn ns_set<S: AsRef<str>>(hosts: impl IntoIterator<Item = S>) -> Vec<String> {
-    sorted_set(hosts.into_iter().map(|h| normal_host(h.as_ref())).collect())
-}
-
-/// [`ns_set`] of names already in hand, written in place (a name already in set form is
-/// kept, not copied): an observation builds one for every NS answer.
-pub fn ns_set_of(mut hosts: Vec<String>) -> Vec<String> {
-    for host in &mut hosts {
-        if !is_normal_host(host) {
-            *host = normal_host(host);
-        }
-    }
-    sorted_set(hosts)
-}
-
-/// A host name as [`ns_set`] holds it already.
-fn is_normal_host(host: &str) -> bool {
-    host.trim().len() == host.len()
-        && host.ends_with('.')
-        && !host.bytes().any(|b| b.is_ascii_uppercase())
-}
-
-/// One host name as [`ns_set`] holds it.
-fn normal_host(host: &str) -> String {
-    let lower = host.trim().to_ascii_lowercase();
-    if lower.ends_with('.') {
-        lower
-    } else {
-        format!("{lower}.")
-    }
-}
-
-/// Normalized names sorted, once each, without the root.
-fn sorted_set(mut hosts: Vec<String>) -> Vec<String> {
-    hosts.sort_unstable();
-    hosts.dedup();
-    hosts.retain(|h| h != ".");
-    hosts
 }
 
 /// How `hosts` (an [`ns_set`]) compares with the provider's set.

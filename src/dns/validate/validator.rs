@@ -18,12 +18,13 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 
 use super::anchor::TrustAnchors;
-use super::budget::Budget;
-use super::discovery::{Discovery, ZoneCut};
-use super::model::{ValidationProbe, ValidationVerdict};
-use super::query::{self, Querier};
 use super::sigcache;
-use super::wire;
+use super::{ValidationProbe, ValidationVerdict};
+use crate::dns::net::budget::Budget;
+use crate::dns::net::discovery::{Discovery, ZoneCut};
+use crate::dns::net::query::{self, Querier};
+use crate::dns::net::transport::{NetTransport, Transport};
+use crate::dns::net::wire;
 use crate::dnssec::{Dnskey, Ds};
 use futures::future::join_all;
 
@@ -97,9 +98,9 @@ fn combine<T>(zone: &str, steps: Vec<(String, Link<T>)>, merge: impl Fn(Vec<T>) 
     }
 }
 
-pub struct Validator<'a> {
-    pub querier: &'a Querier,
-    pub discovery: &'a Discovery,
+pub struct Validator<'a, T = NetTransport> {
+    pub querier: &'a Querier<T>,
+    pub discovery: &'a Discovery<T>,
     pub anchors: &'a TrustAnchors,
     pub port: u16,
     /// Unix seconds, for signature validity windows.
@@ -121,10 +122,10 @@ pub enum ZoneKeys {
     Failed(String),
 }
 
-impl<'a> Validator<'a> {
+impl<'a, T: Transport> Validator<'a, T> {
     pub fn new(
-        querier: &'a Querier,
-        discovery: &'a Discovery,
+        querier: &'a Querier<T>,
+        discovery: &'a Discovery<T>,
         anchors: &'a TrustAnchors,
         port: u16,
         now: u32,
@@ -155,7 +156,7 @@ pub enum AnchorCheck {
     Unknown(String),
 }
 
-impl Validator<'_> {
+impl<T: Transport> Validator<'_, T> {
     /// Checks every trust anchor against the keys its zone serves now.
     pub async fn check_anchors(&self) -> AnchorCheck {
         let mut owners: Vec<&str> = self.anchors.0.iter().map(|a| a.owner()).collect();

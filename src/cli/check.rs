@@ -1,14 +1,15 @@
 //! `dnssec-warden check ZONE`: the one-shot view of a zone at the provider, at every
-//! parent server and at every child server, the two verdicts, and what to do next.
+//! parent server and at every child server, the two verdicts, and what to do next. The
+//! look at the DNS is `dns::check`'s; the provider's side, the text and the advice are here.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
-use super::{
-    ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer, ParentDsVerdict, ParentView,
-    ValidationProbe, ValidationVerdict, VerdictReason, combine_validation,
+use crate::dns::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
+use crate::dns::{
+    ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
+    ValidationProbe, ValidationVerdict, VerdictReason,
 };
 use crate::provider::ProviderError;
 use crate::provider::gcore::GcoreClient;
@@ -71,62 +72,15 @@ pub struct CheckReport {
     pub advice: Vec<String>,
 }
 
-/// Observes `zone` once. `provider` is the client if the config has one.
+/// Observes `zone` once, and asks the provider if the config has one (`provider` is its
+/// client, or why there is none).
 pub async fn check<O: Observer>(
     observer: &O,
     provider: Option<Result<&GcoreClient, String>>,
     zone: &str,
 ) -> CheckReport {
-    let (parent, child, mut probes) = futures::join!(
-        observer.parent_validated(zone),
-        observer.child_with_signals(zone),
-        observer.validation(zone)
-    );
-    let mut errors = Vec::new();
-    // The validated view; if the parent's keys cannot be established, the routine view
-    // is shown instead, said to be unchecked, so the operator still sees each answer.
-    let parent = match parent {
-        Ok(p) => Some(p),
-        Err(e) => {
-            errors.push(format!("DS answers not validated: {e}"));
-            observer
-                .parent(zone)
-                .await
-                .map_err(|e| errors.push(e.to_string()))
-                .ok()
-        }
-    };
-    let (evidence, evidence_detail) = match parent.as_ref().map(|p| &p.evidence) {
-        Some(Evidence::Validated) => ("validated", None),
-        Some(Evidence::Insecure(why)) => ("insecure", Some(why.clone())),
-        Some(Evidence::Unchecked) | None => ("unchecked", errors.first().cloned()),
-    };
-    // Glue that differs between parent addresses widened the delegation the child
-    // view asks (issue 32): asked again, every address any parent hands out is asked.
-    let glue_differs = parent.as_ref().is_some_and(|p| {
-        p.delegations.iter().any(|d| {
-            matches!(
-                d.answer,
-                delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(_))
-            )
-        })
-    });
-    let child = if glue_differs {
-        let (child, again) =
-            futures::join!(observer.child_with_signals(zone), observer.validation(zone));
-        probes = again;
-        child
-    } else {
-        child
-    };
-    let child = child.map_err(|e| errors.push(e.to_string())).ok();
-    // No child view at all is no evidence: `ServedKeys::default()` is not known.
-    let served = child.as_ref().map(|c| c.served_keys()).unwrap_or_default();
-    let (parent_ds, parent_ds_reasons) = match parent.as_ref().map(|p| p.assess(&served)) {
-        Some(a) => (a.verdict, a.reasons),
-        None => (ParentDsVerdict::Unknown, vec![VerdictReason::ParentUnknown]),
-    };
-    let validation = combine_validation(&probes);
+    let look = crate::dns::observe::check::look(observer, zone).await;
+    let mut errors = look.errors;
     let (provider, provider_ns) = match provider {
         None => (None, None),
         Some(Err(e)) => {
@@ -136,7 +90,8 @@ pub async fn check<O: Observer>(
             (Some(ProviderState::failed(e)), None)
         }
         Some(Ok(client)) => {
-            let (state, ns) = provider_state(client, zone, parent.as_ref(), child.as_ref()).await;
+            let (state, ns) =
+                provider_state(client, zone, look.parent.as_ref(), look.child.as_ref()).await;
             match ns {
                 Ok(ns) => (Some(state), Some(ns)),
                 Err(e) => {
@@ -147,36 +102,26 @@ pub async fn check<O: Observer>(
         }
     };
     let assessment = delegation::assess(
-        parent
+        look.parent
             .as_ref()
             .map_or(&[][..], |p| p.delegations.as_slice()),
         provider_ns.as_deref(),
     );
-    let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
-    let consistent = !glue_differs
-        && match parent_ds {
-            ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
-            ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
-            _ => false,
-        };
     let mut report = CheckReport {
-        zone: parent
-            .as_ref()
-            .map(|p| p.zone.clone())
-            .unwrap_or_else(|| crate::dnssec::fqdn(zone).unwrap_or_else(|_| zone.to_string())),
-        parent_ds,
-        parent_ds_reasons,
-        validation,
-        consistent,
-        evidence,
-        evidence_detail,
+        zone: look.zone,
+        parent_ds: look.parent_ds,
+        parent_ds_reasons: look.parent_ds_reasons,
+        validation: look.validation,
+        consistent: look.consistent,
+        evidence: look.evidence,
+        evidence_detail: look.evidence_detail,
         delegation: assessment.verdict,
         delegation_servers: assessment.servers,
         provider_ns,
         provider,
-        parent,
-        child,
-        validation_probes: probes,
+        parent: look.parent,
+        child: look.child,
+        validation_probes: look.validation_probes,
         errors,
         advice: Vec::new(),
     };
@@ -328,7 +273,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
         .iter()
         .flat_map(|p| &p.answers)
         .filter_map(|a| match &a.answer {
-            DsAnswer::Unknown(super::UnknownReason::BogusProof(d)) => Some(d.as_str()),
+            DsAnswer::Unknown(crate::dns::UnknownReason::BogusProof(d)) => Some(d.as_str()),
             _ => None,
         })
         .collect();
@@ -340,7 +285,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
         .iter()
         .flat_map(|p| &p.delegations)
         .filter_map(|d| match &d.answer {
-            delegation::NsAnswer::Unknown(super::UnknownReason::GlueDiffers(g)) => {
+            delegation::NsAnswer::Unknown(crate::dns::UnknownReason::GlueDiffers(g)) => {
                 Some(format!("{} ({}): {g}", d.server, d.addr))
             }
             _ => None,
@@ -355,7 +300,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
     if costly_nsec3 {
         advice.push(format!(
             "The parent zone's NSEC3 denials use more than {} iterations: RFC 9276 lets validators treat them as insecure, and they prove no \"no DS\" to dnssec-warden, so a disable or a move in (which need \"no DS\" proven at every parent server) waits. Ask the registry to lower its NSEC3 iterations (RFC 9276 recommends 0).",
-            super::proof::MAX_NSEC3_ITERATIONS
+            crate::dns::proof::MAX_NSEC3_ITERATIONS
         ));
     }
     if r.validation == ValidationVerdict::Bogus && r.parent_ds != ParentDsVerdict::Mismatch {
@@ -611,8 +556,8 @@ pub fn render_text(r: &CheckReport) -> String {
 pub async fn run(
     settings: &crate::config::Settings,
     zone: &str,
-) -> Result<CheckReport, super::ObserverSetupError> {
-    let observer = super::DnsObserver::new(&settings.dns)?;
+) -> Result<CheckReport, crate::dns::ObserverSetupError> {
+    let observer = crate::dns::DnsObserver::new(&settings.dns)?;
     let client = settings.provider.as_ref().map(|p| {
         p.credentials
             .load()

@@ -9,7 +9,57 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::config::ObservationBudget;
+/// The budget of one observation (one zone's parent view, child view or validation):
+/// what discovery and the queries behind it may spend before the observation ends as
+/// unknown, "budget exhausted: …". Depth alone bounds nothing: a glueless fan-out of F
+/// names per zone costs F^depth lookups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservationBudget {
+    /// Wall time of one observation (`dns.observation_timeout`), well under the engine's
+    /// step timeout of 120 s.
+    pub timeout: Duration,
+    /// Questions asked (each with up to `dns.query_attempts` tries),
+    /// `dns.max_queries_per_observation`.
+    pub max_queries: u32,
+    /// Addresses of name servers looked up because no glue came with them,
+    /// `dns.max_host_lookups`.
+    pub max_host_lookups: u32,
+    /// Name servers one delegation may have (`dns.max_ns_per_delegation`); beyond it the
+    /// zone is unknown, never asked in part.
+    pub max_ns_per_delegation: usize,
+    /// Addresses one name server may have (`dns.max_addresses_per_server`); beyond it the
+    /// server is unknown.
+    pub max_addresses_per_server: usize,
+}
+
+/// Default of `dns.observation_timeout`.
+pub const DEFAULT_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Upper bound of `dns.observation_timeout`: the engine abandons a step after 120 s, and
+/// a step may observe and then call the provider.
+pub const MAX_OBSERVATION_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default of `dns.max_queries_per_observation` (the parent view and the child view each
+/// have their own): a zone under a TLD of 13 dual-stack servers asks 52 DS and NS
+/// questions; its 13 dual-stack servers 104 DNSKEY/CDS/CDNSKEY/NS ones; glueless name
+/// servers a few more each.
+pub const DEFAULT_MAX_QUERIES_PER_OBSERVATION: u32 = 500;
+/// Default of `dns.max_host_lookups` (Unbound stops at 64 target lookups per query).
+pub const DEFAULT_MAX_HOST_LOOKUPS: u32 = 64;
+/// Default of `dns.max_ns_per_delegation`: 13 is the most seen in practice.
+pub const DEFAULT_MAX_NS_PER_DELEGATION: usize = 20;
+/// Default of `dns.max_addresses_per_server`: one IPv4 and one IPv6 address is usual.
+pub const DEFAULT_MAX_ADDRESSES_PER_SERVER: usize = 8;
+
+impl Default for ObservationBudget {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_OBSERVATION_TIMEOUT,
+            max_queries: DEFAULT_MAX_QUERIES_PER_OBSERVATION,
+            max_host_lookups: DEFAULT_MAX_HOST_LOOKUPS,
+            max_ns_per_delegation: DEFAULT_MAX_NS_PER_DELEGATION,
+            max_addresses_per_server: DEFAULT_MAX_ADDRESSES_PER_SERVER,
+        }
+    }
+}
 
 /// Which part of the budget ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

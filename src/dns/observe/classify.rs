@@ -9,9 +9,9 @@ use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::delegation::{NsAnswer, ns_set_of};
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
-use super::query::Outcome;
-use super::transport::ExchangeError;
-use super::wire;
+use crate::dns::net::query::Outcome;
+use crate::dns::net::transport::ExchangeError;
+use crate::dns::net::wire;
 
 /// The reason an exchange failed.
 pub fn failure_reason(err: &ExchangeError) -> UnknownReason {
@@ -296,7 +296,7 @@ pub fn classify_dnskey(
     cds: Option<&Outcome>,
     cdnskey: Option<&Outcome>,
     now: u32,
-    budget: &super::budget::Budget,
+    budget: &crate::dns::net::budget::Budget,
 ) -> DnskeyAnswer {
     let zone_text = wire::name_text(zone);
     let message = match outcome {
@@ -389,12 +389,17 @@ pub fn classify_dnskey(
             }
         }
     }
-    let self_signers =
-        match super::validator::self_signers(&message.answers, zone, &keys, now, budget) {
-            Ok(signers) => signers,
-            // Work cut short proves neither "signed" nor "not signed".
-            Err(e) => return DnskeyAnswer::Unknown(UnknownReason::Malformed(e.to_string())),
-        };
+    let self_signers = match crate::dns::validate::validator::self_signers(
+        &message.answers,
+        zone,
+        &keys,
+        now,
+        budget,
+    ) {
+        Ok(signers) => signers,
+        // Work cut short proves neither "signed" nor "not signed".
+        Err(e) => return DnskeyAnswer::Unknown(UnknownReason::Malformed(e.to_string())),
+    };
     DnskeyAnswer::Keys(ChildKeys {
         keys,
         ttl,
@@ -411,7 +416,7 @@ pub fn classify_dnskey(
 mod tests {
     use std::sync::Arc;
 
-    use crate::dns::delegation::ns_set;
+    use crate::dns::observe::delegation::ns_set;
 
     use hickory_proto::op::{MessageType, OpCode};
     use hickory_proto::rr::Record;

@@ -10,8 +10,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::config::{AddressFamilies, ObservationBudget};
-
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -19,9 +17,36 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::time::Instant;
 
-use super::budget::{Budget, Exhausted};
+use super::budget::{Budget, Exhausted, ObservationBudget};
 use super::query::{self, Outcome, Querier};
+use super::transport::{NetTransport, Transport};
 use super::wire;
+
+/// Which address families are asked (`dns.address_families`). Both by default; a host
+/// without IPv6 sets `["ipv4"]`, or every IPv6 address would answer "unknown".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressFamilies {
+    pub ipv4: bool,
+    pub ipv6: bool,
+}
+
+impl Default for AddressFamilies {
+    fn default() -> Self {
+        Self {
+            ipv4: true,
+            ipv6: true,
+        }
+    }
+}
+
+impl AddressFamilies {
+    pub fn allows(&self, addr: &IpAddr) -> bool {
+        match addr {
+            IpAddr::V4(_) => self.ipv4,
+            IpAddr::V6(_) => self.ipv6,
+        }
+    }
+}
 
 /// Longest a delegation is believed, whatever its TTL says.
 const MAX_CACHE_TTL: Duration = Duration::from_secs(3600);
@@ -102,7 +127,7 @@ pub struct ZoneCut {
     /// Shared by every cut delegated to the same servers (100,000 zones at one provider
     /// hold one copy of its name servers, not 100,000).
     pub servers: Arc<[NameServer]>,
-    /// The servers' host names as an NS set ([`super::delegation::ns_set`]), shared as
+    /// The servers' host names as an NS set ([`wire::ns_set`]), shared as
     /// `servers` is: the NS answers that name the same set share it too.
     pub ns_set: Arc<[String]>,
     pub parent: Option<Arc<ZoneCut>>,
@@ -135,8 +160,8 @@ impl ZoneCut {
     }
 }
 
-pub struct Discovery {
-    querier: Arc<Querier>,
+pub struct Discovery<T = NetTransport> {
+    querier: Arc<Querier<T>>,
     port: u16,
     root_hints: Vec<IpAddr>,
     families: AddressFamilies,
@@ -180,9 +205,9 @@ pub struct CutAnswer {
 /// when it came from the cache).
 pub type Located = (Arc<ZoneCut>, Option<CutAnswer>);
 
-impl Discovery {
+impl<T: Transport> Discovery<T> {
     pub fn new(
-        querier: Arc<Querier>,
+        querier: Arc<Querier<T>>,
         port: u16,
         root_hints: Vec<IpAddr>,
         families: AddressFamilies,
@@ -212,8 +237,7 @@ impl Discovery {
             // Sets no cached cut holds any more.
             sets.retain(|set, _| Arc::strong_count(set) > 1);
         }
-        let hosts: Arc<[String]> =
-            super::delegation::ns_set(servers.iter().map(|s| &*s.host)).into();
+        let hosts: Arc<[String]> = wire::ns_set(servers.iter().map(|s| &*s.host)).into();
         let set: Arc<[NameServer]> = servers.into();
         sets.insert(set.clone(), hosts.clone());
         (set, hosts)

@@ -61,7 +61,7 @@ impl fmt::Display for UnknownReason {
             Self::Contradiction(detail) => write!(f, "contradictory answers: {detail}"),
             Self::BogusProof(detail) => write!(f, "bogus proof: {detail}"),
             Self::GlueDiffers(detail) => write!(f, "glue differs: {detail}"),
-            Self::WithoutEdns => f.write_str(super::wire::WITHOUT_EDNS),
+            Self::WithoutEdns => f.write_str(crate::dns::net::wire::WITHOUT_EDNS),
         }
     }
 }
@@ -248,16 +248,6 @@ impl ServedKeys {
     }
 }
 
-/// `check --json`'s `validation` verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ValidationVerdict {
-    Secure,
-    Insecure,
-    Bogus,
-    Unknown,
-}
-
 impl fmt::Display for ParentDsVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -265,17 +255,6 @@ impl fmt::Display for ParentDsVerdict {
             Self::AllAbsent => "all_absent",
             Self::Partial => "partial",
             Self::Mismatch => "mismatch",
-            Self::Unknown => "unknown",
-        })
-    }
-}
-
-impl fmt::Display for ValidationVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Secure => "secure",
-            Self::Insecure => "insecure",
-            Self::Bogus => "bogus",
             Self::Unknown => "unknown",
         })
     }
@@ -575,32 +554,6 @@ impl ChildView {
                 _ => None,
             })
             .min()
-    }
-}
-
-/// A validating resolver's or our validator's answer about the zone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ValidationProbe {
-    /// `validator` for our own, or the resolver's address.
-    pub source: String,
-    pub verdict: ValidationVerdict,
-    /// What was seen: "AD set", "SERVFAIL, EDE 6 (DNSSEC Bogus)", "timeout", …
-    pub detail: String,
-}
-
-/// Combines probes: any bogus is bogus; otherwise the probes that knew must agree.
-pub fn combine_validation(probes: &[ValidationProbe]) -> ValidationVerdict {
-    if probes.iter().any(|p| p.verdict == ValidationVerdict::Bogus) {
-        return ValidationVerdict::Bogus;
-    }
-    let known: Vec<ValidationVerdict> = probes
-        .iter()
-        .map(|p| p.verdict)
-        .filter(|v| *v != ValidationVerdict::Unknown)
-        .collect();
-    match known.first() {
-        Some(first) if known.iter().all(|v| v == first) => *first,
-        _ => ValidationVerdict::Unknown,
     }
 }
 
@@ -912,21 +865,6 @@ mod tests {
             view(vec![keys(vec![key.clone()])]).earliest_expiration(),
             Some(1000)
         );
-    }
-
-    #[test]
-    fn validation_combines_conservatively() {
-        use ValidationVerdict::*;
-        let p = |v| ValidationProbe {
-            source: "x".into(),
-            verdict: v,
-            detail: String::new(),
-        };
-        assert_eq!(combine_validation(&[p(Secure), p(Secure)]), Secure);
-        assert_eq!(combine_validation(&[p(Secure), p(Unknown)]), Secure);
-        assert_eq!(combine_validation(&[p(Secure), p(Bogus)]), Bogus);
-        assert_eq!(combine_validation(&[p(Secure), p(Insecure)]), Unknown);
-        assert_eq!(combine_validation(&[]), Unknown);
     }
 
     #[test]

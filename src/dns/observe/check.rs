@@ -1,0 +1,106 @@
+//! The DNS side of `dnssec-warden check ZONE`: one validated look at every parent and
+//! child server, and the two verdicts drawn from it. The provider's side, the report, its
+//! text and the advice are the CLI's (`cli::check`).
+
+use super::Observer;
+use super::delegation::NsAnswer;
+use super::model::{
+    ChildView, Evidence, ParentDsVerdict, ParentView, UnknownReason, VerdictReason,
+};
+use crate::dns::validate::{ValidationProbe, ValidationVerdict, combine_validation};
+
+/// What one look at the public DNS found about a zone.
+#[derive(Debug, Clone)]
+pub struct Look {
+    /// The zone as the parent view names it (lower case, trailing dot).
+    pub zone: String,
+    pub parent_ds: ParentDsVerdict,
+    pub parent_ds_reasons: Vec<VerdictReason>,
+    pub validation: ValidationVerdict,
+    /// Secure, or cleanly insecure.
+    pub consistent: bool,
+    /// `validated | insecure | unchecked`, as [`Evidence`] of the parent view shown.
+    pub evidence: &'static str,
+    pub evidence_detail: Option<String>,
+    pub parent: Option<ParentView>,
+    pub child: Option<ChildView>,
+    pub validation_probes: Vec<ValidationProbe>,
+    /// Discovery failures and the like, in the order they happened.
+    pub errors: Vec<String>,
+}
+
+/// Observes `zone` once: the validated parent view (the routine one, said to be
+/// unchecked, when the parent's keys cannot be established), the child view with its
+/// CDS/CDNSKEY signals, and every validator's view.
+pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
+    let (parent, child, mut probes) = futures::join!(
+        observer.parent_validated(zone),
+        observer.child_with_signals(zone),
+        observer.validation(zone)
+    );
+    let mut errors = Vec::new();
+    // The validated view; if the parent's keys cannot be established, the routine view
+    // is shown instead, said to be unchecked, so the operator still sees each answer.
+    let parent = match parent {
+        Ok(p) => Some(p),
+        Err(e) => {
+            errors.push(format!("DS answers not validated: {e}"));
+            observer
+                .parent(zone)
+                .await
+                .map_err(|e| errors.push(e.to_string()))
+                .ok()
+        }
+    };
+    let (evidence, evidence_detail) = match parent.as_ref().map(|p| &p.evidence) {
+        Some(Evidence::Validated) => ("validated", None),
+        Some(Evidence::Insecure(why)) => ("insecure", Some(why.clone())),
+        Some(Evidence::Unchecked) | None => ("unchecked", errors.first().cloned()),
+    };
+    // Glue that differs between parent addresses widened the delegation the child
+    // view asks (issue 32): asked again, every address any parent hands out is asked.
+    let glue_differs = parent.as_ref().is_some_and(|p| {
+        p.delegations
+            .iter()
+            .any(|d| matches!(d.answer, NsAnswer::Unknown(UnknownReason::GlueDiffers(_))))
+    });
+    let child = if glue_differs {
+        let (child, again) =
+            futures::join!(observer.child_with_signals(zone), observer.validation(zone));
+        probes = again;
+        child
+    } else {
+        child
+    };
+    let child = child.map_err(|e| errors.push(e.to_string())).ok();
+    // No child view at all is no evidence: `ServedKeys::default()` is not known.
+    let served = child.as_ref().map(|c| c.served_keys()).unwrap_or_default();
+    let (parent_ds, parent_ds_reasons) = match parent.as_ref().map(|p| p.assess(&served)) {
+        Some(a) => (a.verdict, a.reasons),
+        None => (ParentDsVerdict::Unknown, vec![VerdictReason::ParentUnknown]),
+    };
+    let validation = combine_validation(&probes);
+    let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
+    let consistent = !glue_differs
+        && match parent_ds {
+            ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
+            ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
+            _ => false,
+        };
+    Look {
+        zone: parent
+            .as_ref()
+            .map(|p| p.zone.clone())
+            .unwrap_or_else(|| crate::dnssec::fqdn(zone).unwrap_or_else(|_| zone.to_string())),
+        parent_ds,
+        parent_ds_reasons,
+        validation,
+        consistent,
+        evidence,
+        evidence_detail,
+        parent,
+        child,
+        validation_probes: probes,
+        errors,
+    }
+}

@@ -1,0 +1,52 @@
+//! The observer and its vocabulary: what every parent and child server said, the
+//! verdicts drawn from it, and the [`Observer`] the lifecycle asks. Uses validation and
+//! networking below it.
+
+pub mod check;
+pub mod classify;
+pub mod delegation;
+pub mod model;
+pub mod observer;
+pub mod resolvers;
+pub mod settings;
+
+use self::model::{ChildView, ParentView};
+use super::validate::ValidationProbe;
+
+/// Discovery failed before any server could be asked: the parent or the delegation could
+/// not be found. To the lifecycle this is the same as every answer being unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot observe {zone}: {reason}")]
+pub struct ObserveError {
+    pub zone: String,
+    pub reason: String,
+}
+
+/// What the lifecycle needs from the DNS. Zone names are lower case with the trailing dot.
+/// Implementations ask every address of every server directly (RD=0), never a cache.
+pub trait Observer: Send + Sync {
+    /// The DS answer and the delegation (NS) of every address of every parent name server.
+    fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
+    /// The same answers as `parent`, each validated from the trust anchor (safety rule
+    /// 10): a DS present needs a valid RRSIG by the parent's zone key, a DS absent a
+    /// valid NSEC or NSEC3 denial, signatures valid at the time of the look. An answer
+    /// that fails is `unknown` (`bogus_proof`); `evidence` is `validated`, or `insecure`
+    /// when the parent zone is provably insecure.
+    fn parent_validated(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send;
+    /// The DNSKEY (and apex NS) answer of every address of every name server the parent
+    /// delegates to.
+    fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
+    /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 8078 signals:
+    /// `check` shows them; the lifecycle decides nothing on them).
+    fn child_with_signals(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        self.child(zone)
+    }
+    /// Our validator's and each configured validating resolver's view of the zone.
+    fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;
+}
