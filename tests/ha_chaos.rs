@@ -26,8 +26,7 @@ mod daemon;
 #[path = "support/ha.rs"]
 #[allow(dead_code)]
 mod ha;
-#[path = "support/postgres.rs"]
-mod postgres;
+use dnssec_warden_test_support::postgres;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

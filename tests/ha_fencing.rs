@@ -13,8 +13,7 @@ mod daemon;
 #[path = "support/ha.rs"]
 #[allow(dead_code)]
 mod ha;
-#[path = "support/postgres.rs"]
-mod postgres;
+use dnssec_warden_test_support::postgres;
 
 use std::time::{Duration, Instant};
 

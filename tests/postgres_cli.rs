@@ -7,8 +7,7 @@
 #[path = "support/daemon.rs"]
 #[allow(dead_code)]
 mod daemon;
-#[path = "support/postgres.rs"]
-mod postgres;
+use dnssec_warden_test_support::postgres;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

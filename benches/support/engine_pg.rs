@@ -4,8 +4,7 @@
 //! observer, as two hosts would have; here they share the two cores). A throwaway cluster
 //! from `tests/support/postgres.rs`, stopped by PID at the end. Prints figures only.
 
-#[path = "../../tests/support/postgres.rs"]
-mod postgres;
+use dnssec_warden_test_support::postgres;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

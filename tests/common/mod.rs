@@ -4,8 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
-#[path = "../support/postgres.rs"]
-pub mod postgres;
+pub use dnssec_warden_test_support::postgres;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
