@@ -17,8 +17,7 @@
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
 
-#[path = "../tests/support/knot.rs"]
-mod knot;
+use dnssec_warden_test_support::knot;
 #[path = "support/world.rs"]
 mod world;
 

@@ -33,8 +33,7 @@
 
 #[path = "support/engine_pg.rs"]
 mod engine_pg;
-#[path = "../tests/support/knot.rs"]
-mod knot;
+use dnssec_warden_test_support::knot;
 #[path = "support/world.rs"]
 #[allow(dead_code)]
 mod world;

@@ -1,9 +1,21 @@
 //! The harness dnssec-warden's integration tests and benchmarks share (as hickory-dns has
 //! its `test-support` crate): one home for it, compiled once, instead of files included
-//! into every test binary by `#[path]`.
+//! into every test binary by `#[path]`. A harness used by one test only stays that test's.
 //!
 //! | module | what |
 //! |---|---|
-//! | [`postgres`] | a throwaway PostgreSQL cluster, stopped by PID; the only module the library's own unit tests use, so it names no `dnssec-warden` type |
+//! | [`postgres`] | a throwaway PostgreSQL cluster, stopped by PID; the only module the library's own unit tests use, so it names no `dnssec-warden` type (Cargo.toml) |
+//! | [`daemon`] | the real binary: a daemon child process stopped by PID, one-shot CLI calls, a lab world (provider simulator, lab DNS) with its configuration |
+//! | [`fault_proxy`] | a fault-injecting HTTP reverse proxy in front of the provider simulator |
+//! | [`ha`] | several daemons on one PostgreSQL database over the lab world, the registrar a webhook receiver |
+//! | [`knot`] | Knot DNS and Unbound processes on loopback, each stopped by PID |
+//! | [`world`] | a whole real-world DNS on Knot and Unbound for one end-to-end test |
+//! | [`scripted_dns`] | a scripted, signed authoritative world on loopback: per-server behaviours as data |
 
+pub mod daemon;
+pub mod fault_proxy;
+pub mod ha;
+pub mod knot;
 pub mod postgres;
+pub mod scripted_dns;
+pub mod world;
