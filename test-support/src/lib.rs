@@ -10,12 +10,16 @@
 //! | [`ha`] | several daemons on one PostgreSQL database over the lab world, the registrar a webhook receiver |
 //! | [`knot`] | Knot DNS and Unbound processes on loopback, each stopped by PID |
 //! | [`world`] | a whole real-world DNS on Knot and Unbound for one end-to-end test |
+//! | [`fake`] | a scripted provider and DNS for the engine tests, on a manual clock, checking the safety invariants against the ground truth |
+//! | [`rig`] | the engine tests' set-up on the fake world: SQLite in memory or a PostgreSQL database of its own ([`on_both_backends!`]) |
 //! | [`scripted_dns`] | a scripted, signed authoritative world on loopback: per-server behaviours as data |
 
 pub mod daemon;
+pub mod fake;
 pub mod fault_proxy;
 pub mod ha;
 pub mod knot;
 pub mod postgres;
+pub mod rig;
 pub mod scripted_dns;
 pub mod world;
