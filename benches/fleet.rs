@@ -17,19 +17,15 @@
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
 
-#[path = "../tests/support/knot.rs"]
-mod knot;
-#[path = "support/world.rs"]
-mod world;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use dnssec_warden_test_support::bench_world::{self, BenchWorld, Res};
+use dnssec_warden_test_support::knot;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use world::{BenchWorld, Res};
 
 const BLOCK: u8 = 62;
 /// The daemon under test: this build's, or `BENCH_FLEET_EXE`.
@@ -39,7 +35,7 @@ fn exe() -> std::ffi::OsString {
 }
 
 fn main() {
-    world::run_bench("fleet", &["knot", "knot-dnsutils"], bench);
+    bench_world::run_bench("fleet", &["knot", "knot-dnsutils"], bench);
 }
 
 /// utime + stime of a process so far (seconds; USER_HZ is 100 on Linux).

@@ -7,16 +7,14 @@
 //! process, signature checks made, and the verdicts. The floor beside it: the same look at
 //! the well-behaved world. Prints figures, asserts nothing.
 
-#[path = "../tests/support/scripted_dns.rs"]
-#[allow(dead_code)]
-mod scripted_dns;
-
 use std::time::Instant;
 
 use dnssec_warden::dns::validator::signature_checks_made;
 use dnssec_warden::dns::{DnsObserver, Observer};
+use dnssec_warden_test_support::scripted_dns::{
+    Behaviour, ELSEWHERE, ELSEWHERE_HOST, ScriptedDns, Servers, ZONE,
+};
 use hickory_proto::rr::RecordType;
-use scripted_dns::{Behaviour, ELSEWHERE, ELSEWHERE_HOST, ScriptedDns, Servers, ZONE};
 
 /// This process's user and system CPU time, in seconds (`/proc/self/stat`).
 fn cpu_seconds() -> f64 {

@@ -2,8 +2,6 @@
 //! delivered to a webhook receiver on loopback (with failures, retries and a restart) and
 //! to exec sinks (with a timeout); the registrar hook called with the right DS.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -15,11 +13,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::Value;
 
-use common::{Rig, ZONE};
 use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
 use dnssec_warden::config::Settings;
 use dnssec_warden::dns::{ValidationProbe, ValidationVerdict};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, Policy, State};
+use dnssec_warden_test_support::on_both_backends;
+use dnssec_warden_test_support::rig::{Rig, ZONE};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -6,14 +6,10 @@
 //! (an unknown zone, an inconsistent chain, a database or provider failure, a daemon
 //! already running); 2 what was given cannot be used (command line, zone name, config).
 
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use daemon::{run, run_in};
+use dnssec_warden_test_support::daemon::{self, run, run_in};
 
 struct Setup {
     dir: tempfile::TempDir,

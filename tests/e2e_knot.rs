@@ -2,9 +2,7 @@
 //! binary) over Knot DNS authoritative servers and an Unbound validating resolver on
 //! loopback, with the provider simulator's DNSSEC switch driving Knot's signing. The test
 //! is the registrar (knotc zone edits of `test.` on one TLD server or both). Each test has
-//! its own 127.0.B.x block, so they run in parallel. See tests/support/world.rs.
-
-mod support;
+//! its own 127.0.B.x block, so they run in parallel. See test-support/src/world.rs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dnssec_warden_lab::CallRecord;
-use support::world::{Daemon, RealWorld, Tld, alert_kinds, cli, state, wait_state};
+use dnssec_warden_test_support::world::{
+    Daemon, RealWorld, Tld, alert_kinds, cli, state, wait_state,
+};
 
 const LONG: Duration = Duration::from_secs(40);
 
@@ -144,7 +144,7 @@ async fn enable_to_awaiting_ds(w: &RealWorld, config: &Path, zone: &str) -> Stri
         .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
     assert!(seen.contains(&"enabling".to_string()), "{seen:?}");
     // The DS the operator is told is the one of the key Knot signs with.
-    let told = support::world::status(config, zone)["ds"]
+    let told = dnssec_warden_test_support::world::status(config, zone)["ds"]
         .as_str()
         .unwrap_or_default()
         .to_string();

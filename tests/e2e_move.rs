@@ -3,19 +3,17 @@
 //! starts signed at an old provider (Knot, its own key, `ns1.old.test.`/`ns2.old.test.`)
 //! with the old key's DS at both TLD servers; the test is the registrar (DS and NS edits
 //! of `test.` on one TLD server or both) and Unbound, following the real referrals from
-//! the root, is the user's resolver. See tests/support/world.rs. Each test has its own
+//! the root, is the user's resolver. See test-support/src/world.rs. Each test has its own
 //! 127.0.B.x block, so they run in parallel; they need port 53 (root), as in CI.
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use dnssec_warden_lab::{CallRecord, Signer};
-use serde_json::Value;
-use support::world::{
+use dnssec_warden_test_support::world::{
     Daemon, OLD_NS, PROVIDER_NS, Probe, RealWorld, Tld, WorldOptions, cli, status,
 };
+use serde_json::Value;
 
 /// One wait for the daemon (every wait below is bounded by it, in rounds and time).
 const LONG: Duration = Duration::from_secs(40);

@@ -1,13 +1,12 @@
 //! The engine over the fake world: whole lifecycles with 24-hour waits in milliseconds,
 //! crashes, operator intents, failures, and the guard refusing a premature "off".
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Rig, ZONE};
 use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, State};
+use dnssec_warden_test_support::on_both_backends;
+use dnssec_warden_test_support::rig::{self, Rig, ZONE};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -441,7 +440,7 @@ async fn a_hanging_provider_does_not_stop_the_heartbeat() {
     let rig = Rig::new(1, 1).await;
     forty_more_zones(&rig).await;
     rig.world.lock().provider_delay = Duration::from_secs(3600);
-    let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy)
+    let engine = rig::engine(&rig.world, &rig.store, &rig.crash, &rig.policy)
         .with_workers(4)
         .with_step_timeout(Duration::from_millis(100));
     let heartbeat = engine.heartbeat();
@@ -472,7 +471,7 @@ async fn a_stop_ends_after_the_steps_in_flight_not_the_whole_tick() {
     let rig = Rig::new(1, 1).await;
     forty_more_zones(&rig).await;
     rig.world.lock().provider_delay = Duration::from_millis(200);
-    let engine = common::engine(&rig.world, &rig.store, &rig.crash, &rig.policy).with_workers(4);
+    let engine = rig::engine(&rig.world, &rig.store, &rig.crash, &rig.policy).with_workers(4);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let stopper = async {
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -5,17 +5,16 @@
 //! database's clock); the world's clock is manual. The process-level tests are
 //! `ha_fencing.rs` and `ha_chaos.rs`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::fake::FakeWorld;
-use common::{CrashSwitch, T0, ZONE, engine};
 use dnssec_warden::engine::{CrashPoint, EngineError};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, State};
 use dnssec_warden::store::{
     ClusterSettings, DatabaseSettings, Fenced, PostgresSettings, Store, StoreError,
 };
+use dnssec_warden_test_support::fake::FakeWorld;
+use dnssec_warden_test_support::postgres;
+use dnssec_warden_test_support::rig::{self, CrashSwitch, T0, ZONE, engine};
 
 const LEASE: Duration = Duration::from_millis(3_000);
 
@@ -61,13 +60,13 @@ async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
 
 #[tokio::test]
 async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_once() {
-    let cluster = common::postgres::Cluster::shared();
+    let cluster = postgres::Cluster::shared();
     let settings = DatabaseSettings::Postgres(PostgresSettings {
         url: cluster.database().await.parse().expect("URL"),
         password: None,
     });
     let world = FakeWorld::new(ZONE, 2, 2, ManualClock::starting_at(T0));
-    let policy = common::policy();
+    let policy = rig::policy();
     let a_store = daemon(&settings, "a").await;
     let b_store = daemon(&settings, "b").await;
     let a_crash = CrashSwitch::default();
@@ -199,7 +198,7 @@ async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
     use dnssec_warden::alert::{AlertSettings, ExecSettings};
     use dnssec_warden::engine::Notifier;
     const OTHER: &str = "other.test.";
-    let cluster = common::postgres::Cluster::shared();
+    let cluster = postgres::Cluster::shared();
     let url = cluster.database().await;
     let settings = DatabaseSettings::Postgres(PostgresSettings {
         url: url.parse().expect("URL"),

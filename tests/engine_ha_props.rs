@@ -18,16 +18,15 @@
 //!
 //! `HA_PROPTEST_CASES` overrides the number of sequences (default 16; a database each).
 
-mod common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::fake::FakeWorld;
-use common::{CrashSwitch, T0, ZONE, engine};
 use dnssec_warden::engine::{CrashPoint, Engine};
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
 use dnssec_warden::store::{ClusterSettings, DatabaseSettings, PostgresSettings, Store};
+use dnssec_warden_test_support::fake::FakeWorld;
+use dnssec_warden_test_support::postgres;
+use dnssec_warden_test_support::rig::{CrashSwitch, T0, ZONE, engine};
 use proptest::prelude::*;
 use sqlx::Connection;
 
@@ -309,7 +308,7 @@ fn check(ops: Vec<Op>, ttl: u32) -> Result<(), TestCaseError> {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let pg = common::postgres::Cluster::shared();
+        let pg = postgres::Cluster::shared();
         let url = pg.database().await;
         let settings = DatabaseSettings::Postgres(PostgresSettings {
             url: url.parse().unwrap(),
@@ -396,7 +395,7 @@ fn cases() -> u32 {
 
 #[test]
 fn two_daemons_never_act_on_a_stale_lease() {
-    let _cluster = common::postgres::Cluster::shared();
+    let _cluster = postgres::Cluster::shared();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: cases(),
         failure_persistence: None,

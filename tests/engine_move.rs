@@ -4,15 +4,14 @@
 //! old delegation has expired everywhere, no "DNSSEC off" during a move in, foreign zones
 //! only watched, and the alerts of a move done in the wrong order.
 
-mod common;
-
 use std::time::Duration;
 
-use common::fake::{Delegation, OLD_DNSKEY_TTL, PROVIDER_NS};
-use common::{Rig, ZONE};
 use dnssec_warden::dnssec::{DigestType, Ds};
 use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, Policy, Severity, State, Timestamp};
+use dnssec_warden_test_support::fake::{Delegation, OLD_DNSKEY_TTL, PROVIDER_NS};
+use dnssec_warden_test_support::on_both_backends;
+use dnssec_warden_test_support::rig::{Rig, ZONE};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -28,14 +28,13 @@
 //! delegation property). Both properties also run on PostgreSQL, on fewer sequences (a
 //! database each): `POSTGRES_PROPTEST_CASES` (default 40 and 20).
 
-mod common;
-
 use std::time::Duration;
 
-use common::fake::{Delegation, FakeWorld};
-use common::{Backend, Rig, T0, ZONE};
 use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
+use dnssec_warden_test_support::fake::{Delegation, FakeWorld};
+use dnssec_warden_test_support::postgres;
+use dnssec_warden_test_support::rig::{self, Backend, Rig, T0, ZONE};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -267,7 +266,7 @@ fn switch_action(enabled: bool) -> String {
 /// performed it) recorded as not performed or refused by the call at that moment.
 async fn said_not_sent(rig: &Rig) -> Option<String> {
     let sent = rig.world.lock().sent_unanswered.clone();
-    let events = rig.store.events(common::ZONE).await.unwrap();
+    let events = rig.store.events(rig::ZONE).await.unwrap();
     sent.iter().find_map(|(at, enabled)| {
         let action = switch_action(*enabled);
         let untrue = [
@@ -290,7 +289,7 @@ async fn said_not_sent(rig: &Rig) -> Option<String> {
 /// observation ("took effect" or "did not take effect"), never left unsaid.
 async fn sent_calls_settled(rig: &Rig) -> Result<(), TestCaseError> {
     let sent = rig.world.lock().sent_unanswered.clone();
-    let events = rig.store.events(common::ZONE).await.unwrap();
+    let events = rig.store.events(rig::ZONE).await.unwrap();
     for (at, enabled) in sent {
         let settled = format!("the call to {}", switch_action(enabled));
         let found = events.iter().any(|e| {
@@ -372,7 +371,7 @@ fn check(
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(common::on(backend, async {
+    runtime.block_on(rig::on(backend, async {
         // Coarse polls keep a day of waiting to a few dozen ticks.
         let policy = Policy {
             poll_waiting: Duration::from_secs(3600),
@@ -490,7 +489,7 @@ fn postgres_cases(default: u32) -> u32 {
 /// database of its own in one cluster that lives as long as this test.
 #[test]
 fn both_properties_hold_on_postgres() {
-    let _cluster = common::postgres::Cluster::shared();
+    let _cluster = postgres::Cluster::shared();
     let config = |cases| ProptestConfig {
         cases,
         failure_persistence: None,

@@ -2,16 +2,14 @@
 //! behind a fault-injecting proxy, the lab DNS hierarchy for the name servers. Each test is
 //! one fault class; the daemon must keep running, keep its word true, and say what is wrong.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use dnssec_warden_lab::dns::KeySource;
-use support::daemon::{
+use dnssec_warden_test_support::daemon::{
     Daemon, KEY, LabWorld, bin, cli, status, try_status, wait_state, wait_status,
 };
-use support::fault_proxy::{Fault, FaultProxy, Rule, flip_dnssec};
+use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule, flip_dnssec};
 
 const LONG: Duration = Duration::from_secs(40);
 

@@ -20,20 +20,11 @@
 //! `HA_CHAOS_SEED` replays a run's random choices (printed at the start); `HA_CHAOS_SECS`
 //! sets the chaos time (default 40 s).
 
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-#[path = "support/ha.rs"]
-#[allow(dead_code)]
-mod ha;
-#[path = "support/postgres.rs"]
-mod postgres;
-
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use dnssec_warden::lifecycle::Intent;
-use ha::{HaWorld, off_was_safe};
+use dnssec_warden_test_support::ha::{HaWorld, off_was_safe};
 use sqlx::Row;
 
 const ZONES: usize = 300;

@@ -7,19 +7,10 @@
 //! epochs never backwards). One test per point: before the commit, after the commit with
 //! the call pending, after the call with its outcome unrecorded.
 
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-#[path = "support/ha.rs"]
-#[allow(dead_code)]
-mod ha;
-#[path = "support/postgres.rs"]
-mod postgres;
-
 use std::time::{Duration, Instant};
 
 use dnssec_warden::lifecycle::Intent;
-use ha::{HaWorld, proc_state};
+use dnssec_warden_test_support::ha::{HaWorld, proc_state};
 use sqlx::Row;
 
 const LEASE: Duration = Duration::from_secs(2);

@@ -3,13 +3,11 @@
 //! timings. Also: a second daemon is refused; SIGHUP with a broken file keeps running;
 //! SIGTERM exits cleanly.
 
-mod support;
-
 use std::time::{Duration, Instant, SystemTime};
 
 use dnssec_warden_lab::dns::TldServers;
+use dnssec_warden_test_support::daemon::{Daemon, LabWorld, bin, cli, status, wait_state};
 use serde_json::Value;
-use support::daemon::{Daemon, LabWorld, bin, cli, status, wait_state};
 
 async fn world(zone: &str) -> LabWorld {
     LabWorld::start(zone).await

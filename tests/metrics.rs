@@ -1,14 +1,13 @@
 //! The Prometheus endpoint, scraped over loopback HTTP while the engine walks a zone.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Rig, ZONE};
 use dnssec_warden::dns::{ValidationProbe, ValidationVerdict};
 use dnssec_warden::lifecycle::{Clock, Intent, State};
 use dnssec_warden::metrics;
+use dnssec_warden_test_support::on_both_backends;
+use dnssec_warden_test_support::rig::{Rig, ZONE};
 
 async fn scrape(addr: std::net::SocketAddr) -> String {
     let response = reqwest::get(format!("http://{addr}/metrics"))

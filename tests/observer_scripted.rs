@@ -1,8 +1,7 @@
 //! Unknown never counts: the real observer (and `dnssec-warden check`) against a scripted
-//! authoritative world on loopback (`support::scripted_dns`), whose servers are silent,
-//! refusing, lame, truncated, self-contradicting or answer with the wrong records.
-
-mod support;
+//! authoritative world on loopback (the test-support crate's `scripted_dns`), whose
+//! servers are silent, refusing, lame, truncated, self-contradicting or answer with the
+//! wrong records.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -13,12 +12,12 @@ use dnssec_warden::dns::{
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
-use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::RecordType;
-use support::scripted_dns::{
+use dnssec_warden_test_support::scripted_dns::{
     Behaviour, CHILD_1, CHILD_2, ELSEWHERE, ELSEWHERE_HOST, Nsec3Script, ScriptedDns, Servers,
     Signer, TLD_A, TLD_B, ZONE, check_json,
 };
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::RecordType;
 
 async fn world() -> (ScriptedDns, DnsObserver) {
     let dns = ScriptedDns::start().await;
@@ -1080,13 +1079,13 @@ async fn the_parent_keys_are_fetched_once_for_many_zones() {
 // The NXDOMAIN proofs, on answers made here: `proof::prove_ds` directly.
 
 mod nxdomain_proofs {
-    use super::support::scripted_dns::{hash_step, nsec3_hash};
     use dnssec_warden::dns::proof::{Proof, ProofError, prove_ds};
     use dnssec_warden::dns::validator::base32hex;
     use dnssec_warden::dns::wire::parse_name;
     use dnssec_warden::dnssec::Dnskey;
     use dnssec_warden_lab::dns::zone::sign;
     use dnssec_warden_lab::keys::LabKey;
+    use dnssec_warden_test_support::scripted_dns::{hash_step, nsec3_hash};
     use hickory_proto::dnssec::Nsec3HashAlgorithm;
     use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC, NSEC3};
     use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};

@@ -2,20 +2,14 @@
 //! connects and compares the migrations, `enable` migrates and writes, `status` and
 //! `history` read; the password comes from its file and is never printed, a wrong one
 //! or an unreachable server is a run-time failure (exit 1), an unreadable source an
-//! unusable file (exit 2). A throwaway cluster (`support/postgres.rs`); no network.
-
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-#[path = "support/postgres.rs"]
-mod postgres;
+//! unusable file (exit 2). A throwaway cluster (the test-support crate's `postgres`); no network.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
 use std::time::Duration;
 
-use daemon::{Daemon, run};
+use dnssec_warden_test_support::daemon::{Daemon, run};
+use dnssec_warden_test_support::postgres;
 
 const PASSWORD: &str = "s3cret-pg-Pw";
 

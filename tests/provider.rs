@@ -1,7 +1,5 @@
 //! The provider client against the provider simulator, over real HTTP on loopback; the
-//! hardening tests (issue 11) through the fault proxy of `tests/support/fault_proxy.rs`.
-
-mod support;
+//! hardening tests (issue 11) through the fault proxy of `test-support/src/fault_proxy.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +13,8 @@ use dnssec_warden::provider::{
 };
 use dnssec_warden::secret::Secret;
 use dnssec_warden_lab::{Fault, FaultKind, ProviderSim, SimOptions};
+use dnssec_warden_test_support::fault_proxy::{self, FaultProxy, Rule};
 use serde_json::json;
-use support::fault_proxy::{self, FaultProxy, Rule};
 
 const KEY: &str = "test-api-key-0123456789";
 const USER: &str = "ops@example.com";

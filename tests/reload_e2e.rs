@@ -3,14 +3,12 @@
 //! `[provider]`) is refused and the daemon keeps running on what it had; and
 //! `demo --keep` holds the database lock, so a `run` on its configuration is refused.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::daemon::{Daemon, LabWorld, bin, cli, wait_state};
+use dnssec_warden_test_support::daemon::{Daemon, LabWorld, bin, cli, wait_state};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_that_could_not_run_keeps_the_running_configuration() {

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# postgresql: the store's tests on a throwaway cluster (tests/support/postgres.rs).
+# postgresql: the store's tests on a throwaway cluster (test-support/src/postgres.rs).
 # lintian, man-db and python3: tests/debian_package.sh (lintian on the .deb, the man pages
 # rendered, the state database closed as the daemon closes it).
 # pdns-server, pdns-backend-sqlite3 and sqlite3: tests/powerdns.rs (a real PowerDNS
@@ -22,7 +22,7 @@ if ((${#missing[@]})); then
     [[ $(id -u) -eq 0 ]] || sudo="sudo"
     # policy-rc.d 101: the packages must not start their own daemons (on port 53, or
     # PostgreSQL's system cluster); the test harness starts the servers it needs on
-    # loopback addresses or unix sockets of its own (tests/support/postgres.rs).
+    # loopback addresses or unix sockets of its own (test-support/src/postgres.rs).
     policy_set=""
     if [[ ! -e /usr/sbin/policy-rc.d ]]; then
         $sudo sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'

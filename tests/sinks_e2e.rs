@@ -3,14 +3,12 @@
 //! nor the shutdown; a failing sink backs off, says so once, alerts
 //! (`alert_sink_failing`) to the other sinks, and catches up when it recovers.
 
-mod support;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use support::daemon::{Daemon, LabWorld, cli, wait_state};
+use dnssec_warden_test_support::daemon::{Daemon, LabWorld, cli, wait_state};
 
 const LONG: Duration = Duration::from_secs(40);
 

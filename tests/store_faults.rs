@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 use dnssec_warden::lifecycle::{Intent, ManualClock, Timestamp};
 use dnssec_warden::metrics;
 use dnssec_warden::store::Store;
+use dnssec_warden_test_support::rig;
 use sqlx::Connection;
-
-mod common;
 
 const ZONE: &str = "example.test.";
 const T0: Timestamp = Timestamp(1_800_000_000_000);
@@ -251,8 +250,8 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
 /// once per poll), and once space is freed it steps the zone again by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_waits_out_a_full_disk_and_carries_on() {
-    use crate::common::fake::FakeWorld;
     use dnssec_warden::lifecycle::Clock;
+    use dnssec_warden_test_support::fake::FakeWorld;
 
     let Some(fs) = Tmpfs::mount("3m") else {
         return;
@@ -262,12 +261,7 @@ async fn the_engine_waits_out_a_full_disk_and_carries_on() {
     let clock = ManualClock::starting_at(T0);
     let world = FakeWorld::new(ZONE, 2, 1, clock.clone());
     store.ensure_zone(ZONE, T0).await.unwrap();
-    let engine = common::engine(
-        &world,
-        &store,
-        &common::CrashSwitch::default(),
-        &common::policy(),
-    );
+    let engine = rig::engine(&world, &store, &rig::CrashSwitch::default(), &rig::policy());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let running = tokio::spawn(async move { engine.run(stopped, Duration::from_millis(20)).await });
     let version = || async { store.zone(ZONE).await.unwrap().unwrap().version };

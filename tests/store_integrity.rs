@@ -4,16 +4,12 @@
 //! stops with one message naming the file, and nothing recorded is lost (DESIGN.md, "The
 //! store's integrity").
 
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use daemon::{Daemon, run};
 use dnssec_warden::lifecycle::{Intent, Timestamp};
 use dnssec_warden::store::{Store, StoreError};
+use dnssec_warden_test_support::daemon::{Daemon, run};
 use sqlx::{ConnectOptions as _, Connection as _};
 
 const ZONE: &str = "example.test.";

@@ -3,9 +3,7 @@
 //! silently (`status`, `history`), failing on sqlx's "migration N was previously applied
 //! but is missing" (`run`, `enable`), or saying OK (`check-config`).
 
-mod support;
-
-use support::daemon::{LabWorld, run};
+use dnssec_warden_test_support::daemon::{LabWorld, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_from_a_newer_version_is_said_everywhere_with_its_path() {

@@ -1,16 +1,11 @@
 //! `status` and `history` read the database and never create one: before the daemon's
 //! first run they say so and exit 1.
 
-#[path = "support/daemon.rs"]
-#[allow(dead_code)]
-mod daemon;
-
 use std::path::{Path, PathBuf};
-
-use daemon::run as cli;
 
 use dnssec_warden::lifecycle::{Intent, Timestamp};
 use dnssec_warden::store::Store;
+use dnssec_warden_test_support::daemon::run as cli;
 
 const ZONE: &str = "example.test.";
 const T0: Timestamp = Timestamp(1_800_000_000_000);

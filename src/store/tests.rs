@@ -484,8 +484,7 @@ async fn migration_8_gives_each_last_observation_its_brief() {
 
 // ---- PostgreSQL: the same API, compared call for call with SQLite --------------------
 
-#[path = "../../tests/support/postgres.rs"]
-mod pg_support;
+use dnssec_warden_test_support::postgres as pg_support;
 
 use super::{DatabaseSettings, PostgresSettings};
 use crate::lifecycle::AlertCheck;

@@ -7,9 +7,10 @@
 //! Tests running at the same time share one cluster (each gets a database of its own);
 //! a missing installation fails the test with what to install, never skips it.
 //!
-//! Used by the store's unit tests (`#[path]`) and the engine tests (`tests/common`): it
-//! depends only on `sqlx`, `tempfile` and the standard library.
-#![allow(dead_code)]
+//! Used by the store's unit tests (`src/store/tests.rs`), the engine rig ([`crate::rig`]),
+//! the HA worlds and the PostgreSQL benchmark pass. It depends only on `sqlx`, `tempfile`
+//! and the standard library, and names no `dnssec-warden` type: to the library's own unit
+//! tests, this crate's `dnssec_warden` is another instance of the crate (Cargo.toml).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

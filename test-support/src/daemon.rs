@@ -12,8 +12,34 @@ use serde_json::Value;
 
 pub const KEY: &str = "e2e-api-key-123456";
 
+/// The `dnssec-warden` binary under test. Cargo puts its path in
+/// `CARGO_BIN_EXE_dnssec-warden` when it builds an integration test or a benchmark (the
+/// `env!` those use) and when it runs one; this crate is neither, so it reads the variable
+/// at run time, and else finds the binary where Cargo puts it, beside the `deps/` folder
+/// of the running test (a test binary started by hand).
+pub fn exe() -> PathBuf {
+    if let Some(path) = std::env::var_os("CARGO_BIN_EXE_dnssec-warden") {
+        return path.into();
+    }
+    let test = std::env::current_exe().expect("the test's own path");
+    let mut dir = test
+        .parent()
+        .expect("the test binary's folder")
+        .to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join("dnssec-warden");
+    assert!(
+        path.exists(),
+        "no dnssec-warden binary at {} (CARGO_BIN_EXE_dnssec-warden unset): run the tests with cargo",
+        path.display()
+    );
+    path
+}
+
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+    Command::new(exe())
 }
 
 /// A daemon child process, killed by PID when the test ends, however it ends.

@@ -1070,7 +1070,7 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
 
 /// Runs `dnssec-warden check ZONE --json` with `config`: exit code and the JSON.
 pub async fn check_json(config: &Path, zone: &str) -> (i32, serde_json::Value) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+    let out = tokio::process::Command::new(crate::daemon::exe())
         .arg("--config")
         .arg(config)
         .args(["check", zone, "--json"])

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use dnssec_warden_lab::{ProviderSim, Signer, SimOptions};
 use serde_json::Value;
 
-use super::knot::{Knot, Proc, Result, Signing, Unbound, UnboundOptions, ZoneConf, wait_for_zone};
+use crate::knot::{Knot, Proc, Result, Signing, Unbound, UnboundOptions, ZoneConf, wait_for_zone};
 
 pub const API_KEY: &str = "e2e-knot-api-key";
 
@@ -183,7 +183,7 @@ impl RealWorld {
     /// Starts everything for `zones`; those in `options.at_old_provider` start at the old
     /// provider (signed there, its DS at both TLD servers), the others at the provider.
     pub async fn start_with(block: u8, zones: &[&str], options: WorldOptions) -> Result<Self> {
-        super::knot::ensure_packages(&["knot", "knot-dnsutils", "unbound"])?;
+        crate::knot::ensure_packages(&["knot", "knot-dnsutils", "unbound"])?;
         for z in &options.at_old_provider {
             if !zones.contains(&z.as_str()) {
                 return Err(format!(
@@ -196,7 +196,7 @@ impl RealWorld {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let at = |h| ip(block, h);
         let port =
-            super::knot::pick_port(&[at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(53)])?;
+            crate::knot::pick_port(&[at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(53)])?;
         let follows_referrals = port == 53;
         if !follows_referrals {
             eprintln!(
@@ -571,7 +571,7 @@ impl RealWorld {
     }
 }
 
-pub use super::daemon::{bin, cli};
+pub use crate::daemon::{bin, cli};
 
 /// `dnssec-warden run`, stopped by PID (SIGKILL) when dropped.
 pub struct Daemon {

@@ -1,12 +1,6 @@
 //! Shared set-up for engine tests: a fake world, a manual clock, an in-memory SQLite
 //! store, or a PostgreSQL database of its own in a throwaway cluster for a scenario run
 //! with [`on`] `(Backend::Postgres, …)` (`on_both_backends!` runs each scenario on both).
-#![allow(dead_code)]
-
-pub mod fake;
-#[path = "../support/postgres.rs"]
-pub mod postgres;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
@@ -15,7 +9,9 @@ use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{AlertRow, DatabaseSettings, PostgresSettings, Store};
-use fake::FakeWorld;
+
+use crate::fake::FakeWorld;
+use crate::postgres;
 
 pub const ZONE: &str = "child.test.";
 pub const T0: Timestamp = Timestamp(1_800_000_000_000);
@@ -89,7 +85,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    $crate::common::on($crate::common::Backend::Sqlite, super::$name()).await
+                    $crate::rig::on($crate::rig::Backend::Sqlite, super::$name()).await
                 }
             )*
         }
@@ -97,7 +93,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    $crate::common::on($crate::common::Backend::Postgres, super::$name()).await
+                    $crate::rig::on($crate::rig::Backend::Postgres, super::$name()).await
                 }
             )*
         }

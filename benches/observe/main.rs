@@ -31,13 +31,7 @@
 //! The observation pass runs in a child process (this binary again) so that its peak RSS
 //! is the observer's own, not the simulator's or the set-up's.
 
-#[path = "support/engine_pg.rs"]
 mod engine_pg;
-#[path = "../tests/support/knot.rs"]
-mod knot;
-#[path = "support/world.rs"]
-#[allow(dead_code)]
-mod world;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Stdio};
@@ -47,7 +41,8 @@ use std::time::{Duration, Instant};
 use dnssec_warden::dns::DnsSettings;
 use dnssec_warden::dns::{DnsObserver, DsAnswer, Observer};
 use dnssec_warden_lab::ProviderSim;
-use world::BenchWorld;
+use dnssec_warden_test_support::bench_world::{self, BenchWorld};
+use dnssec_warden_test_support::knot;
 
 /// The daemon's allocator (src/main.rs), so that the observation pass is measured as the
 /// daemon runs it.
@@ -138,7 +133,7 @@ fn main() {
         observe_child(&port);
         return;
     }
-    world::run_bench("observe", &["knot", "knot-dnsutils", "dnsperf"], bench);
+    bench_world::run_bench("observe", &["knot", "knot-dnsutils", "dnsperf"], bench);
 }
 
 /// The child: cold pass (discovery included) then warm pass (delegations cached, as the
@@ -261,7 +256,8 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 async fn bench() -> Res<()> {
     let total = Instant::now();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    // The world of `benches/support/world.rs` on 127.0.61.0/24: the TLD at TLD_A and TLD_B.
+    // The world of `test-support/src/bench_world.rs` on 127.0.61.0/24: the TLD at TLD_A
+    // and TLD_B.
     let world = BenchWorld::start(61, ZONES, dir.path()).await?;
     let (sim, port, anchor) = (&world.sim, world.port, world.anchor.clone());
     // 1. Our observation pass, in a child process.
@@ -585,7 +581,7 @@ async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res
     Ok(())
 }
 
-/// The engine pass on PostgreSQL (`benches/support/engine_pg.rs`), with the settings the
+/// The engine pass on PostgreSQL (`benches/observe/engine_pg.rs`), with the settings the
 /// SQLite pass wrote; said and skipped when PostgreSQL is not installed.
 async fn engine_pass_postgres(dir: &std::path::Path) {
     if !std::path::Path::new("/usr/lib/postgresql").exists() {

@@ -13,7 +13,6 @@
 //! Everything is bounded so that tests end: a hang lasts at most [`MAX_HANG`], a drip at
 //! most [`MAX_DRIP`], a huge body at most [`MAX_HUGE`] bytes, an upstream call 30 s.
 //! Dropping the proxy stops it. Depends on nothing but the crate's own dependencies.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

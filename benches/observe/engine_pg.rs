@@ -2,10 +2,7 @@
 //! zones, the same provider simulator and Knot TLD, stepped by one daemon and then by two
 //! sharing the zones by leases (each with its own store connection, provider client and
 //! observer, as two hosts would have; here they share the two cores). A throwaway cluster
-//! from `tests/support/postgres.rs`, stopped by PID at the end. Prints figures only.
-
-#[path = "../../tests/support/postgres.rs"]
-mod postgres;
+//! (the test-support crate's `postgres`), stopped by PID at the end. Prints figures only.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +13,7 @@ use dnssec_warden::engine::{Engine, Notifier};
 use dnssec_warden::lifecycle::{Clock, Policy, SystemClock};
 use dnssec_warden::provider::gcore::GcoreClient;
 use dnssec_warden::store::{ClusterSettings, DatabaseSettings, PostgresSettings, Store};
+use dnssec_warden_test_support::postgres;
 
 type Res<T> = Result<T, String>;
 

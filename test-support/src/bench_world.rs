@@ -19,7 +19,7 @@ use dnssec_warden_lab::DigestType;
 use dnssec_warden_lab::dns::{KeySource, World, ZoneData, server};
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
-use super::knot::{self, Knot, Signing, ZoneConf};
+use crate::knot::{self, Knot, Signing, ZoneConf};
 
 pub type Res<T> = Result<T, String>;
 

@@ -1,11 +1,10 @@
 //! Real DNS software on loopback for the end-to-end suite and the benchmark: Knot DNS
 //! (`knotd`, driven with `knotc` and `keymgr`) as authoritative servers, Unbound as the
-//! validating resolver. Shared by `tests/e2e_knot.rs` and `benches/observe.rs` (through
-//! `#[path]`), so it depends on nothing but the crate and std.
+//! validating resolver. Shared by the Knot worlds ([`crate::world`], the benchmarks'
+//! [`crate::bench_world`]) and the benchmarks themselves.
 //!
 //! Every process is a [`Proc`]: killed by its PID when dropped, so a failing test leaves
 //! nothing behind. Every wait is bounded in rounds and in time.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -22,8 +22,8 @@ use dnssec_warden_lab::{ProviderSim, SimOptions};
 use serde_json::Value;
 use sqlx::Row;
 
-use super::daemon::{Daemon, KEY};
-use super::postgres::Cluster;
+use crate::daemon::{Daemon, KEY};
+use crate::postgres::Cluster;
 
 /// The parent's DS TTL and the simulator's `ds` TTL in the lab (seconds).
 pub const DS_TTL: u64 = 2;
@@ -303,7 +303,7 @@ impl HaWorld {
         } else {
             "disable"
         };
-        let (code, out, err) = super::daemon::run(&self.config, &[verb, first]);
+        let (code, out, err) = crate::daemon::run(&self.config, &[verb, first]);
         assert_eq!(code, 0, "{verb} {first}: {out}{err}");
         let store = dnssec_warden::store::Store::connect(&self.settings())
             .await
