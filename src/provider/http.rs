@@ -16,7 +16,7 @@ use super::{Attempts, ProviderError, SendPermit};
 use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, transport_text,
 };
-use crate::secret::Secret;
+use crate::secret::{Secret, redact};
 
 /// The most requests one client has in flight at the provider at once, however many zones
 /// the engine steps together: a first pass over thousands of waiting zones must not meet
@@ -37,6 +37,34 @@ pub(super) struct Reply {
     pub body: bytes::Bytes,
     /// The body went on beyond the cap (and was not read further).
     pub truncated: bool,
+}
+
+impl Reply {
+    /// A 3xx, refused: redirects are never followed; its `Location` said with `secrets`
+    /// redacted.
+    pub fn redirected(&self, secrets: &[&str]) -> ProviderError {
+        ProviderError::Redirected {
+            status: self.status.as_u16(),
+            location: redact(self.location.as_deref().unwrap_or("(no Location)"), secrets),
+        }
+    }
+
+    /// What a final 4xx or 5xx means, with the API's own `message`, whichever the API
+    /// (each client reads its special cases first).
+    pub fn status_error(&self, message: String) -> ProviderError {
+        let status = self.status.as_u16();
+        match status {
+            401 => ProviderError::Unauthorized(message),
+            403 => ProviderError::Forbidden(message),
+            404 => ProviderError::NotFound(message),
+            409 => ProviderError::Conflict(message),
+            429 => ProviderError::RateLimited {
+                retry_after: self.retry_after,
+            },
+            408 | 500..=599 => ProviderError::Server { status, message },
+            _ => ProviderError::Rejected { status, message },
+        }
+    }
 }
 
 /// The "not before" a `Retry-After` sets, shared by every call of one client: after a 429

@@ -601,26 +601,13 @@ impl GcoreClient {
         }
         if reply.status.is_redirection() {
             let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
-            return Err(ProviderError::Redirected {
-                status,
-                location: redact(reply.location.as_deref().unwrap_or("(no Location)"), &refs),
-            });
+            return Err(reply.redirected(&refs));
         }
         let message = error_message(&reply.body, secrets);
-        Err(match status {
-            400 if message.eq_ignore_ascii_case(DNSSEC_DISABLED_MESSAGE) => {
-                ProviderError::DnssecDisabled
-            }
-            401 => ProviderError::Unauthorized(message),
-            403 => ProviderError::Forbidden(message),
-            404 => ProviderError::NotFound(message),
-            409 => ProviderError::Conflict(message),
-            429 => ProviderError::RateLimited {
-                retry_after: reply.retry_after,
-            },
-            408 | 500..=599 => ProviderError::Server { status, message },
-            _ => ProviderError::Rejected { status, message },
-        })
+        if status == 400 && message.eq_ignore_ascii_case(DNSSEC_DISABLED_MESSAGE) {
+            return Err(ProviderError::DnssecDisabled);
+        }
+        Err(reply.status_error(message))
     }
 
     /// The `Authorization` value for the next request, logging in first if needed.

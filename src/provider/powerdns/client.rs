@@ -13,8 +13,8 @@
 
 use std::time::Duration;
 
+use reqwest::Method;
 use reqwest::header::HeaderName;
-use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use url::Url;
 
@@ -267,28 +267,9 @@ impl PowerDnsClient {
             return Ok(reply.body);
         }
         if reply.status.is_redirection() {
-            return Err(ProviderError::Redirected {
-                status,
-                location: redact(
-                    reply.location.as_deref().unwrap_or("(no Location)"),
-                    &[self.api_key.expose()],
-                ),
-            });
+            return Err(reply.redirected(&[self.api_key.expose()]));
         }
-        let message = self.message(&reply.body);
-        Err(match reply.status {
-            StatusCode::UNAUTHORIZED => ProviderError::Unauthorized(message),
-            StatusCode::FORBIDDEN => ProviderError::Forbidden(message),
-            StatusCode::NOT_FOUND => ProviderError::NotFound(message),
-            StatusCode::CONFLICT => ProviderError::Conflict(message),
-            StatusCode::TOO_MANY_REQUESTS => ProviderError::RateLimited {
-                retry_after: reply.retry_after,
-            },
-            s if s == StatusCode::REQUEST_TIMEOUT || s.is_server_error() => {
-                ProviderError::Server { status, message }
-            }
-            _ => ProviderError::Rejected { status, message },
-        })
+        Err(reply.status_error(self.message(&reply.body)))
     }
 
     fn message(&self, body: &[u8]) -> String {
