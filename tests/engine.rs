@@ -118,7 +118,7 @@ async fn the_guard_refuses_when_the_ds_reappears_just_before_the_call() {
     rig.world.withdraw_ds(0);
     rig.world.withdraw_ds(1);
     assert!(rig.run_until(State::TtlWait, 3).await);
-    rig.advance(HOUR * 3);
+    rig.poll_to_disable_deadline().await;
     // The step's observation still sees no DS; the guard's, a moment later, does.
     rig.world.lock().ds_reappears_after = Some(1);
     rig.tick().await;

@@ -3,7 +3,8 @@
 //! dropped between two operations and restarted from the database). After every sequence:
 //! - the provider never received "DNSSEC off" while a parent server published a DS, nor
 //!   before the DS's TTL plus the margin had passed since it was gone (checked by the fake
-//!   provider at the moment of the call, against the ground truth), nor while DNSSEC was
+//!   provider at the moment of the call, against the ground truth: a DS counts once a
+//!   look saw it or it stayed published for two polls), nor while DNSSEC was
 //!   off already, unless someone switched it off behind the daemon's back since its own
 //!   last switch (an enable overtaken by a disable before it was sent needs no "off");
 //! - a DS is shown "to enter" (status, the overdue and hook alerts) only while the provider
@@ -158,12 +159,14 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
 
 /// A tick. A crash point armed stays armed until a step reaches it, perhaps ticks later
 /// (a zone not due is not stepped): when the engine dies at `Observed`, what it saw of
-/// the delegation died with it and is no evidence the restarted engine could have
-/// (the ground truth stays sound).
+/// the delegation and of a DS died with it and is no evidence the restarted engine could
+/// have (the ground truth stays sound). A DS only that look saw is as one published
+/// between two looks, unless it stayed published for two polls: the oracle counts that
+/// one, seen or not (rule 2's `gone_confirmation_gap`).
 async fn tick(rig: &mut Rig) {
     let seen_before = {
         let w = rig.world.lock();
-        (w.old_delegation_seen, w.provider_ns_known)
+        (w.old_delegation_seen, w.provider_ns_known, w.ds_seen)
     };
     let armed = rig.crash.armed();
     rig.tick().await;
@@ -171,6 +174,7 @@ async fn tick(rig: &mut Rig) {
         let mut w = rig.world.lock();
         w.old_delegation_seen &= seen_before.0;
         w.provider_ns_known &= seen_before.1;
+        w.ds_seen &= seen_before.2;
     }
 }
 
@@ -444,6 +448,54 @@ proptest! {
     ) {
         check(ops, ttl, Start::Provider, (86_400, 3600), Backend::Sqlite)?;
     }
+}
+
+/// Found by the property: in `ttl_wait`, a DS republished that only a look dying before
+/// its commit saw, then 30 hours without a look, then withdrawn. The old `T_gone` must not
+/// let DNSSEC off at the next look (rule 2: the wait restarts after a gap in looks).
+#[test]
+fn a_gap_in_looks_restarts_the_disable_wait() {
+    use Op::*;
+    let seen_by_a_dying_look = vec![
+        Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
+        Flip(true),
+        Tick,
+        Tick,
+        Tick,
+        Withdraw(0),
+        Publish(0),
+        Crash(CrashPoint::Observed),
+        Advance(108_000),
+        Withdraw(0),
+    ];
+    check(
+        seen_by_a_dying_look,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+    )
+    .unwrap();
+    let never_seen = vec![
+        Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
+        Flip(true),
+        Tick,
+        Tick,
+        Tick,
+        Withdraw(0),
+        Publish(0),
+        Advance(108_000),
+        Withdraw(0),
+        Tick,
+    ];
+    check(
+        never_seen,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+    )
+    .unwrap();
 }
 
 fn delegation_cases() -> u32 {

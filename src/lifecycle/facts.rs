@@ -25,6 +25,7 @@ use crate::time::Timestamp;
 /// | `ds_announced_at` | `awaiting_ds` .. `disabling` | announcing the DS | entering `disabled` |
 /// | `ds_first_seen_at` | `ds_observed`, `active` .. `disabling` | every parent address publishes the DS | entering `disabled` |
 /// | `t_gone` | `ttl_wait`, `disabling` | every parent address answers "no DS" | entering `awaiting_ds_removal` or `disabled` |
+/// | `gone_confirmed_at` | `ttl_wait`, `disabling` | every parent address answers "no DS" on acceptable evidence (the last such look; a longer gap than `Policy::gone_confirmation_gap` restarts `t_gone`) | entering `awaiting_ds_removal` or `disabled` |
 /// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
 /// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
 /// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
@@ -72,6 +73,9 @@ pub struct Facts {
     /// When every parent address first answered that the DS is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t_gone: Option<Timestamp>,
+    /// The last look that confirmed the DS gone everywhere since `t_gone` (rule 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gone_confirmed_at: Option<Timestamp>,
     /// The largest DS TTL any parent address gave since the zone was last disabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_ds_ttl: Option<u32>,

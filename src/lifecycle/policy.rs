@@ -72,6 +72,13 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// Rule 2: the longest stretch without a look confirming the DS gone that `T_gone`
+    /// survives. Two polls: one missed look is lag, more is a daemon that was down or a
+    /// parent it could not see, in which a DS may have come and gone unseen.
+    pub fn gone_confirmation_gap(&self) -> Duration {
+        self.poll_waiting.saturating_mul(2)
+    }
+
     /// The wait before re-observing after `failures` incomplete observations in a row.
     pub fn backoff(&self, failures: u32) -> Duration {
         let factor = 1u32 << failures.saturating_sub(1).min(16);

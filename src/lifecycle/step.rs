@@ -120,7 +120,10 @@ impl Run<'_> {
             self.facts.delegation_requested = false;
         }
         match to {
-            State::AwaitingDsRemoval => self.facts.t_gone = None,
+            State::AwaitingDsRemoval => {
+                self.facts.t_gone = None;
+                self.facts.gone_confirmed_at = None;
+            }
             State::Disabled => {
                 // A new lifecycle starts from here: nothing of the old one applies but
                 // what is about the observations and the delegation.
@@ -754,7 +757,7 @@ impl Run<'_> {
                 match self.parent_known().map(ParentView::all_absent) {
                     Some(true) if !self.evidence_ok() => return false,
                     Some(true) => {
-                        self.facts.t_gone = Some(self.now);
+                        self.gone_now();
                         self.go(
                             State::TtlWait,
                             "operator asked to disable and states the DS was never submitted; every parent server confirms no DS",
@@ -1046,7 +1049,7 @@ impl Run<'_> {
             && parent.all_absent()
             && self.evidence_ok()
         {
-            self.facts.t_gone = Some(self.now);
+            self.gone_now();
             let ttl = match self.facts.max_ds_ttl {
                 Some(ttl) => format!("{ttl}s, the largest seen"),
                 None if self.facts.ds_announced_at.is_some() => {
@@ -1067,6 +1070,37 @@ impl Run<'_> {
             .push(self.zone.since.plus(self.policy.ds_removal_overdue_after));
     }
 
+    /// `T_gone`: every parent address answers "no DS" at this look.
+    fn gone_now(&mut self) {
+        self.facts.t_gone = Some(self.now);
+        self.facts.gone_confirmed_at = Some(self.now);
+    }
+
+    /// Rule 2 holds `T_gone` only while looks keep confirming the DS gone: after a
+    /// longer stretch without one (the daemon down, a parent server silent, answers not
+    /// validated) a DS may have been published and withdrawn unseen, and the wait
+    /// restarts at this look. True if it restarted.
+    fn reconfirm_gone(&mut self) -> bool {
+        if !self.parent_known().is_some_and(ParentView::all_absent) || !self.evidence_ok() {
+            return false;
+        }
+        let last = self.facts.gone_confirmed_at.or(self.facts.t_gone);
+        self.facts.gone_confirmed_at = Some(self.now);
+        let gap = self.policy.gone_confirmation_gap();
+        match last {
+            Some(last) if self.now < last.plus(gap) => false,
+            _ => {
+                let since = last.map_or_else(|| "ever".to_string(), |t| format!("since {t}"));
+                self.facts.t_gone = Some(self.now);
+                self.note(format!(
+                    "no look confirmed the DS gone at every parent server {since} (longer than {}s): a DS may have come and gone unseen, so the wait counts from this look",
+                    gap.as_secs()
+                ));
+                true
+            }
+        }
+    }
+
     fn ttl_wait(&mut self) {
         // A DS seen anywhere restarts the wait, even while another parent server cannot
         // be asked: the wait counts from the last moment a DS was published.
@@ -1080,6 +1114,7 @@ impl Run<'_> {
         if self.parent_known().is_none() {
             return;
         }
+        self.reconfirm_gone();
         let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
             return;
         };
@@ -1128,10 +1163,15 @@ impl Run<'_> {
             );
             return;
         }
-        match self.obs.provider {
-            ProviderView::Off => self.go(State::Disabled, "the provider confirms DNSSEC is off"),
-            ProviderView::On(_) => self.effects.push(Effect::DisableDnssec),
-            ProviderView::Unknown(_) | ProviderView::Missing => {}
+        if self.obs.provider == ProviderView::Off {
+            self.go(State::Disabled, "the provider confirms DNSSEC is off");
+        } else if self.reconfirm_gone() {
+            self.go(
+                State::TtlWait,
+                "the DS TTL and margin are waited out again before DNSSEC is switched off",
+            );
+        } else if let ProviderView::On(_) = self.obs.provider {
+            self.effects.push(Effect::DisableDnssec);
         }
     }
 

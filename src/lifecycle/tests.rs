@@ -228,6 +228,24 @@ impl World {
         zone.facts = d.facts.clone();
         d
     }
+
+    /// Looks every `poll_waiting` after `from` and before `until`, as a daemon keeping its
+    /// polls does: what keeps `T_gone` standing through `ttl_wait` (rule 2).
+    pub(super) fn poll_until(
+        &self,
+        zone: &mut Zone,
+        from: Timestamp,
+        until: Timestamp,
+        obs: impl Fn(Timestamp) -> Observation,
+    ) {
+        let mut at = from.plus(self.policy.poll_waiting);
+        while at < until {
+            let before = zone.state;
+            let d = self.run(zone, &obs(at));
+            assert_eq!(d.state, before, "a poll at {at} moved the zone");
+            at = at.plus(self.policy.poll_waiting);
+        }
+    }
 }
 
 pub(super) fn zone(state: Option<State>, intent: Intent) -> Zone {
@@ -495,6 +513,10 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
     w.run(&mut z, &w.obs(t3, Some(true), &[P::No, P::No], &serve));
     assert_eq!(z.state, Some(State::TtlWait));
     let deadline = t3.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
+    let minute_before = Timestamp(deadline.0 - 60_000);
+    w.poll_until(&mut z, t3, minute_before, |t| {
+        w.obs(t, Some(true), &[P::No, P::No], &serve)
+    });
     // Unknown during the wait: no move; a minute before the deadline: no move.
     let d = w.run(
         &mut z,
@@ -503,12 +525,7 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
     assert_eq!(d.state, Some(State::TtlWait));
     let d = w.run(
         &mut z,
-        &w.obs(
-            Timestamp(deadline.0 - 60_000),
-            Some(true),
-            &[P::No, P::No],
-            &serve,
-        ),
+        &w.obs(minute_before, Some(true), &[P::No, P::No], &serve),
     );
     assert_eq!(d.state, Some(State::TtlWait));
     assert!(d.effects.is_empty());
@@ -548,6 +565,9 @@ fn an_enable_never_sent_ends_disabled_without_a_call() {
     let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No, P::No], &unsigned));
     assert_eq!(d.state, Some(State::TtlWait));
     let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    w.poll_until(&mut z, T0, deadline, |t| {
+        w.obs(t, Some(false), &[P::No, P::No], &unsigned)
+    });
     let d = w.run(
         &mut z,
         &w.obs(deadline, Some(false), &[P::No, P::No], &unsigned),
@@ -559,7 +579,10 @@ fn an_enable_never_sent_ends_disabled_without_a_call() {
     // for an answer saying the zone is signed.
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
     z.facts.t_gone = Some(T0);
+    let look = |t| w.obs(t, Some(true), &[P::No, P::No], &[C::Serves]);
+    w.run(&mut z, &look(T0));
     let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    w.poll_until(&mut z, T0, deadline, look);
     let d = w.run(
         &mut z,
         &w.obs(deadline, None, &[P::No, P::No], &[C::Serves]),
@@ -583,6 +606,81 @@ fn a_ds_reappearing_during_disabling_goes_back() {
     );
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
     assert!(!d.effects.contains(&Effect::DisableDnssec));
+}
+
+/// Rule 2: `T_gone` stands only while looks keep confirming the DS gone. After longer
+/// than `gone_confirmation_gap` without one (the daemon down, a parent server silent) a
+/// DS may have come and gone unseen: the wait counts from the next confirming look, and
+/// the history says why.
+#[test]
+fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
+    let w = World::new();
+    let gap = w.policy.gone_confirmation_gap();
+    let serve = [C::Serves];
+    let look = |t| w.obs(t, Some(true), &[P::No, P::No], &serve);
+
+    // Looks within the gap keep T_gone.
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    w.run(&mut z, &look(T0));
+    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    w.poll_until(&mut z, T0, deadline, look);
+    assert_eq!(z.facts.t_gone, Some(T0));
+    let d = w.run(&mut z, &look(deadline));
+    assert_eq!(d.state, Some(State::Disabling));
+
+    // The daemon was down past the deadline: no switch-off, the wait starts again.
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    w.run(&mut z, &look(T0));
+    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let d = w.run(&mut z, &look(deadline));
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    assert_eq!(z.facts.t_gone, Some(deadline));
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.reason.contains("may have come and gone unseen")),
+        "{:?}",
+        d.notes
+    );
+    assert!(disable_deadline(&z.facts, &w.policy).unwrap() > deadline);
+
+    // A silent parent server confirms nothing: the gap runs from the last look that did.
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    w.run(&mut z, &look(T0));
+    let silent = |t| w.obs(t, Some(true), &[P::No, P::Timeout], &serve);
+    let mut at = T0;
+    while at < T0.plus(gap) {
+        at = at.plus(w.policy.poll_waiting);
+        w.run(&mut z, &silent(at));
+    }
+    assert_eq!(z.facts.t_gone, Some(T0));
+    w.run(&mut z, &look(at));
+    assert_eq!(z.facts.t_gone, Some(at));
+
+    // In `disabling`, before the provider said off: back to the wait, no call.
+    let mut z = zone(Some(State::Disabling), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    z.facts.gone_confirmed_at = Some(T0);
+    let d = w.run(&mut z, &look(T0.plus(gap)));
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert!(
+        !d.effects.contains(&Effect::DisableDnssec),
+        "{:?}",
+        d.effects
+    );
+    // ... but a provider that says off is off: the zone is disabled.
+    let mut z = zone(Some(State::Disabling), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    z.facts.gone_confirmed_at = Some(T0);
+    let d = w.run(
+        &mut z,
+        &w.obs(T0.plus(gap), Some(false), &[P::No, P::No], &[C::Unsigned]),
+    );
+    assert_eq!(d.state, Some(State::Disabled));
 }
 
 #[test]

@@ -93,6 +93,9 @@ fn moving_in_walks_the_safe_order() {
     assert!(d.effects.is_empty());
     let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
     assert_eq!(deadline, t1.plus(secs(3600 + 900)).plus(HOUR));
+    w.poll_until(&mut z, t1, deadline, |t| {
+        w.obs_delegating(t, Some(false), &[P::No, P::No], &old, &[C::OldKey])
+    });
 
     let d = w.run(
         &mut z,

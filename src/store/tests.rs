@@ -118,6 +118,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
         ds_announced_at: t(4),
         ds_first_seen_at: t(5),
         t_gone: t(6),
+        gone_confirmed_at: t(61),
         max_ds_ttl: Some(7),
         max_dnskey_ttl: Some(8),
         partial_since: t(9),
@@ -144,7 +145,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(26), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(27), "{text}");
 }
 
 #[test]

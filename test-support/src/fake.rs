@@ -118,6 +118,11 @@ pub struct WorldState {
     /// published and withdrawn between two looks cannot be seen by any poller, and the
     /// margin, not the oracle, is what covers it.
     pub ds_seen: bool,
+    /// Since when some parent server publishes a DS without a break.
+    pub ds_published_since: Option<Timestamp>,
+    /// A DS published this long counts whether or not a look saw it: a daemon keeping
+    /// its polls would have (rule 2's `Policy::gone_confirmation_gap`).
+    pub ds_counts_after: std::time::Duration,
     /// After this many more parent queries, the registrar re-publishes the DS on server 0
     /// (a DS reappearing between the engine's step and its provider call).
     pub ds_reappears_after: Option<u32>,
@@ -207,6 +212,9 @@ impl FakeWorld {
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
                 ds_seen: false,
+                ds_published_since: None,
+                ds_counts_after: dnssec_warden::lifecycle::Policy::default()
+                    .gone_confirmation_gap(),
                 ds_reappears_after: None,
                 validation: Vec::new(),
                 signature_expiration: u32::MAX,
@@ -310,7 +318,10 @@ impl FakeWorld {
             let ttl = *ttl;
             s.largest_ds_ttl = s.largest_ds_ttl.max(ttl);
         }
-        if had && s.parents.iter().all(|p| p.ds.is_none()) && s.ds_seen {
+        let long_published = s
+            .ds_published_since
+            .is_some_and(|since| now >= since.plus(s.ds_counts_after));
+        if had && s.parents.iter().all(|p| p.ds.is_none()) && (s.ds_seen || long_published) {
             s.ds_gone_at = Some(now);
             s.ds_seen = false;
         }
@@ -321,6 +332,11 @@ impl FakeWorld {
     fn log_ds(&self, i: usize) {
         let now = self.clock.now();
         let mut s = self.lock();
+        if !s.parents.iter().any(|p| p.ds.is_some()) {
+            s.ds_published_since = None;
+        } else if s.ds_published_since.is_none() {
+            s.ds_published_since = Some(now);
+        }
         let Some(set) = s
             .parents
             .get(i)

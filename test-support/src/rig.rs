@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use dnssec_warden::alert::{AlertSettings, RegistrarSettings};
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
-use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::lifecycle::{
+    AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp, disable_deadline,
+};
 use dnssec_warden::store::{AlertRow, DatabaseSettings, PostgresSettings, Store};
 
 use crate::fake::FakeWorld;
@@ -217,6 +219,7 @@ impl Rig {
         policy: Policy,
         notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
     ) -> Self {
+        world.lock().ds_counts_after = policy.gone_confirmation_gap();
         let (store, cluster) = new_store().await;
         store.ensure_zone(ZONE, T0).await.expect("zone row");
         let crash = CrashSwitch::default();
@@ -297,6 +300,24 @@ impl Rig {
             self.run_for(1).await;
         }
         self.state().await == Some(state)
+    }
+
+    /// Polls the zone as a running daemon does (a tick at each next check) up to its
+    /// disable deadline, and stops the clock there without a tick: the waits of rule 2
+    /// stand only while looks keep confirming the DS gone.
+    pub async fn poll_to_disable_deadline(&mut self) -> Timestamp {
+        loop {
+            let zone = self.store.zone(ZONE).await.unwrap().unwrap();
+            let deadline = disable_deadline(&zone.zone.facts, &self.policy).expect("a T_gone");
+            if zone.next_check_at >= deadline {
+                self.world.clock.set(deadline);
+                return deadline;
+            }
+            if zone.next_check_at > self.world.clock.now() {
+                self.world.clock.set(zone.next_check_at);
+            }
+            self.tick().await;
+        }
     }
 
     pub async fn last_observed(&self) -> Option<Timestamp> {
