@@ -123,7 +123,7 @@ struct Mover {
     delegated_a: Option<(Instant, Vec<String>)>,
 }
 
-pub async fn run(out: &mut impl Write, keep: bool) -> Result<(), DemoError> {
+pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
     let started = Instant::now();
     // The same moment on the daemon's clock, to show its facts in the demo's seconds.
     let started_at = SystemClock.now();
@@ -449,7 +449,7 @@ fn rule_9_check(facts: &Facts, policy: &Policy, started_at: Timestamp) -> String
 /// request half a second after it was made; the NS change reaches TLD server A first and
 /// B a second and a half later.
 fn mover_step(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     say: &impl Fn(&mut dyn Write, &str),
     lab: &LabDns,
     mover: &mut Mover,
@@ -524,7 +524,7 @@ fn mover_step(
 /// publishes or removes it at the lab TLD servers, prompt or forgetful.
 #[allow(clippy::too_many_arguments)]
 async fn registrar_step(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     say: &impl Fn(&mut dyn Write, &str),
     store: &Store,
     lab: &LabDns,

@@ -2,8 +2,6 @@
 //! endpoint reads them; the store knows nothing of it): the same SQL on both backends (no
 //! placeholders, no dialect).
 
-use sqlx::FromRow;
-
 use super::{Backend, Store, StoreError};
 use crate::lifecycle::{AlertKind, State, Timestamp};
 
@@ -20,13 +18,19 @@ pub struct ZoneHealth {
     pub failing_since: Option<Timestamp>,
 }
 
-#[derive(FromRow)]
 struct RawHealth {
     name: String,
     state: Option<String>,
     last_observed_at: Option<i64>,
     facts: String,
 }
+
+from_row!(RawHealth {
+    name,
+    state,
+    last_observed_at,
+    facts
+});
 
 impl Store {
     /// Every zone's state and observation health, by name.

@@ -9,8 +9,6 @@
 
 use std::time::Duration;
 
-use sqlx::FromRow;
-
 use super::faults::Noted;
 use super::rows::{parse, ts};
 use super::{Backend, Store, StoreError};
@@ -34,7 +32,6 @@ pub struct DaemonAlertRow {
     pub resolved_notified_at: Option<Timestamp>,
 }
 
-#[derive(FromRow)]
 struct Raw {
     id: i64,
     kind: String,
@@ -48,6 +45,20 @@ struct Raw {
     resolved_at: Option<i64>,
     resolved_notified_at: Option<i64>,
 }
+
+from_row!(Raw {
+    id,
+    kind,
+    scope,
+    severity,
+    message,
+    opened_at,
+    alert_at,
+    last_notified_at,
+    notifications,
+    resolved_at,
+    resolved_notified_at,
+});
 
 impl TryFrom<Raw> for DaemonAlertRow {
     type Error = StoreError;

@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-use sqlx::FromRow;
-
 use super::daemon_alerts::ms;
 use super::faults::Noted;
 use super::rows::ts;
@@ -17,7 +15,7 @@ use super::{Backend, Store, StoreError};
 use crate::lifecycle::Timestamp;
 
 /// A notification one sink owes.
-#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryRow {
     pub id: i64,
     pub sink: String,
@@ -29,6 +27,16 @@ pub struct DeliveryRow {
     pub attempts: i64,
     pub last_error: Option<String>,
 }
+
+from_row!(DeliveryRow {
+    id,
+    sink,
+    event_id,
+    zone,
+    event,
+    attempts,
+    last_error
+});
 
 /// One sink's record, for `status` and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]

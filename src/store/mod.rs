@@ -14,6 +14,38 @@
 
 // The SQL these run is the same on both backends (`$n` placeholders, which SQLite reads
 // too): `daemon_alerts`, `deliveries` and `counts`.
+/// `sqlx::FromRow` for a row struct, by column name, on either backend: what sqlx's
+/// derive writes, without its proc macro (which builds sqlx and SQLite's C a second time,
+/// for the host: a large part of a fresh release build). Columns under `or_default` may
+/// be missing from the row (a backend without them); `flatten` fields read the same row.
+/// Field types are `i64`, `bool`, `String` or an `Option` of one.
+macro_rules! from_row {
+    (
+        $ty:ident { $($field:ident),* $(,)? }
+        $(or_default { $($opt:ident),* $(,)? })?
+        $(flatten { $($flat:ident: $flat_ty:ty),* $(,)? })?
+    ) => {
+        impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for $ty
+        where
+            &'r str: sqlx::ColumnIndex<R>,
+            i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        {
+            fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+                Ok(Self {
+                    $($field: row.try_get(stringify!($field))?,)*
+                    $($($opt: match row.try_get(stringify!($opt)) {
+                        Err(sqlx::Error::ColumnNotFound(_)) => Default::default(),
+                        other => other?,
+                    },)*)?
+                    $($($flat: <$flat_ty as sqlx::FromRow<'r, R>>::from_row(row)?,)*)?
+                })
+            }
+        }
+    };
+}
+
 /// A read on whichever pool the store has.
 macro_rules! shared_read {
     ($store:expr, |$pool:ident| $body:expr) => {
@@ -57,6 +89,7 @@ mod faults;
 mod group;
 mod integrity;
 mod lease;
+mod migrations;
 mod plan;
 mod postgres;
 mod rows;

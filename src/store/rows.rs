@@ -5,7 +5,6 @@
 use std::str::FromStr;
 
 use serde::Serialize;
-use sqlx::FromRow;
 use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use super::StoreError;
@@ -201,7 +200,6 @@ impl OutboxStatus {
 }
 
 /// A `zones` row as stored (`SELECT *`): the facts are one JSON column.
-#[derive(FromRow)]
 pub(super) struct RawZone {
     name: String,
     intent: String,
@@ -214,19 +212,26 @@ pub(super) struct RawZone {
     last_observation: Option<String>,
     version: i64,
     // PostgreSQL's lease columns; absent in SQLite.
-    #[sqlx(default)]
     lease_holder: Option<String>,
-    #[sqlx(default)]
     lease_epoch: Option<i64>,
-    #[sqlx(default)]
     lease_since: Option<i64>,
-    #[sqlx(default)]
     lease_until: Option<i64>,
 }
 
-#[derive(FromRow)]
+from_row!(RawZone {
+    name,
+    intent,
+    ds_never_submitted,
+    state,
+    state_since,
+    facts,
+    next_check_at,
+    last_observed_at,
+    last_observation,
+    version,
+} or_default { lease_holder, lease_epoch, lease_since, lease_until });
+
 pub(super) struct RawStepRow {
-    #[sqlx(flatten)]
     zone: RawZone,
     hook_error: Option<String>,
     has_unknown: bool,
@@ -234,6 +239,8 @@ pub(super) struct RawStepRow {
     /// A JSON array of `{kind, id, message}` objects.
     open_alerts: String,
 }
+
+from_row!(RawStepRow { hook_error, has_unknown, has_pending, open_alerts } flatten { zone: RawZone });
 
 impl TryFrom<RawStepRow> for StepRow {
     type Error = StoreError;
@@ -251,7 +258,6 @@ impl TryFrom<RawStepRow> for StepRow {
     }
 }
 
-#[derive(FromRow)]
 pub(super) struct RawEvent {
     id: i64,
     zone: String,
@@ -262,13 +268,13 @@ pub(super) struct RawEvent {
     reason: String,
     repeats: i64,
     last_at: Option<i64>,
-    #[sqlx(default)]
     holder: Option<String>,
-    #[sqlx(default)]
     epoch: Option<i64>,
 }
 
-#[derive(FromRow)]
+from_row!(RawEvent { id, zone, at, kind, from_state, to_state, reason, repeats, last_at }
+    or_default { holder, epoch });
+
 pub(super) struct RawAlert {
     id: i64,
     zone: String,
@@ -282,7 +288,19 @@ pub(super) struct RawAlert {
     resolved_notified_at: Option<i64>,
 }
 
-#[derive(FromRow)]
+from_row!(RawAlert {
+    id,
+    zone,
+    kind,
+    severity,
+    message,
+    opened_at,
+    last_notified_at,
+    notifications,
+    resolved_at,
+    resolved_notified_at,
+});
+
 pub(super) struct RawOutbox {
     id: i64,
     seq: i64,
@@ -290,6 +308,14 @@ pub(super) struct RawOutbox {
     effect: String,
     attempts: i64,
 }
+
+from_row!(RawOutbox {
+    id,
+    seq,
+    zone,
+    effect,
+    attempts
+});
 
 pub(super) fn ts(v: Option<i64>) -> Option<Timestamp> {
     v.map(Timestamp)
@@ -408,9 +434,11 @@ impl TryFrom<RawOutbox> for OutboxItem {
 }
 
 /// A zone's open alert, as a step reads it.
-#[derive(Debug, Clone, PartialEq, Eq, FromRow, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct OpenAlert {
     pub kind: String,
     pub id: i64,
     pub message: String,
 }
+
+from_row!(OpenAlert { kind, id, message });

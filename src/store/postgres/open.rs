@@ -9,11 +9,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::{PgStore, SchemaCheck};
+use crate::store::migrations::POSTGRES;
 use crate::store::{PostgresSettings, StoreError};
-
-/// PostgreSQL's migrations, embedded.
-pub(in crate::store) static MIGRATOR: sqlx::migrate::Migrator =
-    sqlx::migrate!("./migrations/postgres");
 
 /// How long a reading command waits on a lock another session holds.
 const COMMAND_LOCK_WAIT: &str = "10s";
@@ -93,7 +90,7 @@ impl PgStore {
             }
         } else {
             // Several daemons starting at once: sqlx's migrator takes an advisory lock.
-            MIGRATOR.run(&store.pool).await?;
+            POSTGRES.migrator().await?.run(&store.pool).await?;
         }
         let (id,): (String,) = sqlx::query_as("SELECT id FROM database_meta WHERE single = 1")
             .fetch_one(&store.pool)
@@ -136,12 +133,8 @@ impl PgStore {
     /// The migrations applied against this binary's: one applied that it does not know,
     /// or whose text differs, is an error (another version's database).
     async fn schema(&self) -> Result<SchemaCheck, StoreError> {
-        let wanted = MIGRATOR
-            .migrations
-            .iter()
-            .map(|m| m.version)
-            .max()
-            .unwrap_or(0);
+        let known = POSTGRES.migrations().map_err(StoreError::Corrupt)?;
+        let wanted = known.iter().map(|m| m.version).max().unwrap_or(0);
         let (exists,): (bool,) =
             sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
                 .fetch_one(&self.pool)
@@ -155,8 +148,7 @@ impl PgStore {
         .fetch_all(&self.pool)
         .await?;
         for (version, checksum) in &applied {
-            let known = MIGRATOR.migrations.iter().find(|m| m.version == *version);
-            match known {
+            match known.iter().find(|m| m.version == *version) {
                 Some(m) if *m.checksum == **checksum => {}
                 Some(_) => {
                     return Err(StoreError::Migrate(

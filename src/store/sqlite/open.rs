@@ -12,6 +12,7 @@ use super::SqliteStore;
 use crate::store::StoreError;
 use crate::store::faults;
 use crate::store::integrity::{self, Integrity};
+use crate::store::migrations::SQLITE;
 
 impl SqliteStore {
     /// Opens (creating if needed) the database and brings its schema up to date. An
@@ -58,10 +59,13 @@ impl SqliteStore {
             pool.close().await;
             return Err(e);
         }
-        let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+        let migrated = match SQLITE.migrator().await {
+            Ok(migrator) => migrator.run(&pool).await.map_err(StoreError::from),
+            Err(e) => Err(e),
+        };
         let integrity = match migrated {
             Ok(()) => Integrity::hold(path, &options.clone().create_if_missing(false)).await,
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         };
         drop(lock);
         match integrity {
@@ -223,7 +227,7 @@ impl SqliteStore {
                 path: ":memory:".into(),
                 error,
             })?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        SQLITE.migrator().await?.run(&pool).await?;
         let (id,): (String,) = sqlx::query_as("SELECT id FROM database_meta WHERE single = 1")
             .fetch_one(&pool)
             .await?;
@@ -284,12 +288,7 @@ async fn migration_lock(database: &Path) -> Result<std::fs::File, StoreError> {
 
 /// The newest migration this binary knows.
 fn known_schema() -> i64 {
-    sqlx::migrate!("./migrations")
-        .migrations
-        .iter()
-        .map(|m| m.version)
-        .max()
-        .unwrap_or(0)
+    SQLITE.newest()
 }
 
 /// A file a newer dnssec-warden migrated past this binary's schema is refused, naming it.
