@@ -11,14 +11,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 use mimalloc::MiMalloc;
 
 use dnssec_warden::cli;
-use dnssec_warden::cli::commands::{self, CommandError, Outcome};
-#[cfg(feature = "demo")]
-use dnssec_warden::cli::demo;
+use dnssec_warden::cli::blocking;
+use dnssec_warden::cli::commands::{CommandError, Outcome};
 use dnssec_warden::config::DEFAULT_CONFIG_PATH;
 use dnssec_warden::lifecycle::Intent;
 use dnssec_warden::logging::{self, LogFormat};
-#[cfg(feature = "demo")]
-use dnssec_warden_lab::{ProviderSim, SimOptions};
 
 /// mimalloc instead of glibc's malloc: `status` over a large account spent much of its
 /// time in malloc, threads waiting on glibc's arena locks (rows are built on sqlx's
@@ -214,45 +211,45 @@ fn ended(outcome: Result<Outcome, CommandError>) -> Result<ExitCode, Failure> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config = cli.config.as_path();
     let out = &mut std::io::stdout();
     match cli.command {
-        Command::Run => runtime.block_on(async {
-            cli::daemon::run(config)
-                .await
+        Command::Run => {
+            blocking::run(&rt, config)
                 .map_err(|e| if e.is_config() { unusable(e) } else { e.into() })?;
             Ok(ExitCode::SUCCESS)
-        }),
+        }
         Command::Status { zone, json } => {
-            ended(runtime.block_on(commands::status(config, zone.as_deref(), json, out)))
+            ended(blocking::status(&rt, config, zone.as_deref(), json, out))
         }
-        Command::Enable { zone } => {
-            ended(runtime.block_on(commands::intent(config, &zone, Intent::Enabled, false, out)))
-        }
+        Command::Enable { zone } => ended(blocking::intent(
+            &rt,
+            config,
+            &zone,
+            Intent::Enabled,
+            false,
+            out,
+        )),
         Command::Disable {
             zone,
             ds_never_submitted,
-        } => ended(runtime.block_on(commands::intent(
+        } => ended(blocking::intent(
+            &rt,
             config,
             &zone,
             Intent::Disabled,
             ds_never_submitted,
             out,
-        ))),
-        Command::History { zone, json } => {
-            ended(runtime.block_on(commands::history(config, &zone, json, out)))
-        }
-        Command::CheckConfig => ended(runtime.block_on(commands::check_config(config, out))),
-        Command::Check { zone, json } => {
-            ended(runtime.block_on(commands::check(config, &zone, json, out)))
-        }
+        )),
+        Command::History { zone, json } => ended(blocking::history(&rt, config, &zone, json, out)),
+        Command::CheckConfig => ended(blocking::check_config(&rt, config, out)),
+        Command::Check { zone, json } => ended(blocking::check(&rt, config, &zone, json, out)),
         #[cfg(feature = "demo")]
-        Command::Demo { keep } => runtime.block_on(async {
-            let mut out = std::io::stdout();
-            demo::run(&mut out, keep).await?;
+        Command::Demo { keep } => {
+            blocking::demo(&rt, out, keep)?;
             Ok(ExitCode::SUCCESS)
-        }),
+        }
         #[cfg(feature = "demo")]
         Command::Lab {
             what:
@@ -261,57 +258,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     api_keys,
                     users,
                 },
-        } => runtime.block_on(lab_provider(listen, api_keys, users)),
-    }
-}
-
-#[cfg(feature = "demo")]
-async fn lab_provider(
-    listen: SocketAddr,
-    api_keys: Vec<String>,
-    users: Vec<String>,
-) -> Result<ExitCode, Failure> {
-    let users = users
-        .iter()
-        .map(|u| {
-            u.split_once(':')
-                .map(|(name, pw)| (name.to_string(), pw.to_string()))
-                .ok_or_else(|| unusable(anyhow::anyhow!("--user {u:?}: expected USER:PASSWORD")))
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
-    if api_keys.is_empty() && users.is_empty() {
-        return Err(unusable(anyhow::anyhow!(
-            "give at least one --api-key or --user, or no request can authenticate"
-        )));
-    }
-    if !listen.ip().is_loopback() {
-        tracing::warn!(%listen, "the simulator is listening beyond loopback");
-    }
-    let sim = ProviderSim::start(
-        listen,
-        SimOptions {
-            api_keys,
-            users,
-            ..SimOptions::default()
+        } => match blocking::lab_provider(&rt, listen, api_keys, &users, out) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) if e.is_usage() => Err(unusable(e)),
+            Err(e) => Err(e.into()),
         },
-    )
-    .await
-    .with_context(|| format!("cannot listen on {listen}"))?;
-    println!("provider simulator listening on {}", sim.base_url());
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate() => {}
-    }
-    println!("provider simulator stopped");
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(feature = "demo")]
-async fn terminate() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut sig) => {
-            sig.recv().await;
-        }
-        Err(_) => std::future::pending().await,
     }
 }

@@ -1,5 +1,6 @@
 //! What the `dnssec-warden` subcommands do, apart from parsing arguments (in `main`).
 
+pub mod blocking;
 pub mod check;
 pub mod commands;
 pub mod daemon;
