@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
 use mimalloc::MiMalloc;
+use tracing_subscriber::filter::LevelFilter;
 
 use dnssec_warden::cli;
 use dnssec_warden::cli::blocking;
@@ -115,13 +116,13 @@ fn main() -> ExitCode {
     // Usage errors exit 2 (clap's own code, and the rule below).
     let cli = Cli::parse();
     let level = match cli.command {
-        Command::Run => "info",
+        Command::Run => LevelFilter::INFO,
         #[cfg(feature = "demo")]
-        Command::Lab { .. } => "info",
+        Command::Lab { .. } => LevelFilter::INFO,
         // The demo tells its story from the audit trail; the log would say it twice.
         #[cfg(feature = "demo")]
-        Command::Demo { .. } => "error",
-        _ => "warn",
+        Command::Demo { .. } => LevelFilter::ERROR,
+        _ => LevelFilter::WARN,
     };
     logging::init(cli.log_format, level);
     match run(cli) {
