@@ -22,7 +22,7 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettings};
-use crate::dns::net::query::MAX_QUERIES_PER_SERVER;
+use crate::dns::net::query::{MAX_QPS_PER_SERVER, MAX_QUERIES_PER_SERVER};
 use crate::dns::{AddressFamilies, DnsSettings, ObservationBudget};
 use crate::lifecycle::Policy;
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
@@ -338,6 +338,8 @@ struct DnsFile {
     query_attempts: u32,
     #[serde(deserialize_with = "de::in_range::<1, {MAX_QUERIES_PER_SERVER as u64}, _, _>")]
     queries_per_server: usize,
+    #[serde(deserialize_with = "de::in_range::<1, {MAX_QPS_PER_SERVER as u64}, _, _>")]
+    max_qps_per_server: u32,
     #[serde(deserialize_with = "de::address_families")]
     address_families: AddressFamilies,
     #[serde(deserialize_with = "de::observation_timeout")]
@@ -365,6 +367,7 @@ impl Default for DnsFile {
             query_timeout: defaults.query_timeout,
             query_attempts: defaults.query_attempts,
             queries_per_server: defaults.queries_per_server,
+            max_qps_per_server: defaults.max_qps_per_server,
             address_families: defaults.address_families,
             observation_timeout: budget.timeout,
             max_queries_per_observation: budget.max_queries,
@@ -387,6 +390,7 @@ impl DnsFile {
             query_timeout: self.query_timeout,
             query_attempts: self.query_attempts,
             queries_per_server: self.queries_per_server,
+            max_qps_per_server: self.max_qps_per_server,
             address_families: self.address_families,
             budget: ObservationBudget {
                 timeout: self.observation_timeout,

@@ -189,6 +189,11 @@ fn check_config_names_the_bad_key_and_file() {
         ("[timing]\npoll_wating = \"5m\"\n", "poll_wating"),
         ("[dns]\nqueries_per_server = 0\n", "dns.queries_per_server"),
         ("[dns]\nqueries_per_server = 65\n", "dns.queries_per_server"),
+        ("[dns]\nmax_qps_per_server = 0\n", "dns.max_qps_per_server"),
+        (
+            "[dns]\nmax_qps_per_server = 100001\n",
+            "dns.max_qps_per_server",
+        ),
         (
             "[dns]\nobservation_timeout = \"5m\"\n",
             "dns.observation_timeout",

@@ -254,6 +254,7 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
         queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
+        max_qps_per_server: dnssec_warden::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
         address_families: Default::default(),
         budget: Default::default(),
         require_validated_evidence: false,

@@ -33,6 +33,7 @@ impl LabSettings for LabDns {
             query_timeout: Duration::from_millis(400),
             query_attempts: 2,
             queries_per_server: DEFAULT_QUERIES_PER_SERVER,
+            max_qps_per_server: crate::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
             address_families: Default::default(),
             budget: Default::default(),
             require_validated_evidence: false,

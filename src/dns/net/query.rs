@@ -1,7 +1,8 @@
 //! Every query the observer sends goes through [`Querier`]: a global cap on queries in
-//! flight (so 10,000 zones never open 10,000 sockets), a per-server politeness cap, one
-//! in-flight exchange per identical question (callers asking the same thing share it), and
-//! the bounded retry budget of `dns.query_attempts`.
+//! flight (so 10,000 zones never open 10,000 sockets), per server address a cap on
+//! queries in flight and a pace (`dns.max_qps_per_server`: TLD operators limit queries
+//! per source), one in-flight exchange per identical question (callers asking the same
+//! thing share it), and the bounded retry budget of `dns.query_attempts`.
 
 use std::collections::hash_map::Entry;
 use std::net::{IpAddr, SocketAddr};
@@ -64,6 +65,16 @@ pub const DEFAULT_QUERIES_PER_SERVER: usize = 32;
 pub const MAX_QUERIES_PER_SERVER: usize = QUERIES_IN_FLIGHT;
 /// Default of `dns.query_attempts`.
 pub const DEFAULT_QUERY_ATTEMPTS: u32 = 3;
+/// Default of `dns.max_qps_per_server`. Authoritative operators bound what one source
+/// may ask: response rate limiting per source prefix and response (NSD's default is 200
+/// a second, BIND's and Windows DNS's usual settings 5 to 20 for one identical answer),
+/// and per-source query limits in front of the servers (dnsdist's `MaxQPSIPRule`). Our
+/// questions are for distinct names, so the per-source limits are the ones that bite;
+/// 50 a second stays under the rates those are set to for authoritative traffic, and
+/// far above what one zone's look needs.
+pub const DEFAULT_MAX_QPS_PER_SERVER: u32 = 50;
+/// Upper bound of `dns.max_qps_per_server`.
+pub const MAX_QPS_PER_SERVER: u32 = 100_000;
 
 /// Limits of the querier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +85,8 @@ pub struct Limits {
     pub per_server: usize,
     /// Exchanges per question, the first one included (`dns.query_attempts`).
     pub attempts: u32,
+    /// Queries a second to one server address, evenly spaced (`dns.max_qps_per_server`).
+    pub qps_per_server: u32,
 }
 
 impl Default for Limits {
@@ -82,6 +95,7 @@ impl Default for Limits {
             in_flight: QUERIES_IN_FLIGHT,
             per_server: DEFAULT_QUERIES_PER_SERVER,
             attempts: DEFAULT_QUERY_ATTEMPTS,
+            qps_per_server: DEFAULT_MAX_QPS_PER_SERVER,
         }
     }
 }
@@ -95,6 +109,10 @@ pub struct QueryStats {
     pub shared: u64,
     /// The most exchanges ever in flight at once.
     pub peak_in_flight: usize,
+    /// Exchanges that waited for their turn at a server address's pace, and how long
+    /// they waited together.
+    pub paced: u64,
+    pub paced_wait: std::time::Duration,
 }
 
 /// One question to one server; identical ones in flight are sent once. `Name` compares
@@ -113,14 +131,57 @@ struct Shared<T> {
     transport: Arc<T>,
     limits: Limits,
     global: Semaphore,
-    per_server: Mutex<super::FastMap<IpAddr, Arc<Semaphore>>>,
+    per_server: Mutex<super::FastMap<IpAddr, Arc<ServerGate>>>,
     /// The questions in flight, each with the callers that joined it.
     flights: Mutex<super::FastMap<Question, Vec<oneshot::Sender<Outcome>>>>,
     exchanges: AtomicU64,
     shared: AtomicU64,
     in_flight: AtomicUsize,
     peak: AtomicUsize,
+    paced: AtomicU64,
+    paced_wait_micros: AtomicU64,
     ipv6: Ipv6Health,
+}
+
+/// What stands between a question and one server address: its cap on queries in flight,
+/// and its pace.
+struct ServerGate {
+    in_flight: Semaphore,
+    pace: Pace,
+}
+
+/// The queries to one server address, at most `rate` a second and evenly spaced: each
+/// waits until `1/rate` after the one before left, in the order they came. A query that
+/// gives up while waiting (its observation's time is up) takes no turn: nothing is
+/// reserved ahead, so callers that left never hold back those that came after them.
+struct Pace {
+    interval: std::time::Duration,
+    last: tokio::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Pace {
+    fn new(rate: u32) -> Self {
+        Self {
+            interval: std::time::Duration::from_secs(1) / rate.max(1),
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Waits for this query's turn; how long it waited.
+    async fn turn(&self) -> std::time::Duration {
+        let asked = tokio::time::Instant::now();
+        // tokio's mutex queues its waiters in order (fair), and a waiter dropped leaves
+        // the queue.
+        let mut last = self.last.lock().await;
+        if let Some(at) = last.map(|l| l + self.interval)
+            && at > tokio::time::Instant::now()
+        {
+            tokio::time::sleep_until(at).await;
+        }
+        let now = tokio::time::Instant::now();
+        *last = Some(now);
+        now - asked
+    }
 }
 
 pub struct Querier<T = NetTransport>(Arc<Shared<T>>);
@@ -169,6 +230,7 @@ impl<T: Transport> Querier<T> {
             in_flight: limits.in_flight.max(1),
             per_server: limits.per_server.max(1),
             attempts: limits.attempts.max(1),
+            qps_per_server: limits.qps_per_server.max(1),
         };
         Self(Arc::new(Shared {
             transport,
@@ -180,6 +242,8 @@ impl<T: Transport> Querier<T> {
             shared: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            paced: AtomicU64::new(0),
+            paced_wait_micros: AtomicU64::new(0),
             ipv6: Ipv6Health::default(),
         }))
     }
@@ -195,6 +259,10 @@ impl<T: Transport> Querier<T> {
             exchanges: s.exchanges.load(Ordering::Relaxed),
             shared: s.shared.load(Ordering::Relaxed),
             peak_in_flight: s.peak.load(Ordering::Relaxed),
+            paced: s.paced.load(Ordering::Relaxed),
+            paced_wait: std::time::Duration::from_micros(
+                s.paced_wait_micros.load(Ordering::Relaxed),
+            ),
         }
     }
 
@@ -279,11 +347,16 @@ impl<T> Shared<T> {
 }
 
 impl<T: Transport> Shared<T> {
-    fn server_gate(&self, ip: IpAddr) -> Arc<Semaphore> {
+    fn server_gate(&self, ip: IpAddr) -> Arc<ServerGate> {
         let mut gates = self.per_server.lock().unwrap_or_else(|p| p.into_inner());
         gates
             .entry(ip)
-            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.per_server)))
+            .or_insert_with(|| {
+                Arc::new(ServerGate {
+                    in_flight: Semaphore::new(self.limits.per_server),
+                    pace: Pace::new(self.limits.qps_per_server),
+                })
+            })
             .clone()
     }
 
@@ -301,10 +374,20 @@ impl<T: Transport> Shared<T> {
             let mut query = wire::build_query(qname, qtype, recursion);
             query.metadata.checking_disabled = checking_disabled;
             let result = {
+                // The server's place in flight, then its pace, then a place among all
+                // servers' queries: one waiting for its turn at a server holds no place
+                // another server's query could use, and the sends keep their spacing.
                 // Semaphores are never closed, so acquire only fails if that changes.
-                let (Ok(_server_permit), Ok(_permit)) =
-                    (gate.acquire().await, self.global.acquire().await)
-                else {
+                let Ok(_server_permit) = gate.in_flight.acquire().await else {
+                    return Err(ExchangeError::Network("querier shut down".into()));
+                };
+                let waited = gate.pace.turn().await;
+                if !waited.is_zero() {
+                    self.paced.fetch_add(1, Ordering::Relaxed);
+                    let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+                    self.paced_wait_micros.fetch_add(micros, Ordering::Relaxed);
+                }
+                let Ok(_permit) = self.global.acquire().await else {
                     return Err(ExchangeError::Network("querier shut down".into()));
                 };
                 let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -434,13 +517,15 @@ mod tests {
         assert!(!querier.ipv6().condition().holding());
     }
 
-    /// Runs the other tasks until `done` holds (bounded).
+    /// Runs the other tasks until `done` holds (bounded: a second at most).
     async fn until(done: impl Fn() -> bool) {
         for _ in 0..1000 {
             if done() {
                 return;
             }
             tokio::task::yield_now().await;
+            // A question asked again waits for its server's pace.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
         panic!("never happened");
     }
@@ -515,6 +600,125 @@ mod tests {
         assert_eq!(
             said(&Err(ExchangeError::Timeout)),
             "a.test. (192.0.2.1): timeout"
+        );
+    }
+
+    /// Answers at once; notes when each query reached it, and where.
+    #[derive(Default)]
+    struct Clocked(Mutex<Vec<(SocketAddr, tokio::time::Instant)>>);
+
+    impl Transport for Clocked {
+        fn exchange<'a>(
+            &'a self,
+            server: SocketAddr,
+            query: &'a Message,
+        ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
+            Box::pin(async move {
+                let now = tokio::time::Instant::now();
+                self.0.lock().unwrap().push((server, now));
+                let mut answer = query.clone();
+                answer.metadata.message_type = MessageType::Response;
+                answer.metadata.authoritative = true;
+                Ok(answer)
+            })
+        }
+    }
+
+    fn paced(rate: u32) -> (Arc<Clocked>, Arc<Querier<Clocked>>) {
+        let transport = Arc::new(Clocked::default());
+        let limits = Limits {
+            qps_per_server: rate,
+            ..Limits::default()
+        };
+        (transport.clone(), Arc::new(Querier::new(transport, limits)))
+    }
+
+    fn ask_many(
+        querier: &Arc<Querier<Clocked>>,
+        server: SocketAddr,
+        n: usize,
+    ) -> Vec<tokio::task::JoinHandle<Outcome>> {
+        (0..n)
+            .map(|i| {
+                let querier = querier.clone();
+                tokio::spawn(async move {
+                    let name = Name::from_ascii(format!("z{i}.test.")).expect("name");
+                    querier.ask(server, &name, RecordType::DS).await
+                })
+            })
+            .collect()
+    }
+
+    /// `dns.max_qps_per_server`: the queries to one address leave evenly spaced, so no
+    /// second sees more than the rate; another address is not held by the first's queue.
+    #[tokio::test(start_paused = true)]
+    async fn queries_to_one_server_keep_its_pace_and_others_do_not_wait() {
+        let (transport, querier) = paced(10);
+        let busy = SocketAddr::from(([192, 0, 2, 1], 53));
+        let other = SocketAddr::from(([192, 0, 2, 2], 53));
+        let start = tokio::time::Instant::now();
+        let queued = ask_many(&querier, busy, 30);
+        tokio::task::yield_now().await;
+        let name = Name::from_ascii("other.test.").expect("name");
+        assert!(querier.ask(other, &name, RecordType::DS).await.is_ok());
+        for q in queued {
+            assert!(q.await.expect("task").is_ok());
+        }
+        let sent = transport.0.lock().unwrap().clone();
+        let to_other: Vec<_> = sent.iter().filter(|(s, _)| *s == other).collect();
+        assert_eq!(to_other.len(), 1);
+        assert!(
+            to_other[0].1 - start < std::time::Duration::from_millis(10),
+            "the other address waited"
+        );
+        let times: Vec<_> = sent
+            .iter()
+            .filter(|(s, _)| *s == busy)
+            .map(|(_, t)| *t)
+            .collect();
+        assert_eq!(times.len(), 30);
+        for pair in times.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= std::time::Duration::from_millis(100),
+                "{:?}",
+                pair[1] - pair[0]
+            );
+        }
+        for (i, t) in times.iter().enumerate() {
+            let in_a_second = times[i..]
+                .iter()
+                .take_while(|u| **u - *t < std::time::Duration::from_secs(1))
+                .count();
+            assert!(in_a_second <= 10, "{in_a_second} queries in one second");
+        }
+        let stats = querier.stats();
+        assert_eq!(stats.paced, 29);
+        assert!(stats.paced_wait >= std::time::Duration::from_secs(40));
+    }
+
+    /// Queries that give up while waiting for their turn (their observation's time is
+    /// up) take none: the next caller is not held behind turns nobody uses.
+    #[tokio::test(start_paused = true)]
+    async fn queries_that_gave_up_take_no_turn() {
+        let (transport, querier) = paced(10);
+        let server = SocketAddr::from(([192, 0, 2, 1], 53));
+        let queued = ask_many(&querier, server, 50);
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        for q in &queued {
+            q.abort();
+        }
+        let sent_before = transport.0.lock().unwrap().len();
+        assert!(
+            sent_before <= 4,
+            "{sent_before} sent in 250 ms at 10 a second"
+        );
+        let asked = tokio::time::Instant::now();
+        let name = Name::from_ascii("late.test.").expect("name");
+        assert!(querier.ask(server, &name, RecordType::DS).await.is_ok());
+        assert!(
+            asked.elapsed() <= std::time::Duration::from_millis(100),
+            "waited {:?} behind queries that left",
+            asked.elapsed()
         );
     }
 }

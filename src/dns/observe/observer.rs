@@ -121,6 +121,7 @@ impl<T: Transport> DnsObserver<T> {
                 in_flight: options.queries_in_flight,
                 per_server: options.per_server,
                 attempts: settings.query_attempts,
+                qps_per_server: settings.max_qps_per_server,
             },
         ));
         Ok(Self(Arc::new(Inner {

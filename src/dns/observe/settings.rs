@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::dns::net::budget::ObservationBudget;
 use crate::dns::net::discovery::AddressFamilies;
-use crate::dns::net::query::{DEFAULT_QUERIES_PER_SERVER, DEFAULT_QUERY_ATTEMPTS};
+use crate::dns::net::query::{
+    DEFAULT_MAX_QPS_PER_SERVER, DEFAULT_QUERIES_PER_SERVER, DEFAULT_QUERY_ATTEMPTS,
+};
 
 /// The IANA root servers (root-servers.org), where iterative discovery starts by default.
 pub const IANA_ROOT_HINTS: &[&str] = &[
@@ -58,6 +60,10 @@ pub struct DnsSettings {
     /// Queries in flight at once to one name server address (politeness; see
     /// [`crate::dns::net::query::MAX_QUERIES_PER_SERVER`]).
     pub queries_per_server: usize,
+    /// Queries a second to one name server address, evenly spaced (politeness: TLD
+    /// operators limit queries per source; see
+    /// [`crate::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER`]).
+    pub max_qps_per_server: u32,
     /// Which name server addresses are asked. Both by default; a host without IPv6 sets
     /// `["ipv4"]`, or every IPv6 address would answer "unknown" and block every decision.
     pub address_families: AddressFamilies,
@@ -85,6 +91,7 @@ impl Default for DnsSettings {
             query_timeout: DEFAULT_QUERY_TIMEOUT,
             query_attempts: DEFAULT_QUERY_ATTEMPTS,
             queries_per_server: DEFAULT_QUERIES_PER_SERVER,
+            max_qps_per_server: DEFAULT_MAX_QPS_PER_SERVER,
             address_families: AddressFamilies::default(),
             budget: ObservationBudget::default(),
             require_validated_evidence: false,
