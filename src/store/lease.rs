@@ -142,14 +142,14 @@ impl Lessee {
             .filter(|(z, _)| !renewed.contains_key(*z))
             .map(|(z, e)| (z.clone(), *e))
             .collect();
+        // Remembered as stale before they leave `held`: a refusal in between still names
+        // the epoch this daemon held them at (never "epoch unknown").
+        for (zone, epoch) in &lost {
+            self.went_stale(zone.clone(), *epoch);
+        }
         *held = renewed;
         drop(held);
-        lost.into_iter()
-            .map(|(zone, epoch)| {
-                self.went_stale(zone.clone(), epoch);
-                zone
-            })
-            .collect()
+        lost.into_iter().map(|(zone, _)| zone).collect()
     }
 
     pub(super) fn acquired(&self, zone: &str, epoch: i64) {
