@@ -17,6 +17,11 @@
 //!   a lower bound: the database keeps no earlier time);
 //! - `dnssec_warden_store_write_failing`: 1 while writes to the database fail (disk full,
 //!   I/O error), from this process's own writes: the database cannot say so itself;
+//! - this process's DNS queries: `dnssec_warden_dns_queries_total` (sent, retries
+//!   included), `dnssec_warden_dns_queries_paced_total` and
+//!   `dnssec_warden_dns_pace_wait_seconds_total` (those that waited for a server
+//!   address's pace, `dns.max_qps_per_server`, and how long in all: a fleet whose looks
+//!   outrun the pace shows here first);
 //! - several daemons on PostgreSQL: `dnssec_warden_leases_held{holder,self}`,
 //!   `dnssec_warden_zones_unheld`, and `dnssec_warden_fenced_total{what}` (a counter of
 //!   this process: what its fence refused, `what` one of `step`, `schedule`, `event`,
@@ -197,6 +202,32 @@ async fn respond(ctx: &Ctx, request: &Request<Incoming>) -> Response<Full<Bytes>
     }
 }
 
+/// This process's DNS queries, and their waits for a server address's pace.
+fn dns_totals(out: &mut String, totals: crate::dns::net::query::ProcessTotals) {
+    let counters = [
+        (
+            "dnssec_warden_dns_queries_total",
+            "DNS queries this daemon sent since it started, retries included.",
+            totals.exchanges as f64,
+        ),
+        (
+            "dnssec_warden_dns_queries_paced_total",
+            "DNS queries that waited for their turn at a server address (dns.max_qps_per_server).",
+            totals.paced as f64,
+        ),
+        (
+            "dnssec_warden_dns_pace_wait_seconds_total",
+            "Time those queries waited for their turn, in all.",
+            totals.paced_wait.as_secs_f64(),
+        ),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        sample(out, name, &[], value);
+    }
+}
+
 /// The exposition text (format 0.0.4).
 pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreError> {
     let now = clock.now();
@@ -218,6 +249,8 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
         &[],
         if failing { 1.0 } else { 0.0 },
     );
+
+    dns_totals(&mut out, crate::dns::net::query::process_totals());
 
     family(
         &mut out,

@@ -411,7 +411,10 @@ async fn the_rrsig_original_ttl_wins_over_a_lowered_record_ttl() {
 
 #[tokio::test]
 async fn ten_thousand_zones_share_one_tld_lookup_within_the_limits() {
-    let s = setup();
+    // Unpaced: 10,000 observations asked at once, each within its budget from the start,
+    // would wait minutes at one address's pace (the daemon asks 64 zones at a time).
+    let s =
+        setup_with(|d| d.max_qps_per_server = dnssec_warden::dns::net::query::MAX_QPS_PER_SERVER);
     let zones = s.add_unsigned_zones(10_000);
     let views = futures::future::join_all(zones.iter().map(|z| s.observer.parent(z))).await;
     assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
@@ -441,7 +444,13 @@ async fn queries_to_one_server_never_pass_the_per_server_cap() {
         per_server: cap,
         ..ObserverOptions::default()
     };
-    let observer = DnsObserver::with_transport(&s.settings, options, s.fake.clone()).unwrap();
+    // The cap on queries in flight, unpaced: the fake answers at once, so queries paced
+    // apart would never be in flight together.
+    let settings = DnsSettings {
+        max_qps_per_server: dnssec_warden::dns::net::query::MAX_QPS_PER_SERVER,
+        ..s.settings.clone()
+    };
+    let observer = DnsObserver::with_transport(&settings, options, s.fake.clone()).unwrap();
     let views = futures::future::join_all(zones.iter().map(|z| observer.parent(z))).await;
     assert!(views.into_iter().all(|v| v.unwrap().all_absent()));
     let in_flight = s.fake.in_flight.lock().unwrap().clone();

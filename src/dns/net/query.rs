@@ -115,6 +115,30 @@ pub struct QueryStats {
     pub paced_wait: std::time::Duration,
 }
 
+/// What every querier of this process sent, and waited for the servers' pace: counters
+/// since the process started, for the metrics endpoint (a reload's new observer adds to
+/// them, so they never go back).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessTotals {
+    pub exchanges: u64,
+    pub paced: u64,
+    pub paced_wait: std::time::Duration,
+}
+
+static PROCESS_EXCHANGES: AtomicU64 = AtomicU64::new(0);
+static PROCESS_PACED: AtomicU64 = AtomicU64::new(0);
+static PROCESS_PACED_WAIT_MICROS: AtomicU64 = AtomicU64::new(0);
+
+pub fn process_totals() -> ProcessTotals {
+    ProcessTotals {
+        exchanges: PROCESS_EXCHANGES.load(Ordering::Relaxed),
+        paced: PROCESS_PACED.load(Ordering::Relaxed),
+        paced_wait: std::time::Duration::from_micros(
+            PROCESS_PACED_WAIT_MICROS.load(Ordering::Relaxed),
+        ),
+    }
+}
+
 /// One question to one server; identical ones in flight are sent once. `Name` compares
 /// and hashes without regard to case.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -383,9 +407,14 @@ impl<T: Transport> Shared<T> {
                 };
                 let waited = gate.pace.turn().await;
                 if !waited.is_zero() {
-                    self.paced.fetch_add(1, Ordering::Relaxed);
                     let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
-                    self.paced_wait_micros.fetch_add(micros, Ordering::Relaxed);
+                    for (count, wait) in [
+                        (&self.paced, &self.paced_wait_micros),
+                        (&PROCESS_PACED, &PROCESS_PACED_WAIT_MICROS),
+                    ] {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        wait.fetch_add(micros, Ordering::Relaxed);
+                    }
                 }
                 let Ok(_permit) = self.global.acquire().await else {
                     return Err(ExchangeError::Network("querier shut down".into()));
@@ -393,6 +422,7 @@ impl<T: Transport> Shared<T> {
                 let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 self.peak.fetch_max(now, Ordering::SeqCst);
                 self.exchanges.fetch_add(1, Ordering::Relaxed);
+                PROCESS_EXCHANGES.fetch_add(1, Ordering::Relaxed);
                 let result = self.transport.exchange(server, &query).await;
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
                 result
@@ -653,6 +683,7 @@ mod tests {
     /// second sees more than the rate; another address is not held by the first's queue.
     #[tokio::test(start_paused = true)]
     async fn queries_to_one_server_keep_its_pace_and_others_do_not_wait() {
+        let before = process_totals();
         let (transport, querier) = paced(10);
         let busy = SocketAddr::from(([192, 0, 2, 1], 53));
         let other = SocketAddr::from(([192, 0, 2, 2], 53));
@@ -694,6 +725,11 @@ mod tests {
         let stats = querier.stats();
         assert_eq!(stats.paced, 29);
         assert!(stats.paced_wait >= std::time::Duration::from_secs(40));
+        // The process's totals (the metrics endpoint's) count them too.
+        let after = process_totals();
+        assert!(after.exchanges >= before.exchanges + 31);
+        assert!(after.paced >= before.paced + 29);
+        assert!(after.paced_wait >= before.paced_wait + stats.paced_wait);
     }
 
     /// Queries that give up while waiting for their turn (their observation's time is
