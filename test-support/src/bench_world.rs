@@ -213,10 +213,9 @@ impl BenchWorld {
             .collect()
     }
 
-    /// A daemon's configuration for this world: SQLite at `db`, every zone of the account.
-    /// Unpaced (`max_qps_per_server` at its bound): the fleet's passes, every zone due at
-    /// once, measure the engine; at the default pace one TLD address takes minutes.
-    pub fn config(&self, dir: &Path, db: &Path, timing: &str) -> Res<PathBuf> {
+    /// A daemon's configuration for this world: SQLite at `db`, every zone of the account;
+    /// `timing` and `dns` lines added to their sections.
+    pub fn config(&self, dir: &Path, db: &Path, timing: &str, dns: &str) -> Res<PathBuf> {
         std::fs::write(dir.join("api-key"), format!("{API_KEY}\n")).map_err(|e| e.to_string())?;
         let conf = dir.join("config.toml");
         std::fs::write(
@@ -226,7 +225,7 @@ impl BenchWorld {
                  [database]\npath = \"{}\"\n\
                  [dns]\nroot_hints = [\"{}\"]\nport = {}\nvalidating_resolvers = []\n\
                  trust_anchor_file = \"{}\"\naddress_families = [\"ipv4\"]\n\
-                 query_timeout = \"2s\"\nquery_attempts = 3\nmax_qps_per_server = 100000\n\
+                 query_timeout = \"2s\"\nquery_attempts = 3\n{dns}\n\
                  [timing]\n{timing}\n\
                  [zones]\nall = true\n",
                 self.sim.base_url(),
