@@ -329,6 +329,8 @@ impl FakeWorld {
         self.log_ds(i);
     }
 
+    /// Every DS change passes here: the log of server `i`'s set, and since when some
+    /// server publishes a DS.
     fn log_ds(&self, i: usize) {
         let now = self.clock.now();
         let mut s = self.lock();

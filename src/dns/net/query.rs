@@ -481,6 +481,14 @@ mod tests {
         Ok(Arc::new(m))
     }
 
+    /// The query turned into its answer: what the test transports reply.
+    fn echo(query: &Message, authoritative: bool) -> Message {
+        let mut answer = query.clone();
+        answer.metadata.message_type = MessageType::Response;
+        answer.metadata.authoritative = authoritative;
+        answer
+    }
+
     /// Answers every query once let through; counts the exchanges.
     struct Gated {
         calls: AtomicUsize,
@@ -507,10 +515,7 @@ mod tests {
                 if let Ok(permit) = self.gate.acquire().await {
                     permit.forget();
                 }
-                let mut answer = query.clone();
-                answer.metadata.message_type = MessageType::Response;
-                answer.metadata.authoritative = true;
-                Ok(answer)
+                Ok(echo(query, true))
             })
         }
     }
@@ -530,9 +535,7 @@ mod tests {
                         "Network is unreachable (os error 101)".into(),
                     ));
                 }
-                let mut answer = query.clone();
-                answer.metadata.message_type = MessageType::Response;
-                Ok(answer)
+                Ok(echo(query, false))
             })
         }
     }
@@ -667,10 +670,7 @@ mod tests {
             Box::pin(async move {
                 let now = tokio::time::Instant::now();
                 self.0.lock().unwrap().push((server, now));
-                let mut answer = query.clone();
-                answer.metadata.message_type = MessageType::Response;
-                answer.metadata.authoritative = true;
-                Ok(answer)
+                Ok(echo(query, true))
             })
         }
     }
