@@ -26,7 +26,7 @@ pub use observe::summarize;
 pub use sinks::{SinkQueue, SinkWorkers};
 
 use crate::dns::Observer;
-use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, step};
+use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, sample, step};
 use crate::provider::{ErrorClass, Provider, ProviderError};
 use crate::store::{EventKind, OutboxStatus, Store, StoreError};
 
@@ -143,6 +143,9 @@ pub enum StepOutcome {
     Busy,
     /// The row changed while observing (an operator intent): decided again next tick.
     Conflict,
+    /// A settled zone's sampled look agreed with its last full look: nothing to decide
+    /// (DESIGN.md section 8).
+    Sampled,
 }
 
 pub struct Engine<P, O> {
@@ -596,6 +599,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let row = &read.row;
         let name = row.zone.name.as_str();
         let listed = self.listed(&row.zone).await;
+        if let Some(outcome) = self.sampled(read, listed.as_ref()).await? {
+            return Ok(outcome);
+        }
         let mut observation = observe::observe(
             self.provider.as_ref(),
             self.observer.as_ref(),
@@ -647,6 +653,46 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             from: row.zone.state,
             to: decision.state,
         })
+    }
+
+    /// A settled zone's look from a sample, where it may be one (DESIGN.md section 8):
+    /// `Some` when the sample agreed and only the next look was written; `None` when a
+    /// full look is due (the zone may not be sampled, or the sample disagreed).
+    async fn sampled(
+        &self,
+        read: &crate::store::StepRow,
+        listed: Option<&crate::provider::HostedZone>,
+    ) -> Result<Option<StepOutcome>, EngineError> {
+        let row = &read.row;
+        let name = row.zone.name.as_str();
+        let now = self.clock.now();
+        let quiet = read.open_alerts.is_empty()
+            && !read.unknown_calls
+            && !read.pending_effects
+            && read.registrar_hook_failed.is_none();
+        if !sample::may_sample(&row.zone, quiet, row.last_observed_at, now, &self.policy) {
+            return Ok(None);
+        }
+        let turn = self.policy.sample_turn(name, now);
+        let seen = observe::sample(
+            self.observer.as_ref(),
+            &row.zone,
+            listed,
+            turn,
+            self.clock.as_ref(),
+        )
+        .await;
+        if let Some(why) = sample::disagreement(&row.zone, &seen, &self.policy) {
+            crate::dns::observe::tally::sample_disagreed();
+            tracing::debug!(zone = name, "the sampled look differs ({why}): a full look follows");
+            return Ok(None);
+        }
+        let next = self.policy.next_settled_look(name, seen.at);
+        if !self.store.sampled(read, seen.at, next).await? {
+            self.store.check_by(name, self.clock.now()).await?;
+            return Ok(Some(StepOutcome::Conflict));
+        }
+        Ok(Some(StepOutcome::Sampled))
     }
 
     fn claim(&self, name: &str) -> Option<Claim<'_>> {

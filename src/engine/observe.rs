@@ -9,6 +9,7 @@ use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
 use crate::lifecycle::rules::Look;
+use crate::lifecycle::sample::Sample;
 use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
@@ -130,6 +131,29 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         delegation: Default::default(),
     }
     .assessed()
+}
+
+/// A settled zone's sampled look (DESIGN.md section 8): the listing's flag, and the
+/// `turn`'s one parent address (validated where the parent's keys are at hand) and one
+/// child address, asked concurrently.
+pub(super) async fn sample<O: Observer>(
+    observer: &O,
+    zone: &Zone,
+    listed: Option<&HostedZone>,
+    turn: u64,
+    clock: &dyn Clock,
+) -> Sample {
+    let name = zone.name.as_str();
+    let (parent, child) = tokio::join!(
+        observer.parent_sample(name, turn),
+        observer.child_sample(name, turn)
+    );
+    Sample {
+        at: clock.now(),
+        listed: listed.and_then(|z| z.dnssec_enabled),
+        parent: parent.map_err(|e| e.to_string()),
+        child: child.map_err(|e| e.to_string()),
+    }
 }
 
 /// What a settled zone's provider side is when the listing shows nothing changed:

@@ -41,6 +41,7 @@ use crate::time::Timestamp;
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
 /// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain) | at every step (recomputed) |
 /// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
+/// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
 // default: most fields are unset most of the time, and the row of a settled zone then
 // fits two to a 4 KiB page with its last observation.
@@ -137,6 +138,10 @@ pub struct Facts {
     /// Since when some `held_by` holds the zone without a break (`wait_stalled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_since: Option<Timestamp>,
+    /// What every address said at the last full look, when the zone is settled and they
+    /// all said the same: a sampled look agrees only with this (DESIGN.md section 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settled_view: Option<super::sample::SettledView>,
 }
 
 /// One condition that holds a zone, and whose move ends it.

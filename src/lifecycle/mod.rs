@@ -7,6 +7,7 @@ pub mod guard;
 pub mod model;
 pub mod policy;
 pub mod rules;
+pub mod sample;
 pub mod state;
 pub mod step;
 pub mod waiting;

@@ -215,22 +215,21 @@ pub fn parent_ds_lines(parent: &ParentView) -> Vec<String> {
 pub fn served_fingerprint(child: &ChildView) -> String {
     let mut keys: Vec<String> = Vec::new();
     for a in &child.answers {
-        let listed = match &a.answer {
-            // A key not signing the set is marked, so that its signatures failing (or
-            // coming back) is a change that asks the provider.
-            crate::dns::DnskeyAnswer::Keys(k) => k
-                .keys
-                .iter()
-                .map(|key| {
-                    let mark = if k.serves(key) { "" } else { "/unsigned" };
-                    format!("{}/{}/{}{mark}", key.flags, key.algorithm, key.key_tag())
-                })
-                .collect::<Vec<_>>(),
-            _ => vec!["none".to_string()],
-        };
-        keys.extend(listed);
+        match &a.answer {
+            crate::dns::DnskeyAnswer::Keys(k) => keys.extend(key_marks(k)),
+            _ => keys.push("none".to_string()),
+        }
     }
     keys.sort();
     keys.dedup();
     keys.join(",")
+}
+
+/// Each key of one child address's set as flags, algorithm and key tag; a key not signing
+/// the set is marked, so that its signatures failing (or coming back) is a change.
+pub fn key_marks(k: &crate::dns::ChildKeys) -> impl Iterator<Item = String> + '_ {
+    k.keys.iter().map(|key| {
+        let mark = if k.serves(key) { "" } else { "/unsigned" };
+        format!("{}/{}/{}{mark}", key.flags, key.algorithm, key.key_tag())
+    })
 }

@@ -46,6 +46,11 @@ pub struct Policy {
     /// two days, the NS TTL of the largest TLDs' delegations.
     #[serde(deserialize_with = "duration")]
     pub assumed_ns_ttl: Duration,
+    /// The longest a settled zone goes on sampled looks (one parent and one child address,
+    /// DESIGN.md section 8) without a full look at every address. At most `poll_active`:
+    /// every look is full.
+    #[serde(deserialize_with = "duration")]
+    pub full_look_every: Duration,
     /// `dns.require_validated_evidence` (safety rule 10): set from the `[dns]` section,
     /// never read from `[timing]`.
     #[serde(skip)]
@@ -66,6 +71,7 @@ impl Default for Policy {
             retry_base: Duration::from_secs(5),
             assumed_ds_ttl: Duration::from_secs(86_400),
             assumed_ns_ttl: Duration::from_secs(172_800),
+            full_look_every: Duration::from_secs(86_400),
             require_validated_evidence: false,
         }
     }
@@ -101,6 +107,17 @@ impl Policy {
         // The first instant after `now` at the zone's phase.
         let into = (now.0 - phase).rem_euclid(period);
         Timestamp(now.0 + (period - into))
+    }
+
+    /// Which of a zone's addresses a sampled look at `now` asks: one more with each
+    /// `poll_active` period, so every one of `n` addresses is asked within `n` polls, and
+    /// zones due together start at different addresses.
+    pub fn sample_turn(&self, zone: &str, now: Timestamp) -> u64 {
+        let period = i64::try_from(self.poll_active.as_millis())
+            .unwrap_or(i64::MAX)
+            .max(1);
+        let polls = u64::try_from(now.0.div_euclid(period)).unwrap_or(0);
+        polls.wrapping_add(name_hash(zone))
     }
 }
 

@@ -13,6 +13,7 @@ use super::model::{
 };
 use super::policy::Policy;
 use super::rules::{delegation_hold_until, disable_deadline, evidence_acceptable};
+use super::sample;
 use super::state::{Intent, State};
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::observe::model::key_standing;
@@ -62,6 +63,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     };
     let judgement = alerts::judge(zone, run.state, &run.facts, obs, policy);
     run.facts.partial_since = judgement.partial_since;
+    run.facts.settled_view = sample::settled_view(run.state, obs);
     run.deadlines.extend(judgement.deadlines);
     let wake_at = run.wake_at();
     Decision {

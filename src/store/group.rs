@@ -1,5 +1,5 @@
 //! SQLite's group commit of routine decisions: a settled zone's look that changes nothing
-//! but its own row. Every write holds the store's one write turn, and a commit's visit to
+//! but its own row (a routine step, or a sampled look that agreed). Every write holds the store's one write turn, and a commit's visit to
 //! SQLite's thread, there and back, costs more than its SQL: one at a time they were
 //! what capped the engine's settled zones a second. So a routine decision is
 //! queued, and whoever holds the write turn next writes every decision queued by then in
@@ -19,12 +19,30 @@ use super::StoreError;
 pub(super) struct RoutineUpdate {
     pub name: String,
     pub version: i64,
-    pub state: Option<&'static str>,
-    pub since: i64,
-    pub facts: String,
     pub wake_at: i64,
-    pub observed_at: i64,
-    pub observation: super::ObservationText,
+    pub write: Routine,
+}
+
+/// What a routine decision writes beside the next look's time.
+#[derive(Debug)]
+pub(super) enum Routine {
+    /// A routine step: the row as it leaves it (the version moves on).
+    Step {
+        state: Option<&'static str>,
+        since: i64,
+        facts: String,
+        observed_at: i64,
+        observation: super::ObservationText,
+    },
+    /// A sampled look that agreed: when it was, and nothing of the zone's word (the
+    /// version stays).
+    Sample { at: i64 },
+}
+
+impl Routine {
+    fn is_sample(&self) -> bool {
+        matches!(self, Self::Sample { .. })
+    }
 }
 
 /// Whether the row was written (false: its version changed since the read), or why the
@@ -37,7 +55,7 @@ struct Queued {
     reply: oneshot::Sender<Written>,
 }
 
-/// The most decisions one statement carries (nine values each).
+/// The most decisions one statement carries (nine values each at most).
 pub(super) const BATCH_MAX: usize = 16;
 
 /// Decisions waiting for the write turn.
@@ -71,19 +89,26 @@ impl Queue {
         waiting.len() != before
     }
 
-    /// Every decision queued now, in statements of at most [`BATCH_MAX`] with no zone
-    /// twice in one (a zone's abandoned step may still be queued beside its next one).
+    /// Every decision queued now, in statements of at most [`BATCH_MAX`] of one kind with
+    /// no zone twice in one (a zone's abandoned step may still be queued beside its next
+    /// one).
     pub(super) fn take(&self) -> Vec<Batch> {
         let waiting = std::mem::take(&mut *self.lock());
         let mut batches: Vec<Batch> = Vec::new();
         for queued in waiting {
-            let fits = batches
-                .iter_mut()
-                .find(|b| b.items.len() < BATCH_MAX && !b.names.contains(&queued.update.name));
+            let sample = queued.update.write.is_sample();
+            let fits = batches.iter_mut().find(|b| {
+                b.items.len() < BATCH_MAX
+                    && b.sample == sample
+                    && !b.names.contains(&queued.update.name)
+            });
             match fits {
                 Some(batch) => batch.add(queued),
                 None => {
-                    let mut batch = Batch::default();
+                    let mut batch = Batch {
+                        sample,
+                        ..Batch::default()
+                    };
                     batch.add(queued);
                     batches.push(batch);
                 }
@@ -98,6 +123,8 @@ impl Queue {
 pub(super) struct Batch {
     items: Vec<Queued>,
     names: HashSet<String>,
+    /// Sampled looks (else routine steps): one statement writes one kind.
+    sample: bool,
 }
 
 impl Batch {
@@ -112,6 +139,15 @@ impl Batch {
 
     pub(super) fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// The statement that writes this batch ([`statement`] or [`sample_statement`]).
+    pub(super) fn statement(&self) -> String {
+        if self.sample {
+            sample_statement(self.len())
+        } else {
+            statement(self.len())
+        }
     }
 
     /// Tells each decision its outcome: written if the statement returned its zone.
@@ -130,7 +166,7 @@ impl Batch {
 
 /// The statement for `n` decisions: each zone's row set from its values where its name
 /// and version match, the names written returned.
-pub(super) fn statement(n: usize) -> String {
+fn statement(n: usize) -> String {
     let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; n.max(1)].join(", ");
     format!(
         "WITH v (name, version, state, since, facts, wake_at, observed_at, observation, brief) \
@@ -138,6 +174,18 @@ pub(super) fn statement(n: usize) -> String {
          UPDATE zones SET state = v.state, state_since = v.since, facts = v.facts, \
          next_check_at = v.wake_at, last_observed_at = v.observed_at, \
          last_observation = v.observation, last_brief = v.brief, version = zones.version + 1 \
+         FROM v WHERE zones.name = v.name AND zones.version = v.version \
+         RETURNING zones.name"
+    )
+}
+
+/// The statement for `n` sampled looks: each zone's next look and sampled time, where its
+/// name and version match (the version stays), the names written returned.
+fn sample_statement(n: usize) -> String {
+    let values = vec!["(?, ?, ?, ?)"; n.max(1)].join(", ");
+    format!(
+        "WITH v (name, version, wake_at, sampled_at) AS (VALUES {values}) \
+         UPDATE zones SET next_check_at = v.wake_at, sampled_at = v.sampled_at \
          FROM v WHERE zones.name = v.name AND zones.version = v.version \
          RETURNING zones.name"
     )
@@ -151,13 +199,28 @@ mod tests {
         RoutineUpdate {
             name: name.into(),
             version: 1,
-            state: Some("active"),
-            since: 0,
-            facts: "{}".into(),
             wake_at: 0,
-            observed_at: 0,
-            observation: super::super::ObservationText::from_whole("{}"),
+            write: Routine::Step {
+                state: Some("active"),
+                since: 0,
+                facts: "{}".into(),
+                observed_at: 0,
+                observation: super::super::ObservationText::from_whole("{}"),
+            },
         }
+    }
+
+    #[test]
+    fn steps_and_samples_go_in_statements_of_their_own() {
+        let queue = Queue::default();
+        let _a = queue.push(update("a."));
+        let _b = queue.push(RoutineUpdate {
+            write: Routine::Sample { at: 0 },
+            ..update("b.")
+        });
+        let _c = queue.push(update("c."));
+        let kinds: Vec<(bool, usize)> = queue.take().iter().map(|b| (b.sample, b.len())).collect();
+        assert_eq!(kinds, vec![(false, 2), (true, 1)]);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub(super) const SQLITE: Embedded = embed!("migrations":
     "0009_daemon_alerts.sql",
     "0010_database_meta.sql",
     "0011_deliveries.sql",
+    "0012_sampled_at.sql",
 );
 
 pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
@@ -48,6 +49,7 @@ pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
     "0006_daemon_alerts.sql",
     "0007_database_meta.sql",
     "0008_deliveries.sql",
+    "0009_sampled_at.sql",
 );
 
 impl Embedded {

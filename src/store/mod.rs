@@ -588,6 +588,20 @@ impl Store {
             Backend::Postgres(p) => p.commit_step(read, decision, observation, now).await,
         }
     }
+    /// A settled zone's sampled look agreed with its last full look (DESIGN.md section
+    /// 8): when it was, and the next look; nothing else of the zone changes. False if the
+    /// row changed since it was read.
+    pub async fn sampled(
+        &self,
+        read: &StepRow,
+        at: Timestamp,
+        next: Timestamp,
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.sampled(read, at, next).await,
+            Backend::Postgres(p) => p.sampled(read, at, next).await,
+        }
+    }
     /// Notes a step that could not be decided (an error), pulling the next check in.
     pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
         match &self.backend {

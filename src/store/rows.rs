@@ -16,7 +16,10 @@ use crate::zone_name::ZoneName;
 pub struct ZoneRow {
     pub zone: Zone,
     pub next_check_at: Timestamp,
+    /// The last full look (every address asked).
     pub last_observed_at: Option<Timestamp>,
+    /// The last sampled look that agreed with it (DESIGN.md section 8), if later.
+    pub sampled_at: Option<Timestamp>,
     pub last_observation: Option<serde_json::Value>,
     pub version: i64,
     /// The daemon holding the zone (PostgreSQL with several daemons), if its lease is
@@ -211,6 +214,8 @@ pub(super) struct RawZone {
     last_observed_at: Option<i64>,
     last_observation: Option<String>,
     version: i64,
+    /// Left out by the step's read, which does not need it.
+    sampled_at: Option<i64>,
     // PostgreSQL's lease columns; absent in SQLite.
     lease_holder: Option<String>,
     lease_epoch: Option<i64>,
@@ -229,7 +234,7 @@ from_row!(RawZone {
     last_observed_at,
     last_observation,
     version,
-} or_default { lease_holder, lease_epoch, lease_since, lease_until });
+} or_default { sampled_at, lease_holder, lease_epoch, lease_since, lease_until });
 
 pub(super) struct RawStepRow {
     zone: RawZone,
@@ -361,6 +366,7 @@ impl TryFrom<RawZone> for ZoneRow {
             },
             next_check_at: Timestamp(r.next_check_at),
             last_observed_at: ts(r.last_observed_at),
+            sampled_at: ts(r.sampled_at),
             last_observation: r
                 .last_observation
                 .as_deref()

@@ -140,12 +140,16 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
             crate::lifecycle::facts::Party::Provider,
         )),
         held_since: t(14),
+        settled_view: Some(crate::lifecycle::sample::SettledView {
+            parent_ds: "none".into(),
+            child_keys: "none".into(),
+        }),
     };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(27), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(28), "{text}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub mod model;
 pub mod observer;
 pub mod resolvers;
 pub mod settings;
+pub mod tally;
 
 use self::model::{ChildView, ParentView};
 use super::validate::ValidationProbe;
@@ -46,6 +47,24 @@ pub trait Observer: Send + Sync {
         zone: &str,
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         self.child(zone)
+    }
+    /// A settled zone's sampled look at the parent (DESIGN.md section 8): as
+    /// `parent_validated`, but only one address is asked, the `turn`-th counted round all
+    /// of them. The default asks them all and keeps that one (for fakes).
+    fn parent_sample(
+        &self,
+        zone: &str,
+        turn: u64,
+    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
+        async move { Ok(self.parent_validated(zone).await?.sampled(turn)) }
+    }
+    /// As `child`, from the one address of the `turn`.
+    fn child_sample(
+        &self,
+        zone: &str,
+        turn: u64,
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        async move { Ok(self.child(zone).await?.sampled(turn)) }
     }
     /// Our validator's and each configured validating resolver's view of the zone.
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;

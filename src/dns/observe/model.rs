@@ -418,6 +418,38 @@ impl ParentView {
     }
 }
 
+/// The one answer (of a list in the observer's order) a sample of `turn` keeps.
+fn sample_index(len: usize, turn: u64) -> Option<usize> {
+    let n = u64::try_from(len).ok().filter(|n| *n > 0)?;
+    usize::try_from(turn % n).ok()
+}
+
+impl ParentView {
+    /// The view as a sample of `turn` would have seen it: one address's DS and NS answers.
+    pub fn sampled(mut self, turn: u64) -> Self {
+        if let Some(i) = sample_index(self.answers.len(), turn) {
+            let addr = self.answers[i].addr;
+            self.answers = vec![self.answers.swap_remove(i)];
+            self.delegations.retain(|d| d.addr == addr);
+            self.delegations.truncate(1);
+        }
+        self
+    }
+}
+
+impl ChildView {
+    /// The view as a sample of `turn` would have seen it: one address's answers.
+    pub fn sampled(mut self, turn: u64) -> Self {
+        if let Some(i) = sample_index(self.answers.len(), turn) {
+            let addr = self.answers[i].addr;
+            self.answers = vec![self.answers.swap_remove(i)];
+            self.apex_ns.retain(|d| d.addr == addr);
+            self.apex_ns.truncate(1);
+        }
+        self
+    }
+}
+
 impl ChildKeys {
     /// `key` is in the set and signs it validly (safety rule 4's "served").
     pub fn serves(&self, key: &Dnskey) -> bool {

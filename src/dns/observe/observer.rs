@@ -214,14 +214,19 @@ impl<T: Transport> DnsObserver<T> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
             let (cut, parent, heard) = self.cut_and_parent(zone, budget).await?;
-            self.ask_parent(&cut, &parent, heard.as_ref(), budget, None)
+            self.ask_parent(&cut, &parent, heard.as_ref(), budget, None, None)
                 .await
         })
         .await
     }
 
-    /// As `parent_view`, every DS answer proven with the parent's keys (safety rule 10).
-    async fn parent_validated_view(&self, zone: &str) -> Result<ParentView, ObserveError> {
+    /// As `parent_view`, every DS answer proven with the parent's keys (safety rule 10);
+    /// with `pick`, only the address of that turn (a sampled look) is asked.
+    async fn parent_validated_view(
+        &self,
+        zone: &str,
+        pick: Option<u64>,
+    ) -> Result<ParentView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
             let (cut, parent, heard) = self.cut_and_parent(zone, budget).await?;
@@ -231,14 +236,16 @@ impl<T: Transport> DnsObserver<T> {
                     // Signature windows at the time of this look, not of the keys' fetch.
                     let now = unix_now();
                     let mut view = self
-                        .ask_parent(&cut, &parent, heard, budget, Some((&keys, now)))
+                        .ask_parent(&cut, &parent, heard, budget, Some((&keys, now)), pick)
                         .await?;
                     view.evidence = Evidence::Validated;
                     Ok(view)
                 }
                 ParentKeys::Insecure(why) => {
                     // Nothing to validate with: the answers stand as authoritative ones.
-                    let mut view = self.ask_parent(&cut, &parent, heard, budget, None).await?;
+                    let mut view = self
+                        .ask_parent(&cut, &parent, heard, budget, None, pick)
+                        .await?;
                     view.evidence = Evidence::Insecure(why);
                     Ok(view)
                 }
@@ -303,6 +310,7 @@ impl<T: Transport> DnsObserver<T> {
     /// (the parent's keys, the time of the look), each DS answer proven with them. The
     /// address whose NS answer showed the cut moments ago (`heard`, the cut looked up by
     /// this observation) is not asked that question again: that answer is its NS answer.
+    /// With `pick`, only the address of that turn is asked.
     async fn ask_parent(
         &self,
         cut: &ZoneCut,
@@ -310,6 +318,7 @@ impl<T: Transport> DnsObserver<T> {
         heard: Option<&CutAnswer>,
         budget: &Budget,
         validate: Option<(&[Dnskey], u32)>,
+        pick: Option<u64>,
     ) -> Result<ParentView, ObserveError> {
         let (qname, known) = (&cut.name, &cut.ns_set);
         let port = self.0.port;
@@ -320,8 +329,9 @@ impl<T: Transport> DnsObserver<T> {
         // server that refers the zone and denies it contradicts itself), so it is
         // asked once.
         let discovery = &self.0.discovery;
-        let both = ask_every_address(
+        let both = ask_addresses(
             &parent.servers,
+            pick,
             |reason| {
                 (
                     DsAnswer::Unknown(reason.clone()),
@@ -470,16 +480,23 @@ impl<T: Transport> DnsObserver<T> {
 
     /// Every child address's DNSKEY and apex NS answers; with `signals`, its CDS and
     /// CDNSKEY answers too (RFC 8078: `check` shows them; the lifecycle decides nothing on
-    /// them, so the engine's looks do not ask, four queries a zone fewer).
-    async fn child_view(&self, zone: &str, signals: bool) -> Result<ChildView, ObserveError> {
+    /// them, so the engine's looks do not ask, four queries a zone fewer). With `pick`,
+    /// only the address of that turn is asked.
+    async fn child_view(
+        &self,
+        zone: &str,
+        signals: bool,
+        pick: Option<u64>,
+    ) -> Result<ChildView, ObserveError> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
             let (cut, _) = self.delegation(zone, budget).await?;
             let (qname, known) = (&cut.name, &cut.ns_set);
             let port = self.0.port;
             let querier = &self.0.querier;
-            let both = ask_every_address(
+            let both = ask_addresses(
                 &cut.servers,
+                pick,
                 |reason| {
                     (
                         DnskeyAnswer::Unknown(reason.clone()),
@@ -724,9 +741,10 @@ impl KeyCache {
 
 /// Asks every address of every server at once (`ask`); a server without any address is
 /// answered `unknown(NoAddress)` instead, so that it still counts, as unknown, in every
-/// unanimous decision.
-async fn ask_every_address<A, Fut>(
+/// unanimous decision. With `pick`, only the entry of that turn, counted round them all.
+async fn ask_addresses<A, Fut>(
     servers: &[NameServer],
+    pick: Option<u64>,
     unknown: impl Fn(UnknownReason) -> A,
     ask: impl Fn(IpAddr) -> Fut,
 ) -> Vec<ServerAnswer<A>>
@@ -763,8 +781,17 @@ where
             .chain(unaddressed)
     });
     // Collected first: with its length known, `join_all` polls a handful of futures in
-    // place instead of building a `FuturesOrdered` (an allocation per future).
-    join_all(asks.collect::<Vec<_>>()).await
+    // place instead of building a `FuturesOrdered` (an allocation per future). Nothing is
+    // asked before it is polled, so a sample drops the others unasked.
+    let mut asks: Vec<_> = asks.collect();
+    if let Some(turn) = pick
+        && let Ok(n) = u64::try_from(asks.len())
+        && n > 0
+    {
+        let at = usize::try_from(turn % n).unwrap_or(0);
+        asks = asks.into_iter().skip(at).take(1).collect();
+    }
+    join_all(asks).await
 }
 
 /// One list of paired answers as two lists in the same order.
@@ -790,6 +817,7 @@ fn split<A, B>(both: Vec<ServerAnswer<(A, B)>>) -> (Vec<ServerAnswer<A>>, Vec<Se
 
 impl<T: Transport> Observer for DnsObserver<T> {
     fn parent(&self, zone: &str) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
+        super::tally::full_look();
         self.parent_view(zone)
     }
 
@@ -797,18 +825,36 @@ impl<T: Transport> Observer for DnsObserver<T> {
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
-        self.parent_validated_view(zone)
+        super::tally::full_look();
+        self.parent_validated_view(zone, None)
+    }
+
+    fn parent_sample(
+        &self,
+        zone: &str,
+        turn: u64,
+    ) -> impl Future<Output = Result<ParentView, ObserveError>> + Send {
+        super::tally::sampled_look();
+        self.parent_validated_view(zone, Some(turn))
+    }
+
+    fn child_sample(
+        &self,
+        zone: &str,
+        turn: u64,
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        self.child_view(zone, false, Some(turn))
     }
 
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
-        self.child_view(zone, false)
+        self.child_view(zone, false, None)
     }
 
     fn child_with_signals(
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
-        self.child_view(zone, true)
+        self.child_view(zone, true, None)
     }
 
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send {

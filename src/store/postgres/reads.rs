@@ -90,8 +90,8 @@ impl PgStore {
     ) -> Result<(), E> {
         let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
-             last_observed_at, version, lease_holder, lease_epoch, lease_since, lease_until, \
-             last_brief AS last_observation \
+             last_observed_at, sampled_at, version, lease_holder, lease_epoch, lease_since, \
+             lease_until, last_brief AS last_observation \
              FROM zones ORDER BY name",
         )
         .fetch(&self.pool);

@@ -45,6 +45,30 @@ impl PgStore {
         tx.commit().await.noted(self)
     }
 
+    /// A sampled look that agreed (DESIGN.md section 8), fenced like a schedule: false
+    /// if the row changed since it was read.
+    pub(in crate::store) async fn sampled(
+        &self,
+        read: &crate::store::StepRow,
+        at: Timestamp,
+        next: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let name = read.row.zone.name.as_str();
+        let mut tx = self.write().await?;
+        self.fence(&mut tx, name, Fenced::Schedule).await?;
+        let done = sqlx::query(
+            "UPDATE zones SET next_check_at = $1, sampled_at = $2 WHERE name = $3 AND version = $4",
+        )
+        .bind(next.0)
+        .bind(at.0)
+        .bind(name)
+        .bind(read.row.version)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await.noted(self)?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub(in crate::store) async fn recheck_pending(
         &self,
         now: Timestamp,

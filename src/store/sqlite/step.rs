@@ -63,19 +63,27 @@ impl SqliteStore {
         // copy may lack at no cost (the zone is looked at again); the round trips of a
         // transaction around it are what a settled zone's look costs (`group`).
         self.verify_identity().await?;
-        let sql = group::statement(batch.len());
+        let sql = batch.statement();
         let mut query = sqlx::query_as::<_, (String,)>(&sql);
         for u in batch.updates() {
-            query = query
-                .bind(&u.name)
-                .bind(u.version)
-                .bind(u.state)
-                .bind(u.since)
-                .bind(&u.facts)
-                .bind(u.wake_at)
-                .bind(u.observed_at)
-                .bind(&u.observation.whole)
-                .bind(&u.observation.brief);
+            query = query.bind(&u.name).bind(u.version);
+            query = match &u.write {
+                group::Routine::Step {
+                    state,
+                    since,
+                    facts,
+                    observed_at,
+                    observation,
+                } => query
+                    .bind(*state)
+                    .bind(*since)
+                    .bind(facts)
+                    .bind(u.wake_at)
+                    .bind(*observed_at)
+                    .bind(&observation.whole)
+                    .bind(&observation.brief),
+                group::Routine::Sample { at } => query.bind(u.wake_at).bind(*at),
+            };
         }
         let written = query.fetch_all(&self.pool).await.noted(self)?;
         Ok(written.into_iter().map(|(name,)| name).collect())
@@ -99,12 +107,14 @@ impl SqliteStore {
                 .commit_routine(group::RoutineUpdate {
                     name: zone.name.to_string(),
                     version: zone.version,
-                    state: zone.state,
-                    since: zone.since.0,
-                    facts: zone.facts,
                     wake_at: zone.wake_at.0,
-                    observed_at: zone.observed_at.0,
-                    observation: zone.observation.clone(),
+                    write: group::Routine::Step {
+                        state: zone.state,
+                        since: zone.since.0,
+                        facts: zone.facts,
+                        observed_at: zone.observed_at.0,
+                        observation: zone.observation.clone(),
+                    },
                 })
                 .await;
         }
@@ -115,6 +125,26 @@ impl SqliteStore {
         }
         tx.commit().await?;
         Ok(true)
+    }
+}
+
+impl SqliteStore {
+    /// A sampled look that agreed (DESIGN.md section 8): when it was and when the zone is
+    /// looked at next, joining the group commit. False if the row changed since it was
+    /// read (an operator's intent: the zone is due now anyway).
+    pub async fn sampled(
+        &self,
+        read: &StepRow,
+        at: Timestamp,
+        next: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.commit_routine(group::RoutineUpdate {
+            name: read.row.zone.name.to_string(),
+            version: read.row.version,
+            wake_at: next.0,
+            write: group::Routine::Sample { at: at.0 },
+        })
+        .await
     }
 }
 
