@@ -22,6 +22,9 @@
 //!   `dnssec_warden_dns_pace_wait_seconds_total` (those that waited for a server
 //!   address's pace, `dns.max_qps_per_server`, and how long in all: a fleet whose looks
 //!   outrun the pace shows here first);
+//! - this process's looks: `dnssec_warden_looks_total{kind}` (`full`: every address;
+//!   `sampled`: one parent and one child address of a settled zone) and
+//!   `dnssec_warden_samples_disagreed_total` (samples that brought a full look);
 //! - several daemons on PostgreSQL: `dnssec_warden_leases_held{holder,self}`,
 //!   `dnssec_warden_zones_unheld`, and `dnssec_warden_fenced_total{what}` (a counter of
 //!   this process: what its fence refused, `what` one of `step`, `schedule`, `event`,
@@ -228,6 +231,25 @@ fn dns_totals(out: &mut String, totals: crate::dns::net::query::ProcessTotals) {
     }
 }
 
+/// This process's looks at the parent by kind (DESIGN.md section 4, "Sampled looks").
+fn look_totals(out: &mut String, totals: crate::dns::observe::tally::LookTotals) {
+    let name = "dnssec_warden_looks_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Looks at a zone's parent this daemon made since it started: full (every address) or sampled (one address of a settled zone)."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    sample(out, name, &[("kind", "full")], totals.full as f64);
+    sample(out, name, &[("kind", "sampled")], totals.sampled as f64);
+    let name = "dnssec_warden_samples_disagreed_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Sampled looks that differed from the zone's last full look (or could not be compared), each followed by a full look."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    sample(out, name, &[], totals.disagreed as f64);
+}
+
 /// The exposition text (format 0.0.4).
 pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreError> {
     let now = clock.now();
@@ -251,6 +273,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     );
 
     dns_totals(&mut out, crate::dns::net::query::process_totals());
+    look_totals(&mut out, crate::dns::observe::tally::look_totals());
 
     family(
         &mut out,

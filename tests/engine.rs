@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use dnssec_warden::engine::CrashPoint;
 use dnssec_warden::lifecycle::{AlertKind, Clock, Intent, State};
+use dnssec_warden_test_support::fake::Delegation;
 use dnssec_warden_test_support::on_both_backends;
 use dnssec_warden_test_support::rig::{self, Rig, ZONE};
 
@@ -553,6 +554,69 @@ async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     assert_ne!(rig.state().await, Some(State::Active));
 }
 
+/// DESIGN.md section 4, "Sampled looks": once a routine full look found every address
+/// saying the same, a settled zone's polls are samples (no full look, only `sampled_at`
+/// moves); drift at every address (the DS removed at every parent server, DNSSEC off at
+/// the provider, a re-delegation) is seen at the very next poll, through the full look
+/// the disagreeing sample brings; drift at one parent address of three within three
+/// polls, as the sample's rotation reaches it.
+async fn a_settled_zone_is_watched_from_samples_and_drift_is_seen_at_the_next_poll() {
+    for drift in ["ds removed", "provider off", "re-delegated", "one address"] {
+        let mut rig = Rig::new(3, 2).await;
+        rig.run_for(1).await;
+        intent(&rig, Intent::Enabled).await;
+        assert!(rig.run_until(State::AwaitingDs, 30).await);
+        for i in 0..3 {
+            rig.world.publish_ds(i, 3600);
+        }
+        assert!(rig.run_until(State::Active, 10).await);
+        // The look after the transition asks the provider; the next is routine.
+        rig.run_for(2).await;
+        let full = rig.last_observed().await;
+        rig.run_for(5).await;
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        assert_eq!(row.last_observed_at, full, "{drift}: five polls, all samples");
+        assert!(row.sampled_at > full, "{drift}: {:?}", row.sampled_at);
+        assert_eq!(rig.state().await, Some(State::Active));
+
+        let at = rig.world.clock.now();
+        let polls = match drift {
+            "ds removed" => {
+                (0..3).for_each(|i| rig.world.withdraw_ds(i));
+                1
+            }
+            "provider off" => {
+                rig.world.flip_dnssec(false);
+                1
+            }
+            "re-delegated" => {
+                rig.world.delegate_all(Delegation::Old);
+                1
+            }
+            _ => {
+                rig.world.withdraw_ds(1);
+                3
+            }
+        };
+        rig.run_for(polls).await;
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        assert!(
+            row.last_observed_at.is_some_and(|t| t >= at),
+            "{drift}: a full look within {polls} poll(s)"
+        );
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        if polls == 1 {
+            assert!(
+                row.zone.state != Some(State::Active) || !open.is_empty(),
+                "{drift}: the zone's word changed at once: {:?} {open:?}",
+                row.zone.state
+            );
+        } else {
+            assert!(row.zone.facts.partial_since.is_some(), "{drift}");
+        }
+    }
+}
+
 /// A bug in one zone's step (here a panic at its first crash point) ends that step only:
 /// the tick goes on, the zone is looked at again after the retry time (not at once and
 /// forever), and a sound engine then steps it.
@@ -598,4 +662,5 @@ on_both_backends!(
     a_stop_ends_after_the_steps_in_flight_not_the_whole_tick,
     a_forged_no_ds_never_counts_as_gone,
     a_steady_poll_asks_the_provider_nothing_until_something_changes,
+    a_settled_zone_is_watched_from_samples_and_drift_is_seen_at_the_next_poll,
 );

@@ -196,7 +196,10 @@ struct ZoneJson<'a> {
     ds_to_enter: Option<&'a str>,
     evidence: Option<&'a str>,
     intent: &'static str,
+    /// The last full look (every address asked).
     last_observed: Option<String>,
+    /// A later sampled look that agreed with it (DESIGN.md section 4), if any.
+    last_sampled: Option<String>,
     lease: Option<LeaseJson<'a>>,
     next_check: String,
     provider_error: Option<&'a str>,
@@ -227,6 +230,10 @@ fn zone_json<'a>(
         evidence: evidence(row).0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
+        last_sampled: row
+            .sampled_at
+            .filter(|s| row.last_observed_at.is_none_or(|full| *s > full))
+            .map(|t| t.to_string()),
         lease: lease(row, lease_now).map(|l| LeaseJson {
             epoch: l.epoch,
             holder: &l.holder,

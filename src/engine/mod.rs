@@ -666,7 +666,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let row = &read.row;
         let name = row.zone.name.as_str();
         let now = self.clock.now();
+        // Nothing owed or open, and the provider's listing at hand (without it, the
+        // provider is asked at a full look).
         let quiet = read.open_alerts.is_empty()
+            && listed.is_some_and(|z| z.dnssec_enabled.is_some())
             && !read.unknown_calls
             && !read.pending_effects
             && read.registrar_hook_failed.is_none();

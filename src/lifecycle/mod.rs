@@ -30,3 +30,5 @@ mod tests;
 mod tests_evidence;
 #[cfg(test)]
 mod tests_move;
+#[cfg(test)]
+mod tests_sample;

@@ -134,6 +134,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_sample_asks_the_next_address_at_each_poll() {
+        let policy = Policy::default();
+        let zone = "zone.example.";
+        let mut at = policy.next_settled_look(zone, Timestamp(1_800_000_123_456));
+        let first = policy.sample_turn(zone, at);
+        for polls in 1..30u64 {
+            at = policy.next_settled_look(zone, at);
+            assert_eq!(policy.sample_turn(zone, at), first.wrapping_add(polls));
+        }
+        // Zones due together start at different addresses.
+        let turns: std::collections::HashSet<u64> = (0..20)
+            .map(|i| policy.sample_turn(&format!("z{i}.example."), at) % 13)
+            .collect();
+        assert!(turns.len() > 5, "{turns:?}");
+    }
+
+    #[test]
     fn settled_looks_are_spread_over_the_period_and_never_further_than_one_poll() {
         let policy = Policy::default();
         let period = 3_600_000;

@@ -68,8 +68,13 @@ pub fn may_sample(
 /// The standard for the zone's next samples, from a full look that leaves it in `state`:
 /// `None` unless the zone is settled and every address said the same, known, thing (the
 /// provider's answer matching the state, the delegation the provider's everywhere, and an
-/// `active` zone validating as secure).
+/// `active` zone validating as secure). Only a routine look, one that took the provider's
+/// word from its listing, sets it: an agreeing sample then leaves the zone exactly as
+/// such a look would (no DS "to enter" on a word the provider did not give now, rule 8).
 pub fn settled_view(state: Option<State>, obs: &Observation) -> Option<SettledView> {
+    if obs.provider_asked {
+        return None;
+    }
     let provider_agrees = match (state?, &obs.provider) {
         (State::Active, ProviderView::On(_)) => obs.validation == ValidationVerdict::Secure,
         (State::Disabled, ProviderView::Off) => true,

@@ -11,7 +11,8 @@ pub struct ZoneHealth {
     pub name: String,
     /// `None`: not yet observed.
     pub state: Option<State>,
-    /// The last committed step's observation, complete or not.
+    /// The last look: the last committed step's observation, complete or not, or a later
+    /// sampled look that agreed with it (DESIGN.md section 4).
     pub last_observed_at: Option<Timestamp>,
     /// Incomplete observations in a row, and since when.
     pub failures: i64,
@@ -36,9 +37,12 @@ impl Store {
     /// Every zone's state and observation health, by name.
     pub async fn zone_health(&self) -> Result<Vec<ZoneHealth>, StoreError> {
         let rows: Vec<RawHealth> = shared_read!(self, |pool| {
-            sqlx::query_as("SELECT name, state, last_observed_at, facts FROM zones ORDER BY name")
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(
+                "SELECT name, state, CASE WHEN sampled_at > last_observed_at THEN sampled_at \
+                 ELSE last_observed_at END AS last_observed_at, facts FROM zones ORDER BY name",
+            )
+            .fetch_all(pool)
+            .await?
         });
         rows.into_iter()
             .map(|r| {

@@ -310,7 +310,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 11,
+                wanted: 12,
                 ..
             })
         ),
@@ -918,7 +918,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 8
+            wanted: 9
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -927,7 +927,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 8,
+                wanted: 9,
                 ..
             })
         ),
@@ -938,8 +938,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 8,
-            wanted: 8
+            applied: 9,
+            wanted: 9
         }
     );
     // Opening again is idempotent (the daemon restarting).
