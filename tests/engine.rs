@@ -575,7 +575,10 @@ async fn a_settled_zone_is_watched_from_samples_and_drift_is_seen_at_the_next_po
         let full = rig.last_observed().await;
         rig.run_for(5).await;
         let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-        assert_eq!(row.last_observed_at, full, "{drift}: five polls, all samples");
+        assert_eq!(
+            row.last_observed_at, full,
+            "{drift}: five polls, all samples"
+        );
         assert!(row.sampled_at > full, "{drift}: {:?}", row.sampled_at);
         assert_eq!(rig.state().await, Some(State::Active));
 

@@ -1730,3 +1730,66 @@ async fn an_nsec3_of_an_unknown_hash_algorithm_is_ignored_not_malformed() {
     let probes = observer.validation(ZONE).await;
     assert_eq!(probes[0].verdict, ValidationVerdict::Insecure, "{probes:?}");
 }
+
+/// DESIGN.md section 4, "Sampled looks": a sample asks one parent address (DS and NS,
+/// validated with the parent's keys from the cache) and one child address (DNSKEY and
+/// NS), and the next turn asks the next address, so that every address is asked within as
+/// many turns as there are addresses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sample_asks_one_address_of_each_side_and_rotates() {
+    let (_dns, observer) = world().await;
+    // Cuts and the parent's keys established, as a running daemon has them.
+    let parent = observer.parent_validated(ZONE).await.expect("parent view");
+    let child = observer.child(ZONE).await.expect("child view");
+    let every = |answers: Vec<IpAddr>| {
+        let mut a = answers;
+        a.sort();
+        a.dedup();
+        a
+    };
+    let parents = every(parent.answers.iter().map(|a| a.addr).collect());
+    let children = every(child.answers.iter().map(|a| a.addr).collect());
+    assert!(
+        parents.len() >= 2 && children.len() >= 2,
+        "{parents:?} {children:?}"
+    );
+    let turns = parents.len().max(children.len()) as u64;
+    let (mut seen_parents, mut seen_children) = (Vec::new(), Vec::new());
+    for turn in 0..turns {
+        let before = observer.stats().exchanges;
+        let (p, c) = futures::join!(
+            observer.parent_sample(ZONE, turn),
+            observer.child_sample(ZONE, turn)
+        );
+        let (p, c) = (p.expect("parent sample"), c.expect("child sample"));
+        let asked = observer.stats().exchanges - before;
+        assert_eq!(
+            asked, 4,
+            "turn {turn}: DS and NS at one parent address, DNSKEY and NS at one child address"
+        );
+        assert_eq!((p.answers.len(), p.delegations.len()), (1, 1), "{p:?}");
+        assert_eq!(p.answers[0].addr, p.delegations[0].addr);
+        assert_eq!(p.evidence, Evidence::Validated);
+        assert!(
+            matches!(p.answers[0].answer, DsAnswer::Present { .. }),
+            "{p:?}"
+        );
+        assert_eq!(c.answers.len(), 1, "{c:?}");
+        assert!(
+            matches!(c.answers[0].answer, DnskeyAnswer::Keys(_)),
+            "{c:?}"
+        );
+        seen_parents.push(p.answers[0].addr);
+        seen_children.push(c.answers[0].addr);
+    }
+    assert_eq!(
+        every(seen_parents),
+        parents,
+        "every parent address in {turns} turns"
+    );
+    assert_eq!(
+        every(seen_children),
+        children,
+        "every child address in {turns} turns"
+    );
+}

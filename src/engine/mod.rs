@@ -687,7 +687,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         .await;
         if let Some(why) = sample::disagreement(&row.zone, &seen, &self.policy) {
             crate::dns::observe::tally::sample_disagreed();
-            tracing::debug!(zone = name, "the sampled look differs ({why}): a full look follows");
+            tracing::debug!(
+                zone = name,
+                "the sampled look differs ({why}): a full look follows"
+            );
             return Ok(None);
         }
         let next = self.policy.next_settled_look(name, seen.at);

@@ -165,7 +165,10 @@ pub fn disagreement(zone: &Zone, sample: &Sample, policy: &Policy) -> Option<Str
                     a.addr
                 ));
             }
-            if k.signatures.iter().any(|s| i64::from(s.expiration) <= horizon) {
+            if k.signatures
+                .iter()
+                .any(|s| i64::from(s.expiration) <= horizon)
+            {
                 return Some(format!(
                     "a signature over the DNSKEY set at {} expires soon",
                     a.addr

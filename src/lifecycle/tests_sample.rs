@@ -16,7 +16,12 @@ fn routine(mut obs: Observation) -> Observation {
 /// name server addresses all said the same.
 fn settled_active(w: &World) -> Zone {
     let mut z = zone(Some(State::Active), Intent::Enabled);
-    let mut obs = routine(w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(3600), P::Ds(3600)], &[C::Serves, C::Serves]));
+    let mut obs = routine(w.obs(
+        T0,
+        Some(true),
+        &[P::Ds(3600), P::Ds(3600), P::Ds(3600)],
+        &[C::Serves, C::Serves],
+    ));
     obs.validation = ValidationVerdict::Secure;
     w.run(&mut z, &obs);
     assert_eq!(z.state, Some(State::Active));
@@ -27,7 +32,12 @@ fn settled_disabled(w: &World) -> Zone {
     let mut z = zone(Some(State::Disabled), Intent::Disabled);
     w.run(
         &mut z,
-        &routine(w.obs(T0, Some(false), &[P::No, P::No, P::No], &[C::Unsigned, C::Unsigned])),
+        &routine(w.obs(
+            T0,
+            Some(false),
+            &[P::No, P::No, P::No],
+            &[C::Unsigned, C::Unsigned],
+        )),
     );
     assert_eq!(z.state, Some(State::Disabled));
     z
@@ -80,8 +90,14 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
     for (i, (parent, child)) in [
         (vec![P::Ds(3600), P::Ds(3600), P::Timeout], vec![C::Serves]),
         (vec![P::Ds(3600), P::WrongDs, P::Ds(3600)], vec![C::Serves]),
-        (vec![P::Ds(3600), P::Ds(3600), P::Ds(3600)], vec![C::Serves, C::Refused]),
-        (vec![P::Ds(3600), P::Ds(3600), P::Ds(3600)], vec![C::Serves, C::OldKey]),
+        (
+            vec![P::Ds(3600), P::Ds(3600), P::Ds(3600)],
+            vec![C::Serves, C::Refused],
+        ),
+        (
+            vec![P::Ds(3600), P::Ds(3600), P::Ds(3600)],
+            vec![C::Serves, C::OldKey],
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -98,12 +114,22 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
     let mut z = settled_active(&w);
     w.run(
         &mut z,
-        &routine(w.obs(T0.plus(HOUR), Some(true), &[P::Ds(3600), P::Ds(3600), P::Ds(3600)], &[C::Serves])),
+        &routine(w.obs(
+            T0.plus(HOUR),
+            Some(true),
+            &[P::Ds(3600), P::Ds(3600), P::Ds(3600)],
+            &[C::Serves],
+        )),
     );
     assert_eq!(z.facts.settled_view, None);
     for on in [None, Some(true)] {
         let mut z = settled_active(&w);
-        let mut obs = w.obs(T0.plus(HOUR), on, &[P::Ds(3600), P::Ds(3600), P::Ds(3600)], &[C::Serves]);
+        let mut obs = w.obs(
+            T0.plus(HOUR),
+            on,
+            &[P::Ds(3600), P::Ds(3600), P::Ds(3600)],
+            &[C::Serves],
+        );
         obs.provider_asked = true;
         obs.validation = ValidationVerdict::Secure;
         w.run(&mut z, &obs);
@@ -118,24 +144,70 @@ fn a_sample_agrees_only_with_what_every_address_said() {
     let z = settled_active(&w);
     let ours = [D::Ours];
     assert_eq!(
-        disagreement(&z, &sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Serves]), p),
+        disagreement(
+            &z,
+            &sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Serves]),
+            p
+        ),
         None
     );
     let differs = [
-        ("DS gone", sample(&w, Some(true), &[P::No], &ours, &[C::Serves])),
-        ("another DS", sample(&w, Some(true), &[P::WrongDs], &ours, &[C::Serves])),
-        ("parent silent", sample(&w, Some(true), &[P::Timeout], &ours, &[C::Serves])),
-        ("longer DS TTL", sample(&w, Some(true), &[P::Ds(7200)], &ours, &[C::Serves])),
-        ("re-delegated", sample(&w, Some(true), &[P::Ds(3600)], &[D::Old], &[C::Serves])),
-        ("delegation unknown", sample(&w, Some(true), &[P::Ds(3600)], &[D::Lost], &[C::Serves])),
-        ("provider off", sample(&w, Some(false), &[P::Ds(3600)], &ours, &[C::Serves])),
-        ("not listed", sample(&w, None, &[P::Ds(3600)], &ours, &[C::Serves])),
-        ("unsigned", sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Unsigned])),
-        ("self-signature gone", sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::ServesUnsigned])),
-        ("another key", sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::OldKey])),
-        ("child silent", sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Refused])),
-        ("no answer", sample(&w, Some(true), &[], &ours, &[C::Serves])),
-        ("no child answer", sample(&w, Some(true), &[P::Ds(3600)], &ours, &[])),
+        (
+            "DS gone",
+            sample(&w, Some(true), &[P::No], &ours, &[C::Serves]),
+        ),
+        (
+            "another DS",
+            sample(&w, Some(true), &[P::WrongDs], &ours, &[C::Serves]),
+        ),
+        (
+            "parent silent",
+            sample(&w, Some(true), &[P::Timeout], &ours, &[C::Serves]),
+        ),
+        (
+            "longer DS TTL",
+            sample(&w, Some(true), &[P::Ds(7200)], &ours, &[C::Serves]),
+        ),
+        (
+            "re-delegated",
+            sample(&w, Some(true), &[P::Ds(3600)], &[D::Old], &[C::Serves]),
+        ),
+        (
+            "delegation unknown",
+            sample(&w, Some(true), &[P::Ds(3600)], &[D::Lost], &[C::Serves]),
+        ),
+        (
+            "provider off",
+            sample(&w, Some(false), &[P::Ds(3600)], &ours, &[C::Serves]),
+        ),
+        (
+            "not listed",
+            sample(&w, None, &[P::Ds(3600)], &ours, &[C::Serves]),
+        ),
+        (
+            "unsigned",
+            sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Unsigned]),
+        ),
+        (
+            "self-signature gone",
+            sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::ServesUnsigned]),
+        ),
+        (
+            "another key",
+            sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::OldKey]),
+        ),
+        (
+            "child silent",
+            sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Refused]),
+        ),
+        (
+            "no answer",
+            sample(&w, Some(true), &[], &ours, &[C::Serves]),
+        ),
+        (
+            "no child answer",
+            sample(&w, Some(true), &[P::Ds(3600)], &ours, &[]),
+        ),
     ];
     for (what, s) in &differs {
         assert!(disagreement(&z, s, p).is_some(), "{what}");
@@ -178,14 +250,30 @@ fn a_disabled_zones_sample_notices_a_ds_or_a_key() {
     let z = settled_disabled(&w);
     let ours = [D::Ours];
     assert_eq!(
-        disagreement(&z, &sample(&w, Some(false), &[P::No], &ours, &[C::Unsigned]), p),
+        disagreement(
+            &z,
+            &sample(&w, Some(false), &[P::No], &ours, &[C::Unsigned]),
+            p
+        ),
         None
     );
     for (what, s) in [
-        ("a DS", sample(&w, Some(false), &[P::Ds(3600)], &ours, &[C::Unsigned])),
-        ("signed", sample(&w, Some(false), &[P::No], &ours, &[C::Serves])),
-        ("provider on", sample(&w, Some(true), &[P::No], &ours, &[C::Unsigned])),
-        ("re-delegated", sample(&w, Some(false), &[P::No], &[D::Old], &[C::Unsigned])),
+        (
+            "a DS",
+            sample(&w, Some(false), &[P::Ds(3600)], &ours, &[C::Unsigned]),
+        ),
+        (
+            "signed",
+            sample(&w, Some(false), &[P::No], &ours, &[C::Serves]),
+        ),
+        (
+            "provider on",
+            sample(&w, Some(true), &[P::No], &ours, &[C::Unsigned]),
+        ),
+        (
+            "re-delegated",
+            sample(&w, Some(false), &[P::No], &[D::Old], &[C::Unsigned]),
+        ),
     ] {
         assert!(disagreement(&z, &s, p).is_some(), "{what}");
     }
