@@ -3,9 +3,10 @@
 //! provider simulator holding every zone, on loopback; then the real daemon, `dnssec-warden
 //! run` over a SQLite file with `zones.all = true`:
 //! 1. its first engine pass over every zone (listed, added, observed, adopted);
-//! 2. a steady pass of the running daemon (every settled zone made due: what it does at
-//!    every poll), and one after a restart (every cache empty), with the provider requests
-//!    it made per zone;
+//! 2. two steady passes of the running daemon (every settled zone made due: what it does at
+//!    every poll; the first a full look at every address, the second from samples, DESIGN.md
+//!    section 4), with the queries a zone cost the parent's and the child's servers, and one
+//!    after a restart (every cache empty), with the provider requests it made per zone;
 //! 3. its CPU between passes (each settled zone looked at once an hour in a slot of its
 //!    own, so a steady trickle), its peak RSS, the size of the SQLite file;
 //! 4. `status` and `status --json` over every zone.
@@ -151,8 +152,11 @@ async fn observed_span(db: &Path, since: i64) -> Res<Duration> {
         .read_only(true);
     let mut conn = options.connect().await.map_err(|e| e.to_string())?;
     let (first, last): (Option<i64>, Option<i64>) = sqlx::query_as(
-        "SELECT min(last_observed_at), max(last_observed_at) FROM zones \
-         WHERE last_observed_at >= ?",
+        &format!(
+            "SELECT min(looked), max(looked) FROM (SELECT {} AS looked FROM zones) \
+             WHERE looked >= ?",
+            looked(&mut conn).await
+        ),
     )
     .bind(since)
     .fetch_one(&mut conn)
@@ -161,6 +165,38 @@ async fn observed_span(db: &Path, since: i64) -> Res<Duration> {
     let _ = conn.close().await;
     let ms = last.unwrap_or(0) - first.unwrap_or(0);
     Ok(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+}
+
+/// The SQL for when a zone was last looked at: its last full look or a later sample (a
+/// build before samples has no `sampled_at`).
+async fn looked(conn: &mut sqlx::SqliteConnection) -> &'static str {
+    let sampled: Result<Option<i64>, _> =
+        sqlx::query_scalar("SELECT 1 FROM pragma_table_info('zones') WHERE name = 'sampled_at'")
+            .fetch_optional(conn)
+            .await;
+    match sampled {
+        Ok(Some(_)) => "max(last_observed_at, coalesce(sampled_at, 0))",
+        _ => "last_observed_at",
+    }
+}
+
+/// The daemon's counters from its metrics endpoint (`name{labels}` to value); empty if it
+/// cannot be read.
+fn scrape(addr: std::net::SocketAddr) -> std::collections::HashMap<String, f64> {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    if let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n");
+        let _ = stream.read_to_string(&mut text);
+    }
+    text.lines()
+        .filter(|l| l.starts_with("dnssec_warden_") && !l.contains("zone=\""))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect()
 }
 
 /// Every zone due now (the daemon, running or not, takes them at its next look).
@@ -203,7 +239,8 @@ async fn wait_observed(db: &Path, zones: usize, since: i64, limit: Duration) -> 
                 .await;
         let observed: Result<i64, _> = match due {
             Ok(false) => {
-                sqlx::query_scalar("SELECT count(*) FROM zones WHERE last_observed_at >= ?")
+                let looked = looked(&mut conn).await;
+                sqlx::query_scalar(&format!("SELECT count(*) FROM zones WHERE {looked} >= ?"))
                     .bind(since)
                     .fetch_one(&mut conn)
                     .await
@@ -296,6 +333,13 @@ async fn bench() -> Res<()> {
         "poll_active = \"1h\"\npoll_waiting = \"5m\"",
         dns,
     )?;
+    // The metrics endpoint: the daemon's own count of the queries it sent.
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?;
+    let mut text = std::fs::read_to_string(&conf).map_err(|e| e.to_string())?;
+    text.push_str(&format!("[metrics]\nlisten = \"{metrics}\"\n"));
+    std::fs::write(&conf, text).map_err(|e| e.to_string())?;
     let sim = world.sim.handle();
 
     // 1. The first pass: the account listed, every zone added, observed and adopted.
@@ -330,43 +374,67 @@ async fn bench() -> Res<()> {
     );
     println!("states after the idle window: {}", states(&db).await?);
 
-    // 2a. A steady pass of the running daemon (what it does at every poll): every zone
-    // made due at once; its caches (the delegations, the parents' keys, the signatures
-    // verified) are as the first pass left them.
-    let since = now_ms();
-    let perf = perf_record(pid)?;
-    make_all_due(&db).await?;
-    let (cpu_before, switches_before) = (cpu_secs(pid), context_switches(pid));
-    let (knotd_before, world_before, asked_before) = (
-        knotd_cpu(),
-        cpu_secs(std::process::id()),
-        world.child_queries(),
-    );
-    wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
-    if let Some(mut perf) = perf {
-        perf.terminate(Duration::from_secs(60));
+    // 2a. Two steady passes of the running daemon (what it does at every poll): every
+    // zone made due at once; its caches (the delegations, the parents' keys, the
+    // signatures verified) are as the pass before left them. The first is a full look at
+    // every address (the first routine look after adoption); from the second on, settled
+    // zones are looked at from a sample (one parent and one child address).
+    let mut warm = Duration::ZERO;
+    let (mut parent_q, mut child_q) = (0.0, 0.0);
+    for kind in ["full looks", "sampled looks"] {
+        let since = now_ms();
+        let perf = if kind == "sampled looks" {
+            perf_record(pid)?
+        } else {
+            None
+        };
+        make_all_due(&db).await?;
+        let (cpu_before, switches_before) = (cpu_secs(pid), context_switches(pid));
+        let (knotd_before, world_before, asked_before, counted_before) = (
+            knotd_cpu(),
+            cpu_secs(std::process::id()),
+            world.child_queries(),
+            scrape(metrics),
+        );
+        wait_observed(&db, zones, since, Duration::from_secs(1800)).await?;
+        if let Some(mut perf) = perf {
+            perf.terminate(Duration::from_secs(60));
+        }
+        let warm_cpu = cpu_secs(pid) - cpu_before;
+        let warm_switches = context_switches(pid) - switches_before;
+        let (knotd_warm, world_warm, asked) = (
+            knotd_cpu() - knotd_before,
+            cpu_secs(std::process::id()) - world_before,
+            world.child_queries() - asked_before,
+        );
+        let counted = scrape(metrics);
+        let delta = |name: &str| {
+            counted.get(name).copied().unwrap_or(0.0)
+                - counted_before.get(name).copied().unwrap_or(0.0)
+        };
+        let sent = delta("dnssec_warden_dns_queries_total");
+        child_q = asked as f64 / zones as f64;
+        parent_q = (sent - asked as f64).max(0.0) / zones as f64;
+        // From the first zone's look to the last one's (the daemon notices the zones due
+        // within its intent poll, a second; this bench looks every quarter of a second).
+        warm = observed_span(&db, since).await?;
+        println!(
+            "steady pass of the running daemon, {kind} (every zone settled, all due at once): {zones} zones in {:.1}s from the first look to the last ({:.0} zone steps/s; goal at least 5,000 at 10,000 zones), {warm_cpu:.1}s daemon CPU ({:.2} ms a zone), {:.1} context switches a zone",
+            warm.as_secs_f64(),
+            zones as f64 / warm.as_secs_f64().max(1e-6),
+            warm_cpu * 1000.0 / zones as f64,
+            warm_switches as f64 / zones as f64
+        );
+        println!(
+            "  its footprint, per zone: {parent_q:.2} queries to the parent's servers and validation (goal at most 2 when sampled), {child_q:.2} to the child's (goal at most 2 when sampled); looks full {:.0}, sampled {:.0}, samples that disagreed {:.0}",
+            delta("dnssec_warden_looks_total{kind=\"full\"}"),
+            delta("dnssec_warden_looks_total{kind=\"sampled\"}"),
+            delta("dnssec_warden_samples_disagreed_total"),
+        );
+        println!(
+            "  the other side of that pass: the TLD's knotd {knotd_warm:.1}s CPU; the child zones' servers and the simulator (this process) {world_warm:.1}s CPU"
+        );
     }
-    let warm_cpu = cpu_secs(pid) - cpu_before;
-    let warm_switches = context_switches(pid) - switches_before;
-    let (knotd_warm, world_warm, asked) = (
-        knotd_cpu() - knotd_before,
-        cpu_secs(std::process::id()) - world_before,
-        world.child_queries() - asked_before,
-    );
-    // From the first zone's look to the last one's (the daemon notices the zones due
-    // within its intent poll, a second; this bench looks every quarter of a second).
-    let warm = observed_span(&db, since).await?;
-    println!(
-        "steady pass of the running daemon (every zone settled, all due at once): {zones} zones in {:.1}s from the first look to the last ({:.0} zone steps/s; goal at least 5,000 at 10,000 zones), {warm_cpu:.1}s daemon CPU ({:.2} ms a zone), {:.1} context switches a zone",
-        warm.as_secs_f64(),
-        zones as f64 / warm.as_secs_f64().max(1e-6),
-        warm_cpu * 1000.0 / zones as f64,
-        warm_switches as f64 / zones as f64
-    );
-    println!(
-        "  the other side of that pass: the TLD's knotd {knotd_warm:.1}s CPU; the child zones' servers and the simulator (this process) {world_warm:.1}s CPU, {:.1} queries a zone at the child servers",
-        asked as f64 / zones as f64
-    );
     daemon.terminate(Duration::from_secs(30));
 
     // 2b. A steady pass after a restart: every zone due at once, the daemon started again
@@ -432,7 +500,7 @@ async fn bench() -> Res<()> {
     }
     println!("total bench time {:.1}s", total.elapsed().as_secs_f64());
     println!(
-        "fleet zones={zones} first_pass_steps_per_sec={:.0} warm_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",
+        "fleet zones={zones} first_pass_steps_per_sec={:.0} warm_pass_steps_per_sec={:.0} steady_pass_steps_per_sec={:.0} steady_provider_requests_per_zone={per_zone:.4} sampled_parent_queries_per_zone={parent_q:.2} sampled_child_queries_per_zone={child_q:.2} peak_rss_mib={peak:.1} idle_cpu_pct={idle_pct:.2} sqlite_mib={db_mib:.1} status_secs={status_median:.2} status_json_secs={json_median:.2}",
         zones as f64 / first.as_secs_f64().max(1e-6),
         zones as f64 / warm.as_secs_f64().max(1e-6),
         zones as f64 / steady.as_secs_f64().max(1e-6),
