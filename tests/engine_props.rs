@@ -637,3 +637,133 @@ fn found_sequences_stay_safe() {
         panic!("{e}");
     }
 }
+
+/// Drift a settled zone may meet (DESIGN.md section 4, "Sampled looks").
+#[derive(Debug, Clone, Copy)]
+enum Drift {
+    /// `active`: the DS removed at every parent server.
+    DsGoneEverywhere,
+    /// DNSSEC switched at the provider behind the daemon's back.
+    ProviderFlipped,
+    /// Every parent server delegates to other name servers.
+    Redelegated,
+    /// `active`: the DS removed at one parent server only.
+    DsGoneAt(usize),
+}
+
+fn drift() -> impl Strategy<Value = Drift> {
+    prop_oneof![
+        Just(Drift::DsGoneEverywhere),
+        Just(Drift::ProviderFlipped),
+        Just(Drift::Redelegated),
+        (0usize..4).prop_map(Drift::DsGoneAt),
+    ]
+}
+
+/// The oracle of sampled looks, against the fake world's ground truth: a settled zone is
+/// looked at from samples (no full look while nothing changes), drift at every address
+/// is seen by a full look at the next poll, drift at one parent address within as many
+/// polls as there are parent addresses.
+fn check_drift(
+    parents: usize,
+    children: usize,
+    active: bool,
+    quiet_polls: usize,
+    drift: Drift,
+) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rig = Rig::new(parents, children).await;
+        rig.run_for(2).await;
+        if active {
+            rig.store
+                .set_intent(
+                    ZONE,
+                    Intent::Enabled,
+                    false,
+                    "enable",
+                    rig.world.clock.now(),
+                )
+                .await
+                .unwrap();
+            prop_assert!(rig.run_until(State::AwaitingDs, 30).await);
+            (0..parents).for_each(|i| rig.world.publish_ds(i, 3600));
+            prop_assert!(rig.run_until(State::Active, 10).await);
+        }
+        let settled = if active {
+            State::Active
+        } else {
+            State::Disabled
+        };
+        // The first look in the state may ask the provider; the next is routine.
+        rig.run_for(2).await;
+        let full = rig.last_observed().await;
+        rig.run_for(quiet_polls).await;
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        prop_assert_eq!(row.zone.state, Some(settled));
+        prop_assert_eq!(
+            row.last_observed_at,
+            full,
+            "samples only while nothing changes"
+        );
+
+        let (polls, everywhere) = match (drift, active) {
+            (Drift::DsGoneEverywhere, true) => {
+                (0..parents).for_each(|i| rig.world.withdraw_ds(i));
+                (1, true)
+            }
+            (Drift::DsGoneAt(i), true) => {
+                rig.world.withdraw_ds(i % parents);
+                (parents, parents == 1)
+            }
+            (Drift::Redelegated, _) => {
+                rig.world.delegate_all(Delegation::Old);
+                (1, true)
+            }
+            _ => {
+                rig.world.flip_dnssec(!active);
+                (1, true)
+            }
+        };
+        let at = rig.world.clock.now();
+        rig.run_for(polls).await;
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        prop_assert!(
+            row.last_observed_at.is_some_and(|t| t >= at),
+            "{drift:?} not looked at in full within {polls} poll(s)"
+        );
+        if everywhere {
+            let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+            // A state, an alert, or (a zone that decides nothing on it) the delegation.
+            let moved_away =
+                row.zone.facts.delegation != Some(dnssec_warden::dns::DelegationVerdict::Provider);
+            prop_assert!(
+                row.zone.state != Some(settled) || !open.is_empty() || moved_away,
+                "{drift:?}: seen, but the zone's word did not change"
+            );
+        }
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: delegation_cases().min(64),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn drift_is_seen_within_a_poll_or_a_rotation(
+        parents in 1usize..=4,
+        children in 1usize..=3,
+        active in any::<bool>(),
+        quiet_polls in 0usize..6,
+        drift in drift(),
+    ) {
+        check_drift(parents, children, active, quiet_polls, drift)?;
+    }
+}
