@@ -144,7 +144,7 @@ pub enum StepOutcome {
     /// The row changed while observing (an operator intent): decided again next tick.
     Conflict,
     /// A settled zone's sampled look agreed with its last full look: nothing to decide
-    /// (DESIGN.md section 8).
+    /// (DESIGN.md section 4).
     Sampled,
 }
 
@@ -655,7 +655,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         })
     }
 
-    /// A settled zone's look from a sample, where it may be one (DESIGN.md section 8):
+    /// A settled zone's look from a sample, where it may be one (DESIGN.md section 4):
     /// `Some` when the sample agreed and only the next look was written; `None` when a
     /// full look is due (the zone may not be sampled, or the sample disagreed).
     async fn sampled(

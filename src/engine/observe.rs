@@ -133,7 +133,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     .assessed()
 }
 
-/// A settled zone's sampled look (DESIGN.md section 8): the listing's flag, and the
+/// A settled zone's sampled look (DESIGN.md section 4): the listing's flag, and the
 /// `turn`'s one parent address (validated where the parent's keys are at hand) and one
 /// child address, asked concurrently.
 pub(super) async fn sample<O: Observer>(

@@ -139,7 +139,7 @@ pub struct Facts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_since: Option<Timestamp>,
     /// What every address said at the last full look, when the zone is settled and they
-    /// all said the same: a sampled look agrees only with this (DESIGN.md section 8).
+    /// all said the same: a sampled look agrees only with this (DESIGN.md section 4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settled_view: Option<super::sample::SettledView>,
 }

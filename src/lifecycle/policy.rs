@@ -47,7 +47,7 @@ pub struct Policy {
     #[serde(deserialize_with = "duration")]
     pub assumed_ns_ttl: Duration,
     /// The longest a settled zone goes on sampled looks (one parent and one child address,
-    /// DESIGN.md section 8) without a full look at every address. At most `poll_active`:
+    /// DESIGN.md section 4) without a full look at every address. At most `poll_active`:
     /// every look is full.
     #[serde(deserialize_with = "duration")]
     pub full_look_every: Duration,

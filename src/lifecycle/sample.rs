@@ -1,4 +1,4 @@
-//! A settled zone's routine look from a sample (DESIGN.md section 8): one parent address
+//! A settled zone's routine look from a sample (DESIGN.md section 4): one parent address
 //! and one child address instead of all of them, compared with what the zone's last full
 //! look saw. Unanimity across every address is what makes a decision safe (safety rule
 //! 3); a zone that decides nothing needs only to notice drift, and any difference, or any

@@ -1,4 +1,4 @@
-//! Sampled looks (DESIGN.md section 8): which zones may be sampled, the standard a full
+//! Sampled looks (DESIGN.md section 4): which zones may be sampled, the standard a full
 //! look leaves for them, and every difference a sample must not let through.
 
 use super::sample::{Sample, SettledView, disagreement, may_sample};

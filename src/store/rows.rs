@@ -18,7 +18,7 @@ pub struct ZoneRow {
     pub next_check_at: Timestamp,
     /// The last full look (every address asked).
     pub last_observed_at: Option<Timestamp>,
-    /// The last sampled look that agreed with it (DESIGN.md section 8), if later.
+    /// The last sampled look that agreed with it (DESIGN.md section 4), if later.
     pub sampled_at: Option<Timestamp>,
     pub last_observation: Option<serde_json::Value>,
     pub version: i64,

@@ -48,7 +48,7 @@ pub trait Observer: Send + Sync {
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         self.child(zone)
     }
-    /// A settled zone's sampled look at the parent (DESIGN.md section 8): as
+    /// A settled zone's sampled look at the parent (DESIGN.md section 4): as
     /// `parent_validated`, but only one address is asked, the `turn`-th counted round all
     /// of them. The default asks them all and keeps that one (for fakes).
     fn parent_sample(

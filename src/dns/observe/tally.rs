@@ -1,5 +1,5 @@
 //! This process's looks at the parent, by kind: full (every address) or sampled (one
-//! address, DESIGN.md section 8), and the samples that disagreed and brought a full look.
+//! address, DESIGN.md section 4), and the samples that disagreed and brought a full look.
 //! Counted by the real observer and the engine; read by the metrics.
 
 use std::sync::atomic::{AtomicU64, Ordering};

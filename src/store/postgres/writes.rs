@@ -45,7 +45,7 @@ impl PgStore {
         tx.commit().await.noted(self)
     }
 
-    /// A sampled look that agreed (DESIGN.md section 8), fenced like a schedule: false
+    /// A sampled look that agreed (DESIGN.md section 4), fenced like a schedule: false
     /// if the row changed since it was read.
     pub(in crate::store) async fn sampled(
         &self,

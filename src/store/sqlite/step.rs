@@ -126,10 +126,8 @@ impl SqliteStore {
         tx.commit().await?;
         Ok(true)
     }
-}
 
-impl SqliteStore {
-    /// A sampled look that agreed (DESIGN.md section 8): when it was and when the zone is
+    /// A sampled look that agreed (DESIGN.md section 4): when it was and when the zone is
     /// looked at next, joining the group commit. False if the row changed since it was
     /// read (an operator's intent: the zone is due now anyway).
     pub async fn sampled(
