@@ -21,7 +21,9 @@
 //!   included), `dnssec_warden_dns_queries_paced_total` and
 //!   `dnssec_warden_dns_pace_wait_seconds_total` (those that waited for a server
 //!   address's pace, `dns.max_qps_per_server`, and how long in all: a fleet whose looks
-//!   outrun the pace shows here first);
+//!   outrun the pace shows here first), and `dnssec_warden_dns_server_backoffs_total`
+//!   (a server address that dropped or slipped queries while answering others, asked
+//!   more slowly for it);
 //! - this process's looks: `dnssec_warden_looks_total{kind}` (`full`: every address;
 //!   `sampled`: one parent and one child address of a settled zone) and
 //!   `dnssec_warden_samples_disagreed_total` (samples that brought a full look);
@@ -222,6 +224,11 @@ fn dns_totals(out: &mut String, totals: crate::dns::net::query::ProcessTotals) {
             "dnssec_warden_dns_pace_wait_seconds_total",
             "Time those queries waited for their turn, in all.",
             totals.paced_wait.as_secs_f64(),
+        ),
+        (
+            "dnssec_warden_dns_server_backoffs_total",
+            "Times a server address that dropped or slipped queries while answering others was asked more slowly.",
+            totals.backoffs as f64,
         ),
     ];
     for (name, help, value) in counters {

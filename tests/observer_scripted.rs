@@ -1793,3 +1793,20 @@ async fn a_sample_asks_one_address_of_each_side_and_rotates() {
         "every child address in {turns} turns"
     );
 }
+
+/// Issue 35: a parent address that slips (response rate limiting: TC=1 and empty over
+/// UDP) is asked over TCP, where its answer counts, and its pace is slowed: the querier
+/// says so in its counters (the metrics endpoint's `dnssec_warden_dns_server_backoffs_total`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slipping_server_is_asked_over_tcp_and_slowed() {
+    let (dns, observer) = world().await;
+    dns.script(Servers::One(TLD_B), Some(RecordType::DS), Behaviour::Slip);
+    let before = observer.stats().backoffs;
+    let view = observer.parent(ZONE).await.expect("parent view");
+    assert!(
+        matches!(ds_at(&view, TLD_B), DsAnswer::Present { .. }),
+        "{view:?}"
+    );
+    assert_eq!(observer.stats().backoffs, before + 1);
+    assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::AllMatch);
+}

@@ -81,6 +81,8 @@ pub enum Behaviour {
     NodataNoQuestion,
     /// Over UDP TC=1 and empty; over TCP a NODATA still flagged TC=1.
     TruncatedOverTcp,
+    /// Response rate limiting's slip: over UDP TC=1 and empty, over TCP the world's answer.
+    Slip,
     /// The answer section is a CNAME at the name asked about; the SOA in the authority.
     CnameAtName,
     /// The answer's records owned by another name (`other.test.`); the SOA in the authority.
@@ -684,6 +686,16 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
             answer.metadata.truncation = true;
             if !tcp {
                 answer.authorities.clear();
+            }
+        }
+        Behaviour::Slip => {
+            if !tcp {
+                answer.answers.clear();
+                answer.authorities.clear();
+                answer
+                    .additionals
+                    .retain(|r| r.record_type() == RecordType::OPT);
+                answer.metadata.truncation = true;
             }
         }
         Behaviour::CnameAtName => {

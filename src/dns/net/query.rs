@@ -67,15 +67,16 @@ pub const MAX_QUERIES_PER_SERVER: usize = QUERIES_IN_FLIGHT;
 pub const DEFAULT_QUERY_ATTEMPTS: u32 = 3;
 /// Default of `dns.max_qps_per_server`. Authoritative operators bound what one source
 /// may ask: response rate limiting per source prefix and response (NSD's default is 200
-/// a second, BIND's and Windows DNS's usual settings 5 to 20 for one identical answer),
-/// and per-source query limits in front of the servers (dnsdist's `MaxQPSIPRule`). Our
-/// questions are for distinct names, so the per-source limits are the ones that bite.
-/// 100 a second is half NSD's default, and leaves room for a fleet of 100,000 zones
-/// under one TLD looked at hourly, which asks every parent address about 56 a second
-/// while each look asks every address (a lower default waits for sampled routine looks,
-/// issue 35: a fleet that outruns the pace has its looks come late, and a disable's
-/// wait restarts after two polls without a confirming look, DESIGN.md rule 2).
-pub const DEFAULT_MAX_QPS_PER_SERVER: u32 = 100;
+/// a second for one source prefix and kind of answer, BIND's and Windows DNS's usual
+/// settings 5 to 20 for one identical answer), and per-source query limits in front of
+/// the servers (dnsdist's `MaxQPSIPRule`). Our questions are for distinct names, so the
+/// per-source limits are the ones that bite. 50 a second is a quarter of NSD's default;
+/// settled zones are looked at from samples (DESIGN.md section 4), so a fleet of 100,000
+/// zones looked at hourly under a TLD of four addresses asks each about 14 a second for
+/// its samples and 2 for its daily full looks, leaving room for zones that decide (a
+/// fleet that outruns the pace has its looks come late, and a disable's wait restarts
+/// after two polls without a confirming look, DESIGN.md rule 2).
+pub const DEFAULT_MAX_QPS_PER_SERVER: u32 = 50;
 /// Upper bound of `dns.max_qps_per_server`.
 pub const MAX_QPS_PER_SERVER: u32 = 100_000;
 
@@ -116,6 +117,8 @@ pub struct QueryStats {
     /// they waited together.
     pub paced: u64,
     pub paced_wait: std::time::Duration,
+    /// Times a server's pace was slowed because it dropped or slipped queries.
+    pub backoffs: u64,
 }
 
 /// What every querier of this process sent, and waited for the servers' pace: counters
@@ -126,11 +129,14 @@ pub struct ProcessTotals {
     pub exchanges: u64,
     pub paced: u64,
     pub paced_wait: std::time::Duration,
+    /// Times a server's pace was slowed because it dropped or slipped queries.
+    pub backoffs: u64,
 }
 
 static PROCESS_EXCHANGES: AtomicU64 = AtomicU64::new(0);
 static PROCESS_PACED: AtomicU64 = AtomicU64::new(0);
 static PROCESS_PACED_WAIT_MICROS: AtomicU64 = AtomicU64::new(0);
+static PROCESS_BACKOFFS: AtomicU64 = AtomicU64::new(0);
 
 pub fn process_totals() -> ProcessTotals {
     ProcessTotals {
@@ -139,6 +145,7 @@ pub fn process_totals() -> ProcessTotals {
         paced_wait: std::time::Duration::from_micros(
             PROCESS_PACED_WAIT_MICROS.load(Ordering::Relaxed),
         ),
+        backoffs: PROCESS_BACKOFFS.load(Ordering::Relaxed),
     }
 }
 
@@ -167,6 +174,7 @@ struct Shared<T> {
     peak: AtomicUsize,
     paced: AtomicU64,
     paced_wait_micros: AtomicU64,
+    backoffs: AtomicU64,
     ipv6: Ipv6Health,
 }
 
@@ -183,11 +191,47 @@ struct ServerGate {
 /// long as `BURST_TOLERANCE` leaves together rather than each waiting a whole tick. A
 /// query that gives up while waiting (its observation's time is up) takes no turn:
 /// nothing is reserved ahead, so callers that left never hold back those after them.
+///
+/// A server that pushes back (drops a query while it answers others, or slips: answers
+/// over UDP with TC=1 what then fits in a UDP answer, as response rate limiting does) is
+/// asked more slowly: the spacing doubles, at most once a [`BACKOFF_STEP`] and up to
+/// [`BACKOFF_MAX`] times the configured one, and steps back by one base interval for
+/// each `BACKOFF_STEP` it then answers without pushing back. A server that answers
+/// nothing is not slowed (its queries time out anyway, and a queue behind a slowed dead
+/// server would hold every observation that needs it).
 struct Pace {
     interval: std::time::Duration,
     tolerance: std::time::Duration,
     /// When the next query may leave (the schedule's theoretical arrival time).
     next: tokio::sync::Mutex<Option<tokio::time::Instant>>,
+    backoff: Mutex<Backoff>,
+}
+
+/// How far a server that pushes back has slowed its pace.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// The spacing is `factor` times the configured one (0 or 1: not slowed).
+    factor: u32,
+    /// The last change of `factor`, and the last push-back (a step back waits for a
+    /// `BACKOFF_STEP` without either).
+    changed: Option<tokio::time::Instant>,
+    pushed: Option<tokio::time::Instant>,
+    /// The last answer from the server.
+    answered: Option<tokio::time::Instant>,
+}
+
+/// The slowest a pushing-back server is asked: an eighth of its pace.
+pub const BACKOFF_MAX: u32 = 8;
+/// The least time between two slow-downs, and the calm before each step back.
+const BACKOFF_STEP: std::time::Duration = std::time::Duration::from_secs(1);
+/// A timeout counts as a drop only from a server that answered this recently.
+const ANSWERED_LATELY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a server's pace did on an exchange's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PaceChange {
+    Slowed(u32),
+    Restored,
 }
 
 /// How far ahead of its slot a query may leave, at rates whose spacing the timer cannot
@@ -205,7 +249,56 @@ impl Pace {
                 std::time::Duration::ZERO
             },
             next: tokio::sync::Mutex::new(None),
+            backoff: Mutex::default(),
         }
+    }
+
+    fn backoff(&self) -> std::sync::MutexGuard<'_, Backoff> {
+        self.backoff.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The spacing now: the configured one, times the back-off.
+    fn spacing(&self) -> std::time::Duration {
+        self.interval * self.backoff().factor.max(1)
+    }
+
+    /// The server answered; `slipped`: with TC=1 over UDP what fits in UDP.
+    fn answered(&self, slipped: bool) -> Option<PaceChange> {
+        let now = tokio::time::Instant::now();
+        let mut b = self.backoff();
+        b.answered = Some(now);
+        if slipped {
+            return Self::slow(&mut b, now);
+        }
+        let calm = [b.changed, b.pushed]
+            .iter()
+            .all(|at| at.is_none_or(|at| now - at >= BACKOFF_STEP));
+        if b.factor > 1 && calm {
+            b.factor -= 1;
+            b.changed = Some(now);
+            return (b.factor == 1).then_some(PaceChange::Restored);
+        }
+        None
+    }
+
+    /// The server let a query time out: a drop, if it answers others.
+    fn timed_out(&self) -> Option<PaceChange> {
+        let now = tokio::time::Instant::now();
+        let mut b = self.backoff();
+        if b.answered.is_some_and(|at| now - at <= ANSWERED_LATELY) {
+            return Self::slow(&mut b, now);
+        }
+        None
+    }
+
+    fn slow(b: &mut Backoff, now: tokio::time::Instant) -> Option<PaceChange> {
+        b.pushed = Some(now);
+        if b.factor >= BACKOFF_MAX || b.changed.is_some_and(|at| now - at < BACKOFF_STEP) {
+            return None;
+        }
+        b.factor = (b.factor.max(1) * 2).min(BACKOFF_MAX);
+        b.changed = Some(now);
+        Some(PaceChange::Slowed(b.factor))
     }
 
     /// Waits for this query's turn. `Some(wait)` when the schedule held it (from its
@@ -225,7 +318,7 @@ impl Pace {
         }
         let now = tokio::time::Instant::now();
         let slot = next.map_or(now, |at| at.max(now));
-        *next = Some(slot + self.interval);
+        *next = Some(slot + self.spacing());
         held.then(|| now - asked)
     }
 }
@@ -290,6 +383,7 @@ impl<T: Transport> Querier<T> {
             peak: AtomicUsize::new(0),
             paced: AtomicU64::new(0),
             paced_wait_micros: AtomicU64::new(0),
+            backoffs: AtomicU64::new(0),
             ipv6: Ipv6Health::default(),
         }))
     }
@@ -309,6 +403,7 @@ impl<T: Transport> Querier<T> {
             paced_wait: std::time::Duration::from_micros(
                 s.paced_wait_micros.load(Ordering::Relaxed),
             ),
+            backoffs: s.backoffs.load(Ordering::Relaxed),
         }
     }
 
@@ -454,6 +549,25 @@ impl<T: Transport> Shared<T> {
                     Err(ExchangeError::Timeout) => {}
                     _ => self.ipv6.reached(),
                 }
+            }
+            let change = match &result {
+                Ok(_) => gate.pace.answered(self.transport.take_slip(server)),
+                Err(ExchangeError::Timeout) => gate.pace.timed_out(),
+                Err(_) => None,
+            };
+            match change {
+                Some(PaceChange::Slowed(factor)) => {
+                    self.backoffs.fetch_add(1, Ordering::Relaxed);
+                    PROCESS_BACKOFFS.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        %server,
+                        "the server drops or slips our queries while it answers others: asking it at 1/{factor} of dns.max_qps_per_server for now"
+                    );
+                }
+                Some(PaceChange::Restored) => {
+                    tracing::info!(%server, "the server answers again: asking it at dns.max_qps_per_server");
+                }
+                None => {}
             }
             match result {
                 Ok(answer) => return Ok(Arc::new(answer)),
@@ -769,6 +883,98 @@ mod tests {
             took <= std::time::Duration::from_millis(20),
             "1,000 queries at 100,000 a second took {took:?}"
         );
+    }
+
+    /// Answers at once, except a name starting `drop` (a timeout) or `slip` (answered,
+    /// but said to have slipped); notes when each query reached it.
+    #[derive(Default)]
+    struct PushingBack {
+        sent: Mutex<Vec<tokio::time::Instant>>,
+        slipped: std::sync::atomic::AtomicBool,
+    }
+
+    impl Transport for PushingBack {
+        fn exchange<'a>(
+            &'a self,
+            _server: SocketAddr,
+            query: &'a Message,
+        ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
+            Box::pin(async move {
+                self.sent.lock().unwrap().push(tokio::time::Instant::now());
+                let name = query.queries[0].name().to_ascii().to_ascii_lowercase();
+                if name.starts_with("drop") {
+                    return Err(ExchangeError::Timeout);
+                }
+                if name.starts_with("slip") {
+                    self.slipped.store(true, Ordering::Relaxed);
+                }
+                Ok(echo(query, true))
+            })
+        }
+
+        fn take_slip(&self, _server: SocketAddr) -> bool {
+            self.slipped.swap(false, Ordering::Relaxed)
+        }
+    }
+
+    /// Asks `names` one after the other; the gaps between the sends that follow.
+    async fn gaps(names: &[&str]) -> (Vec<std::time::Duration>, QueryStats) {
+        let transport = Arc::new(PushingBack::default());
+        let limits = Limits {
+            qps_per_server: 10,
+            attempts: 1,
+            ..Limits::default()
+        };
+        let querier = Querier::new(transport.clone(), limits);
+        let server = SocketAddr::from(([192, 0, 2, 1], 53));
+        for name in names {
+            let name = Name::from_ascii(format!("{name}.test.")).expect("name");
+            let _ = querier.ask(server, &name, RecordType::DS).await;
+        }
+        let sent = transport.sent.lock().unwrap().clone();
+        let gaps = sent.windows(2).map(|w| w[1] - w[0]).collect();
+        (gaps, querier.stats())
+    }
+
+    /// A server that drops a query while it answers others, or slips one, is asked at
+    /// half the pace, down to an eighth; a server that answers nothing is not slowed (a
+    /// queue behind it would hold every observation that needs it); calm brings the pace
+    /// back one step a second.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_pushes_back_is_asked_more_slowly_a_dead_one_is_not() {
+        let ms = std::time::Duration::from_millis;
+        // Answered, then a drop: the queries after it leave 200 ms apart, not 100.
+        let (g, stats) = gaps(&["a", "drop", "b", "c"]).await;
+        assert_eq!(g, vec![ms(100), ms(100), ms(200)], "{g:?}");
+        assert_eq!(stats.backoffs, 1);
+        // A slip slows it the same way (from the turn after the next, already given).
+        let (g, stats) = gaps(&["slip", "b", "c"]).await;
+        assert_eq!(g, vec![ms(100), ms(200)], "{g:?}");
+        assert_eq!(stats.backoffs, 1);
+        // A server that never answered: its timeouts slow nothing.
+        let (g, stats) = gaps(&["drop1", "drop2", "drop3", "drop4"]).await;
+        assert_eq!(g, vec![ms(100); 3], "{g:?}");
+        assert_eq!(stats.backoffs, 0);
+        // At most one slow-down a second, and never below an eighth of the pace.
+        let many: Vec<String> = (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    format!("a{i}")
+                } else {
+                    format!("drop{i}")
+                }
+            })
+            .collect();
+        let names: Vec<&str> = many.iter().map(String::as_str).collect();
+        let (g, stats) = gaps(&names).await;
+        assert!(g.iter().all(|gap| *gap <= ms(100) * BACKOFF_MAX), "{g:?}");
+        assert_eq!(g.last(), Some(&(ms(100) * BACKOFF_MAX)), "{g:?}");
+        assert_eq!(stats.backoffs, 3, "x2, x4, x8");
+        // Calm: one step back a second of answers, to the configured pace.
+        let mut calm = vec!["a", "drop", "b"];
+        calm.extend(std::iter::repeat_n("ok", 30));
+        let (g, _) = gaps(&calm).await;
+        assert_eq!(g.last(), Some(&ms(100)), "{g:?}");
     }
 
     /// Queries that give up while waiting for their turn (their observation's time is

@@ -77,6 +77,13 @@ pub trait Transport: Send + Sync + 'static {
         server: SocketAddr,
         query: &'a Message,
     ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a;
+
+    /// Whether `server` slipped an answer since this was last asked: TC=1 over UDP on an
+    /// answer that then fit in a UDP one (response rate limiting's slip, not a large
+    /// answer). The querier slows its pace for it.
+    fn take_slip(&self, _server: SocketAddr) -> bool {
+        false
+    }
 }
 
 /// The real network. Clones share their sockets.
@@ -93,6 +100,10 @@ pub struct NetTransport {
     /// Servers found not to implement EDNS, and since when: asked without EDNS until
     /// [`NO_EDNS_KEPT`] has passed.
     no_edns: Arc<Mutex<super::FastMap<SocketAddr, std::time::Instant>>>,
+    /// Servers that slipped an answer not yet told to the querier ([`Transport::take_slip`]),
+    /// and whether there is any (read first: the map is rarely touched).
+    slips: Arc<Mutex<std::collections::HashSet<SocketAddr>>>,
+    any_slip: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How long a server that did not echo the question's case is asked without 0x20. Not
@@ -114,6 +125,8 @@ impl NetTransport {
             case_randomization: true,
             no_echo: Arc::default(),
             no_edns: Arc::default(),
+            slips: Arc::default(),
+            any_slip: Arc::default(),
         }
     }
 
@@ -147,7 +160,20 @@ impl NetTransport {
         }
         // Boxed apart, and with the UDP answer dropped first: the rare TCP path would
         // otherwise grow every exchange's future (held in its task).
-        Box::pin(tcp_exchange(server, wire, query, deadline)).await
+        let answer = Box::pin(tcp_exchange(server, wire, query, deadline)).await?;
+        // Truncated, yet it fits: a slip (response rate limiting), not a large answer.
+        let fits = answer
+            .to_vec()
+            .is_ok_and(|w| w.len() <= usize::from(super::wire::EDNS_PAYLOAD));
+        if fits && query.edns.is_some() {
+            self.slips
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(server);
+            self.any_slip
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(answer)
     }
 }
 
@@ -158,6 +184,19 @@ impl Transport for NetTransport {
         query: &'a Message,
     ) -> impl Future<Output = Result<Message, ExchangeError>> + Send + 'a {
         self.exchange_net(server, query)
+    }
+
+    fn take_slip(&self, server: SocketAddr) -> bool {
+        use std::sync::atomic::Ordering;
+        if !self.any_slip.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut slips = self.slips.lock().unwrap_or_else(|p| p.into_inner());
+        let slipped = slips.remove(&server);
+        if slips.is_empty() {
+            self.any_slip.store(false, Ordering::Relaxed);
+        }
+        slipped
     }
 }
 
