@@ -1808,5 +1808,18 @@ async fn a_slipping_server_is_asked_over_tcp_and_slowed() {
         "{view:?}"
     );
     assert_eq!(observer.stats().backoffs, before + 1);
+    assert_eq!(
+        observer.slowed_servers(),
+        vec![(IpAddr::from(TLD_B), 2)],
+        "half its pace"
+    );
     assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::AllMatch);
+    // `check` says it, and what to do.
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, json) = check_json(&dns.config_file(dir.path()), ZONE).await;
+    let advice = advice(&json);
+    assert!(
+        advice.contains(&format!("the server at {TLD_B} dropped or slipped queries")),
+        "{advice}"
+    );
 }

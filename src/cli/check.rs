@@ -564,12 +564,18 @@ pub async fn run(
             .map_err(|e| e.to_string())
             .and_then(|creds| GcoreClient::new(p, creds).map_err(|e| e.to_string()))
     });
-    Ok(check(
+    let mut report = check(
         &observer,
         client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),
         zone,
     )
-    .await)
+    .await;
+    for (ip, factor) in observer.slowed_servers() {
+        report.advice.push(format!(
+            "the server at {ip} dropped or slipped queries while it answered others (response rate limiting?): it was asked at 1/{factor} of dns.max_qps_per_server; if a running daemon logs the same for it, lower dns.max_qps_per_server"
+        ));
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -393,6 +393,19 @@ impl<T: Transport> Querier<T> {
         &self.0.ipv6
     }
 
+    /// The server addresses whose pace is slowed now (they dropped or slipped queries),
+    /// each with its slow-down, by address.
+    pub fn slowed(&self) -> Vec<(IpAddr, u32)> {
+        let gates = self.0.per_server.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slowed: Vec<(IpAddr, u32)> = gates
+            .iter()
+            .map(|(ip, gate)| (*ip, gate.pace.backoff().factor))
+            .filter(|(_, factor)| *factor > 1)
+            .collect();
+        slowed.sort();
+        slowed
+    }
+
     pub fn stats(&self) -> QueryStats {
         let s = &self.0;
         QueryStats {

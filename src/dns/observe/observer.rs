@@ -149,6 +149,12 @@ impl<T: Transport> DnsObserver<T> {
         self.0.querier.stats()
     }
 
+    /// The server addresses asked more slowly now because they dropped or slipped
+    /// queries, each with its slow-down (2: half the pace).
+    pub fn slowed_servers(&self) -> Vec<(IpAddr, u32)> {
+        self.0.querier.slowed()
+    }
+
     /// This host's IPv6 as the exchanges and the start-up probe see it (the daemon-wide
     /// `host_ipv6_unreachable`).
     pub fn ipv6(&self) -> &crate::dns::net::ipv6::Ipv6Health {
