@@ -17,6 +17,10 @@
 //! max_qps_per_server`, which builds before it did not know and which this build sets to
 //! its bound: the passes, every zone due at once, measure the engine unpaced).
 //!
+//! `BENCH_FLEET_TLD_ADDRESSES=<n>` serves the TLD on n addresses (2 by default; `.com`
+//! has 13 servers), `BENCH_FLEET_RRL=<rate>` has each rate-limit its responses (Knot's
+//! mod-rrl, slip 2) and runs the daemon at its default pace instead of unpaced.
+//!
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
 
@@ -330,15 +334,28 @@ async fn bench() -> Res<()> {
         .unwrap_or(100_000);
     let total = Instant::now();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let world = BenchWorld::start(BLOCK, zones, dir.path()).await?;
+    // `BENCH_FLEET_TLD_ADDRESSES=13 BENCH_FLEET_RRL=20`: a TLD shaped like `.com`, each
+    // address rate-limiting responses (Knot's mod-rrl, slip 2), the daemon at its default
+    // pace: what a fleet costs the DNS, and whether it is slipped.
+    let shape = bench_world::TldShape {
+        addresses: std::env::var("BENCH_FLEET_TLD_ADDRESSES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2),
+        rrl: std::env::var("BENCH_FLEET_RRL")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(|rate| (rate, 2)),
+    };
+    let world = BenchWorld::start_shaped(BLOCK, zones, dir.path(), &shape).await?;
     let db = dir.path().join("state.db");
     // Hourly polls: after the first pass each zone is next due in its own slot of the hour.
     // Unpaced: the passes, every zone due at once, measure the engine; at the default
     // pace (`dns.max_qps_per_server`) one TLD address would take minutes a pass by design.
     // An earlier build (`BENCH_FLEET_EXE`) knows no such key, and was unpaced.
-    let dns = match std::env::var_os("BENCH_FLEET_EXE") {
-        Some(_) => "",
-        None => "max_qps_per_server = 100000",
+    let dns = match (std::env::var_os("BENCH_FLEET_EXE"), shape.rrl) {
+        (None, None) => "max_qps_per_server = 100000",
+        _ => "",
     };
     let conf = world.config(
         dir.path(),
@@ -443,10 +460,12 @@ async fn bench() -> Res<()> {
             warm_switches as f64 / zones as f64
         );
         println!(
-            "  its footprint, per zone: {parent_q:.2} queries to the parent's servers and validation (goal at most 2 when sampled), {child_q:.2} to the child's (goal at most 2 when sampled); looks full {:.0}, sampled {:.0}, samples that disagreed {:.0}",
+            "  its footprint, per zone: {parent_q:.2} queries to the parent's servers and validation (goal at most 2 when sampled), {child_q:.2} to the child's (goal at most 2 when sampled); looks full {:.0}, sampled {:.0}, samples that disagreed {:.0}; queries that waited for a server's pace {:.0}, servers slowed for dropping or slipping {:.0}",
             delta("dnssec_warden_looks_total{kind=\"full\"}"),
             delta("dnssec_warden_looks_total{kind=\"sampled\"}"),
             delta("dnssec_warden_samples_disagreed_total"),
+            delta("dnssec_warden_dns_queries_paced_total"),
+            delta("dnssec_warden_dns_server_backoffs_total"),
         );
         println!(
             "  the other side of that pass: the TLD's knotd {knotd_warm:.1}s CPU; the child zones' servers and the simulator (this process) {world_warm:.1}s CPU"

@@ -321,10 +321,12 @@ async fn move_in_with_dnssec_on_at_both_ends() {
             |s| s["state"] == "awaiting_delegation" && s["ds_to_enter"].is_null(),
         )
         .await;
-    // Then at TLD B: the delegation is the provider's everywhere.
+    // Then at TLD B: the delegation is the provider's everywhere. The switch may come
+    // as soon as knotd serves it, before `knotc` has returned (a loaded machine): its
+    // bound is the edit's start; the DS hold's, conservatively, its end.
+    let delegated_wall = SystemTime::now();
     w.delegate(zone, Tld::B, &PROVIDER_NS).unwrap();
     let delegated = Instant::now();
-    let delegated_wall = SystemTime::now();
     trail.delegated_at = Some(delegated);
     let s = trail
         .until("awaiting_ds with a DS to enter", LONG, |s| {

@@ -71,11 +71,39 @@ fn soa(ns: &str) -> String {
     format!("@ 3600 SOA {ns} hostmaster.test. $SERIAL 3600 600 86400 60\n")
 }
 
+/// The TLD's shape: how many addresses its servers answer on (at least two; `.com` has
+/// 13 servers), and Knot's response rate limiting on every one (rate, slip).
+#[derive(Debug, Clone)]
+pub struct TldShape {
+    pub addresses: usize,
+    pub rrl: Option<(u32, u32)>,
+}
+
+impl Default for TldShape {
+    fn default() -> Self {
+        Self {
+            addresses: 2,
+            rrl: None,
+        }
+    }
+}
+
 impl BenchWorld {
     pub async fn start(block: u8, zones: usize, dir: &Path) -> Res<Self> {
+        Self::start_shaped(block, zones, dir, &TldShape::default()).await
+    }
+
+    /// [`BenchWorld::start`] under a TLD of that shape: its first two addresses are two
+    /// knotd, the others split between them (one knotd answers on several).
+    pub async fn start_shaped(block: u8, zones: usize, dir: &Path, shape: &TldShape) -> Res<Self> {
         let at = |h| Ipv4Addr::new(127, 0, block, h);
         let (tld_a, tld_b, child_1, child_2) = (at(1), at(2), at(3), at(4));
-        let port = knot::pick_port(&[tld_a, tld_b, child_1, child_2])?;
+        let extra: Vec<Ipv4Addr> = (0..shape.addresses.saturating_sub(2).min(40))
+            .map(|i| at(10 + u8::try_from(i).unwrap_or(0)))
+            .collect();
+        let mut all = vec![tld_a, tld_b, child_1, child_2];
+        all.extend(&extra);
+        let port = knot::pick_port(&all)?;
         let started = Instant::now();
         let sim = ProviderSim::start(
             "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
@@ -128,12 +156,25 @@ impl BenchWorld {
             );
         }
 
-        let mut tld = format!(
-            "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
-             a.nic 3600 A {tld_a}\nb.nic 3600 A {tld_b}\n\
-             ns1.dns 3600 A {child_1}\nns2.dns 3600 A {child_2}\n",
-            soa("a.nic.test.")
-        );
+        // Every TLD address a server name of its own, as `.com`'s a to m.
+        let servers: Vec<(String, Ipv4Addr)> = [tld_a, tld_b]
+            .iter()
+            .chain(&extra)
+            .enumerate()
+            .map(|(i, ip)| {
+                let letter = char::from(b'a' + u8::try_from(i % 26).unwrap_or(0));
+                (format!("{letter}.nic.test."), *ip)
+            })
+            .collect();
+        let mut tld = format!("$ORIGIN test.\n{}", soa("a.nic.test."));
+        let mut referral = String::new();
+        for (host, ip) in &servers {
+            tld.push_str(&format!("@ 3600 NS {host}\n{host} 3600 A {ip}\n"));
+            referral.push_str(&format!("test. 3600 NS {host}\n{host} 3600 A {ip}\n"));
+        }
+        tld.push_str(&format!(
+            "ns1.dns 3600 A {child_1}\nns2.dns 3600 A {child_2}\n"
+        ));
         for i in 0..zones {
             let name = zone(i, zones);
             let label = name.trim_end_matches(".test.");
@@ -144,7 +185,16 @@ impl BenchWorld {
                 tld.push_str(&format!("{label} 3600 DS {ds}\n"));
             }
         }
-        let mut a = Knot::new(
+        let options = |parity: usize| knot::KnotOptions {
+            also_listen: extra
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == parity)
+                .map(|(_, ip)| *ip)
+                .collect(),
+            rrl: shape.rrl,
+        };
+        let mut a = Knot::with_options(
             &dir.join("a"),
             tld_a,
             port,
@@ -152,12 +202,14 @@ impl BenchWorld {
                 ZoneConf::new(".", String::new(), Signing::Manual),
                 ZoneConf::new("test.", tld.clone(), Signing::Manual),
             ],
+            &options(0),
         )?;
-        let mut b = Knot::new(
+        let mut b = Knot::with_options(
             &dir.join("b"),
             tld_b,
             port,
             &[ZoneConf::new("test.", tld, Signing::Manual)],
+            &options(1),
         )?;
         let root_ds = a.generate_csk(".")?;
         let anchor = dir.join("root.ds");
@@ -167,8 +219,8 @@ impl BenchWorld {
         a.write_zone(
             ".",
             &format!(
-                "$ORIGIN .\n{}@ 3600 NS a.nic.test.\ntest. 3600 NS a.nic.test.\ntest. 3600 NS b.nic.test.\n\
-                 test. 3600 DS {ds_a}\ntest. 3600 DS {ds_b}\na.nic.test. 3600 A {tld_a}\nb.nic.test. 3600 A {tld_b}\n",
+                "$ORIGIN .\n{}@ 3600 NS a.nic.test.\n{referral}\
+                 test. 3600 DS {ds_a}\ntest. 3600 DS {ds_b}\n",
                 soa("a.nic.test.")
             ),
         )?;
@@ -184,7 +236,11 @@ impl BenchWorld {
                 .map_err(|e| format!("{e}\n{}{}", a.log(), b.log()))?;
         }
         println!(
-            "set-up: {zones} zones at the simulator and under a Knot DNS TLD signed and serving on {tld_a} and {tld_b} port {port} after {:.1}s",
+            "set-up: {zones} zones at the simulator and under a Knot DNS TLD signed and serving on {} addresses from {tld_a} (response rate limiting: {}) port {port} after {:.1}s",
+            servers.len(),
+            shape.rrl.map_or("off".to_string(), |(rate, slip)| format!(
+                "{rate} a second, slip {slip}"
+            )),
             started.elapsed().as_secs_f64()
         );
         Ok(Self {

@@ -201,6 +201,16 @@ fn file_name(zone: &str) -> String {
     }
 }
 
+/// What a lab knotd does beyond serving its zones on its address.
+#[derive(Debug, Clone, Default)]
+pub struct KnotOptions {
+    /// Further addresses it answers on (as one TLD operator's server on many).
+    pub also_listen: Vec<Ipv4Addr>,
+    /// Response rate limiting (`mod-rrl`): responses a second per source and answer,
+    /// and the slip (every n-th limited answer sent truncated, the others dropped).
+    pub rrl: Option<(u32, u32)>,
+}
+
 /// One knotd on its own address, with its own directory, KASP database and control socket.
 pub struct Knot {
     pub addr: Ipv4Addr,
@@ -229,13 +239,35 @@ fn serial_now() -> u32 {
 impl Knot {
     /// Writes the configuration and zone files; [`Knot::start`] runs knotd.
     pub fn new(dir: &Path, addr: Ipv4Addr, port: u16, zones: &[ZoneConf]) -> Result<Self> {
+        Self::with_options(dir, addr, port, zones, &KnotOptions::default())
+    }
+
+    /// [`Knot::new`], listening on more addresses or with response rate limiting.
+    pub fn with_options(
+        dir: &Path,
+        addr: Ipv4Addr,
+        port: u16,
+        zones: &[ZoneConf],
+        options: &KnotOptions,
+    ) -> Result<Self> {
         let io = |e: std::io::Error| format!("knot {addr}: {e}");
         std::fs::create_dir_all(dir.join("run")).map_err(io)?;
         std::fs::create_dir_all(dir.join("db")).map_err(io)?;
+        let listen: Vec<String> = std::iter::once(addr)
+            .chain(options.also_listen.iter().copied())
+            .map(|a| format!("{a}@{port}"))
+            .collect();
+        let listen = listen.join(", ");
         let mut text = String::new();
+        if let Some((rate, slip)) = options.rrl {
+            let _ = write!(
+                text,
+                "mod-rrl:\n  - id: lab\n    rate-limit: {rate}\n    slip: {slip}\n"
+            );
+        }
         let _ = write!(
             text,
-            "server:\n    rundir: \"{run}\"\n    listen: {addr}@{port}\n\
+            "server:\n    rundir: \"{run}\"\n    listen: [{listen}]\n\
              \x20   udp-workers: 2\n    tcp-workers: 1\n    background-workers: 1\n\
              database:\n    storage: \"{db}\"\n\
              log:\n  - target: stderr\n    any: warning\n",
@@ -273,10 +305,15 @@ impl Knot {
             "policy:\n  - id: manual\n    manual: on\n\
              \x20 - id: auto\n    algorithm: ecdsap256sha256\n    single-type-signing: on\n\
              \x20   dnskey-ttl: 2\n    zone-max-ttl: 2\n    propagation-delay: 0\n\
-             template:\n  - id: default\n    storage: \"{dir}\"\n    semantic-checks: off\n\
+             template:\n  - id: default\n    storage: \"{dir}\"\n    semantic-checks: off\n{rrl}\
              \x20   journal-content: none\n    zonefile-sync: -1\n    zonefile-load: whole\n\
              zone:\n",
             dir = dir.display(),
+            rrl = if options.rrl.is_some() {
+                "    global-module: mod-rrl/lab\n"
+            } else {
+                ""
+            },
         );
         let mut serials = HashMap::new();
         for z in zones {
