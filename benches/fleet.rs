@@ -204,25 +204,25 @@ fn scrape(addr: std::net::SocketAddr) -> std::collections::HashMap<String, f64> 
 /// Every zone's standard for samples taken away: its next look is a full one (a build
 /// before samples has none to take).
 async fn without_samples(db: &Path) -> Res<()> {
-    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
-        .map_err(|e| e.to_string())?
-        .busy_timeout(Duration::from_secs(30));
-    let mut conn = options.connect().await.map_err(|e| e.to_string())?;
-    sqlx::query("UPDATE zones SET facts = json_remove(facts, '$.settled_view')")
-        .execute(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
-    let _ = conn.close().await;
-    Ok(())
+    write_every_zone(
+        db,
+        "UPDATE zones SET facts = json_remove(facts, '$.settled_view')",
+    )
+    .await
 }
 
 /// Every zone due now (the daemon, running or not, takes them at its next look).
 async fn make_all_due(db: &Path) -> Res<()> {
+    write_every_zone(db, "UPDATE zones SET next_check_at = 0").await
+}
+
+/// One statement on the database beside the running daemon (waiting for its writes).
+async fn write_every_zone(db: &Path, sql: &str) -> Res<()> {
     let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
         .map_err(|e| e.to_string())?
         .busy_timeout(Duration::from_secs(30));
     let mut conn = options.connect().await.map_err(|e| e.to_string())?;
-    sqlx::query("UPDATE zones SET next_check_at = 0")
+    sqlx::query(sql)
         .execute(&mut conn)
         .await
         .map_err(|e| e.to_string())?;

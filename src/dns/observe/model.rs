@@ -418,21 +418,32 @@ impl ParentView {
     }
 }
 
-/// The one answer (of a list in the observer's order) a sample of `turn` keeps.
-fn sample_index(len: usize, turn: u64) -> Option<usize> {
+/// Which of `len` addresses (in the observer's order) a sample of `turn` asks: the
+/// real observer and [`ParentView::sampled`] alike.
+pub fn sample_index(len: usize, turn: u64) -> Option<usize> {
     let n = u64::try_from(len).ok().filter(|n| *n > 0)?;
     usize::try_from(turn % n).ok()
+}
+
+/// Keeps the answer of the `turn`'s address in `answers`, and that address's in `paired`
+/// (the same addresses' other question).
+fn keep_sampled<A, B>(
+    answers: &mut Vec<ServerAnswer<A>>,
+    paired: &mut Vec<ServerAnswer<B>>,
+    turn: u64,
+) {
+    if let Some(i) = sample_index(answers.len(), turn) {
+        let kept = answers.swap_remove(i);
+        paired.retain(|d| d.addr == kept.addr);
+        paired.truncate(1);
+        *answers = vec![kept];
+    }
 }
 
 impl ParentView {
     /// The view as a sample of `turn` would have seen it: one address's DS and NS answers.
     pub fn sampled(mut self, turn: u64) -> Self {
-        if let Some(i) = sample_index(self.answers.len(), turn) {
-            let addr = self.answers[i].addr;
-            self.answers = vec![self.answers.swap_remove(i)];
-            self.delegations.retain(|d| d.addr == addr);
-            self.delegations.truncate(1);
-        }
+        keep_sampled(&mut self.answers, &mut self.delegations, turn);
         self
     }
 }
@@ -440,12 +451,7 @@ impl ParentView {
 impl ChildView {
     /// The view as a sample of `turn` would have seen it: one address's answers.
     pub fn sampled(mut self, turn: u64) -> Self {
-        if let Some(i) = sample_index(self.answers.len(), turn) {
-            let addr = self.answers[i].addr;
-            self.answers = vec![self.answers.swap_remove(i)];
-            self.apex_ns.retain(|d| d.addr == addr);
-            self.apex_ns.truncate(1);
-        }
+        keep_sampled(&mut self.answers, &mut self.apex_ns, turn);
         self
     }
 }

@@ -790,12 +790,8 @@ where
     // place instead of building a `FuturesOrdered` (an allocation per future). Nothing is
     // asked before it is polled, so a sample drops the others unasked.
     let mut asks: Vec<_> = asks.collect();
-    if let Some(turn) = pick
-        && let Ok(n) = u64::try_from(asks.len())
-        && n > 0
-    {
-        let at = usize::try_from(turn % n).unwrap_or(0);
-        asks = asks.into_iter().skip(at).take(1).collect();
+    if let Some(at) = pick.and_then(|turn| super::model::sample_index(asks.len(), turn)) {
+        asks = vec![asks.swap_remove(at)];
     }
     join_all(asks).await
 }
