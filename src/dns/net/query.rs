@@ -357,6 +357,24 @@ impl<T> Drop for Flight<'_, T> {
 /// place on the socket are released at once, not when the exchange would have timed out.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
+/// One exchange counted in flight for as long as it lives: an exchange whose task is
+/// aborted (its caller gave up) leaves the count as surely as one that ends.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize, peak: &AtomicUsize) -> Self {
+        let now = count.fetch_add(1, Ordering::SeqCst) + 1;
+        peak.fetch_max(now, Ordering::SeqCst);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
@@ -548,13 +566,10 @@ impl<T: Transport> Shared<T> {
                 let Ok(_permit) = self.global.acquire().await else {
                     return Err(ExchangeError::Network("querier shut down".into()));
                 };
-                let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                self.peak.fetch_max(now, Ordering::SeqCst);
+                let _counted = InFlight::enter(&self.in_flight, &self.peak);
                 self.exchanges.fetch_add(1, Ordering::Relaxed);
                 PROCESS_EXCHANGES.fetch_add(1, Ordering::Relaxed);
-                let result = self.transport.exchange(server, &query).await;
-                self.in_flight.fetch_sub(1, Ordering::SeqCst);
-                result
+                self.transport.exchange(server, &query).await
             };
             if server.is_ipv6() {
                 match &result {
@@ -761,6 +776,11 @@ mod tests {
         assert!(joiner.await.expect("joiner").is_ok());
         assert_eq!(transport.calls.load(Ordering::SeqCst), 2);
         assert!(querier.0.flights().is_empty(), "the question stayed listed");
+        assert_eq!(
+            querier.0.in_flight.load(Ordering::SeqCst),
+            0,
+            "the exchange given up stayed counted in flight"
+        );
     }
 
     #[test]
