@@ -25,7 +25,9 @@ use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettin
 use crate::dns::net::query::{MAX_QPS_PER_SERVER, MAX_QUERIES_PER_SERVER};
 use crate::dns::{AddressFamilies, DnsSettings, ObservationBudget};
 use crate::lifecycle::Policy;
+use crate::provider::fleet::{ProviderConfig, ProviderOptions};
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
+use crate::provider::powerdns::PowerDnsSettings;
 use crate::secret::SecretSource;
 use crate::store::{
     ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
@@ -76,8 +78,10 @@ impl ConfigError {
 pub struct Settings {
     /// The file these settings came from, for messages.
     pub source: PathBuf,
-    /// Absent: the daemon cannot act, but `check` still observes the DNS.
-    pub provider: Option<ProviderSettings>,
+    /// The provider accounts: `[provider]` (named after its kind) and every
+    /// `[providers.NAME]`, by name. None: the daemon cannot act, but `check` still
+    /// observes the DNS.
+    pub providers: Vec<ProviderConfig>,
     pub database: DatabaseSettings,
     pub dns: DnsSettings,
     /// `[timing]`: the lifecycle's own timing struct.
@@ -234,6 +238,7 @@ struct RegistrarFile {
 #[serde(deny_unknown_fields, default)]
 struct SettingsFile {
     provider: Option<ProviderFile>,
+    providers: std::collections::BTreeMap<String, ProviderFile>,
     database: DatabaseFile,
     dns: DnsFile,
     timing: Policy,
@@ -269,12 +274,19 @@ struct MetricsFile {
     listen: Option<SocketAddr>,
 }
 
-/// `[provider]`: the credentials are several keys of which exactly one source is set.
+/// `[provider]` or `[providers.NAME]`: the credentials are several keys of which exactly
+/// one source is set.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProviderFile {
-    #[serde(default = "default_base_url", deserialize_with = "de::http_url")]
-    base_url: Url,
+    #[serde(default)]
+    kind: ProviderKind,
+    /// Gcore's own API when absent; PowerDNS has no default.
+    #[serde(default, deserialize_with = "de::some_http_url")]
+    base_url: Option<Url>,
+    /// PowerDNS only: the `{server_id}` of `/api/v1/servers/{server_id}`.
+    #[serde(default, deserialize_with = "de::server_id")]
+    server_id: Option<String>,
     #[serde(default, deserialize_with = "de::secret_file")]
     api_key_file: Option<PathBuf>,
     #[serde(default, deserialize_with = "de::env_name")]
@@ -314,6 +326,36 @@ struct DatabaseFile {
     password_env: Option<String>,
     #[serde(default, deserialize_with = "de::credential_name")]
     password_credential: Option<String>,
+}
+
+/// `kind` of a provider block.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ProviderKind {
+    #[default]
+    Gcore,
+    Powerdns,
+}
+
+impl ProviderKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Gcore => "gcore",
+            Self::Powerdns => "powerdns",
+        }
+    }
+}
+
+/// A provider block's name: what status, check and the alerts print.
+fn valid_provider_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
 }
 
 fn default_base_url() -> Url {
@@ -509,7 +551,7 @@ impl CrossChecks {
         let cluster = self.cluster(raw.cluster, &database, &raw.timing)?;
         Ok(Settings {
             source: self.file.clone(),
-            provider: raw.provider.map(|p| self.provider(p)).transpose()?,
+            providers: self.providers(raw.provider, raw.providers)?,
             database,
             dns,
             timing: Policy {
@@ -610,20 +652,93 @@ impl CrossChecks {
         }
     }
 
-    /// Exactly one credential source: an API key, or a username with a password.
-    fn provider(&self, raw: ProviderFile) -> Result<ProviderSettings, ConfigError> {
+    /// `[provider]` (named after its kind) and each `[providers.NAME]`.
+    fn providers(
+        &self,
+        legacy: Option<ProviderFile>,
+        named: std::collections::BTreeMap<String, ProviderFile>,
+    ) -> Result<Vec<ProviderConfig>, ConfigError> {
+        let mut all = Vec::new();
+        if let Some(raw) = legacy {
+            let name = raw.kind.name().to_string();
+            if named.contains_key(&name) {
+                return Err(self.err(
+                    &format!("providers.{name}"),
+                    format!(
+                        "the name {name:?} is taken by [provider]; give this block another name"
+                    ),
+                ));
+            }
+            all.push(ProviderConfig {
+                name,
+                options: self.provider("provider", raw)?,
+            });
+        }
+        for (name, raw) in named {
+            let stem = format!("providers.{name}");
+            if !valid_provider_name(&name) {
+                return Err(self.err(
+                    &stem,
+                    "a provider's name is 1 to 32 of a-z, 0-9, '-' and '_', starting with a letter or digit",
+                ));
+            }
+            all.push(ProviderConfig {
+                options: self.provider(&stem, raw)?,
+                name,
+            });
+        }
+        Ok(all)
+    }
+
+    /// One provider block. Exactly one credential source: for Gcore an API key, or a
+    /// username with a password; for PowerDNS an API key.
+    fn provider(&self, stem: &str, raw: ProviderFile) -> Result<ProviderOptions, ConfigError> {
+        let key = |k: &str| format!("{stem}.{k}");
         let api_key = self.one_source(
-            "provider.api_key",
+            &key("api_key"),
             raw.api_key_file,
             raw.api_key_env,
             raw.api_key_credential,
         )?;
         let password = self.one_source(
-            "provider.password",
+            &key("password"),
             raw.password_file,
             raw.password_env,
             raw.password_credential,
         )?;
+        if raw.kind == ProviderKind::Powerdns {
+            if raw.username.is_some() || password.is_some() {
+                return Err(self.err(
+                    &key("username"),
+                    "PowerDNS takes an API key (api_key_file, api_key_env or api_key_credential), not a login",
+                ));
+            }
+            let Some(api_key) = api_key else {
+                return Err(self.err(
+                    &key("api_key_file"),
+                    "no credentials: set api_key_file, api_key_env or api_key_credential (the api-key of pdns.conf)",
+                ));
+            };
+            let Some(base_url) = raw.base_url else {
+                return Err(self.err(
+                    &key("base_url"),
+                    "is missing: PowerDNS's webserver, e.g. \"http://127.0.0.1:8081/\"",
+                ));
+            };
+            return Ok(ProviderOptions::PowerDns {
+                settings: PowerDnsSettings {
+                    base_url,
+                    server_id: raw.server_id.unwrap_or_else(|| "localhost".into()),
+                    request_timeout: raw.request_timeout,
+                    max_attempts: raw.max_attempts,
+                    retry_budget: raw.retry_budget,
+                },
+                api_key,
+            });
+        }
+        if raw.server_id.is_some() {
+            return Err(self.err(&key("server_id"), "applies to kind = \"powerdns\" only"));
+        }
         let credentials = match (api_key, raw.username, password) {
             (Some(key), None, None) => CredentialSource::ApiKey(key),
             (None, Some(username), Some(password)) => {
@@ -631,33 +746,33 @@ impl CrossChecks {
             }
             (None, Some(_), None) => {
                 return Err(self.err(
-                    "provider.username",
+                    &key("username"),
                     "needs password_file, password_env or password_credential",
                 ));
             }
             (None, None, Some(_)) => {
-                return Err(self.err("provider.username", "is missing (a password is set)"));
+                return Err(self.err(&key("username"), "is missing (a password is set)"));
             }
             (Some(_), _, _) => {
                 return Err(self.err(
-                    "provider.api_key_file",
+                    &key("api_key_file"),
                     "give either an API key or username + password, not both",
                 ));
             }
             (None, None, None) => {
                 return Err(self.err(
-                    "provider.api_key_file",
+                    &key("api_key_file"),
                     "no credentials: set api_key_file, api_key_env, api_key_credential, or username with a password source",
                 ));
             }
         };
-        Ok(ProviderSettings {
-            base_url: raw.base_url,
+        Ok(ProviderOptions::Gcore(ProviderSettings {
+            base_url: raw.base_url.unwrap_or_else(default_base_url),
             credentials,
             request_timeout: raw.request_timeout,
             max_attempts: raw.max_attempts,
             retry_budget: raw.retry_budget,
-        })
+        }))
     }
 
     /// At most one of the three ways to give a secret.
@@ -804,6 +919,26 @@ mod de {
             ));
         }
         Ok(url)
+    }
+
+    /// [`http_url`] for an optional key.
+    pub fn some_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Url>, D::Error> {
+        http_url(d).map(Some)
+    }
+
+    /// `server_id` of a PowerDNS block: one path segment.
+    pub fn server_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty()
+            || !text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err(D::Error::custom(
+                "must be a server id such as \"localhost\" (letters, digits, '-', '_', '.')",
+            ));
+        }
+        Ok(Some(text))
     }
 
     /// `metrics.listen`: `IP:port`. Parsed here rather than by serde's own impl, whose
@@ -1029,10 +1164,101 @@ mod tests {
         err.key().map(str::to_string).unwrap_or(message)
     }
 
+    /// Issue 36: named provider blocks beside the old `[provider]`, each with its kind.
+    #[test]
+    fn provider_blocks_are_named_and_typed() {
+        let s = parse(
+            "[provider]\napi_key_env = \"K\"\n\
+             [providers.pdns-main]\nkind = \"powerdns\"\nbase_url = \"http://127.0.0.1:8081/\"\n\
+             api_key_file = \"/etc/dnssec-warden/pdns-key\"\n\
+             [providers.other]\nkind = \"gcore\"\nbase_url = \"https://api.example.net\"\n\
+             username = \"u\"\npassword_env = \"P\"\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = s.providers.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["gcore", "other", "pdns-main"]);
+        match &s.providers[2].options {
+            ProviderOptions::PowerDns { settings, api_key } => {
+                assert_eq!(settings.base_url.as_str(), "http://127.0.0.1:8081/");
+                assert_eq!(settings.server_id, "localhost");
+                assert_eq!(
+                    *api_key,
+                    SecretSource::File("/etc/dnssec-warden/pdns-key".into())
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let other = s.providers[1].gcore().unwrap();
+        assert_eq!(other.base_url.as_str(), "https://api.example.net/");
+        // `[provider]` alone is the one Gcore account it always was.
+        let s = parse("[provider]\napi_key_env = \"K\"").unwrap();
+        assert_eq!(s.providers.len(), 1);
+        assert_eq!(s.providers[0].name, "gcore");
+        assert_eq!(
+            s.providers[0].gcore().unwrap().base_url.as_str(),
+            "https://api.gcore.com/"
+        );
+    }
+
+    #[test]
+    fn a_wrong_provider_block_names_its_key() {
+        let pdns = "[providers.p]\nkind = \"powerdns\"\n";
+        for (text, key, words) in [
+            (
+                format!("{pdns}api_key_env = \"K\""),
+                "providers.p.base_url",
+                "is missing",
+            ),
+            (
+                format!("{pdns}base_url = \"http://127.0.0.1:1/\""),
+                "providers.p.api_key_file",
+                "no credentials",
+            ),
+            (
+                format!(
+                    "{pdns}base_url = \"http://127.0.0.1:1/\"\nusername = \"u\"\npassword_env = \"P\""
+                ),
+                "providers.p.username",
+                "not a login",
+            ),
+            (
+                format!(
+                    "{pdns}base_url = \"http://127.0.0.1:1/\"\napi_key_env = \"K\"\nserver_id = \"a/b\""
+                ),
+                "providers.p.server_id",
+                "server id",
+            ),
+            (
+                "[providers.g]\napi_key_env = \"K\"\nserver_id = \"localhost\"".into(),
+                "providers.g.server_id",
+                "powerdns",
+            ),
+            (
+                "[providers.g]\nkind = \"bind\"\napi_key_env = \"K\"".into(),
+                "providers.g.kind",
+                "powerdns",
+            ),
+            (
+                "[providers.Big]\napi_key_env = \"K\"".into(),
+                "providers.Big",
+                "a-z",
+            ),
+            (
+                "[provider]\napi_key_env = \"K\"\n[providers.gcore]\napi_key_env = \"L\"".into(),
+                "providers.gcore",
+                "taken by [provider]",
+            ),
+        ] {
+            let err = parse(&text).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{text}: {err}");
+            assert!(err.to_string().contains(words), "{text}: {err}");
+        }
+    }
+
     #[test]
     fn empty_file_gives_documented_defaults() {
         let s = parse("").unwrap();
-        assert!(s.provider.is_none());
+        assert!(s.providers.is_empty());
         assert_eq!(
             s.database.sqlite_path(),
             Some(Path::new("/var/lib/dnssec-warden/state.db"))
@@ -1486,7 +1712,7 @@ mod tests {
     fn login_and_api_key_sources() {
         let s = parse("[provider]\nusername = \"ops@example.com\"\npassword_env = \"PW\"").unwrap();
         assert_eq!(
-            s.provider.unwrap().credentials,
+            s.providers[0].gcore().unwrap().credentials.clone(),
             CredentialSource::Login {
                 username: "ops@example.com".into(),
                 password: SecretSource::Env("PW".into())
@@ -1494,7 +1720,7 @@ mod tests {
         );
         let s = parse("[provider]\napi_key_credential = \"gcore-api-key\"").unwrap();
         assert_eq!(
-            s.provider.unwrap().credentials,
+            s.providers[0].gcore().unwrap().credentials.clone(),
             CredentialSource::ApiKey(SecretSource::Credential("gcore-api-key".into()))
         );
     }
@@ -1561,7 +1787,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            s.provider.unwrap().credentials,
+            s.providers[0].gcore().unwrap().credentials.clone(),
             CredentialSource::ApiKey(SecretSource::File("/etc/dnssec-warden/keys/api-key".into()))
         );
         assert_eq!(
@@ -1578,7 +1804,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            s.provider.unwrap().credentials,
+            s.providers[0].gcore().unwrap().credentials.clone(),
             CredentialSource::Login {
                 username: "u".into(),
                 password: SecretSource::File("/etc/dnssec-warden/../pw".into()),

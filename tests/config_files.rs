@@ -31,7 +31,8 @@ fn the_example_config_parses_with_its_documented_defaults() {
         example.zones,
         ZoneSelection::Names(vec![ZoneName::parse("example.com").unwrap()])
     );
-    let (p, d) = (example.provider.unwrap(), defaults.provider.unwrap());
+    let gcore = |s: &Settings| s.providers[0].gcore().cloned().unwrap();
+    let (p, d) = (gcore(&example), gcore(&defaults));
     assert_eq!(p.base_url, d.base_url);
     assert_eq!(p.request_timeout, d.request_timeout);
     assert_eq!(p.max_attempts, d.max_attempts);

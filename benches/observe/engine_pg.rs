@@ -27,7 +27,11 @@ async fn daemon(
     database: &DatabaseSettings,
     node: &str,
 ) -> Res<Engine<GcoreClient, DnsObserver>> {
-    let provider = settings.provider.clone().ok_or("no provider")?;
+    let provider = settings
+        .providers
+        .first()
+        .and_then(|p| p.gcore().cloned())
+        .ok_or("no Gcore provider")?;
     let client =
         GcoreClient::new(&provider, provider.credentials.load().map_err(err)?).map_err(err)?;
     let observer = DnsObserver::new(&settings.dns).map_err(err)?;

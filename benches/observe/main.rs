@@ -535,7 +535,11 @@ async fn engine_pass(sim: &ProviderSim, port: u16, dir: &std::path::Path) -> Res
     let conf = dir.join("config.toml");
     std::fs::write(&conf, config_text(sim, port, dir)).map_err(|e| e.to_string())?;
     let settings = Settings::load(&conf).map_err(|e| e.to_string())?;
-    let provider = settings.provider.clone().ok_or("no provider")?;
+    let provider = settings
+        .providers
+        .first()
+        .and_then(|p| p.gcore().cloned())
+        .ok_or("no Gcore provider")?;
     let credentials = provider.credentials.load().map_err(|e| e.to_string())?;
     let client = GcoreClient::new(&provider, credentials).map_err(|e| e.to_string())?;
     let observer = DnsObserver::new(&settings.dns).map_err(|e| e.to_string())?;

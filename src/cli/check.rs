@@ -11,12 +11,14 @@ use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason,
 };
-use crate::provider::ProviderError;
-use crate::provider::gcore::GcoreClient;
+use crate::provider::fleet::Providers;
+use crate::provider::{Provider, ProviderError};
 
 /// The provider's side, when the config has a provider.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderState {
+    /// The configured account that holds the zone, where that is known.
+    pub name: Option<String>,
     pub dnssec_enabled: Option<bool>,
     /// The signing key, as `flags protocol algorithm base64`.
     pub dnskey: Option<String>,
@@ -74,9 +76,9 @@ pub struct CheckReport {
 
 /// Observes `zone` once, and asks the provider if the config has one (`provider` is its
 /// client, or why there is none).
-pub async fn check<O: Observer>(
+pub async fn check<O: Observer, P: Provider>(
     observer: &O,
-    provider: Option<Result<&GcoreClient, String>>,
+    provider: Option<Result<&Providers<P>, String>>,
     zone: &str,
 ) -> CheckReport {
     let look = crate::dns::observe::check::look(observer, zone).await;
@@ -132,6 +134,7 @@ pub async fn check<O: Observer>(
 impl ProviderState {
     fn failed(error: String) -> Self {
         Self {
+            name: None,
             dnssec_enabled: None,
             dnskey: None,
             key_tag: None,
@@ -145,18 +148,19 @@ impl ProviderState {
 
 /// The provider's side of the zone, and its name servers (the apex NS of the zone
 /// object) or why they are not known.
-async fn provider_state(
-    client: &GcoreClient,
+async fn provider_state<P: Provider>(
+    client: &Providers<P>,
     zone: &str,
     parent: Option<&ParentView>,
     child: Option<&ChildView>,
 ) -> (ProviderState, Result<Vec<String>, String>) {
     let mut state = ProviderState::failed(String::new());
     state.error = None;
-    let ns = match client.get_zone(zone).await {
+    let ns = match client.zone(zone).await {
         Ok(z) => {
             state.dnssec_enabled = z.dnssec_enabled;
-            z.apex_ns().ok_or_else(|| {
+            state.name = client.holder_known(zone).map(str::to_string);
+            z.name_servers.ok_or_else(|| {
                 format!("the provider's zone object lists no apex NS for {zone}: the delegation cannot be judged")
             })
         }
@@ -172,7 +176,7 @@ async fn provider_state(
     if state.dnssec_enabled == Some(false) {
         return (state, ns);
     }
-    match client.get_dnssec(zone).await {
+    match client.dnssec_key(zone).await {
         Ok(key) => {
             state.dnskey = Some(format!(
                 "{} {} {} {}",
@@ -409,7 +413,14 @@ pub fn render_text(r: &CheckReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "zone {}", r.zone);
     if let Some(p) = &r.provider {
-        let _ = writeln!(out, "provider:");
+        match &p.name {
+            Some(name) => {
+                let _ = writeln!(out, "provider {name}:");
+            }
+            None => {
+                let _ = writeln!(out, "provider:");
+            }
+        }
         match p.dnssec_enabled {
             Some(on) => {
                 let _ = writeln!(out, "  DNSSEC {}", if on { "on" } else { "off" });
@@ -558,12 +569,8 @@ pub async fn run(
     zone: &str,
 ) -> Result<CheckReport, crate::dns::ObserverSetupError> {
     let observer = crate::dns::DnsObserver::new(&settings.dns)?;
-    let client = settings.provider.as_ref().map(|p| {
-        p.credentials
-            .load()
-            .map_err(|e| e.to_string())
-            .and_then(|creds| GcoreClient::new(p, creds).map_err(|e| e.to_string()))
-    });
+    let client = (!settings.providers.is_empty())
+        .then(|| Providers::build(&settings.providers).map_err(|e| e.to_string()));
     let mut report = check(
         &observer,
         client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),

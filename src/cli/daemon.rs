@@ -21,9 +21,8 @@ use crate::config::{ConfigError, Settings, ZoneSelection};
 use crate::dns::{DnsObserver, ObserverSetupError};
 use crate::engine::{Engine, EngineError, Heartbeat, Notifier, ZoneListing};
 use crate::lifecycle::{Clock, Policy, SystemClock};
-use crate::provider::gcore::GcoreClient;
-use crate::provider::{Provider, ProviderError};
-use crate::secret::SecretError;
+use crate::provider::Provider;
+use crate::provider::fleet::{ProviderConfig, ProviderSetupError, Providers};
 use crate::store::DatabaseSettings;
 use crate::store::Store;
 use crate::systemd;
@@ -37,12 +36,13 @@ const INTENT_POLL: Duration = Duration::from_secs(1);
 pub enum PrepareError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("config {file}: `run` needs a [provider] section")]
+    #[error("config {file}: `run` needs a [provider] section (or [providers.NAME] sections)")]
     NoProvider { file: PathBuf },
-    #[error("config {file}: provider credentials: {error}")]
-    Secret { file: PathBuf, error: SecretError },
-    #[error("config {file}: provider client: {error}")]
-    Provider { file: PathBuf, error: ProviderError },
+    #[error("config {file}: {error}")]
+    Provider {
+        file: PathBuf,
+        error: ProviderSetupError,
+    },
     #[error("config {file}: DNS observer: {error}")]
     Observer {
         file: PathBuf,
@@ -87,7 +87,7 @@ impl DaemonError {
 /// that works.
 pub struct Prepared {
     pub settings: Settings,
-    pub provider: Arc<GcoreClient>,
+    pub provider: Arc<Providers>,
     pub observer: Arc<DnsObserver>,
     pub notifier: Notifier,
     pub policy: Policy,
@@ -108,25 +108,19 @@ impl Prepared {
     /// Every start-up check `run` makes, in the order it needs them.
     pub fn from_settings(settings: Settings) -> Result<Self, PrepareError> {
         let file = settings.source.clone();
-        let provider_settings = settings
-            .provider
-            .as_ref()
-            .ok_or_else(|| PrepareError::NoProvider { file: file.clone() })?;
-        let warnings = provider_settings.credentials.exposure_warnings();
-        let credentials =
-            provider_settings
-                .credentials
-                .load()
-                .map_err(|error| PrepareError::Secret {
-                    file: file.clone(),
-                    error,
-                })?;
-        let provider = GcoreClient::new(provider_settings, credentials).map_err(|error| {
-            PrepareError::Provider {
+        if settings.providers.is_empty() {
+            return Err(PrepareError::NoProvider { file });
+        }
+        let warnings = settings
+            .providers
+            .iter()
+            .flat_map(ProviderConfig::exposure_warnings)
+            .collect();
+        let provider =
+            Providers::build(&settings.providers).map_err(|error| PrepareError::Provider {
                 file: file.clone(),
                 error,
-            }
-        })?;
+            })?;
         let observer = DnsObserver::new(&settings.dns).map_err(|error| PrepareError::Observer {
             file: file.clone(),
             error,
@@ -150,7 +144,7 @@ impl Prepared {
     }
 
     /// An engine on these parts.
-    pub fn engine(&self, store: Store) -> Engine<GcoreClient, DnsObserver> {
+    pub fn engine(&self, store: Store) -> Engine<Providers, DnsObserver> {
         Engine::new(
             store,
             self.provider.clone(),
@@ -483,11 +477,21 @@ fn daemon_conditions(
     store: &Store,
 ) -> Vec<DaemonCondition> {
     // Refused credentials alert at once: nothing the daemon does for any zone works.
-    let mut all = vec![DaemonCondition {
-        condition: prepared.provider.auth_condition(),
-        scope: String::new(),
-        after: Duration::ZERO,
-    }];
+    // One account keeps the scope it always had; several are told apart by name.
+    let auth = prepared.provider.auth_conditions();
+    let several = prepared.provider.names().count() > 1;
+    let mut all: Vec<DaemonCondition> = auth
+        .into_iter()
+        .map(|(name, condition)| DaemonCondition {
+            condition,
+            scope: if several {
+                format!("provider:{name}")
+            } else {
+                String::new()
+            },
+            after: Duration::ZERO,
+        })
+        .collect();
     if matches!(prepared.settings.zones, ZoneSelection::All) {
         all.push(DaemonCondition {
             condition: listing.condition(),

@@ -5,8 +5,7 @@ use std::path::Path;
 
 use crate::config::Settings;
 use crate::lifecycle::{Clock, Intent, State, SystemClock};
-use crate::provider::ProviderError;
-use crate::provider::gcore::GcoreClient;
+use crate::provider::fleet::Providers;
 use crate::store::{Store, StoreError};
 use crate::zone_name::ZoneName;
 
@@ -20,30 +19,44 @@ pub enum IntentError {
     NotAwaitingDs { zone: String, state: String },
     #[error("the provider has no zone {zone}: create it there first (nothing was recorded)")]
     NotAtProvider { zone: String },
+    #[error(
+        "{zone} is at more than one provider ({providers}): delete it from all but one first; a move between two managed providers is not supported (nothing was recorded)"
+    )]
+    AtSeveralProviders { zone: String, providers: String },
 }
 
-/// Asks the configured provider whether it has the zone: `Err` only for a definite "no
-/// such zone"; a provider that cannot be asked now is the daemon's to retry, said in the
-/// returned note.
+/// Asks every configured provider whether it has the zone: `Err` for a definite "no such
+/// zone" anywhere, or for a zone at more than one provider; a provider that cannot be
+/// asked now is the daemon's to retry, said in the returned note.
 async fn provider_knows(settings: &Settings, zone: &str) -> Result<Option<String>, IntentError> {
-    let Some(provider) = &settings.provider else {
+    if settings.providers.is_empty() {
         return Ok(None);
-    };
-    let client = provider
-        .credentials
-        .load()
-        .map_err(|e| e.to_string())
-        .and_then(|c| GcoreClient::new(provider, c).map_err(|e| e.to_string()));
-    let client = match client {
-        Ok(client) => client,
+    }
+    let providers = match Providers::build(&settings.providers) {
+        Ok(providers) => providers,
         Err(e) => return Ok(Some(format!("the provider was not asked: {e}"))),
     };
-    match client.get_zone(zone).await {
-        Ok(_) => Ok(None),
-        Err(ProviderError::NotFound(_)) => Err(IntentError::NotAtProvider {
+    let asked = providers.ask_every_account(zone).await;
+    let names = |found: &[usize]| {
+        found
+            .iter()
+            .map(|&i| providers.name(i))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    match (asked.found.as_slice(), asked.unknown.is_empty()) {
+        ([_, _, ..], _) => Err(IntentError::AtSeveralProviders {
+            zone: zone.to_string(),
+            providers: names(&asked.found),
+        }),
+        ([], true) => Err(IntentError::NotAtProvider {
             zone: zone.to_string(),
         }),
-        Err(e) => Ok(Some(format!("the provider could not be asked now: {e}"))),
+        (_, false) => Ok(Some(format!(
+            "the provider could not be asked now: {}",
+            asked.unknown.join("; ")
+        ))),
+        ([_], true) => Ok(None),
     }
 }
 

@@ -176,7 +176,10 @@ mod tests {
         let text = packaged_config().unwrap();
         let settings = Settings::parse(&text, Path::new("/etc/dnssec-warden/config.toml")).unwrap();
         assert_eq!(
-            settings.provider.expect("[provider]").credentials,
+            settings.providers[0]
+                .gcore()
+                .expect("[provider]")
+                .credentials,
             CredentialSource::ApiKey(SecretSource::Credential("gcore-api-key".into()))
         );
         assert!(text.contains("\nnames = []\n"));

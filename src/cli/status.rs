@@ -153,6 +153,14 @@ fn evidence(row: &ZoneRow) -> (Option<&str>, Option<&str>) {
     )
 }
 
+/// The configured provider account that held the zone at the last observation.
+fn account(row: &ZoneRow) -> Option<&str> {
+    row.last_observation
+        .as_ref()
+        .and_then(|o| o.pointer("/provider/account"))
+        .and_then(Value::as_str)
+}
+
 /// The provider's failure at the last observation, if it could not be asked.
 fn provider_error(row: &ZoneRow) -> Option<&str> {
     row.last_observation
@@ -202,6 +210,8 @@ struct ZoneJson<'a> {
     last_sampled: Option<String>,
     lease: Option<LeaseJson<'a>>,
     next_check: String,
+    /// The configured provider account holding the zone at the last look.
+    provider: Option<&'a str>,
     provider_error: Option<&'a str>,
     provider_ns: Option<&'a [String]>,
     since: String,
@@ -241,6 +251,7 @@ fn zone_json<'a>(
             until: l.until.to_string(),
         }),
         next_check: row.next_check_at.to_string(),
+        provider: account(row),
         provider_error: provider_error(row),
         provider_ns: z.facts.provider_ns.as_deref(),
         since: z.since.to_string(),
@@ -418,19 +429,26 @@ fn zone_lines(
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
         .unwrap_or_default();
+    // The provider waited on, by name when the zone's account is known.
+    let on = match (w.on, account(row)) {
+        ("provider", Some(name)) => format!("provider {name}"),
+        (on, _) => on.to_string(),
+    };
     writeln!(
         out,
-        "{:<28} {:<20} {:<10} {:<22} {} [on: {}]{}",
+        "{:<28} {:<20} {:<10} {:<22} {} [on: {on}]{}",
         z.name,
         z.state.map_or("(not observed yet)", State::as_str),
         z.intent.as_str(),
         z.since.to_string(),
         w.what,
-        w.on,
         until
     )?;
     if let Some(error) = provider_error(row) {
-        writeln!(out, "{:<28} PROVIDER: {error}", "")?;
+        match account(row) {
+            Some(name) => writeln!(out, "{:<28} PROVIDER {name}: {error}", "")?,
+            None => writeln!(out, "{:<28} PROVIDER: {error}", "")?,
+        }
     }
     if let Some(l) = lease(row, lease_now) {
         writeln!(

@@ -619,7 +619,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Observed, name)?;
         let decision = step(&row.zone, &observation, &self.policy);
-        let summary = summarize(&observation);
+        let summary = summarize(&observation, self.provider.account(name).as_deref());
         if !self
             .store
             .commit_step(read, &decision, &summary, observation.at)

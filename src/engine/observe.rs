@@ -205,9 +205,11 @@ fn unchanged_view(
 /// The observation as the audit trail and `status` keep it: what each server said, as
 /// JSON text (written straight from the observation; no JSON tree is built), and its
 /// brief: the provider's answer or failure and the parent's evidence.
-pub fn summarize(obs: &Observation) -> ObservationText {
+/// `account`: the configured provider that holds the zone, where it is known.
+pub fn summarize(obs: &Observation, account: Option<&str>) -> ObservationText {
     let provider = match &obs.provider {
         ProviderView::On(key) => ProviderPart {
+            account: None,
             dnssec: "on",
             ds: Some(key.ds_line().to_string()),
             error: None,
@@ -228,7 +230,12 @@ pub fn summarize(obs: &Observation) -> ObservationText {
         },
         _ => provider,
     };
+    let provider = ProviderPart {
+        account,
+        ..provider
+    };
     let brief = ObservationText::brief(
+        account.map(Into::into),
         Some(provider.dnssec.into()),
         provider.error.map(Into::into),
         obs.parent
@@ -282,6 +289,8 @@ enum Part<'a, T> {
 
 #[derive(Serialize)]
 struct ProviderPart<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account: Option<&'a str>,
     dnssec: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     ds: Option<String>,
@@ -292,6 +301,7 @@ struct ProviderPart<'a> {
 impl ProviderPart<'_> {
     fn said(dnssec: &'static str) -> Self {
         Self {
+            account: None,
             dnssec,
             ds: None,
             error: None,

@@ -1374,7 +1374,7 @@ fn the_observation_summary_says_what_the_tree_said() {
     failed.validation = ValidationVerdict::Secure;
     cases.push(failed);
     for obs in &cases {
-        let text = crate::engine::summarize(obs);
+        let text = crate::engine::summarize(obs, None);
         let read: serde_json::Value = serde_json::from_str(&text.whole).unwrap();
         assert_eq!(read, tree(obs), "{}", text.whole);
         // The brief `status` and the steps read is the whole's provider part and parent

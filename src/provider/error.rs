@@ -89,6 +89,10 @@ pub enum ProviderError {
     /// An argument or a value the client refuses before any request.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// Not sent: which configured provider holds the zone is not one answer (two list
+    /// it, or one cannot be asked). Never a guess (`provider::fleet`).
+    #[error("not sent: {0}")]
+    Owner(String),
     /// An attempt of the call may have reached the provider and taken effect (`sent`:
     /// what it gave), and a later attempt ended in `then`, which says nothing about the
     /// earlier one: a retry held by a `Retry-After`, refused, or answered 409 does not
@@ -190,6 +194,7 @@ impl ProviderError {
             | Self::NotSent(_)
             | Self::AuthBackoff { .. }
             | Self::Invalid(_)
+            | Self::Owner(_)
             | Self::Server { status: 408, .. } => ErrorClass::NotPerformed,
             Self::Server { .. }
             | Self::ErrorInSuccess { .. }
@@ -238,7 +243,8 @@ impl ProviderError {
             | Self::AuthBackoff { .. }
             | Self::Connect(_)
             | Self::Transport(_)
-            | Self::Invalid(_) => None,
+            | Self::Invalid(_)
+            | Self::Owner(_) => None,
             // The last attempt's answer is the newest word on the credentials.
             Self::SentBefore { then, .. } => then.credentials_accepted(),
         }

@@ -1,12 +1,14 @@
 //! The managed DNS provider: the [`Provider`] trait the engine depends on (so that it can
 //! be tested with fakes, and a second provider added), its errors and their classes, and
-//! one implementation per provider API in its own folder ([`gcore`]).
+//! one implementation per provider API in its own folder ([`gcore`], [`powerdns`]), and
+//! [`fleet`]: several accounts in one daemon, each zone's calls at the account holding it.
 //!
 //! The trait speaks the daemon's terms ([`HostedZone`], [`ListedZone`], the signing key
 //! [`DnssecKey`] checked against its own public key by whoever implements it); each API's
 //! own shapes stay in its folder.
 
 mod error;
+pub mod fleet;
 pub mod gcore;
 mod http;
 pub mod powerdns;
@@ -89,4 +91,9 @@ pub trait Provider: Send + Sync {
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<Option<u32>, ProviderError>> + Send;
+    /// The name of the configured account that holds the zone, as far as known without
+    /// asking (`fleet::Providers`); `None` for a lone client.
+    fn account(&self, _zone: &str) -> Option<String> {
+        None
+    }
 }

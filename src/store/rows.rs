@@ -38,9 +38,10 @@ pub struct ObservationText {
 }
 
 impl ObservationText {
-    /// The brief of the provider's answer (`dnssec`) or failure (`error`) and the parent's
+    /// The brief of the provider's account, its answer (`dnssec`) or failure (`error`) and the parent's
     /// evidence (none when the parent could not be asked); a null is no value.
     pub fn brief(
+        account: Option<serde_json::Value>,
         dnssec: Option<serde_json::Value>,
         error: Option<serde_json::Value>,
         evidence: Option<serde_json::Value>,
@@ -51,7 +52,11 @@ impl ObservationText {
                 .filter_map(|(key, value)| Some((key.to_string(), value.filter(|v| !v.is_null())?)))
                 .collect::<serde_json::Map<_, _>>()
         };
-        let provider = object(vec![("dnssec", dnssec), ("error", error)]);
+        let provider = object(vec![
+            ("account", account),
+            ("dnssec", dnssec),
+            ("error", error),
+        ]);
         let parent = object(vec![("evidence", evidence)]);
         serde_json::json!({ "provider": provider, "parent": parent }).to_string()
     }
@@ -63,6 +68,7 @@ impl ObservationText {
         let value: serde_json::Value = serde_json::from_str(&whole).unwrap_or_default();
         let at = |pointer: &str| value.pointer(pointer).cloned();
         let brief = Self::brief(
+            at("/provider/account"),
             at("/provider/dnssec"),
             at("/provider/error"),
             at("/parent/evidence"),

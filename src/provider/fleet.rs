@@ -1,0 +1,612 @@
+//! Several provider accounts in one daemon: each configured account by its name, and
+//! [`Providers`], the one [`Provider`] the engine talks to, which hands each call about a
+//! zone to the account that holds it.
+//!
+//! A zone belongs to the account that lists it. Which one that is comes from the
+//! accounts' zone listings (fetched anyway for the settled zones' flags), and for a zone
+//! not in them (created since, or an account whose listing fails) from asking each
+//! account for the zone. A zone no account has is "not found", as from one provider; a
+//! zone two accounts list, or one whose holder cannot be told (an account that cannot be
+//! asked), is a [`ProviderError::Owner`] that is never sent anywhere: a switch sent to
+//! the wrong account would be the worst kind of wrong, and moving a zone between two
+//! managed providers is a later capability, not a guess.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use futures::future::join_all;
+
+use super::gcore::{GcoreClient, ProviderSettings};
+use super::powerdns::{PowerDnsClient, PowerDnsSettings};
+use super::{DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit};
+use crate::condition::Condition;
+use crate::dnssec::{DnssecKey, fqdn};
+use crate::secret::{SecretError, SecretSource};
+
+/// One configured provider account: `[provider]` (named after its kind) or
+/// `[providers.NAME]`.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// How status, check, the log and the alerts name the account.
+    pub name: String,
+    pub options: ProviderOptions,
+}
+
+/// What a client of each kind needs.
+#[derive(Debug, Clone)]
+pub enum ProviderOptions {
+    Gcore(ProviderSettings),
+    PowerDns {
+        settings: PowerDnsSettings,
+        api_key: SecretSource,
+    },
+}
+
+/// Why an account's client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderSetupError {
+    #[error("provider {name}: {error}")]
+    Secret { name: String, error: SecretError },
+    #[error("provider {name}: {error}")]
+    Client { name: String, error: ProviderError },
+}
+
+impl ProviderOptions {
+    /// The `kind` as the configuration writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Gcore(_) => "gcore",
+            Self::PowerDns { .. } => "powerdns",
+        }
+    }
+}
+
+impl ProviderConfig {
+    /// The Gcore settings, for an account of that kind.
+    pub fn gcore(&self) -> Option<&ProviderSettings> {
+        match &self.options {
+            ProviderOptions::Gcore(s) => Some(s),
+            ProviderOptions::PowerDns { .. } => None,
+        }
+    }
+
+    /// Secret files any user of the machine can read (see
+    /// [`SecretSource::exposure_warning`]), each naming the account.
+    pub fn exposure_warnings(&self) -> Vec<String> {
+        let warnings = match &self.options {
+            ProviderOptions::Gcore(s) => s.credentials.exposure_warnings(),
+            ProviderOptions::PowerDns { api_key, .. } => {
+                api_key.exposure_warning().into_iter().collect()
+            }
+        };
+        warnings
+            .into_iter()
+            .map(|w| format!("provider {}: {w}", self.name))
+            .collect()
+    }
+
+    /// The account's client, its secrets read.
+    pub fn client(&self) -> Result<Client, ProviderSetupError> {
+        let secret = |error| ProviderSetupError::Secret {
+            name: self.name.clone(),
+            error,
+        };
+        let client = |error| ProviderSetupError::Client {
+            name: self.name.clone(),
+            error,
+        };
+        Ok(match &self.options {
+            ProviderOptions::Gcore(s) => {
+                let credentials = s.credentials.load().map_err(secret)?;
+                Client::Gcore(GcoreClient::new(s, credentials).map_err(client)?)
+            }
+            ProviderOptions::PowerDns { settings, api_key } => {
+                let key = api_key.load().map_err(secret)?;
+                Client::PowerDns(PowerDnsClient::new(settings, key).map_err(client)?)
+            }
+        })
+    }
+}
+
+/// One account's client, whichever its kind. A handful live for the daemon's life:
+/// their size difference costs nothing.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Client {
+    Gcore(GcoreClient),
+    PowerDns(PowerDnsClient),
+}
+
+impl Provider for Client {
+    async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::zone(c, zone).await,
+            Self::PowerDns(c) => Provider::zone(c, zone).await,
+        }
+    }
+    async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::zone_flags(c).await,
+            Self::PowerDns(c) => Provider::zone_flags(c).await,
+        }
+    }
+    async fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+        may_send: SendPermit<'_>,
+    ) -> Result<DnssecSwitched, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::set_dnssec(c, zone, enabled, may_send).await,
+            Self::PowerDns(c) => Provider::set_dnssec(c, zone, enabled, may_send).await,
+        }
+    }
+    async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::dnssec_key(c, zone).await,
+            Self::PowerDns(c) => Provider::dnssec_key(c, zone).await,
+        }
+    }
+    async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::largest_ttl(c, zone).await,
+            Self::PowerDns(c) => Provider::largest_ttl(c, zone).await,
+        }
+    }
+}
+
+impl Client {
+    /// Whether the provider refuses the account's credentials, for the kinds that log in
+    /// (a PowerDNS key refused is a 401 on each call, said by the zones' observations).
+    pub fn auth_condition(&self) -> Option<Arc<Condition>> {
+        match self {
+            Self::Gcore(c) => Some(c.auth_condition()),
+            Self::PowerDns(_) => None,
+        }
+    }
+}
+
+/// The configured accounts, and which of them holds each zone.
+pub struct Providers<P = Client> {
+    accounts: Vec<(String, P)>,
+    /// Each account's zones at its last listing that worked (`None`: none has yet).
+    listed: Mutex<Vec<Option<Arc<HashSet<String>>>>>,
+    /// The holder found by asking every account, for zones no listing settles.
+    asked: Mutex<HashMap<String, usize>>,
+}
+
+impl<P> std::fmt::Debug for Providers<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.accounts.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl Providers<Client> {
+    /// Every configured account's client, secrets read; the first failure stops.
+    pub fn build(configs: &[ProviderConfig]) -> Result<Self, ProviderSetupError> {
+        let accounts = configs
+            .iter()
+            .map(|c| Ok((c.name.clone(), c.client()?)))
+            .collect::<Result<Vec<_>, ProviderSetupError>>()?;
+        Ok(Self::new(accounts))
+    }
+
+    /// Each account whose credentials can be refused as a whole, with its name.
+    pub fn auth_conditions(&self) -> Vec<(String, Arc<Condition>)> {
+        self.accounts
+            .iter()
+            .filter_map(|(name, c)| Some((name.clone(), c.auth_condition()?)))
+            .collect()
+    }
+}
+
+impl<P: Provider> Providers<P> {
+    pub fn new(accounts: Vec<(String, P)>) -> Self {
+        let listed = Mutex::new(vec![None; accounts.len()]);
+        Self {
+            accounts,
+            listed,
+            asked: Mutex::default(),
+        }
+    }
+
+    /// The accounts' names, in the configuration's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.accounts.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// The name of the account that holds `zone` as far as is known without asking
+    /// (the listings, an earlier answer): what status and the log name.
+    pub fn holder_known(&self, zone: &str) -> Option<&str> {
+        if let [(only, _)] = self.accounts.as_slice() {
+            return Some(only.as_str());
+        }
+        let name = fqdn(zone).ok()?;
+        let i = match self.listed_by(&name) {
+            Listed::By(found) if found.len() == 1 => found[0],
+            Listed::By(found) if found.len() > 1 => return None,
+            _ => *self.asked().get(&name)?,
+        };
+        Some(self.accounts[i].0.as_str())
+    }
+
+    fn asked(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.asked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Which accounts list `name` (store form): `Unsure` while an account has no listing.
+    fn listed_by(&self, name: &str) -> Listed {
+        let listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut found = Vec::new();
+        for (i, set) in listed.iter().enumerate() {
+            match set {
+                None => return Listed::Unsure,
+                Some(set) if set.contains(name) => found.push(i),
+                Some(_) => {}
+            }
+        }
+        Listed::By(found)
+    }
+
+    /// The account that holds `zone`. One account: always it. Otherwise the listings
+    /// decide; where they cannot (not listed anywhere, or an account without a listing),
+    /// every account is asked for the zone, unless an earlier asking found it (`fresh`
+    /// asks again).
+    async fn holder(&self, zone: &str, fresh: bool) -> Result<usize, ProviderError> {
+        if self.accounts.len() == 1 {
+            return Ok(0);
+        }
+        let name = fqdn(zone).map_err(|e| ProviderError::Invalid(e.to_string()))?;
+        if !fresh {
+            match self.listed_by(&name) {
+                Listed::By(found) if found.len() == 1 => return Ok(found[0]),
+                Listed::By(found) if found.len() > 1 => return Err(self.several(&name, &found)),
+                _ => {}
+            }
+            if let Some(&i) = self.asked().get(&name) {
+                return Ok(i);
+            }
+        }
+        let Asked { found, unknown } = self.ask_every_account(zone).await;
+        match (found.as_slice(), unknown.is_empty()) {
+            (&[i], true) => {
+                self.asked().insert(name, i);
+                Ok(i)
+            }
+            ([_, _, ..], _) => Err(self.several(&name, &found)),
+            (_, false) => Err(ProviderError::Owner(format!(
+                "which provider holds {name} cannot be told now ({})",
+                unknown.join("; ")
+            ))),
+            ([], true) => {
+                self.asked().remove(&name);
+                Err(ProviderError::NotFound(format!(
+                    "no configured provider ({}) has the zone {name}",
+                    self.names().collect::<Vec<_>>().join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Every account asked for the zone: which have it, and what the others that could
+    /// not say answered.
+    pub async fn ask_every_account(&self, zone: &str) -> Asked {
+        let answers = join_all(self.accounts.iter().map(|(_, c)| c.zone(zone))).await;
+        let mut asked = Asked::default();
+        for (i, answer) in answers.into_iter().enumerate() {
+            match answer {
+                Ok(_) => asked.found.push(i),
+                Err(ProviderError::NotFound(_)) => {}
+                Err(e) => asked.unknown.push(format!("{}: {e}", self.accounts[i].0)),
+            }
+        }
+        asked
+    }
+
+    /// The name of the account at `index` (from [`Asked::found`]).
+    pub fn name(&self, index: usize) -> &str {
+        &self.accounts[index].0
+    }
+
+    fn several(&self, name: &str, found: &[usize]) -> ProviderError {
+        let names: Vec<&str> = found.iter().map(|&i| self.accounts[i].0.as_str()).collect();
+        ProviderError::Owner(format!(
+            "{name} is at more than one provider ({}): nothing is sent to either until it \
+             is deleted from all but one (a move between two managed providers is not \
+             supported)",
+            names.join(" and ")
+        ))
+    }
+
+    /// `call` at the zone's account; a zone its account says it does not have (gone
+    /// from it since the listing) is looked for at every account once more.
+    async fn at_holder<'a, T, F, Fut>(&'a self, zone: &str, call: F) -> Result<T, ProviderError>
+    where
+        F: Fn(&'a P) -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
+        let i = self.holder(zone, false).await?;
+        match call(&self.accounts[i].1).await {
+            Err(ProviderError::NotFound(_)) if self.accounts.len() > 1 => {
+                let j = self.holder(zone, true).await?;
+                call(&self.accounts[j].1).await
+            }
+            other => other,
+        }
+    }
+}
+
+/// What asking every account for a zone found.
+#[derive(Debug, Default)]
+pub struct Asked {
+    /// The accounts that have the zone.
+    pub found: Vec<usize>,
+    /// Each account that could not say, with its error.
+    pub unknown: Vec<String>,
+}
+
+enum Listed {
+    /// An account has not listed its zones yet.
+    Unsure,
+    By(Vec<usize>),
+}
+
+impl<P: Provider> Provider for Providers<P> {
+    async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
+        self.at_holder(zone, |c| c.zone(zone)).await
+    }
+
+    /// Every account's zones. A zone two accounts list is left out (its calls are
+    /// refused, [`ProviderError::Owner`]); an account whose listing fails fails the whole
+    /// (a partial listing would read as zones gone), naming the account.
+    async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        let lists = join_all(self.accounts.iter().map(|(_, c)| c.zone_flags())).await;
+        let mut all: Vec<ListedZone> = Vec::new();
+        let mut failed = Vec::new();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (i, list) in lists.into_iter().enumerate() {
+            match list {
+                Ok(list) => {
+                    let names: HashSet<String> =
+                        list.iter().filter_map(|z| fqdn(&z.name).ok()).collect();
+                    for zone in list {
+                        if let Ok(name) = fqdn(&zone.name) {
+                            *seen.entry(name).or_default() += 1;
+                        }
+                        all.push(zone);
+                    }
+                    self.listed.lock().unwrap_or_else(|p| p.into_inner())[i] =
+                        Some(Arc::new(names));
+                }
+                Err(e) => failed.push((i, e)),
+            }
+        }
+        if let Some((i, e)) = failed.into_iter().next() {
+            if self.accounts.len() == 1 {
+                return Err(e);
+            }
+            return Err(ProviderError::Listing(format!(
+                "provider {}: {e}",
+                self.accounts[i].0
+            )));
+        }
+        all.retain(|z| fqdn(&z.name).map_or(true, |n| seen.get(&n) == Some(&1)));
+        Ok(all)
+    }
+
+    async fn set_dnssec(
+        &self,
+        zone: &str,
+        enabled: bool,
+        may_send: SendPermit<'_>,
+    ) -> Result<DnssecSwitched, ProviderError> {
+        // Never asked again on "not found": a switch goes to the account the zone's
+        // observation was made at, or nowhere.
+        let i = self.holder(zone, false).await?;
+        self.accounts[i].1.set_dnssec(zone, enabled, may_send).await
+    }
+
+    async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
+        self.at_holder(zone, |c| c.dnssec_key(zone)).await
+    }
+
+    async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
+        self.at_holder(zone, |c| c.largest_ttl(zone)).await
+    }
+
+    fn account(&self, zone: &str) -> Option<String> {
+        self.holder_known(zone).map(str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::provider::PermitAnswer;
+
+    /// An account holding `zones`; counts what it is asked.
+    #[derive(Default)]
+    struct Fake {
+        zones: Mutex<Vec<String>>,
+        listing_fails: AtomicBool,
+        unreachable: AtomicBool,
+        zone_calls: AtomicUsize,
+        switches: AtomicUsize,
+    }
+
+    impl Fake {
+        fn with(zones: &[&str]) -> Self {
+            let fake = Self::default();
+            *fake.zones.lock().unwrap() = zones.iter().map(|z| z.to_string()).collect();
+            fake
+        }
+        fn has(&self, zone: &str) -> Result<(), ProviderError> {
+            if self.unreachable.load(Ordering::SeqCst) {
+                return Err(ProviderError::Connect("refused".into()));
+            }
+            let name = fqdn(zone).unwrap();
+            match self.zones.lock().unwrap().contains(&name) {
+                true => Ok(()),
+                false => Err(ProviderError::NotFound(zone.into())),
+            }
+        }
+    }
+
+    impl Provider for Fake {
+        async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
+            self.zone_calls.fetch_add(1, Ordering::SeqCst);
+            self.has(zone)?;
+            Ok(HostedZone {
+                name: zone.into(),
+                dnssec_enabled: Some(false),
+                name_servers: None,
+            })
+        }
+        async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+            if self.listing_fails.load(Ordering::SeqCst) {
+                return Err(ProviderError::Server {
+                    status: 503,
+                    message: "down".into(),
+                });
+            }
+            Ok(self
+                .zones
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|name| ListedZone {
+                    name: name.clone(),
+                    dnssec_enabled: Some(false),
+                })
+                .collect())
+        }
+        async fn set_dnssec(
+            &self,
+            zone: &str,
+            enabled: bool,
+            _: SendPermit<'_>,
+        ) -> Result<DnssecSwitched, ProviderError> {
+            self.has(zone)?;
+            self.switches.fetch_add(1, Ordering::SeqCst);
+            Ok(DnssecSwitched {
+                message: Some(format!("{zone} {enabled}")),
+                key: None,
+            })
+        }
+        async fn dnssec_key(&self, _: &str) -> Result<DnssecKey, ProviderError> {
+            Err(ProviderError::DnssecDisabled)
+        }
+        async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
+            self.has(zone)?;
+            Ok(Some(300))
+        }
+    }
+
+    fn yes() -> PermitAnswer<'static> {
+        Box::pin(async { true })
+    }
+
+    fn two(a: &[&str], b: &[&str]) -> Providers<Fake> {
+        Providers::new(vec![
+            ("gcore".into(), Fake::with(a)),
+            ("pdns".into(), Fake::with(b)),
+        ])
+    }
+
+    fn at<'a>(p: &'a Providers<Fake>, name: &str) -> &'a Fake {
+        &p.accounts.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    #[tokio::test]
+    async fn each_zone_goes_to_the_account_that_lists_it() {
+        let p = two(&["a.test."], &["b.test."]);
+        let listed = p.zone_flags().await.unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(p.account("A.test"), Some("gcore".into()));
+        assert_eq!(p.account("b.test."), Some("pdns".into()));
+        p.set_dnssec("b.test.", true, &yes).await.unwrap();
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 1);
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+        // The listings decided: nobody was asked for a zone.
+        p.zone("a.test.").await.unwrap();
+        assert_eq!(at(&p, "pdns").zone_calls.load(Ordering::SeqCst), 0);
+        assert_eq!(at(&p, "gcore").zone_calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_zone_at_two_accounts_is_never_sent_anywhere() {
+        let p = two(&["a.test.", "both.test."], &["both.test."]);
+        let listed = p.zone_flags().await.unwrap();
+        assert_eq!(
+            listed.iter().map(|z| z.name.as_str()).collect::<Vec<_>>(),
+            ["a.test."],
+            "a zone two accounts list is left out of the listing"
+        );
+        for result in [
+            p.set_dnssec("both.test.", false, &yes).await.map(drop),
+            p.zone("both.test.").await.map(drop),
+        ] {
+            let err = result.unwrap_err();
+            assert!(matches!(err, ProviderError::Owner(_)), "{err}");
+            assert!(err.to_string().contains("gcore and pdns"), "{err}");
+            assert_eq!(err.class(), crate::provider::ErrorClass::NotPerformed);
+        }
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 0);
+        assert_eq!(p.account("both.test."), None);
+        // Without listings too: found by asking, still refused.
+        let p = two(&["both.test."], &["both.test."]);
+        let err = p.set_dnssec("both.test.", true, &yes).await.unwrap_err();
+        assert!(matches!(err, ProviderError::Owner(_)), "{err}");
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_zone_no_account_has_is_not_found_and_one_that_cannot_be_told_is_not_sent() {
+        let p = two(&["a.test."], &["b.test."]);
+        let err = p.zone("c.test.").await.unwrap_err();
+        assert!(matches!(err, ProviderError::NotFound(_)), "{err}");
+        assert!(err.to_string().contains("gcore, pdns"), "{err}");
+        // An account that cannot be asked: which one holds the zone is not known, and
+        // "not found" would be a lie.
+        at(&p, "pdns").unreachable.store(true, Ordering::SeqCst);
+        let err = p.set_dnssec("b.test.", true, &yes).await.unwrap_err();
+        assert!(matches!(err, ProviderError::Owner(_)), "{err}");
+        assert!(err.to_string().contains("pdns: cannot connect"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_failing_listing_names_its_account_and_the_zones_are_still_found() {
+        let p = two(&["a.test."], &["b.test."]);
+        at(&p, "pdns").listing_fails.store(true, Ordering::SeqCst);
+        let err = p.zone_flags().await.unwrap_err();
+        assert!(err.to_string().contains("provider pdns"), "{err}");
+        // The other account's listing counts; the unlisted account is asked.
+        assert_eq!(p.largest_ttl("b.test.").await.unwrap(), Some(300));
+        assert_eq!(p.account("b.test."), Some("pdns".into()));
+    }
+
+    #[tokio::test]
+    async fn a_zone_gone_from_its_listed_account_is_looked_for_again() {
+        let p = two(&["a.test."], &[]);
+        p.zone_flags().await.unwrap();
+        // Moved by hand from one account to the other since the listing.
+        at(&p, "gcore").zones.lock().unwrap().clear();
+        at(&p, "pdns").zones.lock().unwrap().push("a.test.".into());
+        assert_eq!(p.largest_ttl("a.test.").await.unwrap(), Some(300));
+        assert_eq!(at(&p, "pdns").zone_calls.load(Ordering::SeqCst), 1);
+        // But a switch is never sent on to another account than the one it was meant for.
+        at(&p, "pdns").zones.lock().unwrap().clear();
+        at(&p, "gcore").zones.lock().unwrap().push("a.test.".into());
+        p.zone_flags().await.unwrap();
+        at(&p, "gcore").zones.lock().unwrap().clear();
+        at(&p, "pdns").zones.lock().unwrap().push("a.test.".into());
+        let err = p.set_dnssec("a.test.", false, &yes).await.unwrap_err();
+        assert!(matches!(err, ProviderError::NotFound(_)), "{err}");
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 0);
+    }
+}
