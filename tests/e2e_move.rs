@@ -35,6 +35,7 @@ async fn world(
             at_old_provider: vec![zone.to_string()],
             old_ns_ttl,
             val_max_restart,
+            ..WorldOptions::default()
         },
     )
     .await

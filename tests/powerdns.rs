@@ -3,10 +3,10 @@
 //! the zone, its name servers and largest TTL, DNSSEC on with the key the server then
 //! serves over DNS, off again, and the server's refusals as typed errors.
 
-use std::net::{TcpListener, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use dnssec_warden_test_support::pdns::free_port;
 
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{ErrorClass, PermitAnswer, Provider, ProviderError};
@@ -14,110 +14,36 @@ use dnssec_warden::secret::Secret;
 
 const API_KEY: &str = "pdns-test-key-8e1f";
 
-/// A `pdns_server` of this test, killed by its PID when dropped.
+/// A `pdns_server` of this test (test-support's, stopped by its PID), DNS on 127.0.0.1.
 struct Pdns {
-    child: Child,
-    api: u16,
+    server: dnssec_warden_test_support::pdns::Pdns,
     dns: u16,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Pdns {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port free on 127.0.0.1 for TCP and UDP at the moment of asking.
-fn free_port() -> u16 {
-    for _ in 0..50 {
-        let Ok(tcp) = TcpListener::bind("127.0.0.1:0") else {
-            continue;
-        };
-        let Ok(addr) = tcp.local_addr() else { continue };
-        if UdpSocket::bind(addr).is_ok() {
-            return addr.port();
-        }
-    }
-    panic!("no free loopback port");
-}
-
-fn schema() -> PathBuf {
-    PathBuf::from("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql")
-}
-
 impl Pdns {
-    /// Starts the server. PowerDNS missing is a failure that says what to install (the
-    /// README's test command, tests/run.sh, installs it).
+    /// Starts the server. PowerDNS missing is installed as root, or a failure that says
+    /// what to install (the README's test command, tests/run.sh, installs it).
     fn start() -> Self {
-        assert!(
-            Path::new("/usr/sbin/pdns_server").exists() && schema().exists(),
-            "pdns-server and pdns-backend-sqlite3 are not installed: run tests/run.sh, or apt-get install pdns-server pdns-backend-sqlite3 sqlite3"
-        );
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = dir.path().join("pdns.sqlite3");
-        let sql = std::fs::read_to_string(schema()).expect("the schema is readable");
-        let created = Command::new("sqlite3")
-            .arg(&db)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write as _;
-                if let Some(mut stdin) = c.stdin.take() {
-                    stdin.write_all(sql.as_bytes())?;
-                }
-                c.wait()
-            });
-        assert!(
-            created.is_ok_and(|s| s.success()),
-            "sqlite3 creates the backend's database"
-        );
-        let (api, dns) = (free_port(), free_port());
-        // Every cache off, so that what the API changes is served at once; no security
-        // poll (a DNS query to the Internet); only loopback.
-        let conf = format!(
-            "launch=gsqlite3\ngsqlite3-database={db}\ngsqlite3-dnssec=yes\n\
-             local-address=127.0.0.1\nlocal-port={dns}\n\
-             api=yes\napi-key={API_KEY}\nwebserver=yes\nwebserver-address=127.0.0.1\n\
-             webserver-port={api}\nwebserver-allow-from=127.0.0.0/8\n\
-             socket-dir={dir}\nguardian=no\ndaemon=no\ndisable-syslog=yes\n\
-             security-poll-suffix=\ncache-ttl=0\nquery-cache-ttl=0\nnegquery-cache-ttl=0\n\
-             zone-metadata-cache-ttl=0\ndnssec-key-cache-ttl=0\nloglevel=3\n",
-            db = db.display(),
-            dir = dir.path().display(),
-        );
-        std::fs::write(dir.path().join("pdns.conf"), conf).expect("the config is written");
-        let log = std::fs::File::create(dir.path().join("pdns.log")).expect("a log file");
-        let child = Command::new("/usr/sbin/pdns_server")
-            .arg(format!("--config-dir={}", dir.path().display()))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("pdns_server starts");
-        let pdns = Self {
-            child,
-            api,
+        let dns = free_port().expect("a free port");
+        let server = dnssec_warden_test_support::pdns::Pdns::start(
+            dir.path(),
+            &[std::net::Ipv4Addr::LOCALHOST],
+            dns,
+            API_KEY,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Self {
+            server,
             dns,
             _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", api)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "pdns_server's API never listened"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        pdns
     }
 
     fn client(&self, key: &str) -> PowerDnsClient {
         let settings = PowerDnsSettings {
-            base_url: format!("http://127.0.0.1:{}/", self.api)
-                .parse()
-                .expect("a URL"),
+            base_url: self.server.base_url().parse().expect("a URL"),
             server_id: "localhost".into(),
             request_timeout: Duration::from_secs(5),
             max_attempts: 2,
@@ -183,8 +109,8 @@ async fn a_zone_is_read_signed_and_unsigned_through_the_trait() {
     assert_eq!(flags[0].dnssec_enabled, Some(false));
     assert_eq!(
         Provider::largest_ttl(&client, "ex.test").await.unwrap(),
-        Some(3600),
-        "SOA and NS at the default TTL"
+        Some(2),
+        "SOA and NS at the server's default-ttl (2 in the lab)"
     );
     assert_eq!(
         Provider::dnssec_key(&client, "ex.test").await,

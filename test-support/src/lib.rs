@@ -21,6 +21,7 @@ pub mod fake;
 pub mod fault_proxy;
 pub mod ha;
 pub mod knot;
+pub mod pdns;
 pub mod postgres;
 pub mod rig;
 pub mod scripted_dns;

@@ -10,6 +10,9 @@
 //!  <child>    127.0.B.6   knotd   the old provider's signing primary, ns1.old.test.,
 //!   (moving   127.0.B.7   knotd   its secondary, ns2.old.test.  its own keys; only
 //!    in)                          with zones moving in
+//!  <child>    127.0.B.8   pdns_server  PowerDNS with sqlite3, ns1.pdns.test. and
+//!             127.0.B.9                ns2.pdns.test.: a second provider, through its
+//!                                      own API; only with zones at PowerDNS
 //!  resolver   127.0.B.53  unbound validating, the lab anchor
 //! ```
 //! All on one port: 53 when it is free on every address, else one the kernel picks. On
@@ -43,6 +46,9 @@ pub const API_KEY: &str = "e2e-knot-api-key";
 pub const PROVIDER_NS: [&str; 2] = ["ns1.dns.test.", "ns2.dns.test."];
 /// The old provider's name servers, a zone moving in starts delegated to.
 pub const OLD_NS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+/// PowerDNS's name servers (one server on two addresses).
+pub const PDNS_NS: [&str; 2] = ["ns1.pdns.test.", "ns2.pdns.test."];
+pub const PDNS_API_KEY: &str = "e2e-pdns-api-key";
 
 /// What a world starts with beyond [`RealWorld::start`]'s zones at the provider.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +62,9 @@ pub struct WorldOptions {
     /// rule 9 waits out). Unbound prefers the apex NS it learns from the old servers to
     /// the TLD's, so both must be long for it to stay.
     pub old_ns_ttl: Option<u32>,
+    /// Zones (also in `zones`) hosted at a real PowerDNS instead of the simulated
+    /// provider, delegated to [`PDNS_NS`]; the configuration names it `[providers.pdns]`.
+    pub at_powerdns: Vec<String>,
     /// Unbound's `val-max-restart` (its default 5 when `None`): 0 makes it fail a bogus
     /// answer at once instead of asking other servers and the parent again.
     pub val_max_restart: Option<u32>,
@@ -145,6 +154,8 @@ pub struct RealWorld {
     pub secondary: Knot,
     /// The old provider, when some zone starts there.
     pub old: Option<OldProvider>,
+    /// PowerDNS, when some zone is hosted there.
+    pub pdns: Option<crate::pdns::Pdns>,
     /// Unbound follows the referrals from the root (port 53); false: it has stub zones.
     pub follows_referrals: bool,
     pub anchor: PathBuf,
@@ -184,19 +195,36 @@ impl RealWorld {
     /// provider (signed there, its DS at both TLD servers), the others at the provider.
     pub async fn start_with(block: u8, zones: &[&str], options: WorldOptions) -> Result<Self> {
         crate::knot::ensure_packages(&["knot", "knot-dnsutils", "unbound"])?;
-        for z in &options.at_old_provider {
+        for z in options.at_old_provider.iter().chain(&options.at_powerdns) {
             if !zones.contains(&z.as_str()) {
                 return Err(format!(
-                    "{z} is at the old provider but not among {zones:?}"
+                    "{z} is at the old provider or PowerDNS but not among {zones:?}"
                 ));
             }
         }
+        let at_pdns: Vec<&str> = options.at_powerdns.iter().map(String::as_str).collect();
+        // The zones at the simulated provider.
+        let sim_zones: Vec<&str> = zones
+            .iter()
+            .copied()
+            .filter(|z| !at_pdns.contains(z))
+            .collect();
         let moving: Vec<&str> = options.at_old_provider.iter().map(String::as_str).collect();
         let old_ns_ttl = options.old_ns_ttl.unwrap_or(2).max(1);
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let at = |h| ip(block, h);
-        let port =
-            crate::knot::pick_port(&[at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(53)])?;
+        let port = crate::knot::pick_port(&[
+            at(1),
+            at(2),
+            at(3),
+            at(4),
+            at(5),
+            at(6),
+            at(7),
+            at(8),
+            at(9),
+            at(53),
+        ])?;
         let follows_referrals = port == 53;
         if !follows_referrals {
             eprintln!(
@@ -210,14 +238,16 @@ impl RealWorld {
         let mut tld = format!(
             "$ORIGIN test.\n{}@ 3600 NS a.nic.test.\n@ 3600 NS b.nic.test.\n\
              a.nic 3600 A {}\nb.nic 3600 A {}\nns1.dns 3600 A {}\nns2.dns 3600 A {}\n\
-             ns1.old 3600 A {}\nns2.old 3600 A {}\n",
+             ns1.old 3600 A {}\nns2.old 3600 A {}\nns1.pdns 3600 A {}\nns2.pdns 3600 A {}\n",
             soa("a.nic.test."),
             at(2),
             at(3),
             at(4),
             at(5),
             at(6),
-            at(7)
+            at(7),
+            at(8),
+            at(9)
         );
         // The old provider signs with keys made up front, so their DS goes into `test.`.
         let mut old = if moving.is_empty() {
@@ -260,7 +290,13 @@ impl RealWorld {
         let mut bodies = HashMap::new();
         let mut primary_zones = Vec::new();
         let mut secondary_zones = Vec::new();
-        for z in zones {
+        for z in &at_pdns {
+            tld.push_str(&format!(
+                "{z} 2 NS {}\n{z} 2 NS {}\n",
+                PDNS_NS[0], PDNS_NS[1]
+            ));
+        }
+        for z in &sim_zones {
             match old.as_ref().and_then(|o| o.ds.get(*z)) {
                 Some(ds) => tld.push_str(&format!(
                     "{z} {old_ns_ttl} NS {}\n{z} {old_ns_ttl} NS {}\n{z} 2 DS {ds}\n",
@@ -343,10 +379,28 @@ impl RealWorld {
             (tld_a.socket(), "test.".to_string()),
             (tld_b.socket(), "test.".to_string()),
         ];
-        for z in zones {
+        for z in &sim_zones {
             waits.push((primary.socket(), z.to_string()));
             waits.push((secondary.socket(), z.to_string()));
         }
+        let pdns = if at_pdns.is_empty() {
+            None
+        } else {
+            let pdns = crate::pdns::Pdns::start(
+                &dir.path().join("pdns"),
+                &[at(8), at(9)],
+                port,
+                PDNS_API_KEY,
+            )?;
+            for z in &at_pdns {
+                let body = child_body(z, &PDNS_NS, 2, "pdns").replace("$SERIAL", "1");
+                pdns.load_zone(z, &body)?;
+                for h in [8, 9] {
+                    waits.push((std::net::SocketAddr::from((at(h), port)), z.to_string()));
+                }
+            }
+            Some(pdns)
+        };
         if let Some(o) = &old {
             for z in &moving {
                 waits.push((o.primary.socket(), z.to_string()));
@@ -375,7 +429,9 @@ impl RealWorld {
         if !follows_referrals {
             stubs.push(("test.", vec![at(2), at(3)]));
             for z in zones {
-                if moving.contains(z) {
+                if at_pdns.contains(z) {
+                    stubs.push((z, vec![at(8), at(9)]));
+                } else if moving.contains(z) {
                     stubs.push((z, vec![at(6), at(7)]));
                 } else {
                     stubs.push((z, vec![at(4), at(5)]));
@@ -413,7 +469,7 @@ impl RealWorld {
         )
         .await
         .map_err(|e| e.to_string())?;
-        for z in zones {
+        for z in &sim_zones {
             sim.handle().add_zone(z);
         }
         let key = dir.path().join("api-key");
@@ -430,12 +486,23 @@ impl RealWorld {
                  [timing]\npoll_waiting = \"300ms\"\npoll_active = \"1s\"\npropagation_margin = \"1s\"\n\
                  ds_overdue_after = \"1h\"\nds_removal_overdue_after = \"1h\"\npartial_stuck_after = \"1h\"\n\
                  observation_failing_after = \"1h\"\nretry_base = \"200ms\"\nassumed_ds_ttl = \"2s\"\nassumed_ns_ttl = \"3s\"\n\
-                 [zones]\nnames = [{}]\n",
+                 [zones]\nnames = [{}]\n{}",
                 sim.base_url(),
                 dir.path().join("state.db"),
                 at(1),
                 unbound.addr,
-                names.join(", ")
+                names.join(", "),
+                pdns.as_ref().map_or_else(String::new, |p| {
+                    let key = dir.path().join("pdns-api-key");
+                    if let Err(e) = std::fs::write(&key, format!("{PDNS_API_KEY}\n")) {
+                        eprintln!("cannot write {}: {e}", key.display());
+                    }
+                    format!(
+                        "[providers.pdns]\nkind = \"powerdns\"\nbase_url = \"{}\"\napi_key_file = {key:?}\n\
+                         request_timeout = \"5s\"\nmax_attempts = 2\nretry_budget = \"5s\"\n",
+                        p.base_url()
+                    )
+                })
             ),
         )
         .map_err(|e| e.to_string())?;
@@ -457,6 +524,7 @@ impl RealWorld {
             primary,
             secondary,
             old,
+            pdns,
             follows_referrals,
             anchor,
             config,
@@ -541,6 +609,14 @@ impl RealWorld {
             .ok_or_else(|| format!("Knot has no key for {zone}"))
     }
 
+    /// The DS of the key PowerDNS signs `zone` with, as PowerDNS computes it.
+    pub fn pdns_ds(&self, zone: &str) -> Result<String> {
+        self.pdns
+            .as_ref()
+            .ok_or_else(|| "no PowerDNS in this world".to_string())?
+            .ds(zone)
+    }
+
     /// Unbound's `(rcode, AD)` for `www.<zone> A`, after a flush of what it knew.
     pub async fn resolve_fresh(&self, zone: &str) -> Result<(String, bool)> {
         self.unbound.flush(zone)?;
@@ -561,8 +637,13 @@ impl RealWorld {
                 )
             })
             .unwrap_or_default();
+        let pdns = self
+            .pdns
+            .as_ref()
+            .map(|p| format!("--- pdns ---\n{}", p.log()))
+            .unwrap_or_default();
         format!(
-            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}{old}",
+            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}{old}{pdns}",
             self.primary.log(),
             self.secondary.log(),
             self.tld_a.log(),
