@@ -136,3 +136,105 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
         .collect();
     assert_eq!(on_off, vec![true], "the Gcore zone was switched on once");
 }
+
+/// Behind the daemon's back at PowerDNS: a second entry-point key (which DS to enter is
+/// then not the daemon's guess: rule 8), and DNSSEC switched off while the DS is
+/// published (the same decision as for the Gcore API: alert, and switched on again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_changed_and_dnssec_off_behind_the_back_at_powerdns() {
+    let pd = "pd.test.";
+    let w = world(69, &[pd], &[pd]).await;
+    let daemon = Daemon::start(&w.config, &w.dir.path().join("daemon.log")).unwrap();
+    let pdns = w.pdns.as_ref().unwrap();
+    let told = enable_to_awaiting_ds(&w, &daemon, pd).await;
+    let ds = w.pdns_ds(pd).unwrap();
+    assert!(told.contains(&ds.to_ascii_uppercase()), "told {told}, {ds}");
+
+    // A second active entry point: no DS is told while it is there.
+    let added = pdns
+        .pdnsutil(&["add-zone-key", pd, "ksk", "active", "published", "ecdsa256"])
+        .unwrap();
+    let id = added
+        .split_whitespace()
+        .rev()
+        .find(|t| t.parse::<u32>().is_ok())
+        .unwrap_or_else(|| panic!("no key id in {added:?}"))
+        .to_string();
+    let mut withheld = false;
+    for _ in 0..100 {
+        let s = status(&w.config, pd);
+        if s["ds_to_enter"].is_null()
+            && s["provider_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("several active entry-point keys"))
+        {
+            withheld = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        withheld,
+        "the DS withheld while two keys stand\n{}",
+        status(&w.config, pd)
+    );
+    pdns.pdnsutil(&["remove-zone-key", pd, &id]).unwrap();
+    let mut told_again = false;
+    for _ in 0..100 {
+        if status(&w.config, pd)["ds_to_enter"]
+            .as_str()
+            .is_some_and(|d| d.to_ascii_uppercase().contains(&ds.to_ascii_uppercase()))
+        {
+            told_again = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(told_again, "{}", status(&w.config, pd));
+
+    w.publish_ds(pd, Tld::Both, &ds).unwrap();
+    wait_state(&w.config, pd, "active", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+
+    // Switched off at PowerDNS while the DS is published: every key deleted at once.
+    pdns.pdnsutil(&["disable-dnssec", pd]).unwrap();
+    let mut seen = false;
+    for _ in 0..100 {
+        if history(&w.config, pd).contains("switched off outside dnssec-warden") {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let story = history(&w.config, pd);
+    assert!(seen, "the drift seen within a few polls\n{story}");
+    assert!(story.contains("alert dnssec_off_with_ds"), "{story}");
+    // Switched on again (the intent is "enabled"): PowerDNS makes a new key, whose DS
+    // is not the one published; the zone is not called active on the old one.
+    let mut new_ds = None;
+    for _ in 0..100 {
+        if let Ok(d) = w.pdns_ds(pd)
+            && d != ds
+        {
+            new_ds = Some(d);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let new_ds = new_ds.unwrap_or_else(|| panic!("signed again\n{}", history(&w.config, pd)));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_ne!(state(&w.config, pd), "active", "{}", history(&w.config, pd));
+    // The registrar enters the new DS: active again, the alert resolved.
+    w.publish_ds(pd, Tld::Both, &new_ds).unwrap();
+    wait_state(&w.config, pd, "active", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", history(&w.config, pd)));
+    let kinds = alert_kinds(&w.config, pd);
+    assert!(
+        !kinds.contains(&"dnssec_off_with_ds".to_string()),
+        "{kinds:?}"
+    );
+    let (rcode, ad) = w.resolve_fresh(pd).await.unwrap();
+    assert_eq!((rcode.as_str(), ad), ("No Error", true));
+}

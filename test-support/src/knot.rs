@@ -660,6 +660,8 @@ impl Unbound {
             val_max_restart,
         } = *options;
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        // A bogus answer is held 2 s like every other TTL of the lab (Unbound's default,
+        // 60 s, would only make a zone repaired in a test wait a minute for the resolver).
         let mut conf = format!(
             "server:\n  interface: {addr}\n  port: {port}\n  do-ip6: no\n\
              \x20 do-not-query-localhost: no\n  username: \"\"\n  chroot: \"\"\n\
@@ -668,6 +670,7 @@ impl Unbound {
              \x20 trust-anchor-file: \"{anchor}\"\n  ede: yes\n\
              \x20 local-zone: \"test.\" nodefault\n  val-log-level: 2\n\
              \x20 cache-max-ttl: {cache_max_ttl}\n  cache-max-negative-ttl: 2\n  infra-host-ttl: 2\n\
+             \x20 val-bogus-ttl: 2\n\
              \x20 val-max-restart: {val_max_restart}\n\
              \x20 access-control: 127.0.0.0/8 allow\n\
              remote-control:\n  control-enable: yes\n  control-use-cert: no\n\
