@@ -238,3 +238,119 @@ async fn keys_changed_and_dnssec_off_behind_the_back_at_powerdns() {
     let (rcode, ad) = w.resolve_fresh(pd).await.unwrap();
     assert_eq!((rcode.as_str(), ad), ("No Error", true));
 }
+
+/// The PowerDNS API failing mid-flow and the daemon killed at random moments: a switch
+/// whose answer was lost (500 after it took effect) is settled by looking, never taken
+/// as refused; a switch-off the API cannot take waits, signed, until it can; the zone
+/// ends disabled with no validation failure on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_powerdns_api_failing_and_sigkill_mid_flow_converge() {
+    use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule};
+
+    let pd = "pd.test.";
+    let w = world(70, &[pd], &[pd]).await;
+    let pdns = w.pdns.as_ref().unwrap();
+    let upstream: url::Url = pdns.base_url().parse().unwrap();
+    let proxy = FaultProxy::start(upstream.clone()).await.unwrap();
+    let config = std::fs::read_to_string(&w.config).unwrap();
+    std::fs::write(
+        &w.config,
+        config.replace(&pdns.base_url(), proxy.url().as_str()),
+    )
+    .unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let mut daemon = Daemon::start(&w.config, &log).unwrap();
+    let mut rng = fastrand::Rng::with_seed(
+        std::env::var("E2E_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| fastrand::u64(..)),
+    );
+    eprintln!("seed {}", rng.get_seed());
+    async fn chaos(daemon: &mut Daemon, rng: &mut fastrand::Rng, config: &Path, log: &Path) {
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(rng.u64(50..900))).await;
+            daemon.kill();
+            *daemon = Daemon::start(config, log).unwrap();
+        }
+    }
+
+    // Both attempts of the switch-on reach PowerDNS and take effect; both answers are
+    // lost (500).
+    wait_state(&w.config, pd, "disabled", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+    proxy.add_fault(
+        Rule::new(Fault::AfterForward {
+            status: 500,
+            delay: Duration::ZERO,
+        })
+        .method("PUT")
+        .times(2),
+    );
+    let (ok, _, err) = cli(&w.config, &["enable", pd]);
+    assert!(ok, "{err}");
+    wait_state(&w.config, pd, "awaiting_ds", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+    let story = history(&w.config, pd);
+    for said in [
+        "the call to switch DNSSEC on may or may not have taken effect",
+        "the call to switch DNSSEC on took effect",
+    ] {
+        assert!(story.contains(said), "{said:?}\n{story}");
+    }
+    let ds = w.pdns_ds(pd).unwrap();
+    assert!(
+        status(&w.config, pd)["ds_to_enter"]
+            .as_str()
+            .is_some_and(|d| d.to_ascii_uppercase().contains(&ds.to_ascii_uppercase())),
+        "{}",
+        status(&w.config, pd)
+    );
+    w.publish_ds(pd, Tld::Both, &ds).unwrap();
+    chaos(&mut daemon, &mut rng, &w.config, &log).await;
+    wait_state(&w.config, pd, "active", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+
+    // The API gone while the DS is removed: the switch-off waits, the zone stays signed.
+    let probe = Probe::start(&w, pd);
+    let (ok, _, err) = cli(&w.config, &["disable", pd]);
+    assert!(ok, "{err}");
+    wait_state(&w.config, pd, "awaiting_ds_removal", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+    let addr = proxy.addr();
+    drop(proxy);
+    w.remove_ds(pd, Tld::Both).unwrap();
+    chaos(&mut daemon, &mut rng, &w.config, &log).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_ne!(
+        state(&w.config, pd),
+        "disabled",
+        "{}",
+        history(&w.config, pd)
+    );
+    assert!(
+        w.pdns_ds(pd).is_ok(),
+        "signed while the API cannot be asked"
+    );
+    let proxy = FaultProxy::start_on(addr, upstream).await.unwrap();
+    chaos(&mut daemon, &mut rng, &w.config, &log).await;
+    wait_state(&w.config, pd, "disabled", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", history(&w.config, pd)));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (bogus, answers) = probe.finish().await;
+    assert_eq!(bogus, 0, "{answers:?}\n{}", history(&w.config, pd));
+    assert!(w.pdns_ds(pd).is_err(), "PowerDNS's keys are gone");
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .any(|r| r.method == "PUT" && r.carries("false")),
+        "switched off through the API once it was back"
+    );
+    assert!(alert_kinds(&w.config, pd).is_empty());
+}
