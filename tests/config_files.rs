@@ -269,3 +269,31 @@ fn check_config_reads_the_secret_but_never_prints_it() {
     );
     assert!(!all.contains("very-secret-key"));
 }
+
+/// The `[providers.NAME]` block config.example.toml shows, uncommented, parses into a
+/// second account beside `[provider]`.
+#[test]
+fn the_example_second_provider_parses_once_uncommented() {
+    use dnssec_warden::provider::fleet::ProviderOptions;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("# [providers.pdns]").expect("the example block");
+    let block: String = text[start..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| l.starts_with('[') || l.contains(" = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let settings = Settings::parse(&format!("{text}\n{block}"), &path)
+        .unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let names: Vec<&str> = settings.providers.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["gcore", "pdns"]);
+    match &settings.providers[1].options {
+        ProviderOptions::PowerDns { settings, .. } => {
+            assert_eq!(settings.base_url.as_str(), "http://127.0.0.1:8081/");
+            assert_eq!(settings.server_id, "localhost");
+        }
+        other => panic!("{other:?}"),
+    }
+}
