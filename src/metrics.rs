@@ -2,6 +2,9 @@
 //! at every scrape (so it is never stale and holds no state of its own).
 //!
 //! - `dnssec_warden_zones{state}`: zones per lifecycle state, `unobserved` included;
+//! - `dnssec_warden_provider_zones{provider}`: zones per provider account, as their last
+//!   look found them (with several accounts; a zone whose holder was not known is in
+//!   none);
 //! - `dnssec_warden_alerts_open{kind,severity}`: open alerts per kind (daemon-wide ones
 //!   once they alert);
 //! - `dnssec_warden_daemon_condition{kind}`: daemon-wide conditions holding now
@@ -294,6 +297,24 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
             &mut out,
             "dnssec_warden_zones",
             &[("state", label)],
+            n as f64,
+        );
+    }
+
+    let mut accounts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for account in zones.iter().filter_map(|z| z.account.as_deref()) {
+        *accounts.entry(account).or_default() += 1;
+    }
+    family(
+        &mut out,
+        "dnssec_warden_provider_zones",
+        "Zones per provider account, as their last look found them.",
+    );
+    for (account, n) in accounts {
+        sample(
+            &mut out,
+            "dnssec_warden_provider_zones",
+            &[("provider", account)],
             n as f64,
         );
     }

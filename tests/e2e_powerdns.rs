@@ -50,6 +50,10 @@ fn history(config: &Path, zone: &str) -> String {
 async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound() {
     let (gc, pd) = ("gc.test.", "pd.test.");
     let w = world(68, &[gc, pd], &[pd]).await;
+    let metrics = dnssec_warden_test_support::pdns::free_port().unwrap();
+    let mut config = std::fs::read_to_string(&w.config).unwrap();
+    config.push_str(&format!("[metrics]\nlisten = \"127.0.0.1:{metrics}\"\n"));
+    std::fs::write(&w.config, config).unwrap();
     let daemon = Daemon::start(&w.config, &w.dir.path().join("daemon.log")).unwrap();
 
     // Each zone is told at the account that holds it, and named so.
@@ -67,6 +71,18 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
     );
     assert_eq!(status(&w.config, pd)["provider"], "pdns");
     assert_eq!(status(&w.config, gc)["provider"], "gcore");
+    let scraped = reqwest::get(format!("http://127.0.0.1:{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "dnssec_warden_provider_zones{provider=\"gcore\"} 1",
+        "dnssec_warden_provider_zones{provider=\"pdns\"} 1",
+    ] {
+        assert!(scraped.contains(line), "{line} in\n{scraped}");
+    }
     assert!(
         w.sim.handle().calls().iter().all(|c| !c.is_dnssec_on(pd)),
         "the PowerDNS zone never reached the simulated provider"

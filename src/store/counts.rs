@@ -17,6 +17,8 @@ pub struct ZoneHealth {
     /// Incomplete observations in a row, and since when.
     pub failures: i64,
     pub failing_since: Option<Timestamp>,
+    /// The provider account that held the zone at the last look, where it was known.
+    pub account: Option<String>,
 }
 
 struct RawHealth {
@@ -24,14 +26,33 @@ struct RawHealth {
     state: Option<String>,
     last_observed_at: Option<i64>,
     facts: String,
+    last_brief: Option<String>,
 }
 
 from_row!(RawHealth {
     name,
     state,
     last_observed_at,
-    facts
+    facts,
+    last_brief
 });
+
+/// The account in an observation's brief (`{"provider":{"account":…}}`); only that is
+/// read of it.
+fn brief_account(brief: Option<&str>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Brief {
+        provider: Option<Part>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Part {
+        account: Option<String>,
+    }
+    serde_json::from_str::<Brief>(brief?)
+        .ok()?
+        .provider?
+        .account
+}
 
 impl Store {
     /// Every zone's state and observation health, by name.
@@ -39,7 +60,7 @@ impl Store {
         let rows: Vec<RawHealth> = shared_read!(self, |pool| {
             sqlx::query_as(
                 "SELECT name, state, CASE WHEN sampled_at > last_observed_at THEN sampled_at \
-                 ELSE last_observed_at END AS last_observed_at, facts FROM zones ORDER BY name",
+                 ELSE last_observed_at END AS last_observed_at, facts, last_brief FROM zones ORDER BY name",
             )
             .fetch_all(pool)
             .await?
@@ -53,6 +74,7 @@ impl Store {
                     last_observed_at: r.last_observed_at.map(Timestamp),
                     failures: i64::from(facts.failures),
                     failing_since: facts.failing_since,
+                    account: brief_account(r.last_brief.as_deref()),
                 })
             })
             .collect()
