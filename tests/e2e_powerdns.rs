@@ -137,6 +137,16 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
     let (rcode, ad) = w.resolve_fresh(pd).await.unwrap();
     assert_eq!((rcode.as_str(), ad), ("No Error", false), "insecure again");
 
+    // The history names the account each call went to.
+    for (zone, said) in [
+        (pd, "provider pdns: DNSSEC switched on"),
+        (pd, "provider pdns: DNSSEC switched off"),
+        (gc, "provider gcore: DNSSEC switched on"),
+    ] {
+        let story = history(&w.config, zone);
+        assert!(story.contains(said), "{said:?} in\n{story}");
+    }
+
     // The Gcore zone never moved, and no alert was raised on either.
     assert_eq!(state(&w.config, gc), "active");
     for zone in [gc, pd] {

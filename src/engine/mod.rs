@@ -739,14 +739,15 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 _ => continue,
             };
             let said = if on { "on" } else { "off" };
+            let who = self.provider_named(zone);
             let reason = if on == wanted {
                 format!(
-                    "provider: DNSSEC is {said}: the call to {} took effect",
+                    "{who}: DNSSEC is {said}: the call to {} took effect",
                     item.effect.describe()
                 )
             } else {
                 format!(
-                    "provider: DNSSEC is {said}: the call to {} did not take effect",
+                    "{who}: DNSSEC is {said}: the call to {} did not take effect",
                     item.effect.describe()
                 )
             };
@@ -760,24 +761,33 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
 
     /// The outcome of a failed provider call: refused or not performed (nothing changed),
     /// or unknown (the request may have reached the provider and taken effect).
-    fn call_failed(action: &str, e: &ProviderError) -> (OutboxStatus, String) {
+    fn call_failed(who: &str, action: &str, e: &ProviderError) -> (OutboxStatus, String) {
         let note = match e.class() {
             ErrorClass::Unknown => {
                 return (
                     OutboxStatus::Unknown,
                     format!(
-                        "provider: the call to {action} may or may not have taken effect ({e}); the next observation settles it"
+                        "{who}: the call to {action} may or may not have taken effect ({e}); the next observation settles it"
                     ),
                 );
             }
             ErrorClass::NotPerformed => {
-                format!("provider: the call to {action} was not performed: {e}")
+                format!("{who}: the call to {action} was not performed: {e}")
             }
             ErrorClass::Refused | ErrorClass::NotFound => {
-                format!("provider refused to {action}: {e}")
+                format!("{who} refused to {action}: {e}")
             }
         };
         (OutboxStatus::Failed, note)
+    }
+
+    /// How the history names the zone's provider: by its account's name where several
+    /// are configured and the holder is known.
+    fn provider_named(&self, zone: &str) -> String {
+        match self.provider.account(zone) {
+            Some(account) if self.provider.accounts() > 1 => format!("provider {account}"),
+            _ => "provider".to_string(),
+        }
     }
 
     /// Claims an effect right before it is performed: marked begun (a provider call) and,
@@ -822,13 +832,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     Ok(done) => (
                         OutboxStatus::Done,
                         format!(
-                            "provider: DNSSEC switched on{}",
+                            "{}: DNSSEC switched on{}",
+                            self.provider_named(zone),
                             done.key
                                 .map(|k| format!(" (key tag {})", k.key_tag()))
                                 .unwrap_or_default()
                         ),
                     ),
-                    Err(e) => Self::call_failed("switch DNSSEC on", &e),
+                    Err(e) => Self::call_failed(&self.provider_named(zone), "switch DNSSEC on", &e),
                 },
                 Effect::DisableDnssec => match self.disable_guarded(zone, &item).await? {
                     Some(outcome) => outcome,
@@ -991,10 +1002,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         Ok(Some(match self.switch(zone, false).await {
             Ok(_) => (
                 OutboxStatus::Done,
-                "provider: DNSSEC switched off (every parent server confirmed no DS just before)"
-                    .to_string(),
+                format!(
+                    "{}: DNSSEC switched off (every parent server confirmed no DS just before)",
+                    self.provider_named(zone)
+                ),
             ),
-            Err(e) => Self::call_failed("switch DNSSEC off", &e),
+            Err(e) => Self::call_failed(&self.provider_named(zone), "switch DNSSEC off", &e),
         }))
     }
 

@@ -419,6 +419,10 @@ impl<P: Provider> Provider for Providers<P> {
     fn account(&self, zone: &str) -> Option<String> {
         self.holder_known(zone).map(str::to_string)
     }
+
+    fn accounts(&self) -> usize {
+        self.accounts.len()
+    }
 }
 
 #[cfg(test)]

@@ -96,4 +96,8 @@ pub trait Provider: Send + Sync {
     fn account(&self, _zone: &str) -> Option<String> {
         None
     }
+    /// How many accounts stand behind this provider (1 for a lone client).
+    fn accounts(&self) -> usize {
+        1
+    }
 }
