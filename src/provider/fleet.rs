@@ -173,6 +173,9 @@ pub struct Providers<P = Client> {
     listed: Mutex<Vec<Option<Arc<HashSet<String>>>>>,
     /// The holder found by asking every account, for zones no listing settles.
     asked: Mutex<HashMap<String, usize>>,
+    /// The account each zone was last read at: where its look was made, and so the only
+    /// one a switch decided on that look may go to.
+    looked: Mutex<HashMap<String, usize>>,
 }
 
 impl<P> std::fmt::Debug for Providers<P> {
@@ -209,6 +212,7 @@ impl<P: Provider> Providers<P> {
             accounts,
             listed,
             asked: Mutex::default(),
+            looked: Mutex::default(),
         }
     }
 
@@ -270,6 +274,7 @@ impl<P: Provider> Providers<P> {
             }
         }
         let Asked { found, unknown } = self.ask_every_account(zone).await;
+        self.learn(&name, &found, &unknown);
         match (found.as_slice(), unknown.is_empty()) {
             (&[i], true) => {
                 self.asked().insert(name, i);
@@ -310,6 +315,29 @@ impl<P: Provider> Providers<P> {
         &self.accounts[index].0
     }
 
+    /// What asking every account taught: the listings' view follows it (the zone added
+    /// where it was found, removed where an account said it has none), so that a later
+    /// listing-based answer does not contradict the latest word.
+    fn learn(&self, name: &str, found: &[usize], unknown: &[String]) {
+        let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, set) in listed.iter_mut().enumerate() {
+            let Some(set) = set else { continue };
+            let has = found.contains(&i);
+            let prefix = format!("{}: ", self.accounts[i].0);
+            let silent = unknown.iter().any(|u| u.starts_with(&prefix));
+            if silent || set.contains(name) == has {
+                continue;
+            }
+            let mut changed = HashSet::clone(set);
+            if has {
+                changed.insert(name.to_string());
+            } else {
+                changed.remove(name);
+            }
+            *set = Arc::new(changed);
+        }
+    }
+
     fn several(&self, name: &str, found: &[usize]) -> ProviderError {
         let names: Vec<&str> = found.iter().map(|&i| self.accounts[i].0.as_str()).collect();
         ProviderError::Owner(format!(
@@ -327,14 +355,29 @@ impl<P: Provider> Providers<P> {
         F: Fn(&'a P) -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
     {
-        let i = self.holder(zone, false).await?;
-        match call(&self.accounts[i].1).await {
-            Err(ProviderError::NotFound(_)) if self.accounts.len() > 1 => {
-                let j = self.holder(zone, true).await?;
-                call(&self.accounts[j].1).await
-            }
-            other => other,
+        let mut i = self.holder(zone, false).await?;
+        let mut result = call(&self.accounts[i].1).await;
+        if matches!(result, Err(ProviderError::NotFound(_))) && self.accounts.len() > 1 {
+            i = self.holder(zone, true).await?;
+            result = call(&self.accounts[i].1).await;
         }
+        if result.is_ok()
+            && self.accounts.len() > 1
+            && let Ok(name) = fqdn(zone)
+        {
+            self.looked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name, i);
+        }
+        result
+    }
+
+    /// The account `zone` was last read at, if any.
+    fn looked_at(&self, zone: &str) -> Option<usize> {
+        let name = fqdn(zone).ok()?;
+        let looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
+        looked.get(&name).copied()
     }
 }
 
@@ -402,10 +445,25 @@ impl<P: Provider> Provider for Providers<P> {
         enabled: bool,
         may_send: SendPermit<'_>,
     ) -> Result<DnssecSwitched, ProviderError> {
-        // Never asked again on "not found": a switch goes to the account the zone's
-        // observation was made at, or nowhere.
-        let i = self.holder(zone, false).await?;
-        self.accounts[i].1.set_dnssec(zone, enabled, may_send).await
+        // The account the zone's look was made at, asked again with every other right
+        // before the switch (as the guard looks at the parent again): sent only if it is
+        // still the one account holding the zone, never on to another.
+        let looked = match self.looked_at(zone) {
+            Some(i) => i,
+            None => self.holder(zone, false).await?,
+        };
+        let now = self.holder(zone, true).await?;
+        if now != looked {
+            return Err(ProviderError::Owner(format!(
+                "{zone} moved from provider {} to {} since it was looked at; not sent until \
+                 it is looked at there",
+                self.accounts[looked].0, self.accounts[now].0
+            )));
+        }
+        self.accounts[now]
+            .1
+            .set_dnssec(zone, enabled, may_send)
+            .await
     }
 
     async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
@@ -439,6 +497,8 @@ mod tests {
         listing_fails: AtomicBool,
         unreachable: AtomicBool,
         zone_calls: AtomicUsize,
+        /// Reads answered with the zone.
+        served: AtomicUsize,
         switches: AtomicUsize,
     }
 
@@ -464,6 +524,7 @@ mod tests {
         async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
             self.zone_calls.fetch_add(1, Ordering::SeqCst);
             self.has(zone)?;
+            self.served.fetch_add(1, Ordering::SeqCst);
             Ok(HostedZone {
                 name: zone.into(),
                 dnssec_enabled: Some(false),
@@ -532,13 +593,16 @@ mod tests {
         assert_eq!(listed.len(), 2);
         assert_eq!(p.account("A.test"), Some("gcore".into()));
         assert_eq!(p.account("b.test."), Some("pdns".into()));
-        p.set_dnssec("b.test.", true, &yes).await.unwrap();
-        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 1);
-        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
-        // The listings decided: nobody was asked for a zone.
+        // The listings decide a read: only the holder is asked.
         p.zone("a.test.").await.unwrap();
         assert_eq!(at(&p, "pdns").zone_calls.load(Ordering::SeqCst), 0);
         assert_eq!(at(&p, "gcore").zone_calls.load(Ordering::SeqCst), 1);
+        // A switch: every account asked again right before, then only the holder.
+        p.set_dnssec("b.test.", true, &yes).await.unwrap();
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 1);
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+        assert_eq!(at(&p, "pdns").zone_calls.load(Ordering::SeqCst), 1);
+        assert_eq!(at(&p, "gcore").zone_calls.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
@@ -607,10 +671,107 @@ mod tests {
         at(&p, "pdns").zones.lock().unwrap().clear();
         at(&p, "gcore").zones.lock().unwrap().push("a.test.".into());
         p.zone_flags().await.unwrap();
+        p.zone("a.test.").await.unwrap();
+        // Looked at at gcore; moved to pdns before the switch.
         at(&p, "gcore").zones.lock().unwrap().clear();
         at(&p, "pdns").zones.lock().unwrap().push("a.test.".into());
         let err = p.set_dnssec("a.test.", false, &yes).await.unwrap_err();
-        assert!(matches!(err, ProviderError::NotFound(_)), "{err}");
+        assert!(matches!(err, ProviderError::Owner(_)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("moved from provider gcore to pdns"),
+            "{err}"
+        );
         assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 0);
+        // Looked at again there (the read follows the zone), the switch goes to it.
+        p.zone("a.test.").await.unwrap();
+        p.set_dnssec("a.test.", false, &yes).await.unwrap();
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 1);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(usize, usize),
+        Remove(usize, usize),
+        Listing,
+        Reachable(usize, bool),
+        Read(usize),
+        Switch(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0..3usize, 0..3usize).prop_map(|(a, z)| Op::Add(a, z)),
+            (0..3usize, 0..3usize).prop_map(|(a, z)| Op::Remove(a, z)),
+            Just(Op::Listing),
+            (0..3usize, proptest::bool::weighted(0.7)).prop_map(|(a, r)| Op::Reachable(a, r)),
+            (0..3usize).prop_map(Op::Read),
+            (0..3usize).prop_map(Op::Switch),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Rule 13 against the accounts' ground truth: a switch reaches an account only
+        /// when it is, at that moment, the one account holding the zone, every account
+        /// could say so, and it is the account the zone was last read at; and such a
+        /// switch is never withheld.
+        #[test]
+        fn a_switch_reaches_only_the_one_holder_the_zone_was_read_at(
+            ops in proptest::collection::vec(op(), 1..60)
+        ) {
+            let zones = ["a.test.", "b.test.", "c.test."];
+            let names = ["one", "two", "three"];
+            let p = Providers::new(names.iter().map(|n| (n.to_string(), Fake::default())).collect());
+            let fake = |i: usize| &p.accounts[i].1;
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let mut read_at: [Option<usize>; 3] = [None; 3];
+            for op in ops {
+                match op {
+                    Op::Add(a, z) => {
+                        let mut held = fake(a).zones.lock().unwrap();
+                        if !held.contains(&zones[z].to_string()) {
+                            held.push(zones[z].to_string());
+                        }
+                    }
+                    Op::Remove(a, z) => fake(a).zones.lock().unwrap().retain(|n| n != zones[z]),
+                    Op::Listing => {
+                        let _ = runtime.block_on(p.zone_flags());
+                    }
+                    Op::Reachable(a, up) => fake(a).unreachable.store(!up, Ordering::SeqCst),
+                    Op::Read(z) => {
+                        let before: Vec<usize> = (0..3).map(|i| fake(i).served.load(Ordering::SeqCst)).collect();
+                        if runtime.block_on(p.zone(zones[z])).is_ok() {
+                            let by = (0..3).find(|&i| fake(i).served.load(Ordering::SeqCst) > before[i]);
+                            read_at[z] = by;
+                        }
+                    }
+                    Op::Switch(z) => {
+                        let holders: Vec<usize> = (0..3)
+                            .filter(|&i| fake(i).zones.lock().unwrap().contains(&zones[z].to_string()))
+                            .collect();
+                        let all_up = (0..3).all(|i| !fake(i).unreachable.load(Ordering::SeqCst));
+                        let before: Vec<usize> = (0..3).map(|i| fake(i).switches.load(Ordering::SeqCst)).collect();
+                        let result = runtime.block_on(p.set_dnssec(zones[z], true, &yes));
+                        let got: Vec<usize> = (0..3)
+                            .filter(|&i| fake(i).switches.load(Ordering::SeqCst) > before[i])
+                            .collect();
+                        if let [to] = got.as_slice() {
+                            proptest::prop_assert_eq!(&holders, &vec![*to], "sent to {} while {:?} hold it", to, holders);
+                            proptest::prop_assert!(all_up, "sent while an account could not be asked");
+                            if let Some(read) = read_at[z] {
+                                proptest::prop_assert_eq!(read, *to, "sent to {} after a read at {}", to, read);
+                            }
+                        } else {
+                            proptest::prop_assert!(got.is_empty(), "sent to several: {:?}", got);
+                            let due = holders.len() == 1 && all_up && read_at[z] == Some(holders[0]);
+                            proptest::prop_assert!(!due, "withheld from {:?}: {:?}", holders, result);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
