@@ -170,6 +170,9 @@ pub struct AlertEvent {
     /// zone: a daemon paused mid-delivery can deliver an outdated request late.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
+    /// The provider account holding the zone at its last look, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// An alert episode's notification id (see [`AlertEvent::id`]).
@@ -246,6 +249,7 @@ impl AlertEvent {
             ds: ds.map(str::to_string),
             at: now.to_string(),
             seq: None,
+            provider: None,
         }
     }
 
@@ -293,6 +297,7 @@ impl AlertEvent {
             ds: None,
             at: now.to_string(),
             seq: None,
+            provider: None,
         }
     }
 
@@ -325,7 +330,14 @@ impl AlertEvent {
             ds: ds.map(str::to_string),
             at: now.to_string(),
             seq: Some(seq),
+            provider: None,
         }
+    }
+
+    /// The event naming the provider account that holds its zone.
+    pub fn with_provider(mut self, provider: Option<&str>) -> Self {
+        self.provider = provider.map(str::to_string);
+        self
     }
 
     /// The `DNSSEC_WARDEN_ALERT_*` variables an exec sink gets (empty when absent).
@@ -345,6 +357,7 @@ impl AlertEvent {
             ("TEXT", self.text.clone()),
             ("AT", self.at.clone()),
             ("SEQ", self.seq.map(|n| n.to_string()).unwrap_or_default()),
+            ("PROVIDER", opt(&self.provider)),
         ]
         .into_iter()
         .map(|(k, v)| (format!("DNSSEC_WARDEN_ALERT_{k}"), v))
@@ -508,6 +521,17 @@ mod tests {
         let env = e.env();
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_KIND".into(), "ds_mismatch".into())));
         assert!(env.contains(&("DNSSEC_WARDEN_ALERT_STATE".into(), "active".into())));
+        assert!(
+            json.get("provider").is_none(),
+            "no account known: none said"
+        );
+        let named = e.clone().with_provider(Some("pdns"));
+        assert_eq!(serde_json::to_value(&named).unwrap()["provider"], "pdns");
+        assert!(
+            named
+                .env()
+                .contains(&("DNSSEC_WARDEN_ALERT_PROVIDER".into(), "pdns".into()))
+        );
         let r = AlertEvent::for_alert(&row, EventKind::Renotify, None, None, Timestamp(0), None);
         assert_eq!(r.id, "alert-mem-7.0-renotify-0");
         // Another database, or the same episode number opened at another time (a copy

@@ -265,6 +265,7 @@ mod tests {
             ds: None,
             at: "2026-11-22T00:00:00Z".into(),
             seq: None,
+            provider: None,
         }
     }
 

@@ -278,7 +278,12 @@ impl Notifier {
     pub async fn deliver_alerts(&self, store: &Store, clock: &dyn Clock) -> Result<(), StoreError> {
         let now = clock.now();
         let owed = store.alerts_to_notify(now, self.renotify_after).await?;
-        type ZoneInfo = (Option<String>, Option<String>, Option<String>);
+        type ZoneInfo = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
         let mut zones: HashMap<String, ZoneInfo> = HashMap::new();
         for alert in owed {
             // Several daemons: a zone taken by another daemon since the list was read is
@@ -291,16 +296,24 @@ impl Notifier {
             }
             if !zones.contains_key(&alert.zone) {
                 let row = store.zone(&alert.zone).await?;
-                let info = row.map_or((None, None, None), |r| {
+                let info = row.map_or((None, None, None, None), |r| {
+                    let account = r
+                        .last_observation
+                        .as_ref()
+                        .and_then(|o| o.pointer("/provider/account"))
+                        .and_then(|a| a.as_str())
+                        .map(str::to_string);
                     (
                         r.zone.state.map(|s| State::as_str(s).to_string()),
                         r.zone.facts.ds_line,
                         r.zone.facts.ds_to_enter,
+                        account,
                     )
                 });
                 zones.insert(alert.zone.clone(), info);
             }
-            let (state, followed, to_enter) = zones.get(&alert.zone).cloned().unwrap_or_default();
+            let (state, followed, to_enter, account) =
+                zones.get(&alert.zone).cloned().unwrap_or_default();
             // A DS to remove is the followed one; a DS to enter only while rule 8 holds.
             let ds = match alert.kind {
                 AlertKind::DsRemovalOverdue => followed,
@@ -309,6 +322,7 @@ impl Notifier {
             let database = store.database_id();
             let event = |kind| {
                 AlertEvent::for_alert(&alert, kind, state.as_deref(), ds.as_deref(), now, database)
+                    .with_provider(account.as_deref())
             };
             if owes_open(&alert, now, self.renotify_after) {
                 let kind = if alert.notifications > 0 {
