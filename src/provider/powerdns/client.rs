@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::types::{Cryptokey, PdnsZone, ZoneEntry};
-use crate::dnssec::DnssecKey;
+use crate::dnssec::{DnssecKey, fqdn};
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, RetryPolicy,
@@ -88,7 +88,7 @@ impl PowerDnsClient {
 
     /// The zone's entry, found by name (`GET /zones?zone=`); its id is the server's own.
     pub async fn find_zone(&self, zone: &str) -> Result<ZoneEntry, ProviderError> {
-        let name = absolute(zone);
+        let name = fqdn(zone).map_err(|e| ProviderError::Invalid(e.to_string()))?;
         let entries: Vec<ZoneEntry> = self
             .json(
                 Method::GET,
@@ -340,7 +340,9 @@ impl Provider for PowerDnsClient {
     }
 }
 
-/// The API names zones with the trailing dot.
+/// A name as given, with the trailing dot the API wants: only for `create_zone` (tests
+/// and the lab), which lets the server judge the name; every call of the daemon's takes
+/// its zone through [`fqdn`], which refuses a name that is not one.
 fn absolute(name: &str) -> String {
     let name = name.trim();
     if name.ends_with('.') {
