@@ -48,13 +48,43 @@ fn history(config: &Path, zone: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound() {
-    let (gc, pd) = ("gc.test.", "pd.test.");
-    let w = world(68, &[gc, pd], &[pd]).await;
+    let (gc, pd, both) = ("gc.test.", "pd.test.", "both.test.");
+    let w = world(68, &[gc, pd, both], &[pd]).await;
+    // Also created at PowerDNS behind the daemon's back: at two accounts.
+    w.pdns
+        .as_ref()
+        .unwrap()
+        .load_zone(
+            both,
+            "$ORIGIN both.test.\n@ 2 SOA ns1.pdns.test. h.test. 1 3600 600 86400 2\n@ 2 NS ns1.pdns.test.\n",
+        )
+        .unwrap();
     let metrics = dnssec_warden_test_support::pdns::free_port().unwrap();
     let mut config = std::fs::read_to_string(&w.config).unwrap();
     config.push_str(&format!("[metrics]\nlisten = \"127.0.0.1:{metrics}\"\n"));
     std::fs::write(&w.config, config).unwrap();
     let daemon = Daemon::start(&w.config, &w.dir.path().join("daemon.log")).unwrap();
+
+    // A zone at two accounts: enable refused naming both, nothing recorded; the daemon
+    // sends it nothing and says why.
+    let (ok, _, err) = cli(&w.config, &["enable", both]);
+    assert!(!ok, "refused");
+    assert!(
+        err.contains("more than one provider (gcore and pdns)"),
+        "{err}"
+    );
+    let mut said = false;
+    for _ in 0..100 {
+        if status(&w.config, both)["provider_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("more than one provider (gcore and pdns)"))
+        {
+            said = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(said, "{}", status(&w.config, both));
 
     // Each zone is told at the account that holds it, and named so.
     let told_pd = enable_to_awaiting_ds(&w, &daemon, pd).await;
@@ -86,6 +116,14 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
     assert!(
         w.sim.handle().calls().iter().all(|c| !c.is_dnssec_on(pd)),
         "the PowerDNS zone never reached the simulated provider"
+    );
+    assert!(
+        w.sim
+            .handle()
+            .calls()
+            .iter()
+            .all(|c| !c.is_dnssec_on(both) && !c.is_dnssec_off(both)),
+        "the zone at two accounts is switched at neither"
     );
 
     for (zone, ds) in [(pd, &pdns_ds), (gc, &knot_ds)] {
