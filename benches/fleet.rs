@@ -9,7 +9,8 @@
 //!    after a restart (every cache empty), with the provider requests it made per zone;
 //! 3. its CPU between passes (each settled zone looked at once an hour in a slot of its
 //!    own, so a steady trickle), its peak RSS, the size of the SQLite file;
-//! 4. `status` and `status --json` over every zone.
+//! 4. `status` and `status --json` over every zone;
+//! 5. with `BENCH_FLEET_DECIDE`, a decision-heavy pass.
 //!
 //! `BENCH_FLEET_PERF=<file>` records a profile of the running daemon's steady pass;
 //! `BENCH_FLEET_EXE=<binary>` runs an earlier build of `dnssec-warden` (A/B comparisons on
@@ -19,7 +20,13 @@
 //!
 //! `BENCH_FLEET_TLD_ADDRESSES=<n>` serves the TLD on n addresses (2 by default; `.com`
 //! has 13 servers), `BENCH_FLEET_RRL=<rate>` has each rate-limit its responses (Knot's
-//! mod-rrl, slip 2) and runs the daemon at its default pace instead of unpaced.
+//! mod-rrl, slip 2) and runs the daemon at its default pace instead of unpaced;
+//! `BENCH_FLEET_LIMIT=<qps>` puts a per-source limiter (as dnsdist) in front of the last
+//! address, which prints, pass by pass, the highest rate this host reached there and what
+//! it dropped; `BENCH_FLEET_DECIDE=<n>` ends with a decision-heavy pass (5.): n active
+//! zones disabled at once, their DS removed at every TLD server (DS and DNSKEY TTLs of 10 s
+//! in this world), until every one is `disabled`, with the queries and provider requests
+//! a zone took.
 //!
 //! It prints figures with their goals beside them and asserts nothing about time. The last
 //! line is, for scripts: `fleet zones=<n> first_pass_steps_per_sec=<n> …`.
@@ -301,6 +308,39 @@ async fn states(db: &Path) -> Res<String> {
     Ok(format!("{}; {due} due within a minute", counts.join(" ")))
 }
 
+/// Of the zones in `list` (SQL literals), how many are not `disabled` yet.
+async fn not_disabled(db: &Path, list: &str) -> Res<usize> {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", db.display()))
+        .map_err(|e| e.to_string())?
+        .read_only(true);
+    let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM zones WHERE name IN ({list}) AND state IS NOT 'disabled'"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .map_err(|e| e.to_string())?;
+    let _ = conn.close().await;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// What the per-source limiter in front of one TLD address saw since `before` (with
+/// `BENCH_FLEET_LIMIT`): the highest rate one source reached there, and what it dropped.
+fn limiter_line(world: &BenchWorld, before: &mut bench_world::LimiterStats) {
+    let Some(limiter) = world.limiter.as_ref() else {
+        return;
+    };
+    let now = limiter.take();
+    println!(
+        "  at the rate-limited TLD address {} (a per-source limit, as dnsdist): {} queries, the highest rate from this host {} a second, {} dropped",
+        limiter.listen,
+        now.queries - before.queries,
+        now.peak_qps,
+        now.dropped - before.dropped
+    );
+    *before = now;
+}
+
 /// The fastest and the median of `runs` runs of `dnssec-warden <args>` (wall seconds), and
 /// the output size of the last.
 fn time_command(conf: &Path, args: &[&str], runs: usize) -> Res<(f64, f64, usize)> {
@@ -333,6 +373,12 @@ async fn bench() -> Res<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
     let total = Instant::now();
+    // `BENCH_FLEET_DECIDE=<n>`: after the steady passes, n active zones disabled at once.
+    let decide: usize = std::env::var("BENCH_FLEET_DECIDE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+        .min(zones.div_ceil(2));
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     // `BENCH_FLEET_TLD_ADDRESSES=13 BENCH_FLEET_RRL=20`: a TLD shaped like `.com`, each
     // address rate-limiting responses (Knot's mod-rrl, slip 2), the daemon at its default
@@ -346,6 +392,11 @@ async fn bench() -> Res<()> {
             .ok()
             .and_then(|v| v.parse().ok())
             .map(|rate| (rate, 2)),
+        limit: std::env::var("BENCH_FLEET_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        // A disable's wait (the DS TTL, then the DNSKEY TTL) fits in the bench.
+        ttl: (decide > 0).then_some(10),
     };
     let world = BenchWorld::start_shaped(BLOCK, zones, dir.path(), &shape).await?;
     let db = dir.path().join("state.db");
@@ -412,6 +463,8 @@ async fn bench() -> Res<()> {
     // child address), as a settled zone's looks are.
     let mut warm = Duration::ZERO;
     let (mut parent_q, mut child_q) = (0.0, 0.0);
+    let mut limited_before = world.limiter.as_ref().map(|l| l.take()).unwrap_or_default();
+    limiter_line(&world, &mut limited_before);
     for kind in ["full looks", "sampled looks"] {
         let since = now_ms();
         let perf = if kind == "sampled looks" {
@@ -470,6 +523,7 @@ async fn bench() -> Res<()> {
         println!(
             "  the other side of that pass: the TLD's knotd {knotd_warm:.1}s CPU; the child zones' servers and the simulator (this process) {world_warm:.1}s CPU"
         );
+        limiter_line(&world, &mut limited_before);
     }
     daemon.terminate(Duration::from_secs(30));
 
@@ -529,6 +583,72 @@ async fn bench() -> Res<()> {
     let peak = first_rss.max(steady_rss);
     println!("daemon peak RSS {peak:.1} MiB (goal at most 128 MiB)");
     daemon.terminate(Duration::from_secs(30));
+
+    // 5. A decision-heavy pass: `decide` active zones disabled at once, their DS removed
+    // at every TLD server by the registrar, waiting polls every 10 s; every one must reach
+    // `disabled` (none stuck on unknown answers) at the pace, slipped or not.
+    if decide > 0 {
+        let chosen: Vec<String> = (0..zones)
+            .step_by(2)
+            .take(decide)
+            .map(|i| bench_world::zone(i, zones))
+            .collect();
+        let list = chosen
+            .iter()
+            .map(|z| format!("'{z}'"))
+            .collect::<Vec<_>>()
+            .join(",");
+        write_every_zone(
+            &db,
+            &format!(
+                "UPDATE zones SET intent = 'disabled', next_check_at = 0 WHERE name IN ({list})"
+            ),
+        )
+        .await?;
+        let text = std::fs::read_to_string(&conf).map_err(|e| e.to_string())?;
+        std::fs::write(
+            &conf,
+            text.replace("poll_waiting = \"5m\"", "poll_waiting = \"10s\""),
+        )
+        .map_err(|e| e.to_string())?;
+        let removed = Instant::now();
+        world.remove_ds(&chosen)?;
+        println!(
+            "decision-heavy pass: {decide} active zones disabled at once, their DS removed at every TLD server in {:.1}s",
+            removed.elapsed().as_secs_f64()
+        );
+        sim.reset_requests();
+        let mut limited_before = world.limiter.as_ref().map(|l| l.take()).unwrap_or_default();
+        let started = Instant::now();
+        let mut daemon = start_daemon(&conf, &dir.path().join("decide.log"))?;
+        let mut left = decide;
+        while left > 0 && started.elapsed() < Duration::from_secs(1800) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            left = not_disabled(&db, &list).await?;
+        }
+        let took = started.elapsed();
+        let counted = scrape(metrics);
+        let got = |name: &str| counted.get(name).copied().unwrap_or(0.0);
+        let requests: u64 = sim.requests().values().sum();
+        println!(
+            "  {} of {decide} zones disabled in {:.1}s ({left} not; states: {}); {:.1} queries a zone ({:.0} in all, {:.0} waited for a server's pace, {:.0} servers slowed); {:.2} provider requests a zone",
+            decide - left,
+            took.as_secs_f64(),
+            states(&db).await?,
+            got("dnssec_warden_dns_queries_total") / decide as f64,
+            got("dnssec_warden_dns_queries_total"),
+            got("dnssec_warden_dns_queries_paced_total"),
+            got("dnssec_warden_dns_server_backoffs_total"),
+            requests as f64 / decide as f64,
+        );
+        limiter_line(&world, &mut limited_before);
+        daemon.terminate(Duration::from_secs(30));
+        if left > 0 {
+            return Err(format!(
+                "{left} of {decide} zones were not disabled within 30 minutes"
+            ));
+        }
+    }
     // `BENCH_FLEET_KEEP=<file>`: the database kept, to profile `status` on it.
     if let Some(keep) = std::env::var_os("BENCH_FLEET_KEEP") {
         std::fs::copy(&db, &keep).map_err(|e| e.to_string())?;

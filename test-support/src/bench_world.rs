@@ -19,6 +19,8 @@ use dnssec_warden_lab::DigestType;
 use dnssec_warden_lab::dns::{KeySource, World, ZoneData, server};
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
+pub use crate::dns_limiter::LimiterStats;
+use crate::dns_limiter::SourceLimiter;
 use crate::knot::{self, Knot, Signing, ZoneConf};
 
 pub type Res<T> = Result<T, String>;
@@ -52,6 +54,8 @@ pub struct BenchWorld {
     pub tld: [Ipv4Addr; 2],
     pub port: u16,
     pub anchor: PathBuf,
+    /// The per-source limiter in front of the TLD's last address, with `TldShape::limit`.
+    pub limiter: Option<SourceLimiter>,
     /// The TLD servers and the child zones' servers, stopped when the world is dropped.
     servers: (Knot, Knot, Vec<server::Running>),
     /// What the child zones' servers serve (and how many queries they read).
@@ -77,6 +81,13 @@ fn soa(ns: &str) -> String {
 pub struct TldShape {
     pub addresses: usize,
     pub rrl: Option<(u32, u32)>,
+    /// A per-source query limit (a second) in front of the last address, as dnsdist in
+    /// front of a TLD server: that address is a [`SourceLimiter`] forwarding to the
+    /// first TLD server, which counts the highest rate one source reached.
+    pub limit: Option<u64>,
+    /// The DS TTL at the TLD and the child zones' DNSKEY TTL (3600 and 300 when `None`):
+    /// short, a disable's wait (rule 2) fits in a benchmark.
+    pub ttl: Option<u32>,
 }
 
 impl Default for TldShape {
@@ -84,6 +95,8 @@ impl Default for TldShape {
         Self {
             addresses: 2,
             rrl: None,
+            limit: None,
+            ttl: None,
         }
     }
 }
@@ -140,6 +153,9 @@ impl BenchWorld {
                 KeySource::provider(handle.clone()),
             );
             data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+            if let Some(ttl) = shape.ttl {
+                data.dnskey_ttl = ttl;
+            }
             world.zones.insert(name, data);
         }
         let hosted: std::collections::BTreeSet<String> =
@@ -182,14 +198,16 @@ impl BenchWorld {
                 "{label} 3600 NS ns1.dns.test.\n{label} 3600 NS ns2.dns.test.\n"
             ));
             if let Some(ds) = ds_lines.get(&i) {
-                tld.push_str(&format!("{label} 3600 DS {ds}\n"));
+                tld.push_str(&format!("{label} {} DS {ds}\n", shape.ttl.unwrap_or(3600)));
             }
         }
+        // The limited address is the limiter's, not a Knot's.
+        let limited = shape.limit.and_then(|_| extra.last().copied());
         let options = |parity: usize| knot::KnotOptions {
             also_listen: extra
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| i % 2 == parity)
+                .filter(|(i, ip)| i % 2 == parity && Some(**ip) != limited)
                 .map(|(_, ip)| *ip)
                 .collect(),
             rrl: shape.rrl,
@@ -235,12 +253,28 @@ impl BenchWorld {
                 .await
                 .map_err(|e| format!("{e}\n{}{}", a.log(), b.log()))?;
         }
+        let limiter = match (limited, shape.limit) {
+            (Some(ip), Some(cap)) => Some(
+                SourceLimiter::start(
+                    SocketAddr::new(ip.into(), port),
+                    SocketAddr::new(tld_a.into(), port),
+                    cap,
+                )
+                .await
+                .map_err(|e| format!("the limiter on {ip}: {e}"))?,
+            ),
+            _ => None,
+        };
         println!(
-            "set-up: {zones} zones at the simulator and under a Knot DNS TLD signed and serving on {} addresses from {tld_a} (response rate limiting: {}) port {port} after {:.1}s",
+            "set-up: {zones} zones at the simulator and under a Knot DNS TLD signed and serving on {} addresses from {tld_a} (response rate limiting: {}; a per-source limit: {}) port {port} after {:.1}s",
             servers.len(),
             shape.rrl.map_or("off".to_string(), |(rate, slip)| format!(
                 "{rate} a second, slip {slip}"
             )),
+            match (limited, shape.limit) {
+                (Some(ip), Some(cap)) => format!("{cap} queries a second at {ip}"),
+                _ => "none".to_string(),
+            },
             started.elapsed().as_secs_f64()
         );
         Ok(Self {
@@ -248,9 +282,23 @@ impl BenchWorld {
             tld: [tld_a, tld_b],
             port,
             anchor,
+            limiter,
             servers: (a, b, child_servers),
             children: world,
         })
+    }
+
+    /// The registrar removes these zones' DS at every TLD server (one transaction each).
+    pub fn remove_ds(&self, zones: &[String]) -> Res<()> {
+        let owners: Vec<String> = zones
+            .iter()
+            .map(|z| z.trim_end_matches(".test.").to_string())
+            .collect();
+        let unset: Vec<(&str, &str)> = owners.iter().map(|o| (o.as_str(), "DS")).collect();
+        for knot in [&self.servers.0, &self.servers.1] {
+            knot.edit("test.", &[], &unset)?;
+        }
+        Ok(())
     }
 
     /// Queries the child zones' servers have read so far.

@@ -17,6 +17,7 @@
 
 pub mod bench_world;
 pub mod daemon;
+pub mod dns_limiter;
 pub mod fake;
 pub mod fault_proxy;
 pub mod ha;
