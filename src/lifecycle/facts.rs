@@ -39,7 +39,7 @@ use crate::time::Timestamp;
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
-/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain) | at every step (recomputed) |
+/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks) | at every step (recomputed) |
 /// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
 /// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its

@@ -1116,7 +1116,18 @@ impl Run<'_> {
         if self.parent_known().is_none() {
             return;
         }
-        self.reconfirm_gone();
+        if self.reconfirm_gone() {
+            // Restarted at every look, the wait never ends (looks always further apart
+            // than the gap: a daemon behind its schedule, a poll longer than its pace
+            // allows): held, so that `wait_stalled` says so once it lasts (rule 11).
+            self.facts.held_by = Some(Hold::new(
+                format!(
+                    "looks confirming the DS gone at every parent server at most {}s apart (this one came later, so the TTL wait starts again; if it keeps happening, the daemon looks less often than timing.poll_waiting: lengthen it, or raise dns.max_qps_per_server if the parents allow)",
+                    self.policy.gone_confirmation_gap().as_secs()
+                ),
+                Party::Daemon,
+            ));
+        }
         let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
             return;
         };

@@ -683,6 +683,47 @@ fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
     assert_eq!(d.state, Some(State::Disabled));
 }
 
+/// Rule 11 for rule 2's gap: looks that always come later than the gap restart the TTL
+/// wait every time, so it never ends; the zone is held, and `wait_stalled` says why once
+/// it lasts. Looks on time again end the wait and the alert.
+#[test]
+fn a_ttl_wait_restarted_at_every_look_is_said_and_ends_once_looks_are_on_time() {
+    let w = World::new();
+    let gap = w.policy.gone_confirmation_gap();
+    let look = |t| w.obs(t, Some(true), &[P::No, P::No], &[C::Serves]);
+    let mut z = zone(Some(State::TtlWait), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    w.run(&mut z, &look(T0));
+    let late = gap.saturating_add(w.policy.poll_waiting);
+    let mut at = T0;
+    let mut stalled = None;
+    while at
+        < T0.plus(
+            w.policy
+                .observation_failing_after
+                .saturating_add(late.saturating_mul(2)),
+        )
+    {
+        at = at.plus(late);
+        let d = w.run(&mut z, &look(at));
+        assert_eq!(
+            d.state,
+            Some(State::TtlWait),
+            "never switched off on unconfirmed time"
+        );
+        assert!(d.effects.is_empty(), "{:?}", d.effects);
+        stalled = stalled.or_else(|| firing(&d, AlertKind::WaitStalled).map(str::to_string));
+    }
+    let message = stalled.expect("wait_stalled fires while every look restarts the wait");
+    assert!(message.contains("timing.poll_waiting"), "{message}");
+    // Looks on time: the wait ends at its deadline, and the alert with the hold.
+    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    w.poll_until(&mut z, at, deadline, look);
+    let d = w.run(&mut z, &look(deadline));
+    assert_eq!(d.state, Some(State::Disabling));
+    assert_eq!(firing(&d, AlertKind::WaitStalled), None);
+}
+
 #[test]
 fn a_mismatching_ds_while_awaiting_is_alerted_and_nothing_else() {
     let w = World::new();
