@@ -273,8 +273,12 @@ impl<P: Provider> Providers<P> {
                 return Ok(i);
             }
         }
-        let Asked { found, unknown } = self.ask_every_account(zone).await;
-        self.learn(&name, &found, &unknown);
+        let Asked {
+            found,
+            silent,
+            unknown,
+        } = self.ask_every_account(zone).await;
+        self.learn(&name, &found, &silent);
         match (found.as_slice(), unknown.is_empty()) {
             (&[i], true) => {
                 self.asked().insert(name, i);
@@ -304,7 +308,10 @@ impl<P: Provider> Providers<P> {
             match answer {
                 Ok(_) => asked.found.push(i),
                 Err(ProviderError::NotFound(_)) => {}
-                Err(e) => asked.unknown.push(format!("{}: {e}", self.accounts[i].0)),
+                Err(e) => {
+                    asked.silent.push(i);
+                    asked.unknown.push(format!("{}: {e}", self.accounts[i].0));
+                }
             }
         }
         asked
@@ -318,14 +325,12 @@ impl<P: Provider> Providers<P> {
     /// What asking every account taught: the listings' view follows it (the zone added
     /// where it was found, removed where an account said it has none), so that a later
     /// listing-based answer does not contradict the latest word.
-    fn learn(&self, name: &str, found: &[usize], unknown: &[String]) {
+    fn learn(&self, name: &str, found: &[usize], silent: &[usize]) {
         let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
         for (i, set) in listed.iter_mut().enumerate() {
             let Some(set) = set else { continue };
             let has = found.contains(&i);
-            let prefix = format!("{}: ", self.accounts[i].0);
-            let silent = unknown.iter().any(|u| u.starts_with(&prefix));
-            if silent || set.contains(name) == has {
+            if silent.contains(&i) || set.contains(name) == has {
                 continue;
             }
             let mut changed = HashSet::clone(set);
@@ -386,7 +391,9 @@ impl<P: Provider> Providers<P> {
 pub struct Asked {
     /// The accounts that have the zone.
     pub found: Vec<usize>,
-    /// Each account that could not say, with its error.
+    /// The accounts that could not say.
+    pub silent: Vec<usize>,
+    /// Each of those, named, with its error.
     pub unknown: Vec<String>,
 }
 
@@ -405,6 +412,10 @@ impl<P: Provider> Provider for Providers<P> {
     /// refused, [`ProviderError::Owner`]); an account whose listing fails fails the whole
     /// (a partial listing would read as zones gone), naming the account.
     async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        // One account: its listing as it is (no holder to tell).
+        if let [(_, only)] = self.accounts.as_slice() {
+            return only.zone_flags().await;
+        }
         let lists = join_all(self.accounts.iter().map(|(_, c)| c.zone_flags())).await;
         let mut all: Vec<ListedZone> = Vec::new();
         let mut failed = Vec::new();
@@ -427,9 +438,6 @@ impl<P: Provider> Provider for Providers<P> {
             }
         }
         if let Some((i, e)) = failed.into_iter().next() {
-            if self.accounts.len() == 1 {
-                return Err(e);
-            }
             return Err(ProviderError::Listing(format!(
                 "provider {}: {e}",
                 self.accounts[i].0
