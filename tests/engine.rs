@@ -554,6 +554,41 @@ async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     assert_ne!(rig.state().await, Some(State::Active));
 }
 
+/// A start does not send every settled zone due at once to the provider one by one:
+/// they wait for the first listing, for at most a minute after the start; past that (a
+/// listing that does not come), a zone asks for itself rather than go unlooked at.
+async fn after_a_start_settled_zones_wait_for_the_first_listing_a_bounded_time() {
+    let mut rig = Rig::new(2, 2).await;
+    to_active(&mut rig, 3600).await;
+    rig.advance(HOUR);
+    rig.tick().await;
+    rig.world.lock().listing_delay = Duration::from_millis(300);
+    // Due at the start, as every zone is after a long stop.
+    rig.advance(HOUR);
+    rig.restart().await;
+    let before = rig.world.lock().dnssec_gets;
+    rig.tick().await;
+    assert_eq!(
+        rig.world.lock().dnssec_gets - before,
+        0,
+        "waited for the listing"
+    );
+    assert_eq!(rig.state().await, Some(State::Active));
+    assert!(rig.last_observed().await.is_some());
+
+    // A listing that does not come: after the minute, the zone asks for itself.
+    rig.world.lock().listing_delay = Duration::from_secs(3600);
+    rig.advance(HOUR);
+    rig.restart().await;
+    rig.advance(Duration::from_secs(120));
+    let before = rig.world.lock().dnssec_gets;
+    tokio::time::timeout(Duration::from_secs(30), rig.tick())
+        .await
+        .expect("no step waits for a listing past its minute");
+    assert!(rig.world.lock().dnssec_gets > before, "asked for itself");
+    assert_eq!(rig.state().await, Some(State::Active));
+}
+
 /// DESIGN.md section 4, "Sampled looks": once a routine full look found every address
 /// saying the same, a settled zone's polls are samples (no full look, only `sampled_at`
 /// moves); drift at every address (the DS removed at every parent server, DNSSEC off at
@@ -665,5 +700,6 @@ on_both_backends!(
     a_stop_ends_after_the_steps_in_flight_not_the_whole_tick,
     a_forged_no_ds_never_counts_as_gone,
     a_steady_poll_asks_the_provider_nothing_until_something_changes,
+    after_a_start_settled_zones_wait_for_the_first_listing_a_bounded_time,
     a_settled_zone_is_watched_from_samples_and_drift_is_seen_at_the_next_poll,
 );

@@ -113,6 +113,11 @@ impl ZoneListing {
         )
     }
 
+    /// Whether a fetch ever ended (with the listing or its failure).
+    pub fn fetched_once(&self) -> bool {
+        self.copy().is_some()
+    }
+
     fn copy(&self) -> Option<Arc<Fetched>> {
         self.copy.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -103,6 +103,11 @@ impl StopAt {
 /// flight (64 in all) and the provider client its requests
 /// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
 /// core busy while the others wait on the network or the database (docs/benchmarks.md).
+/// How long after a start settled zones wait for the first zone listing rather than
+/// each asking the provider for itself; a listing slower than that (or failing) costs
+/// per-zone calls, never a look.
+const FIRST_LISTING_WAIT: Duration = Duration::from_secs(60);
+
 const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.
@@ -153,6 +158,9 @@ pub struct Engine<P, O> {
     provider: Arc<P>,
     observer: Arc<O>,
     clock: Arc<dyn Clock>,
+    /// When this engine was made: the first listing is waited for until
+    /// [`FIRST_LISTING_WAIT`] after it.
+    started: crate::lifecycle::Timestamp,
     policy: Policy,
     workers: usize,
     notifier: Notifier,
@@ -249,6 +257,7 @@ impl<P, O> Clone for Engine<P, O> {
             provider: self.provider.clone(),
             observer: self.observer.clone(),
             clock: self.clock.clone(),
+            started: self.started,
             policy: self.policy.clone(),
             workers: self.workers,
             notifier: self.notifier.clone(),
@@ -278,7 +287,6 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             store,
             provider,
             observer,
-            clock,
             policy,
             workers: WORKERS,
             notifier,
@@ -291,6 +299,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             heartbeat: Heartbeat::default(),
             step_timeout: STEP_TIMEOUT,
             listing: Arc::default(),
+            started: clock.now(),
+            clock,
         }
     }
 
@@ -520,18 +530,27 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         if !zone.state.is_some_and(State::is_steady) {
             return None;
         }
-        let listing = self
-            .listing
-            .get_now(
-                &self.provider,
-                self.clock.now(),
-                self.policy.poll_active / 4,
-                self.policy.retry_base,
-            )
-            .inspect_err(|e| {
-                tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
-            })
-            .ok()?;
+        let (now, max_age, retry) = (
+            self.clock.now(),
+            self.policy.poll_active / 4,
+            self.policy.retry_base,
+        );
+        let listing = match self.listing.get_now(&self.provider, now, max_age, retry) {
+            // The first listing since the start is being fetched: a settled zone waits for
+            // it (bounded) rather than asking the provider for itself, as every zone due
+            // at a start would otherwise do at once.
+            Err(_) if !self.listing.fetched_once() && now < self.started.plus(FIRST_LISTING_WAIT) => {
+                let left = self.started.plus(FIRST_LISTING_WAIT).since(now);
+                tokio::time::timeout(left, self.listing.get(self.provider.as_ref(), now, max_age, retry))
+                    .await
+                    .unwrap_or_else(|_| Err("the first zone listing took too long".into()))
+            }
+            other => other,
+        }
+        .inspect_err(|e| {
+            tracing::debug!(error = %e, "the zone listing failed: settled zones ask the provider one by one meanwhile");
+        })
+        .ok()?;
         let enabled = *listing.zones.get(zone.name.as_str())?;
         Some(crate::provider::HostedZone {
             name: zone.name.to_string(),

@@ -98,6 +98,8 @@ pub struct WorldState {
     pub sent_unanswered: Vec<(Timestamp, bool)>,
     /// Every `GET …/dnssec` takes this long (real time) before it answers.
     pub provider_delay: std::time::Duration,
+    /// Every zone listing takes this long (real time) before it answers.
+    pub listing_delay: std::time::Duration,
     /// `GET …/dnssec` calls answered, and zone listings answered.
     pub dnssec_gets: u32,
     pub listings: u32,
@@ -202,6 +204,7 @@ impl FakeWorld {
                 switches_sent_then_held: 0,
                 sent_unanswered: Vec::new(),
                 provider_delay: std::time::Duration::ZERO,
+                listing_delay: std::time::Duration::ZERO,
                 dnssec_gets: 0,
                 listings: 0,
                 parents: vec![ParentServer::default(); parents],
@@ -623,6 +626,10 @@ impl Provider for FakeWorld {
     }
 
     async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
+        let delay = self.lock().listing_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         self.lock().listings += 1;
         let zone = self.lock().zone.clone();
         let hosted = self.zone(&zone).await?;
