@@ -53,6 +53,13 @@ pub enum AlertKind {
     /// key, an unconfirmed chain, ...) for `observation_failing_after`, while its
     /// observations are complete (incomplete ones are `observation_failing`).
     WaitStalled,
+    /// The child's name servers publish different CDS/CDNSKEY sets: a registry that
+    /// scans acts on none of them (RFC 9975).
+    CdsInconsistent,
+    /// The child's CDS/CDNSKEY (the same at every name server) ask the parent for
+    /// something other than the zone's intent: a key not served everywhere, a delete
+    /// while enabled, a DS while disabled. A registry that scans may act on it.
+    CdsUnexpected,
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,

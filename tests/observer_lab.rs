@@ -6,8 +6,8 @@ use std::process::Command;
 
 use dnssec_warden::cli::lab::LabSettings;
 use dnssec_warden::dns::{
-    DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, UnknownReason,
-    ValidationVerdict, combine_validation,
+    DnsObserver, DnskeyAnswer, DsAnswer, Observer, ParentDsVerdict, Signals, SignalsVerdict,
+    UnknownReason, ValidationVerdict, combine_validation,
 };
 use dnssec_warden_lab::dns::{Fault, KeySource, LabDns, LabResolver, TLD_A, TLD_B, TldServers};
 use dnssec_warden_lab::keys::LabKey;
@@ -57,7 +57,7 @@ async fn signed_child_with_ds_everywhere_is_secure() {
         DnskeyAnswer::Keys(k) => {
             assert!(k.signed);
             assert_eq!(k.signatures[0].key_tag, key.dnskey().key_tag());
-            assert!(!k.delete_requested);
+            assert_eq!(k.signals, Signals::NotAsked);
         }
         other => panic!("{other:?}"),
     }
@@ -235,14 +235,20 @@ async fn cds_delete_and_signature_windows_are_reported() {
     assert_eq!(child.earliest_expiration(), Some(2_000_000_000));
     for a in &child.answers {
         match &a.answer {
-            DnskeyAnswer::Keys(k) => {
-                assert!(k.delete_requested, "{k:?}");
-                assert_eq!(k.cds.len(), 1);
-                assert_eq!(k.cdnskey.len(), 1);
-            }
+            DnskeyAnswer::Keys(k) => match &k.signals {
+                Signals::Answered(p) => {
+                    assert!(p.delete_requested(), "{k:?}");
+                    assert_eq!(p.cds.len(), 1);
+                    assert_eq!(p.cdnskey.len(), 1);
+                    // Signed by the zone's key, as the rest of the zone.
+                    assert_eq!(p.signers, vec![0]);
+                }
+                other => panic!("{other:?}"),
+            },
             other => panic!("{other:?}"),
         }
     }
+    assert!(matches!(child.signals(), SignalsVerdict::Delete { .. }));
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use dnssec_warden::dns::delegation::{self, ns_set};
 use dnssec_warden::dns::{
     DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer,
-    ParentDsVerdict, ParentView, ServerAnswer, UnknownReason, ValidationVerdict,
+    ParentDsVerdict, ParentView, ServerAnswer, SignalsVerdict, UnknownReason, ValidationVerdict,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
@@ -17,7 +17,7 @@ use dnssec_warden_test_support::scripted_dns::{
     Signer, TLD_A, TLD_B, ZONE, check_json,
 };
 use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::RecordType;
+use hickory_proto::rr::{RData, RecordType};
 
 async fn world() -> (ScriptedDns, DnsObserver) {
     let dns = ScriptedDns::start().await;
@@ -1822,4 +1822,127 @@ async fn a_slipping_server_is_asked_over_tcp_and_slowed() {
         advice.contains(&format!("the server at {TLD_B} dropped or slipped queries")),
         "{advice}"
     );
+}
+
+/// The child's CDS and CDNSKEY for its own key, as the scripted world's rdata.
+fn signals_of(key: &LabKey) -> (Vec<RData>, Vec<RData>) {
+    use hickory_proto::dnssec::rdata::{CDNSKEY, CDS, DNSSECRData};
+    use hickory_proto::dnssec::{Algorithm, DigestType as HDigest};
+    let k = key.dnskey();
+    let ds = k
+        .to_ds(ZONE, dnssec_warden_lab::DigestType::Sha256)
+        .expect("digest");
+    let cds = RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+        ds.key_tag,
+        Some(Algorithm::ECDSAP256SHA256),
+        HDigest::SHA256,
+        ds.digest.clone(),
+    )));
+    let cdnskey = RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+        k.flags,
+        Some(Algorithm::ECDSAP256SHA256),
+        k.public_key.clone(),
+    )));
+    (vec![cds], vec![cdnskey])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_child_signals_are_read_at_every_address_with_their_signers() {
+    let (dns, observer) = world().await;
+    let (cds, cdnskey) = signals_of(&dns.child_key);
+    dns.set_child_rrset(RecordType::CDS, cds);
+    dns.set_child_rrset(RecordType::CDNSKEY, cdnskey);
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    let key = zone_key(&child);
+    match child.signals() {
+        SignalsVerdict::Keys {
+            cds,
+            cdnskey,
+            signed_by,
+        } => {
+            assert_eq!(cds.len(), 1);
+            assert!(key.matches_ds(ZONE, &cds[0]));
+            assert_eq!(cdnskey, vec![key.clone()]);
+            assert_eq!(signed_by, vec![key.clone()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A plain look does not ask them.
+    let child = observer.child(ZONE).await.expect("child view");
+    assert_eq!(child.signals(), SignalsVerdict::NotAsked);
+
+    // Without signatures over the CDS the set is the same, signed by nobody.
+    dns.script(
+        Servers::Child,
+        Some(RecordType::CDS),
+        Behaviour::StripSignatures,
+    );
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    assert!(
+        matches!(child.signals(), SignalsVerdict::Keys { ref signed_by, .. } if signed_by.is_empty()),
+        "{:?}",
+        child.signals()
+    );
+    // Signed by another key than the zone serves: not a signer either.
+    dns.script(
+        Servers::Child,
+        Some(RecordType::CDS),
+        Behaviour::Resign {
+            key: Some(Signer::new(LabKey::generate(257).expect("key"))),
+            window: None,
+        },
+    );
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    assert!(
+        matches!(child.signals(), SignalsVerdict::Keys { ref signed_by, .. } if signed_by.is_empty()),
+        "{:?}",
+        child.signals()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_signals_that_differ_or_fail_at_one_address_decide_nothing() {
+    let (dns, observer) = world().await;
+    let (cds, cdnskey) = signals_of(&dns.child_key);
+    dns.set_child_rrset(RecordType::CDS, cds);
+    dns.set_child_rrset(RecordType::CDNSKEY, cdnskey);
+    // One address serves no CDS (NODATA): the sets differ (RFC 9975).
+    dns.script(
+        Servers::One(CHILD_2),
+        Some(RecordType::CDS),
+        Behaviour::UnsignedNodata,
+    );
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    let verdict = child.signals();
+    assert!(
+        matches!(&verdict, SignalsVerdict::Inconsistent(d) if d.contains(&CHILD_2.to_string())),
+        "{verdict:?}"
+    );
+    // One address silent for its CDNSKEY: unknown, naming it.
+    dns.script(
+        Servers::One(CHILD_2),
+        Some(RecordType::CDS),
+        Behaviour::Normal,
+    );
+    dns.script(
+        Servers::One(CHILD_1),
+        Some(RecordType::CDNSKEY),
+        Behaviour::Rcode(ResponseCode::Refused),
+    );
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    let verdict = child.signals();
+    assert!(
+        matches!(&verdict, SignalsVerdict::Unknown(d) if d.contains(&CHILD_1.to_string()) && d.contains("refused")),
+        "{verdict:?}"
+    );
+    // Nothing published anywhere.
+    dns.script(
+        Servers::One(CHILD_1),
+        Some(RecordType::CDNSKEY),
+        Behaviour::Normal,
+    );
+    dns.set_child_rrset(RecordType::CDS, vec![]);
+    dns.set_child_rrset(RecordType::CDNSKEY, vec![]);
+    let child = observer.child_with_signals(ZONE).await.expect("child view");
+    assert_eq!(child.signals(), SignalsVerdict::None);
 }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::dns::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
+use crate::dns::observe::signals::{self, Signals};
 use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason,
@@ -335,7 +336,7 @@ fn advise(r: &CheckReport) -> Vec<String> {
     if r.child.as_ref().is_some_and(|c| {
         c.answers
             .iter()
-            .any(|a| matches!(&a.answer, DnskeyAnswer::Keys(k) if k.delete_requested))
+            .any(|a| matches!(&a.answer, DnskeyAnswer::Keys(k) if matches!(&k.signals, Signals::Answered(p) if p.delete_requested())))
     }) {
         advice.push(
             "The zone publishes the RFC 8078 delete request (CDS 0 0 0 00): it asks the parent to remove its DS."
@@ -487,10 +488,15 @@ pub fn render_text(r: &CheckReport) -> String {
                         keys.join(", "),
                         k.ttl,
                         if k.signed { "signed" } else { "NOT signed" },
-                        if k.delete_requested {
-                            ", CDS delete request"
-                        } else {
-                            ""
+                        match &k.signals {
+                            Signals::Answered(p) if p.delete_requested() => {
+                                ", CDS delete request".to_string()
+                            }
+                            Signals::Answered(p) if !p.is_empty() => {
+                                format!(", publishes {}", signals::describe(p))
+                            }
+                            Signals::Unknown(reason) => format!(", CDS/CDNSKEY unknown: {reason}"),
+                            _ => String::new(),
                         }
                     )
                 }

@@ -28,6 +28,7 @@ pub use observe::model::{
 };
 pub use observe::observer::{DnsObserver, ObserverOptions, ObserverSetupError};
 pub use observe::settings::DnsSettings;
+pub use observe::signals::{Published, Signals, SignalsVerdict};
 pub use observe::{ObserveError, Observer, classify, delegation};
 pub use validate::{ValidationProbe, ValidationVerdict, combine_validation};
 pub use validate::{anchor, proof, validator};

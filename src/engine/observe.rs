@@ -72,7 +72,9 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         rrsets,
         name_servers,
         parent_view,
-        observer.child(name),
+        // Every full look asks the child's CDS and CDNSKEY too: a registry that scans
+        // may act on them, so a set that contradicts the intent is said at once.
+        observer.child_with_signals(name),
         validation
     );
     let unchanged =

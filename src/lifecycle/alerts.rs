@@ -48,6 +48,7 @@ pub fn judge(
         _ => None,
     };
     let since = if state == zone.state { zone.since } else { now };
+    let signals = super::cds::judge(zone, obs);
     let zone = zone.name.as_str();
 
     let overdue = match (state, facts.ds_announced_at) {
@@ -334,6 +335,7 @@ pub fn judge(
         _ => None,
     };
     checks.push(AlertCheck::new(AlertKind::RegistrarHookFailed, hook));
+    checks.extend(signals);
     Judgement {
         checks,
         deadlines,

@@ -2,6 +2,7 @@
 //! policy of timings, the alert conditions, and the guard in front of "DNSSEC off".
 
 pub mod alerts;
+pub mod cds;
 pub mod facts;
 pub mod guard;
 pub mod model;
@@ -26,6 +27,8 @@ pub use step::step;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cds;
 #[cfg(test)]
 mod tests_evidence;
 #[cfg(test)]

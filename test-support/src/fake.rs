@@ -837,9 +837,7 @@ impl Observer for FakeWorld {
                 } else {
                     vec![]
                 },
-                cds: vec![],
-                cdnskey: vec![],
-                delete_requested: false,
+                signals: Default::default(),
             })
         };
         let name = |list: &[String], i: usize| {

@@ -397,6 +397,19 @@ impl ScriptedDns {
         }
     }
 
+    /// The child publishes `rdata` as its apex `rtype` RRset (signed with the zone's key,
+    /// as everything it serves), or nothing for an empty list: its CDS and CDNSKEY.
+    pub fn set_child_rrset(&self, rtype: RecordType, rdata: Vec<RData>) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(z) = world.zones.get_mut(ZONE) {
+            if rdata.is_empty() {
+                z.records.remove(&(ZONE.to_string(), rtype));
+            } else {
+                z.records.insert((ZONE.to_string(), rtype), rdata);
+            }
+        }
+    }
+
     /// Delegates the child to one more name server too, `host`, with no address
     /// anywhere (its name lies in a zone that does not exist).
     pub fn add_unreachable_child_server(&self, host: &str) {

@@ -9,6 +9,7 @@ use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::delegation::{NsAnswer, ns_set_of};
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
+use super::signals::{Published, Signals};
 use crate::dns::net::query::Outcome;
 use crate::dns::net::transport::ExchangeError;
 use crate::dns::net::wire;
@@ -362,33 +363,6 @@ pub fn classify_dnskey(
             expiration: s.input().sig_expiration.get(),
         })
         .collect();
-    let mut cds_records = Vec::new();
-    let mut cdnskey_records = Vec::new();
-    let mut delete_requested = false;
-    if let Some(Ok(m)) = cds
-        && m.metadata.authoritative
-    {
-        for r in wire::rrset(&m.answers, zone, RecordType::CDS) {
-            if let RData::DNSSEC(DNSSECRData::CDS(c)) = &r.data {
-                let ds = wire::ds_from_cds(c);
-                // RFC 8078 section 4: CDS 0 0 0 00.
-                delete_requested |= ds.algorithm == 0 && ds.key_tag == 0 && ds.digest_type == 0;
-                cds_records.push(ds);
-            }
-        }
-    }
-    if let Some(Ok(m)) = cdnskey
-        && m.metadata.authoritative
-    {
-        for r in wire::rrset(&m.answers, zone, RecordType::CDNSKEY) {
-            if let RData::DNSSEC(DNSSECRData::CDNSKEY(c)) = &r.data {
-                let key = wire::dnskey_from_cdnskey(c);
-                // RFC 8078 section 4: CDNSKEY 0 3 0 AA==.
-                delete_requested |= key.algorithm == 0 && key.flags == 0;
-                cdnskey_records.push(key);
-            }
-        }
-    }
     let self_signers = match crate::dns::validate::validator::self_signers(
         &message.answers,
         zone,
@@ -400,16 +374,122 @@ pub fn classify_dnskey(
         // Work cut short proves neither "signed" nor "not signed".
         Err(e) => return DnskeyAnswer::Unknown(UnknownReason::Malformed(e.to_string())),
     };
+    let signals = match (cds, cdnskey) {
+        (Some(cds), Some(cdnskey)) => {
+            classify_signals(zone, cds, cdnskey, &keys, &self_signers, now, budget)
+        }
+        _ => Signals::NotAsked,
+    };
     DnskeyAnswer::Keys(ChildKeys {
         keys,
         ttl,
         signed: !signatures.is_empty(),
         self_signers,
         signatures,
-        cds: cds_records,
-        cdnskey: cdnskey_records,
-        delete_requested,
+        signals,
     })
+}
+
+/// One child address's `zone CDS` and `zone CDNSKEY` answers, beside its DNSKEY set
+/// (`keys`, of which `served` sign the set). Either answer unusable makes both unknown:
+/// a half-seen signal is not a signal. The signers are the served keys whose RRSIG over
+/// every published signal RRset is valid at `now`.
+fn classify_signals(
+    zone: &Name,
+    cds: &Outcome,
+    cdnskey: &Outcome,
+    keys: &[crate::dnssec::Dnskey],
+    served: &[usize],
+    now: u32,
+    budget: &crate::dns::net::budget::Budget,
+) -> Signals {
+    let zone_text = wire::name_text(zone);
+    let answer = |outcome: &Outcome, rtype: RecordType| -> Result<bool, UnknownReason> {
+        let message = outcome.as_ref().map_err(failure_reason)?;
+        if let Some(reason) = rcode_reason(message.metadata.response_code) {
+            return Err(reason);
+        }
+        // The server just answered the zone's DNSKEY with authority: NXDOMAIN or a
+        // non-authoritative answer now is not a "none published".
+        if !message.metadata.authoritative
+            || message.metadata.response_code == ResponseCode::NXDomain
+        {
+            return Err(UnknownReason::Lame);
+        }
+        if wire::rrset(&message.answers, zone, rtype).next().is_some() {
+            if wire::unsigned_without_edns(message) {
+                return Err(UnknownReason::WithoutEdns);
+            }
+            return Ok(true);
+        }
+        if let Some(found) = found_instead(message) {
+            return Err(UnknownReason::Malformed(format!(
+                "answer section holds no {rtype} for the zone, but {found}"
+            )));
+        }
+        negative_from(message, &zone_text).map(|()| false)
+    };
+    let (has_cds, has_cdnskey) = match (
+        answer(cds, RecordType::CDS),
+        answer(cdnskey, RecordType::CDNSKEY),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(reason), _) | (_, Err(reason)) => return Signals::Unknown(reason),
+    };
+    let mut published = Published::default();
+    if let (true, Ok(m)) = (has_cds, cds) {
+        for r in wire::rrset(&m.answers, zone, RecordType::CDS) {
+            if let RData::DNSSEC(DNSSECRData::CDS(c)) = &r.data {
+                let ds = wire::ds_from_cds(c);
+                // Duplicates are one record (RFC 2181 section 5).
+                if !published.cds.contains(&ds) {
+                    published.cds.push(ds);
+                }
+            }
+        }
+    }
+    if let (true, Ok(m)) = (has_cdnskey, cdnskey) {
+        for r in wire::rrset(&m.answers, zone, RecordType::CDNSKEY) {
+            if let RData::DNSSEC(DNSSECRData::CDNSKEY(c)) = &r.data {
+                let key = wire::dnskey_from_cdnskey(c);
+                if !published.cdnskey.contains(&key) {
+                    published.cdnskey.push(key);
+                }
+            }
+        }
+    }
+    let signed = |outcome: &Outcome, rtype: RecordType, key: &crate::dnssec::Dnskey| {
+        let Ok(m) = outcome else { return Ok(false) };
+        match crate::dns::validate::validator::verify_rrset(
+            &m.answers,
+            zone,
+            rtype,
+            &zone_text,
+            std::slice::from_ref(key),
+            now,
+            budget,
+        ) {
+            Ok(_) => Ok(true),
+            Err(crate::dns::validate::validator::VerifyError::Failed(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    for &i in served {
+        let Some(key) = keys.get(i) else { continue };
+        let both = (|| {
+            Ok::<_, crate::dns::validate::validator::VerifyError>(
+                (!has_cds || signed(cds, RecordType::CDS, key)?)
+                    && (!has_cdnskey || signed(cdnskey, RecordType::CDNSKEY, key)?),
+            )
+        })();
+        match both {
+            Ok(true) if has_cds || has_cdnskey => published.signers.push(i),
+            Ok(_) => {}
+            // Work cut short proves neither "signed" nor "not signed".
+            Err(e) => return Signals::Unknown(UnknownReason::Malformed(e.to_string())),
+        }
+    }
+    Signals::Answered(published)
 }
 
 #[cfg(test)]

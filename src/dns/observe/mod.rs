@@ -9,6 +9,7 @@ pub mod model;
 pub mod observer;
 pub mod resolvers;
 pub mod settings;
+pub mod signals;
 pub mod tally;
 
 use self::model::{ChildView, ParentView};
@@ -40,8 +41,9 @@ pub trait Observer: Send + Sync {
     /// The DNSKEY (and apex NS) answer of every address of every name server the parent
     /// delegates to.
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
-    /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 8078 signals:
-    /// `check` shows them; the lifecycle decides nothing on them).
+    /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 7344, RFC 8078:
+    /// the signals a registry that scans acts on), each checked for signatures by the
+    /// address's served keys.
     fn child_with_signals(
         &self,
         zone: &str,

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::delegation::NsAnswer;
+use super::signals::Signals;
 use crate::dnssec::{Dnskey, Ds};
 
 /// Why a server's answer taught us nothing. Never counts as present or absent.
@@ -81,7 +82,7 @@ pub enum DsAnswer {
     Unknown(UnknownReason),
 }
 
-/// One child address's answer to `zone. DNSKEY` (and CDS/CDNSKEY).
+/// One child address's answer to `zone. DNSKEY` (and, asked beside it, CDS/CDNSKEY).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum DnskeyAnswer {
@@ -105,13 +106,9 @@ pub struct ChildKeys {
     pub self_signers: Vec<usize>,
     /// Validity windows of the RRSIGs over the DNSKEY RRset (Unix seconds).
     pub signatures: Vec<SignatureWindow>,
-    #[serde(with = "ds_text")]
-    pub cds: Vec<Ds>,
-    #[serde(with = "dnskey_text")]
-    pub cdnskey: Vec<Dnskey>,
-    /// CDS `0 0 0 00` or CDNSKEY `0 3 0 AA==`: the child asks the parent to remove the DS
-    /// (RFC 8078 section 4).
-    pub delete_requested: bool,
+    /// Its CDS and CDNSKEY (RFC 7344, RFC 8078), when asked.
+    #[serde(default)]
+    pub signals: Signals,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -596,7 +593,7 @@ impl ChildView {
 }
 
 /// DS and DNSKEY records as their presentation text in JSON and in the database.
-mod ds_text {
+pub(super) mod ds_text {
     use super::*;
     use serde::{Deserializer, Serializer};
 
@@ -617,7 +614,7 @@ mod ds_text {
     }
 }
 
-mod dnskey_text {
+pub(super) mod dnskey_text {
     use super::*;
     use base64::Engine;
     use serde::{Deserializer, Serializer};
@@ -872,9 +869,7 @@ mod tests {
                     inception: 10,
                     expiration: 1000,
                 }],
-                cds: vec![],
-                cdnskey: vec![],
-                delete_requested: false,
+                signals: Default::default(),
             })
         };
         let view = |answers: Vec<DnskeyAnswer>| ChildView {

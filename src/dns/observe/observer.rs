@@ -485,9 +485,8 @@ impl<T: Transport> DnsObserver<T> {
     }
 
     /// Every child address's DNSKEY and apex NS answers; with `signals`, its CDS and
-    /// CDNSKEY answers too (RFC 8078: `check` shows them; the lifecycle decides nothing on
-    /// them, so the engine's looks do not ask, four queries a zone fewer). With `pick`,
-    /// only the address of that turn is asked.
+    /// CDNSKEY answers too (RFC 7344, RFC 8078: every full look and `check` ask them; a
+    /// sample does not). With `pick`, only the address of that turn is asked.
     async fn child_view(
         &self,
         zone: &str,

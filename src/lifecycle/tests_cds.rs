@@ -1,0 +1,207 @@
+//! The child's CDS and CDNSKEY read against the zone: what `cds_unexpected` and
+//! `cds_inconsistent` say, and that an unknown never resolves them.
+
+use super::tests::*;
+use super::*;
+use crate::dns::{DnskeyAnswer, Published, Signals};
+use crate::dnssec::{DigestType, Dnskey, Ds};
+
+/// `child` with every address publishing `signals` (its keys' indices as signers).
+fn with_signals(obs: &mut Observation, signals: &[Signals]) {
+    let Ok(child) = &mut obs.child else {
+        panic!("a child view")
+    };
+    for (a, s) in child.answers.iter_mut().zip(signals) {
+        if let DnskeyAnswer::Keys(k) = &mut a.answer {
+            k.signals = s.clone();
+        }
+    }
+}
+
+fn cds(keys: &[&Dnskey], signed: bool) -> Signals {
+    Signals::Answered(Published {
+        cds: keys
+            .iter()
+            .map(|k| k.to_ds(ZONE, DigestType::Sha256).unwrap())
+            .collect(),
+        cdnskey: vec![],
+        signers: if signed { vec![0] } else { vec![] },
+    })
+}
+
+fn delete() -> Signals {
+    Signals::Answered(Published {
+        cds: vec![Ds {
+            key_tag: 0,
+            algorithm: 0,
+            digest_type: 0,
+            digest: vec![0],
+        }],
+        cdnskey: vec![],
+        signers: vec![0],
+    })
+}
+
+fn none() -> Signals {
+    Signals::Answered(Published::default())
+}
+
+fn judged(zone: &Zone, obs: &Observation, kind: AlertKind) -> Option<Option<String>> {
+    cds::judge(zone, obs)
+        .into_iter()
+        .find(|c| c.kind == kind)
+        .map(|c| c.firing)
+}
+
+#[test]
+fn the_ds_we_would_announce_published_as_cds_is_what_an_enabled_zone_expects() {
+    let w = World::new();
+    let z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    assert_eq!(
+        cds::read(ZONE, &obs),
+        cds::CdsReading::Served {
+            ours: true,
+            keys: vec![w.key.key_tag()],
+            trust: cds::Trust::ByZoneKey
+        }
+    );
+    assert_eq!(judged(&z, &obs, AlertKind::CdsUnexpected), Some(None));
+    assert_eq!(judged(&z, &obs, AlertKind::CdsInconsistent), Some(None));
+    // Once the DS is published, the same signature is by a key the DS names.
+    let mut obs = w.obs(
+        T0,
+        Some(true),
+        &[P::Ds(60), P::Ds(60)],
+        &[C::Serves, C::Serves],
+    );
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    assert!(matches!(
+        cds::read(ZONE, &obs),
+        cds::CdsReading::Served {
+            trust: cds::Trust::ByParentDs,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_stranger_key_a_delete_while_enabled_and_a_ds_while_disabled_are_unexpected() {
+    let w = World::new();
+    let enabled = zone(Some(State::Active), Intent::Enabled);
+    let disabled = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    let served = [C::Serves, C::Serves];
+
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    let stranger = cds(&[&w.other], true);
+    with_signals(&mut obs, &[stranger.clone(), stranger]);
+    let said = judged(&enabled, &obs, AlertKind::CdsUnexpected).flatten();
+    let tag = w.other.key_tag().to_string();
+    assert!(
+        said.as_deref()
+            .is_some_and(|m| m.contains(&tag) && m.contains("not every name server serves")),
+        "{said:?}"
+    );
+    // The same stranger is unexpected whatever the intent.
+    let said = judged(&disabled, &obs, AlertKind::CdsUnexpected).flatten();
+    assert!(said.is_some_and(|m| m.contains(&tag)));
+
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    with_signals(&mut obs, &[delete(), delete()]);
+    let said = judged(&enabled, &obs, AlertKind::CdsUnexpected).flatten();
+    assert!(
+        said.as_deref()
+            .is_some_and(|m| m.contains("delete request") && m.contains("intent is enabled")),
+        "{said:?}"
+    );
+    assert_eq!(
+        judged(&disabled, &obs, AlertKind::CdsUnexpected),
+        Some(None)
+    );
+
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    let said = judged(&disabled, &obs, AlertKind::CdsUnexpected).flatten();
+    assert!(
+        said.as_deref().is_some_and(
+            |m| m.contains("intent is disabled") && m.contains("publishes the DS again")
+        ),
+        "{said:?}"
+    );
+    assert_eq!(judged(&enabled, &obs, AlertKind::CdsUnexpected), Some(None));
+
+    // Nothing published: clear for both intents.
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    with_signals(&mut obs, &[none(), none()]);
+    assert_eq!(judged(&enabled, &obs, AlertKind::CdsUnexpected), Some(None));
+    assert_eq!(
+        judged(&disabled, &obs, AlertKind::CdsUnexpected),
+        Some(None)
+    );
+    // An unmanaged zone is not judged.
+    assert!(cds::judge(&zone(Some(State::Active), Intent::None), &obs).is_empty());
+}
+
+#[test]
+fn disagreeing_addresses_are_inconsistent_and_an_unknown_resolves_nothing() {
+    let w = World::new();
+    let z = zone(Some(State::Active), Intent::Enabled);
+    let served = [C::Serves, C::Serves];
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    with_signals(&mut obs, &[cds(&[&w.key], true), none()]);
+    let said = judged(&z, &obs, AlertKind::CdsInconsistent).flatten();
+    assert!(said.is_some_and(|m| m.contains("RFC 9975")));
+    // Which set a registry would act on is not known: `cds_unexpected` is not judged.
+    assert_eq!(judged(&z, &obs, AlertKind::CdsUnexpected), None);
+
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    with_signals(
+        &mut obs,
+        &[
+            cds(&[&w.other], true),
+            Signals::Unknown(crate::dns::UnknownReason::Timeout),
+        ],
+    );
+    assert!(cds::judge(&z, &obs).is_empty());
+    // Not asked (a sample, or a fake observer): nothing judged either.
+    let obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    assert!(cds::judge(&z, &obs).is_empty());
+}
+
+#[test]
+fn a_key_served_by_only_some_addresses_is_not_served() {
+    let w = World::new();
+    let z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::OldKey]);
+    // Both publish a CDS for the provider's key; one address does not serve it.
+    let ours = cds(&[&w.key], false);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    assert!(matches!(
+        cds::read(ZONE, &obs),
+        cds::CdsReading::Unserved { .. }
+    ));
+    assert!(
+        judged(&z, &obs, AlertKind::CdsUnexpected)
+            .flatten()
+            .is_some()
+    );
+}
+
+#[test]
+fn the_judge_carries_the_signals_checks() {
+    let w = World::new();
+    let z = zone(Some(State::Active), Intent::Enabled);
+    let mut obs = w.obs(
+        T0,
+        Some(true),
+        &[P::Ds(60), P::Ds(60)],
+        &[C::Serves, C::Serves],
+    );
+    with_signals(&mut obs, &[delete(), delete()]);
+    let d = w.run(&mut z.clone(), &obs);
+    assert!(firing(&d, AlertKind::CdsUnexpected).is_some());
+}
