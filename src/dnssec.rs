@@ -286,6 +286,30 @@ impl fmt::Display for DsLine {
     }
 }
 
+/// What a provider is set to publish as the zone's CDS and CDNSKEY (RFC 7344, RFC 8078),
+/// where its API controls them: the daemon sets it as DESIGN.md rule 14 says.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum CdsPublication {
+    /// No CDS or CDNSKEY.
+    Nothing,
+    /// The CDS and CDNSKEY of the zone's signing key: the DS it asks the parent for.
+    Key,
+    /// The delete request, `CDS 0 0 0 00` and `CDNSKEY 0 3 0 AA==` (RFC 8078 section 4).
+    Delete,
+}
+
 /// A zone's signing key as a provider serves it, after every field the provider gave was
 /// checked against a recomputation from the public key (safety rule 5). Whoever the
 /// provider, this is the key the lifecycle announces and watches for.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use dnssec_warden_test_support::pdns::free_port;
 
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
-use dnssec_warden::provider::{ErrorClass, PermitAnswer, Provider, ProviderError};
+use dnssec_warden::provider::{CdsPublication, ErrorClass, PermitAnswer, Provider, ProviderError};
 use dnssec_warden::secret::Secret;
 
 const API_KEY: &str = "pdns-test-key-8e1f";
@@ -54,6 +54,11 @@ impl Pdns {
 
     /// The DNSKEY RRset the server answers over DNS, as `dig` prints the records' data.
     fn served_dnskeys(&self, zone: &str) -> Vec<String> {
+        self.served(zone, "DNSKEY")
+    }
+
+    /// One RRset the server answers over DNS, as `dig` prints the records' data.
+    fn served(&self, zone: &str, rtype: &str) -> Vec<String> {
         let out = Command::new("dig")
             .args([
                 "+short",
@@ -64,7 +69,7 @@ impl Pdns {
                 &self.dns.to_string(),
                 "@127.0.0.1",
                 zone,
-                "DNSKEY",
+                rtype,
             ])
             .output()
             .expect("dig runs (bind9-dnsutils)");
@@ -150,6 +155,110 @@ async fn a_zone_is_read_signed_and_unsigned_through_the_trait() {
         pdns.served_dnskeys("ex.test.").is_empty(),
         "every key is gone"
     );
+}
+
+#[tokio::test]
+async fn the_cds_publication_is_set_read_and_served() {
+    let pdns = Pdns::start();
+    let client = pdns.client(API_KEY);
+    client
+        .create_zone("cds.test", &["ns1.pdns.test"])
+        .await
+        .expect("the zone is created");
+    Provider::set_dnssec(&client, "cds.test", true, &allowed)
+        .await
+        .unwrap();
+    let key = Provider::dnssec_key(&client, "cds.test").await.unwrap();
+    assert_eq!(
+        Provider::cds_publication(&client, "cds.test")
+            .await
+            .unwrap(),
+        Some(CdsPublication::Nothing)
+    );
+    assert!(pdns.served("cds.test.", "CDS").is_empty());
+
+    Provider::set_cds_publication(&client, "cds.test", CdsPublication::Key, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(
+        Provider::cds_publication(&client, "cds.test")
+            .await
+            .unwrap(),
+        Some(CdsPublication::Key)
+    );
+    // The server publishes the CDS of the key the client hands over, and its CDNSKEY.
+    let ds = &key.ds;
+    // (dig splits a long digest in two: compared without spaces.)
+    let cds: Vec<String> = pdns
+        .served("cds.test.", "CDS")
+        .iter()
+        .map(|c| c.replace(' ', ""))
+        .collect();
+    assert_eq!(
+        cds,
+        vec![format!(
+            "{}{}{}{}",
+            ds.key_tag,
+            ds.algorithm,
+            ds.digest_type,
+            hex_upper(&ds.digest)
+        )],
+        "the DS the daemon announces, as CDS"
+    );
+    assert_eq!(pdns.served("cds.test.", "CDNSKEY").len(), 1);
+
+    Provider::set_cds_publication(&client, "cds.test", CdsPublication::Delete, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(
+        Provider::cds_publication(&client, "cds.test")
+            .await
+            .unwrap(),
+        Some(CdsPublication::Delete)
+    );
+    assert_eq!(
+        pdns.served("cds.test.", "CDS"),
+        vec!["0 0 0 00".to_string()]
+    );
+    assert_eq!(
+        pdns.served("cds.test.", "CDNSKEY"),
+        vec!["0 3 0 AA==".to_string()]
+    );
+
+    Provider::set_cds_publication(&client, "cds.test", CdsPublication::Nothing, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(
+        Provider::cds_publication(&client, "cds.test")
+            .await
+            .unwrap(),
+        Some(CdsPublication::Nothing)
+    );
+    assert!(pdns.served("cds.test.", "CDS").is_empty());
+
+    // A setting the daemon does not make (other digest types, set by hand) is refused,
+    // never read as one it does.
+    pdns.server
+        .pdnsutil(&["set-publish-cds", "cds.test", "2,4"])
+        .expect("pdnsutil");
+    let read = Provider::cds_publication(&client, "cds.test").await;
+    assert!(
+        matches!(&read, Err(ProviderError::Invalid(m)) if m.contains("PUBLISH-CDS")),
+        "{read:?}"
+    );
+    // A denied permission sends nothing.
+    let denied_set =
+        Provider::set_cds_publication(&client, "cds.test", CdsPublication::Key, &denied).await;
+    assert!(denied_set.is_err());
+    assert!(
+        Provider::cds_publication(&client, "cds.test")
+            .await
+            .is_err()
+    );
+}
+
+fn hex_upper(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use super::gcore::{GcoreClient, ProviderSettings};
 use super::powerdns::{PowerDnsClient, PowerDnsSettings};
 use super::{DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit};
 use crate::condition::Condition;
-use crate::dnssec::{DnssecKey, fqdn};
+use crate::dnssec::{CdsPublication, DnssecKey, fqdn};
 use crate::secret::{SecretError, SecretSource};
 
 /// One configured provider account: `[provider]` (named after its kind) or
@@ -151,6 +151,23 @@ impl Provider for Client {
         match self {
             Self::Gcore(c) => Provider::largest_ttl(c, zone).await,
             Self::PowerDns(c) => Provider::largest_ttl(c, zone).await,
+        }
+    }
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::cds_publication(c, zone).await,
+            Self::PowerDns(c) => Provider::cds_publication(c, zone).await,
+        }
+    }
+    async fn set_cds_publication(
+        &self,
+        zone: &str,
+        to: CdsPublication,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
+            Self::PowerDns(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
         }
     }
 }
@@ -378,6 +395,26 @@ impl<P: Provider> Providers<P> {
         result
     }
 
+    /// The account a change to `zone` may go to: the one its look was made at, asked
+    /// again with every other right before (as the guard looks at the parent again), and
+    /// only if it is still the one account holding the zone, never on to another
+    /// (DESIGN.md rule 13).
+    async fn switch_holder(&self, zone: &str) -> Result<usize, ProviderError> {
+        let looked = match self.looked_at(zone) {
+            Some(i) => i,
+            None => self.holder(zone, false).await?,
+        };
+        let now = self.holder(zone, true).await?;
+        if now != looked {
+            return Err(ProviderError::Owner(format!(
+                "{zone} moved from provider {} to {} since it was looked at; not sent until \
+                 it is looked at there",
+                self.accounts[looked].0, self.accounts[now].0
+            )));
+        }
+        Ok(now)
+    }
+
     /// The account `zone` was last read at, if any.
     fn looked_at(&self, zone: &str) -> Option<usize> {
         let name = fqdn(zone).ok()?;
@@ -453,24 +490,29 @@ impl<P: Provider> Provider for Providers<P> {
         enabled: bool,
         may_send: SendPermit<'_>,
     ) -> Result<DnssecSwitched, ProviderError> {
-        // The account the zone's look was made at, asked again with every other right
-        // before the switch (as the guard looks at the parent again): sent only if it is
-        // still the one account holding the zone, never on to another.
-        let looked = match self.looked_at(zone) {
-            Some(i) => i,
-            None => self.holder(zone, false).await?,
-        };
-        let now = self.holder(zone, true).await?;
-        if now != looked {
-            return Err(ProviderError::Owner(format!(
-                "{zone} moved from provider {} to {} since it was looked at; not sent until \
-                 it is looked at there",
-                self.accounts[looked].0, self.accounts[now].0
-            )));
-        }
+        let now = self.switch_holder(zone).await?;
         self.accounts[now]
             .1
             .set_dnssec(zone, enabled, may_send)
+            .await
+    }
+
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+        self.at_holder(zone, |c| c.cds_publication(zone)).await
+    }
+
+    async fn set_cds_publication(
+        &self,
+        zone: &str,
+        to: CdsPublication,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        // As a switch (rule 13): only at the account the zone was looked at, still its
+        // one holder.
+        let now = self.switch_holder(zone).await?;
+        self.accounts[now]
+            .1
+            .set_cds_publication(zone, to, may_send)
             .await
     }
 

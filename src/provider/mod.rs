@@ -15,6 +15,7 @@ pub mod powerdns;
 
 use serde::Deserialize;
 
+pub use crate::dnssec::CdsPublication;
 use crate::dnssec::DnssecKey;
 
 pub use crate::retry::{
@@ -91,6 +92,30 @@ pub trait Provider: Send + Sync {
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<Option<u32>, ProviderError>> + Send;
+    /// What the zone's CDS/CDNSKEY publication is set to, where the API controls it;
+    /// `Ok(None)` where it does not (the Gcore API shows none), asking nothing.
+    fn cds_publication(
+        &self,
+        _zone: &str,
+    ) -> impl Future<Output = Result<Option<CdsPublication>, ProviderError>> + Send {
+        async { Ok(None) }
+    }
+    /// Sets the zone's CDS/CDNSKEY publication (DESIGN.md rule 14), with `may_send` as
+    /// for [`Provider::set_dnssec`]. A provider whose API cannot is refused before any
+    /// request.
+    fn set_cds_publication(
+        &self,
+        zone: &str,
+        _to: CdsPublication,
+        _may_send: SendPermit<'_>,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        let zone = zone.to_string();
+        async move {
+            Err(ProviderError::Invalid(format!(
+                "the provider's API does not control the CDS of {zone}"
+            )))
+        }
+    }
     /// The name of the configured account that holds the zone, as far as known without
     /// asking (`fleet::Providers`); `None` for a lone client.
     fn account(&self, _zone: &str) -> Option<String> {

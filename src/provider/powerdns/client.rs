@@ -19,13 +19,27 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::types::{Cryptokey, PdnsZone, ZoneEntry};
-use crate::dnssec::{DnssecKey, fqdn};
+use crate::dnssec::{CdsPublication, DnssecKey, fqdn};
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, RetryPolicy,
     SendPermit,
 };
 use crate::secret::{Secret, redact};
+
+/// The zone metadata that make PowerDNS publish CDS and CDNSKEY.
+const PUBLISH_CDS: &str = "PUBLISH-CDS";
+const PUBLISH_CDNSKEY: &str = "PUBLISH-CDNSKEY";
+/// The CDS digest types the daemon asks for: SHA-256 (RFC 8624: the one every validator
+/// implements; the DS the daemon announces is the same).
+const CDS_DIGESTS: &str = "2";
+
+/// One metadata kind as the API gives it.
+#[derive(serde::Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    metadata: Vec<String>,
+}
 
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
@@ -188,6 +202,88 @@ impl PowerDnsClient {
         }
     }
 
+    /// What `PUBLISH-CDS` and `PUBLISH-CDNSKEY` say (the server publishes the CDS and
+    /// CDNSKEY of its entry-point keys when set, the delete request when set to `0`).
+    /// Anything but the three forms the daemon sets is refused, not guessed: an operator
+    /// who set other digest types by hand is told, and nothing is changed.
+    pub async fn get_cds_publication(&self, zone: &str) -> Result<CdsPublication, ProviderError> {
+        let entry = self.find_zone(zone).await?;
+        let cds = self.metadata(&entry.id, PUBLISH_CDS).await?;
+        let cdnskey = self.metadata(&entry.id, PUBLISH_CDNSKEY).await?;
+        let read = |values: &[String], key: &str| match values {
+            [] => Some(CdsPublication::Nothing),
+            [one] if one == "0" => Some(CdsPublication::Delete),
+            [one] if one == key => Some(CdsPublication::Key),
+            _ => None,
+        };
+        match (read(&cds, CDS_DIGESTS), read(&cdnskey, "1")) {
+            (Some(a), Some(b)) if a == b => Ok(a),
+            _ => Err(ProviderError::Invalid(format!(
+                "zone {}: {PUBLISH_CDS} {cds:?} and {PUBLISH_CDNSKEY} {cdnskey:?} are not a setting the daemon makes (both unset, [\"{CDS_DIGESTS}\"] and [\"1\"], or both [\"0\"]); not changed",
+                entry.name
+            ))),
+        }
+    }
+
+    /// Sets `PUBLISH-CDS` and `PUBLISH-CDNSKEY` together: the SHA-256 CDS and the CDNSKEY
+    /// of the entry-point key, the delete request, or neither.
+    pub async fn set_cds_publication_with(
+        &self,
+        zone: &str,
+        to: CdsPublication,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<(), ProviderError> {
+        let entry = self.find_zone(zone).await?;
+        let values = match to {
+            CdsPublication::Nothing => None,
+            CdsPublication::Key => Some((CDS_DIGESTS, "1")),
+            CdsPublication::Delete => Some(("0", "0")),
+        };
+        for (kind, value) in [
+            (PUBLISH_CDS, values.map(|v| v.0)),
+            (PUBLISH_CDNSKEY, values.map(|v| v.1)),
+        ] {
+            match value {
+                Some(value) => {
+                    let body = serde_json::json!({ "kind": kind, "metadata": [value] });
+                    self.call(
+                        Method::PUT,
+                        &["zones", &entry.id, "metadata", kind],
+                        &[],
+                        Some(&body),
+                        may_send,
+                    )
+                    .await?;
+                }
+                None => {
+                    self.call(
+                        Method::DELETE,
+                        &["zones", &entry.id, "metadata", kind],
+                        &[],
+                        None,
+                        may_send,
+                    )
+                    .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One metadata kind's values (`[]` when unset).
+    async fn metadata(&self, id: &str, kind: &str) -> Result<Vec<String>, ProviderError> {
+        let m: Metadata = self
+            .json(
+                Method::GET,
+                &["zones", id, "metadata", kind],
+                &[],
+                None,
+                None,
+            )
+            .await?;
+        Ok(m.metadata)
+    }
+
     // ---- plumbing ----------------------------------------------------------------------
 
     async fn json<T: DeserializeOwned>(
@@ -337,6 +433,18 @@ impl Provider for PowerDnsClient {
     }
     async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
         Ok(self.get_zone(zone).await?.largest_ttl())
+    }
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+        self.get_cds_publication(zone).await.map(Some)
+    }
+    async fn set_cds_publication(
+        &self,
+        zone: &str,
+        to: CdsPublication,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        self.set_cds_publication_with(zone, to, Some(may_send))
+            .await
     }
 }
 
