@@ -31,8 +31,9 @@
 
 use std::time::Duration;
 
+use dnssec_warden::dnssec::CdsPublication;
 use dnssec_warden::engine::CrashPoint;
-use dnssec_warden::lifecycle::{Clock, Intent, ManualClock, Policy, State};
+use dnssec_warden::lifecycle::{Clock, Effect, Intent, ManualClock, Policy, State};
 use dnssec_warden_test_support::fake::{Delegation, FakeWorld};
 use dnssec_warden_test_support::postgres;
 use dnssec_warden_test_support::rig::{self, Backend, Rig, T0, ZONE};
@@ -183,12 +184,22 @@ async fn tick(rig: &mut Rig) {
 struct Seen {
     observed: Option<dnssec_warden::lifecycle::Timestamp>,
     announcements: i64,
+    cds_sets: usize,
+    /// Provider calls that will fail next (a withdrawal may not get through).
+    failures: u32,
 }
 
 async fn seen(rig: &Rig) -> Seen {
+    // One lock, released before anything else takes it.
+    let (cds_sets, failures) = {
+        let w = rig.world.lock();
+        (w.cds_sets.len(), w.provider_failures)
+    };
     Seen {
         observed: rig.last_observed().await,
         announcements: rig.ds_announcements().await,
+        cds_sets,
+        failures,
     }
 }
 
@@ -246,6 +257,79 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
             prop_assert!(
                 truth.as_deref() == Some(line.as_str()),
                 "after {what}: {line} shown to enter, but the world allows {truth:?}"
+            );
+        }
+    }
+    // Safety rule 14: a CDS is an announcement. The key's only while the ground truth
+    // allows its DS to be shown to enter (rules 4, 8, 9), never on the intent `disabled`;
+    // the delete request only on it.
+    let sets: Vec<_> = rig.world.lock().cds_sets[before.cds_sets..].to_vec();
+    for (at, to) in sets {
+        let intent = rig
+            .store
+            .zone(ZONE)
+            .await
+            .unwrap()
+            .map(|row| row.zone.intent);
+        match to {
+            CdsPublication::Key => {
+                let allowed = rig.world.ds_announce_allowed(margin);
+                if rig.world.enterable_ds().is_none() || allowed.is_err() {
+                    let trail = trail(rig).await;
+                    prop_assert!(
+                        false,
+                        "after {what}: the CDS of the key was published at {at} while its DS may not be announced ({allowed:?}); {trail}"
+                    );
+                }
+                prop_assert!(
+                    intent != Some(Intent::Disabled),
+                    "the CDS of the key published at {} with the intent disabled",
+                    at
+                );
+            }
+            CdsPublication::Delete => {
+                prop_assert_eq!(intent, Some(Intent::Disabled), "CDS delete at {}", at);
+            }
+            CdsPublication::Nothing => {}
+        }
+    }
+    // ... and it stays so: a step that read the setting (a look at a zone that is not
+    // settled) withdraws what is no longer allowed, unless the call failed (an injected
+    // provider failure) or is still owed (behind a notification ahead of it, or the
+    // engine died before performing it).
+    let state = rig.state().await;
+    let read = state.is_some_and(|s| !s.is_steady());
+    if now.observed != before.observed && read && before.failures == 0 && what == "Tick" {
+        let cds = rig.world.lock().cds;
+        let intent = rig
+            .store
+            .zone(ZONE)
+            .await
+            .unwrap()
+            .map(|row| row.zone.intent);
+        let allowed = rig.world.ds_announce_allowed(margin);
+        let owed = rig
+            .store
+            .pending_effects(ZONE)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e.effect, Effect::SetCds { to } if to != cds));
+        if cds == CdsPublication::Key
+            && !owed
+            && (rig.world.enterable_ds().is_none() || allowed.is_err())
+        {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: the CDS of the key is still published in {state:?} though its DS may not be announced ({allowed:?}); {trail}"
+            );
+        }
+        if cds == CdsPublication::Delete && !owed && intent != Some(Intent::Disabled) {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: the CDS delete request still published in {state:?} with the intent {intent:?}; {trail}"
             );
         }
     }
@@ -393,6 +477,8 @@ fn check(
         {
             let mut w = rig.world.lock();
             (w.old_parent_ns_ttl, w.old_apex_ns_ttl) = old_ns_ttls;
+            // A provider whose API controls the CDS (rule 14's oracle above).
+            w.cds_control = true;
         }
         let mut last_intent = Intent::None;
         let mut before = seen(&rig).await;
@@ -416,10 +502,14 @@ fn check(
         rig.assert_audit_chain().await;
         let state = rig.state().await;
         match last_intent {
-            Intent::Enabled => prop_assert_eq!(state, Some(State::Active)),
+            Intent::Enabled => {
+                prop_assert_eq!(state, Some(State::Active));
+                prop_assert_eq!(rig.world.lock().cds, CdsPublication::Key);
+            }
             Intent::Disabled => {
                 prop_assert_eq!(state, Some(State::Disabled));
                 prop_assert!(!rig.world.dnssec_on());
+                prop_assert_eq!(rig.world.lock().cds, CdsPublication::Nothing);
             }
             Intent::None => prop_assert!(state.is_some(), "never adopted"),
         }

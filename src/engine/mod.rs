@@ -26,7 +26,10 @@ pub use observe::summarize;
 pub use sinks::{SinkQueue, SinkWorkers};
 
 use crate::dns::Observer;
-use crate::lifecycle::{Clock, Effect, Policy, ProviderView, State, may_disable, sample, step};
+use crate::dnssec::CdsPublication;
+use crate::lifecycle::{
+    CdsSetting, Clock, Effect, Policy, ProviderView, State, may_disable, sample, step,
+};
 use crate::provider::{ErrorClass, Provider, ProviderError};
 use crate::store::{EventKind, OutboxStatus, Store, StoreError};
 
@@ -631,7 +634,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         .await;
         observation.registrar_hook_failed = read.registrar_hook_failed.clone();
         if read.unknown_calls {
-            self.settle_unknown_calls(name, &observation.provider)
+            self.settle_unknown_calls(name, &observation.provider, &observation.cds)
                 .await?;
         }
         log_provider_change(row, &observation.provider);
@@ -745,34 +748,44 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         &self,
         zone: &str,
         provider: &ProviderView,
+        cds: &CdsSetting,
     ) -> Result<(), EngineError> {
         let on = match provider {
-            ProviderView::On(_) => true,
-            ProviderView::Off => false,
-            ProviderView::Missing | ProviderView::Unknown(_) => return Ok(()),
+            ProviderView::On(_) => Some(true),
+            ProviderView::Off => Some(false),
+            ProviderView::Missing | ProviderView::Unknown(_) => None,
         };
+        let cds = match cds {
+            CdsSetting::Set(now) => Some(*now),
+            _ => None,
+        };
+        if on.is_none() && cds.is_none() {
+            return Ok(());
+        }
         for item in self.store.unknown_calls(zone).await? {
-            let wanted = match item.effect {
-                Effect::EnableDnssec => true,
-                Effect::DisableDnssec => false,
+            let (took, said) = match (&item.effect, on, cds) {
+                (Effect::EnableDnssec, Some(on), _) => (on, if on { "on" } else { "off" }),
+                (Effect::DisableDnssec, Some(on), _) => (!on, if on { "on" } else { "off" }),
+                (Effect::SetCds { to }, _, Some(now)) => (*to == now, now.into()),
                 _ => continue,
             };
-            let said = if on { "on" } else { "off" };
             let who = self.provider_named(zone);
-            let reason = if on == wanted {
-                format!(
-                    "{who}: DNSSEC is {said}: the call to {} took effect",
-                    item.effect.describe()
-                )
-            } else {
-                format!(
-                    "{who}: DNSSEC is {said}: the call to {} did not take effect",
-                    item.effect.describe()
-                )
+            let what = match item.effect {
+                Effect::SetCds { .. } => "its CDS publication is",
+                _ => "DNSSEC is",
             };
+            let reason = format!(
+                "{who}: {what} {said}: the call to {} {}",
+                item.effect.describe(),
+                if took {
+                    "took effect"
+                } else {
+                    "did not take effect"
+                }
+            );
             tracing::info!(zone, "{reason}");
             self.store
-                .settle_unknown_call(item.id, zone, on == wanted, &reason, self.clock.now())
+                .settle_unknown_call(item.id, zone, took, &reason, self.clock.now())
                 .await?;
         }
         Ok(())
@@ -859,6 +872,23 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         ),
                     ),
                     Err(e) => Self::call_failed(&self.provider_named(zone), "switch DNSSEC on", &e),
+                },
+                Effect::SetCds { to } => match self.set_cds(zone, *to).await {
+                    Ok(()) => (
+                        OutboxStatus::Done,
+                        format!(
+                            "{}: {}",
+                            self.provider_named(zone),
+                            match to {
+                                CdsPublication::Key => "publishes the CDS and CDNSKEY of the key",
+                                CdsPublication::Delete => "publishes the CDS delete request",
+                                CdsPublication::Nothing => "publishes no CDS or CDNSKEY",
+                            }
+                        ),
+                    ),
+                    Err(e) => {
+                        Self::call_failed(&self.provider_named(zone), item.effect.describe(), &e)
+                    }
                 },
                 Effect::DisableDnssec => match self.disable_guarded(zone, &item).await? {
                     Some(outcome) => outcome,
@@ -965,6 +995,20 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             })
         };
         self.provider.set_dnssec(zone, on, &may_send).await
+    }
+
+    /// Sets the provider's CDS publication, with the lease asked as for a switch.
+    async fn set_cds(&self, zone: &str, to: CdsPublication) -> Result<(), ProviderError> {
+        let store = &self.store;
+        let may_send = || -> crate::provider::PermitAnswer<'_> {
+            Box::pin(async move {
+                store
+                    .lease_current(zone, crate::store::Fenced::ProviderCall)
+                    .await
+                    .unwrap_or(false)
+            })
+        };
+        self.provider.set_cds_publication(zone, to, &may_send).await
     }
 
     /// Switches DNSSEC off only if the zone is in `disabling` and the guard, given a parent

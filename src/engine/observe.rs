@@ -10,7 +10,7 @@ use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::sample::Sample;
-use crate::lifecycle::{Clock, Observation, ProviderView, State, Zone};
+use crate::lifecycle::{CdsSetting, Clock, Observation, ProviderView, State, Zone};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
 
@@ -67,7 +67,19 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             Some(provider.dnssec_key(name).await)
         }
     };
-    let (dnssec, rrsets, name_servers, parent, child, validation) = tokio::join!(
+    // The provider's CDS setting (rule 14), where a step may change it.
+    let cds = async {
+        if look.cds {
+            match provider.cds_publication(name).await {
+                Ok(Some(now)) => CdsSetting::Set(now),
+                Ok(None) => CdsSetting::Uncontrolled,
+                Err(e) => CdsSetting::Unknown(e.to_string()),
+            }
+        } else {
+            CdsSetting::NotAsked
+        }
+    };
+    let (dnssec, rrsets, name_servers, parent, child, validation, cds) = tokio::join!(
         dnssec,
         rrsets,
         name_servers,
@@ -75,7 +87,8 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         // Every full look asks the child's CDS and CDNSKEY too: a registry that scans
         // may act on them, so a set that contradicts the intent is said at once.
         observer.child_with_signals(name),
-        validation
+        validation,
+        cds
     );
     let unchanged =
         listed.and_then(|z| unchanged_view(zone, z, parent.as_ref().ok(), child.as_ref().ok()));
@@ -130,6 +143,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         validation,
         // Filled in by the engine from the outbox.
         registrar_hook_failed: None,
+        cds,
         delegation: Default::default(),
     }
     .assessed()

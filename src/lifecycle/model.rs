@@ -9,7 +9,7 @@ use super::state::{Intent, State};
 use crate::alert_kind::AlertKind;
 use crate::dns::delegation::{self, DelegationAssessment};
 use crate::dns::{ChildView, ParentView, ValidationVerdict};
-use crate::dnssec::DnssecKey;
+use crate::dnssec::{CdsPublication, DnssecKey};
 use crate::time::Timestamp;
 use crate::zone_name::ZoneName;
 
@@ -39,6 +39,20 @@ pub enum ProviderView {
     Unknown(String),
 }
 
+/// The provider's CDS/CDNSKEY setting as one look found it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CdsSetting {
+    /// Not asked at this look (a settled zone's look asks the provider as little as it
+    /// can): nothing is set on it.
+    #[default]
+    NotAsked,
+    /// The provider's API does not control it (the Gcore API).
+    Uncontrolled,
+    Set(CdsPublication),
+    /// It could not be read: nothing is set on it either.
+    Unknown(String),
+}
+
 /// Everything observed for one step.
 #[derive(Debug, Clone)]
 pub struct Observation {
@@ -62,6 +76,8 @@ pub struct Observation {
     pub validation: ValidationVerdict,
     /// The registrar hook's last error for a DS request made in the current state.
     pub registrar_hook_failed: Option<String>,
+    /// What the provider is set to publish as CDS/CDNSKEY (DESIGN.md rule 14).
+    pub cds: CdsSetting,
     /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
     /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
     pub delegation: DelegationAssessment,
@@ -127,6 +143,9 @@ pub enum Effect {
     EnableDnssec,
     /// `PATCH …/dnssec {"enabled":false}`, only through the safety guard.
     DisableDnssec,
+    /// Sets what the provider publishes as CDS/CDNSKEY (DESIGN.md rule 14: a CDS is an
+    /// announcement).
+    SetCds { to: CdsPublication },
     /// Tell the operator (log, sinks, registrar hook) to enter this DS at the registrar.
     AnnounceDs { ds_line: String },
     /// Tell the operator to remove the DS at the registrar: the followed key's line, or
@@ -143,6 +162,11 @@ impl Effect {
         match self {
             Self::EnableDnssec => "switch DNSSEC on",
             Self::DisableDnssec => "switch DNSSEC off",
+            Self::SetCds { to } => match to {
+                CdsPublication::Key => "publish the CDS of the key",
+                CdsPublication::Delete => "publish the CDS delete request",
+                CdsPublication::Nothing => "withdraw the CDS",
+            },
             Self::AnnounceDs { .. } => "announce the DS",
             Self::RequestDsRemoval { .. } => "request the DS removal",
             Self::RequestDelegation { .. } => "request the NS change",
@@ -166,7 +190,10 @@ impl EffectKind {
     }
 
     pub fn is_provider_call(self) -> bool {
-        matches!(self, Self::EnableDnssec | Self::DisableDnssec)
+        matches!(
+            self,
+            Self::EnableDnssec | Self::DisableDnssec | Self::SetCds
+        )
     }
 
     /// A request to the operator or the registrar hook about the DS at the registrar.

@@ -7,6 +7,7 @@ use super::model::Zone;
 use super::policy::Policy;
 use super::state::{Intent, State};
 use crate::dns::{DelegationVerdict, Evidence};
+use crate::dnssec::CdsPublication;
 use crate::time::Timestamp;
 
 /// `T_gone + max DS TTL + max DNSKEY TTL + margin` (safety rule 2), or `None` before the
@@ -38,6 +39,26 @@ pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp
     })
 }
 
+/// Safety rule 14: what the provider is to publish as the zone's CDS/CDNSKEY after a
+/// step that leaves the zone in `state` with `facts`. A CDS is an announcement: the key's
+/// exactly while its DS may be announced (`ds_to_enter`, rules 4, 8 and 9) on the way to
+/// `active` and in it, unless the intent is `disabled`; the delete request only with the
+/// intent `disabled`, from `awaiting_ds_removal` until DNSSEC is off; nothing otherwise.
+pub fn cds_wanted(intent: Intent, state: Option<State>, facts: &Facts) -> CdsPublication {
+    match (intent, state) {
+        (Intent::Disabled, Some(State::AwaitingDsRemoval | State::TtlWait | State::Disabling)) => {
+            CdsPublication::Delete
+        }
+        (Intent::Disabled, _) => CdsPublication::Nothing,
+        (_, Some(State::AwaitingDs | State::DsObserved | State::Active))
+            if facts.ds_to_enter.is_some() =>
+        {
+            CdsPublication::Key
+        }
+        _ => CdsPublication::Nothing,
+    }
+}
+
 /// Safety rule 10: validated evidence, or a provably insecure parent unless the operator
 /// requires validated evidence everywhere. Unchecked (a routine look) never decides.
 pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
@@ -62,6 +83,9 @@ pub struct Look {
     /// set remembered is used, and the provider asked again only when the parent
     /// disagrees with it; the paged listing may stand in for its DNSSEC answer.
     pub settled: bool,
+    /// The provider's CDS setting (rule 14): asked where a step may change it, at every
+    /// look but a settled zone's.
+    pub cds: bool,
 }
 
 impl Look {
@@ -84,6 +108,9 @@ impl Look {
                 Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
             ),
         };
+        let settled = zone.state.is_some_and(State::is_steady)
+            && zone.facts.delegation == Some(DelegationVerdict::Provider)
+            && zone.facts.provider_ns.is_some();
         Self {
             validated_parent,
             validation: matches!(
@@ -91,9 +118,8 @@ impl Look {
                 Some(State::AwaitingDs | State::DsObserved | State::Active)
             ),
             zone_ttl: zone.state == Some(State::Enabling),
-            settled: zone.state.is_some_and(State::is_steady)
-                && zone.facts.delegation == Some(DelegationVerdict::Provider)
-                && zone.facts.provider_ns.is_some(),
+            settled,
+            cds: !settled,
         }
     }
 }

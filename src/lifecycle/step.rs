@@ -8,11 +8,11 @@
 use super::alerts;
 use super::facts::{Facts, Hold, Party};
 use super::model::{
-    AuditNote, Decision, Effect, Observation, ProviderView, Zone, parent_ds_lines,
+    AuditNote, CdsSetting, Decision, Effect, Observation, ProviderView, Zone, parent_ds_lines,
     served_fingerprint,
 };
 use super::policy::Policy;
-use super::rules::{delegation_hold_until, disable_deadline, evidence_acceptable};
+use super::rules::{self, delegation_hold_until, disable_deadline, evidence_acceptable};
 use super::sample;
 use super::state::{Intent, State};
 use crate::dns::delegation::{self, DelegationVerdict};
@@ -56,6 +56,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         }
     }
     run.track_instruction();
+    run.track_cds();
     run.track_missing();
     run.facts.held_since = match run.facts.held_by {
         Some(_) => Some(run.facts.held_since.unwrap_or(run.now)),
@@ -238,6 +239,18 @@ impl Run<'_> {
             }
             ProviderView::Unknown(_) | ProviderView::Missing if enable_path => {}
             _ => self.facts.provider_off_since = None,
+        }
+    }
+
+    /// Safety rule 14: the provider's CDS/CDNSKEY setting brought to what the zone's
+    /// intent, state and instruction allow, where it was read at this look.
+    fn track_cds(&mut self) {
+        let CdsSetting::Set(now) = &self.obs.cds else {
+            return;
+        };
+        let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts);
+        if to != *now {
+            self.effects.push(Effect::SetCds { to });
         }
     }
 

@@ -205,6 +205,7 @@ impl World {
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
             registrar_hook_failed: None,
+            cds: CdsSetting::NotAsked,
             provider_ns: Some(vec![OURS.into()]),
             provider_asked: true,
             delegation: Default::default(),

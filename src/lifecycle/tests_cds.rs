@@ -4,7 +4,7 @@
 use super::tests::*;
 use super::*;
 use crate::dns::{DnskeyAnswer, Published, Signals};
-use crate::dnssec::{DigestType, Dnskey, Ds};
+use crate::dnssec::{CdsPublication, DigestType, Dnskey, Ds};
 
 /// `child` with every address publishing `signals` (its keys' indices as signers).
 fn with_signals(obs: &mut Observation, signals: &[Signals]) {
@@ -204,4 +204,93 @@ fn the_judge_carries_the_signals_checks() {
     with_signals(&mut obs, &[delete(), delete()]);
     let d = w.run(&mut z.clone(), &obs);
     assert!(firing(&d, AlertKind::CdsUnexpected).is_some());
+}
+
+/// The effect a step asks of the provider's CDS setting, if any.
+fn cds_effect(d: &Decision) -> Option<CdsPublication> {
+    d.effects.iter().find_map(|e| match e {
+        Effect::SetCds { to } => Some(*to),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_cds_of_the_key_is_published_exactly_while_its_ds_may_be_announced() {
+    let w = World::new();
+    let served = [C::Serves, C::Serves];
+    // Awaiting the DS, every name server serving the key: the DS may be announced.
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_announced_at = Some(T0);
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &served);
+    obs.cds = CdsSetting::Set(CdsPublication::Nothing);
+    let d = step(&z, &obs, &w.policy);
+    assert!(d.facts.ds_to_enter.is_some(), "{:?}", d.facts);
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Key));
+    // Already set: nothing to do.
+    obs.cds = CdsSetting::Set(CdsPublication::Key);
+    assert_eq!(cds_effect(&step(&z, &obs, &w.policy)), None);
+    // One name server without the key: the DS is not shown to enter, and the CDS is
+    // withdrawn with it (rule 8's "withdrawn when it would be").
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::OldKey]);
+    obs.cds = CdsSetting::Set(CdsPublication::Key);
+    let d = step(&z, &obs, &w.policy);
+    assert!(d.facts.ds_to_enter.is_none());
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Nothing));
+    // Not read, not controlled, or unreadable: nothing is set on it.
+    for cds in [
+        CdsSetting::NotAsked,
+        CdsSetting::Uncontrolled,
+        CdsSetting::Unknown("HTTP 500".into()),
+    ] {
+        let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &served);
+        obs.cds = cds;
+        assert_eq!(cds_effect(&step(&z, &obs, &w.policy)), None);
+    }
+    // A zone without intent is followed as it is: the same rule (the key's CDS while its
+    // DS is shown to enter), and never a delete request, which only `disabled` stands on.
+    let followed = zone(Some(State::Active), Intent::None);
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    obs.cds = CdsSetting::Set(CdsPublication::Key);
+    assert_eq!(cds_effect(&step(&followed, &obs, &w.policy)), None);
+    obs.cds = CdsSetting::Set(CdsPublication::Delete);
+    assert_eq!(
+        cds_effect(&step(&followed, &obs, &w.policy)),
+        Some(CdsPublication::Key)
+    );
+}
+
+#[test]
+fn the_delete_request_is_published_only_on_the_way_down_and_withdrawn_after() {
+    let w = World::new();
+    let served = [C::Serves, C::Serves];
+    let z = zone(Some(State::Active), Intent::Disabled);
+    let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+    obs.cds = CdsSetting::Set(CdsPublication::Key);
+    let d = step(&z, &obs, &w.policy);
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Delete));
+    // An enabled zone is never told to publish the delete request, in any state.
+    for state in State::ALL {
+        let z = zone(Some(*state), Intent::Enabled);
+        let mut obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
+        obs.cds = CdsSetting::Set(CdsPublication::Nothing);
+        assert_ne!(
+            cds_effect(&step(&z, &obs, &w.policy)),
+            Some(CdsPublication::Delete),
+            "{state:?}"
+        );
+    }
+    // Once DNSSEC is off, nothing.
+    let z = zone(Some(State::Disabled), Intent::Disabled);
+    let mut obs = w.obs(
+        T0,
+        Some(false),
+        &[P::No, P::No],
+        &[C::Unsigned, C::Unsigned],
+    );
+    obs.cds = CdsSetting::Set(CdsPublication::Delete);
+    assert_eq!(
+        cds_effect(&step(&z, &obs, &w.policy)),
+        Some(CdsPublication::Nothing)
+    );
 }

@@ -13,8 +13,11 @@ use crate::lifecycle::{AlertCheck, AlertKind, Decision, Effect, EffectKind, Stat
 /// Provider calls: the only effects that can be in flight with an unknown outcome (a
 /// notification not marked done is simply owed again), and the ones every step derives
 /// afresh.
-pub(super) const PROVIDER_CALLS: [EffectKind; 2] =
-    [EffectKind::EnableDnssec, EffectKind::DisableDnssec];
+pub(super) const PROVIDER_CALLS: [EffectKind; 3] = [
+    EffectKind::EnableDnssec,
+    EffectKind::DisableDnssec,
+    EffectKind::SetCds,
+];
 
 /// The DS requests to the operator (an announcement, a withdrawal) whose hook failure of
 /// the zone's current state a step reads.
@@ -76,7 +79,7 @@ pub(super) struct Supersede<'a> {
     pub status: &'static str,
     pub at: Timestamp,
     /// Voided whatever they are.
-    pub calls: [&'static str; 2],
+    pub calls: [&'static str; 3],
     pub announce: &'static str,
     /// An announcement of this DS line (`ds_line`, as JSON's) stays owed when set.
     pub announce_kept: bool,

@@ -81,6 +81,9 @@ fn string_forms_round_trip_and_agree_with_serde() {
     let effects = [
         Effect::EnableDnssec,
         Effect::DisableDnssec,
+        Effect::SetCds {
+            to: crate::dnssec::CdsPublication::Delete,
+        },
         Effect::AnnounceDs {
             ds_line: "x".into(),
         },

@@ -25,7 +25,7 @@ use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
-use dnssec_warden::dnssec::{DigestType, Dnskey, DnssecKey, Ds};
+use dnssec_warden::dnssec::{CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
@@ -109,6 +109,12 @@ pub struct WorldState {
     pub switches: Vec<(Timestamp, bool)>,
     /// Broken invariants, in words; a correct engine leaves this empty.
     pub violations: Vec<String>,
+    /// The provider's API controls the CDS publication (PowerDNS's `PUBLISH-CDS`), and
+    /// what it is set to.
+    pub cds_control: bool,
+    pub cds: CdsPublication,
+    /// Every setting of it that took effect: (time, to).
+    pub cds_sets: Vec<(Timestamp, CdsPublication)>,
     /// DNSSEC was switched off behind the daemon's back since its own last switch: a
     /// decision taken before that may find the provider off already.
     pub off_behind_daemon: bool,
@@ -211,6 +217,9 @@ impl FakeWorld {
                 children: vec![ChildServer::default(); children],
                 switches: Vec::new(),
                 violations: Vec::new(),
+                cds_control: false,
+                cds: CdsPublication::Nothing,
+                cds_sets: Vec::new(),
                 off_behind_daemon: false,
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
@@ -731,6 +740,34 @@ impl Provider for FakeWorld {
     async fn largest_ttl(&self, _zone: &str) -> Result<Option<u32>, ProviderError> {
         self.provider_fault()?;
         Ok(Some(0))
+    }
+
+    async fn cds_publication(&self, _zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+        if !self.lock().cds_control {
+            return Ok(None);
+        }
+        self.provider_fault()?;
+        Ok(Some(self.lock().cds))
+    }
+
+    // Checked against the ground truth by the property test at every step (rule 14);
+    // here only that a setting is sent where the API controls it.
+    async fn set_cds_publication(
+        &self,
+        _zone: &str,
+        to: CdsPublication,
+        _may_send: dnssec_warden::provider::SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        self.provider_fault()?;
+        let now = self.clock.now();
+        let mut s = self.lock();
+        if !s.cds_control {
+            let v = format!("CDS publication set at {now} at a provider that cannot");
+            s.violations.push(v);
+        }
+        s.cds = to;
+        s.cds_sets.push((now, to));
+        Ok(())
     }
 }
 

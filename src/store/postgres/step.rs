@@ -67,10 +67,10 @@ async fn write(
     if let Some(s) = &plan.supersede {
         sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
-             AND (kind IN ($5, $6) \
-               OR (kind = $7 AND NOT ($8 AND \
-                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $9)) \
-               OR (kind = $10 AND NOT $11))",
+             AND (kind IN ($5, $6, $7) \
+               OR (kind = $8 AND NOT ($9 AND \
+                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $10)) \
+               OR (kind = $11 AND NOT $12))",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -78,6 +78,7 @@ async fn write(
         .bind(OutboxStatus::Pending.as_str())
         .bind(s.calls[0])
         .bind(s.calls[1])
+        .bind(s.calls[2])
         .bind(s.announce)
         .bind(s.announce_kept)
         .bind(s.ds_line)
