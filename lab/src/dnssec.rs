@@ -595,6 +595,31 @@ mod tests {
         let signers = verified_signers(&rrset, &keys, "pd.test.", now(), SigLimits::default());
         assert_eq!(signers, vec![&keys[1]]);
 
+        // Only so many signatures are looked at: the good one behind nine bad ones
+        // verifies with room for ten, not with the default eight.
+        let mut many: Vec<Rrsig> = (0..9u8)
+            .map(|i| Rrsig {
+                signature: vec![i; 64],
+                ..ours.clone()
+            })
+            .collect();
+        many.push(ours.clone());
+        let rrset = SignedRrset {
+            sigs: &many,
+            ..rrset
+        };
+        assert!(
+            verified_signers(&rrset, &keys, "pd.test.", now(), SigLimits::default()).is_empty()
+        );
+        let roomy = SigLimits {
+            signatures: 10,
+            ..SigLimits::default()
+        };
+        assert_eq!(
+            verified_signers(&rrset, &keys, "pd.test.", now(), roomy),
+            vec![&keys[1]]
+        );
+
         // Back through the RDATA form.
         let mut wire = ours.signed_data(&[], 0, &[])[..18].to_vec();
         wire.extend_from_slice(&ours.signer);

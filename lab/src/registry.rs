@@ -1037,6 +1037,133 @@ mod tests {
         );
     }
 
+    /// How the fake server (TLD and child in one, on 127.0.0.1) answers CDS.
+    #[derive(Clone, Copy)]
+    enum Cds {
+        /// More CDS records than a scan reads.
+        Many,
+        /// Never: the connection held open.
+        Silent,
+        /// A name whose compression pointer points at itself.
+        Looped,
+    }
+
+    fn record(owner: &[u8], rtype: u16, rdata: &[u8]) -> Vec<u8> {
+        let mut out = owner.to_vec();
+        out.extend_from_slice(&rtype.to_be_bytes());
+        out.extend_from_slice(&CLASS_IN.to_be_bytes());
+        out.extend_from_slice(&2u32.to_be_bytes());
+        out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        out.extend_from_slice(rdata);
+        out
+    }
+
+    /// The answer to `query`: the delegation of `child.test.` to `ns.child.test.` at
+    /// 127.0.0.1 (glue), no DS, no DNSKEY; CDS as `cds` says.
+    fn fake_answer(query: &[u8], cds: Cds) -> Option<Vec<u8>> {
+        let q = msg::parse(query)?;
+        let (qname, qtype, _) = q.question.clone()?;
+        let ns = name_to_wire("ns.child.test.").ok()?;
+        let (mut an, mut au, mut ad) = (Vec::new(), Vec::new(), Vec::new());
+        match qtype {
+            TYPE_NS => {
+                au.push(record(&qname, TYPE_NS, &ns));
+                ad.push(record(&ns, TYPE_A, &[127, 0, 0, 1]));
+            }
+            TYPE_CDS => match cds {
+                Cds::Many => {
+                    for i in 0..40u8 {
+                        an.push(record(&qname, TYPE_CDS, &[0, i, 13, 2, i]));
+                    }
+                }
+                Cds::Silent => return None,
+                Cds::Looped => an.push(vec![0xc0, q.question_end as u8]),
+            },
+            _ => {}
+        }
+        let mut out = msg::answer(
+            q.id,
+            q.flags,
+            RCODE_NOERROR,
+            true,
+            &query[12..q.question_end],
+        );
+        let counts = [an.len() as u16, au.len() as u16, ad.len() as u16];
+        for (i, c) in counts.iter().enumerate() {
+            out[6 + 2 * i..8 + 2 * i].copy_from_slice(&c.to_be_bytes());
+        }
+        for r in an.iter().chain(&au).chain(&ad) {
+            out.extend_from_slice(r);
+        }
+        Some(out)
+    }
+
+    async fn fake_server(cds: Cds) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut len = [0u8; 2];
+                    stream.read_exact(&mut len).await.ok()?;
+                    let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
+                    stream.read_exact(&mut query).await.ok()?;
+                    let Some(answer) = fake_answer(&query, cds) else {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        return None;
+                    };
+                    let mut framed = (answer.len() as u16).to_be_bytes().to_vec();
+                    framed.extend_from_slice(&answer);
+                    stream.write_all(&framed).await.ok()
+                });
+            }
+        });
+        addr
+    }
+
+    async fn scan_fake(cds: Cds) -> (What, Duration) {
+        let server = fake_server(cds).await;
+        let mut config = RegistryConfig::new(
+            "test.",
+            vec![server],
+            IpAddr::from([127, 0, 0, 1]),
+            server.port(),
+        );
+        config.children = vec!["child.test.".into()];
+        config.limits.query_timeout = Duration::from_millis(300);
+        config.bootstrap_period = Duration::ZERO;
+        let registry = Registry::start(config).await.unwrap();
+        let started = std::time::Instant::now();
+        let what = registry.scan("child.test.").await;
+        (what, started.elapsed())
+    }
+
+    /// A hostile child costs a bounded scan: too many records are refused unread, a
+    /// server that never answers is given up after the query timeout, a pointer loop is
+    /// a malformed answer.
+    #[tokio::test]
+    async fn a_hostile_child_costs_a_bounded_scan() {
+        let (what, _) = scan_fake(Cds::Many).await;
+        assert_eq!(
+            what,
+            What::Refused("127.0.0.1: serves more than 16 CDS records".into())
+        );
+        let (what, took) = scan_fake(Cds::Silent).await;
+        assert_eq!(
+            what,
+            What::Refused("127.0.0.1: CDS: no answer within 300ms".into())
+        );
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        let (what, _) = scan_fake(Cds::Looped).await;
+        assert_eq!(
+            what,
+            What::Refused("127.0.0.1: CDS: a malformed answer".into())
+        );
+    }
+
     fn ds(tag: u16, digest: u8) -> Ds {
         Ds {
             key_tag: tag,
