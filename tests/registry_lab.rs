@@ -159,9 +159,9 @@ async fn wait_event(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!(
-        "no such event for {zone} within {within:?} ({} scans):\n{:?}",
+        "no such event for {zone} within {within:?} ({} scans):\n{}",
         reg.scans(),
-        reg.events()
+        reg.story(zone)
     );
 }
 
