@@ -1164,6 +1164,132 @@ mod tests {
         );
     }
 
+    fn signed(key: &crate::keys::LabKey, rtype: u16, rdatas: &[Vec<u8>]) -> Rrsig {
+        let now = now_secs();
+        let owner = name_to_wire("pd.test.").unwrap();
+        let mut sig = Rrsig {
+            type_covered: rtype,
+            algorithm: 13,
+            labels: 2,
+            original_ttl: 2,
+            expiration: now + 3600,
+            inception: now - 60,
+            key_tag: key.dnskey().key_tag(),
+            signer: owner.clone(),
+            signature: Vec::new(),
+        };
+        sig.signature = key.sign(&sig.signed_data(&owner, 1, rdatas)).unwrap();
+        sig
+    }
+
+    /// A zone with a KSK signing its DNSKEY RRset and a ZSK; its CDS as given, signed by
+    /// `cds_signers`.
+    fn view(
+        ksk: &crate::keys::LabKey,
+        zsk: &crate::keys::LabKey,
+        cds: &[Ds],
+        cds_signers: &[&crate::keys::LabKey],
+    ) -> ChildView {
+        let dnskey = sorted(vec![ksk.dnskey().rdata(), zsk.dnskey().rdata()]);
+        let cds = sorted(cds.iter().map(Ds::rdata).collect());
+        ChildView {
+            dnskey_sigs: vec![signed(ksk, TYPE_DNSKEY, &dnskey)],
+            dnskey,
+            cds_sigs: cds_signers
+                .iter()
+                .map(|k| signed(k, TYPE_CDS, &cds))
+                .collect(),
+            cds,
+            ..ChildView::default()
+        }
+    }
+
+    /// RFC 7344 section 4.1 and RFC 8078 over real signatures: a bootstrap's CDS names a
+    /// key signing the DNSKEY RRset; a change or a delete is signed by a key the current
+    /// DS names.
+    #[test]
+    fn the_signing_rules() {
+        use crate::keys::LabKey;
+        let child = "pd.test.";
+        let (ksk, zsk, new) = (
+            LabKey::generate(257).unwrap(),
+            LabKey::generate(256).unwrap(),
+            LabKey::generate(257).unwrap(),
+        );
+        let ds_of = |k: &LabKey| k.dnskey().to_ds(child, DigestType::Sha256).unwrap();
+        let check = |v: &ChildView, desired: &[Ds], current: &[Ds], delete: bool| {
+            validate(
+                child,
+                v,
+                desired,
+                current,
+                delete,
+                now_secs(),
+                SigLimits::default(),
+            )
+        };
+        // Bootstrap: the CDS names the KSK (signed by the ZSK, a key of the set).
+        let want = [ds_of(&ksk)];
+        assert_eq!(
+            check(&view(&ksk, &zsk, &want, &[&zsk]), &want, &[], false),
+            Ok(())
+        );
+        // It names the ZSK, which signs no DNSKEY RRset; or a key not in the set at all.
+        for want in [[ds_of(&zsk)], [ds_of(&new)]] {
+            assert_eq!(
+                check(&view(&ksk, &zsk, &want, &[&ksk]), &want, &[], false),
+                Err("bootstrap: the CDS names no key that signs the DNSKEY RRset".into())
+            );
+        }
+        // A DNSKEY RRset without its signature; a CDS signed by a key not in the set.
+        let mut bare = view(&ksk, &zsk, &want, &[&ksk]);
+        bare.dnskey_sigs.clear();
+        assert_eq!(
+            check(&bare, &want, &[], false),
+            Err("the DNSKEY RRset is not signed by a key of its own".into())
+        );
+        assert_eq!(
+            check(&view(&ksk, &zsk, &want, &[&new]), &want, &[], false),
+            Err("the CDS RRset is not signed by a key of the DNSKEY RRset".into())
+        );
+        // A change: the DS names another key than the CDS's signers.
+        assert_eq!(
+            check(
+                &view(&ksk, &zsk, &want, &[&ksk, &zsk]),
+                &want,
+                &[ds_of(&new)],
+                false
+            ),
+            Err("the CDS RRset is not signed by a key the DS names".into())
+        );
+        assert_eq!(
+            check(
+                &view(&ksk, &zsk, &want, &[&zsk]),
+                &want,
+                &[ds_of(&ksk)],
+                false
+            ),
+            Err("the CDS RRset is not signed by a key the DS names".into())
+        );
+        // A change signed by the key the DS names, towards a key signing the DNSKEY RRset.
+        let current = [ds_of(&zsk)];
+        assert_eq!(
+            check(&view(&ksk, &zsk, &want, &[&zsk]), &want, &current, false),
+            Ok(())
+        );
+        // A delete: signed by the key the DS names, or refused.
+        let delete = [Ds::from_rdata(&[0, 0, 0, 0, 0]).unwrap()];
+        let current = [ds_of(&ksk)];
+        assert_eq!(
+            check(&view(&ksk, &zsk, &delete, &[&ksk]), &[], &current, true),
+            Ok(())
+        );
+        assert_eq!(
+            check(&view(&ksk, &zsk, &delete, &[&zsk]), &[], &current, true),
+            Err("the CDS RRset is not signed by a key the DS names".into())
+        );
+    }
+
     fn ds(tag: u16, digest: u8) -> Ds {
         Ds {
             key_tag: tag,
