@@ -218,9 +218,10 @@ async fn bootstrap_after_the_period_then_nothing_then_delete() {
         matches!(w, What::Published(_))
     })
     .await;
+    // The first event is recorded just after its scan started the clock.
     let waited = published.at.duration_since(first.at).unwrap_or_default();
     assert!(
-        waited >= period,
+        waited + Duration::from_millis(50) >= period,
         "published {waited:?} after the first sight\n{}",
         reg.story(zone)
     );
