@@ -54,6 +54,11 @@ fn secure_with_cds(w: &RealWorld, zone: &str) {
 
 /// Every SHA-256 DS of the zone's entry points, as PowerDNS computes them (upper case).
 fn pdns_ds_all(w: &RealWorld, zone: &str) -> Vec<String> {
+    pdns_ds_of(w, zone, &["2"])
+}
+
+/// Every DS of the zone's entry points with one of `digests`, as PowerDNS computes them.
+fn pdns_ds_of(w: &RealWorld, zone: &str, digests: &[&str]) -> Vec<String> {
     let out = pdnsutil(w, &["export-zone-ds", zone]);
     let mut all: Vec<String> = out
         .lines()
@@ -66,7 +71,12 @@ fn pdns_ds_all(w: &RealWorld, zone: &str) -> Vec<String> {
                 .trim()
                 .to_ascii_uppercase()
         })
-        .filter(|rdata| rdata.split_whitespace().nth(2) == Some("2"))
+        .filter(|rdata| {
+            rdata
+                .split_whitespace()
+                .nth(2)
+                .is_some_and(|d| digests.contains(&d))
+        })
         .collect();
     all.sort();
     all
@@ -170,7 +180,8 @@ fn refused(what: &What, says: &str) -> bool {
 }
 
 /// A zone signed at PowerDNS with its CDS published and no DS at the TLD gets its DS
-/// only after the CDS has been seen for the bootstrap period; the DS is Knot-signed and
+/// only after the CDS has been seen unchanged for the bootstrap period (a change within
+/// it starts the period again); the DS is Knot-signed and
 /// names PowerDNS's key; a CDS equal to the DS does nothing; the RFC 8078 delete
 /// (`CDS 0 0 0 00`, `CDNSKEY 0 3 0 AA==`) removes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,12 +206,26 @@ async fn bootstrap_after_the_period_then_nothing_then_delete() {
     .await;
 
     secure_with_cds(&w, zone);
-    let ds = pdns_ds_all(&w, zone);
-    assert_eq!(ds.len(), 1, "{ds:?}");
-    let first = wait_event(reg, zone, Duration::from_secs(20), |w| {
+    let sha256 = pdns_ds_all(&w, zone);
+    assert_eq!(sha256.len(), 1, "{sha256:?}");
+    let seen = wait_event(reg, zone, Duration::from_secs(20), |w| {
         refused(w, "bootstrap: consistent since")
     })
     .await;
+    // A CDS change within the period (a SHA-384 digest beside the SHA-256) starts the
+    // clock again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    pdnsutil(&w, &["set-publish-cds", zone, "2,4"]);
+    let ds = pdns_ds_of(&w, zone, &["2", "4"]);
+    assert_eq!(ds.len(), 2, "{ds:?}");
+    let What::Refused(said) = &seen.what else {
+        unreachable!()
+    };
+    let first = wait_event(reg, zone, Duration::from_secs(20), |w| {
+        matches!(w, What::Refused(why) if why.starts_with("bootstrap: consistent since") && why != said)
+    })
+    .await;
+    assert!(first.at.duration_since(seen.at).unwrap_or_default() >= Duration::from_secs(2));
     // Within the period: no DS at either TLD server.
     let mut looked = 0;
     while first.at.elapsed().unwrap_or_default() + Duration::from_millis(800) < period {
@@ -222,13 +247,20 @@ async fn bootstrap_after_the_period_then_nothing_then_delete() {
     let waited = published.at.duration_since(first.at).unwrap_or_default();
     assert!(
         waited + Duration::from_millis(50) >= period,
-        "published {waited:?} after the first sight\n{}",
+        "published {waited:?} after the CDS changed\n{}",
         reg.story(zone)
     );
     let What::Published(lines) = &published.what else {
         unreachable!()
     };
-    assert_eq!(lines, &[format!("{zone} 2 IN DS {}", ds[0])]);
+    let mut lines = lines.clone();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ds.iter()
+            .map(|d| format!("{zone} 2 IN DS {d}"))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         ds_everywhere(&w, zone).await,
         Some(ds.clone()),
