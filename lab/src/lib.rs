@@ -10,6 +10,7 @@ pub mod dns;
 pub mod dnssec;
 pub mod keys;
 pub mod provider_sim;
+pub mod registry;
 mod timefmt;
 pub mod wire;
 

@@ -211,6 +211,7 @@ impl BenchWorld {
                 .map(|(_, ip)| *ip)
                 .collect(),
             rrl: shape.rrl,
+            ..knot::KnotOptions::default()
         };
         let mut a = Knot::with_options(
             &dir.join("a"),

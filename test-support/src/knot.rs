@@ -209,6 +209,9 @@ pub struct KnotOptions {
     /// Response rate limiting (`mod-rrl`): responses a second per source and answer,
     /// and the slip (every n-th limited answer sent truncated, the others dropped).
     pub rrl: Option<(u32, u32)>,
+    /// Addresses allowed to send dynamic UPDATEs (RFC 2136) to every zone it is the
+    /// primary of (Knot's `acl: action: update`): a registry writing DS records.
+    pub update_from: Vec<Ipv4Addr>,
 }
 
 /// One knotd on its own address, with its own directory, KASP database and control socket.
@@ -280,6 +283,7 @@ impl Knot {
             .collect();
         peers.sort();
         peers.dedup();
+        let mut acls = String::new();
         if !peers.is_empty() {
             text.push_str("remote:\n");
             for p in &peers {
@@ -291,14 +295,20 @@ impl Knot {
                     p.octets()[3]
                 );
             }
-            text.push_str("acl:\n");
             for p in &peers {
                 let _ = writeln!(
-                    text,
+                    acls,
                     "  - id: a{}\n    address: {p}\n    action: [transfer, notify]",
                     p.octets()[3]
                 );
             }
+        }
+        for (i, u) in options.update_from.iter().enumerate() {
+            let _ = writeln!(acls, "  - id: u{i}\n    address: {u}\n    action: update");
+        }
+        if !acls.is_empty() {
+            text.push_str("acl:\n");
+            text.push_str(&acls);
         }
         let _ = write!(
             text,
@@ -330,8 +340,10 @@ impl Knot {
                 }
                 Signing::Auto => text.push_str("    dnssec-signing: on\n    dnssec-policy: auto\n"),
             }
+            let mut acl_ids: Vec<String> = Vec::new();
             if let Some(p) = z.primary {
-                let _ = writeln!(text, "    master: r{0}\n    acl: a{0}", p.octets()[3]);
+                let _ = writeln!(text, "    master: r{}", p.octets()[3]);
+                acl_ids.push(format!("a{}", p.octets()[3]));
             }
             if !z.secondaries.is_empty() {
                 let ids: Vec<String> = z
@@ -339,17 +351,20 @@ impl Knot {
                     .iter()
                     .map(|p| format!("r{}", p.octets()[3]))
                     .collect();
-                let acls: Vec<String> = z
-                    .secondaries
-                    .iter()
-                    .map(|p| format!("a{}", p.octets()[3]))
-                    .collect();
-                let _ = writeln!(
-                    text,
-                    "    notify: [{}]\n    acl: [{}]",
-                    ids.join(", "),
-                    acls.join(", ")
+                acl_ids.extend(z.secondaries.iter().map(|p| format!("a{}", p.octets()[3])));
+                let _ = writeln!(text, "    notify: [{}]", ids.join(", "));
+            }
+            if z.primary.is_none() {
+                acl_ids.extend(
+                    options
+                        .update_from
+                        .iter()
+                        .enumerate()
+                        .map(|(i, _)| format!("u{i}")),
                 );
+            }
+            if !acl_ids.is_empty() {
+                let _ = writeln!(text, "    acl: [{}]", acl_ids.join(", "));
             }
             if let Some(body) = &z.text {
                 let serial = serial_now();

@@ -13,6 +13,9 @@
 //!  <child>    127.0.B.8   pdns_server  PowerDNS with sqlite3, ns1.pdns.test. and
 //!             127.0.B.9                ns2.pdns.test.: a second provider, through its
 //!                                      own API; only with zones at PowerDNS
+//!  registry   127.0.B.20  the lab registry of test. (dnssec_warden_lab::registry): scans
+//!                         the children's CDS, writes the DS into both TLD servers by
+//!                         UPDATE, takes NOTIFYs; only with [`WorldOptions::registry`]
 //!  resolver   127.0.B.53  unbound validating, the lab anchor
 //! ```
 //! All on one port: 53 when it is free on every address, else one the kernel picks. On
@@ -68,6 +71,39 @@ pub struct WorldOptions {
     /// Unbound's `val-max-restart` (its default 5 when `None`): 0 makes it fail a bogus
     /// answer at once instead of asking other servers and the parent again.
     pub val_max_restart: Option<u32>,
+    /// A registry for `test.` beside the TLD servers ([`RegistryOptions`]); none when
+    /// `None`, and the TLD servers then take no UPDATE.
+    pub registry: Option<RegistryOptions>,
+}
+
+/// The registry's address in a world's block (`127.0.B.20`), its name in `test.`.
+pub const REGISTRY_HOST: u8 = 20;
+pub const REGISTRY_NAME: &str = "registry.nic.test.";
+
+/// The lab registry of `test.` ([`dnssec_warden_lab::registry`]): it scans the children's
+/// CDS and writes their DS into both TLD servers by dynamic UPDATE (both allow it from
+/// `127.0.B.20`), DS TTL 2 s.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    /// How long a first DS's CDS must be seen unchanged.
+    pub bootstrap_period: Duration,
+    pub scan_interval: Duration,
+    /// Takes NOTIFYs on `127.0.B.20` at the world's port, and `test.` publishes
+    /// `*._dsync.test. DSYNC CDS 1 <port> registry.nic.test.` (RFC 9859) saying so.
+    pub notify: bool,
+    /// The delegations it manages; empty: every zone of the world.
+    pub children: Vec<String>,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        Self {
+            bootstrap_period: Duration::from_secs(3),
+            scan_interval: Duration::from_secs(1),
+            notify: true,
+            children: Vec::new(),
+        }
+    }
 }
 
 /// The old provider: a signing primary and its secondary, each zone with its own CSK.
@@ -156,6 +192,8 @@ pub struct RealWorld {
     pub old: Option<OldProvider>,
     /// PowerDNS, when some zone is hosted there.
     pub pdns: Option<crate::pdns::Pdns>,
+    /// The registry of `test.`, with [`WorldOptions::registry`].
+    pub registry: Option<dnssec_warden_lab::registry::Registry>,
     /// Unbound follows the referrals from the root (port 53); false: it has stub zones.
     pub follows_referrals: bool,
     pub anchor: PathBuf,
@@ -213,7 +251,7 @@ impl RealWorld {
         let old_ns_ttl = options.old_ns_ttl.unwrap_or(2).max(1);
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let at = |h| ip(block, h);
-        let port = crate::knot::pick_port(&[
+        let mut addresses = vec![
             at(1),
             at(2),
             at(3),
@@ -224,7 +262,11 @@ impl RealWorld {
             at(8),
             at(9),
             at(53),
-        ])?;
+        ];
+        if options.registry.is_some() {
+            addresses.push(at(REGISTRY_HOST));
+        }
+        let port = crate::knot::pick_port(&addresses)?;
         let follows_referrals = port == 53;
         if !follows_referrals {
             eprintln!(
@@ -249,6 +291,18 @@ impl RealWorld {
             at(8),
             at(9)
         );
+        let mut tld_options = crate::knot::KnotOptions::default();
+        if let Some(r) = &options.registry {
+            tld.push_str(&format!("registry.nic 3600 A {}\n", at(REGISTRY_HOST)));
+            if r.notify {
+                let dsync =
+                    dnssec_warden_lab::registry::dsync_record("test.", 2, port, REGISTRY_NAME)
+                        .map_err(|e| e.to_string())?;
+                tld.push_str(&dsync);
+                tld.push('\n');
+            }
+            tld_options.update_from.push(at(REGISTRY_HOST));
+        }
         // The old provider signs with keys made up front, so their DS goes into `test.`.
         let mut old = if moving.is_empty() {
             None
@@ -320,17 +374,19 @@ impl RealWorld {
             port,
             &[ZoneConf::new(".", String::new(), Signing::Manual)],
         )?;
-        let mut tld_a = Knot::new(
+        let mut tld_a = Knot::with_options(
             &dir.path().join("tld-a"),
             at(2),
             port,
             &[ZoneConf::new("test.", tld.clone(), Signing::Manual)],
+            &tld_options,
         )?;
-        let mut tld_b = Knot::new(
+        let mut tld_b = Knot::with_options(
             &dir.path().join("tld-b"),
             at(3),
             port,
             &[ZoneConf::new("test.", tld, Signing::Manual)],
+            &tld_options,
         )?;
         let mut primary = Knot::new(&dir.path().join("primary"), at(4), port, &primary_zones)?;
         let mut secondary =
@@ -422,6 +478,32 @@ impl RealWorld {
                 )
             })?;
         }
+
+        let registry = match &options.registry {
+            None => None,
+            Some(r) => {
+                let mut config = dnssec_warden_lab::registry::RegistryConfig::new(
+                    "test.",
+                    vec![tld_a.socket(), tld_b.socket()],
+                    at(REGISTRY_HOST).into(),
+                    port,
+                );
+                config.notify_port = r.notify.then_some(port);
+                config.children = if r.children.is_empty() {
+                    zones.iter().map(|z| z.to_string()).collect()
+                } else {
+                    r.children.clone()
+                };
+                config.bootstrap_period = r.bootstrap_period;
+                config.scan_interval = r.scan_interval;
+                config.ds_ttl = 2;
+                Some(
+                    dnssec_warden_lab::registry::Registry::start(config)
+                        .await
+                        .map_err(|e| format!("the registry: {e}"))?,
+                )
+            }
+        };
 
         // Port 53: the root alone, and Unbound iterates from there like any resolver. Else
         // stubs, which pin each zone to the servers it starts delegated to.
@@ -525,6 +607,7 @@ impl RealWorld {
             secondary,
             old,
             pdns,
+            registry,
             follows_referrals,
             anchor,
             config,
