@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod facts;
 pub mod guard;
 pub mod model;
+pub mod parent_way;
 pub mod policy;
 pub mod rules;
 pub mod sample;
