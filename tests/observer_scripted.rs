@@ -2012,4 +2012,20 @@ async fn a_malformed_dsync_record_is_unknown() {
             "{detail}"
         );
     }
+    // A CNAME where the DSYNC should be is no "none".
+    dns.set_dsync(Servers::Tld, &[]);
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::from(66)),
+        Behaviour::CnameAtName,
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    let DsyncVerdict::Unknown { detail } = view.verdict() else {
+        panic!("a CNAME is unknown: {view:?}")
+    };
+    assert!(
+        detail.starts_with("a.nic.test. 127.0.72.2: malformed")
+            && detail.contains("child._dsync.test. CNAME"),
+        "{detail}"
+    );
 }

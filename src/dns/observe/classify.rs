@@ -431,13 +431,21 @@ pub fn classify_dsync(qname: &Name, parent: &str, outcome: &Outcome) -> DsyncAns
     if !message.metadata.authoritative {
         return DsyncAnswer::Unknown(UnknownReason::Lame);
     }
+    let rtype = RecordType::from(wire::DSYNC);
+    // An NXDOMAIN is the parent's "none" only with nothing in the answer section (an
+    // alias there says the name asked is another's, RFC 6604).
     if message.metadata.response_code == ResponseCode::NXDomain {
+        if let Some(found) = found_instead(message) {
+            return DsyncAnswer::Unknown(UnknownReason::Malformed(format!(
+                "NXDOMAIN for {}, yet the answer section holds {found}",
+                wire::name_text(qname)
+            )));
+        }
         return match negative_from(message, parent) {
             Ok(()) => DsyncAnswer::None,
             Err(r) => DsyncAnswer::Unknown(r),
         };
     }
-    let rtype = RecordType::from(wire::DSYNC);
     let mut records = Vec::new();
     let mut ttl = 0;
     for r in wire::rrset(&message.answers, qname, rtype) {
