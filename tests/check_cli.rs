@@ -254,7 +254,7 @@ async fn check_says_the_parents_way_for_the_ds() {
     let out = text(conf.clone()).await;
     assert!(
         out.contains(
-            "parent test.: the registry scans CDS (every 2d), configured in [parents.\"test.\"]\n"
+            "parent test.: the registry scans CDS every 2d (configured in [parents.\"test.\"])\n"
         ),
         "{out}"
     );
@@ -263,11 +263,24 @@ async fn check_says_the_parents_way_for_the_ds() {
     assert_eq!(json["parent_path"]["reason"]["kind"], "configured");
     assert_eq!(json["parent_path"]["scan_period"], 172_800);
 
+    // Configured NOTIFY to a target named by host: its address looked up for the line.
+    let conf = dns.config_file_with(
+        dir.path(),
+        "[parents.\"test.\"]\nds_path = \"notify\"\nnotify_target = \"notify.registry.test\"\nnotify_port = 5300\n",
+    );
+    let out = text(conf).await;
+    assert!(
+        out.contains(
+            "parent test.: DS by NOTIFY(CDS) to notify.registry.test. port 5300 (127.0.72.9) (configured in [parents.\"test.\"])\n"
+        ),
+        "{out}"
+    );
+
     // No DSYNC, nothing known of the registry: the registrar, by default.
     dns.set_dsync(Servers::Tld, &[]);
     let out = text(dns.config_file(dir.path())).await;
     assert!(
-        out.contains("parent test.: DS entered at the registrar, default\n"),
+        out.contains("parent test.: DS entered at the registrar (default)\n"),
         "{out}"
     );
 }

@@ -191,6 +191,8 @@ pub struct ParentPath {
     pub accepts_first_ds: Option<bool>,
     #[serde(serialize_with = "opt_secs")]
     pub first_ds_after: Option<Duration>,
+    /// What the registry's scan reads: `CDS`, or `CDNSKEY` where it is known to.
+    pub signal: &'static str,
     /// The registrar hook runs too (always, on the registrar path).
     pub call_registrar_hook: bool,
     /// What else is worth saying: a DSYNC lookup that was unknown, a NOTIFY target
@@ -216,6 +218,7 @@ pub fn resolve(parent: &str, ways: &ParentWays, dsync: &DsyncHint) -> ParentPath
             .accepts_first_ds
             .or(known.map(|r| r.first_ds_after.is_some())),
         first_ds_after: known.and_then(|r| r.first_ds_after),
+        signal: known.map_or("CDS", |r| r.reads),
         call_registrar_hook: way.call_registrar_hook,
         note: None,
     };
@@ -308,29 +311,29 @@ impl ParentPath {
     /// One line for `check`: the path and why.
     pub fn describe(&self) -> String {
         let why = match &self.reason {
-            PathReason::Configured => format!("configured in [parents.\"{}\"]", self.parent),
-            PathReason::Dsync { owner } => format!("from DSYNC at {owner}"),
+            PathReason::Configured => format!(" (configured in [parents.\"{}\"])", self.parent),
+            PathReason::Dsync { owner } => format!(", from DSYNC at {owner}"),
             PathReason::BuiltIn { operator, source } => {
-                format!("built-in: {operator}, {source}")
+                format!(" (built-in: {operator}, {source})")
             }
-            PathReason::Default => "default".into(),
+            PathReason::Default => " (default)".into(),
         };
         let how = match &self.path {
             DsPath::Registrar => "DS entered at the registrar".to_string(),
             DsPath::CdsScan => {
-                let mut s = "the registry scans CDS".to_string();
+                let mut s = format!("the registry scans {}", self.signal);
                 if let Some(p) = self.scan_period {
-                    s.push_str(&format!(" (every {}", duration_text(p)));
-                    match (self.accepts_first_ds, self.first_ds_after) {
-                        (Some(true), Some(after)) => s.push_str(&format!(
-                            "; a first DS after {} of unchanged CDS",
-                            duration_text(after)
-                        )),
-                        (Some(true), None) => s.push_str("; takes a first DS"),
-                        (Some(false), _) => s.push_str("; no first DS from CDS"),
-                        (None, _) => {}
-                    }
-                    s.push(')');
+                    s.push_str(&format!(" every {}", duration_text(p)));
+                }
+                match (self.accepts_first_ds, self.first_ds_after) {
+                    (Some(true), Some(after)) => s.push_str(&format!(
+                        ", a first DS after {} of unchanged {}",
+                        duration_text(after),
+                        self.signal
+                    )),
+                    (Some(true), None) => s.push_str(", a first DS too"),
+                    (Some(false), _) => s.push_str(", no first DS"),
+                    (None, _) => {}
                 }
                 s
             }
@@ -351,7 +354,7 @@ impl ParentPath {
                 format!("DS by NOTIFY(CDS) to {target} port {port} ({at})")
             }
         };
-        let mut line = format!("parent {}: {how}, {why}", self.parent);
+        let mut line = format!("parent {}: {how}{why}", self.parent);
         if self.call_registrar_hook && !matches!(self.path, DsPath::Registrar) {
             line.push_str("; the registrar hook runs too");
         }
@@ -447,9 +450,17 @@ mod tests {
         assert_eq!(p.scan_period, Some(DAY));
         assert_eq!(p.accepts_first_ds, Some(true));
         assert_eq!(p.first_ds_after, Some(3 * DAY));
+        assert_eq!(
+            p.describe(),
+            "parent ch.: the registry scans CDS every 1d, a first DS after 3d of unchanged CDS (built-in: SWITCH, https://www.nic.ch/security/cds/)"
+        );
+        // CZ.NIC reads CDNSKEY.
+        let p = resolve("cz.", &ParentWays::default(), &DsyncHint::None);
         assert!(
             p.describe()
-                .contains("the registry scans CDS (every 1d; a first DS after 3d")
+                .contains("scans CDNSKEY every 1d, a first DS after 7d of unchanged CDNSKEY"),
+            "{}",
+            p.describe()
         );
 
         // Nothing known: the registrar, by default, and the hook runs.
@@ -461,7 +472,7 @@ mod tests {
         assert!(p.call_registrar_hook);
         assert_eq!(
             p.describe(),
-            "parent com.: DS entered at the registrar, default"
+            "parent com.: DS entered at the registrar (default)"
         );
     }
 
@@ -503,8 +514,9 @@ mod tests {
         assert_eq!(p.accepts_first_ds, Some(false));
         assert!(p.call_registrar_hook);
         assert!(
-            p.describe()
-                .ends_with("configured in [parents.\"cz.\"]; the registrar hook runs too"),
+            p.describe().ends_with(
+                "no first DS (configured in [parents.\"cz.\"]); the registrar hook runs too"
+            ),
             "{}",
             p.describe()
         );
