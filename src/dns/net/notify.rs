@@ -436,6 +436,25 @@ mod tests {
         assert_eq!((report.attempts, report.ignored), (2, 2));
     }
 
+    /// Nothing listening (the kernel's port unreachable): no answer after every attempt,
+    /// each waited out as silence, never a spin on the error.
+    #[tokio::test]
+    async fn a_closed_port_is_no_answer_after_the_bounded_attempts() {
+        let closed = {
+            let s = std::net::UdpSocket::bind("127.0.61.8:0").expect("bind");
+            s.local_addr().expect("address")
+        };
+        let start = Instant::now();
+        let report = notify(closed, &zone(), RecordType::CDS, &quick(2)).await;
+        assert_eq!(report.outcome, NotifyOutcome::NoAnswer, "{report:?}");
+        assert_eq!(report.attempts, 2);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(290) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    }
+
     #[test]
     fn the_notify_message_is_opcode_notify_aa_with_the_zones_question() {
         let m = notify_message(&zone(), RecordType::CDS, true);
