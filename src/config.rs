@@ -25,6 +25,7 @@ use crate::alert::{AlertSettings, ExecSettings, RegistrarSettings, WebhookSettin
 use crate::dns::net::query::{MAX_QPS_PER_SERVER, MAX_QUERIES_PER_SERVER};
 use crate::dns::{AddressFamilies, DnsSettings, ObservationBudget};
 use crate::lifecycle::Policy;
+use crate::lifecycle::parent_way::{DsPathSetting, ParentWay, ParentWays};
 use crate::provider::fleet::{ProviderConfig, ProviderOptions};
 use crate::provider::gcore::{CredentialSource, ProviderSettings};
 use crate::provider::powerdns::PowerDnsSettings;
@@ -95,6 +96,8 @@ pub struct Settings {
     /// `[cluster]`: this daemon's name and lease among the daemons sharing a PostgreSQL
     /// database (always set with `database.url`, defaults filled in; `None` with SQLite).
     pub cluster: Option<ClusterSettings>,
+    /// `[parents."NAME"]`: how the DS reaches each parent zone, where the operator says.
+    pub parents: ParentWays,
 }
 
 /// This host's name: the kernel's, or `/etc/hostname` where `/proc/sys` is hidden (the
@@ -247,6 +250,24 @@ struct SettingsFile {
     registrar: Option<RegistrarFile>,
     metrics: MetricsFile,
     cluster: Option<ClusterFile>,
+    parents: std::collections::BTreeMap<String, ParentFile>,
+}
+
+/// `[parents."NAME"]` as written: how the DS reaches that parent zone.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParentFile {
+    #[serde(default)]
+    ds_path: DsPathSetting,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    scan_period: Option<Duration>,
+    accepts_first_ds: Option<bool>,
+    #[serde(default)]
+    call_registrar_hook: bool,
+    #[serde(default, deserialize_with = "de::notify_target")]
+    notify_target: Option<String>,
+    #[serde(default, deserialize_with = "de::some_port")]
+    notify_port: Option<u16>,
 }
 
 /// `[cluster]` as written: both keys optional.
@@ -483,7 +504,7 @@ impl Settings {
         };
         let deserializer = toml::Deserializer::parse(text).map_err(syntax)?;
         let raw: SettingsFile = serde_path_to_error::deserialize(deserializer).map_err(|err| {
-            let key = err.path().to_string();
+            let key = key_text(err.path());
             let inner = err.into_inner();
             if key == "." || key.is_empty() {
                 syntax(inner)
@@ -497,6 +518,30 @@ impl Settings {
         })?;
         CrossChecks { file }.settings(raw)
     }
+}
+
+/// The key as `serde_path_to_error` writes it (`alerts.webhook[0].url`), with a table
+/// name that holds a dot quoted as TOML quotes it: `parents."ch.".ds_path`.
+fn key_text(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    if path
+        .iter()
+        .all(|s| !matches!(s, Segment::Map { key } if key.contains('.')))
+    {
+        return path.to_string();
+    }
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } if key.contains('.') => out.push_str(&format!(
+                "{}\"{key}\"",
+                if out.is_empty() { "" } else { "." }
+            )),
+            other => out.push_str(&format!("{}{other}", if out.is_empty() { "" } else { "." })),
+        }
+    }
+    out
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -566,7 +611,51 @@ impl CrossChecks {
             }),
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
             cluster,
+            parents: self.parents(raw.parents)?,
         })
+    }
+
+    /// `[parents."NAME"]`: each name a zone name, equal names after normalisation once;
+    /// a NOTIFY target only with `ds_path = "notify"`.
+    fn parents(
+        &self,
+        raw: std::collections::BTreeMap<String, ParentFile>,
+    ) -> Result<ParentWays, ConfigError> {
+        let mut ways = ParentWays::default();
+        for (name, file) in raw {
+            let stem = format!("parents.\"{name}\"");
+            let zone = ZoneName::parse_parent(&name).map_err(|e| self.err(&stem, e.to_string()))?;
+            if file.ds_path != DsPathSetting::Notify {
+                for (key, given) in [
+                    ("notify_target", file.notify_target.is_some()),
+                    ("notify_port", file.notify_port.is_some()),
+                ] {
+                    if given {
+                        return Err(
+                            self.err(&format!("{stem}.{key}"), "only for ds_path = \"notify\"")
+                        );
+                    }
+                }
+            }
+            let way = ParentWay {
+                ds_path: file.ds_path,
+                scan_period: file.scan_period,
+                accepts_first_ds: file.accepts_first_ds,
+                call_registrar_hook: file.call_registrar_hook,
+                notify_target: file.notify_target,
+                notify_port: file.notify_port.unwrap_or(53),
+            };
+            let canonical = zone.as_str().to_string();
+            if ways.parents.insert(canonical.clone(), way).is_some() {
+                return Err(self.err(
+                    &stem,
+                    format!(
+                        "{canonical} is configured twice (names are equal after normalisation)"
+                    ),
+                ));
+            }
+        }
+        Ok(ways)
     }
 
     /// `[cluster]`: only beside `database.url`, where it is always in force (defaults).
@@ -853,6 +942,31 @@ mod de {
     use crate::dns::AddressFamilies;
     use crate::dns::net::budget::MAX_OBSERVATION_TIMEOUT;
     use crate::zone_name::ZoneName;
+
+    /// An optional positive duration (`"1d"`).
+    pub fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        super::duration(d).map(Some)
+    }
+
+    /// A port, 1 to 65535.
+    pub fn some_port<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+        let port = u64::deserialize(d)?;
+        match u16::try_from(port) {
+            Ok(p) if p > 0 => Ok(Some(p)),
+            _ => Err(D::Error::custom("must be a port, 1 to 65535")),
+        }
+    }
+
+    /// A NOTIFY target: an IP address, or a host name (normalised as a zone name).
+    pub fn notify_target<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let text = String::deserialize(d)?;
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Ok(Some(ip.to_string()));
+        }
+        ZoneName::parse(&text)
+            .map(|name| Some(name.as_str().to_string()))
+            .map_err(|e| D::Error::custom(format!("not an address or a host name: {e}")))
+    }
 
     pub fn secs<const N: u64>() -> Duration {
         Duration::from_secs(N)
@@ -1253,6 +1367,72 @@ mod tests {
             assert_eq!(err.key(), Some(key), "{text}: {err}");
             assert!(err.to_string().contains(words), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_wrong_parent_block_names_its_key() {
+        for (text, key, words) in [
+            (
+                "[parents.\"ch.\"]\nds_path = \"carrier-pigeon\"",
+                "parents.\"ch.\".ds_path",
+                "unknown variant",
+            ),
+            (
+                "[parents.\"ch.\"]\nscan_period = \"daily\"",
+                "parents.\"ch.\".scan_period",
+                "",
+            ),
+            (
+                "[parents.\"ch.\"]\nsurprise = 1",
+                "parents.\"ch.\".surprise",
+                "unknown field",
+            ),
+            (
+                "[parents.ch]\naccepts_first_ds = \"yes\"",
+                "parents.ch.accepts_first_ds",
+                "",
+            ),
+            (
+                "[parents.\"ch.\"]\nnotify_target = \"registry.ch.\"",
+                "parents.\"ch.\".notify_target",
+                "only for ds_path = \"notify\"",
+            ),
+            (
+                "[parents.\"ch.\"]\nds_path = \"notify\"\nnotify_target = \"bad name!\"",
+                "parents.\"ch.\".notify_target",
+                "not an address or a host name",
+            ),
+            (
+                "[parents.\"ch.\"]\nds_path = \"notify\"\nnotify_port = 70000",
+                "parents.\"ch.\".notify_port",
+                "1 to 65535",
+            ),
+            (
+                "[parents.\"bad name\"]\nds_path = \"registrar\"",
+                "parents.\"bad name\"",
+                "",
+            ),
+            (
+                "[parents.CH]\nds_path = \"registrar\"\n[parents.\"ch.\"]\nds_path = \"cds-scan\"",
+                "parents.\"ch.\"",
+                "configured twice",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{text}: {err}");
+            assert!(err.to_string().contains(words), "{text}: {err}");
+        }
+        // Good: normalised names, defaults filled in.
+        let s = parse(
+            "[parents.CH]\nds_path = \"cds-scan\"\nscan_period = \"2d\"\n\
+             [parents.\"test.\"]\nds_path = \"notify\"\nnotify_target = \"Registry.Test\"\n",
+        )
+        .unwrap();
+        let ch = &s.parents.parents["ch."];
+        assert_eq!(ch.scan_period, Some(Duration::from_secs(2 * 86_400)));
+        let test = &s.parents.parents["test."];
+        assert_eq!(test.notify_target.as_deref(), Some("registry.test."));
+        assert_eq!(test.notify_port, 53);
     }
 
     #[test]

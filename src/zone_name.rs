@@ -65,6 +65,16 @@ impl ZoneName {
     /// Checks `input` and gives its canonical form. Accepts U-labels and A-labels in any
     /// case, with or without the trailing dot.
     pub fn parse(input: &str) -> Result<Self, ZoneNameError> {
+        Self::parse_labels(input, 2)
+    }
+
+    /// A parent zone's name (`[parents."ch."]`): as [`Self::parse`], but a top-level
+    /// domain alone is one too.
+    pub fn parse_parent(input: &str) -> Result<Self, ZoneNameError> {
+        Self::parse_labels(input, 1)
+    }
+
+    fn parse_labels(input: &str, least: usize) -> Result<Self, ZoneNameError> {
         let fail = |problem| ZoneNameError {
             input: input.to_string(),
             problem,
@@ -112,7 +122,7 @@ impl ZoneName {
                 label: last.to_string(),
             }));
         }
-        if labels.len() < 2 {
+        if labels.len() < least {
             return Err(fail(ZoneNameProblem::SingleLabel));
         }
         Ok(Self(format!("{ascii}.")))
@@ -229,6 +239,15 @@ mod tests {
                 e.problem
             }
         }
+    }
+
+    #[test]
+    fn a_parent_may_be_a_top_level_domain_alone() {
+        assert_eq!(ZoneName::parse_parent("CH").unwrap().as_str(), "ch.");
+        assert_eq!(ZoneName::parse_parent("co.UK.").unwrap().as_str(), "co.uk.");
+        assert!(ZoneName::parse("ch.").is_err());
+        assert!(ZoneName::parse_parent(".").is_err());
+        assert!(ZoneName::parse_parent("bad name").is_err());
     }
 
     #[test]

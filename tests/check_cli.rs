@@ -193,3 +193,94 @@ async fn check_reports_the_provider_and_text_advice() {
     assert!(json["provider"]["error"].is_string(), "{json:#}");
     assert_eq!(json["parent_ds"], "mismatch");
 }
+
+/// `check` says how the DS reaches the parent: by NOTIFY(CDS) to the target of the DSYNC
+/// record every parent address serves, or as configured in `[parents."NAME"]`; the JSON
+/// has it as `parent_path`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_the_parents_way_for_the_ds() {
+    use dnssec_warden_test_support::scripted_dns::{ScriptedDns, Servers, ZONE, check_json};
+    let dns = ScriptedDns::start().await;
+    dns.add_host(
+        "notify.registry.test.",
+        std::net::Ipv4Addr::new(127, 0, 72, 9),
+    );
+    let rdata = dnssec_warden::dns::wire::dsync_rdata(&dnssec_warden::dns::wire::Dsync {
+        rrtype: 59,
+        scheme: 1,
+        port: 5359,
+        target: "notify.registry.test.".into(),
+    })
+    .unwrap();
+    dns.set_dsync(Servers::Tld, &[("*._dsync.test.", rdata)]);
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dns.config_file(dir.path());
+    let text = |conf: PathBuf| async move {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+            .arg("--config")
+            .arg(&conf)
+            .args(["check", ZONE])
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
+            .await
+            .expect("check finished within a minute")
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let out = text(conf.clone()).await;
+    assert!(
+        out.contains(
+            "parent test.: DS by NOTIFY(CDS) to notify.registry.test. port 5359 (127.0.72.9), from DSYNC at child._dsync.test.\n"
+        ),
+        "{out}"
+    );
+    let (_, json) = check_json(&conf, ZONE).await;
+    let path = &json["parent_path"];
+    assert_eq!(path["parent"], "test.", "{json:#}");
+    assert_eq!(path["path"]["kind"], "notify", "{json:#}");
+    assert_eq!(path["path"]["target"], "notify.registry.test.");
+    assert_eq!(path["path"]["port"], 5359);
+    assert_eq!(path["path"]["addrs"][0], "127.0.72.9");
+    assert_eq!(path["reason"]["kind"], "dsync");
+    assert_eq!(path["reason"]["owner"], "child._dsync.test.");
+    assert_eq!(json["dsync"]["answers"].as_array().map(Vec::len), Some(2));
+
+    // Configured, the operator's word beats the DSYNC record.
+    let conf = dns.config_file_with(
+        dir.path(),
+        "[parents.\"test.\"]\nds_path = \"cds-scan\"\nscan_period = \"2d\"\n",
+    );
+    let out = text(conf.clone()).await;
+    assert!(
+        out.contains(
+            "parent test.: the registry scans CDS every 2d (configured in [parents.\"test.\"])\n"
+        ),
+        "{out}"
+    );
+    let (_, json) = check_json(&conf, ZONE).await;
+    assert_eq!(json["parent_path"]["path"]["kind"], "cds_scan", "{json:#}");
+    assert_eq!(json["parent_path"]["reason"]["kind"], "configured");
+    assert_eq!(json["parent_path"]["scan_period"], 172_800);
+
+    // Configured NOTIFY to a target named by host: its address looked up for the line.
+    let conf = dns.config_file_with(
+        dir.path(),
+        "[parents.\"test.\"]\nds_path = \"notify\"\nnotify_target = \"notify.registry.test\"\nnotify_port = 5300\n",
+    );
+    let out = text(conf).await;
+    assert!(
+        out.contains(
+            "parent test.: DS by NOTIFY(CDS) to notify.registry.test. port 5300 (127.0.72.9) (configured in [parents.\"test.\"])\n"
+        ),
+        "{out}"
+    );
+
+    // No DSYNC, nothing known of the registry: the registrar, by default.
+    dns.set_dsync(Servers::Tld, &[]);
+    let out = text(dns.config_file(dir.path())).await;
+    assert!(
+        out.contains("parent test.: DS entered at the registrar (default)\n"),
+        "{out}"
+    );
+}

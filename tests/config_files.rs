@@ -297,3 +297,36 @@ fn the_example_second_provider_parses_once_uncommented() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The `[parents."NAME"]` block config.example.toml shows, uncommented, parses into the
+/// lifecycle's settings for that parent.
+#[test]
+fn the_example_parent_block_parses_once_uncommented() {
+    use dnssec_warden::lifecycle::parent_way::DsPathSetting;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("# [parents.\"ch.\"]").expect("the example block");
+    let block: String = text[start..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| l.starts_with('[') || l.contains(" = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(block.lines().count() >= 5, "{block}");
+    let settings = Settings::parse(&format!("{text}\n{block}"), &path)
+        .unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let ch = &settings.parents.parents["ch."];
+    assert_eq!(ch.ds_path, DsPathSetting::CdsScan);
+    assert_eq!(ch.scan_period, Some(std::time::Duration::from_secs(86_400)));
+    assert_eq!(ch.accepts_first_ds, Some(true));
+    assert!(!ch.call_registrar_hook);
+    // Commented out, the example configures no parent.
+    assert!(
+        Settings::parse(&text, &path)
+            .unwrap()
+            .parents
+            .parents
+            .is_empty()
+    );
+}

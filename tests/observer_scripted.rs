@@ -7,8 +7,9 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use dnssec_warden::dns::delegation::{self, ns_set};
 use dnssec_warden::dns::{
-    DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, Observer,
-    ParentDsVerdict, ParentView, ServerAnswer, SignalsVerdict, UnknownReason, ValidationVerdict,
+    DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, DsyncAnswer, DsyncVerdict, Evidence,
+    NsAnswer, Observer, ParentDsVerdict, ParentView, ServerAnswer, SignalsVerdict, UnknownReason,
+    ValidationVerdict,
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
@@ -1945,4 +1946,209 @@ async fn child_signals_that_differ_or_fail_at_one_address_decide_nothing() {
     dns.set_child_rrset(RecordType::CDNSKEY, vec![]);
     let child = observer.child_with_signals(ZONE).await.expect("child view");
     assert_eq!(child.signals(), SignalsVerdict::None);
+}
+
+// ---- DSYNC (RFC 9859): the parent's notification target for the child ----------------
+
+/// The registry's NOTIFY target in these tests: an A record at the TLD.
+const REGISTRY: Ipv4Addr = Ipv4Addr::new(127, 0, 72, 9);
+
+fn dsync_rdata(rrtype: u16, scheme: u8, port: u16, target: &str) -> Vec<u8> {
+    dnssec_warden::dns::wire::dsync_rdata(&dnssec_warden::dns::wire::Dsync {
+        rrtype,
+        scheme,
+        port,
+        target: target.into(),
+    })
+    .expect("a target that is a name")
+}
+
+fn cds_notify() -> Vec<u8> {
+    dsync_rdata(59, 1, 5359, "notify.registry.test.")
+}
+
+/// A DSYNC for the child at every parent address: found, every address asked once,
+/// its NOTIFY target's address looked up at the TLD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dsync_at_every_parent_address_is_found_with_its_target() {
+    let (dns, observer) = world().await;
+    dns.add_host("notify.registry.test.", REGISTRY);
+    // A null-scheme record beside it is ignored; a CSYNC one is kept.
+    dns.set_dsync(
+        Servers::Tld,
+        &[
+            ("child._dsync.test.", cds_notify()),
+            (
+                "child._dsync.test.",
+                dsync_rdata(62, 1, 5359, "notify.registry.test."),
+            ),
+            ("child._dsync.test.", dsync_rdata(60, 0, 0, "ignored.test.")),
+        ],
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert_eq!(view.qname, "child._dsync.test.");
+    assert_eq!(view.parent, "test.");
+    assert_eq!(view.answers.len(), 2, "{view:?}");
+    let DsyncVerdict::Found { records } = view.verdict() else {
+        panic!("every address agrees: {view:?}")
+    };
+    assert_eq!(
+        records.iter().map(|r| r.rrtype).collect::<Vec<_>>(),
+        vec![59, 62]
+    );
+    let target = view.target_for(59).expect("the CDS target");
+    assert_eq!(
+        (target.target.as_str(), target.port),
+        ("notify.registry.test.", 5359)
+    );
+    assert_eq!(target.addrs, vec![IpAddr::from(REGISTRY)], "{target:?}");
+}
+
+/// `*._dsync.test.` answers the child's lookup by synthesis: one query an address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_dsync_at_the_parent_answers_for_the_child() {
+    let (dns, observer) = world().await;
+    dns.add_host("notify.registry.test.", REGISTRY);
+    dns.set_dsync(Servers::Tld, &[("*._dsync.test.", cds_notify())]);
+    observer.parent_dsync(ZONE).await.expect("cut cached");
+    let before = observer.stats().exchanges;
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert!(
+        matches!(view.verdict(), DsyncVerdict::Found { .. }),
+        "{view:?}"
+    );
+    assert_eq!(view.target_for(59).map(|t| t.port), Some(5359));
+    // One DSYNC question at each of the two TLD addresses, and the target's A and AAAA
+    // at one of them (the first answer will do for an address lookup).
+    let asked = observer.stats().exchanges - before;
+    assert!((2..=6).contains(&asked), "{asked} exchanges");
+}
+
+/// Two addresses, two answers: unknown, naming the address that differs; records at
+/// one address and none at the other too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_addresses_that_disagree_on_dsync_are_unknown() {
+    let (dns, observer) = world().await;
+    dns.set_dsync(Servers::One(TLD_A), &[("child._dsync.test.", cds_notify())]);
+    dns.set_dsync(
+        Servers::One(TLD_B),
+        &[("child._dsync.test.", dsync_rdata(59, 1, 53, "other.test."))],
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    let DsyncVerdict::Unknown { detail } = view.verdict() else {
+        panic!("disagreement is unknown: {view:?}")
+    };
+    assert!(
+        detail.contains("127.0.72.3 says CDS NOTIFY 53 other.test."),
+        "{detail}"
+    );
+    assert!(
+        view.targets.is_empty(),
+        "nothing resolved without agreement"
+    );
+
+    dns.set_dsync(Servers::One(TLD_B), &[]);
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    let DsyncVerdict::Unknown { detail } = view.verdict() else {
+        panic!("records beside none is unknown: {view:?}")
+    };
+    assert!(detail.contains("127.0.72.3 says no DSYNC"), "{detail}");
+
+    // A silent address beside one with the record: unknown, said as a timeout there.
+    dns.set_dsync(Servers::Tld, &[("child._dsync.test.", cds_notify())]);
+    dns.script(
+        Servers::One(TLD_B),
+        Some(RecordType::from(66)),
+        Behaviour::Silent,
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert_eq!(
+        view.verdict(),
+        DsyncVerdict::Unknown {
+            detail: "b.nic.test. 127.0.72.3: timeout".into()
+        }
+    );
+}
+
+/// No DSYNC anywhere (the TLD's NXDOMAIN for the lookup name, or NODATA): none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_dsync_at_any_parent_address_is_none() {
+    let (dns, observer) = world().await;
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert_eq!(view.verdict(), DsyncVerdict::None, "{view:?}");
+    assert!(
+        view.answers.iter().all(|a| a.answer == DsyncAnswer::None),
+        "{view:?}"
+    );
+    // NODATA: the name exists (an A record there), no DSYNC.
+    dns.add_host("child._dsync.test.", REGISTRY);
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert_eq!(view.verdict(), DsyncVerdict::None, "{view:?}");
+    // Only null-scheme records: the parent opting the child out.
+    dns.set_dsync(
+        Servers::Tld,
+        &[("child._dsync.test.", dsync_rdata(59, 0, 0, "x.test."))],
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    assert_eq!(view.verdict(), DsyncVerdict::None, "{view:?}");
+}
+
+/// A malformed record at one address (cut short, trailing octets, a compressed target):
+/// that address is unknown, and so the verdict; never the part that could be read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_dsync_record_is_unknown() {
+    let (dns, observer) = world().await;
+    let good = cds_notify();
+    let mut trailing = good.clone();
+    trailing.push(0);
+    for bad in [
+        good[..4].to_vec(),
+        trailing,
+        vec![0, 59, 1, 0x14, 0xef, 0xC0, 0x0C],
+    ] {
+        dns.set_dsync(Servers::One(TLD_A), &[("child._dsync.test.", good.clone())]);
+        dns.set_dsync(
+            Servers::One(TLD_B),
+            &[
+                ("child._dsync.test.", good.clone()),
+                ("child._dsync.test.", bad.clone()),
+            ],
+        );
+        let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+        let at_b = view
+            .answers
+            .iter()
+            .find(|a| a.addr == IpAddr::from(TLD_B))
+            .expect("an answer from b");
+        assert!(
+            matches!(
+                &at_b.answer,
+                DsyncAnswer::Unknown(UnknownReason::Malformed(_))
+            ),
+            "{bad:?}: {at_b:?}"
+        );
+        let DsyncVerdict::Unknown { detail } = view.verdict() else {
+            panic!("{bad:?}: a malformed record is unknown")
+        };
+        assert!(
+            detail.starts_with("b.nic.test. 127.0.72.3: malformed"),
+            "{detail}"
+        );
+    }
+    // A CNAME where the DSYNC should be is no "none".
+    dns.set_dsync(Servers::Tld, &[]);
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::from(66)),
+        Behaviour::CnameAtName,
+    );
+    let view = observer.parent_dsync(ZONE).await.expect("a DSYNC view");
+    let DsyncVerdict::Unknown { detail } = view.verdict() else {
+        panic!("a CNAME is unknown: {view:?}")
+    };
+    assert!(
+        detail.starts_with("a.nic.test. 127.0.72.2: malformed")
+            && detail.contains("child._dsync.test. CNAME"),
+        "{detail}"
+    );
 }

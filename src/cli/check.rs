@@ -9,9 +9,10 @@ use serde::Serialize;
 use crate::dns::delegation::{self, DelegationDetail, DelegationMatch, DelegationVerdict};
 use crate::dns::observe::signals::{self, Signals};
 use crate::dns::{
-    ChildView, DnskeyAnswer, DsAnswer, NsAnswer, Observer, ParentDsVerdict, ParentView,
+    ChildView, DnskeyAnswer, DsAnswer, DsyncView, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason,
 };
+use crate::lifecycle::parent_way::{self, DsPath, DsyncHint, ParentPath, ParentWays};
 use crate::provider::fleet::Providers;
 use crate::provider::{Provider, ProviderError};
 
@@ -73,6 +74,11 @@ pub struct CheckReport {
     pub errors: Vec<String>,
     /// What an operator should do next, in plain words.
     pub advice: Vec<String>,
+    /// How the DS reaches the parent (registrar, the registry's CDS scan, or NOTIFY to a
+    /// DSYNC target) and why; `None` when the parent zone is not known.
+    pub parent_path: Option<ParentPath>,
+    /// The parent's DSYNC answers at each address, where they could be asked.
+    pub dsync: Option<DsyncView>,
 }
 
 /// Observes `zone` once, and asks the provider if the config has one (`provider` is its
@@ -82,7 +88,18 @@ pub async fn check<O: Observer, P: Provider>(
     provider: Option<Result<&Providers<P>, String>>,
     zone: &str,
 ) -> CheckReport {
+    check_with(observer, provider, zone, &ParentWays::default()).await
+}
+
+/// As [`check`], with the operator's `[parents."NAME"]` blocks for the parent's path.
+pub async fn check_with<O: Observer, P: Provider>(
+    observer: &O,
+    provider: Option<Result<&Providers<P>, String>>,
+    zone: &str,
+    parents: &ParentWays,
+) -> CheckReport {
     let look = crate::dns::observe::check::look(observer, zone).await;
+    let parent_path = parent_path(observer, &look, parents).await;
     let mut errors = look.errors;
     let (provider, provider_ns) = match provider {
         None => (None, None),
@@ -127,9 +144,39 @@ pub async fn check<O: Observer, P: Provider>(
         validation_probes: look.validation_probes,
         errors,
         advice: Vec::new(),
+        parent_path,
+        dsync: look.dsync.ok(),
     };
     report.advice = advise(&report);
     report
+}
+
+/// The parent's path for the zone of `look`: the configuration, the DSYNC records, what
+/// is known of the registry (`lifecycle::parent_way::resolve`). A configured NOTIFY
+/// target named by host is looked up here.
+async fn parent_path<O: Observer>(
+    observer: &O,
+    look: &crate::dns::observe::check::Look,
+    parents: &ParentWays,
+) -> Option<ParentPath> {
+    let parent = match (&look.dsync, &look.parent) {
+        (Ok(d), _) => d.parent.clone(),
+        (Err(_), Some(p)) => p.parent.clone(),
+        (Err(_), None) => return None,
+    };
+    let hint = DsyncHint::from_view(look.dsync.as_ref());
+    let mut path = parent_way::resolve(&parent, parents, &hint);
+    if let DsPath::Notify { target, addrs, .. } = &mut path.path
+        && addrs.is_empty()
+    {
+        match observer.addresses_of(target).await {
+            Ok(found) => *addrs = found,
+            Err(e) => {
+                path.note = Some(format!("no address known for {target}: {}", e.reason));
+            }
+        }
+    }
+    Some(path)
 }
 
 impl ProviderState {
@@ -562,6 +609,9 @@ pub fn render_text(r: &CheckReport) -> String {
         };
         let _ = writeln!(out, "  {} {}: {what}", d.server, d.addr);
     }
+    if let Some(path) = &r.parent_path {
+        let _ = writeln!(out, "{}", path.describe());
+    }
     for a in &r.advice {
         let _ = writeln!(out, "-> {a}");
     }
@@ -577,10 +627,11 @@ pub async fn run(
     let observer = crate::dns::DnsObserver::new(&settings.dns)?;
     let client = (!settings.providers.is_empty())
         .then(|| Providers::build(&settings.providers).map_err(|e| e.to_string()));
-    let mut report = check(
+    let mut report = check_with(
         &observer,
         client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),
         zone,
+        &settings.parents,
     )
     .await;
     for (ip, factor) in observer.slowed_servers() {
@@ -630,6 +681,8 @@ mod tests {
             validation_probes: Vec::new(),
             errors: Vec::new(),
             advice: Vec::new(),
+            parent_path: None,
+            dsync: None,
         };
         r.advice = advise(&r);
         r

@@ -18,10 +18,11 @@ pub mod validate;
 pub use net::budget::{Budget, Exhausted, ObservationBudget};
 pub use net::discovery::AddressFamilies;
 pub use net::transport::{ExchangeError, NetTransport, Transport};
-pub use net::{budget, wire};
+pub use net::{budget, notify, wire};
 pub use observe::delegation::{
     DelegationAssessment, DelegationDetail, DelegationMatch, DelegationVerdict, NsAnswer,
 };
+pub use observe::dsync::{DsyncAnswer, DsyncVerdict, DsyncView, NotifyTarget};
 pub use observe::model::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentDsVerdict, ParentView,
     ServedKeys, ServerAnswer, SignatureWindow, UnknownReason, VerdictReason,

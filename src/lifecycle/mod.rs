@@ -6,6 +6,7 @@ pub mod cds;
 pub mod facts;
 pub mod guard;
 pub mod model;
+pub mod parent_way;
 pub mod policy;
 pub mod rules;
 pub mod sample;

@@ -215,6 +215,9 @@ impl Scripts {
     }
 }
 
+/// One scripted DSYNC record: its owner and its RDATA.
+type DsyncEntry = (String, Vec<u8>);
+
 struct Shared {
     world: Mutex<World>,
     scripts: Mutex<Scripts>,
@@ -222,6 +225,10 @@ struct Shared {
     delay: Mutex<std::time::Duration>,
     /// FORMERRs sent by [`Behaviour::NoEdns`] servers to queries with an OPT.
     edns_refused: std::sync::atomic::AtomicUsize,
+    /// DSYNC records each server serves: (owner, RDATA as sent, any bytes at all). An
+    /// owner `*.rest` answers every name below `rest` that has no records of its own, as
+    /// a wildcard's synthesis does (the owner in the answer is the name asked).
+    dsync: Mutex<HashMap<IpAddr, Vec<DsyncEntry>>>,
 }
 
 /// The running world; dropping it stops every server and deletes the anchor file.
@@ -316,6 +323,7 @@ impl ScriptedDns {
             scripts: Mutex::new(Scripts::default()),
             delay: Mutex::new(std::time::Duration::ZERO),
             edns_refused: Default::default(),
+            dsync: Mutex::default(),
         });
         let (port, tasks) = bind_all(&shared).await;
         Self {
@@ -350,6 +358,30 @@ impl ScriptedDns {
             scripts
                 .by_server
                 .insert((ip.into(), qtype), behaviour.clone());
+        }
+    }
+
+    /// The DSYNC records (owner, RDATA) the given servers serve from now on, in place of
+    /// any before (empty: none). The RDATA is sent as given, malformed or not.
+    pub fn set_dsync(&self, on: Servers, records: &[(&str, Vec<u8>)]) {
+        let mut dsync = self.shared.dsync.lock().unwrap_or_else(|p| p.into_inner());
+        for ip in on.addrs() {
+            dsync.insert(
+                ip.into(),
+                records
+                    .iter()
+                    .map(|(owner, rdata)| (owner.to_ascii_lowercase(), rdata.clone()))
+                    .collect(),
+            );
+        }
+    }
+
+    /// An A record for `host` (a name under `test.`) at the TLD: a host resolvers find
+    /// by asking the TLD's servers, such as a NOTIFY target.
+    pub fn add_host(&self, host: &str, ip: Ipv4Addr) {
+        let mut world = self.shared.world.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = world.zones.get_mut(TLD) {
+            t.add_a(host, ip);
         }
     }
 
@@ -527,6 +559,14 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
     }
     let world = shared.world.lock().unwrap_or_else(|p| p.into_inner());
     let mut answer = world.respond(server, query)?;
+    if u16::from(qtype) == wire::DSYNC
+        && let Some(records) = scripted_dsync(shared, server, &qname)
+    {
+        answer.answers = records;
+        answer.authorities.clear();
+        answer.metadata.response_code = ResponseCode::NoError;
+        answer.metadata.authoritative = true;
+    }
     // The zone this server speaks for, for SOAs in made-up negative answers.
     let soa: Vec<Record> = world
         .hosting
@@ -780,6 +820,50 @@ fn reply(shared: &Shared, server: IpAddr, query: &Message, tcp: bool) -> Option<
         set_dnskey_protocol(&mut bytes, &answer, protocol);
     }
     Some(bytes)
+}
+
+/// The DSYNC records `server` serves at `qname`: its own, else a wildcard's above it
+/// (the closest), owned by `qname` as a synthesised answer is. `None` when there are none.
+fn scripted_dsync(shared: &Shared, server: IpAddr, qname: &Name) -> Option<Vec<Record>> {
+    let dsync = shared.dsync.lock().unwrap_or_else(|p| p.into_inner());
+    let entries = dsync.get(&server)?;
+    let name = wire::name_text(qname);
+    let at = |owner: &str| -> Vec<&Vec<u8>> {
+        entries
+            .iter()
+            .filter(|(o, _)| o == owner)
+            .map(|(_, rdata)| rdata)
+            .collect()
+    };
+    let mut found = at(&name);
+    let mut above = name.clone();
+    // Bounded: a name has at most 127 labels.
+    for _ in 0..128 {
+        if !found.is_empty() || above == "." {
+            break;
+        }
+        above = wire::parent_name(&above);
+        found = at(&format!("*.{above}").replace("*..", "*."));
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let code = RecordType::from(wire::DSYNC);
+    Some(
+        found
+            .into_iter()
+            .map(|rdata| {
+                Record::from_rdata(
+                    qname.clone(),
+                    300,
+                    RData::Unknown {
+                        code,
+                        rdata: hickory_proto::rr::rdata::NULL::with(rdata.clone()),
+                    },
+                )
+            })
+            .collect(),
+    )
 }
 
 fn now_secs() -> u32 {

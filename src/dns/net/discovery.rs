@@ -718,6 +718,21 @@ impl<T: Transport> Discovery<T> {
         self.name_server(host, found)
     }
 
+    /// The addresses of `host` (A and AAAA from the servers authoritative for it, of the
+    /// enabled families, at most `dns.max_addresses_per_server`), as a name server's are
+    /// learnt: one host lookup paid from `budget`. Why none, when none.
+    pub async fn addresses_of(&self, host: &str, budget: &Budget) -> Result<Vec<IpAddr>, String> {
+        if let Err(e) = budget.host_lookup() {
+            return Err(e.to_string());
+        }
+        let found = self.host_addresses(host, 0, budget).await;
+        let server = self.name_server(host, found);
+        match server.problem {
+            Some(problem) => Err(problem),
+            None => Ok(server.addrs),
+        }
+    }
+
     /// A name server from what was learnt of its addresses.
     fn name_server(&self, host: &str, found: Result<Vec<IpAddr>, DiscoveryError>) -> NameServer {
         let usable = found.map_err(|e| e.to_string()).and_then(|addrs| {

@@ -1,11 +1,12 @@
 //! Asking name servers: the wire form, one socket per server with many queries on it,
-//! the querier with its caps and retries, an observation's budget, this host's IPv6, and
-//! discovery of whom to ask (zone cuts and their servers, from the root hints). Names
-//! nothing of validation or the observer.
+//! the querier with its caps and retries, an observation's budget, this host's IPv6,
+//! discovery of whom to ask (zone cuts and their servers, from the root hints), and
+//! NOTIFY to a parent's notification target. Names nothing of validation or the observer.
 
 pub mod budget;
 pub mod discovery;
 pub mod ipv6;
+pub mod notify;
 pub mod query;
 pub mod transport;
 pub mod wire;

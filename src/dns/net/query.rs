@@ -438,6 +438,40 @@ impl<T: Transport> Querier<T> {
         }
     }
 
+    /// Runs `exchange` (one send to `server` and its wait, outside the transport: a
+    /// NOTIFY, `super::notify`) under the same politeness as a query: the address's
+    /// place in flight, then its turn at the pace, then a place among all. Counted as an
+    /// exchange. The pace's back-off is not told the outcome: a NOTIFY's silence says
+    /// nothing of the address's load.
+    pub async fn paced<R>(
+        &self,
+        server: IpAddr,
+        exchange: impl Future<Output = R>,
+    ) -> Result<R, ExchangeError> {
+        let s = &self.0;
+        let gate = s.server_gate(server);
+        let Ok(_server_permit) = gate.in_flight.acquire().await else {
+            return Err(ExchangeError::Network("querier shut down".into()));
+        };
+        if let Some(waited) = gate.pace.turn().await {
+            let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+            for (count, wait) in [
+                (&s.paced, &s.paced_wait_micros),
+                (&PROCESS_PACED, &PROCESS_PACED_WAIT_MICROS),
+            ] {
+                count.fetch_add(1, Ordering::Relaxed);
+                wait.fetch_add(micros, Ordering::Relaxed);
+            }
+        }
+        let Ok(_permit) = s.global.acquire().await else {
+            return Err(ExchangeError::Network("querier shut down".into()));
+        };
+        let _counted = InFlight::enter(&s.in_flight, &s.peak);
+        s.exchanges.fetch_add(1, Ordering::Relaxed);
+        PROCESS_EXCHANGES.fetch_add(1, Ordering::Relaxed);
+        Ok(exchange.await)
+    }
+
     /// An authoritative query: RD=0, DO=1.
     pub async fn ask(&self, server: SocketAddr, qname: &Name, qtype: RecordType) -> Outcome {
         self.query(server, qname, qtype, false, false).await

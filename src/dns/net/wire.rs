@@ -509,6 +509,132 @@ pub fn diagnose(bytes: &[u8]) -> Option<String> {
     None
 }
 
+/// The DSYNC record type (RFC 9859): where a parent wants generalized notifications.
+/// hickory-proto knows no such type and hands its RDATA over as opaque bytes.
+pub const DSYNC: u16 = 66;
+/// DSYNC scheme 1: notifications are DNS NOTIFY messages (RFC 9859 section 2).
+pub const DSYNC_SCHEME_NOTIFY: u8 = 1;
+/// DSYNC scheme 0, the null scheme: consumers ignore such records.
+pub const DSYNC_SCHEME_NULL: u8 = 0;
+
+/// One DSYNC record's RDATA: for notifications about `rrtype` (CDS 59, CDNSKEY 60,
+/// CSYNC 62), send them by `scheme` to `target` at `port`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Dsync {
+    pub rrtype: u16,
+    pub scheme: u8,
+    pub port: u16,
+    /// Lower case with the trailing dot (our textual convention, [`name_text`]).
+    pub target: String,
+}
+
+/// Why DSYNC RDATA is not a DSYNC record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DsyncError {
+    #[error("DSYNC RDATA of {0} octets: RRtype, scheme and port need 5, and a target")]
+    Truncated(usize),
+    #[error("DSYNC target {0}")]
+    BadTarget(&'static str),
+    #[error("DSYNC RDATA has {0} octets after its target")]
+    Trailing(usize),
+}
+
+/// Parses DSYNC RDATA (RFC 9859 section 2.1): RRtype (16 bits), scheme (8), port (16),
+/// then the target as an uncompressed domain name, and nothing after it. Strict: a
+/// truncated field, a compression pointer, a label of a reserved kind, a name over 255
+/// octets or trailing octets make the record malformed, never guessed at.
+pub fn parse_dsync(rdata: &[u8]) -> Result<Dsync, DsyncError> {
+    let (Some(head), Some(name)) = (rdata.get(..5), rdata.get(5..)) else {
+        return Err(DsyncError::Truncated(rdata.len()));
+    };
+    if name.is_empty() {
+        return Err(DsyncError::Truncated(rdata.len()));
+    }
+    let rrtype = u16::from_be_bytes([head[0], head[1]]);
+    let scheme = head[2];
+    let port = u16::from_be_bytes([head[3], head[4]]);
+    let mut labels: Vec<&[u8]> = Vec::new();
+    let mut at = 0usize;
+    // Bounded: every turn moves past at least one octet of a name of at most 255.
+    loop {
+        let Some(&len) = name.get(at) else {
+            return Err(DsyncError::BadTarget("is cut short"));
+        };
+        if len == 0 {
+            at += 1;
+            break;
+        }
+        if len & 0xC0 == 0xC0 {
+            return Err(DsyncError::BadTarget("is compressed (RFC 9859 forbids it)"));
+        }
+        if len & 0xC0 != 0 {
+            return Err(DsyncError::BadTarget("has a label of a reserved kind"));
+        }
+        let end = at + 1 + usize::from(len);
+        let Some(label) = name.get(at + 1..end) else {
+            return Err(DsyncError::BadTarget("is cut short"));
+        };
+        labels.push(label);
+        at = end;
+        if at >= 255 {
+            return Err(DsyncError::BadTarget("is longer than 255 octets"));
+        }
+    }
+    if at < name.len() {
+        return Err(DsyncError::Trailing(name.len() - at));
+    }
+    let target = if labels.is_empty() {
+        Name::root()
+    } else {
+        Name::from_labels(labels).map_err(|_| DsyncError::BadTarget("is not a domain name"))?
+    };
+    Ok(Dsync {
+        rrtype,
+        scheme,
+        port,
+        target: name_text(&target),
+    })
+}
+
+/// The RDATA of `record` (for tests and the scripted servers): `None` if its target is
+/// not a domain name.
+pub fn dsync_rdata(record: &Dsync) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&record.rrtype.to_be_bytes());
+    out.push(record.scheme);
+    out.extend_from_slice(&record.port.to_be_bytes());
+    let target = parse_name(&record.target)?;
+    for label in target.iter() {
+        out.push(u8::try_from(label.len()).ok()?);
+        out.extend_from_slice(label);
+    }
+    out.push(0);
+    Some(out)
+}
+
+/// The name a DSYNC lookup for `child` asks under `parent` (RFC 9859 section 4.1): the
+/// child's labels left of the parent, then `_dsync`, then the parent:
+/// `a.b.test.` under `test.` is `a.b._dsync.test.`. `None` if `child` is not below
+/// `parent` or the name would not be one.
+pub fn dsync_lookup_name(child: &str, parent: &str) -> Option<String> {
+    if child == parent || !is_subdomain(child, parent) {
+        return None;
+    }
+    let left = if parent == "." {
+        child.trim_end_matches('.')
+    } else {
+        child.strip_suffix(parent)?.trim_end_matches('.')
+    };
+    let name = if parent == "." {
+        format!("{left}._dsync.")
+    } else {
+        format!("{left}._dsync.{parent}")
+    };
+    parse_name(&name).map(|n| name_text(&n))
+}
+
 /// Host names as one comparable set: lower case, with the trailing dot, sorted, without
 /// duplicates. Names are compared case-insensitively (RFC 4343).
 pub fn ns_set<S: AsRef<str>>(hosts: impl IntoIterator<Item = S>) -> Vec<String> {
@@ -746,6 +872,103 @@ mod tests {
         // Nothing to set aside: left as it is.
         let plain = build_query(&zone, RecordType::DS, false).to_vec().unwrap();
         assert_eq!(mask_ignored_nsec3(&plain), None);
+    }
+
+    fn dsync(rrtype: u16, scheme: u8, port: u16, target: &str) -> Dsync {
+        Dsync {
+            rrtype,
+            scheme,
+            port,
+            target: target.into(),
+        }
+    }
+
+    #[test]
+    fn a_dsync_record_is_read_whole_or_not_at_all() {
+        let good = dsync(59, 1, 5359, "notify.registry.test.");
+        let bytes = dsync_rdata(&good).unwrap();
+        assert_eq!(
+            bytes[..5],
+            [0, 59, 1, 0x14, 0xef],
+            "RRtype, scheme, port in network order"
+        );
+        assert_eq!(parse_dsync(&bytes), Ok(good.clone()));
+        // Upper case in the target is read in our convention.
+        let upper = dsync_rdata(&dsync(59, 1, 53, "Notify.REGISTRY.test.")).unwrap();
+        assert_eq!(parse_dsync(&upper).unwrap().target, "notify.registry.test.");
+        // Scheme 0 and RRtypes we do not act on are still records: what a consumer
+        // ignores is decided above, not by the parser.
+        let null = dsync(59, 0, 0, "x.test.");
+        assert_eq!(parse_dsync(&dsync_rdata(&null).unwrap()), Ok(null));
+        let other = dsync(65000, 7, 1, "x.test.");
+        assert_eq!(parse_dsync(&dsync_rdata(&other).unwrap()), Ok(other));
+        // The root as target is a name.
+        assert_eq!(parse_dsync(&[0, 59, 1, 0, 53, 0]).unwrap().target, ".");
+
+        // Truncated anywhere: in the fixed fields, before the target, inside it.
+        for cut in 0..bytes.len() {
+            assert!(parse_dsync(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(matches!(
+            parse_dsync(&bytes[..5]),
+            Err(DsyncError::Truncated(5))
+        ));
+        // Trailing octets.
+        let mut long = bytes.clone();
+        long.extend_from_slice(&[0, 0]);
+        assert_eq!(parse_dsync(&long), Err(DsyncError::Trailing(2)));
+        // A compression pointer (to the message's header, say) is no name here.
+        assert!(matches!(
+            parse_dsync(&[0, 59, 1, 0, 53, 0xC0, 0x0C]),
+            Err(DsyncError::BadTarget(why)) if why.contains("compressed")
+        ));
+        // Reserved label kinds (0x40, 0x80).
+        assert!(parse_dsync(&[0, 59, 1, 0, 53, 0x41, b'a', 0]).is_err());
+        assert!(parse_dsync(&[0, 59, 1, 0, 53, 0x81, b'a', 0]).is_err());
+        // A label running past the end; a name without its terminating root label.
+        assert!(parse_dsync(&[0, 59, 1, 0, 53, 5, b'a', b'b', 0]).is_err());
+        assert!(parse_dsync(&[0, 59, 1, 0, 53, 1, b'a']).is_err());
+        // Longer than 255 octets.
+        let mut huge = vec![0, 59, 1, 0, 53];
+        for _ in 0..5 {
+            huge.push(63);
+            huge.extend_from_slice(&[b'a'; 63]);
+        }
+        huge.push(0);
+        assert!(matches!(
+            parse_dsync(&huge),
+            Err(DsyncError::BadTarget(why)) if why.contains("255")
+        ));
+        // Garbage of every short length never panics, and is never half-read.
+        for len in 0..64usize {
+            let noise: Vec<u8> = (0..len)
+                .map(|i| (i as u8).wrapping_mul(97) ^ 0xC3)
+                .collect();
+            let _ = parse_dsync(&noise);
+        }
+    }
+
+    #[test]
+    fn the_dsync_lookup_name_puts_dsync_between_child_and_parent() {
+        assert_eq!(
+            dsync_lookup_name("a.b.test.", "test.").as_deref(),
+            Some("a.b._dsync.test.")
+        );
+        assert_eq!(
+            dsync_lookup_name("child.test.", "test.").as_deref(),
+            Some("child._dsync.test.")
+        );
+        assert_eq!(
+            dsync_lookup_name("example.co.uk.", "co.uk.").as_deref(),
+            Some("example._dsync.co.uk.")
+        );
+        assert_eq!(
+            dsync_lookup_name("test.", ".").as_deref(),
+            Some("test._dsync.")
+        );
+        assert_eq!(dsync_lookup_name("test.", "test."), None);
+        assert_eq!(dsync_lookup_name("other.", "test."), None);
+        assert_eq!(dsync_lookup_name("atest.", "test."), None);
     }
 
     /// 0x20: only the question name's letters change case, and an answer echoing the

@@ -2,11 +2,11 @@
 //! child server, and the two verdicts drawn from it. The provider's side, the report, its
 //! text and the advice are the CLI's (`cli::check`).
 
-use super::Observer;
 use super::delegation::NsAnswer;
 use super::model::{
-    ChildView, Evidence, ParentDsVerdict, ParentView, UnknownReason, VerdictReason,
+    ChildView, DsyncView, Evidence, ParentDsVerdict, ParentView, UnknownReason, VerdictReason,
 };
+use super::{ObserveError, Observer};
 use crate::dns::validate::{ValidationProbe, ValidationVerdict, combine_validation};
 
 /// What one look at the public DNS found about a zone.
@@ -27,16 +27,20 @@ pub struct Look {
     pub validation_probes: Vec<ValidationProbe>,
     /// Discovery failures and the like, in the order they happened.
     pub errors: Vec<String>,
+    /// The DSYNC records the parent publishes for the zone (RFC 9859), or why they are
+    /// not known: which way the parent wants the DS signalled, a hint only.
+    pub dsync: Result<DsyncView, ObserveError>,
 }
 
 /// Observes `zone` once: the validated parent view (the routine one, said to be
 /// unchecked, when the parent's keys cannot be established), the child view with its
-/// CDS/CDNSKEY signals, and every validator's view.
+/// CDS/CDNSKEY signals, every validator's view, and the parent's DSYNC records.
 pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
-    let (parent, child, mut probes) = futures::join!(
+    let (parent, child, mut probes, dsync) = futures::join!(
         observer.parent_validated(zone),
         observer.child_with_signals(zone),
-        observer.validation(zone)
+        observer.validation(zone),
+        observer.parent_dsync(zone)
     );
     let mut errors = Vec::new();
     // The validated view; if the parent's keys cannot be established, the routine view
@@ -102,5 +106,6 @@ pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
         child,
         validation_probes: probes,
         errors,
+        dsync,
     }
 }

@@ -8,6 +8,7 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::delegation::{NsAnswer, ns_set_of};
+use super::dsync::DsyncAnswer;
 use super::model::{ChildKeys, DnskeyAnswer, DsAnswer, SignatureWindow, UnknownReason};
 use super::signals::{Published, Signals};
 use crate::dns::net::query::Outcome;
@@ -490,6 +491,80 @@ fn classify_signals(
         }
     }
     Signals::Answered(published)
+}
+
+/// `qname DSYNC` (the child's lookup name, `child._dsync.parent.`) asked at a server of
+/// `parent`: the DSYNC records at that name (a wildcard's synthesis carries the name
+/// asked as its owner), or an authoritative "none" with the parent's SOA. A record that
+/// does not parse (truncated, trailing octets, a compressed or broken target) makes the
+/// whole answer unknown: a set read in part is never taken for the set. Null-scheme
+/// records are left out (RFC 9859 section 2: consumers ignore them).
+pub fn classify_dsync(qname: &Name, parent: &str, outcome: &Outcome) -> DsyncAnswer {
+    use hickory_proto::serialize::binary::BinEncodable;
+    let message = match outcome {
+        Ok(m) => m,
+        Err(e) => return DsyncAnswer::Unknown(failure_reason(e)),
+    };
+    if let Some(reason) = rcode_reason(message.metadata.response_code) {
+        return DsyncAnswer::Unknown(reason);
+    }
+    if !message.metadata.authoritative {
+        return DsyncAnswer::Unknown(UnknownReason::Lame);
+    }
+    let rtype = RecordType::from(wire::DSYNC);
+    // An NXDOMAIN is the parent's "none" only with nothing in the answer section (an
+    // alias there says the name asked is another's, RFC 6604).
+    if message.metadata.response_code == ResponseCode::NXDomain {
+        if let Some(found) = found_instead(message) {
+            return DsyncAnswer::Unknown(UnknownReason::Malformed(format!(
+                "NXDOMAIN for {}, yet the answer section holds {found}",
+                wire::name_text(qname)
+            )));
+        }
+        return match negative_from(message, parent) {
+            Ok(()) => DsyncAnswer::None,
+            Err(r) => DsyncAnswer::Unknown(r),
+        };
+    }
+    let mut records = Vec::new();
+    let mut ttl = 0;
+    for r in wire::rrset(&message.answers, qname, rtype) {
+        let bytes = match &r.data {
+            RData::Unknown { rdata, .. } => rdata.anything.clone(),
+            other => match other.to_bytes() {
+                Ok(b) => b,
+                Err(e) => {
+                    return DsyncAnswer::Unknown(UnknownReason::Malformed(format!(
+                        "DSYNC record: {e}"
+                    )));
+                }
+            },
+        };
+        match wire::parse_dsync(&bytes) {
+            Ok(d) => records.push(d),
+            Err(e) => return DsyncAnswer::Unknown(UnknownReason::Malformed(e.to_string())),
+        }
+        ttl = ttl.max(r.ttl);
+    }
+    if records.is_empty() {
+        if let Some(found) = found_instead(message) {
+            return DsyncAnswer::Unknown(UnknownReason::Malformed(format!(
+                "answer section holds no DSYNC for {}: {found}",
+                wire::name_text(qname)
+            )));
+        }
+        return match negative_from(message, parent) {
+            Ok(()) => DsyncAnswer::None,
+            Err(r) => DsyncAnswer::Unknown(r),
+        };
+    }
+    records.retain(|d| d.scheme != wire::DSYNC_SCHEME_NULL);
+    records.sort();
+    records.dedup();
+    if records.is_empty() {
+        return DsyncAnswer::None;
+    }
+    DsyncAnswer::Records { records, ttl }
 }
 
 #[cfg(test)]

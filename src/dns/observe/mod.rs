@@ -5,6 +5,7 @@
 pub mod check;
 pub mod classify;
 pub mod delegation;
+pub mod dsync;
 pub mod model;
 pub mod observer;
 pub mod resolvers;
@@ -12,7 +13,7 @@ pub mod settings;
 pub mod signals;
 pub mod tally;
 
-use self::model::{ChildView, ParentView};
+use self::model::{ChildView, DsyncView, ParentView};
 use super::validate::ValidationProbe;
 
 /// Discovery failed before any server could be asked: the parent or the delegation could
@@ -67,6 +68,36 @@ pub trait Observer: Send + Sync {
         turn: u64,
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         async move { Ok(self.child(zone).await?.sampled(turn)) }
+    }
+    /// The DSYNC records (RFC 9859) for `zone` at every address of its parent's servers,
+    /// with the house's unanimity ([`DsyncView::verdict`]) and the NOTIFY targets of an
+    /// agreed set resolved. Hints, not evidence: not validated (RFC 9859 does not ask
+    /// it; the registry checks the CDS itself). The default (for fakes) knows nothing.
+    fn parent_dsync(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<DsyncView, ObserveError>> + Send {
+        let zone = zone.to_string();
+        async move {
+            Err(ObserveError {
+                zone,
+                reason: "this observer does not look up DSYNC records".into(),
+            })
+        }
+    }
+    /// The addresses (A and AAAA) of `host`, asked of its zone's servers: a NOTIFY
+    /// target's, say. The default (for fakes) knows none.
+    fn addresses_of(
+        &self,
+        host: &str,
+    ) -> impl Future<Output = Result<Vec<std::net::IpAddr>, ObserveError>> + Send {
+        let host = host.to_string();
+        async move {
+            Err(ObserveError {
+                zone: host,
+                reason: "this observer does not look up addresses".into(),
+            })
+        }
     }
     /// Our validator's and each configured validating resolver's view of the zone.
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send;

@@ -592,6 +592,9 @@ impl ChildView {
     }
 }
 
+// DSYNC's vocabulary lives beside its verdict; named here with the rest.
+pub use super::dsync::{DsyncAnswer, DsyncVerdict, DsyncView, NotifyTarget};
+
 /// DS and DNSKEY records as their presentation text in JSON and in the database.
 pub(super) mod ds_text {
     use super::*;

@@ -13,7 +13,8 @@ use tokio::sync::Semaphore;
 use super::classify;
 use super::delegation::NsAnswer;
 use super::model::{
-    ChildView, DnskeyAnswer, DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason,
+    ChildView, DnskeyAnswer, DsAnswer, DsyncAnswer, DsyncView, Evidence, NotifyTarget, ParentView,
+    ServerAnswer, UnknownReason,
 };
 use super::settings::DnsSettings;
 use super::{ObserveError, Observer, resolvers};
@@ -25,6 +26,7 @@ use crate::dns::net::query::{
     DEFAULT_QUERIES_PER_SERVER, Limits, QUERIES_IN_FLIGHT, Querier, QueryStats,
 };
 use crate::dns::net::transport::{NetTransport, Transport};
+use crate::dns::net::wire;
 use crate::dns::validate::anchor::{AnchorError, TrustAnchors};
 use crate::dns::validate::proof;
 use crate::dns::validate::validator::{Validator, ZoneKeys};
@@ -159,6 +161,29 @@ impl<T: Transport> DnsObserver<T> {
     /// `host_ipv6_unreachable`).
     pub fn ipv6(&self) -> &crate::dns::net::ipv6::Ipv6Health {
         self.0.querier.ipv6()
+    }
+
+    /// Sends NOTIFY(`rrtype`) for `zone` to a parent's notification target (a DSYNC
+    /// target's address and port), each attempt at the address's pace in this observer's
+    /// querier (`dns::net::notify`).
+    pub async fn notify(
+        &self,
+        to: SocketAddr,
+        zone: &str,
+        rrtype: RecordType,
+        options: &crate::dns::net::notify::NotifyOptions,
+    ) -> crate::dns::net::notify::NotifyReport {
+        use crate::dns::net::notify::{NotifyOutcome, NotifyReport, notify_paced};
+        let Some(name) = wire::parse_name(zone) else {
+            return NotifyReport {
+                outcome: NotifyOutcome::Failed {
+                    detail: format!("{zone} is not a domain name"),
+                },
+                attempts: 0,
+                ignored: 0,
+            };
+        };
+        notify_paced(&self.0.querier, to, &name, rrtype, options).await
     }
 
     /// Forgets every cached delegation (and the parents' validated keys with them).
@@ -556,6 +581,110 @@ impl<T: Transport> DnsObserver<T> {
         .await
     }
 
+    /// The DSYNC lookup at every address of the parent's servers (the cut's parent, as
+    /// the DS is asked), then the NOTIFY targets of an agreed set resolved: at most
+    /// [`MAX_NOTIFY_TARGETS`] distinct host names, each one host lookup of the same
+    /// budget.
+    async fn parent_dsync_view(&self, zone: &str) -> Result<DsyncView, ObserveError> {
+        self.within_budget(zone, async |budget| {
+            let _turn = self.0.zones.acquire().await;
+            let (cut, parent, _) = self.cut_and_parent(zone, budget).await?;
+            let observe_error = |reason: String| ObserveError {
+                zone: cut.zone.clone(),
+                reason,
+            };
+            let qtext = wire::dsync_lookup_name(&cut.zone, &parent.zone).ok_or_else(|| {
+                observe_error(format!(
+                    "no DSYNC lookup name for {} under {}",
+                    cut.zone, parent.zone
+                ))
+            })?;
+            let qname = wire::parse_name(&qtext)
+                .ok_or_else(|| observe_error(format!("{qtext} is not a domain name")))?;
+            let (port, querier, parent_zone) = (self.0.port, &self.0.querier, &parent.zone);
+            let qname = &qname;
+            let answers = ask_addresses(
+                &parent.servers,
+                None,
+                DsyncAnswer::Unknown,
+                |addr| async move {
+                    if let Err(e) = budget.query() {
+                        return DsyncAnswer::Unknown(UnknownReason::Network(e.to_string()));
+                    }
+                    let to = SocketAddr::new(addr, port);
+                    let outcome = querier.ask(to, qname, RecordType::from(wire::DSYNC)).await;
+                    classify::classify_dsync(qname, parent_zone, &outcome)
+                },
+            )
+            .await;
+            let mut view = DsyncView {
+                zone: cut.zone.clone(),
+                parent: parent.zone.clone(),
+                qname: qtext,
+                answers,
+                targets: Vec::new(),
+            };
+            let records = view.notify_records();
+            let mut hosts: Vec<&str> = records.iter().map(|r| r.target.as_str()).collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            let discovery = &self.0.discovery;
+            let looked_up: Vec<(String, Result<Vec<IpAddr>, String>)> = join_all(
+                hosts
+                    .iter()
+                    .take(MAX_NOTIFY_TARGETS)
+                    .map(|host| async move {
+                        (host.to_string(), discovery.addresses_of(host, budget).await)
+                    }),
+            )
+            .await;
+            view.targets = records
+                .iter()
+                .map(|r| {
+                    let found = looked_up.iter().find(|(h, _)| *h == r.target);
+                    let (addrs, problem) = match found {
+                        Some((_, Ok(addrs))) => (addrs.clone(), None),
+                        Some((_, Err(problem))) => (Vec::new(), Some(problem.clone())),
+                        None => (
+                            Vec::new(),
+                            Some(format!(
+                                "not looked up: more than {MAX_NOTIFY_TARGETS} distinct targets"
+                            )),
+                        ),
+                    };
+                    NotifyTarget {
+                        rrtype: r.rrtype,
+                        target: r.target.clone(),
+                        port: r.port,
+                        addrs,
+                        problem,
+                    }
+                })
+                .collect();
+            Ok(view)
+        })
+        .await
+    }
+
+    /// `host`'s addresses, within one observation's budget.
+    async fn host_addresses_view(&self, host: &str) -> Result<Vec<IpAddr>, ObserveError> {
+        self.within_budget(host, async |budget| {
+            let name = crate::dnssec::fqdn(host).map_err(|e| ObserveError {
+                zone: host.to_string(),
+                reason: e.to_string(),
+            })?;
+            self.0
+                .discovery
+                .addresses_of(&name, budget)
+                .await
+                .map_err(|reason| ObserveError {
+                    zone: name.clone(),
+                    reason,
+                })
+        })
+        .await
+    }
+
     /// Our validator's and the resolvers' probes, within `dns.observation_timeout`. (The
     /// validator looks delegations up with a budget of its own per zone cut.)
     async fn validation_probes(&self, zone: &str) -> Vec<ValidationProbe> {
@@ -672,6 +801,10 @@ fn unix_now() -> u32 {
         .map(|d| d.as_secs() as u32)
         .unwrap_or_default()
 }
+
+/// Distinct NOTIFY target names one DSYNC lookup resolves at most: a parent names one
+/// or two; more is a parent's mistake or a way to make us ask a lot.
+pub const MAX_NOTIFY_TARGETS: usize = 4;
 
 /// A parent zone's keys as a validated view uses them.
 #[derive(Debug, Clone)]
@@ -860,6 +993,20 @@ impl<T: Transport> Observer for DnsObserver<T> {
 
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send {
         self.validation_probes(zone)
+    }
+
+    fn parent_dsync(
+        &self,
+        zone: &str,
+    ) -> impl Future<Output = Result<DsyncView, ObserveError>> + Send {
+        self.parent_dsync_view(zone)
+    }
+
+    fn addresses_of(
+        &self,
+        host: &str,
+    ) -> impl Future<Output = Result<Vec<IpAddr>, ObserveError>> + Send {
+        self.host_addresses_view(host)
     }
 }
 
