@@ -42,6 +42,22 @@ async fn enable_to_awaiting_ds(w: &RealWorld, daemon: &Daemon, zone: &str) -> St
         .to_ascii_uppercase()
 }
 
+/// The zone's CDS records as a validating resolver gets them now (flushed first), each
+/// as its fields run together in upper case: `00000` is the delete request.
+async fn served_cds(w: &RealWorld, zone: &str) -> Vec<String> {
+    w.unbound.flush(zone).unwrap();
+    let m = w
+        .unbound
+        .query(zone, hickory_proto::rr::RecordType::CDS, false)
+        .await
+        .unwrap();
+    m.answers
+        .iter()
+        .filter(|r| r.record_type() == hickory_proto::rr::RecordType::CDS)
+        .map(|r| r.data.to_string().replace(' ', "").to_ascii_uppercase())
+        .collect()
+}
+
 fn history(config: &Path, zone: &str) -> String {
     cli(config, &["history", zone]).1
 }
@@ -140,6 +156,23 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
         ("No Error", true),
         "Unbound validates the PowerDNS zone"
     );
+    // Rule 14 through the binary and the real server: PowerDNS publishes the CDS of the
+    // DS the daemon announced, validated by Unbound. (The Gcore simulator's signer, Knot,
+    // publishes CDS by itself, as a provider may: the daemon only reads it there.)
+    let cds = served_cds(&w, pd).await;
+    assert_eq!(cds.len(), 1, "{cds:?}\n{}", history(&w.config, pd));
+    assert!(
+        pdns_ds
+            .to_ascii_uppercase()
+            .replace(' ', "")
+            .contains(&cds[0]),
+        "CDS {cds:?}, the DS {pdns_ds}"
+    );
+    assert!(
+        history(&w.config, pd).contains("publishes the CDS and CDNSKEY of the key"),
+        "{}",
+        history(&w.config, pd)
+    );
 
     // Disable the PowerDNS zone with a resolver probe all the way: never SERVFAIL, and
     // PowerDNS keeps its key until the DS is gone everywhere and its TTL has passed.
@@ -149,6 +182,22 @@ async fn a_gcore_zone_and_a_powerdns_zone_side_by_side_through_knot_and_unbound(
     wait_state(&w.config, pd, "awaiting_ds_removal", LONG)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
+    // The delete request (RFC 8078) while the DS is still published: a registry that
+    // scans removes the DS; DNSSEC stays on until it is gone and its TTL has passed.
+    let mut delete = Vec::new();
+    for _ in 0..20 {
+        delete = served_cds(&w, pd).await;
+        if delete == ["00000"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(delete, ["00000"], "{}", history(&w.config, pd));
+    assert!(
+        !history(&w.config, pd).contains("cds_unexpected"),
+        "the daemon's own setting, corrected in the same step, is not an alert: {}",
+        history(&w.config, pd)
+    );
     w.remove_ds(pd, Tld::A).unwrap();
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -48,7 +48,7 @@ pub fn judge(
         _ => None,
     };
     let since = if state == zone.state { zone.since } else { now };
-    let signals = super::cds::judge(zone, obs);
+    let signals = super::cds::judge(zone, state, facts, obs);
     let zone = zone.name.as_str();
 
     let overdue = match (state, facts.ds_announced_at) {

@@ -4,8 +4,10 @@
 //! intent is said (`cds_unexpected`), and one the child addresses do not agree on (which
 //! a registry ignores, RFC 9975) too (`cds_inconsistent`).
 
-use super::model::{AlertCheck, Observation, ProviderView, Zone};
-use super::state::Intent;
+use super::facts::Facts;
+use super::model::{AlertCheck, CdsSetting, Observation, ProviderView, Zone};
+use super::rules::cds_wanted;
+use super::state::{Intent, State};
 use crate::alert_kind::AlertKind;
 use crate::dns::{ChildView, ParentView, SignalsVerdict, observe::signals::is_delete_ds};
 use crate::dnssec::{Dnskey, Ds};
@@ -144,12 +146,24 @@ fn tags_text(tags: &[u16]) -> String {
     tags.join(", ")
 }
 
-/// `cds_inconsistent` and `cds_unexpected` for this look; nothing when the signals could
-/// not be read (an unknown never resolves an alert) or the zone is not managed.
-pub fn judge(zone: &Zone, obs: &Observation) -> Vec<AlertCheck> {
+/// `cds_inconsistent` and `cds_unexpected` for this look (the zone left in `state` with
+/// `facts`); nothing when the signals could not be read (an unknown never resolves an
+/// alert) or the zone is not managed. Where the daemon sets the provider's CDS and this
+/// step changes the setting (rule 14), or the step moves the zone to another state (what
+/// is expected changed with it, and the next look reads the setting), what the name
+/// servers still serve is not yet a contradiction: `cds_unexpected` waits for the next
+/// look.
+pub fn judge(
+    zone: &Zone,
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+) -> Vec<AlertCheck> {
     if zone.intent == Intent::None {
         return Vec::new();
     }
+    let correcting = state != zone.state
+        || matches!(obs.cds, CdsSetting::Set(now) if now != cds_wanted(zone.intent, state, facts));
     let name = zone.name.as_str();
     let reading = read(name, obs);
     let inconsistent = match &reading {
@@ -162,6 +176,7 @@ pub fn judge(zone: &Zone, obs: &Observation) -> Vec<AlertCheck> {
     let mut checks = vec![AlertCheck::new(AlertKind::CdsInconsistent, inconsistent)];
     let unexpected = match (&reading, zone.intent) {
         (CdsReading::Inconsistent(_), _) => return checks,
+        _ if correcting => return checks,
         (CdsReading::Unserved { tags, trust }, _) => Some(format!(
             "{name}: the child publishes CDS/CDNSKEY for key {} which not every name server serves ({}): a registry that scans and acts on it breaks validation of the domain. Remove it at the provider",
             tags_text(tags),

@@ -47,10 +47,14 @@ fn none() -> Signals {
 }
 
 fn judged(zone: &Zone, obs: &Observation, kind: AlertKind) -> Option<Option<String>> {
-    cds::judge(zone, obs)
+    cds::judge(zone, zone.state, &zone.facts, obs)
         .into_iter()
         .find(|c| c.kind == kind)
         .map(|c| c.firing)
+}
+
+fn judged_all(zone: &Zone, obs: &Observation) -> Vec<AlertCheck> {
+    cds::judge(zone, zone.state, &zone.facts, obs)
 }
 
 #[test]
@@ -143,7 +147,7 @@ fn a_stranger_key_a_delete_while_enabled_and_a_ds_while_disabled_are_unexpected(
         Some(None)
     );
     // An unmanaged zone is not judged.
-    assert!(cds::judge(&zone(Some(State::Active), Intent::None), &obs).is_empty());
+    assert!(judged_all(&zone(Some(State::Active), Intent::None), &obs).is_empty());
 }
 
 #[test]
@@ -166,10 +170,10 @@ fn disagreeing_addresses_are_inconsistent_and_an_unknown_resolves_nothing() {
             Signals::Unknown(crate::dns::UnknownReason::Timeout),
         ],
     );
-    assert!(cds::judge(&z, &obs).is_empty());
+    assert!(judged_all(&z, &obs).is_empty());
     // Not asked (a sample, or a fake observer): nothing judged either.
     let obs = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &served);
-    assert!(cds::judge(&z, &obs).is_empty());
+    assert!(judged_all(&z, &obs).is_empty());
 }
 
 #[test]
@@ -189,6 +193,36 @@ fn a_key_served_by_only_some_addresses_is_not_served() {
             .flatten()
             .is_some()
     );
+}
+
+#[test]
+fn the_daemons_own_setting_being_corrected_is_not_unexpected() {
+    let w = World::new();
+    // Disabling: the look still sees the key's CDS the daemon set, and this very step
+    // asks for the delete request instead.
+    let z = zone(Some(State::Active), Intent::Disabled);
+    let mut obs = w.obs(
+        T0,
+        Some(true),
+        &[P::Ds(60), P::Ds(60)],
+        &[C::Serves, C::Serves],
+    );
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    obs.cds = CdsSetting::Set(CdsPublication::Key);
+    let d = w.run(&mut z.clone(), &obs);
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Delete));
+    assert!(d.alerts.iter().all(|c| c.kind != AlertKind::CdsUnexpected));
+    // A settled look (the setting not read) that moves the zone: the next look reads it.
+    obs.cds = CdsSetting::NotAsked;
+    let d = w.run(&mut z.clone(), &obs);
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert!(d.alerts.iter().all(|c| c.kind != AlertKind::CdsUnexpected));
+    // Set as it should be, yet served otherwise (a provider, a secondary): said.
+    let z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    obs.cds = CdsSetting::Set(CdsPublication::Delete);
+    let d = w.run(&mut z.clone(), &obs);
+    assert!(firing(&d, AlertKind::CdsUnexpected).is_some());
 }
 
 #[test]
