@@ -60,6 +60,9 @@ pub enum AlertKind {
     /// something other than the zone's intent: a key not served everywhere, a delete
     /// while enabled, a DS while disabled. A registry that scans may act on it.
     CdsUnexpected,
+    /// The registry that scans (or is notified) did not act on the child's CDS within
+    /// its stated period: the DS request went to the registrar after all.
+    DsScanOverdue,
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,

@@ -96,8 +96,6 @@ pub struct Settings {
     /// `[cluster]`: this daemon's name and lease among the daemons sharing a PostgreSQL
     /// database (always set with `database.url`, defaults filled in; `None` with SQLite).
     pub cluster: Option<ClusterSettings>,
-    /// `[parents."NAME"]`: how the DS reaches each parent zone, where the operator says.
-    pub parents: ParentWays,
 }
 
 /// This host's name: the kernel's, or `/etc/hostname` where `/proc/sys` is hidden (the
@@ -262,6 +260,8 @@ struct ParentFile {
     #[serde(default, deserialize_with = "de::some_duration")]
     scan_period: Option<Duration>,
     accepts_first_ds: Option<bool>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    first_ds_after: Option<Duration>,
     #[serde(default)]
     call_registrar_hook: bool,
     #[serde(default, deserialize_with = "de::notify_target")]
@@ -592,6 +592,7 @@ impl CrossChecks {
         dns.trust_anchor_file = dns.trust_anchor_file.map(|p| self.path(p));
         let alerts = raw.alerts.settings();
         let require_validated_evidence = dns.require_validated_evidence;
+        let parents = self.parents(raw.parents)?;
         let database = self.database(raw.database)?;
         let cluster = self.cluster(raw.cluster, &database, &raw.timing)?;
         Ok(Settings {
@@ -601,6 +602,7 @@ impl CrossChecks {
             dns,
             timing: Policy {
                 require_validated_evidence,
+                parents,
                 ..raw.timing
             },
             zones: self.zones(raw.zones)?,
@@ -611,7 +613,6 @@ impl CrossChecks {
             }),
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
             cluster,
-            parents: self.parents(raw.parents)?,
         })
     }
 
@@ -641,6 +642,7 @@ impl CrossChecks {
                 ds_path: file.ds_path,
                 scan_period: file.scan_period,
                 accepts_first_ds: file.accepts_first_ds,
+                first_ds_after: file.first_ds_after,
                 call_registrar_hook: file.call_registrar_hook,
                 notify_target: file.notify_target,
                 notify_port: file.notify_port.unwrap_or(53),
@@ -1428,9 +1430,9 @@ mod tests {
              [parents.\"test.\"]\nds_path = \"notify\"\nnotify_target = \"Registry.Test\"\n",
         )
         .unwrap();
-        let ch = &s.parents.parents["ch."];
+        let ch = &s.timing.parents.parents["ch."];
         assert_eq!(ch.scan_period, Some(Duration::from_secs(2 * 86_400)));
-        let test = &s.parents.parents["test."];
+        let test = &s.timing.parents.parents["test."];
         assert_eq!(test.notify_target.as_deref(), Some("registry.test."));
         assert_eq!(test.notify_port, 53);
     }

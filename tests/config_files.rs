@@ -316,15 +316,20 @@ fn the_example_parent_block_parses_once_uncommented() {
     assert!(block.lines().count() >= 5, "{block}");
     let settings = Settings::parse(&format!("{text}\n{block}"), &path)
         .unwrap_or_else(|e| panic!("{e}\n{block}"));
-    let ch = &settings.parents.parents["ch."];
+    let ch = &settings.timing.parents.parents["ch."];
     assert_eq!(ch.ds_path, DsPathSetting::CdsScan);
     assert_eq!(ch.scan_period, Some(std::time::Duration::from_secs(86_400)));
     assert_eq!(ch.accepts_first_ds, Some(true));
+    assert_eq!(
+        ch.first_ds_after,
+        Some(std::time::Duration::from_secs(3 * 86_400))
+    );
     assert!(!ch.call_registrar_hook);
     // Commented out, the example configures no parent.
     assert!(
         Settings::parse(&text, &path)
             .unwrap()
+            .timing
             .parents
             .parents
             .is_empty()

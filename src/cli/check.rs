@@ -12,7 +12,7 @@ use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, DsyncView, NsAnswer, Observer, ParentDsVerdict, ParentView,
     ValidationProbe, ValidationVerdict, VerdictReason,
 };
-use crate::lifecycle::parent_way::{self, DsPath, DsyncHint, ParentPath, ParentWays};
+use crate::lifecycle::parent_way::{ParentPath, ParentWays};
 use crate::provider::fleet::Providers;
 use crate::provider::{Provider, ProviderError};
 
@@ -152,8 +152,7 @@ pub async fn check_with<O: Observer, P: Provider>(
 }
 
 /// The parent's path for the zone of `look`: the configuration, the DSYNC records, what
-/// is known of the registry (`lifecycle::parent_way::resolve`). A configured NOTIFY
-/// target named by host is looked up here.
+/// is known of the registry (`engine::registry::resolve_path`).
 async fn parent_path<O: Observer>(
     observer: &O,
     look: &crate::dns::observe::check::Look,
@@ -164,19 +163,10 @@ async fn parent_path<O: Observer>(
         (Err(_), Some(p)) => p.parent.clone(),
         (Err(_), None) => return None,
     };
-    let hint = DsyncHint::from_view(look.dsync.as_ref());
-    let mut path = parent_way::resolve(&parent, parents, &hint);
-    if let DsPath::Notify { target, addrs, .. } = &mut path.path
-        && addrs.is_empty()
-    {
-        match observer.addresses_of(target).await {
-            Ok(found) => *addrs = found,
-            Err(e) => {
-                path.note = Some(format!("no address known for {target}: {}", e.reason));
-            }
-        }
-    }
-    Some(path)
+    Some(
+        crate::engine::registry::resolve_path(observer, &parent, look.dsync.as_ref(), parents)
+            .await,
+    )
 }
 
 impl ProviderState {
@@ -631,7 +621,7 @@ pub async fn run(
         &observer,
         client.as_ref().map(|c| c.as_ref().map_err(Clone::clone)),
         zone,
-        &settings.parents,
+        &settings.timing.parents,
     )
     .await;
     for (ip, factor) in observer.slowed_servers() {

@@ -7,10 +7,14 @@
 //! - Effects run only after the commit, and only right after a fresh observation of their
 //!   zone, so a restart re-observes before acting again (safety rule 6).
 //! - "DNSSEC off" passes the guard with a parent observation taken just before the call.
+//! - NOTIFY(CDS) to the parent's notification target is no effect: a hint that changes
+//!   nothing (the registry checks the CDS itself), sent inside the look where
+//!   `lifecycle::registry::notify_due` says, its outcome part of the observation.
 
 mod listing;
 mod notify;
 mod observe;
+pub mod registry;
 mod sinks;
 
 use std::collections::{HashMap, HashSet};
@@ -630,6 +634,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             &row.zone,
             listed.as_ref(),
             self.clock.as_ref(),
+            &self.policy,
         )
         .await;
         observation.registrar_hook_failed = read.registrar_hook_failed.clone();

@@ -8,11 +8,14 @@ use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
 use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
+use crate::lifecycle::registry::notify_due;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::sample::Sample;
-use crate::lifecycle::{CdsSetting, Clock, Observation, ProviderView, State, Zone};
+use crate::lifecycle::{CdsSetting, Clock, Observation, Policy, ProviderView, State, Zone};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
+
+use super::registry::{resolve_path, send_notify};
 
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
@@ -20,9 +23,10 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     zone: &Zone,
     listed: Option<&HostedZone>,
     clock: &dyn Clock,
+    policy: &Policy,
 ) -> Observation {
     let name = zone.name.as_str();
-    let look = Look::at(zone);
+    let look = Look::at(zone, clock.now());
     let parent_view = async {
         if look.validated_parent {
             observer.parent_validated(name).await
@@ -69,7 +73,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     };
     // The provider's CDS setting (rule 14), where a step may change it.
     let cds = async {
-        if look.cds {
+        if look.cds() {
             match provider.cds_publication(name).await {
                 Ok(Some(now)) => CdsSetting::Set(now),
                 Ok(None) => CdsSetting::Uncontrolled,
@@ -79,7 +83,15 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             CdsSetting::NotAsked
         }
     };
-    let (dnssec, rrsets, name_servers, parent, child, validation, cds) = tokio::join!(
+    // The parent's DSYNC (RFC 9859), where a DS request may go by the registry.
+    let dsync = async {
+        if look.ds_path {
+            Some(observer.parent_dsync(name).await)
+        } else {
+            None
+        }
+    };
+    let (dnssec, rrsets, name_servers, parent, child, validation, cds, dsync) = tokio::join!(
         dnssec,
         rrsets,
         name_servers,
@@ -88,7 +100,8 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         // may act on them, so a set that contradicts the intent is said at once.
         observer.child_with_signals(name),
         validation,
-        cds
+        cds,
+        dsync
     );
     let unchanged =
         listed.and_then(|z| unchanged_view(zone, z, parent.as_ref().ok(), child.as_ref().ok()));
@@ -130,7 +143,17 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             Some(format!("the provider's RRset listing failed: {e}")),
         ),
     };
-    Observation {
+    // The parent's name: the DSYNC lookup's, else the DS look's.
+    let ds_path = match (&dsync, &parent) {
+        (Some(Ok(view)), _) => {
+            Some(resolve_path(observer, &view.parent, Ok(view), &policy.parents).await)
+        }
+        (Some(Err(e)), Ok(p)) => {
+            Some(resolve_path(observer, &p.parent, Err(e), &policy.parents).await)
+        }
+        _ => None,
+    };
+    let mut obs = Observation {
         // Taken after the answers: a "gone" seen now was true no later than now.
         at: clock.now(),
         provider,
@@ -144,9 +167,15 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         // Filled in by the engine from the outbox.
         registrar_hook_failed: None,
         cds,
+        ds_path,
+        cds_notify: None,
         delegation: Default::default(),
     }
-    .assessed()
+    .assessed();
+    if let Some(plan) = notify_due(zone, &obs, policy) {
+        obs.cds_notify = Some(send_notify(observer, name, &plan, clock.now()).await);
+    }
+    obs
 }
 
 /// A settled zone's sampled look (DESIGN.md section 4): the listing's flag, and the

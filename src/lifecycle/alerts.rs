@@ -7,7 +7,7 @@ pub use crate::alert_kind::{AlertKind, Severity};
 use super::facts::Facts;
 use super::model::{AlertCheck, Observation, ProviderView, Zone, parent_ds_lines};
 use super::policy::Policy;
-use super::rules::delegation_hold_until;
+use super::rules::{delegation_hold_until, ds_request_at, removal_request_at};
 use super::state::State;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
 use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
@@ -51,8 +51,13 @@ pub fn judge(
     let signals = super::cds::judge(zone, state, facts, obs);
     let zone = zone.name.as_str();
 
-    let overdue = match (state, facts.ds_announced_at) {
-        (Some(State::AwaitingDs), Some(at)) if now.since(at) >= policy.ds_overdue_after => {
+    // While the registry is given its time to act on the CDS, its deadline is the one
+    // that counts (`ds_scan_overdue` once it passed); the registrar's counts from the ask.
+    let at_registrar = facts.registry_since.is_none();
+    let overdue = match (state, ds_request_at(facts)) {
+        (Some(State::AwaitingDs), Some(at))
+            if at_registrar && now.since(at) >= policy.ds_overdue_after =>
+        {
             let there = published(parent);
             Some(match &facts.ds_to_enter {
                 Some(line) => format!(
@@ -67,8 +72,10 @@ pub fn judge(
     };
     checks.push(AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue));
 
+    let removal_at = removal_request_at(facts, since);
     let removal = (state == Some(State::AwaitingDsRemoval)
-        && now.since(since) >= policy.ds_removal_overdue_after)
+        && at_registrar
+        && now.since(removal_at) >= policy.ds_removal_overdue_after)
         .then(|| {
             let records = parent.map(parent_ds_lines).unwrap_or_default();
             let remove = if records.is_empty() {
@@ -81,6 +88,24 @@ pub fn judge(
             )
         });
     checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
+
+    let scan = match (state, facts.registry_missed_at) {
+        (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(at)) => {
+            let path = facts.ds_path.as_ref();
+            let what = if state == Some(State::AwaitingDs) {
+                "published the DS from the child's CDS"
+            } else {
+                "removed the DS on the child's CDS delete request"
+            };
+            Some(format!(
+                "{zone}: {} has not {what} within its period ({}); asked at the registrar at {at}",
+                super::registry::registry_of(path),
+                super::registry::route_text(path, facts.cds_notified.as_ref())
+            ))
+        }
+        _ => None,
+    };
+    checks.push(AlertCheck::new(AlertKind::DsScanOverdue, scan));
 
     let provider_off = matches!(obs.provider, ProviderView::Off);
     let provider_known = matches!(obs.provider, ProviderView::On(_) | ProviderView::Off);

@@ -41,6 +41,10 @@ use crate::time::Timestamp;
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
 /// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks) | at every step (recomputed) |
 /// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
+/// | `ds_path`, `ds_path_at` | `enabling` .. `awaiting_ds`, `active` .. `awaiting_ds_removal` (where a DS request may go) | resolved at a look in those states, at most every `registry::PATH_REFRESH` | entering `disabled` |
+/// | `registry_since` | `awaiting_ds`, `awaiting_ds_removal` | the DS request goes to the registry by the child's signals (`registry::takes_request`) | leaving the state, or the registry late (the request then goes to the registrar) |
+/// | `registry_missed_at` | `awaiting_ds`, `awaiting_ds_removal` | the registry did not act by its deadline | leaving the state |
+/// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | a NOTIFY(CDS) sent at a look | leaving the state |
 /// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
 // default: most fields are unset most of the time, and the row of a settled zone then
@@ -142,6 +146,21 @@ pub struct Facts {
     /// all said the same: a sampled look agrees only with this (DESIGN.md section 4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settled_view: Option<super::sample::SettledView>,
+    /// The way a DS reaches the parent, as last resolved, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ds_path: Option<super::parent_way::ParentPath>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ds_path_at: Option<Timestamp>,
+    /// Since when the state's DS request waits on the registry acting on the child's
+    /// CDS (publish or delete), not on someone at the registrar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_since: Option<Timestamp>,
+    /// When the registry was late, and the request went to the registrar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_missed_at: Option<Timestamp>,
+    /// The last NOTIFY(CDS) sent for the state's request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cds_notified: Option<super::registry::CdsNotified>,
 }
 
 /// One condition that holds a zone, and whose move ends it.

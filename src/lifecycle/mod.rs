@@ -8,6 +8,7 @@ pub mod guard;
 pub mod model;
 pub mod parent_way;
 pub mod policy;
+pub mod registry;
 pub mod rules;
 pub mod sample;
 pub mod state;
@@ -35,5 +36,7 @@ mod tests_cds;
 mod tests_evidence;
 #[cfg(test)]
 mod tests_move;
+#[cfg(test)]
+mod tests_registry;
 #[cfg(test)]
 mod tests_sample;

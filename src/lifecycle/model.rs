@@ -78,6 +78,10 @@ pub struct Observation {
     pub registrar_hook_failed: Option<String>,
     /// What the provider is set to publish as CDS/CDNSKEY (DESIGN.md rule 14).
     pub cds: CdsSetting,
+    /// The way a DS reaches the parent, where it was resolved at this look (`Look::ds_path`).
+    pub ds_path: Option<super::parent_way::ParentPath>,
+    /// The NOTIFY(CDS) sent at this look (`registry::notify_due`), and its outcome.
+    pub cds_notify: Option<super::registry::CdsNotified>,
     /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
     /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
     pub delegation: DelegationAssessment,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dns::ObserveError;
 use crate::dns::observe::dsync::{DsyncVerdict, DsyncView, RRTYPE_CDS};
@@ -36,6 +36,8 @@ pub struct ParentWay {
     pub scan_period: Option<Duration>,
     /// Whether the registry takes a first DS (bootstrap) from the CDS.
     pub accepts_first_ds: Option<bool>,
+    /// How long the registry wants an unsigned zone's CDS unchanged before its first DS.
+    pub first_ds_after: Option<Duration>,
     /// Also run the registrar hook when the DS goes by CDS scan or NOTIFY.
     pub call_registrar_hook: bool,
     /// The NOTIFY target for `ds_path = "notify"`: a host name or an address.
@@ -107,7 +109,7 @@ pub fn known_registry(parent: &str) -> Option<&'static Registry> {
 }
 
 /// How the DS reaches the parent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum DsPath {
     /// Someone enters it at the registrar (the registrar hook, or the operator).
@@ -124,7 +126,7 @@ pub enum DsPath {
 }
 
 /// Why the path is what it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum PathReason {
     /// `[parents."NAME"] ds_path`.
@@ -132,10 +134,7 @@ pub enum PathReason {
     /// A DSYNC record every parent address agreed on, at this name.
     Dsync { owner: String },
     /// Built-in knowledge of the registry.
-    BuiltIn {
-        operator: &'static str,
-        source: &'static str,
-    },
+    BuiltIn { operator: String, source: String },
     /// Nothing else said: the registrar.
     Default,
 }
@@ -179,20 +178,21 @@ impl DsyncHint {
     }
 }
 
-/// The path for one parent zone, with its reason and the timings that come with it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The path for one parent zone, with its reason and the timings that come with it (kept
+/// in the zone's facts as last resolved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentPath {
     pub parent: String,
     pub path: DsPath,
     pub reason: PathReason,
     /// How long a scan may take (configured, else the registry's known period).
-    #[serde(serialize_with = "opt_secs")]
+    #[serde(with = "opt_secs")]
     pub scan_period: Option<Duration>,
     pub accepts_first_ds: Option<bool>,
-    #[serde(serialize_with = "opt_secs")]
+    #[serde(with = "opt_secs")]
     pub first_ds_after: Option<Duration>,
     /// What the registry's scan reads: `CDS`, or `CDNSKEY` where it is known to.
-    pub signal: &'static str,
+    pub signal: String,
     /// The registrar hook runs too (always, on the registrar path).
     pub call_registrar_hook: bool,
     /// What else is worth saying: a DSYNC lookup that was unknown, a NOTIFY target
@@ -217,8 +217,8 @@ pub fn resolve(parent: &str, ways: &ParentWays, dsync: &DsyncHint) -> ParentPath
         accepts_first_ds: way
             .accepts_first_ds
             .or(known.map(|r| r.first_ds_after.is_some())),
-        first_ds_after: known.and_then(|r| r.first_ds_after),
-        signal: known.map_or("CDS", |r| r.reads),
+        first_ds_after: way.first_ds_after.or(known.and_then(|r| r.first_ds_after)),
+        signal: known.map_or("CDS", |r| r.reads).to_string(),
         call_registrar_hook: way.call_registrar_hook,
         note: None,
     };
@@ -292,8 +292,8 @@ pub fn resolve(parent: &str, ways: &ParentWays, dsync: &DsyncHint) -> ParentPath
             {
                 out.path = DsPath::CdsScan;
                 out.reason = PathReason::BuiltIn {
-                    operator: r.operator,
-                    source: r.source,
+                    operator: r.operator.to_string(),
+                    source: r.source.to_string(),
                 };
             }
         }
@@ -377,10 +377,20 @@ pub fn duration_text(d: Duration) -> String {
 }
 
 /// An optional duration in JSON as whole seconds, or null.
-fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_some(&d.as_secs()),
-        None => s.serialize_none(),
+mod opt_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_secs))
     }
 }
 
@@ -442,10 +452,7 @@ mod tests {
         assert_eq!(p.path, DsPath::CdsScan);
         assert!(matches!(
             p.reason,
-            PathReason::BuiltIn {
-                operator: "SWITCH",
-                ..
-            }
+            PathReason::BuiltIn { ref operator, .. } if operator == "SWITCH"
         ));
         assert_eq!(p.scan_period, Some(DAY));
         assert_eq!(p.accepts_first_ds, Some(true));

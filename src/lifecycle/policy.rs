@@ -55,6 +55,9 @@ pub struct Policy {
     /// never read from `[timing]`.
     #[serde(skip)]
     pub require_validated_evidence: bool,
+    /// `[parents."NAME"]`: set from that section, never read from `[timing]`.
+    #[serde(skip)]
+    pub parents: super::parent_way::ParentWays,
 }
 
 impl Default for Policy {
@@ -73,6 +76,7 @@ impl Default for Policy {
             assumed_ns_ttl: Duration::from_secs(172_800),
             full_look_every: Duration::from_secs(86_400),
             require_validated_evidence: false,
+            parents: Default::default(),
         }
     }
 }

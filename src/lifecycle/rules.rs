@@ -69,6 +69,21 @@ pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
     }
 }
 
+/// When the DS was asked for at the registrar: at its announcement, or once the registry
+/// was late to act on the child's CDS. What `ds_unpublished_overdue` counts from.
+pub fn ds_request_at(facts: &Facts) -> Option<Timestamp> {
+    match (facts.ds_announced_at, facts.registry_missed_at) {
+        (Some(a), Some(m)) => Some(a.max(m)),
+        (a, m) => a.or(m),
+    }
+}
+
+/// When the DS removal was asked for at the registrar: on entering the state (`since`),
+/// or once the registry was late to act on the CDS delete request.
+pub fn removal_request_at(facts: &Facts, since: Timestamp) -> Timestamp {
+    facts.registry_missed_at.unwrap_or(since)
+}
+
 /// What one look at a zone asks beyond the parent's DS and NS and the child's DNSKEY:
 /// decided here, by the zone's state and facts, and asked by the engine as said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +98,14 @@ pub struct Look {
     /// set remembered is used, and the provider asked again only when the parent
     /// disagrees with it; the paged listing may stand in for its DNSSEC answer.
     pub settled: bool,
-    /// The provider's CDS setting (rule 14): asked where a step may change it, at every
-    /// look but a settled zone's.
-    pub cds: bool,
+    /// The parent's way for a DS (its DSYNC, `parent_way::resolve`): where a DS request
+    /// may be made or waits, when the one remembered is older than
+    /// `registry::PATH_REFRESH`.
+    pub ds_path: bool,
 }
 
 impl Look {
-    pub fn at(zone: &Zone) -> Self {
+    pub fn at(zone: &Zone, now: Timestamp) -> Self {
         // Safety rule 10: the looks that can lead to a decision that takes a domain down
         // (T_gone, the DS seen, leaving `awaiting_delegation`, the move in's first step)
         // are validated; routine looks at settled zones are not.
@@ -119,7 +135,26 @@ impl Look {
             ),
             zone_ttl: zone.state == Some(State::Enabling),
             settled,
-            cds: !settled,
+            ds_path: may_request_ds(zone)
+                && zone
+                    .facts
+                    .ds_path_at
+                    .is_none_or(|at| now >= at.plus(super::registry::PATH_REFRESH)),
         }
+    }
+
+    /// The provider's CDS setting (rule 14): asked where a step may change it, at every
+    /// look but a settled zone's.
+    pub fn cds(&self) -> bool {
+        !self.settled
+    }
+}
+
+/// The zone is where a DS request may be made (its announcement, its removal) or waits.
+fn may_request_ds(zone: &Zone) -> bool {
+    match zone.state {
+        Some(State::Enabling | State::AwaitingDs | State::AwaitingDsRemoval) => true,
+        Some(State::DsObserved | State::Active) => zone.intent == Intent::Disabled,
+        _ => false,
     }
 }

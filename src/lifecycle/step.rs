@@ -12,13 +12,14 @@ use super::model::{
     served_fingerprint,
 };
 use super::policy::Policy;
+use super::registry;
 use super::rules::{self, delegation_hold_until, disable_deadline, evidence_acceptable};
 use super::sample;
 use super::state::{Intent, State};
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::observe::model::key_standing;
 use crate::dns::{ChildView, Evidence, ParentView, ValidationVerdict};
-use crate::dnssec::DnssecKey;
+use crate::dnssec::{CdsPublication, DnssecKey};
 use crate::time::Timestamp;
 
 /// Decides what one observation means for one zone.
@@ -44,6 +45,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     run.track_ttl();
     run.track_served_keys();
     run.track_delegation();
+    run.track_registry();
     match zone.state {
         None => run.adopt(),
         Some(state) => {
@@ -118,6 +120,12 @@ impl Run<'_> {
             to: Some(to),
             reason: reason.into(),
         });
+        if from != Some(to) {
+            // The registry's part belongs to the state's DS request.
+            self.facts.registry_since = None;
+            self.facts.registry_missed_at = None;
+            self.facts.cds_notified = None;
+        }
         self.state = Some(to);
         if to != State::AwaitingDelegation {
             self.facts.delegation_requested = false;
@@ -801,18 +809,113 @@ impl Run<'_> {
         }
     }
 
+    /// Asks for the DS to be removed: of the registry, by the CDS delete request the
+    /// provider publishes (rule 14), where it acts on it; else at the registrar.
     fn request_removal(&mut self) {
+        if self.by_registry(CdsPublication::Delete) {
+            self.facts.registry_since = Some(self.now);
+            let path = self.facts.ds_path.clone();
+            let path = path.as_ref();
+            self.note(format!(
+                "the DS removal goes to {} by the CDS delete request ({}): nothing to do at the registrar unless it has not acted by {}",
+                registry::registry_of(path),
+                registry::route_text(path, None),
+                registry::deadline(path, self.now, false, self.policy)
+            ));
+            if !path.is_some_and(|p| p.call_registrar_hook) {
+                return;
+            }
+        }
         self.effects.push(Effect::RequestDsRemoval {
             ds_line: self.facts.ds_line.clone(),
         });
     }
 
+    /// Announces the DS: to the registry, by the CDS the provider publishes for the key
+    /// (rule 14), where it takes it; else to the registrar.
     fn announce(&mut self, key: &DnssecKey, reason: &str) {
         let line = key.ds_line().to_string();
         self.facts.ds_line = Some(line.clone());
         self.facts.ds_announced_at = Some(self.now);
-        self.go(State::AwaitingDs, format!("{reason}; DS announced: {line}"));
+        if self.by_registry(CdsPublication::Key) {
+            let path = self.facts.ds_path.clone();
+            let path = path.as_ref();
+            let first = self.first_ds();
+            self.go(
+                State::AwaitingDs,
+                format!(
+                    "{reason}; the DS goes to {} by the CDS ({}): nothing to enter at the registrar unless it has not published it by {}: {line}",
+                    registry::registry_of(path),
+                    registry::route_text(path, None),
+                    registry::deadline(path, self.now, first, self.policy)
+                ),
+            );
+            self.facts.registry_since = Some(self.now);
+            if !path.is_some_and(|p| p.call_registrar_hook) {
+                return;
+            }
+        } else {
+            self.go(State::AwaitingDs, format!("{reason}; DS announced: {line}"));
+        }
         self.effects.push(Effect::AnnounceDs { ds_line: line });
+    }
+
+    /// The registry acts on the child's signal for this request (`registry::takes_request`).
+    fn by_registry(&self, wanted: CdsPublication) -> bool {
+        registry::takes_request(
+            self.facts.ds_path.as_ref(),
+            wanted,
+            self.first_ds(),
+            self.zone.name.as_str(),
+            self.obs,
+        )
+    }
+
+    /// The DS was not seen at the parent in this lifecycle: it would be the zone's
+    /// first, which some registries take only after a while, or not at all.
+    fn first_ds(&self) -> bool {
+        self.facts.ds_first_seen_at.is_none()
+    }
+
+    /// The resolved path into the facts, and this look's NOTIFY(CDS) with it.
+    fn track_registry(&mut self) {
+        if let Some(path) = &self.obs.ds_path {
+            self.facts.ds_path = Some(path.clone());
+            self.facts.ds_path_at = Some(self.now);
+        }
+        if let Some(sent) = &self.obs.cds_notify {
+            self.facts.cds_notified = Some(sent.clone());
+            self.note(format!(
+                "NOTIFY(CDS) for the {} sent to {} ({} port {}): {}",
+                sent.signal,
+                sent.target,
+                sent.addr.as_deref().unwrap_or("no address"),
+                sent.port,
+                sent.outcome
+            ));
+        }
+    }
+
+    /// The registry was given until its deadline to act on the child's signal; past it,
+    /// the request goes to the registrar after all (`ds_scan_overdue` says so).
+    fn registry_late(&mut self, first_ds: bool) -> bool {
+        let Some(since) = self.facts.registry_since else {
+            return false;
+        };
+        let path = self.facts.ds_path.clone();
+        let due = registry::deadline(path.as_ref(), since, first_ds, self.policy);
+        if self.now < due {
+            self.deadlines.push(due);
+            return false;
+        }
+        self.facts.registry_since = None;
+        self.facts.registry_missed_at = Some(self.now);
+        self.note(format!(
+            "{} has not acted on the child's CDS since {since}: asking at the registrar",
+            registry::registry_of(path.as_ref())
+        ));
+        // The hook already ran for the request where it is called always.
+        !path.is_some_and(|p| p.call_registrar_hook)
     }
 
     /// The provider switched keys since this one was followed.
@@ -966,7 +1069,14 @@ impl Run<'_> {
             );
             return;
         }
-        if let Some(at) = self.facts.ds_announced_at {
+        if self.registry_late(self.first_ds())
+            && let Some(line) = self.facts.ds_line.clone()
+        {
+            self.effects.push(Effect::AnnounceDs { ds_line: line });
+        }
+        if self.facts.registry_since.is_none()
+            && let Some(at) = rules::ds_request_at(&self.facts)
+        {
             self.deadlines.push(at.plus(self.policy.ds_overdue_after));
         }
     }
@@ -1081,8 +1191,17 @@ impl Run<'_> {
             );
             return;
         }
-        self.deadlines
-            .push(self.zone.since.plus(self.policy.ds_removal_overdue_after));
+        if self.registry_late(false) {
+            self.effects.push(Effect::RequestDsRemoval {
+                ds_line: self.facts.ds_line.clone(),
+            });
+        }
+        if self.facts.registry_since.is_none() {
+            self.deadlines.push(
+                rules::removal_request_at(&self.facts, self.zone.since)
+                    .plus(self.policy.ds_removal_overdue_after),
+            );
+        }
     }
 
     /// `T_gone`: every parent address answers "no DS" at this look.

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use super::*;
 use crate::dns::{
-    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ParentView, ServerAnswer,
-    SignatureWindow, UnknownReason, ValidationVerdict,
+    ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ParentView, Published, ServerAnswer,
+    Signals, SignatureWindow, UnknownReason, ValidationVerdict,
 };
 use crate::dnssec::DnssecKey;
-use crate::dnssec::{DigestType, Dnskey};
+use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::zone_name::ZoneName;
 
 pub(super) const ZONE: &str = "child.test.";
@@ -205,6 +205,8 @@ impl World {
             child: Ok(self.child(child)),
             validation: ValidationVerdict::Unknown,
             registrar_hook_failed: None,
+            ds_path: None,
+            cds_notify: None,
             cds: CdsSetting::NotAsked,
             provider_ns: Some(vec![OURS.into()]),
             provider_asked: true,
@@ -241,6 +243,46 @@ impl World {
             at = at.plus(self.policy.poll_waiting);
         }
     }
+}
+
+/// `child` with every address publishing `signals` (its keys' indices as signers).
+pub(super) fn with_signals(obs: &mut Observation, signals: &[Signals]) {
+    let Ok(child) = &mut obs.child else {
+        panic!("a child view")
+    };
+    for (a, s) in child.answers.iter_mut().zip(signals) {
+        if let DnskeyAnswer::Keys(k) = &mut a.answer {
+            k.signals = s.clone();
+        }
+    }
+}
+
+pub(super) fn cds(keys: &[&Dnskey], signed: bool) -> Signals {
+    Signals::Answered(Published {
+        cds: keys
+            .iter()
+            .map(|k| k.to_ds(ZONE, DigestType::Sha256).unwrap())
+            .collect(),
+        cdnskey: vec![],
+        signers: if signed { vec![0] } else { vec![] },
+    })
+}
+
+pub(super) fn delete() -> Signals {
+    Signals::Answered(Published {
+        cds: vec![Ds {
+            key_tag: 0,
+            algorithm: 0,
+            digest_type: 0,
+            digest: vec![0],
+        }],
+        cdnskey: vec![],
+        signers: vec![0],
+    })
+}
+
+pub(super) fn none() -> Signals {
+    Signals::Answered(Published::default())
 }
 
 pub(super) fn zone(state: Option<State>, intent: Intent) -> Zone {

@@ -3,48 +3,8 @@
 
 use super::tests::*;
 use super::*;
-use crate::dns::{DnskeyAnswer, Published, Signals};
-use crate::dnssec::{CdsPublication, DigestType, Dnskey, Ds};
-
-/// `child` with every address publishing `signals` (its keys' indices as signers).
-fn with_signals(obs: &mut Observation, signals: &[Signals]) {
-    let Ok(child) = &mut obs.child else {
-        panic!("a child view")
-    };
-    for (a, s) in child.answers.iter_mut().zip(signals) {
-        if let DnskeyAnswer::Keys(k) = &mut a.answer {
-            k.signals = s.clone();
-        }
-    }
-}
-
-fn cds(keys: &[&Dnskey], signed: bool) -> Signals {
-    Signals::Answered(Published {
-        cds: keys
-            .iter()
-            .map(|k| k.to_ds(ZONE, DigestType::Sha256).unwrap())
-            .collect(),
-        cdnskey: vec![],
-        signers: if signed { vec![0] } else { vec![] },
-    })
-}
-
-fn delete() -> Signals {
-    Signals::Answered(Published {
-        cds: vec![Ds {
-            key_tag: 0,
-            algorithm: 0,
-            digest_type: 0,
-            digest: vec![0],
-        }],
-        cdnskey: vec![],
-        signers: vec![0],
-    })
-}
-
-fn none() -> Signals {
-    Signals::Answered(Published::default())
-}
+use crate::dns::Signals;
+use crate::dnssec::CdsPublication;
 
 fn judged(zone: &Zone, obs: &Observation, kind: AlertKind) -> Option<Option<String>> {
     cds::judge(zone, zone.state, &zone.facts, obs)

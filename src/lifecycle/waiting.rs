@@ -2,7 +2,8 @@
 
 use super::model::Zone;
 use super::policy::Policy;
-use super::rules::{delegation_hold_until, disable_deadline};
+use super::registry::{deadline, registry_of, route_text};
+use super::rules::{delegation_hold_until, disable_deadline, ds_request_at, removal_request_at};
 use super::state::{Intent, State};
 use crate::dns::DelegationVerdict;
 use crate::dns::delegation::describe as hosts;
@@ -11,8 +12,8 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Waiting {
     pub what: String,
-    /// `daemon`, `provider`, `registrar`, `ttl`, `operator`, `nobody`, or `host` (this
-    /// host's IPv6, said by `status`).
+    /// `daemon`, `provider`, `registrar`, `registry` (acting on the child's CDS), `ttl`,
+    /// `operator`, `nobody`, or `host` (this host's IPv6, said by `status`).
     pub on: &'static str,
     /// When the wait ends by itself, if it does.
     pub until: Option<Timestamp>,
@@ -129,6 +130,37 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
                 None,
             ),
         },
+        (Some(State::AwaitingDs), _) if f.registry_since.is_some() => {
+            let path = f.ds_path.as_ref();
+            wait(
+                format!(
+                    "{} to publish the DS from the child's CDS ({}){}",
+                    registry_of(path),
+                    route_text(path, f.cds_notified.as_ref()),
+                    f.ds_to_enter
+                        .as_deref()
+                        .map(|line| format!(": {line}"))
+                        .unwrap_or_default()
+                ),
+                "registry",
+                f.registry_since.map(|since| {
+                    deadline(path, since, f.ds_first_seen_at.is_none(), policy)
+                }),
+            )
+        }
+        (Some(State::AwaitingDsRemoval), _) if f.registry_since.is_some() && !f.moving_in => {
+            let path = f.ds_path.as_ref();
+            wait(
+                format!(
+                    "{} to remove the DS on the child's CDS delete request ({})",
+                    registry_of(path),
+                    route_text(path, f.cds_notified.as_ref())
+                ),
+                "registry",
+                f.registry_since
+                    .map(|since| deadline(path, since, false, policy)),
+            )
+        }
         (Some(State::AwaitingDs), _) => wait(
             match &f.ds_to_enter {
                 Some(line) => format!("the DS at every parent server: {line}"),
@@ -137,7 +169,7 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
                 None => "the DS at every parent server (not shown while not every name server can be seen serving the key: run `check`)".to_string(),
             },
             "registrar",
-            f.ds_announced_at.map(|at| at.plus(policy.ds_overdue_after)),
+            ds_request_at(f).map(|at| at.plus(policy.ds_overdue_after)),
         ),
         (Some(State::DsObserved), _) => wait("validation to confirm the chain", "daemon", None),
         (Some(State::Active), Intent::Disabled) => {
@@ -164,7 +196,7 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
         (Some(State::AwaitingDsRemoval), _) => wait(
             "the DS to be removed at the registrar and gone from every parent server",
             "registrar",
-            Some(zone.since.plus(policy.ds_removal_overdue_after)),
+            Some(removal_request_at(f, zone.since).plus(policy.ds_removal_overdue_after)),
         ),
         (Some(State::TtlWait), _) => wait(
             "the DS TTL and margin to pass",

@@ -147,12 +147,29 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
             parent_ds: "none".into(),
             child_keys: "none".into(),
         }),
+        ds_path: Some(crate::lifecycle::parent_way::resolve(
+            "ch.",
+            &Default::default(),
+            &crate::lifecycle::parent_way::DsyncHint::None,
+        )),
+        ds_path_at: t(15),
+        registry_since: t(16),
+        registry_missed_at: t(17),
+        cds_notified: Some(crate::lifecycle::registry::CdsNotified {
+            at: Timestamp(18),
+            target: "scanner.ch.".into(),
+            addr: Some("127.0.0.9".into()),
+            port: 53,
+            signal: "delete".into(),
+            acknowledged: true,
+            outcome: "acknowledged".into(),
+        }),
     };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(28), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(33), "{text}");
 }
 
 #[test]

@@ -37,6 +37,17 @@ pub struct NotifyOptions {
     pub edns: bool,
 }
 
+impl NotifyOptions {
+    /// The daemon's, inside a zone's look: a few quick attempts, so a silent target
+    /// holds the look for seconds, not minutes; the next look tries again.
+    pub const DAEMON: Self = Self {
+        attempts: 3,
+        first_wait: Duration::from_secs(2),
+        max_wait: Duration::from_secs(8),
+        edns: false,
+    };
+}
+
 impl Default for NotifyOptions {
     /// RFC 1996 suggests 5 retransmissions and 60 s between them; we start sooner and
     /// double up to that.
@@ -73,6 +84,18 @@ pub struct NotifyReport {
     /// Datagrams read and set aside: not a decodable DNS message, or not the answer to
     /// our NOTIFY (another ID, not a response, another opcode, another question).
     pub ignored: u32,
+}
+
+impl NotifyReport {
+    /// In words: "acknowledged", "REFUSED", "no answer to 3 attempts", "not sent: ...".
+    pub fn describe(&self) -> String {
+        match &self.outcome {
+            NotifyOutcome::Acknowledged => "acknowledged".to_string(),
+            NotifyOutcome::Refused { name, .. } => format!("answered {name}"),
+            NotifyOutcome::NoAnswer => format!("no answer to {} attempts", self.attempts),
+            NotifyOutcome::Failed { detail } => format!("not sent: {detail}"),
+        }
+    }
 }
 
 /// Datagrams one attempt reads at most before it gives up waiting (its wait bounds it

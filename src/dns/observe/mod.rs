@@ -14,6 +14,7 @@ pub mod signals;
 pub mod tally;
 
 use self::model::{ChildView, DsyncView, ParentView};
+use super::net::notify::{NotifyOutcome, NotifyReport};
 use super::validate::ValidationProbe;
 
 /// Discovery failed before any server could be asked: the parent or the delegation could
@@ -97,6 +98,25 @@ pub trait Observer: Send + Sync {
                 zone: host,
                 reason: "this observer does not look up addresses".into(),
             })
+        }
+    }
+    /// Sends NOTIFY(CDS) for `zone` to a parent's notification target (RFC 9859), at the
+    /// address's pace, with the daemon's attempts (`NotifyOptions::DAEMON`). The default
+    /// (for fakes) sends nothing and says so.
+    fn notify_cds(
+        &self,
+        zone: &str,
+        to: std::net::SocketAddr,
+    ) -> impl Future<Output = NotifyReport> + Send {
+        let _ = (zone, to);
+        async move {
+            NotifyReport {
+                outcome: NotifyOutcome::Failed {
+                    detail: "this observer sends no NOTIFY".into(),
+                },
+                attempts: 0,
+                ignored: 0,
+            }
         }
     }
     /// Our validator's and each configured validating resolver's view of the zone.

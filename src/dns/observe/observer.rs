@@ -1008,6 +1008,19 @@ impl<T: Transport> Observer for DnsObserver<T> {
     ) -> impl Future<Output = Result<Vec<IpAddr>, ObserveError>> + Send {
         self.host_addresses_view(host)
     }
+
+    fn notify_cds(
+        &self,
+        zone: &str,
+        to: SocketAddr,
+    ) -> impl Future<Output = crate::dns::net::notify::NotifyReport> + Send {
+        self.notify(
+            to,
+            zone,
+            RecordType::CDS,
+            &crate::dns::net::notify::NotifyOptions::DAEMON,
+        )
+    }
 }
 
 /// Addresses for a message: `127.0.0.1, ::1`.

@@ -1,0 +1,202 @@
+//! The parent's registry as a party (pure): whether a DS request goes to it through the
+//! child's signals instead of to the registrar, how long it may take before the daemon
+//! says so and asks the registrar after all, and when to send it NOTIFY(CDS).
+//!
+//! None of this decides what is safe: the DS is there when every parent address says so
+//! (rules 3 and 10), gone when every one says so, whoever put it there. The registry only
+//! changes who is waited on, and for how long.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::cds::{CdsReading, read};
+use super::model::{CdsSetting, Observation, Zone};
+use super::parent_way::{DsPath, ParentPath, duration_text};
+use super::policy::Policy;
+use super::state::State;
+use crate::dnssec::CdsPublication;
+use crate::time::Timestamp;
+
+/// How long a resolved path is trusted before the parent's DSYNC is asked again.
+pub const PATH_REFRESH: Duration = Duration::from_secs(3600);
+
+/// A scan period nobody stated: registries that scan say daily.
+const DEFAULT_SCAN_PERIOD: Duration = Duration::from_secs(86_400);
+
+/// The path the zone's DS request would take now: the one resolved at this look, else the
+/// one remembered.
+pub fn path<'a>(zone: &'a Zone, obs: &'a Observation) -> Option<&'a ParentPath> {
+    obs.ds_path.as_ref().or(zone.facts.ds_path.as_ref())
+}
+
+/// The registry acts on the child's signals for this request: the parent's path scans
+/// (or is notified), it takes a first DS where this is one, and the child's CDS will say
+/// `wanted`: the daemon sets it (the provider's API controls it, rule 14), or every
+/// child address already publishes it.
+pub fn takes_request(
+    path: Option<&ParentPath>,
+    wanted: CdsPublication,
+    first_ds: bool,
+    zone: &str,
+    obs: &Observation,
+) -> bool {
+    let Some(path) = path else {
+        return false;
+    };
+    if matches!(path.path, DsPath::Registrar) {
+        return false;
+    }
+    if wanted == CdsPublication::Key && first_ds && path.accepts_first_ds == Some(false) {
+        return false;
+    }
+    matches!(obs.cds, CdsSetting::Set(_)) || signal_of(zone, obs) == Some(wanted)
+}
+
+/// What every child address publishes, where that is one of the daemon's signals: the
+/// provider's key (`Key`), the delete request, or nothing.
+fn signal_of(zone: &str, obs: &Observation) -> Option<CdsPublication> {
+    match read(zone, obs) {
+        CdsReading::Served { ours: true, .. } => Some(CdsPublication::Key),
+        CdsReading::Delete { .. } => Some(CdsPublication::Delete),
+        CdsReading::None => Some(CdsPublication::Nothing),
+        _ => None,
+    }
+}
+
+/// When the registry is late: a scan period (a day where nothing says), plus for a first
+/// DS the time it wants the signal unchanged, plus the propagation margin.
+pub fn deadline(
+    path: Option<&ParentPath>,
+    since: Timestamp,
+    first_ds: bool,
+    policy: &Policy,
+) -> Timestamp {
+    let scan = path
+        .and_then(|p| p.scan_period)
+        .unwrap_or(DEFAULT_SCAN_PERIOD);
+    let first = match (first_ds, path) {
+        (true, Some(p)) => p.first_ds_after.unwrap_or_default(),
+        _ => Duration::ZERO,
+    };
+    since.plus(scan + first + policy.propagation_margin)
+}
+
+/// "the registry of `test.`".
+pub fn registry_of(path: Option<&ParentPath>) -> String {
+    match path {
+        Some(p) => format!("the registry of {}", p.parent),
+        None => "the parent's registry".to_string(),
+    }
+}
+
+/// How the registry learns of the signal, in words: "its CDS scan (every 1d)", "NOTIFY
+/// sent at T to ADDR port P: acknowledged".
+pub fn route_text(path: Option<&ParentPath>, notified: Option<&CdsNotified>) -> String {
+    let scan = |p: &ParentPath| {
+        format!(
+            "its {} scan{}",
+            p.signal,
+            p.scan_period
+                .map(|d| format!(" (every {})", duration_text(d)))
+                .unwrap_or_default()
+        )
+    };
+    match (path, notified) {
+        (_, Some(n)) => format!(
+            "NOTIFY(CDS) sent at {} to {} ({} port {}): {}",
+            n.at,
+            n.target,
+            n.addr.as_deref().unwrap_or("no address"),
+            n.port,
+            n.outcome
+        ),
+        (Some(p), None) if matches!(p.path, DsPath::Notify { .. }) => {
+            format!("NOTIFY(CDS) not sent yet, else {}", scan(p))
+        }
+        (Some(p), None) => scan(p),
+        (None, None) => "its scan".to_string(),
+    }
+}
+
+/// A NOTIFY(CDS) the engine sent at a look, and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CdsNotified {
+    pub at: Timestamp,
+    pub target: String,
+    /// The address that answered, else the last one tried.
+    pub addr: Option<String>,
+    pub port: u16,
+    /// What the NOTIFY was about: `key <tags>` or `delete`.
+    pub signal: String,
+    pub acknowledged: bool,
+    /// In words: "acknowledged", "no answer after 3 attempts", "REFUSED".
+    pub outcome: String,
+}
+
+/// A NOTIFY(CDS) to send at this look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyPlan {
+    pub target: String,
+    pub port: u16,
+    pub addrs: Vec<IpAddr>,
+    pub signal: String,
+}
+
+/// The NOTIFY(CDS) due at this look (RFC 9859): the DS request goes to the registry, its
+/// path has a NOTIFY target with an address, every child address publishes the signal the
+/// request needs (a registry checks it anyway: a NOTIFY before that would be wasted), and
+/// that signal was not notified already (again after a scan period once acknowledged, at
+/// the next look once not).
+pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<NotifyPlan> {
+    zone.facts.registry_since?;
+    let wanted = match zone.state {
+        Some(State::AwaitingDs) => CdsPublication::Key,
+        Some(State::AwaitingDsRemoval) => CdsPublication::Delete,
+        _ => return None,
+    };
+    let path = path(zone, obs)?;
+    let DsPath::Notify {
+        target,
+        port,
+        addrs,
+    } = &path.path
+    else {
+        return None;
+    };
+    if addrs.is_empty() {
+        return None;
+    }
+    let signal = match read(zone.name.as_str(), obs) {
+        CdsReading::Served {
+            ours: true, keys, ..
+        } if wanted == CdsPublication::Key => format!(
+            "key {}",
+            keys.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        CdsReading::Delete { .. } if wanted == CdsPublication::Delete => "delete".to_string(),
+        _ => return None,
+    };
+    if let Some(last) = &zone.facts.cds_notified
+        && last.signal == signal
+    {
+        let again = if last.acknowledged {
+            path.scan_period.unwrap_or(DEFAULT_SCAN_PERIOD)
+        } else {
+            policy.retry_base
+        };
+        if obs.at < last.at.plus(again) {
+            return None;
+        }
+    }
+    Some(NotifyPlan {
+        target: target.clone(),
+        port: *port,
+        addrs: addrs.clone(),
+        signal,
+    })
+}

@@ -1,0 +1,318 @@
+//! A DS request that goes to the registry through the child's CDS (`lifecycle::registry`):
+//! nothing asked of the registrar while the registry has its time, the registrar asked and
+//! `ds_scan_overdue` said once it is late, and the NOTIFY(CDS) sent when it is due.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::parent_way::{DsPathSetting, DsyncHint, ParentPath, ParentWay, ParentWays, resolve};
+use super::registry::{CdsNotified, notify_due};
+use super::rules::Look;
+use super::tests::*;
+use super::*;
+use crate::dns::Signals;
+use crate::dnssec::CdsPublication;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn path(way: ParentWay, dsync: &DsyncHint) -> ParentPath {
+    let ways = ParentWays {
+        parents: [("test.".to_string(), way)].into(),
+    };
+    resolve("test.", &ways, dsync)
+}
+
+/// The registry of `test.` scans every two days and takes a first DS after one more.
+fn scanning() -> ParentPath {
+    path(
+        ParentWay {
+            ds_path: DsPathSetting::CdsScan,
+            scan_period: Some(2 * DAY),
+            first_ds_after: Some(DAY),
+            ..Default::default()
+        },
+        &DsyncHint::None,
+    )
+}
+
+fn notified() -> ParentPath {
+    path(
+        ParentWay::default(),
+        &DsyncHint::Notify {
+            owner: "_dsync.test.".into(),
+            target: "scanner.test.".into(),
+            port: 5300,
+            addrs: vec![IpAddr::from([127, 0, 0, 9])],
+        },
+    )
+}
+
+/// A zone at the end of its propagation hold, the provider's CDS at `cds`, the parent's
+/// path `path` resolved at this look.
+fn ready_to_announce(w: &World, path: ParentPath, cds: CdsSetting) -> (Zone, Observation) {
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    z.facts.hold_until = Some(T0);
+    z.facts.dnskey_everywhere_at = Some(T0);
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
+    obs.cds = cds;
+    obs.ds_path = Some(path);
+    (z, obs)
+}
+
+fn announced(d: &Decision) -> bool {
+    d.effects
+        .iter()
+        .any(|e| matches!(e, Effect::AnnounceDs { .. }))
+}
+
+#[test]
+fn the_ds_goes_by_the_registry_and_the_registrar_is_asked_only_once_it_is_late() {
+    let w = World::new();
+    let (mut z, obs) = ready_to_announce(&w, scanning(), CdsSetting::Set(CdsPublication::Nothing));
+    let d = w.run(&mut z, &obs);
+    assert_eq!(d.state, Some(State::AwaitingDs));
+    assert_eq!(
+        d.effects,
+        vec![Effect::SetCds {
+            to: CdsPublication::Key
+        }],
+        "the CDS announces it; nobody at the registrar is asked"
+    );
+    assert_eq!(z.facts.registry_since, Some(T0));
+    let margin = w.policy.propagation_margin;
+    let due = T0.plus(3 * DAY + margin);
+    let waiting = waiting::describe(&z, &w.policy);
+    assert_eq!(waiting.on, "registry");
+    assert_eq!(waiting.until, Some(due));
+    assert!(
+        waiting.what.contains("the registry of test."),
+        "{}",
+        waiting.what
+    );
+
+    // Past the registrar's own overdue period, still within the registry's: nothing said.
+    let ours = cds(&[&w.key], true);
+    let look = |at: Timestamp| {
+        let mut obs = w.obs(at, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
+        obs.cds = CdsSetting::Set(CdsPublication::Key);
+        with_signals(&mut obs, &[ours.clone(), ours.clone()]);
+        obs
+    };
+    let d = w.run(&mut z, &look(T0.plus(2 * DAY)));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
+    assert_eq!(firing(&d, AlertKind::DsScanOverdue), None);
+    assert!(d.wake_at <= due);
+
+    // The registry is late: the registrar is asked, and that is said.
+    let d = w.run(&mut z, &look(due));
+    assert!(announced(&d), "{:?}", d.effects);
+    assert!(
+        firing(&d, AlertKind::DsScanOverdue).is_some_and(|m| m.contains("the registry of test.")),
+        "{:?}",
+        d.alerts
+    );
+    assert_eq!(z.facts.registry_since, None);
+    assert_eq!(waiting::describe(&z, &w.policy).on, "registrar");
+    // The registrar's overdue period counts from that ask, not from the CDS.
+    let d = w.run(&mut z, &look(due.plus(Duration::from_secs(60))));
+    assert!(!announced(&d), "asked once");
+    assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
+    let d = w.run(&mut z, &look(due.plus(w.policy.ds_overdue_after)));
+    assert!(firing(&d, AlertKind::DsUnpublishedOverdue).is_some());
+
+    // The DS arrives: the registry's alert clears with the state.
+    let mut obs = look(due.plus(w.policy.ds_overdue_after).plus(HOUR));
+    obs.parent = Ok(w.parent(&[P::Ds(60), P::Ds(60)]));
+    obs.parent.as_mut().unwrap().evidence = crate::dns::Evidence::Validated;
+    let d = w.run(&mut z, &obs.assessed());
+    assert_eq!(d.state, Some(State::DsObserved));
+    assert_eq!(firing(&d, AlertKind::DsScanOverdue), None);
+    assert!(judged(&d, AlertKind::DsScanOverdue));
+}
+
+#[test]
+fn the_registrar_is_asked_where_the_registry_cannot_act_or_is_asked_besides() {
+    let w = World::new();
+    // The parent's path is the registrar's.
+    let registrar = path(ParentWay::default(), &DsyncHint::None);
+    let (mut z, obs) = ready_to_announce(&w, registrar, CdsSetting::Set(CdsPublication::Nothing));
+    let d = w.run(&mut z, &obs);
+    assert!(announced(&d));
+    assert_eq!(z.facts.registry_since, None);
+
+    // A registry that scans, but the provider's CDS is not controlled and none is served.
+    let (mut z, obs) = ready_to_announce(&w, scanning(), CdsSetting::Uncontrolled);
+    let d = w.run(&mut z, &obs);
+    assert!(announced(&d));
+    assert_eq!(waiting::describe(&z, &w.policy).on, "registrar");
+
+    // ... but one the provider publishes by itself is one the registry acts on.
+    let (mut z, mut obs) = ready_to_announce(&w, scanning(), CdsSetting::Uncontrolled);
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    let d = w.run(&mut z, &obs);
+    assert!(!announced(&d));
+    assert_eq!(z.facts.registry_since, Some(T0));
+
+    // A registry that takes no first DS from the CDS.
+    let no_first = path(
+        ParentWay {
+            ds_path: DsPathSetting::CdsScan,
+            accepts_first_ds: Some(false),
+            ..Default::default()
+        },
+        &DsyncHint::None,
+    );
+    let (mut z, obs) = ready_to_announce(&w, no_first, CdsSetting::Set(CdsPublication::Nothing));
+    let d = w.run(&mut z, &obs);
+    assert!(announced(&d));
+
+    // The operator wants the registrar hook besides.
+    let besides = path(
+        ParentWay {
+            ds_path: DsPathSetting::CdsScan,
+            call_registrar_hook: true,
+            ..Default::default()
+        },
+        &DsyncHint::None,
+    );
+    let (mut z, obs) = ready_to_announce(&w, besides, CdsSetting::Set(CdsPublication::Nothing));
+    let d = w.run(&mut z, &obs);
+    assert!(announced(&d));
+    assert_eq!(
+        z.facts.registry_since,
+        Some(T0),
+        "still the registry's to act"
+    );
+}
+
+#[test]
+fn the_removal_goes_by_the_cds_delete_request_and_to_the_registrar_once_late() {
+    let w = World::new();
+    let mut z = zone(Some(State::Active), Intent::Disabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.ds_first_seen_at = Some(T0);
+    let look = |at: Timestamp, cds: CdsPublication| {
+        let mut obs = w.obs(
+            at,
+            Some(true),
+            &[P::Ds(60), P::Ds(60)],
+            &[C::Serves, C::Serves],
+        );
+        obs.cds = CdsSetting::Set(cds);
+        obs.ds_path = Some(scanning());
+        obs
+    };
+    let d = w.run(&mut z, &look(T0, CdsPublication::Key));
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert_eq!(
+        d.effects,
+        vec![Effect::SetCds {
+            to: CdsPublication::Delete
+        }]
+    );
+    assert_eq!(waiting::describe(&z, &w.policy).on, "registry");
+    // No first-DS period for a removal.
+    let due = T0.plus(2 * DAY + w.policy.propagation_margin);
+    let d = w.run(&mut z, &look(T0.plus(DAY + HOUR), CdsPublication::Delete));
+    assert!(d.effects.is_empty());
+    assert_eq!(firing(&d, AlertKind::DsRemovalOverdue), None);
+    let d = w.run(&mut z, &look(due, CdsPublication::Delete));
+    assert!(
+        d.effects
+            .iter()
+            .any(|e| matches!(e, Effect::RequestDsRemoval { .. })),
+        "{:?}",
+        d.effects
+    );
+    assert!(firing(&d, AlertKind::DsScanOverdue).is_some());
+    assert_eq!(firing(&d, AlertKind::DsRemovalOverdue), None);
+    let d = w.run(
+        &mut z,
+        &look(
+            due.plus(w.policy.ds_removal_overdue_after),
+            CdsPublication::Delete,
+        ),
+    );
+    assert!(firing(&d, AlertKind::DsRemovalOverdue).is_some());
+}
+
+#[test]
+fn a_notify_goes_once_the_child_serves_the_signal_and_again_only_when_due() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.registry_since = Some(T0);
+    z.facts.ds_path = Some(notified());
+    let ours = cds(&[&w.key], true);
+    let look = |at: Timestamp, signals: &[Signals]| {
+        let mut obs = w.obs(at, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
+        with_signals(&mut obs, signals);
+        obs
+    };
+    // Not yet served everywhere: a registry would find nothing to act on.
+    assert_eq!(
+        notify_due(&z, &look(T0, &[ours.clone(), none()]), &w.policy),
+        None
+    );
+    let plan = notify_due(&z, &look(T0, &[ours.clone(), ours.clone()]), &w.policy)
+        .expect("due once every address serves the key's CDS");
+    assert_eq!(plan.target, "scanner.test.");
+    assert_eq!(plan.port, 5300);
+    assert_eq!(plan.signal, format!("key {}", w.key.key_tag()));
+    // A delete request is no signal for a DS to publish.
+    assert_eq!(
+        notify_due(&z, &look(T0, &[delete(), delete()]), &w.policy),
+        None
+    );
+
+    // Acknowledged: not again within a scan period; not acknowledged: at the next look.
+    let sent = |acknowledged| CdsNotified {
+        at: T0,
+        target: plan.target.clone(),
+        addr: Some("127.0.0.9".into()),
+        port: 5300,
+        signal: plan.signal.clone(),
+        acknowledged,
+        outcome: String::new(),
+    };
+    z.facts.cds_notified = Some(sent(true));
+    let both = [ours.clone(), ours.clone()];
+    assert_eq!(notify_due(&z, &look(T0.plus(HOUR), &both), &w.policy), None);
+    assert!(notify_due(&z, &look(T0.plus(DAY), &both), &w.policy).is_some());
+    z.facts.cds_notified = Some(sent(false));
+    assert!(notify_due(&z, &look(T0.plus(w.policy.retry_base), &both), &w.policy).is_some());
+
+    // Nothing while the request is not the registry's.
+    z.facts.registry_since = None;
+    assert_eq!(notify_due(&z, &look(T0.plus(DAY), &both), &w.policy), None);
+    // The step keeps what was sent, and says it.
+    z.facts.registry_since = Some(T0);
+    let mut obs = look(T0.plus(DAY), &both);
+    obs.cds_notify = Some(sent(true));
+    let d = w.run(&mut z, &obs);
+    assert_eq!(z.facts.cds_notified, Some(sent(true)));
+    assert!(d.notes.iter().any(|n| n.reason.contains("NOTIFY(CDS)")));
+    let waiting = waiting::describe(&z, &w.policy);
+    assert!(
+        waiting.what.contains("NOTIFY(CDS) sent at"),
+        "{}",
+        waiting.what
+    );
+}
+
+#[test]
+fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
+    let mut z = zone(Some(State::Enabling), Intent::Enabled);
+    assert!(Look::at(&z, T0).ds_path);
+    z.facts.ds_path_at = Some(T0);
+    assert!(!Look::at(&z, T0.plus(Duration::from_secs(600))).ds_path);
+    assert!(Look::at(&z, T0.plus(HOUR)).ds_path);
+    let active = zone(Some(State::Active), Intent::Enabled);
+    assert!(
+        !Look::at(&active, T0).ds_path,
+        "nothing to ask of the parent"
+    );
+    let leaving = zone(Some(State::Active), Intent::Disabled);
+    assert!(Look::at(&leaving, T0).ds_path);
+}
