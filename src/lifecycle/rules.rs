@@ -98,6 +98,9 @@ pub struct Look {
     /// set remembered is used, and the provider asked again only when the parent
     /// disagrees with it; the paged listing may stand in for its DNSSEC answer.
     pub settled: bool,
+    /// The zone is where a DS request may be made (its announcement, its removal) or
+    /// waits.
+    pub ds_request: bool,
     /// The parent's way for a DS (its DSYNC, `parent_way::resolve`): where a DS request
     /// may be made or waits, when the one remembered is older than
     /// `registry::PATH_REFRESH`.
@@ -135,6 +138,7 @@ impl Look {
             ),
             zone_ttl: zone.state == Some(State::Enabling),
             settled,
+            ds_request: may_request_ds(zone),
             ds_path: may_request_ds(zone)
                 && zone
                     .facts
@@ -144,9 +148,9 @@ impl Look {
     }
 
     /// The provider's CDS setting (rule 14): asked where a step may change it, at every
-    /// look but a settled zone's.
+    /// look but a settled zone's, and where a DS request may go by the CDS.
     pub fn cds(&self) -> bool {
-        !self.settled
+        !self.settled || self.ds_request
     }
 }
 

@@ -315,4 +315,15 @@ fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
     );
     let leaving = zone(Some(State::Active), Intent::Disabled);
     assert!(Look::at(&leaving, T0).ds_path);
+    // Settled, yet about to ask for the DS's removal: the provider's CDS setting is read,
+    // so the request can go by the CDS delete request.
+    let mut settled = leaving.clone();
+    settled.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
+    settled.facts.provider_ns = Some(vec!["ns1.test.".into()]);
+    settled.facts.ds_path_at = Some(T0);
+    let look = Look::at(&settled, T0);
+    assert!(look.settled && !look.ds_path && look.cds());
+    let mut quiet = settled.clone();
+    quiet.intent = Intent::Enabled;
+    assert!(!Look::at(&quiet, T0).cds());
 }
