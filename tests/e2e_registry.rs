@@ -78,6 +78,10 @@ async fn enable_and_disable_with_no_human_step_through_the_registry() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
     let waiting = status(&w.config, zone);
+    assert_eq!(
+        waiting["parent_path"]["path"]["kind"], "notify",
+        "the DSYNC record's way: {waiting}"
+    );
     let registry = w.registry.as_ref().unwrap();
     let seen = wait_state(&w.config, zone, "active", LONG)
         .await

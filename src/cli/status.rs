@@ -210,6 +210,8 @@ struct ZoneJson<'a> {
     last_sampled: Option<String>,
     lease: Option<LeaseJson<'a>>,
     next_check: String,
+    /// The way a DS reaches the parent, as last resolved (`lifecycle::parent_way`).
+    parent_path: Option<&'a crate::lifecycle::parent_way::ParentPath>,
     /// The configured provider account holding the zone at the last look.
     provider: Option<&'a str>,
     provider_error: Option<&'a str>,
@@ -251,6 +253,7 @@ fn zone_json<'a>(
             until: l.until.to_string(),
         }),
         next_check: row.next_check_at.to_string(),
+        parent_path: z.facts.ds_path.as_ref(),
         provider: account(row),
         provider_error: provider_error(row),
         provider_ns: z.facts.provider_ns.as_deref(),
@@ -464,6 +467,12 @@ fn zone_lines(
             "",
             why.unwrap_or("provably insecure")
         )?;
+    }
+    // Where a DS request is made or waits: which way it goes to the parent, and why.
+    if let (Some(State::Enabling | State::AwaitingDs | State::AwaitingDsRemoval), Some(path)) =
+        (z.state, &z.facts.ds_path)
+    {
+        writeln!(out, "{:<28} PARENT: {}", "", path.describe())?;
     }
     // Said whenever the parent does not (only) send resolvers to the provider.
     if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) = z.facts.delegation {
