@@ -58,6 +58,16 @@ async fn a_replaced_database_is_reported_and_not_written() {
     let store = store_with_a_zone(&path).await;
     let other = dir.path().join("other.db");
     Store::open(&other).await.unwrap().close().await;
+    // The last connection's close checkpoints the log into the file and removes it; a
+    // rename before that would move a file without its last pages.
+    let log = dir.path().join("other.db-wal");
+    for _ in 0..100 {
+        if !log.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!log.exists(), "other.db's log outlived its close");
     std::fs::rename(&other, &path).unwrap();
 
     let err = store
