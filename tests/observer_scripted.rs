@@ -2004,6 +2004,37 @@ async fn a_dsync_at_every_parent_address_is_found_with_its_target() {
     assert_eq!(target.addrs, vec![IpAddr::from(REGISTRY)], "{target:?}");
 }
 
+/// What the signals cost the child's servers: a full look with them asks exactly two
+/// questions more (CDS and CDNSKEY) at every child address than a plain look, whether
+/// the zone publishes them or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_signals_add_two_questions_at_every_child_address() {
+    let (dns, observer) = world().await;
+    // The cut and the delegation cached, as at a daemon's routine looks.
+    observer.child(ZONE).await.expect("child view");
+    let before = observer.stats().exchanges;
+    let plain = observer.child(ZONE).await.expect("child view");
+    let plain_cost = observer.stats().exchanges - before;
+    let addresses = plain.answers.len() as u64;
+    assert!(addresses >= 2, "{plain:?}");
+    for published in [false, true] {
+        if published {
+            let (cds, cdnskey) = signals_of(&dns.child_key);
+            dns.set_child_rrset(RecordType::CDS, cds);
+            dns.set_child_rrset(RecordType::CDNSKEY, cdnskey);
+        }
+        let before = observer.stats().exchanges;
+        let full = observer.child_with_signals(ZONE).await.expect("child view");
+        let cost = observer.stats().exchanges - before;
+        assert_eq!(full.answers.len() as u64, addresses);
+        assert_eq!(
+            cost,
+            plain_cost + 2 * addresses,
+            "published: {published}; a plain look: {plain_cost}"
+        );
+    }
+}
+
 /// `*._dsync.test.` answers the child's lookup by synthesis: one query an address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wildcard_dsync_at_the_parent_answers_for_the_child() {

@@ -37,6 +37,9 @@ const CDS_DIGESTS: &str = "2";
 /// One metadata kind as the API gives it.
 #[derive(serde::Deserialize)]
 struct Metadata {
+    /// Set in the list of a zone's every kind; absent from one kind's answer.
+    #[serde(default)]
+    kind: String,
     #[serde(default)]
     metadata: Vec<String>,
 }
@@ -208,8 +211,23 @@ impl PowerDnsClient {
     /// who set other digest types by hand is told, and nothing is changed.
     pub async fn get_cds_publication(&self, zone: &str) -> Result<CdsPublication, ProviderError> {
         let entry = self.find_zone(zone).await?;
-        let cds = self.metadata(&entry.id, PUBLISH_CDS).await?;
-        let cdnskey = self.metadata(&entry.id, PUBLISH_CDNSKEY).await?;
+        // Every kind in one request: a look that reads the setting costs the server two.
+        let all: Vec<Metadata> = self
+            .json(
+                Method::GET,
+                &["zones", &entry.id, "metadata"],
+                &[],
+                None,
+                None,
+            )
+            .await?;
+        let of = |kind: &str| -> Vec<String> {
+            all.iter()
+                .filter(|m| m.kind.eq_ignore_ascii_case(kind))
+                .flat_map(|m| m.metadata.iter().cloned())
+                .collect()
+        };
+        let (cds, cdnskey) = (of(PUBLISH_CDS), of(PUBLISH_CDNSKEY));
         let read = |values: &[String], key: &str| match values {
             [] => Some(CdsPublication::Nothing),
             [one] if one == "0" => Some(CdsPublication::Delete),
@@ -268,20 +286,6 @@ impl PowerDnsClient {
             }
         }
         Ok(())
-    }
-
-    /// One metadata kind's values (`[]` when unset).
-    async fn metadata(&self, id: &str, kind: &str) -> Result<Vec<String>, ProviderError> {
-        let m: Metadata = self
-            .json(
-                Method::GET,
-                &["zones", id, "metadata", kind],
-                &[],
-                None,
-                None,
-            )
-            .await?;
-        Ok(m.metadata)
     }
 
     // ---- plumbing ----------------------------------------------------------------------
