@@ -218,3 +218,103 @@ async fn systemd_hears_ready_status_watchdog_and_stopping() {
     assert!(heard.iter().any(|m| m == "STOPPING=1"), "{heard:?}");
     assert!(daemon.wait_exit(Duration::from_secs(10)).is_some());
 }
+
+/// The open alert of `kind` on the zone, its message.
+fn alert_message(config: &std::path::Path, zone: &str, kind: &str) -> Option<String> {
+    status(config, zone)["alerts"].as_array().and_then(|a| {
+        a.iter()
+            .find(|x| x["kind"] == kind)
+            .and_then(|x| x["message"].as_str().map(str::to_string))
+    })
+}
+
+async fn wait_alert(
+    config: &std::path::Path,
+    zone: &str,
+    kind: &str,
+    open: bool,
+    daemon: &Daemon,
+) -> Option<String> {
+    let start = Instant::now();
+    loop {
+        let said = alert_message(config, zone, kind);
+        if said.is_some() == open {
+            return said;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "{kind} never {}\n{}\n{}",
+            if open { "opened" } else { "resolved" },
+            cli(config, &["history", zone]).1,
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Behind the daemon's back the zone's name servers publish a CDS for a key nobody serves
+/// (a registry acting on it would break validation), then a different one at each
+/// server (a registry acts on neither, RFC 9975): each is said, naming the key or the
+/// server, nothing moves, and both clear once the records go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_cds_and_a_cds_that_differs_between_servers_are_said() {
+    use dnssec_warden_lab::dns::{PROVIDER_1, PROVIDER_2};
+    let zone = "cds.test.";
+    let mut w = world(zone).await;
+    // Every look a full one (the signals are read at full looks only).
+    w.rest = w.rest.replacen(
+        "poll_active = \"2s\"\n",
+        "poll_active = \"2s\"\nfull_look_every = \"2s\"\n",
+        1,
+    );
+    w.write_config(w.sim.base_url().as_str());
+    let daemon = Daemon::start(&w.config, w.dir.path().join("daemon.log"));
+    let long = Duration::from_secs(40);
+    wait_state(&w.config, zone, "disabled", long, &daemon).await;
+    assert!(cli(&w.config, &["enable", zone]).0);
+    wait_state(&w.config, zone, "awaiting_ds", long, &daemon).await;
+    let key = w
+        .sim
+        .handle()
+        .dnskey(zone)
+        .expect("DNSSEC on at the provider");
+    w.lab.publish_ds(zone, TldServers::Both, &key).unwrap();
+    wait_state(&w.config, zone, "active", long, &daemon).await;
+    let ds_before = w.lab.ds(zone);
+    let stranger = |tag: u16| {
+        let mut ds = ds_before[0].1[0].clone();
+        ds.key_tag = tag;
+        ds.digest = vec![0x42; 32];
+        vec![ds]
+    };
+
+    for server in [PROVIDER_1, PROVIDER_2] {
+        w.lab
+            .set_cds_at(zone, server.into(), stranger(4242))
+            .unwrap();
+    }
+    let said = wait_alert(&w.config, zone, "cds_unexpected", true, &daemon)
+        .await
+        .unwrap_or_default();
+    assert!(said.contains("4242"), "{said}");
+
+    w.lab
+        .set_cds_at(zone, PROVIDER_2.into(), stranger(4343))
+        .unwrap();
+    let said = wait_alert(&w.config, zone, "cds_inconsistent", true, &daemon)
+        .await
+        .unwrap_or_default();
+    assert!(
+        said.contains(&PROVIDER_1.to_string()) || said.contains(&PROVIDER_2.to_string()),
+        "names a server: {said}"
+    );
+    assert_eq!(status(&w.config, zone)["state"], "active", "nothing moves");
+    assert_eq!(w.lab.ds(zone), ds_before, "the DS stays");
+
+    for server in [PROVIDER_1, PROVIDER_2] {
+        w.lab.set_cds_at(zone, server.into(), Vec::new()).unwrap();
+    }
+    wait_alert(&w.config, zone, "cds_inconsistent", false, &daemon).await;
+    wait_alert(&w.config, zone, "cds_unexpected", false, &daemon).await;
+    assert_eq!(status(&w.config, zone)["state"], "active");
+}

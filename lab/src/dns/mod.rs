@@ -508,6 +508,14 @@ impl LabDns {
         self.with_zone(zone, |z| z.cds_delete = on)
     }
 
+    /// Makes `server` publish `cds` as the zone's CDS (none: what the zone publishes
+    /// everywhere).
+    pub fn set_cds_at(&self, zone: &str, server: IpAddr, cds: Vec<Ds>) -> Result<(), LabDnsError> {
+        self.with_zone(zone, |z| {
+            z.cds_at.insert(server, cds);
+        })
+    }
+
     /// Fixes the RRSIG validity window (Unix seconds), or restores the default with `None`.
     pub fn set_signature_window(
         &self,

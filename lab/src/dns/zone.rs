@@ -91,6 +91,9 @@ pub struct ZoneData {
     pub key: KeySource,
     /// Publish the RFC 8078 "delete DS" CDS and CDNSKEY.
     pub cds_delete: bool,
+    /// CDS records one server publishes at the apex (in place of the delete request):
+    /// a child whose name servers disagree, or a stranger's key.
+    pub cds_at: HashMap<IpAddr, Vec<Ds>>,
     /// Fixed RRSIG (inception, expiration); default: an hour ago to two weeks ahead.
     pub signature_window: Option<(u32, u32)>,
 }
@@ -107,6 +110,7 @@ impl ZoneData {
             delegation_ns: BTreeMap::new(),
             key,
             cds_delete: false,
+            cds_at: HashMap::new(),
             signature_window: None,
         };
         if let Some(apex) = wire::parse_name(name) {
@@ -452,7 +456,7 @@ impl World {
             return;
         }
         out.message.metadata.authoritative = true;
-        let data = self.data_at(zone, key, qname);
+        let data = self.data_at(server, zone, key, qname);
         if let Some(rdata) = data.get(&qtype).filter(|d| !d.is_empty()) {
             let ttl = if matches!(qtype, RecordType::DNSKEY) {
                 zone.dnskey_ttl
@@ -487,6 +491,7 @@ impl World {
     /// Every RRset at `name` in `zone` (apex DNSSEC records included).
     fn data_at(
         &self,
+        server: IpAddr,
         zone: &ZoneData,
         key: Option<&LabKey>,
         name: &str,
@@ -519,6 +524,23 @@ impl World {
                         vec![0],
                     )))],
                 );
+            }
+            if let Some(cds) = zone.cds_at.get(&server).filter(|c| !c.is_empty()) {
+                data.insert(
+                    RecordType::CDS,
+                    cds.iter()
+                        .map(|d| {
+                            let ds = wire::to_hickory_ds(d);
+                            RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+                                ds.key_tag(),
+                                Some(ds.algorithm()),
+                                ds.digest_type(),
+                                ds.digest().to_vec(),
+                            )))
+                        })
+                        .collect(),
+                );
+                data.remove(&RecordType::CDNSKEY);
             }
         }
         data
@@ -590,7 +612,7 @@ impl World {
         } else {
             types.insert(RecordType::RRSIG);
             types.extend(
-                self.data_at(zone, out.signer.as_ref().map(|s| &s.1), &owner)
+                self.data_at(server, zone, out.signer.as_ref().map(|s| &s.1), &owner)
                     .keys(),
             );
         }
