@@ -67,6 +67,8 @@ enum Op {
     /// The next switch takes effect and is answered 502, and the client's retry is then
     /// held by another zone's `Retry-After` (safety rule 11).
     SentThenHeld,
+    /// The parent's registry scans the child's CDS and acts on it (`FakeWorld::registry_scan`).
+    RegistryScan,
 }
 
 /// How a sequence's world starts.
@@ -124,6 +126,24 @@ fn delegation_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The first property's operations plus the registry's scans.
+fn registry_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => op(),
+        3 => Just(Op::RegistryScan),
+    ]
+}
+
+/// Who takes the DS to the parent in a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParentKind {
+    /// A person at the registrar (the ops publish and withdraw; settling plays them).
+    Registrar,
+    /// `test.`'s registry scans the child's CDS (`[parents."test."] ds_path = "cds-scan"`):
+    /// it alone moves the DS while settling, with nobody at the registrar.
+    Registry,
+}
+
 /// A registry publishes every DS with its one TTL (a TLD's policy), chosen per sequence.
 async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
     match op {
@@ -155,6 +175,9 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::DelegateAll(d) => rig.world.delegate_all(*d),
         Op::PublishOld(i) => rig.world.publish_old_ds(*i, ttl),
         Op::RemoveOld(i) => rig.world.remove_old_ds(*i),
+        Op::RegistryScan => {
+            rig.world.registry_scan(ttl);
+        }
     }
 }
 
@@ -395,7 +418,12 @@ async fn sent_calls_settled(rig: &Rig) -> Result<(), TestCaseError> {
 
 /// The world turns helpful: servers answer, the registrar does what it is told (the
 /// NS changed once asked for; after a while, a move in is finished bluntly).
-async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), TestCaseError> {
+async fn settle(
+    rig: &mut Rig,
+    ttl: u32,
+    goal: Option<State>,
+    parent: ParentKind,
+) -> Result<(), TestCaseError> {
     {
         let mut w = rig.world.lock();
         w.provider_failures = 0;
@@ -410,6 +438,7 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), Test
     }
     rig.crash.arm_none();
     let mut steady = 0;
+    let mut stuck_on_registry = 0;
     let mut before = seen(rig).await;
     for round in 0..200 {
         let state = rig.state().await;
@@ -428,7 +457,31 @@ async fn settle(rig: &mut Rig, ttl: u32, goal: Option<State>) -> Result<(), Test
             rig.world.remove_old_ds_everywhere();
             rig.world.delegate_all(Delegation::Provider);
         }
+        // With a registry, the registrar acts only where the daemon asked it (the
+        // request did not go to the registry, or the registry was late); while the daemon
+        // waits on the registry, the registry must be able to act.
+        let on_registry = parent == ParentKind::Registry
+            && rig
+                .store
+                .zone(ZONE)
+                .await
+                .unwrap()
+                .is_some_and(|r| r.zone.facts.registry_since.is_some());
+        if parent == ParentKind::Registry {
+            let acted = rig.world.registry_scan(ttl);
+            stuck_on_registry = if on_registry && !acted {
+                stuck_on_registry + 1
+            } else {
+                0
+            };
+            prop_assert!(
+                stuck_on_registry < 4,
+                "waits on a registry that cannot act (the child publishes no signal it takes)\n{}",
+                trail(rig).await
+            );
+        }
         match state {
+            _ if on_registry => {}
             Some(State::AwaitingDs) | Some(State::DsObserved) => {
                 rig.world.publish_ds(0, ttl);
                 rig.world.publish_ds(1, ttl);
@@ -455,17 +508,40 @@ fn check(
     old_ns_ttls: (u32, u32),
     backend: Backend,
 ) -> Result<(), TestCaseError> {
+    check_with(ops, ttl, start, old_ns_ttls, backend, ParentKind::Registrar)
+}
+
+/// As [`check`], with the DS taken to the parent by `parent`.
+fn check_with(
+    ops: Vec<Op>,
+    ttl: u32,
+    start: Start,
+    old_ns_ttls: (u32, u32),
+    backend: Backend,
+    parent: ParentKind,
+) -> Result<(), TestCaseError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(rig::on(backend, async {
         // Coarse polls keep a day of waiting to a few dozen ticks.
-        let policy = Policy {
+        let mut policy = Policy {
             poll_waiting: Duration::from_secs(3600),
             poll_active: Duration::from_secs(6 * 3600),
             ..Policy::default()
         };
+        if parent == ParentKind::Registry {
+            use dnssec_warden::lifecycle::parent_way::{DsPathSetting, ParentWay};
+            policy.parents.parents.insert(
+                "test.".into(),
+                ParentWay {
+                    ds_path: DsPathSetting::CdsScan,
+                    scan_period: Some(Duration::from_secs(86_400)),
+                    ..ParentWay::default()
+                },
+            );
+        }
         let mut rig = match start {
             Start::Provider => Rig::with_policy(2, 2, policy).await,
             Start::MovingIn { old_ds } => {
@@ -494,7 +570,7 @@ fn check(
             Intent::Disabled => Some(State::Disabled),
             Intent::None => None,
         };
-        settle(&mut rig, ttl, goal).await?;
+        settle(&mut rig, ttl, goal, parent).await?;
         let violations = rig.world.violations();
         prop_assert!(violations.is_empty(), "while settling: {violations:?}");
         sent_calls_settled(&rig).await?;
@@ -536,6 +612,17 @@ proptest! {
         ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
     ) {
         check(ops, ttl, Start::Provider, (86_400, 3600), Backend::Sqlite)?;
+    }
+
+    /// With a registry that scans the CDS the daemon publishes (rule 14, DESIGN.md's "who
+    /// a DS request waits on"): safety as ever, and every sequence settles on the intent
+    /// with the registry alone moving the DS.
+    #[test]
+    fn a_registry_that_scans_closes_the_loop_safely(
+        ops in prop::collection::vec(registry_op(), 1..40),
+        ttl in prop_oneof![Just(300u32), Just(3600), Just(86_400)],
+    ) {
+        check_with(ops, ttl, Start::Provider, (86_400, 3600), Backend::Sqlite, ParentKind::Registry)?;
     }
 }
 
@@ -854,5 +941,59 @@ proptest! {
         drift in drift(),
     ) {
         check_drift(parents, children, active, quiet_polls, drift)?;
+    }
+}
+
+/// Found by the registry's property: DNSSEC switched on and off behind the daemon's back,
+/// then `disable` with a wrong DS at one parent server. An unsigned zone publishes no
+/// delete request a registry would take: the removal goes to the registrar at once, not
+/// to a registry that cannot act for a day.
+#[test]
+fn an_unsigned_zones_removal_goes_to_the_registrar_not_the_registry() {
+    use Op::*;
+    let ops = vec![
+        Flip(true),
+        Tick,
+        Flip(false),
+        Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
+        PublishWrong(0),
+    ];
+    if let Err(e) = check_with(
+        ops,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+        ParentKind::Registry,
+    ) {
+        panic!("{e}");
+    }
+}
+
+/// Found by the registry's property: the removal went to the registry, then DNSSEC was
+/// switched off behind the daemon's back with the DS still published. The registry can
+/// no longer act (no signed delete request): the registrar is asked at once, not a day
+/// later.
+#[test]
+fn a_removal_the_registry_can_no_longer_act_on_goes_to_the_registrar() {
+    use Op::*;
+    let ops = vec![
+        Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
+        Flip(true),
+        Tick,
+        Publish(0),
+        Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
+        Tick,
+        Flip(false),
+    ];
+    if let Err(e) = check_with(
+        ops,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+        ParentKind::Registry,
+    ) {
+        panic!("{e}");
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::cds::{CdsReading, read};
-use super::model::{CdsSetting, Observation, Zone};
+use super::model::{CdsSetting, Observation, ProviderView, Zone};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
 use super::state::State;
@@ -32,9 +32,10 @@ pub fn path<'a>(zone: &'a Zone, obs: &'a Observation) -> Option<&'a ParentPath> 
 }
 
 /// The registry acts on the child's signals for this request: the parent's path scans
-/// (or is notified), it takes a first DS where this is one, and the child's CDS will say
-/// `wanted`: the daemon sets it (the provider's API controls it, rule 14), or every
-/// child address already publishes it.
+/// (or is notified), it takes a first DS where this is one, the provider signs (an
+/// unsigned zone's CDS proves nothing, and a delete request must be signed by a key the
+/// DS names), and the child's CDS will say `wanted`: the daemon sets it (the provider's
+/// API controls it, rule 14), or every child address already publishes it.
 pub fn takes_request(
     path: Option<&ParentPath>,
     wanted: CdsPublication,
@@ -51,7 +52,38 @@ pub fn takes_request(
     if wanted == CdsPublication::Key && first_ds && path.accepts_first_ds == Some(false) {
         return false;
     }
+    if !matches!(obs.provider, ProviderView::On(_)) {
+        return false;
+    }
     matches!(obs.cds, CdsSetting::Set(_)) || signal_of(zone, obs) == Some(wanted)
+}
+
+/// Why the registry can no longer act on a request that went to it, where this look
+/// says so for certain (an unknown says nothing): the provider no longer signs, the
+/// parent's path is now the registrar's, or the registry takes no first DS.
+pub fn cannot_act(
+    path: Option<&ParentPath>,
+    wanted: CdsPublication,
+    first_ds: bool,
+    obs: &Observation,
+) -> Option<String> {
+    if matches!(obs.provider, ProviderView::Off | ProviderView::Missing) {
+        return Some(
+            "the provider no longer signs the zone, so no CDS it publishes is signed".into(),
+        );
+    }
+    match path {
+        Some(p) if matches!(p.path, DsPath::Registrar) => Some(format!(
+            "the parent's way is now the registrar's: {}",
+            p.describe()
+        )),
+        Some(p)
+            if wanted == CdsPublication::Key && first_ds && p.accepts_first_ds == Some(false) =>
+        {
+            Some("it takes no first DS from the CDS".into())
+        }
+        _ => None,
+    }
 }
 
 /// What every child address publishes, where that is one of the daemon's signals: the

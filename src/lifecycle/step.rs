@@ -897,12 +897,22 @@ impl Run<'_> {
     }
 
     /// The registry was given until its deadline to act on the child's signal; past it,
-    /// the request goes to the registrar after all (`ds_scan_overdue` says so).
-    fn registry_late(&mut self, first_ds: bool) -> bool {
+    /// the request goes to the registrar after all (`ds_scan_overdue` says so). Where the
+    /// registry can no longer act at all (`registry::cannot_act`), at once. True: the
+    /// registrar is to be asked now.
+    fn registry_late(&mut self, wanted: CdsPublication, first_ds: bool) -> bool {
         let Some(since) = self.facts.registry_since else {
             return false;
         };
         let path = self.facts.ds_path.clone();
+        if let Some(why) = registry::cannot_act(path.as_ref(), wanted, first_ds, self.obs) {
+            self.facts.registry_since = None;
+            self.note(format!(
+                "{} cannot act on the child's CDS now ({why}): asking at the registrar",
+                registry::registry_of(path.as_ref())
+            ));
+            return !path.is_some_and(|p| p.call_registrar_hook);
+        }
         let due = registry::deadline(path.as_ref(), since, first_ds, self.policy);
         if self.now < due {
             self.deadlines.push(due);
@@ -1069,7 +1079,7 @@ impl Run<'_> {
             );
             return;
         }
-        if self.registry_late(self.first_ds())
+        if self.registry_late(CdsPublication::Key, self.first_ds())
             && let Some(line) = self.facts.ds_line.clone()
         {
             self.effects.push(Effect::AnnounceDs { ds_line: line });
@@ -1191,7 +1201,7 @@ impl Run<'_> {
             );
             return;
         }
-        if self.registry_late(false) {
+        if self.registry_late(CdsPublication::Delete, false) {
             self.effects.push(Effect::RequestDsRemoval {
                 ds_line: self.facts.ds_line.clone(),
             });

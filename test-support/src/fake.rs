@@ -293,6 +293,33 @@ impl FakeWorld {
         self.log_ds(i);
     }
 
+    /// The registry's scan (RFC 7344, RFC 8078), as one that scans acts: the CDS of the
+    /// provider's key at every child server (signed, reachable, not lagging) puts its DS
+    /// at every parent server; the delete request there removes every DS. Anything else
+    /// (no CDS, a child server it cannot ask) changes nothing. True: the child served a
+    /// signal the registry acts on.
+    pub fn registry_scan(&self, ttl: u32) -> bool {
+        let (cds, served, parents) = {
+            let s = self.lock();
+            let served = s.dnssec_on
+                && s.key.is_some()
+                && s.children
+                    .iter()
+                    .all(|c| !c.silent && !c.lagging && !c.unsigned);
+            (s.cds, served, s.parents.len())
+        };
+        if !served || cds == CdsPublication::Nothing {
+            return false;
+        }
+        for i in 0..parents {
+            match cds {
+                CdsPublication::Key => self.publish_ds(i, ttl),
+                _ => self.withdraw_ds(i),
+            }
+        }
+        true
+    }
+
     /// A DS for a key nobody serves (a typo at the registrar).
     pub fn publish_wrong_ds(&self, i: usize, ttl: u32) {
         // Resolvers may cache what a server published, whether or not we saw it.
