@@ -997,3 +997,35 @@ fn a_removal_the_registry_can_no_longer_act_on_goes_to_the_registrar() {
         panic!("{e}");
     }
 }
+
+/// Found by the delegation property: a zone moving in whose one parent server that still
+/// delegates to the old provider is silent, so the daemon sees only the other one (already
+/// re-delegated to the provider) and walks the enable path, then `disable`'s. When the
+/// silent server answers (the old delegation), the zone has never been delegated to the
+/// provider everywhere: a move in, not a move out, and DNSSEC is not switched off before
+/// the move is done (DESIGN.md "Moving in"); with the intent cleared, the zone is only
+/// watched.
+#[test]
+fn a_disable_that_finds_a_move_in_switches_nothing_off() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    for last in [I::Disabled, I::None] {
+        let mut ops = vec![
+            SilenceParent(1, true),
+            Intent(I::Enabled, false),
+            Delegate(0, Delegation::Provider),
+            Tick,
+            Tick,
+            Publish(0),
+            Intent(I::Disabled, false),
+            Tick,
+        ];
+        if last == I::None {
+            ops.push(Intent(I::None, false));
+        }
+        let start = Start::MovingIn { old_ds: false };
+        if let Err(e) = check(ops, 300, start, (300, 300), Backend::Sqlite) {
+            panic!("{last:?}: {e}");
+        }
+    }
+}

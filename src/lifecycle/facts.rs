@@ -35,7 +35,7 @@ use crate::time::Timestamp;
 /// | `old_ns`, `old_ns_ttl` | every state, across lifecycles | a parent address delegates elsewhere (the NS sets and the largest NS TTL seen for them) | never (the largest kept) |
 /// | `delegated_at` | every state, across lifecycles | every parent address delegates to the provider after some did not (T_delegated, rule 9) | a parent address delegates elsewhere again |
 /// | `elsewhere_seen` | every state, across lifecycles | a parent address delegates elsewhere | every parent address delegates to the provider |
-/// | `moving_in` | `awaiting_ds_removal`, `ttl_wait`, `awaiting_delegation` | a move in starts (DESIGN.md section 2) | it ends (`enabling`, `disabled`, or the disable path) |
+/// | `moving_in` | `awaiting_ds_removal`, `ttl_wait`, `awaiting_delegation` | a move in starts (DESIGN.md section 2), or the disable path finds one (never `seen_at_provider`) | it ends (`enabling`, `disabled`, or the disable path) |
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |

@@ -521,6 +521,39 @@ impl Run<'_> {
                 }
                 true
             }
+            // The disable path of a zone never delegated to the provider everywhere is
+            // not a move out but a move in, seen late (a parent server that could not be
+            // asked before): no "DNSSEC off" while it moves in (DESIGN.md "Moving in").
+            // On `disable`, the DS removal and its TTL wait go on as the move in's, whose
+            // end asks for the NS change; with no intent the zone is only watched; on
+            // `enable` it leaves for `enabling`, which starts the move in at its next look.
+            State::AwaitingDsRemoval | State::TtlWait | State::Disabling
+                if !self.facts.seen_at_provider && intent != Intent::Enabled =>
+            {
+                if intent == Intent::None {
+                    self.leave_for_delegation(
+                        state,
+                        "it never delegated to the provider's name servers everywhere, so this is a move in, not out: DNSSEC is not switched off, and nothing is asked until `enable` or `disable` starts the move in",
+                    );
+                    return true;
+                }
+                let why = format!(
+                    "moving in: the parent delegates to {}, and never delegated to the provider's name servers everywhere; DNSSEC is not switched off before it does",
+                    delegation::describe(&self.facts.old_ns)
+                );
+                self.facts.moving_in = true;
+                if state == State::Disabling {
+                    self.go(
+                        State::TtlWait,
+                        format!("{why}: the DS wait is confirmed, then the NS change is asked for"),
+                    );
+                    return true;
+                }
+                self.note(format!(
+                    "{why}: the DS removal and its TTL wait go on, then the NS change is asked for"
+                ));
+                false
+            }
             // The provider's DS may be published (a critical alert says so), or the
             // disable path is under way, which is the safe exit: carry on.
             _ => false,

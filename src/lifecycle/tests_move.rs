@@ -477,3 +477,71 @@ fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
     );
     assert_eq!(d.state, Some(State::AwaitingDs));
 }
+
+/// A disable that finds the zone delegated elsewhere, the zone never having been
+/// delegated to the provider everywhere (a parent server that could not be asked before),
+/// has found a move in, not a move out: DNSSEC is not switched off, and the TTL wait ends
+/// in `awaiting_delegation`. A zone once delegated to the provider everywhere is moving
+/// out, and its disable carries on (DESIGN.md "Moving in", "Moving out").
+#[test]
+fn a_disable_that_finds_a_move_in_switches_nothing_off() {
+    let w = World::new();
+    let mixed = [D::Ours, D::Old];
+    let no = [P::No, P::No];
+    let child = [C::Serves, C::OldKey];
+    let mut z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(T0, Some(true), &no, &mixed, &child),
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert!(z.facts.moving_in);
+    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    w.poll_until(&mut z, T0, deadline, |t| {
+        w.obs_delegating(t, Some(true), &no, &mixed, &child)
+    });
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(deadline, Some(true), &no, &mixed, &child),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDelegation));
+    assert_eq!(
+        d.effects,
+        vec![Effect::RequestDelegation {
+            name_servers: vec![OURS.to_string()]
+        }]
+    );
+
+    // Found in `disabling`: back to the wait, nothing switched off.
+    let mut z = zone(Some(State::Disabling), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    z.facts.gone_confirmed_at = Some(T0);
+    let t = T0.plus(secs(60));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t, Some(true), &no, &mixed, &child),
+    );
+    assert_eq!(d.state, Some(State::TtlWait));
+    assert!(
+        !d.effects.contains(&Effect::DisableDnssec),
+        "{:?}",
+        d.effects
+    );
+    assert!(z.facts.moving_in);
+
+    // Moving out: the disable is the safe exit.
+    let mut z = zone(Some(State::Disabling), Intent::Disabled);
+    z.facts.t_gone = Some(T0);
+    z.facts.gone_confirmed_at = Some(T0);
+    z.facts.seen_at_provider = true;
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t, Some(true), &no, &mixed, &child),
+    );
+    assert_eq!(d.state, Some(State::Disabling));
+    assert!(
+        d.effects.contains(&Effect::DisableDnssec),
+        "{:?}",
+        d.effects
+    );
+}
