@@ -1029,3 +1029,31 @@ fn a_disable_that_finds_a_move_in_switches_nothing_off() {
         }
     }
 }
+
+/// Found by the registry's property: the removal went to the registry by the CDS delete
+/// request, then the intent was cleared, so rule 14 withdrew the request. The registry
+/// can no longer act on it: the registrar is asked.
+#[test]
+fn a_removal_whose_delete_request_is_withdrawn_goes_to_the_registrar() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    let ops = vec![
+        Flip(true),
+        Intent(I::Disabled, false),
+        Tick,
+        Publish(0),
+        Tick,
+        Intent(I::None, false),
+        Tick,
+    ];
+    if let Err(e) = check_with(
+        ops,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+        ParentKind::Registry,
+    ) {
+        panic!("{e}");
+    }
+}

@@ -938,7 +938,26 @@ impl Run<'_> {
             return false;
         };
         let path = self.facts.ds_path.clone();
-        if let Some(why) = registry::cannot_act(path.as_ref(), wanted, first_ds, self.obs) {
+        // Rule 14 sets the CDS from the intent and the state: one the daemon withdraws
+        // (the intent changed) is no signal for the registry either.
+        let withdrawn = matches!(self.obs.cds, CdsSetting::Set(_))
+            && rules::cds_wanted(self.zone.intent, self.state, &self.facts) != wanted;
+        let cannot = if self.facts.moving_in {
+            // The registry reads the CDS at the servers the parent delegates to, some of
+            // them the old provider's.
+            Some(
+                "the zone is moving in: some parent servers delegate to the old name servers"
+                    .to_string(),
+            )
+        } else if withdrawn {
+            Some(format!(
+                "the intent is now {}: the daemon no longer publishes the CDS it needs",
+                self.zone.intent.as_str()
+            ))
+        } else {
+            registry::cannot_act(path.as_ref(), wanted, first_ds, self.obs)
+        };
+        if let Some(why) = cannot {
             self.facts.registry_since = None;
             self.note(format!(
                 "{} cannot act on the child's CDS now ({why}): asking at the registrar",
@@ -1112,7 +1131,11 @@ impl Run<'_> {
             );
             return;
         }
-        if self.registry_late(CdsPublication::Key, self.first_ds())
+        // The registrar is asked only with the DS it may be shown (rule 8); while the
+        // instruction is withheld, the registry could not act either, and the zone waits
+        // on what withholds it.
+        if enterable_ds(&self.facts, self.obs, self.policy).is_ok()
+            && self.registry_late(CdsPublication::Key, self.first_ds())
             && let Some(line) = self.facts.ds_line.clone()
         {
             self.effects.push(Effect::AnnounceDs { ds_line: line });
