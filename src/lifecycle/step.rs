@@ -938,10 +938,12 @@ impl Run<'_> {
             return false;
         };
         let path = self.facts.ds_path.clone();
-        // Rule 14 sets the CDS from the intent and the state: one the daemon withdraws
-        // (the intent changed) is no signal for the registry either.
+        // Rule 14 withdraws the signal once the intent turns against the request (the
+        // key's CDS on `disabled`, the delete request off it): no signal for the registry.
+        // (A withheld instruction withdraws the key's too, but only for a while: the
+        // caller asks only while it stands.)
         let withdrawn = matches!(self.obs.cds, CdsSetting::Set(_))
-            && rules::cds_wanted(self.zone.intent, self.state, &self.facts) != wanted;
+            && (self.zone.intent == Intent::Disabled) != (wanted == CdsPublication::Delete);
         let cannot = if self.facts.moving_in {
             // The registry reads the CDS at the servers the parent delegates to, some of
             // them the old provider's.

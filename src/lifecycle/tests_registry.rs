@@ -327,3 +327,35 @@ fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
     quiet.intent = Intent::Enabled;
     assert!(!Look::at(&quiet, T0).cds());
 }
+
+#[test]
+fn an_instruction_withheld_for_a_while_leaves_the_request_with_the_registry() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.ds_announced_at = Some(T0);
+    z.facts.registry_since = Some(T0);
+    z.facts.ds_path = Some(scanning());
+    // A child server lagged at the last look: the instruction was withheld and rule 14
+    // withdrew the key's CDS. Now every server serves the key again.
+    let mut obs = w.obs(
+        T0.plus(HOUR),
+        Some(true),
+        &[P::No, P::No],
+        &[C::Serves, C::Serves],
+    );
+    obs.cds = CdsSetting::Set(CdsPublication::Nothing);
+    let d = w.run(&mut z, &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::SetCds {
+            to: CdsPublication::Key
+        }],
+        "the CDS is published again; nobody at the registrar is asked"
+    );
+    assert_eq!(z.facts.registry_since, Some(T0));
+    // The intent turned: the registry is no longer counted on.
+    z.intent = Intent::Disabled;
+    let d = w.run(&mut z, &obs);
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+}
