@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 # pdns-server, pdns-backend-sqlite3 and sqlite3: tests/powerdns.rs (a real PowerDNS
 # Authoritative behind the provider client, its database made with the sqlite3 shell) and
 # tests/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
-# tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD).
+# tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
+# tests/e2e_registry.rs (the daemon closing the parent loop through that registry).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
     postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3)
 missing=()
