@@ -1396,6 +1396,11 @@ impl Run<'_> {
                 "the old DS TTL and margin have passed since the DS was gone everywhere: the zone is insecure, and the NS can move",
             );
             self.ask_for_delegation();
+        } else if self.now >= deadline
+            && !self.facts.seen_at_provider
+            && self.obs.provider != ProviderView::Off
+        {
+            self.hold_for_delegation();
         } else if self.now >= deadline {
             // Only a provider seen signing is asked to stop: a zone whose switch-on was
             // overtaken by a disable before it was sent is off already, and a call would
@@ -1437,9 +1442,27 @@ impl Run<'_> {
                 State::TtlWait,
                 "the DS TTL and margin are waited out again before DNSSEC is switched off",
             );
+        } else if !self.facts.seen_at_provider {
+            self.hold_for_delegation();
         } else if let ProviderView::On(_) = self.obs.provider {
             self.effects.push(Effect::DisableDnssec);
         }
+    }
+
+    /// A zone never delegated to the provider's name servers at every parent address may
+    /// be moving in where a parent address's delegation is unknown (rule 3: unknown never
+    /// counts, and a parent server can answer the DS and not the NS): DNSSEC is not
+    /// switched off until a look sees every address delegate to the provider (or one
+    /// delegate elsewhere, which makes it the move in's: `follow_delegation`).
+    fn hold_for_delegation(&mut self) {
+        self.facts.held_by = Some(Hold::new(
+            format!(
+                "every parent server to answer that it delegates to the provider's name servers ({}): the zone was never delegated to them everywhere, and DNSSEC is not switched off while it may be moving in (the delegation is {} at this look)",
+                self.provider_ns_text(),
+                self.verdict()
+            ),
+            Party::Daemon,
+        ));
     }
 
     fn wake_at(&self) -> Timestamp {

@@ -626,3 +626,51 @@ fn a_move_in_waits_out_a_ds_seen_before_it_started() {
         }]
     );
 }
+
+/// DESIGN.md "Moving in": a zone never delegated to the provider's name servers at every
+/// parent address ends its TTL wait in "DNSSEC off" only at a look where every address
+/// delegates to them. A parent server that answers the DS but not the NS may still
+/// delegate elsewhere: unknown never counts (rule 3).
+#[test]
+fn a_disable_never_delegated_to_the_provider_waits_for_the_delegation() {
+    let w = World::new();
+    let no = [P::No, P::No];
+    let child = [C::Serves];
+    for state in [State::TtlWait, State::Disabling] {
+        let mut z = zone(Some(state), Intent::Disabled);
+        z.facts.t_gone = Some(T0);
+        z.facts.max_ds_ttl = Some(60);
+        z.facts.max_dnskey_ttl = Some(60);
+        // Well past the wait (the child's DNSKEY TTL counts too), looks having kept
+        // confirming the DS gone (rule 2).
+        let end = disable_deadline(&z.facts, &w.policy)
+            .unwrap()
+            .plus(HOUR * 2);
+        z.facts.gone_confirmed_at = Some(Timestamp(end.0 - 60_000));
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(end, Some(true), &no, &[D::Ours, D::Lost], &child),
+        );
+        assert_eq!(d.state, Some(state));
+        assert!(
+            !d.effects.contains(&Effect::DisableDnssec),
+            "{state:?}: {:?}",
+            d.effects
+        );
+        assert!(!z.facts.seen_at_provider);
+        let held = z.facts.held_by.as_ref().map(|h| h.what.clone());
+        assert!(
+            held.as_deref().is_some_and(|h| h.contains("moving in")),
+            "{state:?}: {held:?} {:?}",
+            d.notes
+        );
+        // Every parent server delegates to the provider: off as ever.
+        let t = end.plus(secs(60));
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(t, Some(true), &no, &[D::Ours, D::Ours], &child),
+        );
+        assert_eq!(d.state, Some(State::Disabling), "{state:?}");
+        assert!(d.effects.contains(&Effect::DisableDnssec), "{state:?}");
+    }
+}
