@@ -23,7 +23,11 @@
 //!   "to enter" (facts, status, alerts) while any parent server delegates elsewhere, nor
 //!   before `T_delegated + old NS TTL + propagation_margin`;
 //! - DNSSEC is never switched off while a parent server publishes a DS (as above), and
-//!   the engine never asks for "DNSSEC off" while the zone moves in.
+//!   the engine never asks for "DNSSEC off" while the zone moves in;
+//! - the NS change is asked for (a "change the NS" delivered) only while no parent server
+//!   publishes a DS and the last DS a look saw has been gone for its TTL (rule 9: the old
+//!   DS removed and waited out first). A parent server may answer the DS question and
+//!   time out on the NS question (`SilenceParentNs`).
 //!
 //! `PROPTEST_CASES` overrides the number of sequences (default 2000, and 400 for the
 //! delegation property). Both properties also run on PostgreSQL, on fewer sequences (a
@@ -46,6 +50,8 @@ enum Op {
     PublishWrong(usize),
     Withdraw(usize),
     SilenceParent(usize, bool),
+    /// A parent server answers the DS question but times out on the NS question.
+    SilenceParentNs(usize, bool),
     LagChild(usize, bool),
     SilenceChild(usize, bool),
     /// A child server serves the key without a valid signature by it (or again with one).
@@ -123,6 +129,7 @@ fn delegation_op() -> impl Strategy<Value = Op> {
         1 => delegation().prop_map(Op::DelegateAll),
         1 => (0..2usize).prop_map(Op::PublishOld),
         2 => (0..2usize).prop_map(Op::RemoveOld),
+        1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceParentNs(i, b)),
     ]
 }
 
@@ -158,6 +165,7 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::PublishWrong(i) => rig.world.publish_wrong_ds(*i, ttl),
         Op::Withdraw(i) => rig.world.withdraw_ds(*i),
         Op::SilenceParent(i, b) => rig.world.lock().parents[*i].silent = *b,
+        Op::SilenceParentNs(i, b) => rig.world.lock().parents[*i].ns_silent = *b,
         Op::LagChild(i, b) => rig.world.lock().children[*i].lagging = *b,
         Op::SilenceChild(i, b) => rig.world.lock().children[*i].silent = *b,
         Op::StripSignatures(i, b) => rig.world.lock().children[*i].unsigned = *b,
@@ -207,6 +215,8 @@ async fn tick(rig: &mut Rig) {
 struct Seen {
     observed: Option<dnssec_warden::lifecycle::Timestamp>,
     announcements: i64,
+    /// NS changes asked for.
+    delegation_requests: i64,
     cds_sets: usize,
     /// Provider calls that will fail next (a withdrawal may not get through).
     failures: u32,
@@ -221,6 +231,7 @@ async fn seen(rig: &Rig) -> Seen {
     Seen {
         observed: rig.last_observed().await,
         announcements: rig.ds_announcements().await,
+        delegation_requests: rig.delegation_requests().await,
         cds_sets,
         failures,
     }
@@ -261,6 +272,17 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
             prop_assert!(
                 false,
                 "after {what}: a DS was announced while not every child server serves the provider's key, validly signed; {trail}"
+            );
+        }
+    }
+    if now.delegation_requests > before.delegation_requests {
+        // Safety rule 9: the old DS removed and its TTL waited out before the NS change
+        // is asked for.
+        if let Err(why) = rig.world.ns_change_allowed() {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "after {what}: the NS change was asked for {why}; {trail}"
             );
         }
     }
@@ -429,6 +451,7 @@ async fn settle(
         w.provider_failures = 0;
         for p in &mut w.parents {
             p.silent = false;
+            p.ns_silent = false;
         }
         for c in &mut w.children {
             c.silent = false;
@@ -1054,6 +1077,82 @@ fn a_removal_whose_delete_request_is_withdrawn_goes_to_the_registrar() {
         Backend::Sqlite,
         ParentKind::Registry,
     ) {
+        panic!("{e}");
+    }
+}
+
+/// Safety rule 9: a zone moving in is told to change the NS only once the old DS is gone
+/// and its TTL waited out. Here the daemon saw the old provider's DS (while the parent's
+/// NS answers timed out, on the enable path; or while it only watched the foreign zone),
+/// then the DS was removed: the move in starts on a look at which no DS is published,
+/// and the NS change must still wait out the DS's TTL (resolvers holding the old DS would
+/// follow the new delegation to servers that do not serve the old key).
+#[test]
+fn a_move_in_asks_for_the_ns_change_only_once_a_ds_seen_is_waited_out() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    let start = Start::MovingIn { old_ds: true };
+    // On the enable path: the delegation unknown at every parent server, the DS seen.
+    let enabling = vec![
+        SilenceParentNs(0, true),
+        SilenceParentNs(1, true),
+        Intent(I::Enabled, false),
+        Tick,
+        Tick,
+        Tick,
+        RemoveOld(0),
+        RemoveOld(1),
+        SilenceParentNs(0, false),
+        SilenceParentNs(1, false),
+        Advance(3600),
+        Tick,
+        Tick,
+        Tick,
+    ];
+    // A watched foreign zone: the operator removes the old DS, then says `enable`.
+    let watched = vec![
+        Tick,
+        Tick,
+        RemoveOld(0),
+        RemoveOld(1),
+        Intent(I::Enabled, false),
+        Tick,
+        Tick,
+    ];
+    for (name, ops) in [("enabling", enabling), ("watched", watched)] {
+        if let Err(e) = check(ops, 86_400, start, (300, 300), Backend::Sqlite) {
+            panic!("{name}: {e}");
+        }
+    }
+}
+
+/// DESIGN.md "Moving in": a zone never delegated to the provider's name servers at every
+/// parent address is not switched off while a parent server may delegate elsewhere. Here
+/// one parent server answers the DS question but never the NS question (the observer asks
+/// them apart), and it still delegates to the old provider: its delegation is unknown,
+/// which never counts (rule 3), so the disable path must not end in "DNSSEC off".
+#[test]
+fn a_disable_with_a_parent_delegation_unknown_switches_nothing_off() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    let mut ops = vec![
+        SilenceParentNs(1, true),
+        Delegate(0, Delegation::Provider),
+        Intent(I::Enabled, false),
+        Tick,
+        Tick,
+        Tick,
+        Intent(I::Disabled, false),
+        Tick,
+        Tick,
+    ];
+    // Past the disable wait (a DS never seen: the assumed DS TTL), looking every hour.
+    for _ in 0..60 {
+        ops.push(Advance(3600));
+        ops.push(Tick);
+    }
+    let start = Start::MovingIn { old_ds: false };
+    if let Err(e) = check(ops, 300, start, (300, 300), Backend::Sqlite) {
         panic!("{e}");
     }
 }

@@ -27,6 +27,7 @@ use crate::time::Timestamp;
 /// | `t_gone` | `ttl_wait`, `disabling` | every parent address answers "no DS" | entering `awaiting_ds_removal` or `disabled` |
 /// | `gone_confirmed_at` | `ttl_wait`, `disabling` | every parent address answers "no DS" on acceptable evidence (the last such look; a longer gap than `Policy::gone_confirmation_gap` restarts `t_gone`) | entering `awaiting_ds_removal` or `disabled` |
 /// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
+/// | `ds_seen_at` | every state | a look at which some parent address publishes a DS (after the step's transition) | entering `disabled` |
 /// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
 /// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
 /// | `provider_ns` | every state, across lifecycles | the provider's API listed the zone's apex NS | never (replaced) |
@@ -87,6 +88,11 @@ pub struct Facts {
     /// The largest DNSKEY TTL any child address gave since the zone was last disabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_dnskey_ttl: Option<u32>,
+    /// The last look at which some parent address published a DS (any DS, even beside
+    /// unknown answers), since the zone was last disabled. A move in asks for the NS
+    /// change only once a TTL wait begun after it has ended (safety rule 9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ds_seen_at: Option<Timestamp>,
     /// Since when parent servers disagree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_since: Option<Timestamp>,

@@ -5,7 +5,8 @@
 use super::facts::Facts;
 use super::policy::Policy;
 use super::rules::{disable_deadline, evidence_acceptable};
-use crate::dns::{DsAnswer, Evidence, ParentView};
+use crate::dns::delegation::{self, DelegationMatch};
+use crate::dns::{DelegationVerdict, DsAnswer, Evidence, ParentView};
 use crate::time::Timestamp;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,12 +27,18 @@ pub enum GuardRefusal {
     Unvalidated(String),
     #[error("the time the DS was gone everywhere is not recorded")]
     NoTGone,
+    #[error(
+        "the zone was never delegated to the provider's name servers at every parent server, and {0}: it may be moving in"
+    )]
+    NotDelegatedHere(String),
     #[error("the DS TTL and margin run until {until}, now is {now}")]
     TooEarly { until: Timestamp, now: Timestamp },
 }
 
 /// Allows switching DNSSEC off only if every parent address answers "no DS" now, and
-/// `T_gone + max DS TTL + margin` has passed.
+/// `T_gone + max DS TTL + margin` has passed; for a zone never delegated to the provider's
+/// name servers at every parent address, only if every one of them does so now (a move
+/// in is not switched off before its NS change; an unknown delegation never counts).
 pub fn may_disable(
     fresh_parent: &Result<ParentView, String>,
     facts: &Facts,
@@ -73,6 +80,29 @@ pub fn may_disable(
     let until = disable_deadline(facts, policy).ok_or(GuardRefusal::NoTGone)?;
     if now < until {
         return Err(GuardRefusal::TooEarly { until, now });
+    }
+    if !facts.seen_at_provider {
+        let judged = delegation::assess(&parent.delegations, facts.provider_ns.as_deref());
+        if judged.verdict != DelegationVerdict::Provider {
+            let why = match judged
+                .servers
+                .iter()
+                .find(|s| s.matches != DelegationMatch::Provider)
+            {
+                Some(s) => match &s.unknown {
+                    Some(reason) => format!(
+                        "parent server {} ({}) gave no delegation: {reason}",
+                        s.server, s.addr
+                    ),
+                    None => format!(
+                        "parent server {} ({}) does not delegate to them",
+                        s.server, s.addr
+                    ),
+                },
+                None => format!("the delegation is {}", judged.verdict),
+            };
+            return Err(GuardRefusal::NotDelegatedHere(why));
+        }
     }
     Ok(())
 }

@@ -57,6 +57,10 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
             }
         }
     }
+    // After the transition: entering `disabled` forgets what came before, not this look.
+    if run.parent().is_some_and(ParentView::any_present) {
+        run.facts.ds_seen_at = Some(run.now);
+    }
     run.track_instruction();
     run.track_cds();
     run.track_missing();
@@ -613,10 +617,56 @@ impl Run<'_> {
             self.effects.push(Effect::RequestDsRemoval {
                 ds_line: Some(records.join("\n")),
             });
+        } else if absent && self.ds_wait_owed() {
+            self.wait_out_seen_ds(state);
         } else {
             self.leave_for_delegation(state, "moving in");
             self.ask_for_delegation();
         }
+    }
+
+    /// A DS was seen at the parent since the last TTL wait that ended: resolvers may
+    /// still hold it (and the DNSKEY it validated), and would follow a new delegation
+    /// to servers that do not serve its key. The move in's NS change waits it out first
+    /// (safety rule 9), as the disable waits before "DNSSEC off" (rule 2).
+    fn ds_wait_owed(&self) -> bool {
+        self.facts.ds_seen_at.is_some_and(|seen| {
+            let waited = self.facts.t_gone.is_some_and(|gone| gone > seen)
+                && disable_deadline(&self.facts, self.policy).is_some_and(|end| self.now >= end);
+            !waited
+        })
+    }
+
+    /// Moving in, no DS published at this look (validated), but one seen since the last
+    /// wait: `ttl_wait` from this look (`T_gone`), whose end asks for the NS change.
+    fn wait_out_seen_ds(&mut self, state: State) {
+        let told = if state == State::AwaitingDs {
+            self.effects.push(Effect::RequestDsRemoval {
+                ds_line: self.facts.ds_line.clone(),
+            });
+            format!(
+                "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
+                self.facts.ds_line.as_deref().unwrap_or("(none)")
+            )
+        } else {
+            String::new()
+        };
+        let seen = self
+            .facts
+            .ds_seen_at
+            .map_or_else(String::new, |t| format!(" at {t}"));
+        self.facts.moving_in = true;
+        self.facts.dnskey_everywhere_at = None;
+        self.facts.hold_until = None;
+        self.facts.ds_to_enter = None;
+        self.gone_now();
+        self.go(
+            State::TtlWait,
+            format!(
+                "moving in: the parent delegates to {} and publishes no DS now, but a DS was published{seen}: resolvers may still hold it, so its TTL is waited out before the NS change is asked for (safety rule 9){told}",
+                delegation::describe(&self.facts.old_ns)
+            ),
+        );
     }
 
     fn ask_for_delegation(&mut self) {
@@ -649,6 +699,10 @@ impl Run<'_> {
             && self.parent_known().is_some_and(ParentView::all_absent)
             && self.evidence_ok()
         {
+            if self.ds_wait_owed() {
+                self.wait_out_seen_ds(State::AwaitingDelegation);
+                return;
+            }
             self.ask_for_delegation();
         }
         if self.facts.moving_in && self.parent().is_some_and(ParentView::any_present) {
@@ -1342,6 +1396,11 @@ impl Run<'_> {
                 "the old DS TTL and margin have passed since the DS was gone everywhere: the zone is insecure, and the NS can move",
             );
             self.ask_for_delegation();
+        } else if self.now >= deadline
+            && !self.facts.seen_at_provider
+            && self.obs.provider != ProviderView::Off
+        {
+            self.hold_for_delegation();
         } else if self.now >= deadline {
             // Only a provider seen signing is asked to stop: a zone whose switch-on was
             // overtaken by a disable before it was sent is off already, and a call would
@@ -1383,9 +1442,27 @@ impl Run<'_> {
                 State::TtlWait,
                 "the DS TTL and margin are waited out again before DNSSEC is switched off",
             );
+        } else if !self.facts.seen_at_provider {
+            self.hold_for_delegation();
         } else if let ProviderView::On(_) = self.obs.provider {
             self.effects.push(Effect::DisableDnssec);
         }
+    }
+
+    /// A zone never delegated to the provider's name servers at every parent address may
+    /// be moving in where a parent address's delegation is unknown (rule 3: unknown never
+    /// counts, and a parent server can answer the DS and not the NS): DNSSEC is not
+    /// switched off until a look sees every address delegate to the provider (or one
+    /// delegate elsewhere, which makes it the move in's: `follow_delegation`).
+    fn hold_for_delegation(&mut self) {
+        self.facts.held_by = Some(Hold::new(
+            format!(
+                "every parent server to answer that it delegates to the provider's name servers ({}): the zone was never delegated to them everywhere, and DNSSEC is not switched off while it may be moving in (the delegation is {} at this look)",
+                self.provider_ns_text(),
+                self.verdict()
+            ),
+            Party::Daemon,
+        ));
     }
 
     fn wake_at(&self) -> Timestamp {

@@ -1210,6 +1210,8 @@ fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
         t_gone: Some(T0),
         max_ds_ttl: Some(7200),
         max_dnskey_ttl: Some(300),
+        // Once delegated to the provider everywhere: no delegation to prove.
+        seen_at_provider: true,
         ..Facts::default()
     };
     // A resolver may hold the DS for its TTL, then the DNSKEY it validated for its own.
@@ -1240,6 +1242,56 @@ fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
         may_disable(&ok, &Facts::default(), after, &policy),
         Err(GuardRefusal::NoTGone)
     );
+}
+
+/// DESIGN.md "Moving in": a zone never delegated to the provider's name servers at every
+/// parent address is switched off only if every address delegates to them at the guard's
+/// look. A parent server can answer the DS and not the NS (asked apart): its delegation
+/// is unknown, and unknown never counts (rule 3).
+#[test]
+fn the_guard_refuses_a_zone_never_delegated_to_the_provider_unless_every_address_is() {
+    let w = World::new();
+    let policy = Policy::default();
+    let facts = Facts {
+        t_gone: Some(T0),
+        max_ds_ttl: Some(7200),
+        max_dnskey_ttl: Some(300),
+        provider_ns: Some(vec![OURS.into()]),
+        seen_at_provider: false,
+        ..Facts::default()
+    };
+    let after = T0.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
+    let no = [P::No, P::No];
+    let look = |deleg: &[D]| Ok(w.parent_delegating(&no, deleg));
+    for (i, deleg) in [[D::Ours, D::Lost], [D::Ours, D::Old], [D::Old, D::Old]]
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            matches!(
+                may_disable(&look(deleg), &facts, after, &policy),
+                Err(GuardRefusal::NotDelegatedHere(_))
+            ),
+            "delegation case {i}"
+        );
+    }
+    let unknown = may_disable(&look(&[D::Ours, D::Lost]), &facts, after, &policy)
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("ns2.test."), "{unknown}");
+    assert_eq!(
+        may_disable(&look(&[D::Ours, D::Ours]), &facts, after, &policy),
+        Ok(())
+    );
+    // The provider's name servers not known: nothing is the provider's.
+    let unlisted = Facts {
+        provider_ns: None,
+        ..facts.clone()
+    };
+    assert!(matches!(
+        may_disable(&look(&[D::Ours, D::Ours]), &unlisted, after, &policy),
+        Err(GuardRefusal::NotDelegatedHere(_))
+    ));
 }
 
 #[test]

@@ -115,6 +115,8 @@ fn the_guard_needs_validated_evidence() {
         t_gone: Some(T0),
         max_ds_ttl: Some(60),
         max_dnskey_ttl: Some(60),
+        // Once delegated to the provider everywhere: no delegation to prove.
+        seen_at_provider: true,
         ..Facts::default()
     };
     facts.failures = 0;

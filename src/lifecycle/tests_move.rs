@@ -545,3 +545,132 @@ fn a_disable_that_finds_a_move_in_switches_nothing_off() {
         d.effects
     );
 }
+
+/// Safety rule 9: the NS change is asked for only once the old DS is gone and its TTL
+/// waited out. A DS seen at an earlier look (on the enable path, the parent's NS answers
+/// lost; or while a foreign zone was only watched) and gone at the look that starts the
+/// move in is still waited out (`ttl_wait`) before the NS change.
+#[test]
+fn a_move_in_waits_out_a_ds_seen_before_it_started() {
+    let w = World::new();
+    let old = [D::Old, D::Old];
+    let lost = [D::Lost, D::Lost];
+    let no = [P::No, P::No];
+    let old_ds = [P::WrongDs, P::WrongDs];
+    let starts: [(State, Intent, [D; 2]); 3] = [
+        (State::Enabling, Intent::Enabled, lost),
+        (State::Disabled, Intent::None, old),
+        (State::Disabled, Intent::Disabled, lost),
+    ];
+    for (state, intent, before) in starts {
+        let case = format!("{state:?}, {intent:?}");
+        // Signing on the enable path; off in `disabled`.
+        let on = Some(state != State::Disabled);
+        let mut z = zone(Some(state), intent);
+        z.facts.seen_at_provider = false;
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(T0, on, &old_ds, &before, &[C::OldKey]),
+        );
+        assert_eq!(d.state, Some(state), "{case}: the DS seen, nothing moves");
+        assert_eq!(z.facts.ds_seen_at, Some(T0), "{case}");
+        // The operator's word, the old DS removed, the delegation seen: a move in, with
+        // no DS published at this look.
+        z.intent = match intent {
+            Intent::None => Intent::Enabled,
+            i => i,
+        };
+        let t1 = T0.plus(HOUR);
+        let d = w.run(&mut z, &w.obs_delegating(t1, on, &no, &old, &[C::OldKey]));
+        assert_eq!(d.state, Some(State::TtlWait), "{case}: {:?}", d.notes);
+        assert!(z.facts.moving_in, "{case}");
+        assert!(
+            !d.effects
+                .iter()
+                .any(|e| matches!(e, Effect::RequestDelegation { .. })),
+            "{case}: NS change asked for within the DS's TTL: {:?}",
+            d.effects
+        );
+        let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+        assert!(deadline > t1.plus(secs(3600)), "{case}");
+        w.poll_until(&mut z, t1, deadline, |t| {
+            w.obs_delegating(t, on, &no, &old, &[C::OldKey])
+        });
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(deadline, on, &no, &old, &[C::OldKey]),
+        );
+        assert_eq!(d.state, Some(State::AwaitingDelegation), "{case}");
+        assert_eq!(
+            d.effects
+                .iter()
+                .filter(|e| matches!(e, Effect::RequestDelegation { .. }))
+                .count(),
+            1,
+            "{case}: {:?}",
+            d.effects
+        );
+    }
+
+    // No DS seen since the zone was disabled: nothing to wait out, the NS change at once.
+    let mut z = zone(Some(State::Disabled), Intent::Enabled);
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(T0, Some(false), &no, &old, &[C::OldKey]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDelegation));
+    assert_eq!(
+        d.effects,
+        vec![Effect::RequestDelegation {
+            name_servers: vec![OURS.to_string()]
+        }]
+    );
+}
+
+/// DESIGN.md "Moving in": a zone never delegated to the provider's name servers at every
+/// parent address ends its TTL wait in "DNSSEC off" only at a look where every address
+/// delegates to them. A parent server that answers the DS but not the NS may still
+/// delegate elsewhere: unknown never counts (rule 3).
+#[test]
+fn a_disable_never_delegated_to_the_provider_waits_for_the_delegation() {
+    let w = World::new();
+    let no = [P::No, P::No];
+    let child = [C::Serves];
+    for state in [State::TtlWait, State::Disabling] {
+        let mut z = zone(Some(state), Intent::Disabled);
+        z.facts.t_gone = Some(T0);
+        z.facts.max_ds_ttl = Some(60);
+        z.facts.max_dnskey_ttl = Some(60);
+        // Well past the wait (the child's DNSKEY TTL counts too), looks having kept
+        // confirming the DS gone (rule 2).
+        let end = disable_deadline(&z.facts, &w.policy)
+            .unwrap()
+            .plus(HOUR * 2);
+        z.facts.gone_confirmed_at = Some(Timestamp(end.0 - 60_000));
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(end, Some(true), &no, &[D::Ours, D::Lost], &child),
+        );
+        assert_eq!(d.state, Some(state));
+        assert!(
+            !d.effects.contains(&Effect::DisableDnssec),
+            "{state:?}: {:?}",
+            d.effects
+        );
+        assert!(!z.facts.seen_at_provider);
+        let held = z.facts.held_by.as_ref().map(|h| h.what.clone());
+        assert!(
+            held.as_deref().is_some_and(|h| h.contains("moving in")),
+            "{state:?}: {held:?} {:?}",
+            d.notes
+        );
+        // Every parent server delegates to the provider: off as ever.
+        let t = end.plus(secs(60));
+        let d = w.run(
+            &mut z,
+            &w.obs_delegating(t, Some(true), &no, &[D::Ours, D::Ours], &child),
+        );
+        assert_eq!(d.state, Some(State::Disabling), "{state:?}");
+        assert!(d.effects.contains(&Effect::DisableDnssec), "{state:?}");
+    }
+}

@@ -124,6 +124,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
         gone_confirmed_at: t(61),
         max_ds_ttl: Some(7),
         max_dnskey_ttl: Some(8),
+        ds_seen_at: t(62),
         partial_since: t(9),
         failing_since: t(10),
         failures: 11,

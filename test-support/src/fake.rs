@@ -9,6 +9,9 @@
 //! - no zone moving in is switched off (DESIGN.md "Moving in": the old DS is removed and
 //!   waited out without any provider call).
 //!
+//! The NS change a daemon asks for is delivered as a notification, not to the fake: the
+//! property test checks it with [`FakeWorld::ns_change_allowed`].
+//!
 //! The delegation (DESIGN.md section 2, safety rule 9): the provider lists its name
 //! servers ([`PROVIDER_NS`]) as the zone's name servers in `zone`/`zone_flags`; every
 //! parent server delegates the zone either to them or to an old provider's
@@ -60,6 +63,9 @@ pub struct ParentServer {
     pub ds: Option<(Vec<Ds>, u32)>,
     /// Answers nothing useful (a timeout), for the DS and the delegation alike.
     pub silent: bool,
+    /// Answers the DS question but times out on the NS question (the observer asks
+    /// them separately): its delegation is unknown, its DS answer is not.
+    pub ns_silent: bool,
     /// Who it delegates the zone to.
     pub delegation: Delegation,
     /// An off-path forger's unsigned "no DS" reaches us instead of its answer: a routine
@@ -126,6 +132,10 @@ pub struct WorldState {
     /// published and withdrawn between two looks cannot be seen by any poller, and the
     /// margin, not the oracle, is what covers it.
     pub ds_seen: bool,
+    /// Ground truth for rule 9's "the old DS is removed and its TTL waited out before
+    /// the operator is told to change the NS": when the parent last stopped publishing
+    /// any DS a look had seen (a DS never seen is no DS the move in can wait for).
+    pub seen_ds_gone_at: Option<Timestamp>,
     /// Since when some parent server publishes a DS without a break.
     pub ds_published_since: Option<Timestamp>,
     /// A DS published this long counts whether or not a look saw it: a daemon keeping
@@ -182,7 +192,7 @@ impl WorldState {
     fn old_delegation_answered(&self) -> bool {
         self.parents
             .iter()
-            .any(|p| p.delegation == Delegation::Old && !p.silent)
+            .any(|p| p.delegation == Delegation::Old && !p.silent && !p.ns_silent)
     }
 }
 
@@ -224,6 +234,7 @@ impl FakeWorld {
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
                 ds_seen: false,
+                seen_ds_gone_at: None,
                 ds_published_since: None,
                 ds_counts_after: dnssec_warden::lifecycle::Policy::default()
                     .gone_confirmation_gap(),
@@ -362,6 +373,9 @@ impl FakeWorld {
             .is_some_and(|since| now >= since.plus(s.ds_counts_after));
         if had && s.parents.iter().all(|p| p.ds.is_none()) && (s.ds_seen || long_published) {
             s.ds_gone_at = Some(now);
+            if s.ds_seen {
+                s.seen_ds_gone_at = Some(now);
+            }
             s.ds_seen = false;
         }
         drop(s);
@@ -520,6 +534,28 @@ impl FakeWorld {
         Ok(())
     }
 
+    /// Safety rule 9 against the ground truth: whether the daemon may ask for the NS
+    /// change now. No parent server publishes a DS, and the last DS a look saw is gone
+    /// for at least its TTL: a resolver still holding it would follow the new delegation
+    /// to servers that do not serve its key. Err says why not.
+    pub fn ns_change_allowed(&self) -> Result<(), String> {
+        let now = self.clock.now();
+        let s = self.lock();
+        if let Some(i) = s.parents.iter().position(|p| p.ds.is_some()) {
+            return Err(format!("at {now} parent server {i} publishes a DS"));
+        }
+        if let Some(gone) = s.seen_ds_gone_at {
+            let allowed = gone.plus_secs(s.largest_ds_ttl);
+            if now < allowed {
+                return Err(format!(
+                    "at {now}, before {allowed} (a DS seen at the parent gone at {gone} + DS TTL {} s): resolvers may still hold it",
+                    s.largest_ds_ttl
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Someone switches DNSSEC at the provider behind the daemon's back (no invariant is
     /// checked: it is not the daemon's call). On gives a new key if there is none.
     pub fn flip_dnssec(&self, on: bool) {
@@ -613,7 +649,11 @@ impl FakeWorld {
     /// Which servers the child view asks: those the parent servers that answer delegate
     /// to (all of them when none answers), as (provider's, old provider's).
     fn delegated_servers(s: &WorldState) -> (bool, bool) {
-        let answering: Vec<&ParentServer> = s.parents.iter().filter(|p| !p.silent).collect();
+        let answering: Vec<&ParentServer> = s
+            .parents
+            .iter()
+            .filter(|p| !p.silent && !p.ns_silent)
+            .collect();
         let asked = if answering.is_empty() {
             s.parents.iter().collect()
         } else {
@@ -828,7 +868,7 @@ impl Observer for FakeWorld {
                 .map(|(i, p)| ServerAnswer {
                     server: server(i).into(),
                     addr: addr(i),
-                    answer: match (p.delegation, p.silent) {
+                    answer: match (p.delegation, p.silent || p.ns_silent) {
                         (_, true) => NsAnswer::Unknown(UnknownReason::Timeout),
                         (Delegation::Provider, false) => NsAnswer::Servers {
                             hosts: ns_set(&s.provider_ns).into(),

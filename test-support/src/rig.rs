@@ -396,6 +396,11 @@ impl Rig {
         self.effect_events("ACTION NEEDED: enter this DS").await
     }
 
+    /// How many times the NS change was asked for (a delivered "change the NS").
+    pub async fn delegation_requests(&self) -> i64 {
+        self.effect_events("ACTION NEEDED: change the NS of").await
+    }
+
     /// How many effect events begin with `prefix`, counting repeats.
     pub async fn effect_events(&self, prefix: &str) -> i64 {
         self.store
