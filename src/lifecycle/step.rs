@@ -367,23 +367,27 @@ impl Run<'_> {
     /// the instruction is withdrawn in the audit trail, in status and alerts, and, if it
     /// was announced in this state, at the registrar hook.
     fn withdraw_instruction(&mut self, state: State, why: String) {
-        let line = self.facts.ds_line.clone();
-        let shown = line.as_deref().unwrap_or("(none)");
-        let told = if state == State::AwaitingDs {
-            format!(
-                "; the DS instruction is withdrawn: do not enter {shown} at the registrar, and remove it if it was entered"
-            )
-        } else {
-            String::new()
-        };
+        let told = self.withdraw_given_ds(state);
         self.facts.dnskey_everywhere_at = None;
         self.facts.hold_until = None;
         self.facts.ds_to_enter = None;
         self.go(State::Enabling, format!("{why}{told}"));
-        if state == State::AwaitingDs {
-            self.effects
-                .push(Effect::RequestDsRemoval { ds_line: line });
+    }
+
+    /// In `awaiting_ds` the DS was given to enter: its removal is asked for (safety rule
+    /// 8), and the words for the history returned; elsewhere nothing.
+    fn withdraw_given_ds(&mut self, state: State) -> String {
+        if state != State::AwaitingDs {
+            return String::new();
         }
+        let line = self.facts.ds_line.clone();
+        let told = format!(
+            "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
+            line.as_deref().unwrap_or("(none)")
+        );
+        self.effects
+            .push(Effect::RequestDsRemoval { ds_line: line });
+        told
     }
 
     // ---- delegation (safety rule 9) ---------------------------------------------------
@@ -567,17 +571,7 @@ impl Run<'_> {
     /// Leaves `state` for `awaiting_delegation`, withdrawing a DS instruction given in
     /// `awaiting_ds` (safety rule 8).
     fn leave_for_delegation(&mut self, state: State, why: &str) {
-        let told = if state == State::AwaitingDs {
-            self.effects.push(Effect::RequestDsRemoval {
-                ds_line: self.facts.ds_line.clone(),
-            });
-            format!(
-                "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
-                self.facts.ds_line.as_deref().unwrap_or("(none)")
-            )
-        } else {
-            String::new()
-        };
+        let told = self.withdraw_given_ds(state);
         self.facts.dnskey_everywhere_at = None;
         self.facts.hold_until = None;
         self.facts.ds_to_enter = None;
@@ -640,17 +634,7 @@ impl Run<'_> {
     /// Moving in, no DS published at this look (validated), but one seen since the last
     /// wait: `ttl_wait` from this look (`T_gone`), whose end asks for the NS change.
     fn wait_out_seen_ds(&mut self, state: State) {
-        let told = if state == State::AwaitingDs {
-            self.effects.push(Effect::RequestDsRemoval {
-                ds_line: self.facts.ds_line.clone(),
-            });
-            format!(
-                "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
-                self.facts.ds_line.as_deref().unwrap_or("(none)")
-            )
-        } else {
-            String::new()
-        };
+        let told = self.withdraw_given_ds(state);
         let seen = self
             .facts
             .ds_seen_at
