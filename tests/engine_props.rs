@@ -981,16 +981,7 @@ fn an_unsigned_zones_removal_goes_to_the_registrar_not_the_registry() {
         Intent(dnssec_warden::lifecycle::Intent::Disabled, false),
         PublishWrong(0),
     ];
-    if let Err(e) = check_with(
-        ops,
-        300,
-        Start::Provider,
-        (86_400, 3600),
-        Backend::Sqlite,
-        ParentKind::Registry,
-    ) {
-        panic!("{e}");
-    }
+    found_with_a_registry(ops);
 }
 
 /// Found by the registry's property: the removal went to the registry, then DNSSEC was
@@ -1009,16 +1000,7 @@ fn a_removal_the_registry_can_no_longer_act_on_goes_to_the_registrar() {
         Tick,
         Flip(false),
     ];
-    if let Err(e) = check_with(
-        ops,
-        300,
-        Start::Provider,
-        (86_400, 3600),
-        Backend::Sqlite,
-        ParentKind::Registry,
-    ) {
-        panic!("{e}");
-    }
+    found_with_a_registry(ops);
 }
 
 /// Found by the delegation property: a zone moving in whose one parent server that still
@@ -1069,16 +1051,7 @@ fn a_removal_whose_delete_request_is_withdrawn_goes_to_the_registrar() {
         Intent(I::None, false),
         Tick,
     ];
-    if let Err(e) = check_with(
-        ops,
-        300,
-        Start::Provider,
-        (86_400, 3600),
-        Backend::Sqlite,
-        ParentKind::Registry,
-    ) {
-        panic!("{e}");
-    }
+    found_with_a_registry(ops);
 }
 
 /// Safety rule 9: a zone moving in is told to change the NS only once the old DS is gone
@@ -1153,6 +1126,20 @@ fn a_disable_with_a_parent_delegation_unknown_switches_nothing_off() {
     }
     let start = Start::MovingIn { old_ds: false };
     if let Err(e) = check(ops, 300, start, (300, 300), Backend::Sqlite) {
+        panic!("{e}");
+    }
+}
+
+/// A sequence the registry's property found, with its settings (300 s TTLs, SQLite).
+fn found_with_a_registry(ops: Vec<Op>) {
+    if let Err(e) = check_with(
+        ops,
+        300,
+        Start::Provider,
+        (86_400, 3600),
+        Backend::Sqlite,
+        ParentKind::Registry,
+    ) {
         panic!("{e}");
     }
 }
