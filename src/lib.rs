@@ -18,4 +18,5 @@ pub mod secret;
 pub mod store;
 pub mod systemd;
 pub mod time;
+pub mod web;
 pub mod zone_name;

@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine", 7),
     ("metrics", 7),
     ("systemd", 7),
+    ("web", 7),
     // The file format and the commands, at the top.
     ("config", 8),
     ("cli", 9),

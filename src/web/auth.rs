@@ -1,0 +1,1 @@
+//! The console's users, sessions, CSRF tokens and login limiter.

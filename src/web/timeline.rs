@@ -1,0 +1,1 @@
+//! A zone's timeline as an SVG picture, rendered on the server.

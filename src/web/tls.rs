@@ -1,0 +1,1 @@
+//! The console's TLS: the certificate and key files, reloaded on SIGHUP.
