@@ -9,6 +9,7 @@ pub mod config;
 pub mod dns;
 pub mod dnssec;
 pub mod engine;
+pub mod intent;
 pub mod lifecycle;
 pub mod logging;
 pub mod metrics;

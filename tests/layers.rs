@@ -26,6 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     // Where decisions are kept, and where alerts go.
     ("store", 5),
     ("alert", 6),
+    // The operator's intent, recorded (the CLI and the web console).
+    ("intent", 6),
     // The engine and what runs beside it.
     ("engine", 7),
     ("metrics", 7),
