@@ -34,6 +34,7 @@ use crate::store::{
     ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
 };
 use crate::time::format::positive_duration as duration;
+use crate::web::{ProxySettings, TlsFiles, WebSettings};
 use crate::zone_name::ZoneName;
 
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/dnssec-warden/config.toml";
@@ -96,6 +97,8 @@ pub struct Settings {
     /// `[cluster]`: this daemon's name and lease among the daemons sharing a PostgreSQL
     /// database (always set with `database.url`, defaults filled in; `None` with SQLite).
     pub cluster: Option<ClusterSettings>,
+    /// `[web]`: the web console, off unless `listen` is set.
+    pub web: Option<WebSettings>,
 }
 
 /// This host's name: the kernel's, or `/etc/hostname` where `/proc/sys` is hidden (the
@@ -249,6 +252,38 @@ struct SettingsFile {
     metrics: MetricsFile,
     cluster: Option<ClusterFile>,
     parents: std::collections::BTreeMap<String, ParentFile>,
+    web: WebFile,
+}
+
+/// `[web]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebFile {
+    #[serde(default, deserialize_with = "de::listen")]
+    listen: Option<SocketAddr>,
+    users: Option<PathBuf>,
+    tls_certificate: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    session_lifetime: Option<Duration>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    session_idle: Option<Duration>,
+    proxy: Option<WebProxyFile>,
+}
+
+/// `[web.proxy]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebProxyFile {
+    #[serde(deserialize_with = "de::root_hints")]
+    addresses: Vec<IpAddr>,
+    user_header: String,
+    #[serde(default = "viewer")]
+    default_role: String,
+}
+
+fn viewer() -> String {
+    "viewer".to_string()
 }
 
 /// `[parents."NAME"]` as written: how the DS reaches that parent zone.
@@ -613,7 +648,80 @@ impl CrossChecks {
             }),
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
             cluster,
+            web: self.web(raw.web)?,
         })
+    }
+
+    /// `[web]`: on with `listen`; a non-loopback address only with TLS; some way to log in.
+    fn web(&self, raw: WebFile) -> Result<Option<WebSettings>, ConfigError> {
+        let Some(listen) = raw.listen else {
+            return Ok(None);
+        };
+        let tls = match (raw.tls_certificate, raw.tls_key) {
+            (Some(certificate), Some(key)) => Some(TlsFiles {
+                certificate: self.path(certificate),
+                key: self.path(key),
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(self.err("web.tls_key", "needed with web.tls_certificate"));
+            }
+            (None, Some(_)) => {
+                return Err(self.err("web.tls_certificate", "needed with web.tls_key"));
+            }
+        };
+        if tls.is_none() && !listen.ip().is_loopback() {
+            return Err(self.err(
+                "web.listen",
+                format!(
+                    "{listen} is not a loopback address: the console is served there only over TLS (set web.tls_certificate and web.tls_key)"
+                ),
+            ));
+        }
+        let proxy = match raw.proxy {
+            Some(p) => {
+                if !matches!(p.default_role.as_str(), "viewer" | "operator") {
+                    return Err(self.err(
+                        "web.proxy.default_role",
+                        format!("{:?} is not a role: viewer or operator", p.default_role),
+                    ));
+                }
+                let header_ok = !p.user_header.is_empty()
+                    && p.user_header
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                if !header_ok {
+                    return Err(self.err(
+                        "web.proxy.user_header",
+                        format!("{:?} is not a header name", p.user_header),
+                    ));
+                }
+                Some(ProxySettings {
+                    addresses: p.addresses,
+                    user_header: p.user_header.to_ascii_lowercase(),
+                    default_role: p.default_role,
+                })
+            }
+            None => None,
+        };
+        if raw.users.is_none() && proxy.is_none() {
+            return Err(self.err(
+                "web.users",
+                "the console needs a users file (`dnssec-warden web-user NAME` prints a line for it) or [web.proxy]",
+            ));
+        }
+        Ok(Some(WebSettings {
+            listen,
+            users: raw.users.map(|p| self.path(p)),
+            tls,
+            proxy,
+            session_lifetime: raw
+                .session_lifetime
+                .unwrap_or(crate::web::settings::DEFAULT_SESSION_LIFETIME),
+            session_idle: raw
+                .session_idle
+                .unwrap_or(crate::web::settings::DEFAULT_SESSION_IDLE),
+        }))
     }
 
     /// `[parents."NAME"]`: each name a zone name, equal names after normalisation once;

@@ -326,6 +326,20 @@ pub struct DnssecKey {
 }
 
 impl DnssecKey {
+    /// The key in the DNSKEY form some registrars ask for instead of a DS (flags,
+    /// protocol, algorithm, public key), as a zone-file line without a TTL.
+    pub fn dnskey_line(&self) -> String {
+        use base64::Engine as _;
+        format!(
+            "{} IN DNSKEY {} {} {} {}",
+            self.zone,
+            self.dnskey.flags,
+            self.dnskey.protocol,
+            self.dnskey.algorithm,
+            base64::engine::general_purpose::STANDARD.encode(&self.dnskey.public_key)
+        )
+    }
+
     /// The DS line to give the registrar, rebuilt from our own computation.
     pub fn ds_line(&self) -> DsLine {
         DsLine {

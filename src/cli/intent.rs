@@ -58,6 +58,9 @@ pub async fn set(
         recorded
             .state
             .map_or("not yet observed".to_string(), |s| s.to_string()),
-        recorded.note.map(|note| format!(" ({note})")).unwrap_or_default()
+        recorded
+            .note
+            .map(|note| format!(" ({note})"))
+            .unwrap_or_default()
     ))
 }

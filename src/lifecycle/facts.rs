@@ -19,7 +19,7 @@ use crate::time::Timestamp;
 /// | fact | holds in | set | cleared |
 /// |---|---|---|---|
 /// | `ds_line` | `enabling` (once the provider is on) .. `disabling` | following the provider's key (`enabling`, adoption, announcing) | entering `disabled` |
-/// | `ds_to_enter` | `awaiting_ds`, `ds_observed`, `active` | recomputed at every step (safety rule 8) | in every other state, and while the instruction is withheld |
+/// | `ds_to_enter`, `dnskey_to_enter` | `awaiting_ds`, `ds_observed`, `active` | recomputed at every step (safety rule 8) | in every other state, and while the instruction is withheld |
 /// | `provider_off_since` | `enabling` .. `active` (the enable path) | the provider says off | the provider says on, or the zone leaves the enable path |
 /// | `dnskey_everywhere_at`, `hold_until` | `enabling`; kept as history until `disabled` | every child address serves the key (the propagation hold, rule 4) | a server stops serving it, the key changes, the instruction is withdrawn |
 /// | `ds_announced_at` | `awaiting_ds` .. `disabling` | announcing the DS | entering `disabled` |
@@ -62,6 +62,10 @@ pub struct Facts {
     /// it (safety rule 8); `None` means the instruction is withheld or withdrawn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_to_enter: Option<String>,
+    /// The same key in the DNSKEY form (for registrars that ask for it): set exactly
+    /// when `ds_to_enter` is, from the same look.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dnskey_to_enter: Option<String>,
     /// Since when the provider says DNSSEC is off while the zone is on the enable path
     /// (switched off outside dnssec-warden, or an enable call not taken yet).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -241,6 +241,10 @@ impl Run<'_> {
             }
             _ => None,
         };
+        self.facts.dnskey_to_enter = match (&self.facts.ds_to_enter, &self.obs.provider) {
+            (Some(_), ProviderView::On(key)) => Some(key.dnskey_line()),
+            _ => None,
+        };
         let enable_path = matches!(
             self.state,
             Some(State::Enabling | State::AwaitingDs | State::DsObserved | State::Active)

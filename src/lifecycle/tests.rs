@@ -882,6 +882,11 @@ fn a_ds_instruction_is_never_stale() {
         &w.obs(late, Some(true), &[P::No], &[C::Serves, C::Serves]),
     );
     assert_eq!(z.facts.ds_to_enter.as_deref(), Some(line.as_str()));
+    let dnskey = z.facts.dnskey_to_enter.clone().unwrap_or_default();
+    assert!(
+        dnskey.starts_with(&format!("{ZONE} IN DNSKEY 257 3 13 ")),
+        "{dnskey}"
+    );
     assert!(firing(&d, AlertKind::DsUnpublishedOverdue).is_some_and(|m| m.contains(&line)));
 
     // DNSSEC switched off at the provider: withdrawn at once, everywhere.
@@ -891,6 +896,7 @@ fn a_ds_instruction_is_never_stale() {
     );
     assert_eq!(d.state, Some(State::Enabling));
     assert!(!shows_ds(&z, &d));
+    assert_eq!(z.facts.dnskey_to_enter, None, "withdrawn with the DS");
     assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
     assert!(
         judged(&d, AlertKind::DsUnpublishedOverdue),

@@ -115,6 +115,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
     let every = Facts {
         ds_line: Some("DS A".into()),
         ds_to_enter: Some("DS A".into()),
+        dnskey_to_enter: Some("DNSKEY A".into()),
         provider_off_since: t(1),
         dnskey_everywhere_at: t(2),
         hold_until: t(3),

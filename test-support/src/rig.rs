@@ -340,6 +340,13 @@ impl Rig {
                 texts.push(alert.message);
             }
         }
+        // The DNSKEY form is the same instruction: shown exactly when the DS is.
+        assert_eq!(
+            row.zone.facts.dnskey_to_enter.is_some(),
+            row.zone.facts.ds_to_enter.is_some(),
+            "the DNSKEY form shown without its DS, or the DS without it: {:?}",
+            row.zone.facts
+        );
         let mut shown: Vec<String> = row.zone.facts.ds_to_enter.into_iter().collect();
         // A DS told "to enter" follows one of these phrases (status, alerts); the DS
         // records named for removal, or as what the parent publishes, are not.
