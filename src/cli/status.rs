@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::dns::DelegationVerdict;
-use crate::lifecycle::waiting::{Waiting, describe};
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
-use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow};
+use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow, host_ipv6};
 
 /// `status` could not read the database, or not write its answer.
 #[derive(Debug, thiserror::Error)]
@@ -74,13 +73,6 @@ impl<'a> DaemonJson<'a> {
     }
 }
 
-/// The message of an open `host_ipv6_unreachable`, if any.
-fn host_ipv6(open: &[DaemonAlertRow]) -> Option<&str> {
-    open.iter()
-        .find(|a| a.kind == crate::lifecycle::AlertKind::HostIpv6Unreachable)
-        .map(|a| a.message.as_str())
-}
-
 /// The status table's lines for the daemon's own conditions, above the zones.
 fn daemon_lines(
     out: &mut dyn std::io::Write,
@@ -104,74 +96,6 @@ fn daemon_lines(
         )?;
     }
     Ok(())
-}
-
-/// What the zone waits for; a provider that answered "no such zone" at the last look is
-/// said plainly, whatever the state (a definite answer, not an unknown).
-/// A zone waiting on observations while this host cannot reach IPv6 (`ipv6`, the
-/// daemon-wide condition's message) waits on the host: its IPv6 parent addresses are
-/// unknown however long it waits.
-fn waiting(row: &ZoneRow, policy: &Policy, ipv6: Option<&str>) -> Waiting {
-    if let Some(why) = ipv6
-        && !row.zone.state.is_some_and(State::is_steady)
-    {
-        return Waiting {
-            what: format!("this host's IPv6: {why}"),
-            on: "host",
-            until: None,
-        };
-    }
-    let missing = row
-        .last_observation
-        .as_ref()
-        .and_then(|o| o.pointer("/provider/dnssec"))
-        .is_some_and(|v| v == "not_found");
-    if missing {
-        return Waiting {
-            what: format!(
-                "the zone to exist at the provider: it answers that it has no zone {}",
-                row.zone.name
-            ),
-            on: "operator",
-            until: None,
-        };
-    }
-    describe(&row.zone, policy)
-}
-
-/// How the parent's answers at the last look could be trusted (safety rule 10):
-/// `validated`, `insecure` (the parent zone is unsigned: unvalidated), `unchecked` (a
-/// routine look), with the reason for `insecure`.
-fn evidence(row: &ZoneRow) -> (Option<&str>, Option<&str>) {
-    let at = row
-        .last_observation
-        .as_ref()
-        .and_then(|o| o.pointer("/parent/evidence"));
-    (
-        at.and_then(|e| e.get("kind")).and_then(Value::as_str),
-        at.and_then(|e| e.get("detail")).and_then(Value::as_str),
-    )
-}
-
-/// The configured provider account that held the zone at the last observation.
-fn account(row: &ZoneRow) -> Option<&str> {
-    row.last_observation
-        .as_ref()
-        .and_then(|o| o.pointer("/provider/account"))
-        .and_then(Value::as_str)
-}
-
-/// The provider's failure at the last observation, if it could not be asked.
-fn provider_error(row: &ZoneRow) -> Option<&str> {
-    row.last_observation
-        .as_ref()
-        .and_then(|o| o.pointer("/provider/error"))
-        .and_then(Value::as_str)
-}
-
-/// The daemon holding the zone (several daemons on PostgreSQL), while its lease lasts.
-fn lease(row: &ZoneRow, now: crate::lifecycle::Timestamp) -> Option<&crate::store::LeaseInfo> {
-    row.lease.as_ref().filter(|l| l.until > now)
 }
 
 /// Open alerts by zone: looked up once per zone, not searched for.
@@ -232,21 +156,21 @@ fn zone_json<'a>(
     ipv6: Option<&str>,
 ) -> ZoneJson<'a> {
     let z = &row.zone;
-    let waiting = waiting(row, policy, ipv6);
+    let waiting = row.waiting(policy, ipv6);
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
         daemon: None,
         delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
         ds: z.facts.ds_line.as_deref(),
         ds_to_enter: z.facts.ds_to_enter.as_deref(),
-        evidence: evidence(row).0,
+        evidence: row.evidence().0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
         last_sampled: row
             .sampled_at
             .filter(|s| row.last_observed_at.is_none_or(|full| *s > full))
             .map(|t| t.to_string()),
-        lease: lease(row, lease_now).map(|l| LeaseJson {
+        lease: row.current_lease(lease_now).map(|l| LeaseJson {
             epoch: l.epoch,
             holder: &l.holder,
             since: l.since.to_string(),
@@ -254,8 +178,8 @@ fn zone_json<'a>(
         }),
         next_check: row.next_check_at.to_string(),
         parent_path: z.facts.ds_path.as_ref(),
-        provider: account(row),
-        provider_error: provider_error(row),
+        provider: row.account(),
+        provider_error: row.provider_error(),
         provider_ns: z.facts.provider_ns.as_deref(),
         since: z.since.to_string(),
         state: z.state.map(State::as_str),
@@ -427,13 +351,13 @@ fn zone_lines(
     ipv6: Option<&str>,
 ) -> std::io::Result<()> {
     let z = &row.zone;
-    let w = waiting(row, policy, ipv6);
+    let w = row.waiting(policy, ipv6);
     let until = w
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
         .unwrap_or_default();
     // The provider waited on, by name when the zone's account is known.
-    let on = match (w.on, account(row)) {
+    let on = match (w.on, row.account()) {
         ("provider", Some(name)) => format!("provider {name}"),
         (on, _) => on.to_string(),
     };
@@ -447,20 +371,20 @@ fn zone_lines(
         w.what,
         until
     )?;
-    if let Some(error) = provider_error(row) {
-        match account(row) {
+    if let Some(error) = row.provider_error() {
+        match row.account() {
             Some(name) => writeln!(out, "{:<28} PROVIDER {name}: {error}", "")?,
             None => writeln!(out, "{:<28} PROVIDER: {error}", "")?,
         }
     }
-    if let Some(l) = lease(row, lease_now) {
+    if let Some(l) = row.current_lease(lease_now) {
         writeln!(
             out,
             "{:<28} HELD BY: {} since {} (epoch {})",
             "", l.holder, l.since, l.epoch
         )?;
     }
-    if let (Some("insecure"), why) = evidence(row) {
+    if let (Some("insecure"), why) = row.evidence() {
         writeln!(
             out,
             "{:<28} EVIDENCE: unvalidated (the parent zone is unsigned: {})",

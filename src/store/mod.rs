@@ -111,7 +111,7 @@ pub use lease::{Fenced, LeaseInfo, LeaseRound};
 pub use postgres::SchemaCheck;
 pub use rows::{
     AlertRow, EventKind, EventRow, ObservationText, OpenAlert, OutboxItem, OutboxStatus, StepRow,
-    ZoneRow,
+    ZoneRow, host_ipv6,
 };
 pub use settings::{
     ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,

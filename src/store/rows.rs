@@ -7,8 +7,9 @@ use std::str::FromStr;
 use serde::Serialize;
 use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
-use super::StoreError;
-use crate::lifecycle::{AlertKind, Effect, Facts, Severity, State, Timestamp, Zone};
+use super::{DaemonAlertRow, StoreError};
+use crate::lifecycle::waiting::{Waiting, describe};
+use crate::lifecycle::{AlertKind, Effect, Facts, Policy, Severity, State, Timestamp, Zone};
 use crate::zone_name::ZoneName;
 
 /// A zone row: the lifecycle's view plus the engine's bookkeeping.
@@ -25,6 +26,86 @@ pub struct ZoneRow {
     /// The daemon holding the zone (PostgreSQL with several daemons), if its lease is
     /// set; whether it is still current is `until` against the time.
     pub lease: Option<super::LeaseInfo>,
+}
+
+/// What `status`, the web console and the metrics read of a zone's row, written once.
+impl ZoneRow {
+    /// What the zone waits for; a provider that answered "no such zone" at the last look is
+    /// said plainly, whatever the state (a definite answer, not an unknown).
+    /// A zone waiting on observations while this host cannot reach IPv6 (`ipv6`, the
+    /// daemon-wide condition's message) waits on the host: its IPv6 parent addresses are
+    /// unknown however long it waits.
+    pub fn waiting(&self, policy: &Policy, ipv6: Option<&str>) -> Waiting {
+        if let Some(why) = ipv6
+            && !self.zone.state.is_some_and(State::is_steady)
+        {
+            return Waiting {
+                what: format!("this host's IPv6: {why}"),
+                on: "host",
+                until: None,
+            };
+        }
+        let missing = self
+            .last_observation
+            .as_ref()
+            .and_then(|o| o.pointer("/provider/dnssec"))
+            .is_some_and(|v| v == "not_found");
+        if missing {
+            return Waiting {
+                what: format!(
+                    "the zone to exist at the provider: it answers that it has no zone {}",
+                    self.zone.name
+                ),
+                on: "operator",
+                until: None,
+            };
+        }
+        describe(&self.zone, policy)
+    }
+
+    /// How the parent's answers at the last look could be trusted (safety rule 10):
+    /// `validated`, `insecure` (the parent zone is unsigned: unvalidated), `unchecked` (a
+    /// routine look), with the reason for `insecure`.
+    pub fn evidence(&self) -> (Option<&str>, Option<&str>) {
+        let at = self
+            .last_observation
+            .as_ref()
+            .and_then(|o| o.pointer("/parent/evidence"));
+        (
+            at.and_then(|e| e.get("kind"))
+                .and_then(serde_json::Value::as_str),
+            at.and_then(|e| e.get("detail"))
+                .and_then(serde_json::Value::as_str),
+        )
+    }
+
+    /// The configured provider account that held the zone at the last observation.
+    pub fn account(&self) -> Option<&str> {
+        self.last_observation
+            .as_ref()
+            .and_then(|o| o.pointer("/provider/account"))
+            .and_then(serde_json::Value::as_str)
+    }
+
+    /// The provider's failure at the last observation, if it could not be asked.
+    pub fn provider_error(&self) -> Option<&str> {
+        self.last_observation
+            .as_ref()
+            .and_then(|o| o.pointer("/provider/error"))
+            .and_then(serde_json::Value::as_str)
+    }
+
+    /// The daemon holding the zone (several daemons on PostgreSQL), while its lease lasts.
+    pub fn current_lease(&self, now: Timestamp) -> Option<&super::LeaseInfo> {
+        self.lease.as_ref().filter(|l| l.until > now)
+    }
+}
+
+/// The message of an open `host_ipv6_unreachable`, if any.
+pub fn host_ipv6(open: &[DaemonAlertRow]) -> Option<&str> {
+    open.iter()
+        .find(|a| a.kind == AlertKind::HostIpv6Unreachable)
+        .map(|a| a.message.as_str())
 }
 
 /// An observation as the store keeps it: the whole summary (`last_observation`, the
