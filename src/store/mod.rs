@@ -512,7 +512,7 @@ impl Store {
     /// of the whole. An error of `each` ends the listing.
     pub async fn each_zone_brief<E: From<StoreError>>(
         &self,
-        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+        each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
         match &self.backend {
             Backend::Sqlite(s) => s.each_zone_brief(each).await,

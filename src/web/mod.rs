@@ -7,6 +7,8 @@
 //! - `timeline`: a zone's states, DS and waits over time as a server-rendered SVG.
 
 pub mod auth;
+pub mod fleet;
+pub mod pages;
 pub mod settings;
 pub mod timeline;
 pub mod tls;

@@ -86,7 +86,7 @@ impl PgStore {
     /// Every zone in name order, one row at a time, with its last observation's brief.
     pub(in crate::store) async fn each_zone_brief<E: From<StoreError>>(
         &self,
-        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+        each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \

@@ -84,7 +84,7 @@ impl SqliteStore {
     /// megabytes of JSON, and 100,000 rows at once a large resident set.
     pub async fn each_zone_brief<E: From<StoreError>>(
         &self,
-        each: &mut dyn FnMut(ZoneRow) -> Result<(), E>,
+        each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut rows = sqlx::query_as::<_, RawZone>(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \

@@ -1,0 +1,271 @@
+//! The fleet page's data: every zone's line, read from the store in one pass and kept
+//! while it is fresh, so that filtering, searching and paging 100,000 zones is a walk over
+//! memory, not a query per request. A request finds the snapshot stale and starts a new
+//! read in the background; it is served the one in hand, which says when it was taken.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use strum::VariantArray;
+
+use crate::lifecycle::{AlertKind, Intent, Policy, Severity, State, Timestamp};
+use crate::store::{AlertRow, Store, StoreError, ZoneRow, host_ipv6};
+
+/// How old a snapshot may be before a request starts a new read.
+pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+/// Lines on a page.
+pub const PAGE_SIZE: usize = 50;
+/// A search longer than this is cut (a name is at most 253 characters).
+const MAX_SEARCH: usize = 253;
+
+/// One zone as the fleet page lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub name: String,
+    pub state: Option<State>,
+    pub intent: Intent,
+    pub provider: Option<String>,
+    pub delegation: &'static str,
+    pub waiting_for: String,
+    pub waiting_on: &'static str,
+    pub until: Option<Timestamp>,
+    pub since: Timestamp,
+    /// Open alerts: kind and severity, worst first.
+    pub alerts: Vec<(AlertKind, Severity)>,
+}
+
+impl Line {
+    fn from_row(row: &ZoneRow, alerts: &[&AlertRow], policy: &Policy, ipv6: Option<&str>) -> Self {
+        let waiting = row.waiting(policy, ipv6);
+        let mut alerts: Vec<(AlertKind, Severity)> =
+            alerts.iter().map(|a| (a.kind, a.severity)).collect();
+        alerts.sort_by_key(|(kind, severity)| (*severity != Severity::Critical, kind.as_str()));
+        Self {
+            name: row.zone.name.to_string(),
+            state: row.zone.state,
+            intent: row.zone.intent,
+            provider: row.account().map(str::to_string),
+            delegation: row.zone.facts.delegation.map_or("unknown", |d| d.as_str()),
+            waiting_for: waiting.what,
+            waiting_on: waiting.on,
+            until: waiting.until,
+            since: row.zone.since,
+            alerts,
+        }
+    }
+
+    /// The operator's own steps: at the operator, or at the registrar (a person there).
+    pub fn waits_on_me(&self) -> bool {
+        matches!(self.waiting_on, "operator" | "registrar")
+    }
+}
+
+/// Every zone, by name, as read at `taken_at`.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub lines: Vec<Line>,
+    pub taken_at: Timestamp,
+}
+
+impl Snapshot {
+    /// Reads every zone and its open alerts (one pass over each table).
+    pub async fn read(store: &Store, policy: &Policy, now: Timestamp) -> Result<Self, StoreError> {
+        let alerts = store.open_alerts(None).await?;
+        let mut by_zone: HashMap<&str, Vec<&AlertRow>> = HashMap::new();
+        for a in &alerts {
+            by_zone.entry(a.zone.as_str()).or_default().push(a);
+        }
+        let daemon = store.daemon_alerts_open().await?;
+        let ipv6 = host_ipv6(&daemon);
+        let mut lines = Vec::new();
+        store
+            .each_zone_brief::<StoreError>(&mut |row| {
+                let open = by_zone
+                    .get(row.zone.name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                lines.push(Line::from_row(&row, open, policy, ipv6));
+                Ok(())
+            })
+            .await?;
+        Ok(Self {
+            lines,
+            taken_at: now,
+        })
+    }
+
+    /// The lines `filter` selects, one page of them, and how many there are in all.
+    pub fn select(&self, filter: &Filter) -> Selection<'_> {
+        let search = filter.search.to_ascii_lowercase();
+        let matching = self.lines.iter().filter(|l| filter.admits(l, &search));
+        let mut total = 0;
+        let mut page = Vec::with_capacity(PAGE_SIZE);
+        let skip = filter.page.saturating_mul(PAGE_SIZE);
+        for line in matching {
+            if total >= skip && page.len() < PAGE_SIZE {
+                page.push(line);
+            }
+            total += 1;
+        }
+        Selection {
+            lines: page,
+            total,
+            counts: self.counts(),
+        }
+    }
+
+    /// How many zones are in each state, wait on the operator, have an alert.
+    fn counts(&self) -> Counts {
+        let mut counts = Counts {
+            all: self.lines.len(),
+            ..Counts::default()
+        };
+        for line in &self.lines {
+            if let Some(at) = line
+                .state
+                .and_then(|s| State::VARIANTS.iter().position(|v| *v == s))
+            {
+                counts.by_state[at] += 1;
+            }
+            counts.waits_on_me += usize::from(line.waits_on_me());
+            counts.alerting += usize::from(!line.alerts.is_empty());
+        }
+        counts
+    }
+}
+
+/// What the fleet page shows: a state, the zones waiting on the operator, those with an
+/// open alert, a search in the names; a page of them (from 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub state: Option<State>,
+    pub waits_on_me: bool,
+    pub alerting: bool,
+    pub search: String,
+    pub page: usize,
+}
+
+impl Filter {
+    /// The filter from the page's query parameters; an unknown state is an error naming it.
+    pub fn parse(
+        state: Option<&str>,
+        on: Option<&str>,
+        alert: Option<&str>,
+        q: Option<&str>,
+        page: Option<&str>,
+    ) -> Result<Self, String> {
+        let state = match state.filter(|s| !s.is_empty()) {
+            None => None,
+            Some(s) => Some(
+                s.parse::<State>()
+                    .map_err(|_| format!("{s:?} is not a state"))?,
+            ),
+        };
+        let page = match page.filter(|p| !p.is_empty()) {
+            None => 0,
+            Some(p) => p
+                .parse::<usize>()
+                .ok()
+                .filter(|p| *p >= 1 && *p <= 1_000_000)
+                .map(|p| p - 1)
+                .ok_or_else(|| format!("{p:?} is not a page number"))?,
+        };
+        let search: String = q.unwrap_or_default().trim().chars().take(MAX_SEARCH).collect();
+        Ok(Self {
+            state,
+            waits_on_me: on == Some("me"),
+            alerting: alert == Some("open"),
+            search,
+            page,
+        })
+    }
+
+    fn admits(&self, line: &Line, search: &str) -> bool {
+        self.state.is_none_or(|s| line.state == Some(s))
+            && (!self.waits_on_me || line.waits_on_me())
+            && (!self.alerting || !line.alerts.is_empty())
+            && (search.is_empty() || line.name.contains(search))
+    }
+}
+
+/// One page of the fleet.
+pub struct Selection<'a> {
+    pub lines: Vec<&'a Line>,
+    /// The lines the filter admits, on every page.
+    pub total: usize,
+    pub counts: Counts,
+}
+
+/// The fleet at a glance, whatever the filter.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub all: usize,
+    pub by_state: [usize; State::VARIANTS.len()],
+    pub waits_on_me: usize,
+    pub alerting: usize,
+}
+
+/// The snapshot in hand and whether a read is under way.
+#[derive(Default)]
+pub struct Fleet {
+    current: Mutex<Option<Arc<Snapshot>>>,
+    reading: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Fleet {
+    /// The snapshot to serve: the one in hand when fresh; when stale, still that one, a
+    /// new read started beside it; with none yet, read now.
+    pub async fn get(
+        self: &Arc<Self>,
+        store: &Store,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> Result<Arc<Snapshot>, StoreError> {
+        let held = self.held();
+        match held {
+            Some(snapshot) if now.since(snapshot.taken_at) < FRESH_FOR => Ok(snapshot),
+            Some(snapshot) => {
+                if let Ok(guard) = self.reading.clone().try_lock_owned() {
+                    let fleet = self.clone();
+                    let (store, policy) = (store.clone(), policy.clone());
+                    tokio::spawn(async move {
+                        let _guard = guard;
+                        match Snapshot::read(&store, &policy, now).await {
+                            Ok(s) => {
+                                fleet.put(s);
+                            }
+                            Err(error) => tracing::warn!(%error, "web: cannot read the fleet"),
+                        }
+                    });
+                }
+                Ok(snapshot)
+            }
+            None => {
+                let _guard = self.reading.lock().await;
+                if let Some(snapshot) = self.held() {
+                    return Ok(snapshot);
+                }
+                let snapshot = Snapshot::read(store, policy, now).await?;
+                Ok(self.put(snapshot))
+            }
+        }
+    }
+
+    /// Forgets the snapshot (the operator changed an intent: the next page reads anew).
+    pub fn invalidate(&self) {
+        if let Ok(mut current) = self.current.lock() {
+            *current = None;
+        }
+    }
+
+    fn held(&self) -> Option<Arc<Snapshot>> {
+        self.current.lock().ok().and_then(|c| c.clone())
+    }
+
+    fn put(&self, snapshot: Snapshot) -> Arc<Snapshot> {
+        let snapshot = Arc::new(snapshot);
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some(snapshot.clone());
+        }
+        snapshot
+    }
+}
