@@ -1851,6 +1851,48 @@ mod tests {
     }
 
     #[test]
+    fn the_web_console_is_off_unless_listen_and_refuses_what_would_expose_it() {
+        assert_eq!(parse("").unwrap().web, None);
+        let s = parse("[web]\nlisten = \"127.0.0.1:8440\"\nusers = \"web-users\"").unwrap();
+        let web = s.web.unwrap();
+        assert_eq!(web.listen, "127.0.0.1:8440".parse::<SocketAddr>().unwrap());
+        // Relative to the file, as every path in it.
+        assert_eq!(web.users, Some(PathBuf::from("/etc/web-users")));
+        assert_eq!(web.tls, None);
+        assert_eq!(web.session_lifetime, Duration::from_secs(8 * 3600));
+        assert_eq!(web.session_idle, Duration::from_secs(3600));
+        let s = parse(
+            "[web]\nlisten = \"[::]:8443\"\nusers = \"/u\"\ntls_certificate = \"c.pem\"\n\
+             tls_key = \"k.pem\"\nsession_lifetime = \"1h\"\nsession_idle = \"10m\"\n\
+             [web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X-Remote-User\"",
+        )
+        .unwrap();
+        let web = s.web.unwrap();
+        let tls = web.tls.unwrap();
+        assert_eq!(tls.certificate, PathBuf::from("/etc/c.pem"));
+        assert_eq!(tls.key, PathBuf::from("/etc/k.pem"));
+        let proxy = web.proxy.unwrap();
+        assert_eq!(proxy.user_header, "x-remote-user");
+        assert_eq!(proxy.default_role, "viewer");
+        assert_eq!(web.session_idle, Duration::from_secs(600));
+        for (text, key, says) in [
+            ("[web]\nlisten = \"0.0.0.0:8440\"\nusers = \"u\"", "web.listen", "only over TLS"),
+            ("[web]\nlisten = \"192.0.2.1:8440\"\nusers = \"u\"", "web.listen", "not a loopback"),
+            ("[web]\nlisten = \"127.0.0.1:8440\"", "web.users", "users file"),
+            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_certificate = \"c\"", "web.tls_key", "needed"),
+            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_key = \"k\"", "web.tls_certificate", "needed"),
+            ("[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X\"\ndefault_role = \"admin\"", "web.proxy.default_role", "not a role"),
+            ("[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X User\"", "web.proxy.user_header", "not a header"),
+            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\npassword = \"x\"", "web.password", "unknown field"),
+        ] {
+            let err = parse(text).unwrap_err();
+            let message = err.to_string();
+            assert_eq!(err.key(), Some(key), "{text}: {message}");
+            assert!(message.contains(says), "{text}: {message}");
+        }
+    }
+
+    #[test]
     fn alerts_registrar_and_metrics_defaults() {
         let s = parse("").unwrap();
         assert_eq!(s.alerts.renotify_after, Duration::from_secs(86_400));

@@ -335,3 +335,30 @@ fn the_example_parent_block_parses_once_uncommented() {
             .is_empty()
     );
 }
+
+/// The `[web]` block config.example.toml shows, uncommented, parses into the console's
+/// settings (with its proxy block).
+#[test]
+fn the_example_web_block_parses_once_uncommented() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("\n[web]\n").expect("the [web] block");
+    let (before, web) = text.split_at(start);
+    let uncommented: String = web
+        .lines()
+        .map(|l| match l.strip_prefix("# ") {
+            Some(l) if l.starts_with('[') || l.contains(" = ") => format!("{l}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let settings = Settings::parse(&format!("{before}{uncommented}"), &path)
+        .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+    let web = settings.web.expect("the console is on");
+    assert_eq!(web.listen.to_string(), "127.0.0.1:8440");
+    assert!(web.users.is_some_and(|u| u.ends_with("web-users")));
+    assert!(web.tls.is_some());
+    let proxy = web.proxy.expect("the proxy block");
+    assert_eq!(proxy.user_header, "x-remote-user");
+    // Commented out, the console is off.
+    assert!(Settings::parse(&text, &path).unwrap().web.is_none());
+}

@@ -53,6 +53,11 @@ pub enum PrepareError {
         file: PathBuf,
         error: crate::alert::WebhookError,
     },
+    #[error("config {file}: {error}")]
+    Web {
+        file: PathBuf,
+        error: crate::web::server::WebError,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +77,8 @@ pub enum DaemonError {
     Signal(std::io::Error),
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    #[error(transparent)]
+    Web(#[from] crate::web::server::WebError),
 }
 
 impl DaemonError {
@@ -125,8 +132,16 @@ impl Prepared {
             file: file.clone(),
             error,
         })?;
-        let notifier = Notifier::new(&settings.alerts, settings.registrar.as_ref())
-            .map_err(|error| PrepareError::Alerts { file, error })?;
+        let notifier = Notifier::new(&settings.alerts, settings.registrar.as_ref()).map_err(
+            |error| PrepareError::Alerts {
+                file: file.clone(),
+                error,
+            },
+        )?;
+        // The console's users file and certificate load, or nothing starts.
+        if let Some(web) = &settings.web {
+            crate::web::server::check(web).map_err(|error| PrepareError::Web { file, error })?;
+        }
         let ipv6_route = settings
             .dns
             .address_families
@@ -323,6 +338,18 @@ fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
         tracing::warn!("[metrics] changed; that takes a restart, keeping the running endpoint");
         settings.metrics = running.metrics.clone();
     }
+    // The console's address takes a restart; its files and the rest are reloaded.
+    match (&mut settings.web, &running.web) {
+        (Some(new), Some(old)) if new.listen != old.listen => {
+            tracing::warn!("web.listen changed; that takes a restart, keeping the running address");
+            new.listen = old.listen;
+        }
+        (new, old) if new.is_some() != old.is_some() => {
+            tracing::warn!("[web] turned on or off; that takes a restart");
+            settings.web = running.web.clone();
+        }
+        _ => {}
+    }
     Prepared::from_settings(settings)
 }
 
@@ -367,6 +394,20 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         Some(m) => {
             Some(crate::metrics::serve(m.listen, store.clone(), Arc::new(SystemClock)).await?)
         }
+        None => None,
+    };
+    // Outside the reload loop too: a reload re-reads its users file and certificate.
+    let web = match &prepared.settings.web {
+        Some(w) => Some(
+            crate::web::server::serve(
+                w,
+                store.clone(),
+                Arc::new(SystemClock),
+                &prepared.policy,
+                &prepared.settings.providers,
+            )
+            .await?,
+        ),
         None => None,
     };
     let mut ready = false;
@@ -454,6 +495,12 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
             }
             Next::Reload(new) => {
                 prepared = *new;
+                if let (Some(server), Some(settings)) = (&web, &prepared.settings.web)
+                    && let Err(error) =
+                        server.reload(settings, &prepared.policy, &prepared.settings.providers)
+                {
+                    tracing::error!(%error, "web console: reload failed; keeping its running users and certificate");
+                }
                 tracing::info!("configuration reloaded");
                 prepared.log_warnings();
             }

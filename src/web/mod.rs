@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod fleet;
 pub mod pages;
+pub mod server;
 pub mod settings;
 pub mod timeline;
 pub mod tls;
