@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use dnssec_warden::lifecycle::{Policy, SystemClock};
 use dnssec_warden::store::Store;
+use dnssec_warden::web::WebSettings;
 use dnssec_warden::web::auth::{SESSION_COOKIE, hash_password};
 use dnssec_warden::web::server::serve;
-use dnssec_warden::web::WebSettings;
 use sqlx::Connection;
 
 const PASSWORD: &str = "a bench password";
@@ -67,7 +67,11 @@ async fn fill(path: &std::path::Path, zones: usize) -> Result<(), String> {
             3..=11 => "active",
             _ => "disabled",
         };
-        let intent = if state == "disabled" { "none" } else { "enabled" };
+        let intent = if state == "disabled" {
+            "none"
+        } else {
+            "enabled"
+        };
         let facts = if state == "awaiting_ds" {
             format!(
                 r#"{{"ds_line":"{z} 3600 IN DS 12345 13 2 {d}","ds_to_enter":"{z} 3600 IN DS 12345 13 2 {d}","ds_announced_at":{t},"delegation":"provider","provider_ns":["ns1.provider.test.","ns2.provider.test."]}}"#,
@@ -76,7 +80,8 @@ async fn fill(path: &std::path::Path, zones: usize) -> Result<(), String> {
                 t = now - 3_600_000
             )
         } else {
-            r#"{"delegation":"provider","provider_ns":["ns1.provider.test.","ns2.provider.test."]}"#.to_string()
+            r#"{"delegation":"provider","provider_ns":["ns1.provider.test.","ns2.provider.test."]}"#
+                .to_string()
         };
         sqlx::query(
             "INSERT INTO zones (name, intent, state, state_since, next_check_at, last_observed_at, \
@@ -149,7 +154,10 @@ async fn bench() -> Result<(), String> {
     let db = dir.path().join("state.db");
     let started = Instant::now();
     fill(&db, zones).await?;
-    println!("web_fleet: {zones} zones written in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "web_fleet: {zones} zones written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let users = dir.path().join("web-users");
     let hash = hash_password(PASSWORD).map_err(|e| e.to_string())?;
     std::fs::write(&users, format!("bench:viewer:{hash}\n")).map_err(|e| e.to_string())?;
@@ -162,9 +170,15 @@ async fn bench() -> Result<(), String> {
         session_idle: Duration::from_secs(3600),
     };
     let store = Store::open(&db).await.map_err(|e| e.to_string())?;
-    let server = serve(&settings, store, Arc::new(SystemClock), &Policy::default(), &[])
-        .await
-        .map_err(|e| e.to_string())?;
+    let server = serve(
+        &settings,
+        store,
+        Arc::new(SystemClock),
+        &Policy::default(),
+        &[],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let base = format!("http://{}", server.addr);
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -187,7 +201,10 @@ async fn bench() -> Result<(), String> {
         .to_string();
 
     let (cold, _, _) = timed(&http, &base, &cookie, "/zones", 1).await?;
-    println!("web_fleet: first page, its snapshot read from the store: {}", ms(cold));
+    println!(
+        "web_fleet: first page, its snapshot read from the store: {}",
+        ms(cold)
+    );
     let (floor, floor_worst, _) = timed(&http, &base, &cookie, "/static/style.css", 50).await?;
     println!(
         "web_fleet: floor (a static file, same session): median {} worst {}",

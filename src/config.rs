@@ -1876,14 +1876,46 @@ mod tests {
         assert_eq!(proxy.default_role, "viewer");
         assert_eq!(web.session_idle, Duration::from_secs(600));
         for (text, key, says) in [
-            ("[web]\nlisten = \"0.0.0.0:8440\"\nusers = \"u\"", "web.listen", "only over TLS"),
-            ("[web]\nlisten = \"192.0.2.1:8440\"\nusers = \"u\"", "web.listen", "not a loopback"),
-            ("[web]\nlisten = \"127.0.0.1:8440\"", "web.users", "users file"),
-            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_certificate = \"c\"", "web.tls_key", "needed"),
-            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_key = \"k\"", "web.tls_certificate", "needed"),
-            ("[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X\"\ndefault_role = \"admin\"", "web.proxy.default_role", "not a role"),
-            ("[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X User\"", "web.proxy.user_header", "not a header"),
-            ("[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\npassword = \"x\"", "web.password", "unknown field"),
+            (
+                "[web]\nlisten = \"0.0.0.0:8440\"\nusers = \"u\"",
+                "web.listen",
+                "only over TLS",
+            ),
+            (
+                "[web]\nlisten = \"192.0.2.1:8440\"\nusers = \"u\"",
+                "web.listen",
+                "not a loopback",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:8440\"",
+                "web.users",
+                "users file",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_certificate = \"c\"",
+                "web.tls_key",
+                "needed",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\ntls_key = \"k\"",
+                "web.tls_certificate",
+                "needed",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X\"\ndefault_role = \"admin\"",
+                "web.proxy.default_role",
+                "not a role",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:1\"\n[web.proxy]\naddresses = [\"127.0.0.1\"]\nuser_header = \"X User\"",
+                "web.proxy.user_header",
+                "not a header",
+            ),
+            (
+                "[web]\nlisten = \"127.0.0.1:1\"\nusers = \"u\"\npassword = \"x\"",
+                "web.password",
+                "unknown field",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             let message = err.to_string();

@@ -57,9 +57,15 @@ async fn console_with(edit: impl FnOnce(&mut WebSettings, &Path)) -> Console {
     let store = Store::open_in_memory().await.unwrap();
     store.ensure_zone(ZONE, T0).await.unwrap();
     let clock = ManualClock::starting_at(T0);
-    let server = serve(&web, store.clone(), Arc::new(clock.clone()), &Policy::default(), &[])
-        .await
-        .unwrap();
+    let server = serve(
+        &web,
+        store.clone(),
+        Arc::new(clock.clone()),
+        &Policy::default(),
+        &[],
+    )
+    .await
+    .unwrap();
     let scheme = if web.tls.is_some() { "https" } else { "http" };
     let base = format!("{scheme}://{}", server.addr);
     let http = reqwest::Client::builder()
@@ -87,7 +93,10 @@ fn session_of(response: &reqwest::Response) -> Option<String> {
         .get_all(SET_COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find(|c| c.starts_with(&format!("{}=", dnssec_warden::web::auth::SESSION_COOKIE)) && !c.contains("Max-Age=0"))
+        .find(|c| {
+            c.starts_with(&format!("{}=", dnssec_warden::web::auth::SESSION_COOKIE))
+                && !c.contains("Max-Age=0")
+        })
         .map(|c| c.split(';').next().unwrap_or_default().to_string())
 }
 
@@ -129,7 +138,12 @@ impl Console {
         request.send().await.unwrap()
     }
 
-    async fn post(&self, path: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> reqwest::Response {
+    async fn post(
+        &self,
+        path: &str,
+        cookie: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut request = self.http.post(format!("{}{path}", self.base)).form(form);
         if let Some(c) = cookie {
             request = request.header(COOKIE, c);
@@ -156,17 +170,33 @@ impl Console {
 #[tokio::test]
 async fn nothing_is_shown_or_changed_without_a_login() {
     let c = console().await;
-    for path in ["/zones", &format!("/zones/{ZONE}"), &format!("/zones/{ZONE}/switch?to=enable")] {
+    for path in [
+        "/zones",
+        &format!("/zones/{ZONE}"),
+        &format!("/zones/{ZONE}/switch?to=enable"),
+    ] {
         let r = c.get(path, None).await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path}");
         assert_eq!(r.headers()[LOCATION], "/login", "{path}");
     }
     let r = c
-        .post(&format!("/zones/{ZONE}/switch"), None, &[("to", "enable"), ("confirm", "yes"), ("csrf", "x")])
+        .post(
+            &format!("/zones/{ZONE}/switch"),
+            None,
+            &[("to", "enable"), ("confirm", "yes"), ("csrf", "x")],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // A forged cookie is no session.
-    let r = c.get("/zones", Some(&format!("{}=forged", dnssec_warden::web::auth::SESSION_COOKIE))).await;
+    let r = c
+        .get(
+            "/zones",
+            Some(&format!(
+                "{}=forged",
+                dnssec_warden::web::auth::SESSION_COOKIE
+            )),
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(c.intent().await, Intent::None);
     assert!(c.intent_events().await.is_empty());
@@ -184,7 +214,13 @@ async fn a_login_makes_a_strict_http_only_secure_session_and_logout_ends_it() {
     let ok = c.login("alice", ALICE).await;
     assert_eq!(ok.status(), StatusCode::SEE_OTHER);
     let set = ok.headers()[SET_COOKIE].to_str().unwrap().to_string();
-    for attribute in ["HttpOnly", "Secure", "SameSite=Strict", "Path=/", "Max-Age=28800"] {
+    for attribute in [
+        "HttpOnly",
+        "Secure",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=28800",
+    ] {
         assert!(set.contains(attribute), "{attribute} missing: {set}");
     }
     let cookie = session_of(&ok).unwrap();
@@ -197,11 +233,22 @@ async fn a_login_makes_a_strict_http_only_secure_session_and_logout_ends_it() {
     let csrf = csrf_in(&text);
     let r = c.post("/logout", Some(&cookie), &[("csrf", "wrong")]).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    assert_eq!(c.get("/zones", Some(&cookie)).await.status(), StatusCode::OK);
+    assert_eq!(
+        c.get("/zones", Some(&cookie)).await.status(),
+        StatusCode::OK
+    );
     let r = c.post("/logout", Some(&cookie), &[("csrf", &csrf)]).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert!(r.headers()[SET_COOKIE].to_str().unwrap().contains("Max-Age=0"));
-    assert_eq!(c.get("/zones", Some(&cookie)).await.status(), StatusCode::SEE_OTHER);
+    assert!(
+        r.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    assert_eq!(
+        c.get("/zones", Some(&cookie)).await.status(),
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
@@ -209,10 +256,16 @@ async fn sessions_expire_after_their_lifetime_and_when_idle() {
     let c = console().await;
     let (cookie, _) = c.session("alice", ALICE).await;
     c.clock.advance(Duration::from_secs(59 * 60));
-    assert_eq!(c.get("/zones", Some(&cookie)).await.status(), StatusCode::OK);
+    assert_eq!(
+        c.get("/zones", Some(&cookie)).await.status(),
+        StatusCode::OK
+    );
     // Idle past the hour: gone.
     c.clock.advance(Duration::from_secs(61 * 60));
-    assert_eq!(c.get("/zones", Some(&cookie)).await.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        c.get("/zones", Some(&cookie)).await.status(),
+        StatusCode::SEE_OTHER
+    );
 
     // Used every 50 minutes, it still ends 8 hours after the login.
     let (cookie, _) = c.session("alice", ALICE).await;
@@ -234,10 +287,20 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
     let (cookie, csrf) = c.session("alice", ALICE).await;
 
     // A forged POST: no token, a wrong one, another site's origin with the right one.
-    let r = c.post(&switch, Some(&cookie), &[("to", "disable"), ("confirm", "yes")]).await;
+    let r = c
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "disable"), ("confirm", "yes")],
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let r = c
-        .post(&switch, Some(&cookie), &[("to", "disable"), ("confirm", "yes"), ("csrf", "0000")])
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "disable"), ("confirm", "yes"), ("csrf", "0000")],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let r = c
@@ -245,22 +308,44 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
         .post(format!("{}{switch}", c.base))
         .header(COOKIE, &cookie)
         .header("Origin", "https://evil.example")
-        .form(&[("to", "disable"), ("confirm", "yes"), ("csrf", csrf.as_str())])
+        .form(&[
+            ("to", "disable"),
+            ("confirm", "yes"),
+            ("csrf", csrf.as_str()),
+        ])
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Not confirmed, or an unknown switch: refused, saying so.
-    let r = c.post(&switch, Some(&cookie), &[("to", "disable"), ("csrf", &csrf)]).await;
+    let r = c
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "disable"), ("csrf", &csrf)],
+        )
+        .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert!(r.text().await.unwrap().contains("not confirmed"));
     let r = c
-        .post(&switch, Some(&cookie), &[("to", "rm -rf"), ("confirm", "yes"), ("csrf", &csrf)])
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "rm -rf"), ("confirm", "yes"), ("csrf", &csrf)],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     // disable --ds-never-submitted applies only in awaiting_ds, as on the command line.
     let r = c
-        .post(&switch, Some(&cookie), &[("to", "disable-never-submitted"), ("confirm", "yes"), ("csrf", &csrf)])
+        .post(
+            &switch,
+            Some(&cookie),
+            &[
+                ("to", "disable-never-submitted"),
+                ("confirm", "yes"),
+                ("csrf", &csrf),
+            ],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     assert!(r.text().await.unwrap().contains("awaiting_ds"));
@@ -269,32 +354,56 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
 
     // A viewer sees the zone, never the switch.
     let (vcookie, vcsrf) = c.session("victor", VICTOR).await;
-    let page = c.get(&format!("/zones/{ZONE}"), Some(&vcookie)).await.text().await.unwrap();
+    let page = c
+        .get(&format!("/zones/{ZONE}"), Some(&vcookie))
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(!page.contains("/switch?to="), "{page}");
     assert_eq!(
-        c.get(&format!("{switch}?to=disable"), Some(&vcookie)).await.status(),
+        c.get(&format!("{switch}?to=disable"), Some(&vcookie))
+            .await
+            .status(),
         StatusCode::FORBIDDEN
     );
     let r = c
-        .post(&switch, Some(&vcookie), &[("to", "disable"), ("confirm", "yes"), ("csrf", &vcsrf)])
+        .post(
+            &switch,
+            Some(&vcookie),
+            &[("to", "disable"), ("confirm", "yes"), ("csrf", &vcsrf)],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Another session's token is not this one's.
     let r = c
-        .post(&switch, Some(&cookie), &[("to", "disable"), ("confirm", "yes"), ("csrf", &vcsrf)])
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "disable"), ("confirm", "yes"), ("csrf", &vcsrf)],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(c.intent().await, Intent::None);
 
     // The operator, confirmed, with the token: recorded as the CLI records it, by name.
-    let confirm = c.get(&format!("{switch}?to=disable"), Some(&cookie)).await.text().await.unwrap();
+    let confirm = c
+        .get(&format!("{switch}?to=disable"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(
         confirm.contains("remove the DS at the registrar first")
             || confirm.contains("Remove the DS at the registrar first"),
         "{confirm}"
     );
     let r = c
-        .post(&switch, Some(&cookie), &[("to", "disable"), ("confirm", "yes"), ("csrf", &csrf)])
+        .post(
+            &switch,
+            Some(&cookie),
+            &[("to", "disable"), ("confirm", "yes"), ("csrf", &csrf)],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(c.intent().await, Intent::Disabled);
@@ -334,13 +443,23 @@ async fn every_response_carries_the_security_headers_and_no_secret() {
     let c = console().await;
     let (cookie, _) = c.session("alice", ALICE).await;
     let hashes = std::fs::read_to_string(c.dir.path().join("web-users")).unwrap();
-    let hash = hashes.lines().nth(1).unwrap().rsplit_once(":$").unwrap().1.to_string();
+    let hash = hashes
+        .lines()
+        .nth(1)
+        .unwrap()
+        .rsplit_once(":$")
+        .unwrap()
+        .1
+        .to_string();
     for (path, session) in [
         ("/login", None),
         ("/nowhere", None),
         ("/zones", Some(cookie.as_str())),
         (&format!("/zones/{ZONE}") as &str, Some(cookie.as_str())),
-        (&format!("/zones/{ZONE}/switch?to=enable"), Some(cookie.as_str())),
+        (
+            &format!("/zones/{ZONE}/switch?to=enable"),
+            Some(cookie.as_str()),
+        ),
         ("/static/copy.js", None),
     ] {
         let r = c.get(path, session).await;
@@ -348,11 +467,17 @@ async fn every_response_carries_the_security_headers_and_no_secret() {
         let csp = h["content-security-policy"].to_str().unwrap();
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
         assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
-        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{path}: {csp}");
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{path}: {csp}"
+        );
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
         let body = r.text().await.unwrap();
-        assert!(!body.contains(&hash) && !body.contains("$argon2id$"), "{path}");
+        assert!(
+            !body.contains(&hash) && !body.contains("$argon2id$"),
+            "{path}"
+        );
         assert!(!body.contains(ALICE), "{path}");
         // No inline script anywhere: the CSP would block it, and none is needed.
         assert!(!body.contains("<script>"), "{path}");
@@ -368,7 +493,9 @@ async fn bad_input_gets_a_clear_page_and_changes_nothing() {
     assert!(r.text().await.unwrap().contains("\"bogus\" is not a state"));
     let r = c.get("/zones?page=0", Some(&cookie)).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    let r = c.get("/zones/%3Cscript%3Ealert(1)%3C%2Fscript%3E", Some(&cookie)).await;
+    let r = c
+        .get("/zones/%3Cscript%3Ealert(1)%3C%2Fscript%3E", Some(&cookie))
+        .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let text = r.text().await.unwrap();
     assert!(!text.contains("<script>alert"), "escaped: {text}");
@@ -380,7 +507,16 @@ async fn bad_input_gets_a_clear_page_and_changes_nothing() {
     // An oversized form is not read.
     let big = "x".repeat(64 * 1024);
     let r = c
-        .post(&format!("/zones/{ZONE}/switch"), Some(&cookie), &[("to", "disable"), ("confirm", "yes"), ("csrf", &csrf), ("pad", &big)])
+        .post(
+            &format!("/zones/{ZONE}/switch"),
+            Some(&cookie),
+            &[
+                ("to", "disable"),
+                ("confirm", "yes"),
+                ("csrf", &csrf),
+                ("pad", &big),
+            ],
+        )
         .await;
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let r = c.login(&"a".repeat(10_000), "x").await;
@@ -409,7 +545,11 @@ async fn a_proxy_header_is_believed_only_from_the_proxy() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), StatusCode::SEE_OTHER, "a header from anyone is no login");
+    assert_eq!(
+        r.status(),
+        StatusCode::SEE_OTHER,
+        "a header from anyone is no login"
+    );
 
     let c = console_with(proxy(&["127.0.0.1"])).await;
     let as_user = |user: &'static str| {
@@ -420,20 +560,44 @@ async fn a_proxy_header_is_believed_only_from_the_proxy() {
     };
     let r = as_user("alice").await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.text().await.unwrap().contains("/switch?to="), "alice is an operator in the file");
+    assert!(
+        r.text().await.unwrap().contains("/switch?to="),
+        "alice is an operator in the file"
+    );
     let r = as_user("someone").await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(!r.text().await.unwrap().contains("/switch?to="), "unlisted: the default role");
+    assert!(
+        !r.text().await.unwrap().contains("/switch?to="),
+        "unlisted: the default role"
+    );
     let r = as_user("bad name\u{7f}").await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
 }
 
 /// A self-signed certificate for `localhost` by Debian's openssl.
 fn certificate(dir: &Path, name: &str) -> TlsFiles {
-    let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
     let status = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
@@ -442,7 +606,10 @@ fn certificate(dir: &Path, name: &str) -> TlsFiles {
         .status()
         .expect("openssl runs");
     assert!(status.success());
-    TlsFiles { certificate: cert, key }
+    TlsFiles {
+        certificate: cert,
+        key,
+    }
 }
 
 fn trusting(files: &TlsFiles) -> reqwest::Client {
@@ -463,7 +630,12 @@ async fn tls_is_served_and_a_new_certificate_is_taken_on_reload() {
     let url = format!("{}/login", c.base);
     let r = trusting(&first).get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.headers()["strict-transport-security"].to_str().unwrap().contains("max-age="));
+    assert!(
+        r.headers()["strict-transport-security"]
+            .to_str()
+            .unwrap()
+            .contains("max-age=")
+    );
 
     // A renewed certificate: the reload takes it for new connections.
     let second = certificate(dir.path(), "second");

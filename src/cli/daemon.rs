@@ -132,12 +132,13 @@ impl Prepared {
             file: file.clone(),
             error,
         })?;
-        let notifier = Notifier::new(&settings.alerts, settings.registrar.as_ref()).map_err(
-            |error| PrepareError::Alerts {
-                file: file.clone(),
-                error,
-            },
-        )?;
+        let notifier =
+            Notifier::new(&settings.alerts, settings.registrar.as_ref()).map_err(|error| {
+                PrepareError::Alerts {
+                    file: file.clone(),
+                    error,
+                }
+            })?;
         // The console's users file and certificate load, or nothing starts.
         if let Some(web) = &settings.web {
             crate::web::server::check(web).map_err(|error| PrepareError::Web { file, error })?;

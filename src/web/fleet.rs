@@ -169,7 +169,12 @@ impl Filter {
                 .map(|p| p - 1)
                 .ok_or_else(|| format!("{p:?} is not a page number"))?,
         };
-        let search: String = q.unwrap_or_default().trim().chars().take(MAX_SEARCH).collect();
+        let search: String = q
+            .unwrap_or_default()
+            .trim()
+            .chars()
+            .take(MAX_SEARCH)
+            .collect();
         Ok(Self {
             state,
             waits_on_me: on == Some("me"),

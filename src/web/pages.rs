@@ -198,7 +198,10 @@ fn fleet_link(filter: &Filter) -> String {
         query.push("alert=open".to_string());
     }
     if !filter.search.is_empty() {
-        query.push(format!("q={}", url::form_urlencoded::byte_serialize(filter.search.as_bytes()).collect::<String>()));
+        query.push(format!(
+            "q={}",
+            url::form_urlencoded::byte_serialize(filter.search.as_bytes()).collect::<String>()
+        ));
     }
     if filter.page > 0 {
         query.push(format!("page={}", filter.page + 1));
@@ -211,7 +214,10 @@ fn fleet_link(filter: &Filter) -> String {
 }
 
 fn zone_link(name: &str) -> String {
-    format!("/zones/{}", url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>())
+    format!(
+        "/zones/{}",
+        url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>()
+    )
 }
 
 /// Every zone, filtered and paged.
@@ -422,7 +428,10 @@ fn ds_text(answer: &DsAnswer) -> String {
     match answer {
         DsAnswer::Present { ds, ttl } => format!(
             "{} (TTL {ttl})",
-            ds.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            ds.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
         ),
         DsAnswer::Absent => "no DS".to_string(),
         DsAnswer::Unknown(why) => format!("unknown: {why}"),
@@ -462,11 +471,19 @@ fn dnskey_text(answer: Option<&Value>) -> String {
             let keys = o
                 .get("keys")
                 .and_then(Value::as_array)
-                .map(|k| k.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
+                .map(|k| {
+                    k.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
                 .unwrap_or_default();
             let signed = o.get("signed").and_then(Value::as_bool).unwrap_or(false);
             let ttl = o.get("ttl").and_then(Value::as_u64).unwrap_or(0);
-            format!("{keys} (TTL {ttl}{})", if signed { ", signed" } else { ", unsigned" })
+            format!(
+                "{keys} (TTL {ttl}{})",
+                if signed { ", signed" } else { ", unsigned" }
+            )
         }
         _ => String::new(),
     }
@@ -483,7 +500,9 @@ fn event_text(e: &EventRow) -> String {
         _ => e.reason.clone(),
     };
     match e.last_seen {
-        Some(last) if e.repeats > 0 => format!("{line} (seen {} more times, last at {last})", e.repeats),
+        Some(last) if e.repeats > 0 => {
+            format!("{line} (seen {} more times, last at {last})", e.repeats)
+        }
         _ => line,
     }
 }

@@ -72,7 +72,11 @@ pub struct App {
     store: Store,
     clock: Arc<dyn Clock>,
     live: RwLock<Arc<Live>>,
+    /// Sessions of a password login.
     sessions: Sessions,
+    /// Sessions made for the trusted proxy's users (apart: a proxy's header never finds
+    /// a password login's session, nor the reverse).
+    proxied: Sessions,
     limiter: LoginLimiter,
     fleet: Arc<Fleet>,
     tls: Option<tls::Reloadable>,
@@ -102,7 +106,7 @@ impl WebServer {
         // A user removed from the file, or whose role changed, is logged out.
         self.app
             .sessions
-            .retain(|s| users.role_of(&s.user) == Some(s.role) || s.proxied);
+            .retain(|user, role| users.role_of(user) == Some(role));
         if let Ok(mut current) = self.app.live.write() {
             *current = Arc::new(live);
         }
@@ -127,7 +131,7 @@ fn load_live(
 ) -> Result<Live, WebError> {
     let users = match &settings.users {
         Some(path) => Users::load(path)?,
-        None => Users::default(),
+        None => Users::parse("", "(no users file)")?,
     };
     let proxy = settings.proxy.as_ref().map(|p| ProxyAuth {
         addresses: p.addresses.clone(),
@@ -168,7 +172,11 @@ pub async fn serve(
     providers: &[ProviderConfig],
 ) -> Result<WebServer, WebError> {
     let live = load_live(settings, policy, providers)?;
-    let tls = settings.tls.as_ref().map(tls::Reloadable::new).transpose()?;
+    let tls = settings
+        .tls
+        .as_ref()
+        .map(tls::Reloadable::new)
+        .transpose()?;
     let bind_error = |error| WebError::Bind {
         addr: settings.listen,
         error,
@@ -180,8 +188,17 @@ pub async fn serve(
     let app = Arc::new(App {
         store,
         clock,
-        sessions: Sessions::new(settings.session_lifetime, settings.session_idle, MAX_SESSIONS),
-        limiter: LoginLimiter::default(),
+        sessions: Sessions::new(
+            settings.session_lifetime,
+            settings.session_idle,
+            MAX_SESSIONS,
+        ),
+        proxied: Sessions::new(
+            settings.session_lifetime,
+            settings.session_idle,
+            MAX_SESSIONS,
+        ),
+        limiter: LoginLimiter::new(),
         fleet: Arc::new(Fleet::default()),
         tls,
         live: RwLock::new(Arc::new(live)),
@@ -228,15 +245,18 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Arc<App>) {
         let acceptor = app.tls.as_ref().and_then(tls::Reloadable::acceptor);
         let router = router.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let mut request = request.map(Body::new);
-                request.extensions_mut().insert(ConnectInfo(peer));
-                let mut router = router.clone();
-                tower_service::Service::call(&mut router, request)
-            });
+            let service = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    let mut request = request.map(Body::new);
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    let mut router = router.clone();
+                    tower_service::Service::call(&mut router, request)
+                },
+            );
             let builder = {
                 let mut b = hyper::server::conn::http1::Builder::new();
-                b.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+                b.timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT);
                 b
             };
             let served = async {
@@ -247,10 +267,14 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Arc<App>) {
                         else {
                             return;
                         };
-                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
                     }
                     None => {
-                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
                     }
                 }
             };
@@ -273,9 +297,7 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
             headers.get(header::HOST).and_then(|v| v.to_str().ok()),
         ) {
-            (Some(origin), Some(host)) => {
-                origin.split_once("://").map(|(_, h)| h) != Some(host)
-            }
+            (Some(origin), Some(host)) => origin.split_once("://").map(|(_, h)| h) != Some(host),
             (Some(_), None) => true,
             (None, _) => false,
         };
@@ -296,12 +318,20 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     set(headers, header::REFERRER_POLICY, "no-referrer");
-    set(headers, header::HeaderName::from_static("cross-origin-opener-policy"), "same-origin");
+    set(
+        headers,
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        "same-origin",
+    );
     if !headers.contains_key(header::CACHE_CONTROL) {
         set(headers, header::CACHE_CONTROL, "no-store");
     }
     if app.tls.is_some() {
-        set(headers, header::STRICT_TRANSPORT_SECURITY, "max-age=31536000");
+        set(
+            headers,
+            header::STRICT_TRANSPORT_SECURITY,
+            "max-age=31536000",
+        );
     }
     response
 }
@@ -347,25 +377,26 @@ impl Authed {
 fn authed(app: &App, headers: &HeaderMap, peer: SocketAddr) -> Option<Authed> {
     let now = app.clock.now();
     let live = app.live.read().ok()?.clone();
-    let session = headers
+    let token = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|c| auth::cookie_value(c, auth::SESSION_COOKIE))
-        .and_then(|token| app.sessions.get(token, now));
+        .find_map(|c| auth::cookie_value(c, auth::SESSION_COOKIE));
     if let Some(proxy) = &live.proxy {
         let named = headers
             .get(proxy.user_header.as_str())
             .and_then(|v| v.to_str().ok());
         if let Some((user, role)) = proxy.proxy_user(peer.ip(), named, &live.users) {
-            if let Some(session) = session.filter(|s| s.proxied && s.user == user && s.role == role)
+            if let Some(session) = token
+                .and_then(|t| app.proxied.get(t, now))
+                .filter(|s| s.user == user && s.role == role)
             {
                 return Some(Authed {
                     session,
                     cookie: None,
                 });
             }
-            let session = app.sessions.create_proxied(&user, role, now);
+            let session = app.proxied.create(&user, role, now).ok()?;
             let cookie = auth::session_cookie(&session.token, live.settings.session_lifetime);
             return Some(Authed {
                 session,
@@ -373,10 +404,12 @@ fn authed(app: &App, headers: &HeaderMap, peer: SocketAddr) -> Option<Authed> {
             });
         }
     }
-    session.filter(|s| !s.proxied).map(|session| Authed {
-        session,
-        cookie: None,
-    })
+    token
+        .and_then(|t| app.sessions.get(t, now))
+        .map(|session| Authed {
+            session,
+            cookie: None,
+        })
 }
 
 /// Not logged in: a page goes to the login form; anything else is refused.
@@ -431,7 +464,11 @@ async fn login(
         return response;
     }
     let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(StatusCode::INTERNAL_SERVER_ERROR, "Error", "The console's state is unreadable.");
+        return refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Error",
+            "The console's state is unreadable.",
+        );
     };
     // argon2id is work by design: off the async threads.
     let (user, password) = (form.user.clone(), form.password);
@@ -442,12 +479,19 @@ async fn login(
     match checked {
         Ok(Some(role)) => {
             app.limiter.succeeded(&form.user, peer.ip());
-            let session = app.sessions.create(&form.user, role, now);
+            let Ok(session) = app.sessions.create(&form.user, role, now) else {
+                return refused(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Error",
+                    "No session could be made (the system's random source failed).",
+                );
+            };
             tracing::info!(user = %form.user, role = role.as_str(), %peer, "web: logged in");
             let mut response = Redirect::to("/zones").into_response();
-            if let Ok(v) =
-                HeaderValue::from_str(&auth::session_cookie(&session.token, live.settings.session_lifetime))
-            {
+            if let Ok(v) = HeaderValue::from_str(&auth::session_cookie(
+                &session.token,
+                live.settings.session_lifetime,
+            )) {
                 response.headers_mut().insert(header::SET_COOKIE, v);
             }
             response
@@ -481,6 +525,7 @@ async fn logout(
         return bad_token(&a);
     }
     app.sessions.remove(&a.session.token);
+    app.proxied.remove(&a.session.token);
     let mut response = Redirect::to("/login").into_response();
     if let Ok(v) = HeaderValue::from_str(&auth::cleared_cookie()) {
         response.headers_mut().insert(header::SET_COOKIE, v);
@@ -537,7 +582,11 @@ async fn fleet_page(
         }
     };
     let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(StatusCode::INTERNAL_SERVER_ERROR, "Error", "The console's state is unreadable.");
+        return refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Error",
+            "The console's state is unreadable.",
+        );
     };
     let now = app.clock.now();
     match app.fleet.get(&app.store, &live.policy, now).await {
@@ -564,7 +613,11 @@ fn zone_of(a: &Authed, raw: &str) -> Result<ZoneName, Response> {
     ZoneName::parse(raw).map_err(|e| {
         a.respond(html(
             StatusCode::BAD_REQUEST,
-            pages::error(Some(&a.viewer()), "Not a zone name", &format!("{raw:?}: {e}")),
+            pages::error(
+                Some(&a.viewer()),
+                "Not a zone name",
+                &format!("{raw:?}: {e}"),
+            ),
         ))
     })
 }
@@ -590,7 +643,7 @@ async fn zone_page(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(raw): Path<String>,
-    query: Option<Query<ZoneQuery>>,
+    query: Result<Query<ZoneQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Some(a) = authed(&app, &headers, peer) else {
         return login_first(&Method::GET);
@@ -600,7 +653,11 @@ async fn zone_page(
         Err(r) => return r,
     };
     let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(StatusCode::INTERNAL_SERVER_ERROR, "Error", "The console's state is unreadable.");
+        return refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Error",
+            "The console's state is unreadable.",
+        );
     };
     let store = &app.store;
     let read = async {
@@ -622,6 +679,7 @@ async fn zone_page(
     };
     let now = app.clock.now();
     let notice = query
+        .ok()
         .and_then(|Query(q)| q.recorded)
         .and_then(|s| Switch::parse(&s))
         .map(|s| {
@@ -682,7 +740,7 @@ async fn confirm_page(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(raw): Path<String>,
-    query: Option<Query<SwitchQuery>>,
+    query: Result<Query<SwitchQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Some(a) = authed(&app, &headers, peer) else {
         return login_first(&Method::GET);
@@ -691,7 +749,7 @@ async fn confirm_page(
         Ok(z) => z,
         Err(r) => return r,
     };
-    let switch = match switch_of(&a, query.and_then(|Query(q)| q.to).as_deref()) {
+    let switch = match switch_of(&a, query.ok().and_then(|Query(q)| q.to).as_deref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -737,7 +795,10 @@ async fn switch(
         Err(r) => return r,
     };
     let page_error = |status, title: &str, message: &str| {
-        a.respond(html(status, pages::error(Some(&a.viewer()), title, message)))
+        a.respond(html(
+            status,
+            pages::error(Some(&a.viewer()), title, message),
+        ))
     };
     if form.confirm.as_deref() != Some("yes") {
         return page_error(
@@ -752,7 +813,11 @@ async fn switch(
         Err(e) => return a.respond(store_failed(&a, &app.store.explain(e).to_string())),
     }
     let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(StatusCode::INTERNAL_SERVER_ERROR, "Error", "The console's state is unreadable.");
+        return refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Error",
+            "The console's state is unreadable.",
+        );
     };
     let recorded = intent::record(
         &app.store,
@@ -788,7 +853,10 @@ async fn style() -> Response {
 }
 
 async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", include_str!("assets/copy.js"))
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/copy.js"),
+    )
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
