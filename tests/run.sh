@@ -12,8 +12,12 @@ cd "$(dirname "$0")/.."
 # tests/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
 # tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
 # tests/e2e_registry.rs (the daemon closing the parent loop through that registry).
+# chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/browser_harness.rs
+# and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
+# the screenshots read by OCR, in the fonts chromium renders them with).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
-    postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3)
+    postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3
+    chromium chromium-driver tesseract-ocr fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -35,6 +39,9 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
     [[ -z $policy_set ]] || $sudo rm -f /usr/sbin/policy-rc.d
 fi
+
+# Here a missing browser fails the browser tests instead of skipping them.
+export DNSSEC_WARDEN_REQUIRE_BROWSER=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

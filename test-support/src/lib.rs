@@ -13,9 +13,11 @@
 //! | [`fake`] | a scripted provider and DNS for the engine tests, on a manual clock, checking the safety invariants against the ground truth |
 //! | [`rig`] | the engine tests' set-up on the fake world: SQLite in memory or a PostgreSQL database of its own ([`on_both_backends!`]) |
 //! | [`bench_world`] | the benchmarks' world: a Knot DNS TLD over thousands of delegations to the lab's servers, and a benchmark's `main` |
+//! | [`browser`] | headless Debian chromium over WebDriver (chromedriver stopped with its chromium by PGID), the clipboard read back, screenshots under `target/screenshots/` read by OCR |
 //! | [`scripted_dns`] | a scripted, signed authoritative world on loopback: per-server behaviours as data |
 
 pub mod bench_world;
+pub mod browser;
 pub mod daemon;
 pub mod dns_limiter;
 pub mod fake;
