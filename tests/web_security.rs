@@ -269,7 +269,7 @@ async fn sessions_expire_after_their_lifetime_and_when_idle() {
 
     // Used every 50 minutes, it still ends 8 hours after the login.
     let (cookie, _) = c.session("alice", ALICE).await;
-    for _ in 0..9 {
+    for _ in 0..12 {
         c.clock.advance(Duration::from_secs(50 * 60));
         let status = c.get("/zones", Some(&cookie)).await.status();
         if status != StatusCode::OK {
@@ -490,7 +490,12 @@ async fn bad_input_gets_a_clear_page_and_changes_nothing() {
     let (cookie, csrf) = c.session("alice", ALICE).await;
     let r = c.get("/zones?state=bogus", Some(&cookie)).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(r.text().await.unwrap().contains("\"bogus\" is not a state"));
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("&quot;bogus&quot; is not a state")
+    );
     let r = c.get("/zones?page=0", Some(&cookie)).await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let r = c
@@ -570,7 +575,7 @@ async fn a_proxy_header_is_believed_only_from_the_proxy() {
         !r.text().await.unwrap().contains("/switch?to="),
         "unlisted: the default role"
     );
-    let r = as_user("bad name\u{7f}").await.unwrap();
+    let r = as_user("bad name").await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
 }
 
@@ -597,6 +602,8 @@ fn certificate(dir: &Path, name: &str) -> TlsFiles {
             "/CN=localhost",
             "-addext",
             "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
         ])
         .arg("-keyout")
         .arg(&key)

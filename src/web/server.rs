@@ -780,8 +780,19 @@ async fn switch(
     let Some(a) = authed(&app, &headers, peer) else {
         return login_first(&Method::POST);
     };
-    let Ok(Form(form)) = form else {
-        return bad_token(&a);
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return a.respond(html(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                pages::error(
+                    Some(&a.viewer()),
+                    "Too large",
+                    "The form is larger than the console reads. Nothing was changed.",
+                ),
+            ));
+        }
+        Err(_) => return bad_token(&a),
     };
     if !a.session.csrf_ok(&form.csrf) {
         return bad_token(&a);
