@@ -1382,8 +1382,8 @@ mod tests {
         );
     }
 
-    /// A zone in `ttl_wait`: the DS gone at `T0`, both TTLs an hour, the default margin
-    /// an hour.
+    /// A zone in `ttl_wait` since an hour before `T0`, its wait restarted at `T0` by a gap
+    /// in looks (rule 2): `T_gone` at `T0`, both TTLs an hour, the default margin an hour.
     fn in_ttl_wait() -> (ZoneRow, Vec<EventRow>, Timestamp) {
         let facts = Facts {
             t_gone: Some(Timestamp(T0)),
@@ -1397,9 +1397,9 @@ mod tests {
         let events = vec![
             go(T0 - 2 * DAY, None, "active"),
             go(T0 - DAY, Some("active"), "awaiting_ds_removal"),
-            go(T0, Some("awaiting_ds_removal"), "ttl_wait"),
+            go(T0 - HOUR, Some("awaiting_ds_removal"), "ttl_wait"),
         ];
-        (row(Some(State::TtlWait), T0, facts), events, until)
+        (row(Some(State::TtlWait), T0 - HOUR, facts), events, until)
     }
 
     #[test]
@@ -1598,8 +1598,13 @@ mod tests {
             let svg = std::panic::catch_unwind(|| draw(&zone, &events, now))
                 .unwrap_or_else(|_| panic!("{case}: panicked"));
             let doc = parse(&svg);
-            for s in with_class(&doc, "tl-state") {
-                assert!(num(&s, "width") >= 0.5, "{case}");
+            let segments = with_class(&doc, "tl-state");
+            for s in &segments {
+                assert!(num(s, "width") >= 0.5, "{case}");
+            }
+            // Time only goes forward, whatever the clocks said.
+            for pair in segments.windows(2) {
+                assert!(num(&pair[0], "x") <= num(&pair[1], "x"), "{case}");
             }
             assert!(svg.len() < 64 * 1024, "{case}");
         }
