@@ -22,7 +22,7 @@ use crate::lifecycle::model::Zone;
 use crate::lifecycle::rules::{
     delegation_hold_until, disable_deadline, ds_request_at, removal_request_at,
 };
-use crate::lifecycle::waiting::{Waiting, describe};
+use crate::lifecycle::waiting::Waiting;
 use crate::lifecycle::{Policy, State};
 use crate::store::{EventKind, EventRow, ZoneRow};
 use crate::time::Timestamp;
@@ -271,7 +271,7 @@ impl<'a> Model<'a> {
         let ds_marks = ds_marks(zone, kept);
         let parent = parent_look(input.zone.last_observation.as_ref());
         let look_at = input.zone.last_observed_at.map(ms);
-        let waiting = describe(zone, input.policy);
+        let waiting = input.zone.waiting(input.policy, None);
         let wait = current_wait(zone, input.policy, &waiting, now);
         let hold = zone.facts.held_by.as_ref().map(|hold| Bar {
             start: ms(zone.facts.held_since.unwrap_or(zone.since)).min(now),
