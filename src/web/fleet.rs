@@ -274,3 +274,133 @@ impl Fleet {
         snapshot
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(name: &str, state: Option<State>, on: &'static str, alerting: bool) -> Line {
+        Line {
+            name: name.to_string(),
+            state,
+            intent: Intent::None,
+            provider: None,
+            delegation: "provider",
+            waiting_for: String::new(),
+            waiting_on: on,
+            until: None,
+            since: Timestamp(0),
+            alerts: if alerting {
+                vec![(AlertKind::DsMismatch, Severity::Critical)]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    fn snapshot(n: usize) -> Snapshot {
+        let lines = (0..n)
+            .map(|i| {
+                let (state, on) = match i % 4 {
+                    0 => (Some(State::AwaitingDs), "registrar"),
+                    1 => (Some(State::Active), "nobody"),
+                    2 => (Some(State::Disabled), "operator"),
+                    _ => (None, "daemon"),
+                };
+                line(&format!("z{i:04}.test."), state, on, i % 10 == 3)
+            })
+            .collect();
+        Snapshot {
+            lines,
+            taken_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn filters_page_and_count_over_the_whole_fleet() {
+        let s = snapshot(1000);
+        let all = s.select(&Filter::default());
+        assert_eq!(all.total, 1000);
+        assert_eq!(all.lines.len(), PAGE_SIZE);
+        assert_eq!(all.lines[0].name, "z0000.test.");
+        assert_eq!(all.counts.all, 1000);
+        // Waiting on me: the operator's steps and the registrar's (a person there).
+        assert_eq!(all.counts.waits_on_me, 500);
+        assert_eq!(all.counts.alerting, 100);
+        let active = State::VARIANTS
+            .iter()
+            .position(|s| *s == State::Active)
+            .unwrap();
+        assert_eq!(all.counts.by_state[active], 250);
+
+        let page3 = s.select(&Filter {
+            page: 2,
+            ..Filter::default()
+        });
+        assert_eq!(page3.lines[0].name, format!("z{:04}.test.", 2 * PAGE_SIZE));
+        let me = s.select(&Filter {
+            waits_on_me: true,
+            ..Filter::default()
+        });
+        assert_eq!(me.total, 500);
+        assert!(me.lines.iter().all(|l| l.waits_on_me()));
+        let active_alerting = s.select(&Filter {
+            state: Some(State::Active),
+            alerting: true,
+            ..Filter::default()
+        });
+        // i % 4 == 1 and i % 10 == 3: i = 13, 33, 53, …
+        assert_eq!(active_alerting.total, 50);
+        let found = s.select(&Filter {
+            search: "Z0042".to_string(),
+            ..Filter::default()
+        });
+        assert_eq!(found.total, 1, "case-insensitive, a part of the name");
+        // Past the last page: nothing, and the total still said.
+        let beyond = s.select(&Filter {
+            page: 100,
+            ..Filter::default()
+        });
+        assert!(beyond.lines.is_empty());
+        assert_eq!(beyond.total, 1000);
+    }
+
+    #[test]
+    fn the_query_is_parsed_strictly_and_bounded() {
+        let f = Filter::parse(
+            Some("active"),
+            Some("me"),
+            Some("open"),
+            Some(" shop "),
+            Some("3"),
+        )
+        .unwrap();
+        assert_eq!(f.state, Some(State::Active));
+        assert!(f.waits_on_me && f.alerting);
+        assert_eq!(f.search, "shop");
+        assert_eq!(f.page, 2);
+        assert_eq!(
+            Filter::parse(Some(""), None, None, None, Some("")).unwrap(),
+            Filter::default()
+        );
+        assert!(
+            Filter::parse(Some("bogus"), None, None, None, None)
+                .unwrap_err()
+                .contains("\"bogus\" is not a state")
+        );
+        for page in ["0", "-1", "x", "99999999999"] {
+            assert!(
+                Filter::parse(None, None, None, None, Some(page)).is_err(),
+                "{page}"
+            );
+        }
+        let long = "a".repeat(10_000);
+        assert_eq!(
+            Filter::parse(None, None, None, Some(&long), None)
+                .unwrap()
+                .search
+                .len(),
+            MAX_SEARCH
+        );
+    }
+}

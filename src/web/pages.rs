@@ -528,3 +528,102 @@ pub fn confirm(viewer: &Viewer, zone: &str, state: Option<State>, switch: Switch
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::{Facts, Zone};
+    use crate::zone_name::ZoneName;
+
+    fn row(state: State, facts: Facts) -> ZoneRow {
+        ZoneRow {
+            zone: Zone {
+                name: ZoneName::parse("shop.test").unwrap(),
+                intent: Intent::Enabled,
+                ds_never_submitted: false,
+                state: Some(state),
+                since: Timestamp(1_800_000_000_000),
+                facts,
+            },
+            next_check_at: Timestamp(1_800_000_060_000),
+            last_observed_at: None,
+            sampled_at: None,
+            last_observation: None,
+            version: 1,
+            lease: None,
+        }
+    }
+
+    fn render(row: &ZoneRow, operator: bool) -> String {
+        let viewer = Viewer {
+            user: "alice",
+            role: if operator { "operator" } else { "viewer" },
+            operator,
+            csrf: "token",
+        };
+        zone(
+            &viewer,
+            &ZonePage {
+                row,
+                waiting: Waiting {
+                    what: "the DS at every parent server".into(),
+                    on: "registrar",
+                    until: None,
+                },
+                alerts: &[],
+                events: &[],
+                timeline: String::new(),
+                notice: None,
+                now: Timestamp(1_800_000_000_000),
+            },
+        )
+    }
+
+    const DS: &str = "shop.test. 3600 IN DS 12345 13 2 ABCD";
+
+    /// Safety rule 8 on the page: the DS and its copy buttons exactly when `status` shows
+    /// a DS to enter, never from the followed key alone.
+    #[test]
+    fn the_ds_to_enter_is_shown_exactly_when_the_instruction_stands() {
+        let shown = row(
+            State::AwaitingDs,
+            Facts {
+                ds_line: Some(DS.into()),
+                ds_to_enter: Some(DS.into()),
+                dnskey_to_enter: Some("shop.test. IN DNSKEY 257 3 13 AAAA".into()),
+                ..Facts::default()
+            },
+        );
+        let page = render(&shown, false);
+        assert!(page.contains("id=\"ds-line\""), "{page}");
+        assert!(page.contains(DS));
+        assert!(
+            page.contains("data-copy=\"ds-line\"") && page.contains("data-copy=\"dnskey-line\"")
+        );
+        let withheld = row(
+            State::AwaitingDs,
+            Facts {
+                ds_line: Some(DS.into()),
+                ..Facts::default()
+            },
+        );
+        let page = render(&withheld, true);
+        assert!(
+            !page.contains("id=\"enter\"") && !page.contains(DS),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn the_switch_is_offered_to_an_operator_where_it_applies() {
+        let awaiting = row(State::AwaitingDs, Facts::default());
+        let page = render(&awaiting, true);
+        // Enabled already: disable, and the never-submitted form of it in awaiting_ds.
+        assert!(!page.contains("switch?to=enable\""), "{page}");
+        assert!(page.contains("switch?to=disable\""));
+        assert!(page.contains("switch?to=disable-never-submitted\""));
+        let active = row(State::Active, Facts::default());
+        assert!(!render(&active, true).contains("disable-never-submitted"));
+        assert!(!render(&awaiting, false).contains("/switch?to="));
+    }
+}
