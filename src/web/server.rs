@@ -609,16 +609,16 @@ fn store_failed(a: &Authed, error: &str) -> Response {
 }
 
 /// The zone of a path, normalised as the CLI does; a bad name is a page naming why.
-fn zone_of(a: &Authed, raw: &str) -> Result<ZoneName, Response> {
+fn zone_of(a: &Authed, raw: &str) -> Result<ZoneName, Box<Response>> {
     ZoneName::parse(raw).map_err(|e| {
-        a.respond(html(
+        Box::new(a.respond(html(
             StatusCode::BAD_REQUEST,
             pages::error(
                 Some(&a.viewer()),
                 "Not a zone name",
                 &format!("{raw:?}: {e}"),
             ),
-        ))
+        )))
     })
 }
 
@@ -650,7 +650,7 @@ async fn zone_page(
     };
     let zone = match zone_of(&a, &raw) {
         Ok(z) => z,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Ok(live) = app.live.read().map(|l| l.clone()) else {
         return refused(
@@ -712,26 +712,26 @@ struct SwitchQuery {
 }
 
 /// The switch asked for, if the user may use it on this zone as it stands.
-fn switch_of(a: &Authed, to: Option<&str>) -> Result<Switch, Response> {
+fn switch_of(a: &Authed, to: Option<&str>) -> Result<Switch, Box<Response>> {
     if a.session.role != Role::Operator {
-        return Err(a.respond(html(
+        return Err(Box::new(a.respond(html(
             StatusCode::FORBIDDEN,
             pages::error(
                 Some(&a.viewer()),
                 "Not allowed",
                 "Only an operator may switch DNSSEC; you are a viewer. Nothing was changed.",
             ),
-        )));
+        ))));
     }
     to.and_then(Switch::parse).ok_or_else(|| {
-        a.respond(html(
+        Box::new(a.respond(html(
             StatusCode::BAD_REQUEST,
             pages::error(
                 Some(&a.viewer()),
                 "No such switch",
                 "The switch is one of enable, disable, disable-never-submitted. Nothing was changed.",
             ),
-        ))
+        )))
     })
 }
 
@@ -747,11 +747,11 @@ async fn confirm_page(
     };
     let zone = match zone_of(&a, &raw) {
         Ok(z) => z,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let switch = match switch_of(&a, query.ok().and_then(|Query(q)| q.to).as_deref()) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match app.store.zone(zone.as_str()).await {
         Ok(Some(row)) => a.respond(html(
@@ -799,11 +799,11 @@ async fn switch(
     }
     let zone = match zone_of(&a, &raw) {
         Ok(z) => z,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let switch = match switch_of(&a, Some(&form.to)) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let page_error = |status, title: &str, message: &str| {
         a.respond(html(
