@@ -2,6 +2,8 @@
 //! while it is fresh, so that filtering, searching and paging 100,000 zones is a walk over
 //! memory, not a query per request. A request finds the snapshot stale and starts a new
 //! read in the background; it is served the one in hand, which says when it was taken.
+//! Fresh for `FRESH_FOR`, or ten times as long as the last read took, whichever is longer:
+//! someone watching the page costs the daemon at most a tenth of a core.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,8 +13,10 @@ use strum::VariantArray;
 use crate::lifecycle::{AlertKind, Intent, Policy, Severity, State, Timestamp};
 use crate::store::{AlertRow, Store, StoreError, ZoneRow, host_ipv6};
 
-/// How old a snapshot may be before a request starts a new read.
+/// How old a snapshot may be before a request starts a new read (at least).
 pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+/// A snapshot stays fresh this many times as long as its read took.
+const FRESH_PER_READ: u32 = 10;
 /// Lines on a page.
 pub const PAGE_SIZE: usize = 50;
 /// A search longer than this is cut (a name is at most 253 characters).
@@ -65,11 +69,14 @@ impl Line {
 pub struct Snapshot {
     pub lines: Vec<Line>,
     pub taken_at: Timestamp,
+    /// How long the read took.
+    pub took: std::time::Duration,
 }
 
 impl Snapshot {
     /// Reads every zone and its open alerts (one pass over each table).
     pub async fn read(store: &Store, policy: &Policy, now: Timestamp) -> Result<Self, StoreError> {
+        let started = std::time::Instant::now();
         let alerts = store.open_alerts(None).await?;
         let mut by_zone: HashMap<&str, Vec<&AlertRow>> = HashMap::new();
         for a in &alerts {
@@ -90,6 +97,7 @@ impl Snapshot {
         Ok(Self {
             lines,
             taken_at: now,
+            took: started.elapsed(),
         })
     }
 
@@ -214,6 +222,8 @@ pub struct Counts {
 pub struct Fleet {
     current: Mutex<Option<Arc<Snapshot>>>,
     reading: Arc<tokio::sync::Mutex<()>>,
+    /// Set by a switch; cleared by the read it starts.
+    stale: std::sync::atomic::AtomicBool,
 }
 
 impl Fleet {
@@ -227,9 +237,11 @@ impl Fleet {
     ) -> Result<Arc<Snapshot>, StoreError> {
         let held = self.held();
         match held {
-            Some(snapshot) if now.since(snapshot.taken_at) < FRESH_FOR => Ok(snapshot),
+            Some(snapshot) if !self.is_stale(&snapshot, now) => Ok(snapshot),
             Some(snapshot) => {
                 if let Ok(guard) = self.reading.clone().try_lock_owned() {
+                    self.stale
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
                     let fleet = self.clone();
                     let (store, policy) = (store.clone(), policy.clone());
                     tokio::spawn(async move {
@@ -255,11 +267,17 @@ impl Fleet {
         }
     }
 
-    /// Forgets the snapshot (the operator changed an intent: the next page reads anew).
+    /// The operator changed an intent: the next page starts a new read (and is served
+    /// the snapshot in hand meanwhile, which says when it was taken).
     pub fn invalidate(&self) {
-        if let Ok(mut current) = self.current.lock() {
-            *current = None;
-        }
+        self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_stale(&self, snapshot: &Snapshot, now: Timestamp) -> bool {
+        let fresh_for = FRESH_FOR.max(snapshot.took.saturating_mul(FRESH_PER_READ));
+        self.stale.load(std::sync::atomic::Ordering::Relaxed)
+            || now.since(snapshot.taken_at) >= fresh_for
+            || now < snapshot.taken_at
     }
 
     fn held(&self) -> Option<Arc<Snapshot>> {
@@ -313,6 +331,7 @@ mod tests {
         Snapshot {
             lines,
             taken_at: Timestamp(0),
+            took: std::time::Duration::ZERO,
         }
     }
 
@@ -363,6 +382,55 @@ mod tests {
         });
         assert!(beyond.lines.is_empty());
         assert_eq!(beyond.total, 1000);
+    }
+
+    /// A request never waits for a read while a snapshot is in hand: it is served that
+    /// one and a read starts beside it once stale (by age, or by a switch).
+    #[tokio::test]
+    async fn a_stale_snapshot_is_served_while_a_new_one_is_read() {
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let t0 = Timestamp(1_800_000_000_000);
+        store.ensure_zone("a.test.", t0).await.unwrap();
+        let fleet = Arc::new(Fleet::default());
+        let names = |s: &Snapshot| s.lines.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+        let first = fleet.get(&store, &policy, t0).await.unwrap();
+        assert_eq!(names(&first), ["a.test."]);
+        store.ensure_zone("b.test.", t0).await.unwrap();
+        let at = |s: u64| t0.plus(std::time::Duration::from_secs(s));
+        // Fresh: the same snapshot, no read.
+        assert!(Arc::ptr_eq(
+            &first,
+            &fleet.get(&store, &policy, at(1)).await.unwrap()
+        ));
+        // Stale: still served, a read started beside it.
+        let stale = fleet.get(&store, &policy, at(6)).await.unwrap();
+        assert!(Arc::ptr_eq(&first, &stale));
+        let mut read = None;
+        for _ in 0..200 {
+            let now = fleet.get(&store, &policy, at(6)).await.unwrap();
+            if now.lines.len() == 2 {
+                read = Some(now);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let read = read.expect("the read started by the stale request lands");
+        assert_eq!(read.taken_at, at(6));
+        // A switch makes it stale at once, whatever its age.
+        store.ensure_zone("c.test.", t0).await.unwrap();
+        fleet.invalidate();
+        assert_eq!(
+            fleet.get(&store, &policy, at(7)).await.unwrap().lines.len(),
+            2
+        );
+        for _ in 0..200 {
+            if fleet.get(&store, &policy, at(7)).await.unwrap().lines.len() == 3 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("the switch's read never landed");
     }
 
     #[test]
