@@ -97,7 +97,7 @@ pub struct Settings {
     /// `[cluster]`: this daemon's name and lease among the daemons sharing a PostgreSQL
     /// database (always set with `database.url`, defaults filled in; `None` with SQLite).
     pub cluster: Option<ClusterSettings>,
-    /// `[web]`: the web console, off unless `listen` is set.
+    /// `[web]`: the web console, off unless `listen`, `users` or `[web.proxy]` is set.
     pub web: Option<WebSettings>,
 }
 
@@ -652,11 +652,13 @@ impl CrossChecks {
         })
     }
 
-    /// `[web]`: on with `listen`; a non-loopback address only with TLS; some way to log in.
+    /// `[web]`: on with any of `listen`, `users`, `[web.proxy]` (on 127.0.0.1:8440 unless
+    /// `listen` says otherwise); a non-loopback address only with TLS; a way to log in.
     fn web(&self, raw: WebFile) -> Result<Option<WebSettings>, ConfigError> {
-        let Some(listen) = raw.listen else {
+        if raw.listen.is_none() && raw.users.is_none() && raw.proxy.is_none() {
             return Ok(None);
-        };
+        }
+        let listen = raw.listen.unwrap_or(crate::web::settings::DEFAULT_LISTEN);
         let tls = match (raw.tls_certificate, raw.tls_key) {
             (Some(certificate), Some(key)) => Some(TlsFiles {
                 certificate: self.path(certificate),
@@ -1853,7 +1855,8 @@ mod tests {
     #[test]
     fn the_web_console_is_off_unless_listen_and_refuses_what_would_expose_it() {
         assert_eq!(parse("").unwrap().web, None);
-        let s = parse("[web]\nlisten = \"127.0.0.1:8440\"\nusers = \"web-users\"").unwrap();
+        assert_eq!(parse("[web]").unwrap().web, None);
+        let s = parse("[web]\nusers = \"web-users\"").unwrap();
         let web = s.web.unwrap();
         assert_eq!(web.listen, "127.0.0.1:8440".parse::<SocketAddr>().unwrap());
         // Relative to the file, as every path in it.

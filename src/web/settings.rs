@@ -36,5 +36,8 @@ pub struct ProxySettings {
     pub default_role: String,
 }
 
+/// Where the console listens unless `[web] listen` says otherwise: loopback only.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8440);
 pub const DEFAULT_SESSION_LIFETIME: Duration = Duration::from_secs(8 * 3600);
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(3600);
