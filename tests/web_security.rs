@@ -660,3 +660,56 @@ async fn tls_is_served_and_a_new_certificate_is_taken_on_reload() {
     let r = trusts_second.get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+/// Through the real binary: `check-config` and `run` load the users file and the
+/// certificate, and refuse one that does not load (exit 2), naming the line and what is
+/// wrong, never the hash.
+#[test]
+fn a_users_file_or_certificate_that_does_not_load_stops_the_start() {
+    use dnssec_warden_test_support::daemon::run;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, "k-123456\n").unwrap();
+    let config = dir.path().join("config.toml");
+    let write = |web: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[provider]\nbase_url = \"http://127.0.0.1:9\"\napi_key_file = {key:?}\n\
+                 [database]\npath = {:?}\n[zones]\nnames = [\"shop.test\"]\n[web]\n{web}\n",
+                dir.path().join("state.db")
+            ),
+        )
+        .unwrap();
+    };
+    write_users(dir.path());
+    write("users = \"web-users\"");
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let hash = hash_password(ALICE).unwrap();
+    let weak = hash.replace("m=19456", "m=4194304");
+    std::fs::write(
+        dir.path().join("web-users"),
+        format!("alice:operator:{hash}\nbob:admin:{hash}\ncarol:viewer:{weak}\n"),
+    )
+    .unwrap();
+    for command in ["check-config", "run"] {
+        let (code, _, err) = run(&config, &[command]);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(
+            err.contains("web-users") && err.contains("line 2"),
+            "{command}: {err}"
+        );
+        assert!(
+            !err.contains(&hash) && !err.contains("$argon2id$"),
+            "{command}: {err}"
+        );
+    }
+
+    write_users(dir.path());
+    write("users = \"web-users\"\ntls_certificate = \"missing.pem\"\ntls_key = \"missing.key\"");
+    let (code, _, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing.pem"), "{err}");
+}
