@@ -450,6 +450,13 @@ async fn login(
         );
     };
     let now = app.clock.now();
+    // What the log says of a name typed at the form: only a valid user name, as typed
+    // (no line breaks or escapes from the network reach the log).
+    let said = if auth::valid_user_name(&form.user) {
+        form.user.as_str()
+    } else {
+        "(not a user name)"
+    };
     if let Err(wait) = app.limiter.check(&form.user, peer.ip(), now) {
         let mut response = html(
             StatusCode::TOO_MANY_REQUESTS,
@@ -486,7 +493,7 @@ async fn login(
                     "No session could be made (the system's random source failed).",
                 );
             };
-            tracing::info!(user = %form.user, role = role.as_str(), %peer, "web: logged in");
+            tracing::info!(user = said, role = role.as_str(), %peer, "web: logged in");
             let mut response = Redirect::to("/zones").into_response();
             if let Ok(v) = HeaderValue::from_str(&auth::session_cookie(
                 &session.token,
@@ -498,7 +505,7 @@ async fn login(
         }
         _ => {
             app.limiter.failed(&form.user, peer.ip(), now);
-            tracing::warn!(user = %form.user, %peer, "web: login refused");
+            tracing::warn!(user = said, %peer, "web: login refused");
             html(
                 StatusCode::UNAUTHORIZED,
                 pages::login(Some("Wrong user name or password.")),
