@@ -1,6 +1,7 @@
 //! The `dnssec-warden` command. Everything below `main` returns typed errors; `anyhow`
 //! lives only here, to print them.
 
+use std::io::IsTerminal;
 #[cfg(feature = "demo")]
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -77,6 +78,15 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Print a line for the web console's users file: NAME:ROLE:argon2id hash of the
+    /// password read from standard input.
+    WebUser {
+        /// The user's name: 1 to 64 of A-Z a-z 0-9 . _ @ -
+        name: String,
+        /// viewer (looks) or operator (also enables and disables).
+        #[arg(long, default_value = "viewer")]
+        role: String,
     },
     /// The whole lifecycle of two zones in a simulated world on loopback (no setup).
     #[cfg(feature = "demo")]
@@ -246,6 +256,19 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::History { zone, json } => ended(blocking::history(&rt, config, &zone, json, out)),
         Command::CheckConfig => ended(blocking::check_config(&rt, config, out)),
         Command::Check { zone, json } => ended(blocking::check(&rt, config, &zone, json, out)),
+        Command::WebUser { name, role } => {
+            let stdin = std::io::stdin();
+            // Typed at a terminal it shows as typed: piped in, it is on no screen.
+            if stdin.is_terminal() {
+                eprint!("password for {name}: ");
+            }
+            ended(cli::commands::web_user(
+                &name,
+                &role,
+                &mut stdin.lock(),
+                out,
+            ))
+        }
         #[cfg(feature = "demo")]
         Command::Demo { keep } => {
             blocking::demo(&rt, out, keep)?;

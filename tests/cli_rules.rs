@@ -6,9 +6,12 @@
 //! (an unknown zone, an inconsistent chain, a database or provider failure, a daemon
 //! already running); 2 what was given cannot be used (command line, zone name, config).
 
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::process::Stdio;
 
+use dnssec_warden::web::auth::{Role, Users};
 use dnssec_warden_test_support::daemon::{self, run, run_in};
 
 struct Setup {
@@ -256,4 +259,76 @@ fn check_config_says_a_host_without_ipv6_and_the_key_to_set() {
     let (code, err) = check(&s.config);
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("IPv6"), "{err}");
+}
+
+/// `web-user NAME [--role ROLE]`, the password piped in: (exit code, stdout, stderr).
+fn web_user(args: &[&str], password: &[u8]) -> (i32, String, String) {
+    let mut child = daemon::bin()
+        .arg("web-user")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(password).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 38: `web-user` prints a line the console's users file takes, whose hash is the
+/// password piped in (its line end dropped); a name, role or password that cannot be used
+/// exits 2 saying why, and never repeats the password.
+#[test]
+fn web_user_prints_a_users_file_line_for_the_password_piped_in() {
+    let (code, out, err) = web_user(&["alice", "--role", "operator"], b"correct horse battery\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.starts_with("alice:operator:$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{out}"
+    );
+    let users = Users::parse(&out, "web-user's output").unwrap();
+    assert_eq!(
+        users.verify("alice", "correct horse battery"),
+        Some(Role::Operator)
+    );
+    assert_eq!(users.verify("alice", "correct horse battery\n"), None);
+    // The role is viewer unless asked; a CRLF line end or none at all is no part of it.
+    for piped in [&b"another long password\r\n"[..], b"another long password"] {
+        let (code, out, err) = web_user(&["bob.smith@example"], piped);
+        assert_eq!(code, 0, "{err}");
+        let users = Users::parse(&out, "web-user's output").unwrap();
+        assert_eq!(
+            users.verify("bob.smith@example", "another long password"),
+            Some(Role::Viewer)
+        );
+    }
+    let long = vec![b'x'; 2_000];
+    for (args, piped, said) in [
+        (
+            &["al ice"][..],
+            &b"correct horse battery\n"[..],
+            "user name",
+        ),
+        (
+            &["alice", "--role", "admin"],
+            b"correct horse battery\n",
+            "unknown role \"admin\"",
+        ),
+        (&["alice"], b"eleven char\n", "shorter than 12 characters"),
+        (&["alice"], b"", "no password"),
+        (&["alice"], &long, "longer than 1024 bytes"),
+        (&["alice"], b"\xffcorrect horse battery\n", "UTF-8"),
+    ] {
+        let (code, out, err) = web_user(args, piped);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(!err.contains("horse") && !err.contains("eleven"), "{err}");
+    }
 }

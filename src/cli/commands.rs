@@ -3,7 +3,7 @@
 //! 0 done (for `check`: the chain is consistent); 1 the answer is "no" or a run-time
 //! failure; 2 what was given cannot be used (a zone name, the configuration file).
 
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 use crate::cli::daemon::Prepared;
@@ -12,6 +12,7 @@ use crate::config::Settings;
 use crate::lifecycle::Intent;
 use crate::store::DatabaseSettings;
 use crate::store::StoreError;
+use crate::web::auth::{self, AuthError, Role};
 use crate::zone_name::ZoneName;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -266,4 +267,39 @@ pub async fn check(
     } else {
         Outcome::No
     })
+}
+
+/// `web-user NAME [--role ROLE]`: a line for the console's users file, `NAME:ROLE:PHC`,
+/// the password read as one line of `input` (its line end dropped, nothing else: spaces
+/// are part of it). What cannot be used exits 2 and says why, never quoting the password.
+pub fn web_user(
+    name: &str,
+    role: &str,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    if !auth::valid_user_name(name) {
+        return Err(CommandError::unusable(AuthError::Name));
+    }
+    let role: Role = role.parse().map_err(CommandError::unusable)?;
+    // Past the longest password and its line end: enough to say it is too long.
+    let mut line = Vec::new();
+    (&mut *input)
+        .take(auth::MAX_PASSWORD_BYTES as u64 + 3)
+        .read_until(b'\n', &mut line)?;
+    if line.is_empty() {
+        return Err(CommandError::unusable(
+            "no password on standard input (one line)",
+        ));
+    }
+    let line = line.strip_suffix(b"\n").unwrap_or(&line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let password = std::str::from_utf8(line)
+        .map_err(|_| CommandError::unusable("the password is not UTF-8"))?;
+    let hash = auth::hash_password(password).map_err(|e| match e {
+        AuthError::Random | AuthError::Hash(_) => CommandError::from(e),
+        e => CommandError::unusable(e),
+    })?;
+    writeln!(out, "{name}:{role}:{hash}")?;
+    Ok(Outcome::Done)
 }

@@ -1082,7 +1082,7 @@ mod tests {
         assert_eq!(dummy.hash.map(|h| h.len()), Some(32));
         // And it is verified against: as slow as a known name, not answered at once.
         let time = |name: &str| {
-            (0..3)
+            (0..5)
                 .map(|_| {
                     let start = Instant::now();
                     assert_eq!(users.verify(name, "a wrong password"), None);
@@ -1092,7 +1092,9 @@ mod tests {
                 .unwrap()
         };
         let (known, unknown) = (time("b"), time("nobody"));
-        assert!(unknown * 4 > known, "known {known:?}, unknown {unknown:?}");
+        // Without the dummy an unknown name is answered ~1000 times faster; a factor of
+        // 10 leaves room for a loaded machine.
+        assert!(unknown * 10 > known, "known {known:?}, unknown {unknown:?}");
         // With no user at all, OWASP's cost.
         let none = Users::parse("", "u").unwrap();
         assert_eq!(
@@ -1254,18 +1256,20 @@ mod tests {
 
     #[test]
     fn a_session_ends_when_idle_and_each_use_restarts_the_idle_clock() {
-        let s = sessions();
+        // An hour's lifetime: only the 5 s idle timeout ends these.
+        let s = Sessions::new(secs(3600), secs(5), 100);
         let a = s.create("alice", Role::Viewer, T0).unwrap();
         assert!(s.get(&a.token, at(4_999)).is_some());
-        // 5 s after creation, but only 1 s after the last use.
-        assert!(s.get(&a.token, at(6_000)).is_some());
-        assert_eq!(s.get(&a.token, at(11_000 - 1).min(at(6_000 + 5_000))), None);
+        // 9 s after creation, but only 4 s after the last use.
+        assert!(s.get(&a.token, at(9_000)).is_some());
+        assert_eq!(s.get(&a.token, at(14_000)), None);
         // Removed, not only refused: an earlier clock does not bring it back.
         assert_eq!(s.len(), 0);
-        assert_eq!(s.get(&a.token, at(6_001)), None);
+        assert_eq!(s.get(&a.token, at(9_001)), None);
         let b = s.create("bob", Role::Viewer, T0).unwrap();
         assert!(s.get(&b.token, at(4_999)).is_some());
-        assert_eq!(s.get(&b.token, at(9_999)), None);
+        assert!(s.get(&b.token, at(9_998)).is_some());
+        assert_eq!(s.get(&b.token, at(14_998)), None);
     }
 
     #[test]
