@@ -684,8 +684,25 @@ fn a_users_file_or_certificate_that_does_not_load_stops_the_start() {
     };
     write_users(dir.path());
     write("users = \"web-users\"");
+    let users = dir.path().join("web-users");
+    let mode = |m| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&users, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(0o644);
     let (code, out, err) = run(&config, &["check-config"]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("web users file") && err.contains("readable by every user"),
+        "{out}{err}"
+    );
+    mode(0o640);
+    let (code, out, err) = run(&config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        !format!("{out}{err}").contains("web users file"),
+        "{out}{err}"
+    );
 
     let hash = hash_password(ALICE).unwrap();
     let weak = hash.replace("m=19456", "m=4194304");

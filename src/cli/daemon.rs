@@ -118,11 +118,20 @@ impl Prepared {
         if settings.providers.is_empty() {
             return Err(PrepareError::NoProvider { file });
         }
-        let warnings = settings
+        let mut warnings: Vec<String> = settings
             .providers
             .iter()
             .flat_map(ProviderConfig::exposure_warnings)
             .collect();
+        // The users file's hashes are slow to crack by design, not impossible.
+        if let Some(path) = settings.web.as_ref().and_then(|w| w.users.as_ref())
+            && let Some(mode) = crate::secret::world_readable_mode(path)
+        {
+            warnings.push(format!(
+                "web users file {} is readable by every user (mode {mode:04o}); restrict it: chmod o-r (0640 with the daemon's group)",
+                path.display()
+            ));
+        }
         let provider =
             Providers::build(&settings.providers).map_err(|error| PrepareError::Provider {
                 file: file.clone(),

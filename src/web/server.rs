@@ -47,6 +47,8 @@ const MAX_CONNECTIONS: usize = 256;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(300);
+/// Password checks at once.
+const MAX_VERIFYING: usize = 2;
 /// Sessions held at once (the oldest ends first).
 const MAX_SESSIONS: usize = 10_000;
 /// A form is a few fields; nothing larger is read.
@@ -78,6 +80,9 @@ pub struct App {
     /// a password login's session, nor the reverse).
     proxied: Sessions,
     limiter: LoginLimiter,
+    /// Password checks at once: each may take the users file's memory cost (up to
+    /// 256 MiB) and a core.
+    verifying: Semaphore,
     fleet: Arc<Fleet>,
     tls: Option<tls::Reloadable>,
 }
@@ -199,6 +204,7 @@ pub async fn serve(
             MAX_SESSIONS,
         ),
         limiter: LoginLimiter::new(),
+        verifying: Semaphore::new(MAX_VERIFYING),
         fleet: Arc::new(Fleet::default()),
         tls,
         live: RwLock::new(Arc::new(live)),
@@ -481,6 +487,13 @@ async fn login(
     let (user, password) = (form.user.clone(), form.password);
     let checked = {
         let live = live.clone();
+        let Ok(_permit) = app.verifying.acquire().await else {
+            return refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Error",
+                "The console is stopping.",
+            );
+        };
         tokio::task::spawn_blocking(move || live.users.verify(&user, &password)).await
     };
     match checked {
