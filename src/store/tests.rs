@@ -171,7 +171,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(34), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(35), "{text}");
 }
 
 #[test]
