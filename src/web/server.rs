@@ -323,7 +323,9 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     set(headers, header::CONTENT_SECURITY_POLICY, CSP);
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // Not `no-referrer`: under it a browser sends `Origin: null` on its own forms' POSTs,
+    // which the origin check above refuses. `same-origin` still sends nothing elsewhere.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(
         headers,
         header::HeaderName::from_static("cross-origin-opener-policy"),
