@@ -317,6 +317,21 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // An opaque origin (a sandboxed frame, a data: page) is no origin of ours either.
+    let r = c
+        .http
+        .post(format!("{}{switch}", c.base))
+        .header(COOKIE, &cookie)
+        .header("Origin", "null")
+        .form(&[
+            ("to", "disable"),
+            ("confirm", "yes"),
+            ("csrf", csrf.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Not confirmed, or an unknown switch: refused, saying so.
     let r = c
         .post(
@@ -398,13 +413,21 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
             || confirm.contains("Remove the DS at the registrar first"),
         "{confirm}"
     );
+    // As a browser sends it from the console's own page: its origin, same-origin.
     let r = c
-        .post(
-            &switch,
-            Some(&cookie),
-            &[("to", "disable"), ("confirm", "yes"), ("csrf", &csrf)],
-        )
-        .await;
+        .http
+        .post(format!("{}{switch}", c.base))
+        .header(COOKIE, &cookie)
+        .header("Origin", &c.base)
+        .header("Sec-Fetch-Site", "same-origin")
+        .form(&[
+            ("to", "disable"),
+            ("confirm", "yes"),
+            ("csrf", csrf.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(c.intent().await, Intent::Disabled);
     assert_eq!(
@@ -473,6 +496,9 @@ async fn every_response_carries_the_security_headers_and_no_secret() {
         );
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        // Not `no-referrer`: under it chromium sends `Origin: null` on the console's own
+        // forms, which the same-origin check must refuse (tests/web_browser.rs found it).
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         let body = r.text().await.unwrap();
         assert!(
             !body.contains(&hash) && !body.contains("$argon2id$"),
