@@ -151,6 +151,28 @@ impl Console {
         request.send().await.unwrap()
     }
 
+    /// A confirmed disable with the session's token, as a browser sends it from a page of
+    /// `origin` (and its `Sec-Fetch-Site`).
+    async fn disable_from(
+        &self,
+        switch: &str,
+        cookie: &str,
+        csrf: &str,
+        origin: &str,
+        fetch_site: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(format!("{}{switch}", self.base))
+            .header(COOKIE, cookie)
+            .header("Origin", origin)
+            .form(&[("to", "disable"), ("confirm", "yes"), ("csrf", csrf)]);
+        if let Some(site) = fetch_site {
+            request = request.header("Sec-Fetch-Site", site);
+        }
+        request.send().await.unwrap()
+    }
+
     async fn intent(&self) -> Intent {
         self.store.zone(ZONE).await.unwrap().unwrap().zone.intent
     }
@@ -304,33 +326,11 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let r = c
-        .http
-        .post(format!("{}{switch}", c.base))
-        .header(COOKIE, &cookie)
-        .header("Origin", "https://evil.example")
-        .form(&[
-            ("to", "disable"),
-            ("confirm", "yes"),
-            ("csrf", csrf.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .disable_from(&switch, &cookie, &csrf, "https://evil.example", None)
+        .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // An opaque origin (a sandboxed frame, a data: page) is no origin of ours either.
-    let r = c
-        .http
-        .post(format!("{}{switch}", c.base))
-        .header(COOKIE, &cookie)
-        .header("Origin", "null")
-        .form(&[
-            ("to", "disable"),
-            ("confirm", "yes"),
-            ("csrf", csrf.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let r = c.disable_from(&switch, &cookie, &csrf, "null", None).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Not confirmed, or an unknown switch: refused, saying so.
     let r = c
@@ -415,19 +415,8 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
     );
     // As a browser sends it from the console's own page: its origin, same-origin.
     let r = c
-        .http
-        .post(format!("{}{switch}", c.base))
-        .header(COOKIE, &cookie)
-        .header("Origin", &c.base)
-        .header("Sec-Fetch-Site", "same-origin")
-        .form(&[
-            ("to", "disable"),
-            ("confirm", "yes"),
-            ("csrf", csrf.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .disable_from(&switch, &cookie, &csrf, &c.base, Some("same-origin"))
+        .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(c.intent().await, Intent::Disabled);
     assert_eq!(

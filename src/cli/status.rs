@@ -460,22 +460,7 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
             last_day = day.to_string();
         }
         let time = time.trim_start_matches('T').trim_end_matches('Z');
-        let line = match (e.kind.as_str(), &e.from, &e.to) {
-            ("transition", from, Some(to)) => format!(
-                "{} -> {to}: {}",
-                from.as_deref().unwrap_or("(new)"),
-                e.reason
-            ),
-            ("intent", _, _) => format!("operator: {}", e.reason),
-            ("guard", _, _) => format!("SAFETY GUARD: {}", e.reason),
-            (_, _, _) => e.reason.clone(),
-        };
-        let line = match e.last_seen {
-            Some(last) if e.repeats > 0 => {
-                format!("{line} (seen {} more times, last at {last})", e.repeats)
-            }
-            _ => line,
-        };
+        let line = e.story();
         // Several daemons: who wrote it, under which lease epoch.
         let by = match (&e.holder, e.epoch) {
             (Some(holder), Some(epoch)) => format!(" [{holder}, epoch {epoch}]"),

@@ -192,6 +192,29 @@ pub struct EventRow {
     pub epoch: Option<i64>,
 }
 
+impl EventRow {
+    /// The event as one line of the story (`history`, the console's history): transitions
+    /// marked, the operator's and the guard's named, repeats counted.
+    pub fn story(&self) -> String {
+        let line = match (self.kind, &self.from, &self.to) {
+            (EventKind::Transition, from, Some(to)) => format!(
+                "{} -> {to}: {}",
+                from.as_deref().unwrap_or("(new)"),
+                self.reason
+            ),
+            (EventKind::Intent, _, _) => format!("operator: {}", self.reason),
+            (EventKind::Guard, _, _) => format!("SAFETY GUARD: {}", self.reason),
+            (_, _, _) => self.reason.clone(),
+        };
+        match self.last_seen {
+            Some(last) if self.repeats > 0 => {
+                format!("{line} (seen {} more times, last at {last})", self.repeats)
+            }
+            _ => line,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertRow {
     pub id: i64,

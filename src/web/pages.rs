@@ -367,7 +367,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                 thead { tr { th { "At" } th { "What" } } }
                 tbody {
                     @for e in z.events.iter().rev() {
-                        tr { td { (time(e.at)) } td { (event_text(e)) } }
+                        tr { td { (time(e.at)) } td { (e.story()) } }
                     }
                 }
             }
@@ -486,24 +486,6 @@ fn dnskey_text(answer: Option<&Value>) -> String {
             )
         }
         _ => String::new(),
-    }
-}
-
-fn event_text(e: &EventRow) -> String {
-    let line = match (e.kind.as_str(), &e.from, &e.to) {
-        ("transition", from, Some(to)) => format!(
-            "{} → {to}: {}",
-            from.as_deref().unwrap_or("(new)"),
-            e.reason
-        ),
-        ("guard", _, _) => format!("SAFETY GUARD: {}", e.reason),
-        _ => e.reason.clone(),
-    };
-    match e.last_seen {
-        Some(last) if e.repeats > 0 => {
-            format!("{line} (seen {} more times, last at {last})", e.repeats)
-        }
-        _ => line,
     }
 }
 

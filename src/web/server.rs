@@ -87,6 +87,17 @@ pub struct App {
     tls: Option<tls::Reloadable>,
 }
 
+impl App {
+    /// What a reload may change, as it stands (a lock poisoned by a panic still holds a
+    /// whole value: it is only ever swapped).
+    fn live(&self) -> Arc<Live> {
+        self.live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// The running console.
 pub struct WebServer {
     pub addr: SocketAddr,
@@ -112,9 +123,11 @@ impl WebServer {
         self.app
             .sessions
             .retain(|user, role| users.role_of(user) == Some(role));
-        if let Ok(mut current) = self.app.live.write() {
-            *current = Arc::new(live);
-        }
+        *self
+            .app
+            .live
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(live);
         Ok(())
     }
 
@@ -384,7 +397,7 @@ impl Authed {
 
 fn authed(app: &App, headers: &HeaderMap, peer: SocketAddr) -> Option<Authed> {
     let now = app.clock.now();
-    let live = app.live.read().ok()?.clone();
+    let live = app.live();
     let token = headers
         .get_all(header::COOKIE)
         .iter()
@@ -478,13 +491,7 @@ async fn login(
         }
         return response;
     }
-    let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Error",
-            "The console's state is unreadable.",
-        );
-    };
+    let live = app.live();
     // argon2id is work by design: off the async threads.
     let (user, password) = (form.user.clone(), form.password);
     let checked = {
@@ -603,13 +610,7 @@ async fn fleet_page(
             ));
         }
     };
-    let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Error",
-            "The console's state is unreadable.",
-        );
-    };
+    let live = app.live();
     let now = app.clock.now();
     match app.fleet.get(&app.store, &live.policy, now).await {
         Ok(snapshot) => {
@@ -674,13 +675,7 @@ async fn zone_page(
         Ok(z) => z,
         Err(r) => return *r,
     };
-    let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Error",
-            "The console's state is unreadable.",
-        );
-    };
+    let live = app.live();
     let store = &app.store;
     let read = async {
         let row = store.zone(zone.as_str()).await?;
@@ -845,13 +840,7 @@ async fn switch(
         Ok(None) => return no_such_zone(&a, &zone),
         Err(e) => return a.respond(store_failed(&a, &app.store.explain(e).to_string())),
     }
-    let Ok(live) = app.live.read().map(|l| l.clone()) else {
-        return refused(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Error",
-            "The console's state is unreadable.",
-        );
-    };
+    let live = app.live();
     let recorded = intent::record(
         &app.store,
         &live.providers,
