@@ -15,9 +15,10 @@ cd "$(dirname "$0")/.."
 # chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/browser_harness.rs
 # and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
 # the screenshots read by OCR, in the fonts chromium renders them with).
+# openssl: tests/web_security.rs (the console's TLS, a self-signed certificate).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
     postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3
-    chromium chromium-driver tesseract-ocr fonts-dejavu-core)
+    chromium chromium-driver tesseract-ocr fonts-dejavu-core openssl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -45,7 +46,7 @@ export DNSSEC_WARDEN_REQUIRE_BROWSER=1
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-# The daemon without the simulated world (no `demo`, no lab crate, no axum) must build.
+# The daemon without the simulated world (no `demo`, no lab crate) must build.
 cargo build --no-default-features --locked
 # Library, binary and integration tests of both crates, and doc tests; not the benchmark
 # (a measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
