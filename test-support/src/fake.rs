@@ -121,6 +121,8 @@ pub struct WorldState {
     pub cds: CdsPublication,
     /// Every setting of it that took effect: (time, to).
     pub cds_sets: Vec<(Timestamp, CdsPublication)>,
+    /// Successful reads of the CDS setting (the daemon looked at it).
+    pub cds_reads: usize,
     /// DNSSEC was switched off behind the daemon's back since its own last switch: a
     /// decision taken before that may find the provider off already.
     pub off_behind_daemon: bool,
@@ -230,6 +232,7 @@ impl FakeWorld {
                 cds_control: false,
                 cds: CdsPublication::Nothing,
                 cds_sets: Vec::new(),
+                cds_reads: 0,
                 off_behind_daemon: false,
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
@@ -814,7 +817,9 @@ impl Provider for FakeWorld {
             return Ok(None);
         }
         self.provider_fault()?;
-        Ok(Some(self.lock().cds))
+        let mut w = self.lock();
+        w.cds_reads += 1;
+        Ok(Some(w.cds))
     }
 
     // Checked against the ground truth by the property test at every step (rule 14);
