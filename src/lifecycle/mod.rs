@@ -11,6 +11,7 @@ pub mod policy;
 pub mod registry;
 pub mod rules;
 pub mod sample;
+pub mod signed_move;
 pub mod state;
 pub mod step;
 pub mod waiting;
@@ -40,3 +41,5 @@ mod tests_move;
 mod tests_registry;
 #[cfg(test)]
 mod tests_sample;
+#[cfg(test)]
+mod tests_signed_move;

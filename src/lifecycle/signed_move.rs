@@ -1,0 +1,777 @@
+//! A signed move (RFC 8901 model 2; DESIGN.md section 2 "Signed moves", rule 15): the
+//! phases of moving an `active` zone from one account (the source, key `Ks`) to another
+//! (the target, key `Kt`) without going insecure, decided from one look as a pure
+//! function. The caller performs the effects; the level-triggered ones (the foreign
+//! DNSKEYs each side publishes, the target's switch) are derived again at every look, so
+//! an effect lost to a crash is asked for again.
+
+use std::time::Duration;
+
+use crate::dnssec::{DigestType, Dnskey, Ds};
+use crate::time::Timestamp;
+
+/// The phases, in order (DESIGN.md section 2). The names are a contract (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    SigningAtTarget,
+    ExchangingKeys,
+    AwaitingBothDs,
+    AwaitingDelegation,
+    OldDelegationWait,
+    AwaitingOldDsRemoval,
+    RetiringOldKey,
+    OldSigningOff,
+    Done,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 9] = [
+        Phase::SigningAtTarget,
+        Phase::ExchangingKeys,
+        Phase::AwaitingBothDs,
+        Phase::AwaitingDelegation,
+        Phase::OldDelegationWait,
+        Phase::AwaitingOldDsRemoval,
+        Phase::RetiringOldKey,
+        Phase::OldSigningOff,
+        Phase::Done,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::SigningAtTarget => "signing_at_target",
+            Phase::ExchangingKeys => "exchanging_keys",
+            Phase::AwaitingBothDs => "awaiting_both_ds",
+            Phase::AwaitingDelegation => "awaiting_delegation",
+            Phase::OldDelegationWait => "old_delegation_wait",
+            Phase::AwaitingOldDsRemoval => "awaiting_old_ds_removal",
+            Phase::RetiringOldKey => "retiring_old_key",
+            Phase::OldSigningOff => "old_signing_off",
+            Phase::Done => "done",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether the NS change may have been made: from here on no step goes back, because
+    /// a resolver may already be sent to the target.
+    fn delegation_may_have_changed(self) -> bool {
+        self >= Phase::AwaitingDelegation
+    }
+}
+
+/// One of the two accounts of a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Source,
+    Target,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Source => "source",
+            Side::Target => "target",
+        }
+    }
+}
+
+/// The largest TTLs seen since the move began: the holds count with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ttls {
+    pub dnskey: u32,
+    pub ds: u32,
+    /// The source's delegation: the parent's NS TTL for it and the source's apex NS TTL.
+    pub old_ns: u32,
+}
+
+/// A move in progress, as persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// The zone, fully qualified (the DS owner).
+    pub zone: String,
+    pub phase: Phase,
+    /// The key the source signs with (`Ks`).
+    pub source_key: Dnskey,
+    /// The key the target signs with (`Kt`), once it signs.
+    pub target_key: Option<Dnskey>,
+    /// When the phase's condition was first confirmed at a look, every look since
+    /// confirming it: its hold counts from here.
+    pub confirmed_at: Option<Timestamp>,
+    /// `T_delegated`: the first look at which every parent address delegated to the
+    /// target.
+    pub delegated_at: Option<Timestamp>,
+    /// The target key whose DS the registrar was asked to add (a roll makes that DS
+    /// stale, and its removal is asked for).
+    pub ds_asked_for: Option<Dnskey>,
+    pub ttls: Ttls,
+}
+
+impl Move {
+    /// A move declared now, of a zone signed with `source_key` at the source.
+    pub fn new(zone: &str, source_key: Dnskey) -> Move {
+        Move {
+            zone: zone.to_string(),
+            phase: Phase::SigningAtTarget,
+            source_key,
+            target_key: None,
+            confirmed_at: None,
+            delegated_at: None,
+            ds_asked_for: None,
+            ttls: Ttls::default(),
+        }
+    }
+
+    fn enter(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.confirmed_at = None;
+    }
+}
+
+/// What a child address answered for the apex DNSKEY set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedKeys {
+    pub keys: Vec<Dnskey>,
+    /// The keys whose RRSIG over the set verified, within its validity window.
+    pub signed_by: Vec<Dnskey>,
+    pub ttl: u32,
+}
+
+/// How a parent address delegates the zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delegation {
+    Source,
+    Target,
+    /// Neither account's name server set exactly (a mix, or a third party's).
+    Other,
+}
+
+/// What a parent address answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentView {
+    pub ds: Vec<Ds>,
+    pub ds_ttl: Option<u32>,
+    pub delegation: Delegation,
+    pub ns_ttl: Option<u32>,
+    /// The DS answer (present or absent) validated from the trust anchor (rule 10).
+    pub validated: bool,
+}
+
+/// One address's answer, or why it gave none (rule 3: unknown never counts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer<T> {
+    pub address: String,
+    pub answer: Result<T, String>,
+}
+
+/// Everything one look at a moving zone saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Look {
+    pub at: Timestamp,
+    /// The key each account signs with (`None`: DNSSEC off), or why it is not known.
+    pub source_key: Result<Option<Dnskey>, String>,
+    pub target_key: Result<Option<Dnskey>, String>,
+    /// The other signer's keys each account's API publishes.
+    pub source_foreign: Result<Vec<Dnskey>, String>,
+    pub target_foreign: Result<Vec<Dnskey>, String>,
+    pub source_children: Vec<Answer<ServedKeys>>,
+    pub target_children: Vec<Answer<ServedKeys>>,
+    pub parents: Vec<Answer<ParentView>>,
+    /// The source's apex NS TTL as its servers answer it.
+    pub source_apex_ns_ttl: Option<u32>,
+}
+
+/// What the registrar is asked to do (the log, the sinks, the hook).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Instruction {
+    AddDs { add: Ds, keep: Ds },
+    ChangeNs,
+    RemoveDs { remove: Ds, keep: Ds },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveEffect {
+    /// Switch DNSSEC on at the target (nothing delegates to it yet).
+    TargetDnssecOn,
+    /// The other signer's keys an account publishes, made exactly `keys`.
+    SetForeign { side: Side, keys: Vec<Dnskey> },
+    /// Given once, on entering the phase that waits for it.
+    Registrar(Instruction),
+    /// DNSSEC off at the source, performed only if [`source_may_go_off`] says so right
+    /// before the call, on a look of its own.
+    SourceDnssecOff,
+}
+
+/// The outcome of one look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveDecision {
+    pub next: Move,
+    pub effects: Vec<MoveEffect>,
+    /// What holds the move now, naming the party.
+    pub waiting: String,
+    /// Something only a person can repair (a key changed behind the daemon's back, a DS
+    /// removed too early): the move holds until it is.
+    pub alerts: Vec<String>,
+}
+
+/// The timings a move uses (from `Policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MovePolicy {
+    pub propagation_margin: Duration,
+    /// The old NS TTL where neither the parent nor the source ever answered it.
+    pub assumed_ns_ttl: Duration,
+}
+
+/// Whether every answer is known and satisfies `ok`: `Some(true)` every one does,
+/// `Some(false)` a known one does not, `None` none fails but one is unknown.
+fn every<T>(answers: &[Answer<T>], ok: impl Fn(&T) -> bool) -> Option<bool> {
+    if answers.is_empty() {
+        return None;
+    }
+    let mut unknown = false;
+    for a in answers {
+        match &a.answer {
+            Ok(v) if !ok(v) => return Some(false),
+            Ok(_) => {}
+            Err(_) => unknown = true,
+        }
+    }
+    if unknown { None } else { Some(true) }
+}
+
+/// The addresses that do not (or cannot be seen to) satisfy `ok`, for the wait's words.
+fn failing<T>(answers: &[Answer<T>], ok: impl Fn(&T) -> bool) -> String {
+    let names: Vec<String> = answers
+        .iter()
+        .filter_map(|a| match &a.answer {
+            Ok(v) if ok(v) => None,
+            Ok(_) => Some(a.address.clone()),
+            Err(e) => Some(format!("{} (unknown: {e})", a.address)),
+        })
+        .collect();
+    if names.is_empty() {
+        "no address answered".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn ds_of(zone: &str, key: &Dnskey) -> Option<Ds> {
+    key.to_ds(zone, DigestType::Sha256).ok()
+}
+
+fn has_ds(zone: &str, set: &[Ds], key: &Dnskey) -> bool {
+    set.iter().any(|ds| key.matches_ds(zone, ds))
+}
+
+fn same_keys(a: &[Dnskey], b: &[Dnskey]) -> bool {
+    a.iter().all(|k| b.contains(k)) && b.iter().all(|k| a.contains(k))
+}
+
+/// The foreign keys each side is to publish in `phase` (level-triggered): the target's
+/// key at the source until the source stops signing; the source's key at the target
+/// until the old DS is gone and waited out.
+pub fn foreign_wanted(mv: &Move, side: Side) -> Vec<Dnskey> {
+    let wanted = match side {
+        Side::Source => {
+            (Phase::ExchangingKeys..=Phase::RetiringOldKey).contains(&mv.phase)
+                && mv.target_key.is_some()
+        }
+        Side::Target => (Phase::ExchangingKeys..=Phase::AwaitingOldDsRemoval).contains(&mv.phase),
+    };
+    match (wanted, side) {
+        (false, _) => Vec::new(),
+        (true, Side::Source) => mv.target_key.iter().cloned().collect(),
+        (true, Side::Target) => vec![mv.source_key.clone()],
+    }
+}
+
+fn hold_until(from: Timestamp, ttl: u32, policy: &MovePolicy) -> Timestamp {
+    from.plus_secs(ttl).plus(policy.propagation_margin)
+}
+
+fn old_ns_ttl(mv: &Move, policy: &MovePolicy) -> u32 {
+    if mv.ttls.old_ns == 0 {
+        u32::try_from(policy.assumed_ns_ttl.as_secs()).unwrap_or(u32::MAX)
+    } else {
+        mv.ttls.old_ns
+    }
+}
+
+/// Rule 15 at the source's "DNSSEC off", asked on a fresh look right before the call:
+/// every parent address delegates to the target, none publishes DS(`Ks`), on validated
+/// evidence, and the old delegation's hold has passed. `Err` names what refuses it.
+pub fn source_may_go_off(mv: &Move, look: &Look, policy: &MovePolicy) -> Result<(), String> {
+    let zone = mv.zone.as_str();
+    let Some(delegated) = mv.delegated_at else {
+        return Err("the delegation to the target was never confirmed".into());
+    };
+    let until = hold_until(delegated, old_ns_ttl(mv, policy), policy);
+    if look.at < until {
+        return Err(format!("the old delegation may be cached until {until}"));
+    }
+    let gone = |p: &ParentView| {
+        p.validated && p.delegation == Delegation::Target && !has_ds(zone, &p.ds, &mv.source_key)
+    };
+    match every(&look.parents, gone) {
+        Some(true) => Ok(()),
+        _ => Err(format!(
+            "not every parent address delegates to the target without DS({}), validated: {}",
+            mv.source_key.key_tag(),
+            failing(&look.parents, gone)
+        )),
+    }
+}
+
+/// One look at a moving zone: the next phase, the effects, what it waits for.
+pub fn step(mv: &Move, look: &Look, policy: &MovePolicy) -> MoveDecision {
+    let mut next = mv.clone();
+    let mut effects = Vec::new();
+    let mut alerts = Vec::new();
+    let zone = mv.zone.clone();
+    learn_ttls(&mut next, look);
+
+    // A key changed at either provider (a roll behind the daemon's back).
+    if let Ok(Some(key)) = &look.source_key
+        && *key != next.source_key
+    {
+        let roll = format!(
+            "{zone}: the source now signs with key {} instead of {} (changed outside dnssec-warden) during the signed move",
+            key.key_tag(),
+            next.source_key.key_tag()
+        );
+        if next.phase.delegation_may_have_changed() {
+            alerts.push(format!(
+                "{roll}: resolvers still sent to the source may fail; the move holds until the source signs with key {} again",
+                next.source_key.key_tag()
+            ));
+            return hold(next, effects, alerts, "the source's key to return".into());
+        }
+        alerts.push(format!("{roll}: the keys are exchanged again"));
+        next.source_key = key.clone();
+        if next.phase > Phase::ExchangingKeys {
+            next.enter(Phase::ExchangingKeys);
+        }
+    }
+    if let Ok(Some(key)) = &look.target_key
+        && next.target_key.as_ref().is_some_and(|k| k != key)
+    {
+        let roll = format!(
+            "{zone}: the target now signs with key {} (changed outside dnssec-warden) during the signed move",
+            key.key_tag()
+        );
+        if next.phase.delegation_may_have_changed() {
+            alerts.push(format!(
+                "{roll}: resolvers sent to the target may fail; the move holds until it signs with key {} again",
+                next.target_key.as_ref().map_or(0, Dnskey::key_tag)
+            ));
+            return hold(next, effects, alerts, "the target's key to return".into());
+        }
+        alerts.push(format!("{roll}: the keys are exchanged again"));
+        // The old key's DS was asked for: it is stale now, and its removal is safe
+        // (nothing signs with that key).
+        if let Some(stale) = next.ds_asked_for.take()
+            && let (Some(remove), Some(keep)) =
+                (ds_of(&zone, &stale), ds_of(&zone, &next.source_key))
+        {
+            effects.push(MoveEffect::Registrar(Instruction::RemoveDs {
+                remove,
+                keep,
+            }));
+        }
+        next.target_key = Some(key.clone());
+        if next.phase > Phase::ExchangingKeys {
+            next.enter(Phase::ExchangingKeys);
+        }
+    }
+
+    let waiting = advance(&mut next, look, policy, &mut effects, &mut alerts);
+
+    // The foreign keys, level-triggered, where the look read them.
+    for (side, read) in [
+        (Side::Source, &look.source_foreign),
+        (Side::Target, &look.target_foreign),
+    ] {
+        let wanted = foreign_wanted(&next, side);
+        if let Ok(now_published) = read
+            && !same_keys(now_published, &wanted)
+        {
+            effects.push(MoveEffect::SetForeign { side, keys: wanted });
+        }
+    }
+    MoveDecision {
+        next,
+        effects,
+        waiting,
+        alerts,
+    }
+}
+
+fn hold(
+    next: Move,
+    effects: Vec<MoveEffect>,
+    alerts: Vec<String>,
+    waiting: String,
+) -> MoveDecision {
+    MoveDecision {
+        next,
+        effects,
+        waiting,
+        alerts,
+    }
+}
+
+fn learn_ttls(mv: &mut Move, look: &Look) {
+    for a in look.source_children.iter().chain(&look.target_children) {
+        if let Ok(s) = &a.answer {
+            mv.ttls.dnskey = mv.ttls.dnskey.max(s.ttl);
+        }
+    }
+    for a in &look.parents {
+        if let Ok(p) = &a.answer {
+            mv.ttls.ds = mv.ttls.ds.max(p.ds_ttl.unwrap_or(0));
+            if p.delegation == Delegation::Source {
+                mv.ttls.old_ns = mv.ttls.old_ns.max(p.ns_ttl.unwrap_or(0));
+            }
+        }
+    }
+    if let Some(ttl) = look.source_apex_ns_ttl {
+        mv.ttls.old_ns = mv.ttls.old_ns.max(ttl);
+    }
+}
+
+/// Confirms the phase's condition at this look: `Some(true)` starts (or continues) its
+/// hold, anything else restarts it (a look that could not confirm it may have missed a
+/// set that a resolver cached).
+fn confirm(mv: &mut Move, now: Timestamp, holds: Option<bool>) -> Option<Timestamp> {
+    if holds == Some(true) {
+        Some(*mv.confirmed_at.get_or_insert(now))
+    } else {
+        mv.confirmed_at = None;
+        None
+    }
+}
+
+/// The phase's own work; returns what the move waits for.
+fn advance(
+    mv: &mut Move,
+    look: &Look,
+    policy: &MovePolicy,
+    effects: &mut Vec<MoveEffect>,
+    alerts: &mut Vec<String>,
+) -> String {
+    let now = look.at;
+    let zone = mv.zone.clone();
+    let ks = mv.source_key.clone();
+    match mv.phase {
+        Phase::SigningAtTarget => {
+            let kt = match &look.target_key {
+                Err(e) => return format!("the target account (its signing key unknown: {e})"),
+                Ok(None) => {
+                    effects.push(MoveEffect::TargetDnssecOn);
+                    return "the target account to sign the zone".into();
+                }
+                Ok(Some(kt)) => kt.clone(),
+            };
+            if kt.algorithm != ks.algorithm {
+                alerts.push(format!(
+                    "{zone}: the target signs with algorithm {} and the source with {}: a signed move needs one algorithm (RFC 6840 5.11)",
+                    kt.algorithm, ks.algorithm
+                ));
+                return "the target to sign with the source's algorithm".into();
+            }
+            mv.target_key = Some(kt.clone());
+            let served = |s: &ServedKeys| s.keys.contains(&kt) && s.signed_by.contains(&kt);
+            match every(&look.target_children, served) {
+                Some(true) => {
+                    mv.enter(Phase::ExchangingKeys);
+                    "the two accounts to publish each other's key".into()
+                }
+                _ => format!(
+                    "the target's name servers to serve key {}, self-signed: {}",
+                    kt.key_tag(),
+                    failing(&look.target_children, served)
+                ),
+            }
+        }
+        Phase::ExchangingKeys => {
+            let Some(kt) = mv.target_key.clone() else {
+                mv.enter(Phase::SigningAtTarget);
+                return "the target account to sign the zone".into();
+            };
+            let (ok_s, ok_t) = exchanged(look, &ks, &kt);
+            let holds = ok_s.zip(ok_t).map(|(a, b)| a && b);
+            let Some(from) = confirm(mv, now, holds) else {
+                return format!(
+                    "every name server of both accounts to serve keys {} and {}, each signed by its own: {}",
+                    ks.key_tag(),
+                    kt.key_tag(),
+                    exchange_failing(look, &ks, &kt)
+                );
+            };
+            let until = hold_until(from, mv.ttls.dnskey, policy);
+            if now < until {
+                return format!(
+                    "resolvers to forget DNSKEY sets without key {} (until {until})",
+                    kt.key_tag()
+                );
+            }
+            let (Some(add), Some(keep)) = (ds_of(&zone, &kt), ds_of(&zone, &ks)) else {
+                return "a DS that can be computed".into();
+            };
+            mv.enter(Phase::AwaitingBothDs);
+            mv.ds_asked_for = Some(kt);
+            effects.push(MoveEffect::Registrar(Instruction::AddDs { add, keep }));
+            "the registrar to add the target's DS beside the source's".into()
+        }
+        Phase::AwaitingBothDs => {
+            let Some(kt) = mv.target_key.clone() else {
+                mv.enter(Phase::SigningAtTarget);
+                return "the target account to sign the zone".into();
+            };
+            if let Some(back) = keys_lost_before_ns(mv, look, &ks, &kt) {
+                return back;
+            }
+            let both = |p: &ParentView| {
+                p.validated && has_ds(&zone, &p.ds, &ks) && has_ds(&zone, &p.ds, &kt)
+            };
+            let Some(from) = confirm(mv, now, every(&look.parents, both)) else {
+                return format!(
+                    "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
+                    ks.key_tag(),
+                    kt.key_tag(),
+                    failing(&look.parents, both)
+                );
+            };
+            let until = hold_until(from, mv.ttls.ds, policy);
+            if now < until {
+                return format!(
+                    "resolvers to forget DS sets without DS {} (until {until})",
+                    kt.key_tag()
+                );
+            }
+            mv.enter(Phase::AwaitingDelegation);
+            effects.push(MoveEffect::Registrar(Instruction::ChangeNs));
+            "the registrar to change the NS to the target's name servers".into()
+        }
+        Phase::AwaitingDelegation => {
+            let Some(kt) = mv.target_key.clone() else {
+                return "the target's key (lost)".into();
+            };
+            if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
+                return broken;
+            }
+            let moved = |p: &ParentView| p.validated && p.delegation == Delegation::Target;
+            match every(&look.parents, moved) {
+                Some(true) => {
+                    mv.enter(Phase::OldDelegationWait);
+                    mv.delegated_at = Some(now);
+                    mv.confirmed_at = Some(now);
+                    format!(
+                        "resolvers to forget the source's delegation (until {})",
+                        hold_until(now, old_ns_ttl(mv, policy), policy)
+                    )
+                }
+                _ => format!(
+                    "the registrar: every parent server to delegate to the target's name servers: {}",
+                    failing(&look.parents, moved)
+                ),
+            }
+        }
+        Phase::OldDelegationWait => {
+            let Some(kt) = mv.target_key.clone() else {
+                return "the target's key (lost)".into();
+            };
+            if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
+                return broken;
+            }
+            let moved = |p: &ParentView| p.delegation == Delegation::Target;
+            if every(&look.parents, moved) == Some(false) {
+                // A parent server delegates to the source again: the hold starts over
+                // from the next look that sees the target everywhere.
+                mv.enter(Phase::AwaitingDelegation);
+                mv.delegated_at = None;
+                return format!(
+                    "the registrar: every parent server to delegate to the target's name servers again: {}",
+                    failing(&look.parents, moved)
+                );
+            }
+            let Some(delegated) = mv.delegated_at else {
+                mv.enter(Phase::AwaitingDelegation);
+                return "the delegation to the target to be confirmed".into();
+            };
+            let until = hold_until(delegated, old_ns_ttl(mv, policy), policy);
+            if now < until {
+                return format!("resolvers to forget the source's delegation (until {until})");
+            }
+            let (Some(remove), Some(keep)) = (ds_of(&zone, &ks), ds_of(&zone, &kt)) else {
+                return "a DS that can be computed".into();
+            };
+            mv.enter(Phase::AwaitingOldDsRemoval);
+            effects.push(MoveEffect::Registrar(Instruction::RemoveDs {
+                remove,
+                keep,
+            }));
+            "the registrar to remove the source's DS".into()
+        }
+        Phase::AwaitingOldDsRemoval => {
+            let Some(kt) = mv.target_key.clone() else {
+                return "the target's key (lost)".into();
+            };
+            let kept = |p: &ParentView| has_ds(&zone, &p.ds, &kt);
+            if every(&look.parents, kept) == Some(false) {
+                alerts.push(format!(
+                    "{zone}: a parent server no longer publishes DS {} of the target's key: validating resolvers fail the zone; enter it again at the registrar: {}",
+                    kt.key_tag(),
+                    failing(&look.parents, kept)
+                ));
+            }
+            let gone = |p: &ParentView| {
+                p.validated
+                    && p.delegation == Delegation::Target
+                    && has_ds(&zone, &p.ds, &kt)
+                    && !has_ds(&zone, &p.ds, &ks)
+            };
+            let Some(from) = confirm(mv, now, every(&look.parents, gone)) else {
+                return format!(
+                    "the registrar: every parent server to drop DS {} and keep DS {}, validated: {}",
+                    ks.key_tag(),
+                    kt.key_tag(),
+                    failing(&look.parents, gone)
+                );
+            };
+            let until = hold_until(from, mv.ttls.ds, policy);
+            if now < until {
+                return format!(
+                    "resolvers to forget DS sets with DS {} (until {until})",
+                    ks.key_tag()
+                );
+            }
+            mv.enter(Phase::RetiringOldKey);
+            format!(
+                "the target's name servers to stop serving key {}",
+                ks.key_tag()
+            )
+        }
+        Phase::RetiringOldKey => {
+            let Some(kt) = mv.target_key.clone() else {
+                return "the target's key (lost)".into();
+            };
+            let retired = |s: &ServedKeys| s.signed_by.contains(&kt) && !s.keys.contains(&ks);
+            let Some(from) = confirm(mv, now, every(&look.target_children, retired)) else {
+                return format!(
+                    "the target's name servers to serve key {} without key {}: {}",
+                    kt.key_tag(),
+                    ks.key_tag(),
+                    failing(&look.target_children, retired)
+                );
+            };
+            let until = hold_until(from, mv.ttls.dnskey, policy);
+            if now < until {
+                return format!(
+                    "resolvers to forget DNSKEY sets with key {} (until {until})",
+                    ks.key_tag()
+                );
+            }
+            mv.enter(Phase::OldSigningOff);
+            "the source account to stop signing".into()
+        }
+        Phase::OldSigningOff => match (&look.source_key, &look.source_foreign) {
+            (Ok(None), Ok(foreign)) if foreign.is_empty() => {
+                mv.enter(Phase::Done);
+                "nothing: the zone is active at the target".into()
+            }
+            (Ok(Some(_)), _) => match source_may_go_off(mv, look, policy) {
+                Ok(()) => {
+                    effects.push(MoveEffect::SourceDnssecOff);
+                    "the source account to stop signing".into()
+                }
+                Err(why) => {
+                    format!("the source to become unreachable before it stops signing: {why}")
+                }
+            },
+            (Err(e), _) | (_, Err(e)) => format!("the source account (unknown: {e})"),
+            (Ok(None), Ok(_)) => "the source account to withdraw the target's key".into(),
+        },
+        Phase::Done => "nothing: the zone is active at the target".into(),
+    }
+}
+
+/// Whether each side serves both keys, signed by its own: (source, target).
+fn exchanged(look: &Look, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<bool>) {
+    let both = |own: &Dnskey| {
+        let own = own.clone();
+        move |s: &ServedKeys| {
+            s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(&own)
+        }
+    };
+    (
+        every(&look.source_children, both(ks)),
+        every(&look.target_children, both(kt)),
+    )
+}
+
+fn exchange_failing(look: &Look, ks: &Dnskey, kt: &Dnskey) -> String {
+    let both = |own: &Dnskey| {
+        let own = own.clone();
+        move |s: &ServedKeys| {
+            s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(&own)
+        }
+    };
+    format!(
+        "source: {}; target: {}",
+        failing(&look.source_children, both(ks)),
+        failing(&look.target_children, both(kt))
+    )
+}
+
+/// Before the NS change: a side seen without both keys sends the move back to
+/// exchanging them (the DS instruction stands; the holds start again).
+fn keys_lost_before_ns(mv: &mut Move, look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<String> {
+    let (s, t) = exchanged(look, ks, kt);
+    if s == Some(false) || t == Some(false) {
+        mv.enter(Phase::ExchangingKeys);
+        return Some(format!(
+            "every name server of both accounts to serve keys {} and {} again: {}",
+            ks.key_tag(),
+            kt.key_tag(),
+            exchange_failing(look, ks, kt)
+        ));
+    }
+    None
+}
+
+/// After the NS change may have been made, the overlap must stand until the source is
+/// unreachable: both keys at both sides, both DS at every parent address. What breaks it
+/// is alerted and holds the move (no step of the daemon's repairs it).
+fn overlap_broken(
+    mv: &mut Move,
+    look: &Look,
+    ks: &Dnskey,
+    kt: &Dnskey,
+    alerts: &mut Vec<String>,
+) -> Option<String> {
+    let zone = mv.zone.clone();
+    let (s, t) = exchanged(look, ks, kt);
+    let both_ds = |p: &ParentView| has_ds(&zone, &p.ds, ks) && has_ds(&zone, &p.ds, kt);
+    let ds = every(&look.parents, both_ds);
+    if s == Some(false) || t == Some(false) {
+        alerts.push(format!(
+            "{zone}: during the signed move a name server stopped serving both keys: resolvers may fail the zone: {}",
+            exchange_failing(look, ks, kt)
+        ));
+        return Some("both accounts to serve both keys again".into());
+    }
+    if ds == Some(false) {
+        alerts.push(format!(
+            "{zone}: during the signed move a parent server stopped publishing both DS: resolvers may fail the zone; enter DS {} and DS {} again: {}",
+            ks.key_tag(),
+            kt.key_tag(),
+            failing(&look.parents, both_ds)
+        ));
+        return Some("the registrar: both DS at every parent server again".into());
+    }
+    None
+}

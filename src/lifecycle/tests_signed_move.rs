@@ -1,0 +1,665 @@
+//! The signed move's planner against rule 15 itself: a model world (a registry and its
+//! parent servers, two providers and their name servers, each address lagging on its
+//! own) keeps the history of what every address served, and after every operation every
+//! cache a resolver may hold is checked to validate what every reachable name server
+//! answers now (DESIGN.md rule 15). The phases are not consulted: the oracle is the
+//! caches.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::signed_move::{
+    Answer, Delegation, Instruction, Look, Move, MoveEffect, MovePolicy, ParentView, Phase,
+    ServedKeys, Side, source_may_go_off, step,
+};
+use crate::dnssec::{DigestType, Dnskey, Ds};
+use crate::time::Timestamp;
+
+const ZONE: &str = "moving.test.";
+const T0: Timestamp = Timestamp(1_800_000_000_000);
+
+fn key(n: u8) -> Dnskey {
+    Dnskey {
+        flags: 257,
+        protocol: 3,
+        algorithm: 13,
+        public_key: vec![n; 64],
+    }
+}
+
+fn ds(k: &Dnskey) -> Ds {
+    k.to_ds(ZONE, DigestType::Sha256)
+        .expect("a DS of a test key")
+}
+
+/// What one child address serves: the DNSKEY set and the key signing it; `None`
+/// unsigned.
+type Served = Option<(Vec<Dnskey>, Dnskey)>;
+
+#[derive(Debug, Clone)]
+struct ChildAddr {
+    /// (since, what), in time order; the last is what it serves now.
+    history: Vec<(Timestamp, Served)>,
+    unknown: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Prov {
+    key: Option<Dnskey>,
+    foreign: Vec<Dnskey>,
+    addrs: Vec<ChildAddr>,
+}
+
+impl Prov {
+    fn config(&self) -> Served {
+        self.key.clone().map(|k| {
+            let mut keys = vec![k.clone()];
+            keys.extend(self.foreign.iter().filter(|f| **f != k).cloned());
+            (keys, k)
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ParentAddr {
+    history: Vec<(Timestamp, Vec<Ds>, Delegation)>,
+    unknown: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ModelTtls {
+    ds: u32,
+    dnskey: u32,
+    parent_ns: u32,
+    apex_ns: u32,
+}
+
+#[derive(Debug, Clone)]
+struct World {
+    now: Timestamp,
+    ttl: ModelTtls,
+    src: Prov,
+    tgt: Prov,
+    registry_ds: Vec<Ds>,
+    registry_deleg: Delegation,
+    parents: Vec<ParentAddr>,
+    /// Instructions given to the registrar, acted on in order.
+    pending: Vec<Instruction>,
+    api_unknown: bool,
+    next_key: u8,
+}
+
+impl World {
+    fn new(ttl: ModelTtls, target_signs: bool) -> World {
+        let long_ago = Timestamp(T0.0 - 30 * 86_400_000);
+        let ks = key(1);
+        let kt = key(2);
+        let addr = |served: Served| ChildAddr {
+            history: vec![(long_ago, served)],
+            unknown: false,
+        };
+        let src = Prov {
+            key: Some(ks.clone()),
+            foreign: vec![],
+            addrs: vec![
+                addr(Some((vec![ks.clone()], ks.clone()))),
+                addr(Some((vec![ks.clone()], ks.clone()))),
+            ],
+        };
+        let tgt_served = target_signs.then(|| (vec![kt.clone()], kt.clone()));
+        let tgt = Prov {
+            key: target_signs.then(|| kt.clone()),
+            foreign: vec![],
+            addrs: vec![addr(tgt_served.clone()), addr(tgt_served)],
+        };
+        let parent = || ParentAddr {
+            history: vec![(long_ago, vec![ds(&ks)], Delegation::Source)],
+            unknown: false,
+        };
+        World {
+            now: T0,
+            ttl,
+            src,
+            tgt,
+            registry_ds: vec![ds(&ks)],
+            registry_deleg: Delegation::Source,
+            parents: vec![parent(), parent(), parent()],
+            pending: vec![],
+            api_unknown: false,
+            next_key: 3,
+        }
+    }
+
+    fn prov(&mut self, side: Side) -> &mut Prov {
+        match side {
+            Side::Source => &mut self.src,
+            Side::Target => &mut self.tgt,
+        }
+    }
+
+    fn propagate_child(&mut self, side: Side, i: usize) {
+        let now = self.now;
+        let prov = self.prov(side);
+        let config = prov.config();
+        let i = i % prov.addrs.len();
+        let addr = &mut prov.addrs[i];
+        if addr.history.last().is_some_and(|(_, s)| *s != config) {
+            addr.history.push((now, config));
+        }
+    }
+
+    fn propagate_parent(&mut self, i: usize) {
+        let (now, ds, deleg) = (self.now, self.registry_ds.clone(), self.registry_deleg);
+        let i = i % self.parents.len();
+        let p = &mut self.parents[i];
+        if p.history
+            .last()
+            .is_some_and(|(_, d, g)| *d != ds || *g != deleg)
+        {
+            p.history.push((now, ds, deleg));
+        }
+    }
+
+    fn registrar_acts(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.pending.remove(0) {
+            Instruction::AddDs { add, .. } => {
+                if !self.registry_ds.contains(&add) {
+                    self.registry_ds.push(add);
+                }
+            }
+            Instruction::RemoveDs { remove, .. } => self.registry_ds.retain(|d| *d != remove),
+            Instruction::ChangeNs => self.registry_deleg = Delegation::Target,
+        }
+    }
+
+    /// A roll at the target behind the daemon's back, only while no resolver can have
+    /// been sent to it and no NS change is under way (a roll at a reachable provider
+    /// breaks rule 15 by itself, whatever the daemon does).
+    fn roll_target(&mut self) {
+        let ever_delegated = self.registry_deleg == Delegation::Target
+            || self.pending.contains(&Instruction::ChangeNs)
+            || self
+                .parents
+                .iter()
+                .any(|p| p.history.iter().any(|(_, _, g)| *g == Delegation::Target));
+        if ever_delegated || self.tgt.key.is_none() {
+            return;
+        }
+        self.tgt.key = Some(key(self.next_key));
+        self.next_key += 1;
+    }
+
+    fn look(&self) -> Look {
+        let api = |v: Option<Dnskey>| {
+            if self.api_unknown {
+                Err("the API timed out".to_string())
+            } else {
+                Ok(v)
+            }
+        };
+        let foreign = |p: &Prov| {
+            if self.api_unknown {
+                Err("the API timed out".to_string())
+            } else {
+                Ok(p.foreign.clone())
+            }
+        };
+        let children = |p: &Prov, side: &str| {
+            p.addrs
+                .iter()
+                .enumerate()
+                .map(|(i, a)| Answer {
+                    address: format!("{side}-{i}"),
+                    answer: if a.unknown {
+                        Err("timeout".into())
+                    } else {
+                        let served = a.history.last().and_then(|(_, s)| s.clone());
+                        Ok(match served {
+                            Some((keys, signer)) => ServedKeys {
+                                keys,
+                                signed_by: vec![signer],
+                                ttl: self.ttl.dnskey,
+                            },
+                            None => ServedKeys {
+                                keys: vec![],
+                                signed_by: vec![],
+                                ttl: self.ttl.dnskey,
+                            },
+                        })
+                    },
+                })
+                .collect()
+        };
+        Look {
+            at: self.now,
+            source_key: api(self.src.key.clone()),
+            target_key: api(self.tgt.key.clone()),
+            source_foreign: foreign(&self.src),
+            target_foreign: foreign(&self.tgt),
+            source_children: children(&self.src, "source"),
+            target_children: children(&self.tgt, "target"),
+            parents: self
+                .parents
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Answer {
+                    address: format!("parent-{i}"),
+                    answer: match (p.unknown, p.history.last()) {
+                        (false, Some((_, ds, deleg))) => Ok(ParentView {
+                            ds: ds.clone(),
+                            ds_ttl: (!ds.is_empty()).then_some(self.ttl.ds),
+                            delegation: *deleg,
+                            ns_ttl: Some(self.ttl.parent_ns),
+                            validated: true,
+                        }),
+                        _ => Err("timeout".into()),
+                    },
+                })
+                .collect(),
+            source_apex_ns_ttl: Some(self.ttl.apex_ns),
+        }
+    }
+
+    /// The end of each history entry: the next entry's start, or `now` (still served).
+    fn intervals<T: Clone>(&self, history: &[(Timestamp, T)]) -> Vec<(i64, i64, T)> {
+        history
+            .iter()
+            .enumerate()
+            .map(|(i, (from, v))| {
+                let to = history.get(i + 1).map_or(self.now.0 + 1, |(t, _)| t.0);
+                (from.0, to, v.clone())
+            })
+            .collect()
+    }
+
+    /// When resolvers may be sent to `side`: each stretch a parent address delegated to
+    /// it, lengthened by what a resolver may cache of that delegation.
+    fn reach(&self, side: Delegation) -> Vec<(i64, i64)> {
+        let ttl = match side {
+            Delegation::Source => self.ttl.parent_ns.max(self.ttl.apex_ns),
+            _ => self.ttl.parent_ns,
+        };
+        let mut out = vec![];
+        for p in &self.parents {
+            let h: Vec<_> = p.history.iter().map(|(t, _, g)| (*t, *g)).collect();
+            for (from, to, g) in self.intervals(&h) {
+                if g == side {
+                    out.push((from, to + i64::from(ttl) * 1000));
+                }
+            }
+        }
+        out
+    }
+
+    /// Rule 15 at `now`, from the caches alone.
+    fn violations(&self) -> Vec<String> {
+        let now = self.now.0;
+        let within = |from: i64, to: i64, ttl: u32| to > now - i64::from(ttl) * 1000 && from <= now;
+        let overlaps = |spans: &[(i64, i64)], from: i64, to: i64| {
+            spans.iter().any(|(a, b)| *a < to && *b > from)
+        };
+        let ds_sets: Vec<Vec<Ds>> = self
+            .parents
+            .iter()
+            .flat_map(|p| {
+                let h: Vec<_> = p.history.iter().map(|(t, d, _)| (*t, d.clone())).collect();
+                self.intervals(&h)
+            })
+            .filter(|(from, to, _)| within(*from, *to, self.ttl.ds))
+            .map(|(_, _, d)| d)
+            .collect();
+        let mut key_sets: Vec<Vec<Dnskey>> = vec![];
+        for (prov, side) in [
+            (&self.src, Delegation::Source),
+            (&self.tgt, Delegation::Target),
+        ] {
+            let spans = self.reach(side);
+            for a in &prov.addrs {
+                for (from, to, served) in self.intervals(&a.history) {
+                    let window_from = from.max(now - i64::from(self.ttl.dnskey) * 1000);
+                    if within(from, to, self.ttl.dnskey)
+                        && overlaps(&spans, window_from, to)
+                        && let Some((keys, _)) = served
+                    {
+                        key_sets.push(keys);
+                    }
+                }
+            }
+        }
+        let mut out = vec![];
+        for (prov, side) in [
+            (&self.src, Delegation::Source),
+            (&self.tgt, Delegation::Target),
+        ] {
+            if !overlaps(&self.reach(side), now, now + 1) {
+                continue;
+            }
+            for (i, a) in prov.addrs.iter().enumerate() {
+                let current = a.history.last().and_then(|(_, s)| s.clone());
+                match current {
+                    None => {
+                        if ds_sets.iter().any(|d| !d.is_empty()) {
+                            out.push(format!("{side:?}-{i} answers unsigned under a cached DS"));
+                        }
+                    }
+                    Some((_, signer)) => {
+                        let want = ds(&signer);
+                        if let Some(d) = ds_sets.iter().find(|d| !d.contains(&want)) {
+                            out.push(format!(
+                                "{side:?}-{i} signs with {} but a cached DS set lacks its DS: {d:?}",
+                                signer.key_tag()
+                            ));
+                        }
+                        if let Some(k) = key_sets.iter().find(|k| !k.contains(&signer)) {
+                            out.push(format!(
+                                "{side:?}-{i} signs with {} but a cached DNSKEY set lacks it: {k:?}",
+                                signer.key_tag()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn perform(&mut self, mv: &Move, effects: Vec<MoveEffect>, policy: &MovePolicy) {
+        for effect in effects {
+            match effect {
+                MoveEffect::TargetDnssecOn => {
+                    if self.tgt.key.is_none() {
+                        self.tgt.key = Some(key(self.next_key));
+                        self.next_key += 1;
+                    }
+                }
+                MoveEffect::SetForeign { side, keys } => self.prov(side).foreign = keys,
+                MoveEffect::Registrar(i) => self.pending.push(i),
+                MoveEffect::SourceDnssecOff => {
+                    // The guard on a look of its own, right before the call.
+                    let mut fresh = self.clone();
+                    fresh.api_unknown = false;
+                    if source_may_go_off(mv, &fresh.look(), policy).is_ok() {
+                        self.src.key = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Step,
+    /// The engine died after deciding, before committing: nothing of it stands.
+    CrashBeforeCommit,
+    /// The engine died after committing, before performing: the registrar's instruction
+    /// stands (the outbox), the calls are lost.
+    CrashAfterCommit,
+    Advance(u32),
+    RegistrarActs,
+    PropagateParent(usize),
+    PropagateChild(Side, usize),
+    UnknownParent(usize),
+    UnknownChild(Side, usize),
+    ApiUnknown,
+    RollTarget,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let side = prop_oneof![Just(Side::Source), Just(Side::Target)];
+    prop_oneof![
+        6 => Just(Op::Step),
+        1 => Just(Op::CrashBeforeCommit),
+        1 => Just(Op::CrashAfterCommit),
+        4 => prop_oneof![Just(60u32), Just(600), Just(3600), Just(21_600), Just(86_400)].prop_map(Op::Advance),
+        2 => Just(Op::RegistrarActs),
+        3 => (0..3usize).prop_map(Op::PropagateParent),
+        3 => (side.clone(), 0..2usize).prop_map(|(s, i)| Op::PropagateChild(s, i)),
+        1 => (0..3usize).prop_map(Op::UnknownParent),
+        1 => (side, 0..2usize).prop_map(|(s, i)| Op::UnknownChild(s, i)),
+        1 => Just(Op::ApiUnknown),
+        1 => Just(Op::RollTarget),
+    ]
+}
+
+fn policy() -> MovePolicy {
+    MovePolicy {
+        propagation_margin: Duration::from_secs(60),
+        assumed_ns_ttl: Duration::from_secs(172_800),
+    }
+}
+
+fn clear_unknowns(w: &mut World) {
+    w.api_unknown = false;
+    for p in &mut w.parents {
+        p.unknown = false;
+    }
+    for a in w.src.addrs.iter_mut().chain(w.tgt.addrs.iter_mut()) {
+        a.unknown = false;
+    }
+}
+
+/// One daemon step: look, decide, commit, perform; the unknowns last one look.
+fn daemon_step(w: &mut World, mv: &mut Move, commit: bool, perform: bool) -> Vec<String> {
+    let decision = step(mv, &w.look(), &policy());
+    clear_unknowns(w);
+    if !commit {
+        return vec![];
+    }
+    let effects = if perform {
+        decision.effects
+    } else {
+        decision
+            .effects
+            .into_iter()
+            .filter(|e| matches!(e, MoveEffect::Registrar(_)))
+            .collect()
+    };
+    *mv = decision.next;
+    w.perform(mv, effects, &policy());
+    decision.alerts
+}
+
+fn run(ops: &[Op], ttl: ModelTtls, target_signs: bool) -> Result<(), TestCaseError> {
+    let mut w = World::new(ttl, target_signs);
+    let mut mv = Move::new(ZONE, key(1));
+    let mut trail = vec![];
+    let check = |w: &World, trail: &[String], what: &str| -> Result<(), TestCaseError> {
+        let v = w.violations();
+        prop_assert!(
+            v.is_empty(),
+            "after {what}: {v:?}\ntrail:\n{}",
+            trail.join("\n")
+        );
+        Ok(())
+    };
+    for op in ops {
+        match op {
+            Op::Step => {
+                daemon_step(&mut w, &mut mv, true, true);
+            }
+            Op::CrashBeforeCommit => {
+                daemon_step(&mut w, &mut mv, false, false);
+            }
+            Op::CrashAfterCommit => {
+                daemon_step(&mut w, &mut mv, true, false);
+            }
+            Op::Advance(s) => w.now = w.now.plus_secs(*s),
+            Op::RegistrarActs => w.registrar_acts(),
+            Op::PropagateParent(i) => w.propagate_parent(*i),
+            Op::PropagateChild(s, i) => w.propagate_child(*s, *i),
+            Op::UnknownParent(i) => w.parents[*i % 3].unknown = true,
+            Op::UnknownChild(s, i) => w.prov(*s).addrs[*i % 2].unknown = true,
+            Op::ApiUnknown => w.api_unknown = true,
+            Op::RollTarget => w.roll_target(),
+        }
+        trail.push(format!("{} {op:?} -> {}", w.now, mv.phase.name()));
+        check(&w, &trail, &format!("{op:?}"))?;
+    }
+    // Then a registrar that acts and servers that catch up: every move ends, still safe.
+    for round in 0..60 {
+        if mv.phase == Phase::Done {
+            break;
+        }
+        w.registrar_acts();
+        for i in 0..3 {
+            w.propagate_parent(i);
+        }
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                w.propagate_child(side, i);
+            }
+        }
+        check(&w, &trail, &format!("settling round {round}"))?;
+        daemon_step(&mut w, &mut mv, true, true);
+        trail.push(format!("{} settle -> {}", w.now, mv.phase.name()));
+        check(&w, &trail, &format!("settling step {round}"))?;
+        w.now = w.now.plus_secs(3 * 3600);
+        check(&w, &trail, &format!("settling wait {round}"))?;
+    }
+    prop_assert_eq!(
+        mv.phase,
+        Phase::Done,
+        "the move never ended:\n{}",
+        trail.join("\n")
+    );
+    let kt = w.tgt.key.clone().expect("the target signs");
+    prop_assert!(w.src.key.is_none(), "the source still signs");
+    prop_assert_eq!(&w.registry_ds, &vec![ds(&kt)]);
+    prop_assert_eq!(w.registry_deleg, Delegation::Target);
+    prop_assert!(w.tgt.foreign.is_empty() && w.src.foreign.is_empty());
+    Ok(())
+}
+
+fn ttls() -> impl Strategy<Value = ModelTtls> {
+    (
+        prop_oneof![Just(300u32), Just(3600), Just(86_400)],
+        prop_oneof![Just(300u32), Just(3600)],
+        prop_oneof![Just(3600u32), Just(172_800)],
+        prop_oneof![Just(300u32), Just(86_400)],
+    )
+        .prop_map(|(ds, dnskey, parent_ns, apex_ns)| ModelTtls {
+            ds,
+            dnskey,
+            parent_ns,
+            apex_ns,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// DESIGN.md rule 15 over random interleavings.
+    #[test]
+    fn a_signed_move_keeps_every_resolver_validating(
+        ops in prop::collection::vec(op(), 0..80),
+        ttl in ttls(),
+        target_signs in any::<bool>(),
+    ) {
+        run(&ops, ttl, target_signs)?;
+    }
+}
+
+/// The oracle can fail: a planner that asks for the NS change as soon as both DS are
+/// seen (no DS hold) is caught.
+#[test]
+fn the_oracle_catches_an_early_ns_change() {
+    let ttl = ModelTtls {
+        ds: 86_400,
+        dnskey: 300,
+        parent_ns: 3600,
+        apex_ns: 300,
+    };
+    let mut w = World::new(ttl, true);
+    let ks = key(1);
+    let kt = key(2);
+    w.src.foreign = vec![kt.clone()];
+    w.tgt.foreign = vec![ks.clone()];
+    for side in [Side::Source, Side::Target] {
+        for i in 0..2 {
+            w.propagate_child(side, i);
+        }
+    }
+    w.now = w.now.plus_secs(3600);
+    w.registry_ds.push(ds(&kt));
+    for i in 0..3 {
+        w.propagate_parent(i);
+    }
+    assert!(w.violations().is_empty());
+    // The NS changed at once: a resolver holding the old DS set is sent to the target.
+    w.registry_deleg = Delegation::Target;
+    w.propagate_parent(0);
+    let v = w.violations();
+    assert!(v.iter().any(|m| m.contains("cached DS set lacks")), "{v:?}");
+}
+
+/// A roll at the target after the NS change is alerted and holds the move.
+#[test]
+fn a_key_changed_after_the_ns_change_holds_the_move() {
+    let mut mv = Move::new(ZONE, key(1));
+    mv.phase = Phase::OldDelegationWait;
+    mv.target_key = Some(key(2));
+    mv.delegated_at = Some(T0);
+    let mut w = World::new(
+        ModelTtls {
+            ds: 300,
+            dnskey: 300,
+            parent_ns: 300,
+            apex_ns: 300,
+        },
+        true,
+    );
+    w.tgt.key = Some(key(9));
+    let d = step(&mv, &w.look(), &policy());
+    assert_eq!(d.next.phase, Phase::OldDelegationWait);
+    assert!(
+        d.alerts
+            .iter()
+            .any(|a| a.contains("the target now signs with key")),
+        "{:?}",
+        d.alerts
+    );
+    assert!(
+        d.effects
+            .iter()
+            .all(|e| !matches!(e, MoveEffect::Registrar(_) | MoveEffect::SourceDnssecOff))
+    );
+}
+
+/// The guard in front of the source's "DNSSEC off" stands on its own (a bug in `step`
+/// cannot switch it off early): refused before the old delegation's hold has passed,
+/// while a parent server still publishes DS(`Ks`) or delegates to the source.
+#[test]
+fn the_source_goes_off_only_unreachable_and_without_its_ds() {
+    let ttl = ModelTtls {
+        ds: 300,
+        dnskey: 300,
+        parent_ns: 3600,
+        apex_ns: 300,
+    };
+    let mut w = World::new(ttl, true);
+    let mut mv = Move::new(ZONE, key(1));
+    mv.phase = Phase::OldSigningOff;
+    mv.target_key = Some(key(2));
+    mv.delegated_at = Some(T0);
+    mv.ttls.old_ns = 3600;
+    w.registry_deleg = Delegation::Target;
+    w.registry_ds = vec![ds(&key(2))];
+    w.propagate_parent(0);
+    w.propagate_parent(1);
+    let p = policy();
+    w.now = T0.plus_secs(3600);
+    let why = source_may_go_off(&mv, &w.look(), &p).unwrap_err();
+    assert!(why.contains("old delegation may be cached"), "{why}");
+    w.now = T0.plus_secs(3600 + 61);
+    let why = source_may_go_off(&mv, &w.look(), &p).unwrap_err();
+    assert!(why.contains("parent-2"), "{why}");
+    w.propagate_parent(2);
+    assert_eq!(source_may_go_off(&mv, &w.look(), &p), Ok(()));
+    w.parents[1].unknown = true;
+    assert!(source_may_go_off(&mv, &w.look(), &p).is_err());
+}
