@@ -1,15 +1,20 @@
 //! The PowerDNS client against a real PowerDNS Authoritative (Debian's `pdns-server` with
 //! the sqlite3 backend), started here on loopback ports of its own and stopped by its PID:
 //! the zone, its name servers and largest TTL, DNSSEC on with the key the server then
-//! serves over DNS, off again, and the server's refusals as typed errors.
+//! serves over DNS, off again, and the server's refusals as typed errors; another signer's
+//! DNSKEY (RFC 8901 model 2) stored, served beside the zone's own key and signed by it.
 
 use std::process::Command;
 use std::time::Duration;
 
-use dnssec_warden_test_support::pdns::free_port;
+use dnssec_warden_test_support::pdns::{PdnsOptions, free_port};
 
+use dnssec_warden::dnssec::Dnskey;
+use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
-use dnssec_warden::provider::{CdsPublication, ErrorClass, PermitAnswer, Provider, ProviderError};
+use dnssec_warden::provider::{
+    CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider, ProviderError,
+};
 use dnssec_warden::secret::Secret;
 
 const API_KEY: &str = "pdns-test-key-8e1f";
@@ -25,13 +30,18 @@ impl Pdns {
     /// Starts the server. PowerDNS missing is installed as root, or a failure that says
     /// what to install (the README's test command, tests/run.sh, installs it).
     fn start() -> Self {
+        Self::start_with(PdnsOptions::default())
+    }
+
+    fn start_with(options: PdnsOptions) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let dns = free_port().expect("a free port");
-        let server = dnssec_warden_test_support::pdns::Pdns::start(
+        let server = dnssec_warden_test_support::pdns::Pdns::start_with(
             dir.path(),
             &[std::net::Ipv4Addr::LOCALHOST],
             dns,
             API_KEY,
+            options,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         Self {
@@ -316,4 +326,334 @@ async fn a_server_that_is_gone_is_a_connect_error_not_a_missing_zone() {
 fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+// ---- another signer's DNSKEY (RFC 8901 model 2) ---------------------------------------
+
+const DIRECT: PdnsOptions = PdnsOptions {
+    direct_dnskey: true,
+};
+
+/// A fresh ECDSA P-256 key (algorithm 13, as PowerDNS's own) with `flags`: a real public
+/// key, as another signer would hold.
+fn fresh_key(flags: u16) -> Dnskey {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+        .expect("a key is generated");
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .expect("a generated key parses");
+    Dnskey {
+        flags,
+        protocol: 3,
+        algorithm: 13,
+        // The public point without its 0x04 prefix (RFC 6605 section 4).
+        public_key: pair.public_key().as_ref()[1..].to_vec(),
+    }
+}
+
+/// The apex DNSKEY RRset as the server answers it over DNS (DO set): each key with the
+/// TTL served, and which of them sign the RRset validly now, by the check safety rule 4's
+/// "serves" rests on (`validator::self_signers`).
+struct ServedKeys {
+    keys: Vec<(Dnskey, u32)>,
+    signers: Vec<Dnskey>,
+}
+
+impl ServedKeys {
+    fn has(&self, key: &Dnskey) -> bool {
+        self.keys.iter().any(|(k, _)| k == key)
+    }
+}
+
+impl Pdns {
+    async fn served_keys(&self, zone: &str) -> ServedKeys {
+        use dnssec_warden::dns::wire::{as_dnskey, build_query, dnskey_from, parse_name};
+        use dnssec_warden::dns::{Budget, NetTransport, Transport as _, validator};
+        use hickory_proto::rr::RecordType;
+
+        let server = std::net::SocketAddr::from(([127, 0, 0, 1], self.dns));
+        let name = parse_name(zone).expect("a name");
+        let answer = NetTransport::new(Duration::from_secs(2))
+            .exchange(server, &build_query(&name, RecordType::DNSKEY, false))
+            .await
+            .expect("the server answers");
+        let keys: Vec<(Dnskey, u32)> = answer
+            .answers
+            .iter()
+            .filter_map(|r| as_dnskey(r).map(|k| (dnskey_from(k), r.ttl)))
+            .collect();
+        let plain: Vec<Dnskey> = keys.iter().map(|(k, _)| k.clone()).collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs() as u32;
+        let signers = validator::self_signers(
+            &answer.answers,
+            &name,
+            &plain,
+            now,
+            &Budget::new(Default::default()),
+        )
+        .expect("within the validation budget");
+        ServedKeys {
+            signers: signers.into_iter().map(|i| plain[i].clone()).collect(),
+            keys,
+        }
+    }
+}
+
+#[tokio::test]
+async fn foreign_dnskeys_are_supported_exactly_where_the_server_serves_them() {
+    let (with, without) = (Pdns::start_with(DIRECT), Pdns::start());
+    let key = fresh_key(257);
+    for (pdns, served) in [(&with, true), (&without, false)] {
+        let client = pdns.client(API_KEY);
+        client
+            .create_zone("fk.test", &["ns1.pdns.test"])
+            .await
+            .unwrap();
+        Provider::set_dnssec(&client, "fk.test", true, &allowed)
+            .await
+            .unwrap();
+        assert_eq!(
+            Provider::foreign_dnskeys_supported(&client, "fk.test")
+                .await
+                .unwrap(),
+            served,
+            "direct-dnskey {served}"
+        );
+        let set = Provider::set_foreign_dnskeys(
+            &client,
+            "fk.test",
+            std::slice::from_ref(&key),
+            3600,
+            &allowed,
+        )
+        .await;
+        if served {
+            set.unwrap();
+        } else {
+            // 4.7 would store the set and never serve it: refused, and nothing stored.
+            assert!(
+                matches!(&set, Err(ProviderError::Invalid(m)) if m.contains("direct-dnskey") && m.contains("fk.test.")),
+                "{set:?}"
+            );
+            // Removing is always sent (and a set that is not there removed is no error).
+            Provider::set_foreign_dnskeys(&client, "fk.test", &[], 3600, &allowed)
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            Provider::foreign_dnskeys(&client, "fk.test").await.unwrap(),
+            Some(if served { vec![key.clone()] } else { vec![] })
+        );
+        assert_eq!(pdns.served_keys("fk.test.").await.has(&key), served);
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_key_is_served_beside_the_zones_own_and_signed_by_it() {
+    let pdns = Pdns::start_with(DIRECT);
+    let client = pdns.client(API_KEY);
+    client
+        .create_zone("ms.test", &["ns1.pdns.test"])
+        .await
+        .unwrap();
+    Provider::set_dnssec(&client, "ms.test", true, &allowed)
+        .await
+        .unwrap();
+    let own = Provider::dnssec_key(&client, "ms.test").await.unwrap();
+    assert_eq!(
+        Provider::foreign_dnskeys(&client, "ms.test").await.unwrap(),
+        Some(vec![]),
+        "the keystore's own key is no foreign key"
+    );
+    let before = pdns.served_keys("ms.test.").await;
+    assert_eq!(before.signers, vec![own.dnskey.clone()]);
+
+    let foreign = fresh_key(257);
+    Provider::set_foreign_dnskeys(
+        &client,
+        "ms.test",
+        std::slice::from_ref(&foreign),
+        7200,
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        Provider::foreign_dnskeys(&client, "ms.test").await.unwrap(),
+        Some(vec![foreign.clone()])
+    );
+    // The zone's own key is still the one entry point (the stored record is not a
+    // cryptokey), so the DS the daemon announces is unchanged.
+    assert_eq!(Provider::dnssec_key(&client, "ms.test").await.unwrap(), own);
+
+    // Over DNS: one RRset with both keys, signed by the zone's own key (not by the
+    // foreign one, whose private key the server does not have).
+    let served = pdns.served_keys("ms.test.").await;
+    assert_eq!(served.keys.len(), 2, "{:?}", served.keys);
+    assert!(served.has(&own.dnskey) && served.has(&foreign));
+    assert_eq!(served.signers, vec![own.dnskey.clone()]);
+    // Served at the TTL of the keystore's keys (the SOA minimum), not the 7200 stored.
+    let ttls: Vec<u32> = served.keys.iter().map(|(_, ttl)| *ttl).collect();
+    assert!(ttls.iter().all(|t| *t == ttls[0] && *t != 7200), "{ttls:?}");
+
+    // Removed: the own key alone again, still signing.
+    Provider::set_foreign_dnskeys(&client, "ms.test", &[], 7200, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(
+        Provider::foreign_dnskeys(&client, "ms.test").await.unwrap(),
+        Some(vec![])
+    );
+    let after = pdns.served_keys("ms.test.").await;
+    assert!(!after.has(&foreign), "{:?}", after.keys);
+    assert_eq!(after.keys.len(), 1);
+    assert_eq!(after.signers, vec![own.dnskey.clone()]);
+}
+
+#[tokio::test]
+async fn setting_the_same_foreign_keys_again_leaves_one_copy_each() {
+    let pdns = Pdns::start_with(DIRECT);
+    // Through the accounts, as the daemon sends it (rule 13: at the zone's one holder).
+    let providers = Providers::new(vec![(
+        "pdns".to_string(),
+        Client::PowerDns(pdns.client(API_KEY)),
+    )]);
+    let client = pdns.client(API_KEY);
+    client
+        .create_zone("id.test", &["ns1.pdns.test"])
+        .await
+        .unwrap();
+    Provider::set_dnssec(&client, "id.test", true, &allowed)
+        .await
+        .unwrap();
+    assert!(
+        providers
+            .foreign_dnskeys_supported("id.test")
+            .await
+            .unwrap()
+    );
+    let (a, b) = (fresh_key(257), fresh_key(256));
+    // As read back: in canonical order (by RDATA), whatever order they were given in.
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort_by_key(Dnskey::rdata);
+    for keys in [
+        vec![a.clone(), b.clone()],
+        vec![b.clone(), a.clone(), b.clone()],
+    ] {
+        providers
+            .set_foreign_dnskeys("id.test", &keys, 3600, &allowed)
+            .await
+            .unwrap();
+        assert_eq!(
+            providers.foreign_dnskeys("id.test").await.unwrap(),
+            Some(both.clone())
+        );
+    }
+    let served = pdns.served_keys("id.test.").await;
+    assert_eq!(
+        served.keys.len(),
+        3,
+        "own, a, b once each: {:?}",
+        served.keys
+    );
+    // Exactly: a set without b drops b.
+    providers
+        .set_foreign_dnskeys("id.test", std::slice::from_ref(&a), 3600, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(
+        providers.foreign_dnskeys("id.test").await.unwrap(),
+        Some(vec![a.clone()])
+    );
+    // A change the caller no longer may send is not sent, and changes nothing.
+    let refused = providers
+        .set_foreign_dnskeys("id.test", &[], 3600, &denied)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, ProviderError::NotSent(_)), "{refused:?}");
+    assert_eq!(
+        providers.foreign_dnskeys("id.test").await.unwrap(),
+        Some(vec![a])
+    );
+}
+
+#[tokio::test]
+async fn foreign_keys_no_validator_should_check_are_refused_before_any_request() {
+    // Nothing listens at the client's address: a request would be a connect error.
+    let nowhere: url::Url = format!("http://127.0.0.1:{}/", free_port().unwrap())
+        .parse()
+        .unwrap();
+    let settings = PowerDnsSettings {
+        base_url: nowhere.clone(),
+        server_id: "localhost".into(),
+        request_timeout: Duration::from_secs(2),
+        max_attempts: 1,
+        retry_budget: Duration::from_secs(2),
+    };
+    let pdns = Client::PowerDns(
+        PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client"),
+    );
+    let key = fresh_key(257);
+    let not_zone_key = Dnskey {
+        flags: 1,
+        ..key.clone()
+    };
+    let unknown_algorithm = Dnskey {
+        algorithm: 3,
+        ..key.clone()
+    };
+    let too_many: Vec<Dnskey> = (0..=MAX_FOREIGN_DNSKEYS).map(|_| fresh_key(256)).collect();
+    for (keys, why) in [
+        (vec![key.clone(), not_zone_key], "not a zone key"),
+        (vec![unknown_algorithm], "algorithm"),
+        (too_many, "at most 8"),
+    ] {
+        let refused = Provider::set_foreign_dnskeys(&pdns, "ex.test", &keys, 3600, &allowed)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, ProviderError::Invalid(m) if m.contains(why) && m.contains("ex.test")),
+            "{why}: {refused:?}"
+        );
+    }
+    // The same set within the cap does try the server (which is not there).
+    let sent =
+        Provider::set_foreign_dnskeys(&pdns, "ex.test", std::slice::from_ref(&key), 3600, &allowed)
+            .await
+            .unwrap_err();
+    assert!(matches!(sent, ProviderError::Connect(_)), "{sent:?}");
+
+    // A provider whose API cannot (Gcore: the trait's default) is refused, naming the
+    // zone, and asks nothing.
+    let gcore = Client::Gcore(
+        dnssec_warden::provider::gcore::GcoreClient::with_policy(
+            nowhere,
+            dnssec_warden::provider::gcore::Credentials::ApiKey(Secret::new("k".into())),
+            Default::default(),
+            Duration::from_secs(2),
+        )
+        .expect("a client"),
+    );
+    assert!(
+        !Provider::foreign_dnskeys_supported(&gcore, "ex.test")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        Provider::foreign_dnskeys(&gcore, "ex.test").await.unwrap(),
+        None
+    );
+    let refused = Provider::set_foreign_dnskeys(&gcore, "ex.test", &[key], 3600, &allowed)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused,
+        ProviderError::Invalid(
+            "the provider's API cannot publish another signer's DNSKEY for ex.test".into()
+        )
+    );
 }

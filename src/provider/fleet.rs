@@ -18,9 +18,11 @@ use futures::future::join_all;
 
 use super::gcore::{GcoreClient, ProviderSettings};
 use super::powerdns::{PowerDnsClient, PowerDnsSettings};
-use super::{DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit};
+use super::{
+    DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit, foreign_dnskey_set,
+};
 use crate::condition::Condition;
-use crate::dnssec::{CdsPublication, DnssecKey, fqdn};
+use crate::dnssec::{CdsPublication, Dnskey, DnssecKey, fqdn};
 use crate::secret::{SecretError, SecretSource};
 
 /// One configured provider account: `[provider]` (named after its kind) or
@@ -168,6 +170,30 @@ impl Provider for Client {
         match self {
             Self::Gcore(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
             Self::PowerDns(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
+        }
+    }
+    async fn foreign_dnskeys_supported(&self, zone: &str) -> Result<bool, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::foreign_dnskeys_supported(c, zone).await,
+            Self::PowerDns(c) => Provider::foreign_dnskeys_supported(c, zone).await,
+        }
+    }
+    async fn foreign_dnskeys(&self, zone: &str) -> Result<Option<Vec<Dnskey>>, ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::foreign_dnskeys(c, zone).await,
+            Self::PowerDns(c) => Provider::foreign_dnskeys(c, zone).await,
+        }
+    }
+    async fn set_foreign_dnskeys(
+        &self,
+        zone: &str,
+        keys: &[Dnskey],
+        ttl: u32,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        match self {
+            Self::Gcore(c) => Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await,
+            Self::PowerDns(c) => Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await,
         }
     }
 }
@@ -516,6 +542,33 @@ impl<P: Provider> Provider for Providers<P> {
             .await
     }
 
+    async fn foreign_dnskeys_supported(&self, zone: &str) -> Result<bool, ProviderError> {
+        self.at_holder(zone, |c| c.foreign_dnskeys_supported(zone))
+            .await
+    }
+
+    async fn foreign_dnskeys(&self, zone: &str) -> Result<Option<Vec<Dnskey>>, ProviderError> {
+        self.at_holder(zone, |c| c.foreign_dnskeys(zone)).await
+    }
+
+    async fn set_foreign_dnskeys(
+        &self,
+        zone: &str,
+        keys: &[Dnskey],
+        ttl: u32,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        // Keys no provider may publish are refused before the holder is asked again.
+        foreign_dnskey_set(zone, keys)?;
+        // As a switch (rule 13): only at the account the zone was looked at, still its
+        // one holder.
+        let now = self.switch_holder(zone).await?;
+        self.accounts[now]
+            .1
+            .set_foreign_dnskeys(zone, keys, ttl, may_send)
+            .await
+    }
+
     async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         self.at_holder(zone, |c| c.dnssec_key(zone)).await
     }
@@ -550,6 +603,8 @@ mod tests {
         /// Reads answered with the zone.
         served: AtomicUsize,
         switches: AtomicUsize,
+        /// The foreign DNSKEYs set, at any zone.
+        foreign: Mutex<Vec<Dnskey>>,
     }
 
     impl Fake {
@@ -619,6 +674,22 @@ mod tests {
             self.has(zone)?;
             Ok(Some(300))
         }
+        async fn foreign_dnskeys(&self, zone: &str) -> Result<Option<Vec<Dnskey>>, ProviderError> {
+            self.has(zone)?;
+            Ok(Some(self.foreign.lock().unwrap().clone()))
+        }
+        async fn set_foreign_dnskeys(
+            &self,
+            zone: &str,
+            keys: &[Dnskey],
+            _: u32,
+            _: SendPermit<'_>,
+        ) -> Result<(), ProviderError> {
+            self.has(zone)?;
+            self.switches.fetch_add(1, Ordering::SeqCst);
+            *self.foreign.lock().unwrap() = keys.to_vec();
+            Ok(())
+        }
     }
 
     fn yes() -> PermitAnswer<'static> {
@@ -681,6 +752,48 @@ mod tests {
         let err = p.set_dnssec("both.test.", true, &yes).await.unwrap_err();
         assert!(matches!(err, ProviderError::Owner(_)), "{err}");
         assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn foreign_dnskeys_are_set_only_at_the_zones_one_holder() {
+        let key = crate::dnssec::test_key();
+        let p = two(&["a.test.", "both.test."], &["b.test.", "both.test."]);
+        p.zone_flags().await.unwrap();
+        // Keys no provider may publish: refused before any account is asked.
+        let not_zone_key = Dnskey {
+            flags: 257 & !crate::dnssec::FLAG_ZONE_KEY,
+            ..key.clone()
+        };
+        let err = p
+            .set_foreign_dnskeys("b.test.", &[not_zone_key], 300, &yes)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ProviderError::Invalid(_)), "{err}");
+        for name in ["gcore", "pdns"] {
+            assert_eq!(at(&p, name).zone_calls.load(Ordering::SeqCst), 0);
+        }
+        // As a switch: every account asked again right before, then only the holder.
+        p.set_foreign_dnskeys("b.test.", std::slice::from_ref(&key), 300, &yes)
+            .await
+            .unwrap();
+        assert_eq!(*at(&p, "pdns").foreign.lock().unwrap(), vec![key.clone()]);
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+        assert_eq!(at(&p, "gcore").zone_calls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            p.foreign_dnskeys("b.test.").await.unwrap(),
+            Some(vec![key.clone()])
+        );
+        assert_eq!(p.foreign_dnskeys("a.test.").await.unwrap(), Some(vec![]));
+        // The trait's default where the fake has none: unsupported, asking nothing.
+        assert!(!p.foreign_dnskeys_supported("a.test.").await.unwrap());
+        // A zone at two accounts: never sent anywhere.
+        let err = p
+            .set_foreign_dnskeys("both.test.", &[], 300, &yes)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ProviderError::Owner(_)), "{err}");
+        assert_eq!(at(&p, "gcore").switches.load(Ordering::SeqCst), 0);
+        assert_eq!(at(&p, "pdns").switches.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

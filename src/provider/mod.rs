@@ -16,7 +16,7 @@ pub mod powerdns;
 use serde::Deserialize;
 
 pub use crate::dnssec::CdsPublication;
-use crate::dnssec::DnssecKey;
+use crate::dnssec::{Dnskey, DnssecKey};
 
 pub use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
@@ -116,6 +116,41 @@ pub trait Provider: Send + Sync {
             )))
         }
     }
+    /// Whether the provider serves DNSKEY records of another signer beside its own in the
+    /// zone's apex DNSKEY RRset, signed by its own key (RFC 8901 model 2, the multi-signer
+    /// step of a move between providers). `Ok(false)` where the API cannot, asking nothing.
+    fn foreign_dnskeys_supported(
+        &self,
+        _zone: &str,
+    ) -> impl Future<Output = Result<bool, ProviderError>> + Send {
+        async { Ok(false) }
+    }
+    /// The other signers' DNSKEYs the provider stores for the zone's apex (never its own
+    /// signing keys); `Ok(None)` where the API cannot store any, asking nothing. A stored
+    /// record that does not parse is an error naming it, never left out.
+    fn foreign_dnskeys(
+        &self,
+        _zone: &str,
+    ) -> impl Future<Output = Result<Option<Vec<Dnskey>>, ProviderError>> + Send {
+        async { Ok(None) }
+    }
+    /// Makes the zone's stored foreign DNSKEYs exactly `keys` (empty: none), with
+    /// `may_send` as for [`Provider::set_dnssec`]. The keys are checked first
+    /// ([`foreign_dnskey_set`]); a provider whose API cannot is refused before any request.
+    fn set_foreign_dnskeys(
+        &self,
+        zone: &str,
+        _keys: &[Dnskey],
+        _ttl: u32,
+        _may_send: SendPermit<'_>,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        let zone = zone.to_string();
+        async move {
+            Err(ProviderError::Invalid(format!(
+                "the provider's API cannot publish another signer's DNSKEY for {zone}"
+            )))
+        }
+    }
     /// The name of the configured account that holds the zone, as far as known without
     /// asking (`fleet::Providers`); `None` for a lone client.
     fn account(&self, _zone: &str) -> Option<String> {
@@ -124,5 +159,96 @@ pub trait Provider: Send + Sync {
     /// How many accounts stand behind this provider (1 for a lone client).
     fn accounts(&self) -> usize {
         1
+    }
+}
+
+/// At most this many foreign DNSKEYs in a zone's apex. Every key of the DNSKEY RRset is
+/// one a validator may have to try against each RRSIG over it: since KeyTrap
+/// (CVE-2023-50387) resolvers cap that work and fail a zone past it, and a large set also
+/// pushes the answer past 1232 bytes onto TCP. Two or three signers with a key roll in
+/// progress need four or so; eight leaves room and stays far below those caps.
+pub const MAX_FOREIGN_DNSKEYS: usize = 8;
+
+/// The foreign DNSKEYs a provider may be asked to publish for `zone`: each a DNSSEC zone
+/// key (flags bit 7, protocol 3) of an algorithm validators implement
+/// ([`crate::dnssec::algorithm_supported`]), duplicates once, at most
+/// [`MAX_FOREIGN_DNSKEYS`]. Anything else is [`ProviderError::Invalid`], before any
+/// request: a key validators cannot use would only make the RRset larger.
+pub fn foreign_dnskey_set(zone: &str, keys: &[Dnskey]) -> Result<Vec<Dnskey>, ProviderError> {
+    let mut set: Vec<Dnskey> = Vec::with_capacity(keys.len().min(MAX_FOREIGN_DNSKEYS));
+    for key in keys {
+        let why = if !key.is_zone_key() {
+            Some("not a zone key (flags bit 7 clear)")
+        } else if key.protocol != crate::dnssec::PROTOCOL_DNSSEC {
+            Some("not protocol 3")
+        } else if !crate::dnssec::algorithm_supported(key.algorithm) {
+            Some("an algorithm validators do not implement")
+        } else if key.public_key.is_empty() {
+            Some("an empty public key")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(ProviderError::Invalid(format!(
+                "foreign DNSKEY {} (flags {}, algorithm {}) for {zone}: {why}",
+                key.key_tag(),
+                key.flags,
+                key.algorithm
+            )));
+        }
+        if !set.contains(key) {
+            set.push(key.clone());
+        }
+    }
+    if set.len() > MAX_FOREIGN_DNSKEYS {
+        return Err(ProviderError::Invalid(format!(
+            "{} foreign DNSKEYs for {zone}: at most {MAX_FOREIGN_DNSKEYS} (the DNSKEY set validators must check stays small)",
+            set.len()
+        )));
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnssec::test_key;
+
+    #[test]
+    fn foreign_keys_are_zone_keys_validators_use_each_once_and_few() {
+        let key = test_key();
+        let set = foreign_dnskey_set("ex.test.", &[key.clone(), key.clone()]).unwrap();
+        assert_eq!(set, vec![key.clone()]);
+        assert_eq!(foreign_dnskey_set("ex.test.", &[]).unwrap(), vec![]);
+
+        let not_zone = Dnskey {
+            flags: 1,
+            ..key.clone()
+        };
+        let refused = foreign_dnskey_set("ex.test.", &[not_zone]).unwrap_err();
+        assert!(
+            matches!(&refused, ProviderError::Invalid(m) if m.contains("not a zone key") && m.contains("ex.test.")),
+            "{refused:?}"
+        );
+        let dsa = Dnskey {
+            algorithm: 3,
+            ..key.clone()
+        };
+        assert!(matches!(
+            foreign_dnskey_set("ex.test.", &[dsa]),
+            Err(ProviderError::Invalid(_))
+        ));
+
+        let many: Vec<Dnskey> = (0..=MAX_FOREIGN_DNSKEYS).map(|_| test_key()).collect();
+        assert!(matches!(
+            foreign_dnskey_set("ex.test.", &many),
+            Err(ProviderError::Invalid(m)) if m.contains("at most")
+        ));
+        assert_eq!(
+            foreign_dnskey_set("ex.test.", &many[..MAX_FOREIGN_DNSKEYS])
+                .unwrap()
+                .len(),
+            MAX_FOREIGN_DNSKEYS
+        );
     }
 }

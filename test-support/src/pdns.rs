@@ -45,10 +45,29 @@ pub fn free_port() -> Result<u16> {
     Err("no free loopback port".into())
 }
 
+/// How a test's server differs from the default one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PdnsOptions {
+    /// `direct-dnskey=yes`: DNSKEY records stored as records are served beside the
+    /// keystore's keys (another signer's key, RFC 8901); unset, the server's default `no`.
+    pub direct_dnskey: bool,
+}
+
 impl Pdns {
     /// Starts the server in `dir` (created), answering DNS on `addresses` at `port`, with
     /// `api_key` for its API; returns once the API listens.
     pub fn start(dir: &Path, addresses: &[Ipv4Addr], port: u16, api_key: &str) -> Result<Self> {
+        Self::start_with(dir, addresses, port, api_key, PdnsOptions::default())
+    }
+
+    /// [`Pdns::start`] with `options`.
+    pub fn start_with(
+        dir: &Path,
+        addresses: &[Ipv4Addr],
+        port: u16,
+        api_key: &str,
+        options: PdnsOptions,
+    ) -> Result<Self> {
         crate::knot::ensure_packages(PACKAGES)?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let db = dir.join("pdns.sqlite3");
@@ -87,6 +106,10 @@ impl Pdns {
             listen = listen.join(", "),
             dir = dir.display(),
         );
+        let mut conf = conf;
+        if options.direct_dnskey {
+            conf.push_str("direct-dnskey=yes\n");
+        }
         std::fs::write(dir.join("pdns.conf"), conf).map_err(|e| e.to_string())?;
         let log = std::fs::File::create(dir.join("pdns.log")).map_err(|e| e.to_string())?;
         let proc = Proc::spawn(

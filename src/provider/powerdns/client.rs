@@ -13,17 +13,18 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use reqwest::Method;
 use reqwest::header::HeaderName;
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::types::{Cryptokey, PdnsZone, ZoneEntry};
-use crate::dnssec::{CdsPublication, DnssecKey, fqdn};
+use super::types::{ConfigSetting, Cryptokey, PdnsZone, ZoneEntry};
+use crate::dnssec::{CdsPublication, Dnskey, DnssecKey, fqdn};
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, RetryPolicy,
-    SendPermit,
+    SendPermit, foreign_dnskey_set,
 };
 use crate::secret::{Secret, redact};
 
@@ -33,6 +34,10 @@ const PUBLISH_CDNSKEY: &str = "PUBLISH-CDNSKEY";
 /// The CDS digest types the daemon asks for: SHA-256 (RFC 8624: the one every validator
 /// implements; the DS the daemon announces is the same).
 const CDS_DIGESTS: &str = "2";
+
+/// The setting that makes the server serve DNSKEY records stored as records beside its
+/// keystore's keys, in one apex DNSKEY RRset signed by the zone's own keys.
+const DIRECT_DNSKEY: &str = "direct-dnskey";
 
 /// One metadata kind as the API gives it.
 #[derive(serde::Deserialize)]
@@ -288,6 +293,90 @@ impl PowerDnsClient {
         Ok(())
     }
 
+    /// Whether the server serves stored DNSKEY records (`direct-dnskey`), from
+    /// `GET /config`, which lists every setting with its value (4.7 reports it; the API
+    /// key's value shows as `***`). Only the documented `yes` counts, though 4.7 itself
+    /// takes every value but `no` and `off` as on (even `false` and `0`, tried on the
+    /// real server): reading an odd value as off leaves a capability unused at worst,
+    /// never a foreign key believed served that is not. A server that does not list the
+    /// setting does not promise it either.
+    pub async fn direct_dnskey(&self) -> Result<bool, ProviderError> {
+        let settings: Vec<ConfigSetting> =
+            self.json(Method::GET, &["config"], &[], None, None).await?;
+        Ok(settings
+            .iter()
+            .filter(|s| s.name == DIRECT_DNSKEY)
+            .any(|s| s.text().is_some_and(|v| v.eq_ignore_ascii_case("yes"))))
+    }
+
+    /// The DNSKEY records stored at the zone's apex as records (the other signers' keys),
+    /// never the keystore's: [`PdnsZone::stored_dnskeys`].
+    pub async fn get_foreign_dnskeys(&self, zone: &str) -> Result<Vec<Dnskey>, ProviderError> {
+        self.get_zone(zone).await?.stored_dnskeys()
+    }
+
+    /// Makes the apex's stored DNSKEY records exactly `keys` (checked by
+    /// [`foreign_dnskey_set`] before any request): one `PATCH` of the zone's record sets,
+    /// `REPLACE` with the keys or `DELETE` of the set, both level-triggered (the server's
+    /// `DELETE` of a set that is not there is a 204 too).
+    ///
+    /// 4.7 stores a DNSKEY set through the API with `direct-dnskey` off as well, and
+    /// then never serves it: keys are refused unless the server says it serves them
+    /// ([`Self::direct_dnskey`]); removing them is always sent. The server serves the
+    /// stored records with the keystore's keys at their TTL (the SOA minimum), not at the
+    /// `ttl` stored with them (which the API needs, and which counts in `largest_ttl`).
+    pub async fn set_foreign_dnskeys_with(
+        &self,
+        zone: &str,
+        keys: &[Dnskey],
+        ttl: u32,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<(), ProviderError> {
+        let keys = foreign_dnskey_set(zone, keys)?;
+        let entry = self.find_zone(zone).await?;
+        let set = if keys.is_empty() {
+            serde_json::json!({
+                "name": entry.name, "type": "DNSKEY", "changetype": "DELETE",
+            })
+        } else {
+            if !self.direct_dnskey().await? {
+                return Err(ProviderError::Invalid(format!(
+                    "the server does not serve stored DNSKEY records ({DIRECT_DNSKEY} is not yes): another signer's key for {} would be stored and never served; not sent",
+                    entry.name
+                )));
+            }
+            let records: Vec<serde_json::Value> = keys
+                .iter()
+                .map(|k| {
+                    serde_json::json!({
+                        "content": format!(
+                            "{} {} {} {}",
+                            k.flags,
+                            k.protocol,
+                            k.algorithm,
+                            base64::engine::general_purpose::STANDARD.encode(&k.public_key)
+                        ),
+                        "disabled": false,
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "name": entry.name, "type": "DNSKEY", "ttl": ttl, "changetype": "REPLACE",
+                "records": records,
+            })
+        };
+        let body = serde_json::json!({ "rrsets": [set] });
+        self.call(
+            Method::PATCH,
+            &["zones", &entry.id],
+            &[],
+            Some(&body),
+            may_send,
+        )
+        .await
+        .map(drop)
+    }
+
     // ---- plumbing ----------------------------------------------------------------------
 
     async fn json<T: DeserializeOwned>(
@@ -448,6 +537,23 @@ impl Provider for PowerDnsClient {
         may_send: SendPermit<'_>,
     ) -> Result<(), ProviderError> {
         self.set_cds_publication_with(zone, to, Some(may_send))
+            .await
+    }
+    async fn foreign_dnskeys_supported(&self, _zone: &str) -> Result<bool, ProviderError> {
+        // A setting of the server, the same for each of its zones.
+        self.direct_dnskey().await
+    }
+    async fn foreign_dnskeys(&self, zone: &str) -> Result<Option<Vec<Dnskey>>, ProviderError> {
+        self.get_foreign_dnskeys(zone).await.map(Some)
+    }
+    async fn set_foreign_dnskeys(
+        &self,
+        zone: &str,
+        keys: &[Dnskey],
+        ttl: u32,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        self.set_foreign_dnskeys_with(zone, keys, ttl, Some(may_send))
             .await
     }
 }

@@ -17,6 +17,22 @@ pub struct ZoneEntry {
     pub dnssec: Option<bool>,
 }
 
+/// One entry of `GET /config`: a setting of the server's configuration and its value as
+/// the server holds it (a string in 4.7; anything else is no value we read).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ConfigSetting {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
+}
+
+impl ConfigSetting {
+    pub fn text(&self) -> Option<&str> {
+        self.value.as_ref().and_then(serde_json::Value::as_str)
+    }
+}
+
 /// `GET /zones/{id}`: the zone with its record sets.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PdnsZone {
@@ -86,6 +102,34 @@ impl PdnsZone {
         (!set.is_empty()).then_some(set)
     }
 
+    /// The DNSKEY records stored at the apex as records, not the keystore's keys (those
+    /// are `GET /cryptokeys`, and never listed here): with `direct-dnskey` the server
+    /// serves them beside its own keys. Each is parsed strictly; one that does not parse,
+    /// or a disabled one (stored but not served: no state the daemon makes), is an error
+    /// naming it, never left out of the answer. In canonical order (by RDATA, RFC 4034
+    /// section 6.3), whatever order the server lists them in, so that two reads compare.
+    pub fn stored_dnskeys(&self) -> Result<Vec<Dnskey>, ProviderError> {
+        let field = format!("the DNSKEY record stored at {}", self.name);
+        let mut keys = Vec::new();
+        for set in self
+            .rrsets
+            .iter()
+            .filter(|r| r.rtype.eq_ignore_ascii_case("DNSKEY") && same_name(&r.name, &self.name))
+        {
+            for record in &set.records {
+                if record.disabled {
+                    return Err(ProviderError::Invalid(format!(
+                        "{field} {:?} is disabled (stored, not served): not a setting the daemon makes",
+                        record.content
+                    )));
+                }
+                keys.push(parse_dnskey(&record.content, &field)?);
+            }
+        }
+        keys.sort_by_cached_key(Dnskey::rdata);
+        Ok(keys)
+    }
+
     /// The largest TTL of the zone's record sets; `None` if one has no known TTL.
     pub fn largest_ttl(&self) -> Option<u32> {
         self.rrsets
@@ -114,7 +158,7 @@ impl Cryptokey {
     /// it lists one, is the one we compute. The DS we give is always ours.
     pub fn verify(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         let zone = dnssec::fqdn(zone).map_err(|e| ProviderError::Invalid(e.to_string()))?;
-        let dnskey = parse_dnskey(&self.dnskey)?;
+        let dnskey = parse_dnskey(&self.dnskey, "cryptokey field `dnskey`")?;
         if !dnskey.is_zone_key() || dnskey.flags & 1 != 1 {
             return Err(mismatch(
                 "dnskey",
@@ -163,11 +207,12 @@ impl Cryptokey {
     }
 }
 
-/// `257 3 13 <base64, maybe split by spaces>`.
-fn parse_dnskey(text: &str) -> Result<Dnskey, ProviderError> {
+/// `257 3 13 <base64, maybe split by spaces>`; `field` names where the text was, for the
+/// error.
+pub(super) fn parse_dnskey(text: &str, field: &str) -> Result<Dnskey, ProviderError> {
     let bad = |what: &str| ProviderError::Decode {
-        what: format!("cryptokey field `dnskey`: {what}"),
-        excerpt: text.chars().take(60).collect(),
+        what: format!("{field}: {what}"),
+        excerpt: text.chars().take(140).collect(),
     };
     let mut fields = text.split_whitespace();
     let mut number = |what: &str| -> Result<u16, ProviderError> {
@@ -180,6 +225,9 @@ fn parse_dnskey(text: &str) -> Result<Dnskey, ProviderError> {
     let protocol = u8::try_from(number("protocol")?).map_err(|_| bad("protocol too large"))?;
     let algorithm = u8::try_from(number("algorithm")?).map_err(|_| bad("algorithm too large"))?;
     let key: String = fields.collect();
+    if key.is_empty() {
+        return Err(bad("no public key"));
+    }
     let public_key = base64::engine::general_purpose::STANDARD
         .decode(key)
         .map_err(|e| bad(&format!("the public key is not base64: {e}")))?;
@@ -268,6 +316,49 @@ mod tests {
             garbage.verify("ex.test"),
             Err(ProviderError::Decode { .. })
         ));
+    }
+
+    #[test]
+    fn the_stored_dnskeys_are_the_apex_records_read_strictly() {
+        let key = served().dnskey;
+        let zone = |records: &str| -> PdnsZone {
+            serde_json::from_str(&format!(
+                r#"{{"id":"ex.test.","name":"ex.test.","rrsets":[
+                    {{"name":"ex.test.","type":"SOA","ttl":2,"records":[{{"content":"a. b. 1 2 3 4 5"}}]}},
+                    {{"name":"www.ex.test.","type":"DNSKEY","ttl":2,"records":[{{"content":"{key}"}}]}},
+                    {{"name":"EX.test.","type":"DNSKEY","ttl":300,"records":[{records}]}}]}}"#
+            ))
+            .unwrap()
+        };
+        let keys = zone(&format!(r#"{{"content":"{key}","disabled":false}}"#))
+            .stored_dnskeys()
+            .unwrap();
+        assert_eq!(keys, vec![parse_dnskey(&key, "k").unwrap()]);
+        assert_eq!(keys[0].key_tag(), 53363);
+        assert_eq!(zone("").stored_dnskeys().unwrap(), vec![]);
+        // One that does not parse fails the whole, naming it; so does a disabled one.
+        let bad = zone(&format!(
+            r#"{{"content":"{key}"}},{{"content":"257 3 13 !!!"}}"#
+        ))
+        .stored_dnskeys()
+        .unwrap_err();
+        assert!(
+            matches!(&bad, ProviderError::Decode { what, excerpt } if what.contains("ex.test.") && excerpt.contains("!!!")),
+            "{bad:?}"
+        );
+        for garbage in ["257 3", "257 2 13 AAAA", "70000 3 13 AAAA", "257 3 13"] {
+            assert!(
+                zone(&format!(r#"{{"content":"{garbage}"}}"#))
+                    .stored_dnskeys()
+                    .is_err(),
+                "{garbage}"
+            );
+        }
+        let off = zone(&format!(r#"{{"content":"{key}","disabled":true}}"#)).stored_dnskeys();
+        assert!(
+            matches!(&off, Err(ProviderError::Invalid(m)) if m.contains("disabled")),
+            "{off:?}"
+        );
     }
 
     #[test]
