@@ -18,6 +18,20 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
     | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 # The same features as [package.metadata.deb], in the `dist` profile (Cargo.toml: fat LTO,
 # one codegen unit); `cargo deb --no-build --profile dist` packs this binary.
-cargo build --profile dist --locked --no-default-features --bin dnssec-warden
-"$target_dir/dist/dnssec-warden" __package-files target/package-files >/dev/null
-cargo deb --no-build --profile dist --locked "$@"
+# DNSSEC_WARDEN_DEB_PROFILE=dev packs the unoptimised build instead: the package test
+# (tests/run.sh) checks the packaging, which does not depend on the optimisation, and
+# reuses the build tests/run.sh already made rather than spend minutes on whole-program
+# optimisation. Never ship that package.
+profile=${DNSSEC_WARDEN_DEB_PROFILE:-dist}
+case $profile in
+dist) profile_dir=dist ;;
+dev) profile_dir=debug ;;
+*)
+    echo "debian/build.sh: DNSSEC_WARDEN_DEB_PROFILE is dist (the default) or dev, not '$profile'" >&2
+    exit 2
+    ;;
+esac
+cargo build --profile "$profile" --locked --no-default-features --bin dnssec-warden
+"$target_dir/$profile_dir/dnssec-warden" __package-files target/package-files >/dev/null
+# (cargo-deb warns that a dev profile is not for releases: it is not one.)
+cargo deb --no-build --profile "$profile" --locked "$@"
