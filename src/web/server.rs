@@ -9,7 +9,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::FormRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Path, Query, Request, State};
+use axum::extract::{
+    ConnectInfo, DefaultBodyLimit, Form, FromRequestParts, Path, Query, Request, State,
+};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -26,7 +29,7 @@ use super::{WebSettings, timeline, tls};
 use crate::intent::{self, Operator};
 use crate::lifecycle::{Clock, Policy};
 use crate::provider::fleet::ProviderConfig;
-use crate::store::{Store, host_ipv6};
+use crate::store::{Store, StoreError, host_ipv6};
 use crate::zone_name::ZoneName;
 
 #[derive(Debug, thiserror::Error)]
@@ -383,6 +386,31 @@ impl Authed {
         }
     }
 
+    /// An error page for this user.
+    fn page(&self, status: StatusCode, title: &str, message: &str) -> Response {
+        self.respond(html(
+            status,
+            pages::error(Some(&self.viewer()), title, message),
+        ))
+    }
+
+    /// The database could not be read: a page saying so, in the store's words.
+    fn store_failed(&self, store: &Store, e: StoreError) -> Response {
+        self.page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The database cannot be read",
+            &store.explain(e).to_string(),
+        )
+    }
+
+    fn no_such_zone(&self, zone: &ZoneName) -> Response {
+        self.page(
+            StatusCode::NOT_FOUND,
+            "No such zone",
+            &format!("The daemon does not watch {zone}."),
+        )
+    }
+
     /// The response, with the new session's cookie if one was made.
     fn respond(&self, response: Response) -> Response {
         let mut response = response;
@@ -392,6 +420,50 @@ impl Authed {
             response.headers_mut().append(header::SET_COOKIE, value);
         }
         response
+    }
+}
+
+/// A handler that takes an `Authed` runs only for a logged-in user; anyone else gets the
+/// login form (a page) or a refusal.
+impl FromRequestParts<Arc<App>> for Authed {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Response> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| *peer);
+        peer.and_then(|peer| authed(app, &parts.headers, peer))
+            .ok_or_else(|| login_first(&parts.method))
+    }
+}
+
+/// A logged-in user's request about the zone its path names (normalised as the CLI
+/// does; a bad name is a page naming why).
+struct ZoneRequest {
+    a: Authed,
+    zone: ZoneName,
+}
+
+impl FromRequestParts<Arc<App>> for ZoneRequest {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Response> {
+        let a = Authed::from_request_parts(parts, app).await?;
+        let raw = match Path::<String>::from_request_parts(parts, app).await {
+            Ok(Path(raw)) => raw,
+            Err(e) => {
+                return Err(a.page(StatusCode::BAD_REQUEST, "Not a zone name", &e.body_text()));
+            }
+        };
+        match ZoneName::parse(&raw) {
+            Ok(zone) => Ok(ZoneRequest { a, zone }),
+            Err(e) => Err(a.page(
+                StatusCode::BAD_REQUEST,
+                "Not a zone name",
+                &format!("{raw:?}: {e}"),
+            )),
+        }
     }
 }
 
@@ -563,14 +635,11 @@ async fn logout(
 }
 
 fn bad_token(a: &Authed) -> Response {
-    a.respond(html(
+    a.page(
         StatusCode::FORBIDDEN,
-        pages::error(
-            Some(&a.viewer()),
-            "Refused",
-            "The form's token is missing or does not match this session: reload the page and try again. Nothing was changed.",
-        ),
-    ))
+        "Refused",
+        "The form's token is missing or does not match this session: reload the page and try again. Nothing was changed.",
+    )
 }
 
 #[derive(Deserialize)]
@@ -584,13 +653,9 @@ struct FleetQuery {
 
 async fn fleet_page(
     State(app): State<Arc<App>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    a: Authed,
     query: Result<Query<FleetQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Some(a) = authed(&app, &headers, peer) else {
-        return login_first(&Method::GET);
-    };
     let filter = match query {
         Ok(Query(q)) => Filter::parse(
             q.state.as_deref(),
@@ -603,12 +668,7 @@ async fn fleet_page(
     };
     let filter = match filter {
         Ok(f) => f,
-        Err(e) => {
-            return a.respond(html(
-                StatusCode::BAD_REQUEST,
-                pages::error(Some(&a.viewer()), "Bad filter", &e),
-            ));
-        }
+        Err(e) => return a.page(StatusCode::BAD_REQUEST, "Bad filter", &e),
     };
     let live = app.live();
     let now = app.clock.now();
@@ -620,40 +680,8 @@ async fn fleet_page(
                 pages::fleet(&a.viewer(), &snapshot, &filter, &selection, now),
             ))
         }
-        Err(e) => a.respond(store_failed(&a, &app.store.explain(e).to_string())),
+        Err(e) => a.store_failed(&app.store, e),
     }
-}
-
-fn store_failed(a: &Authed, error: &str) -> Response {
-    html(
-        StatusCode::SERVICE_UNAVAILABLE,
-        pages::error(Some(&a.viewer()), "The database cannot be read", error),
-    )
-}
-
-/// The zone of a path, normalised as the CLI does; a bad name is a page naming why.
-fn zone_of(a: &Authed, raw: &str) -> Result<ZoneName, Box<Response>> {
-    ZoneName::parse(raw).map_err(|e| {
-        Box::new(a.respond(html(
-            StatusCode::BAD_REQUEST,
-            pages::error(
-                Some(&a.viewer()),
-                "Not a zone name",
-                &format!("{raw:?}: {e}"),
-            ),
-        )))
-    })
-}
-
-fn no_such_zone(a: &Authed, zone: &ZoneName) -> Response {
-    a.respond(html(
-        StatusCode::NOT_FOUND,
-        pages::error(
-            Some(&a.viewer()),
-            "No such zone",
-            &format!("The daemon does not watch {zone}."),
-        ),
-    ))
 }
 
 #[derive(Deserialize)]
@@ -663,18 +691,9 @@ struct ZoneQuery {
 
 async fn zone_page(
     State(app): State<Arc<App>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(raw): Path<String>,
+    ZoneRequest { a, zone }: ZoneRequest,
     query: Result<Query<ZoneQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Some(a) = authed(&app, &headers, peer) else {
-        return login_first(&Method::GET);
-    };
-    let zone = match zone_of(&a, &raw) {
-        Ok(z) => z,
-        Err(r) => return *r,
-    };
     let live = app.live();
     let store = &app.store;
     let read = async {
@@ -689,10 +708,10 @@ async fn zone_page(
     };
     let (row, alerts, events, daemon) = match read.await {
         Ok(read) => read,
-        Err(e) => return a.respond(store_failed(&a, &store.explain(e).to_string())),
+        Err(e) => return a.store_failed(store, e),
     };
     let Some(row) = row else {
-        return no_such_zone(&a, &zone);
+        return a.no_such_zone(&zone);
     };
     let now = app.clock.now();
     let notice = query
@@ -731,41 +750,26 @@ struct SwitchQuery {
 /// The switch asked for, if the user may use it on this zone as it stands.
 fn switch_of(a: &Authed, to: Option<&str>) -> Result<Switch, Box<Response>> {
     if a.session.role != Role::Operator {
-        return Err(Box::new(a.respond(html(
+        return Err(Box::new(a.page(
             StatusCode::FORBIDDEN,
-            pages::error(
-                Some(&a.viewer()),
-                "Not allowed",
-                "Only an operator may switch DNSSEC; you are a viewer. Nothing was changed.",
-            ),
-        ))));
+            "Not allowed",
+            "Only an operator may switch DNSSEC; you are a viewer. Nothing was changed.",
+        )));
     }
     to.and_then(Switch::parse).ok_or_else(|| {
-        Box::new(a.respond(html(
+        Box::new(a.page(
             StatusCode::BAD_REQUEST,
-            pages::error(
-                Some(&a.viewer()),
-                "No such switch",
-                "The switch is one of enable, disable, disable-never-submitted. Nothing was changed.",
-            ),
-        )))
+            "No such switch",
+            "The switch is one of enable, disable, disable-never-submitted. Nothing was changed.",
+        ))
     })
 }
 
 async fn confirm_page(
     State(app): State<Arc<App>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(raw): Path<String>,
+    ZoneRequest { a, zone }: ZoneRequest,
     query: Result<Query<SwitchQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Some(a) = authed(&app, &headers, peer) else {
-        return login_first(&Method::GET);
-    };
-    let zone = match zone_of(&a, &raw) {
-        Ok(z) => z,
-        Err(r) => return *r,
-    };
     let switch = match switch_of(&a, query.ok().and_then(|Query(q)| q.to).as_deref()) {
         Ok(s) => s,
         Err(r) => return *r,
@@ -775,8 +779,8 @@ async fn confirm_page(
             StatusCode::OK,
             pages::confirm(&a.viewer(), zone.as_str(), row.zone.state, switch),
         )),
-        Ok(None) => no_such_zone(&a, &zone),
-        Err(e) => a.respond(store_failed(&a, &app.store.explain(e).to_string())),
+        Ok(None) => a.no_such_zone(&zone),
+        Err(e) => a.store_failed(&app.store, e),
     }
 }
 
@@ -789,47 +793,29 @@ struct SwitchForm {
 
 async fn switch(
     State(app): State<Arc<App>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(raw): Path<String>,
+    ZoneRequest { a, zone }: ZoneRequest,
     form: Result<Form<SwitchForm>, FormRejection>,
 ) -> Response {
-    let Some(a) = authed(&app, &headers, peer) else {
-        return login_first(&Method::POST);
-    };
     let form = match form {
         Ok(Form(form)) => form,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return a.respond(html(
+            return a.page(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                pages::error(
-                    Some(&a.viewer()),
-                    "Too large",
-                    "The form is larger than the console reads. Nothing was changed.",
-                ),
-            ));
+                "Too large",
+                "The form is larger than the console reads. Nothing was changed.",
+            );
         }
         Err(_) => return bad_token(&a),
     };
     if !a.session.csrf_ok(&form.csrf) {
         return bad_token(&a);
     }
-    let zone = match zone_of(&a, &raw) {
-        Ok(z) => z,
-        Err(r) => return *r,
-    };
     let switch = match switch_of(&a, Some(&form.to)) {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    let page_error = |status, title: &str, message: &str| {
-        a.respond(html(
-            status,
-            pages::error(Some(&a.viewer()), title, message),
-        ))
-    };
     if form.confirm.as_deref() != Some("yes") {
-        return page_error(
+        return a.page(
             StatusCode::BAD_REQUEST,
             "Not confirmed",
             "The switch was not confirmed. Nothing was changed.",
@@ -837,8 +823,8 @@ async fn switch(
     }
     match app.store.zone(zone.as_str()).await {
         Ok(Some(_)) => {}
-        Ok(None) => return no_such_zone(&a, &zone),
-        Err(e) => return a.respond(store_failed(&a, &app.store.explain(e).to_string())),
+        Ok(None) => return a.no_such_zone(&zone),
+        Err(e) => return a.store_failed(&app.store, e),
     }
     let live = app.live();
     let recorded = intent::record(
@@ -862,7 +848,7 @@ async fn switch(
             );
             a.respond(Redirect::to(&to).into_response())
         }
-        Err(e) => page_error(
+        Err(e) => a.page(
             StatusCode::CONFLICT,
             "Not recorded",
             &format!("{e}. Nothing was changed."),
