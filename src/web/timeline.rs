@@ -531,32 +531,37 @@ fn current_wait(zone: &Zone, policy: &Policy, waiting: &Waiting, now: i64) -> Op
 /// the disable wait from `T_gone` (rule 2).
 fn ttl_waits(zone: &Zone, policy: &Policy) -> Vec<Bar> {
     let f = &zone.facts;
-    let mut bars = Vec::new();
-    if let (Some(from), Some(until)) = (f.dnskey_everywhere_at, f.hold_until) {
-        bars.push(Bar {
-            start: ms(from).min(ms(until)),
-            end: Some(ms(until)),
-            label: "propagation hold (rule 4): every name server serves the key".to_string(),
-            class: "tl-ttl tl-ttl-propagation",
-        });
-    }
-    if let (Some(from), Some(until)) = (f.delegated_at, delegation_hold_until(f, policy)) {
-        bars.push(Bar {
-            start: ms(from).min(ms(until)),
-            end: Some(ms(until)),
-            label: "delegation hold (rule 9): the old NS TTL and margin".to_string(),
-            class: "tl-ttl tl-ttl-delegation",
-        });
-    }
-    if let (Some(from), Some(until)) = (f.t_gone, disable_deadline(f, policy)) {
-        bars.push(Bar {
-            start: ms(from).min(ms(until)),
-            end: Some(ms(until)),
-            label: "disable wait (rule 2): T_gone + DS TTL + DNSKEY TTL + margin".to_string(),
-            class: "tl-ttl tl-ttl-disable",
-        });
-    }
-    bars
+    [
+        (
+            f.dnskey_everywhere_at,
+            f.hold_until,
+            "propagation hold (rule 4): every name server serves the key",
+            "tl-ttl tl-ttl-propagation",
+        ),
+        (
+            f.delegated_at,
+            delegation_hold_until(f, policy),
+            "delegation hold (rule 9): the old NS TTL and margin",
+            "tl-ttl tl-ttl-delegation",
+        ),
+        (
+            f.t_gone,
+            disable_deadline(f, policy),
+            "disable wait (rule 2): T_gone + DS TTL + DNSKEY TTL + margin",
+            "tl-ttl tl-ttl-disable",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(from, until, label, class)| {
+        let (from, until) = (ms(from?), ms(until?));
+        Some(Bar {
+            start: from.min(until),
+            end: Some(until),
+            label: label.to_string(),
+            class,
+        })
+    })
+    .collect()
 }
 
 /// Nice tick steps, from ten seconds to a millennium.
