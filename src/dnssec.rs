@@ -92,7 +92,53 @@ impl fmt::Debug for Dnskey {
     }
 }
 
+/// A DNSKEY as its presentation RDATA, `257 3 13 <base64>`: how the store and the
+/// observations keep keys (readable in the database, stable across versions).
+impl serde::Serialize for Dnskey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.text())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Dnskey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Dnskey::parse_text(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("bad DNSKEY {text:?}")))
+    }
+}
+
 impl Dnskey {
+    /// The presentation RDATA: flags, protocol, algorithm, base64 public key.
+    pub fn text(&self) -> String {
+        use base64::Engine as _;
+        format!(
+            "{} {} {} {}",
+            self.flags,
+            self.protocol,
+            self.algorithm,
+            base64::engine::general_purpose::STANDARD.encode(&self.public_key)
+        )
+    }
+
+    /// [`Dnskey::text`] read back (the base64 may be split by spaces, as zone files
+    /// split it); `None` when a field is missing or malformed.
+    pub fn parse_text(text: &str) -> Option<Dnskey> {
+        use base64::Engine as _;
+        let mut f = text.split_whitespace();
+        let flags = f.next()?.parse().ok()?;
+        let protocol = f.next()?.parse().ok()?;
+        let algorithm = f.next()?.parse().ok()?;
+        let key: String = f.collect();
+        let public_key = base64::engine::general_purpose::STANDARD.decode(key).ok()?;
+        Some(Dnskey {
+            flags,
+            protocol,
+            algorithm,
+            public_key,
+        })
+    }
+
     /// The RDATA in wire form: flags, protocol, algorithm, public key.
     pub fn rdata(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + self.public_key.len());
@@ -329,15 +375,7 @@ impl DnssecKey {
     /// The key in the DNSKEY form some registrars ask for instead of a DS (flags,
     /// protocol, algorithm, public key), as a zone-file line without a TTL.
     pub fn dnskey_line(&self) -> String {
-        use base64::Engine as _;
-        format!(
-            "{} IN DNSKEY {} {} {} {}",
-            self.zone,
-            self.dnskey.flags,
-            self.dnskey.protocol,
-            self.dnskey.algorithm,
-            base64::engine::general_purpose::STANDARD.encode(&self.dnskey.public_key)
-        )
+        format!("{} IN DNSKEY {}", self.zone, self.dnskey.text())
     }
 
     /// The DS line to give the registrar, rebuilt from our own computation.
@@ -567,5 +605,30 @@ mod tests {
         assert_eq!(usable_ds(&set(&[&sha256, &sha1, &sha384])), vec![&sha384]);
         assert_eq!(usable_ds(&set(&[&sha256, &odd])), vec![&sha256]);
         assert!(usable_ds(&set(&[&odd])).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn a_dnskey_is_kept_as_its_presentation_text_and_read_back() {
+        let key = Dnskey {
+            flags: 257,
+            protocol: 3,
+            algorithm: 13,
+            public_key: vec![7; 64],
+        };
+        let json = serde_json::to_string(&key).unwrap();
+        assert!(json.starts_with("\"257 3 13 BwcH"), "{json}");
+        assert_eq!(serde_json::from_str::<Dnskey>(&json).unwrap(), key);
+        // Split base64, as zone files write it.
+        let split = format!("257 3 13 {} {}", &key.text()[9..40], &key.text()[40..]);
+        assert_eq!(Dnskey::parse_text(&split), Some(key));
+        for bad in ["", "257 3", "x 3 13 AAAA", "257 3 13 !!!"] {
+            assert_eq!(Dnskey::parse_text(bad), None, "{bad:?}");
+            assert!(serde_json::from_str::<Dnskey>(&format!("{bad:?}")).is_err());
+        }
     }
 }

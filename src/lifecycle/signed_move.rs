@@ -7,11 +7,15 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::time::Timestamp;
 
-/// The phases, in order (DESIGN.md section 2). The names are a contract (`status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// The phases, in order (DESIGN.md section 2). The names are a contract (`status`, the
+/// stored facts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
     SigningAtTarget,
     ExchangingKeys,
@@ -79,7 +83,7 @@ impl Side {
 }
 
 /// The largest TTLs seen since the move began: the holds count with them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ttls {
     pub dnskey: u32,
     pub ds: u32,
@@ -87,11 +91,14 @@ pub struct Ttls {
     pub old_ns: u32,
 }
 
-/// A move in progress, as persisted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A move in progress, as persisted (with the zone's facts: committed with each step).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Move {
     /// The zone, fully qualified (the DS owner).
     pub zone: String,
+    /// The accounts (`[providers.NAME]`) the zone moves from and to.
+    pub source: String,
+    pub target: String,
     pub phase: Phase,
     /// The key the source signs with (`Ks`).
     pub source_key: Dnskey,
@@ -114,6 +121,8 @@ impl Move {
     pub fn new(zone: &str, source_key: Dnskey) -> Move {
         Move {
             zone: zone.to_string(),
+            source: String::new(),
+            target: String::new(),
             phase: Phase::SigningAtTarget,
             source_key,
             target_key: None,
@@ -122,6 +131,13 @@ impl Move {
             ds_asked_for: None,
             ttls: Ttls::default(),
         }
+    }
+
+    /// The accounts it moves between.
+    pub fn between(mut self, source: &str, target: &str) -> Move {
+        self.source = source.to_string();
+        self.target = target.to_string();
+        self
     }
 
     fn enter(&mut self, phase: Phase) {

@@ -663,3 +663,27 @@ fn the_source_goes_off_only_unreachable_and_without_its_ds() {
     w.parents[1].unknown = true;
     assert!(source_may_go_off(&mv, &w.look(), &p).is_err());
 }
+
+/// A move is stored with the zone's facts as JSON: every field comes back, the phase by
+/// its contract name.
+#[test]
+fn a_move_is_stored_and_read_back() {
+    let mut mv = Move::new(ZONE, key(1)).between("pdns-a", "pdns-b");
+    mv.phase = Phase::AwaitingOldDsRemoval;
+    mv.target_key = Some(key(2));
+    mv.ds_asked_for = Some(key(2));
+    mv.delegated_at = Some(T0);
+    mv.confirmed_at = Some(T0.plus_secs(5));
+    mv.ttls.old_ns = 172_800;
+    let json = serde_json::to_string(&mv).unwrap();
+    assert!(
+        json.contains("\"phase\":\"awaiting_old_ds_removal\""),
+        "{json}"
+    );
+    assert!(json.contains("\"source\":\"pdns-a\""), "{json}");
+    assert_eq!(serde_json::from_str::<Move>(&json).unwrap(), mv);
+    for phase in Phase::ALL {
+        let json = serde_json::to_string(&phase).unwrap();
+        assert_eq!(json, format!("\"{}\"", phase.name()));
+    }
+}

@@ -94,7 +94,6 @@ pub enum DnskeyAnswer {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildKeys {
-    #[serde(with = "dnskey_text")]
     pub keys: Vec<Dnskey>,
     pub ttl: u32,
     /// The DNSKEY RRset carried at least one RRSIG.
@@ -612,48 +611,6 @@ pub(super) mod ds_text {
                 crate::dnssec::DsLine::parse(&format!(". 0 IN DS {t}"))
                     .map(|line| line.ds)
                     .map_err(serde::de::Error::custom)
-            })
-            .collect()
-    }
-}
-
-pub(super) mod dnskey_text {
-    use super::*;
-    use base64::Engine;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(list: &[Dnskey], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(list.iter().map(|k| {
-            format!(
-                "{} {} {} {}",
-                k.flags,
-                k.protocol,
-                k.algorithm,
-                base64::engine::general_purpose::STANDARD.encode(&k.public_key)
-            )
-        }))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Dnskey>, D::Error> {
-        let texts: Vec<String> = Vec::deserialize(d)?;
-        texts
-            .iter()
-            .map(|t| {
-                let bad = || serde::de::Error::custom(format!("bad DNSKEY {t:?}"));
-                let mut f = t.split_whitespace();
-                let flags = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
-                let protocol = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
-                let algorithm = f.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
-                let key: String = f.collect();
-                let public_key = base64::engine::general_purpose::STANDARD
-                    .decode(key)
-                    .map_err(|_| bad())?;
-                Ok(Dnskey {
-                    flags,
-                    protocol,
-                    algorithm,
-                    public_key,
-                })
             })
             .collect()
     }

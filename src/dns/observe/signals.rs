@@ -29,7 +29,6 @@ pub struct Published {
     #[serde(with = "super::model::ds_text")]
     pub cds: Vec<Ds>,
     /// The CDNSKEY records, de-duplicated.
-    #[serde(with = "super::model::dnskey_text")]
     pub cdnskey: Vec<Dnskey>,
     /// The keys of the address's DNSKEY set (indices) that are served (they sign the set)
     /// and whose RRSIG over every published signal RRset is valid at the look.
