@@ -319,7 +319,11 @@ async fn move_in_with_dnssec_on_at_both_ends() {
         .stays(
             "awaiting_delegation, nothing to enter, while TLD B delegates to the old servers",
             Duration::from_secs(2),
-            |s| s["state"] == "awaiting_delegation" && s["ds_to_enter"].is_null(),
+            |s| {
+                s["state"] == "awaiting_delegation"
+                    && s["ds_to_enter"].is_null()
+                    && s["dnskey_to_enter"].is_null()
+            },
         )
         .await;
     // Then at TLD B: the delegation is the provider's everywhere. The switch may come
@@ -339,6 +343,27 @@ async fn move_in_with_dnssec_on_at_both_ends() {
     assert!(
         names_ds(s["ds_to_enter"].as_str().unwrap_or_default(), &new_ds),
         "the DS to enter is the one of the key the provider's Knot signs with ({new_ds}): {s}"
+    );
+    // Its DNSKEY form beside it: the key the DS names.
+    let dnskey = s["dnskey_to_enter"]
+        .as_str()
+        .and_then(|l| l.split_once(" IN DNSKEY "))
+        .filter(|(owner, _)| *owner == zone)
+        .and_then(|(_, rdata)| dnssec_warden::dnssec::Dnskey::parse_text(rdata))
+        .unwrap_or_else(|| panic!("no DNSKEY form of the key to enter: {s}"));
+    let ds = dnskey
+        .to_ds(zone, dnssec_warden::dnssec::DigestType::Sha256)
+        .unwrap();
+    let line = format!(
+        "{} {} {} {}",
+        ds.key_tag,
+        ds.algorithm,
+        ds.digest_type,
+        dnssec_warden::dnssec::hex_upper(&ds.digest)
+    );
+    assert!(
+        names_ds(s["ds_to_enter"].as_str().unwrap_or_default(), &line),
+        "{line}: {s}"
     );
     assert!(!names_ds(
         s["ds_to_enter"].as_str().unwrap_or_default(),

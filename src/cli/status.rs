@@ -126,6 +126,9 @@ struct ZoneJson<'a> {
     delegation: &'static str,
     ds: Option<&'a str>,
     ds_to_enter: Option<&'a str>,
+    /// The same key in the DNSKEY form some registrars ask for, exactly when
+    /// `ds_to_enter` is shown.
+    dnskey_to_enter: Option<&'a str>,
     evidence: Option<&'a str>,
     intent: &'static str,
     /// The last full look (every address asked).
@@ -163,6 +166,7 @@ fn zone_json<'a>(
         delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
         ds: z.facts.ds_line.as_deref(),
         ds_to_enter: z.facts.ds_to_enter.as_deref(),
+        dnskey_to_enter: z.facts.dnskey_to_enter.as_deref(),
         evidence: row.evidence().0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
