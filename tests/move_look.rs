@@ -18,7 +18,9 @@
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use dnssec_warden::dns::{DnsObserver, DnsSettings, delegation::ns_set};
+use dnssec_warden::dns::{
+    DnsObserver, DnsSettings, DnskeyAnswer, Observer, UnknownReason, delegation::ns_set,
+};
 use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::engine::move_look::{self, NO_ADDRESS};
 use dnssec_warden::lifecycle::signed_move::{
@@ -32,6 +34,8 @@ use dnssec_warden_test_support::knot::{Knot, Signing, ZoneConf, pick_port, wait_
 use dnssec_warden_test_support::pdns::{Pdns, PdnsOptions};
 
 const BLOCK: u8 = 90;
+/// The apex NS TTL of a zone made through PowerDNS's API in the lab.
+const APEX_NS_TTL: u32 = 2;
 const ZONE: &str = "m.test.";
 const API_KEY: &str = "move-look-api-key";
 const SOURCE_NS: [&str; 2] = ["ns1.src.test.", "ns2.src.test."];
@@ -322,8 +326,31 @@ async fn a_signed_moves_look_asks_both_accounts_both_sets_of_servers_and_every_p
         "{:#?}",
         first.parents
     );
-    // PowerDNS's apex NS TTL: its default-ttl, 2 in the lab.
-    assert!(first.source_apex_ns_ttl.is_some(), "{first:#?}");
+    // PowerDNS's apex NS TTL (the zone made through its API).
+    assert_eq!(first.source_apex_ns_ttl, Some(APEX_NS_TTL), "{first:#?}");
+
+    // `child_at` asks by name within the delegation's caps: a name without an address is
+    // an unknown answer that still counts; more names than a delegation may have is
+    // refused whole.
+    let with_lame = observer
+        .child_at(ZONE, &[TARGET_NS[0].into(), "ns9.nowhere.test.".into()])
+        .await
+        .expect("a view");
+    assert_eq!(with_lame.answers.len(), 2, "{with_lame:#?}");
+    assert!(
+        with_lame.answers.iter().any(|a| matches!(
+            &a.answer,
+            DnskeyAnswer::Unknown(UnknownReason::NoAddress(_))
+        )),
+        "{with_lame:#?}"
+    );
+    let over = dnssec_warden::dns::budget::DEFAULT_MAX_NS_PER_DELEGATION + 1;
+    let many: Vec<String> = (0..over).map(|i| format!("ns{i}.dst.test.")).collect();
+    let refused = observer.child_at(ZONE, &many).await;
+    assert!(
+        matches!(&refused, Err(e) if e.reason.contains("max_ns_per_delegation")),
+        "{refused:?}"
+    );
 
     // The planner: the target serves Kt, self-signed, so the keys are to be exchanged,
     // and each side is asked for the other's key.
