@@ -29,7 +29,7 @@ use dnssec_warden::lifecycle::signed_move::{
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{PermitAnswer, Provider};
 use dnssec_warden::secret::Secret;
-use dnssec_warden::time::{Clock, SystemClock};
+use dnssec_warden::time::SystemClock;
 use dnssec_warden_test_support::knot::{Knot, Signing, ZoneConf, pick_port, wait_for_zone};
 use dnssec_warden_test_support::pdns::{Pdns, PdnsOptions};
 
@@ -279,7 +279,7 @@ async fn a_signed_moves_look_asks_both_accounts_both_sets_of_servers_and_every_p
             ZONE,
             &source_ns,
             &target_ns,
-            SystemClock.now(),
+            &SystemClock,
         )
         .await
     };

@@ -10,7 +10,7 @@ use crate::dns::{
 use crate::dnssec::{Dnskey, DnssecKey};
 use crate::lifecycle::signed_move::{self, Answer, Delegation, Look, ServedKeys};
 use crate::provider::{Provider, ProviderError};
-use crate::time::Timestamp;
+use crate::time::Clock;
 
 /// The address an answer is filed under when the view failed before any address was
 /// asked (discovery, the budget): one unknown answer, so the failure is said and holds.
@@ -18,7 +18,9 @@ pub const NO_ADDRESS: &str = "(no address)";
 
 /// Looks at `zone` moving from `source` (its name servers `source_ns`) to `target` (its
 /// name servers `target_ns`, the provider's apex NS list: nothing delegates to them
-/// before the NS change, so they are asked by name, as the source's are).
+/// before the NS change, so they are asked by name, as the source's are). The look's
+/// time is read from `clock` after the answers, as `engine::observe` does: a hold counted
+/// from it never starts before what it confirms was seen.
 pub async fn look<S: Provider, T: Provider, O: Observer>(
     source: &S,
     target: &T,
@@ -26,7 +28,7 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
     zone: &str,
     source_ns: &[String],
     target_ns: &[String],
-    now: Timestamp,
+    clock: &dyn Clock,
 ) -> Look {
     let (source_key, target_key, source_foreign, target_foreign, source_view, target_view, parent) = tokio::join!(
         source.dnssec_key(zone),
@@ -39,7 +41,7 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
         observer.parent_validated(zone),
     );
     Look {
-        at: now,
+        at: clock.now(),
         source_key: signing_key(source_key),
         target_key: signing_key(target_key),
         source_foreign: foreign_keys(source_foreign),
