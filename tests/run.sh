@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # Authoritative behind the provider client, its database made with the sqlite3 shell) and
 # tests/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
 # tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
-# tests/e2e_registry.rs (the daemon closing the parent loop through that registry).
+# tests/e2e_registry.rs (the daemon closing the parent loop through that registry) and
+# tests/move_look.rs (two PowerDNS accounts of a signed move under a Knot root and TLD).
 # chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/browser_harness.rs
 # and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
 # the screenshots read by OCR, in the fonts chromium renders them with).

@@ -12,6 +12,7 @@
 //!   `lifecycle::registry::notify_due` says, its outcome part of the observation.
 
 mod listing;
+pub mod move_look;
 mod notify;
 mod observe;
 pub mod registry;

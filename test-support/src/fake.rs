@@ -928,6 +928,19 @@ impl Observer for FakeWorld {
         Ok(view)
     }
 
+    /// The fake world has one provider's servers and the old ones, both reached only by
+    /// delegation: servers asked by name are not modelled, so nothing is made up.
+    async fn child_at(
+        &self,
+        zone: &str,
+        _name_servers: &[String],
+    ) -> Result<ChildView, ObserveError> {
+        Err(ObserveError {
+            zone: zone.to_string(),
+            reason: "the fake world does not model name servers asked by name".into(),
+        })
+    }
+
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
         let (provider, old) = Self::delegated_servers(&s);

@@ -552,6 +552,21 @@ impl<T: Transport> Discovery<T> {
         Ok(cut)
     }
 
+    /// The name servers `hosts` (an [`ns_set`](wire::ns_set)) of `zone` with their
+    /// addresses looked up as a glueless delegation's are: a zone's servers before any
+    /// parent delegates to them (a signed move's target). More than
+    /// `dns.max_ns_per_delegation` is refused whole, as a delegation is.
+    pub async fn servers_named(
+        &self,
+        zone: &str,
+        hosts: &[String],
+        budget: &Budget,
+    ) -> Result<Vec<NameServer>, DiscoveryError> {
+        self.within_cap(zone, hosts)?;
+        // No glue: nothing delegates to them, so every address is looked up.
+        Ok(self.servers_for(hosts, &[], ".", 0, budget).await)
+    }
+
     /// A delegation to more name servers than `dns.max_ns_per_delegation` is refused
     /// whole: asking a subset could make "every server agrees" true of a part.
     fn within_cap(&self, zone: &str, hosts: &[String]) -> Result<(), DiscoveryError> {

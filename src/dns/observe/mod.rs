@@ -43,6 +43,15 @@ pub trait Observer: Send + Sync {
     /// The DNSKEY (and apex NS) answer of every address of every name server the parent
     /// delegates to.
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
+    /// As `child`, at the addresses of `name_servers` (host names) instead of the servers
+    /// the parent delegates to: a signed move's target before the NS change. Their
+    /// addresses are looked up as a glueless delegation's, within the same budget and
+    /// caps (`dns.max_ns_per_delegation`, `dns.max_addresses_per_server`).
+    fn child_at(
+        &self,
+        zone: &str,
+        name_servers: &[String],
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send;
     /// As `child`, with each address's CDS and CDNSKEY answers too (RFC 7344, RFC 8078:
     /// the signals a registry that scans acts on), each checked for signatures by the
     /// address's served keys.

@@ -521,64 +521,126 @@ impl<T: Transport> DnsObserver<T> {
         self.within_budget(zone, async |budget| {
             let _turn = self.0.zones.acquire().await;
             let (cut, _) = self.delegation(zone, budget).await?;
-            let (qname, known) = (&cut.name, &cut.ns_set);
-            let port = self.0.port;
-            let querier = &self.0.querier;
-            let both = ask_addresses(
-                &cut.servers,
-                pick,
-                |reason| {
-                    (
-                        DnskeyAnswer::Unknown(reason.clone()),
-                        NsAnswer::Unknown(reason),
-                    )
-                },
-                |addr| async move {
-                    let to = SocketAddr::new(addr, port);
-                    for _ in 0..if signals { 4 } else { 2 } {
-                        if let Err(e) = budget.query() {
-                            let reason = UnknownReason::Network(e.to_string());
-                            return (
-                                DnskeyAnswer::Unknown(reason.clone()),
-                                NsAnswer::Unknown(reason),
-                            );
-                        }
-                    }
-                    let signal = |qtype| async move {
-                        if signals {
-                            Some(querier.ask(to, qname, qtype).await)
-                        } else {
-                            None
-                        }
-                    };
-                    let (keys, cds, cdnskey, ns) = futures::join!(
-                        querier.ask(to, qname, RecordType::DNSKEY),
-                        signal(RecordType::CDS),
-                        signal(RecordType::CDNSKEY),
-                        querier.ask(to, qname, RecordType::NS),
-                    );
-                    (
-                        classify::classify_dnskey(
-                            qname,
-                            &keys,
-                            cds.as_ref(),
-                            cdnskey.as_ref(),
-                            unix_now(),
-                            budget,
-                        ),
-                        classify::classify_apex_ns(qname, &ns, known),
-                    )
-                },
-            )
-            .await;
-            let (answers, apex_ns) = split(both);
-            Ok(ChildView {
-                zone: cut.zone.clone(),
-                answers,
-                apex_ns,
-            })
+            let at = ChildServers {
+                zone: &cut.zone,
+                qname: &cut.name,
+                servers: &cut.servers,
+                known: &cut.ns_set,
+            };
+            Ok(self.ask_children(at, signals, pick, budget).await)
         })
         .await
+    }
+
+    /// As `child_view` without signals, at the servers `name_servers` name instead of
+    /// those the parent delegates to (a signed move's target, not delegated yet), their
+    /// addresses looked up as a glueless delegation's.
+    async fn child_at_view(
+        &self,
+        zone: &str,
+        name_servers: &[String],
+    ) -> Result<ChildView, ObserveError> {
+        self.within_budget(zone, async |budget| {
+            let _turn = self.0.zones.acquire().await;
+            let observe_error = |reason: String| ObserveError {
+                zone: zone.to_string(),
+                reason,
+            };
+            let name = crate::dnssec::fqdn(zone).map_err(|e| observe_error(e.to_string()))?;
+            let qname = wire::parse_name(&name)
+                .ok_or_else(|| observe_error(format!("{name} is not a domain name")))?;
+            let known: Arc<[String]> = super::delegation::ns_set(name_servers).into();
+            // No servers would make every answer-wide question vacuously true.
+            if known.is_empty() {
+                return Err(observe_error("no name servers to ask".into()));
+            }
+            let servers = self
+                .0
+                .discovery
+                .servers_named(&name, &known, budget)
+                .await
+                .map_err(|e| observe_error(e.to_string()))?;
+            let at = ChildServers {
+                zone: &name,
+                qname: &qname,
+                servers: &servers,
+                known: &known,
+            };
+            Ok(self.ask_children(at, false, None, budget).await)
+        })
+        .await
+    }
+
+    /// The per-address work of a child view: DNSKEY and apex NS (and with `signals`, CDS
+    /// and CDNSKEY) at every address of `at`'s servers.
+    async fn ask_children(
+        &self,
+        at: ChildServers<'_>,
+        signals: bool,
+        pick: Option<u64>,
+        budget: &Budget,
+    ) -> ChildView {
+        let ChildServers {
+            zone,
+            qname,
+            servers,
+            known,
+        } = at;
+        let port = self.0.port;
+        let querier = &self.0.querier;
+        let both = ask_addresses(
+            servers,
+            pick,
+            |reason| {
+                (
+                    DnskeyAnswer::Unknown(reason.clone()),
+                    NsAnswer::Unknown(reason),
+                )
+            },
+            |addr| async move {
+                let to = SocketAddr::new(addr, port);
+                for _ in 0..if signals { 4 } else { 2 } {
+                    if let Err(e) = budget.query() {
+                        let reason = UnknownReason::Network(e.to_string());
+                        return (
+                            DnskeyAnswer::Unknown(reason.clone()),
+                            NsAnswer::Unknown(reason),
+                        );
+                    }
+                }
+                let signal = |qtype| async move {
+                    if signals {
+                        Some(querier.ask(to, qname, qtype).await)
+                    } else {
+                        None
+                    }
+                };
+                let (keys, cds, cdnskey, ns) = futures::join!(
+                    querier.ask(to, qname, RecordType::DNSKEY),
+                    signal(RecordType::CDS),
+                    signal(RecordType::CDNSKEY),
+                    querier.ask(to, qname, RecordType::NS),
+                );
+                (
+                    classify::classify_dnskey(
+                        qname,
+                        &keys,
+                        cds.as_ref(),
+                        cdnskey.as_ref(),
+                        unix_now(),
+                        budget,
+                    ),
+                    classify::classify_apex_ns(qname, &ns, known),
+                )
+            },
+        )
+        .await;
+        let (answers, apex_ns) = split(both);
+        ChildView {
+            zone: zone.to_string(),
+            answers,
+            apex_ns,
+        }
     }
 
     /// The DSYNC lookup at every address of the parent's servers (the cut's parent, as
@@ -806,6 +868,16 @@ fn unix_now() -> u32 {
 /// or two; more is a parent's mistake or a way to make us ask a lot.
 pub const MAX_NOTIFY_TARGETS: usize = 4;
 
+/// The servers a child view asks: the delegation's, or those a signed move's target names.
+#[derive(Clone, Copy)]
+struct ChildServers<'a> {
+    zone: &'a str,
+    qname: &'a hickory_proto::rr::Name,
+    servers: &'a [NameServer],
+    /// Their host names as an NS set: the apex NS set they should serve.
+    known: &'a Arc<[String]>,
+}
+
 /// A parent zone's keys as a validated view uses them.
 #[derive(Debug, Clone)]
 enum ParentKeys {
@@ -982,6 +1054,14 @@ impl<T: Transport> Observer for DnsObserver<T> {
 
     fn child(&self, zone: &str) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         self.child_view(zone, false, None)
+    }
+
+    fn child_at(
+        &self,
+        zone: &str,
+        name_servers: &[String],
+    ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
+        self.child_at_view(zone, name_servers)
     }
 
     fn child_with_signals(
