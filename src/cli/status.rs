@@ -124,11 +124,11 @@ struct ZoneJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     daemon: Option<Vec<DaemonJson<'a>>>,
     delegation: &'static str,
+    /// The key to enter in the DNSKEY form some registrars ask for, exactly when
+    /// `ds_to_enter` is shown. (Fields in the order `serde_json` sorts them.)
+    dnskey_to_enter: Option<&'a str>,
     ds: Option<&'a str>,
     ds_to_enter: Option<&'a str>,
-    /// The same key in the DNSKEY form some registrars ask for, exactly when
-    /// `ds_to_enter` is shown.
-    dnskey_to_enter: Option<&'a str>,
     evidence: Option<&'a str>,
     intent: &'static str,
     /// The last full look (every address asked).
@@ -164,9 +164,9 @@ fn zone_json<'a>(
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
         daemon: None,
         delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
+        dnskey_to_enter: z.facts.dnskey_to_enter.as_deref(),
         ds: z.facts.ds_line.as_deref(),
         ds_to_enter: z.facts.ds_to_enter.as_deref(),
-        dnskey_to_enter: z.facts.dnskey_to_enter.as_deref(),
         evidence: row.evidence().0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
