@@ -140,6 +140,30 @@ impl Move {
         self
     }
 
+    /// The phase's condition, confirmed at this look and at every look since the first
+    /// that confirmed it, then held for `ttl` and the margin. A look that cannot confirm
+    /// it restarts the hold: it may have missed a set a resolver cached. `Err`: what the
+    /// phase waits for (`unconfirmed`, or resolvers to forget what `cached` names).
+    fn confirmed_and_held(
+        &mut self,
+        now: Timestamp,
+        holds: Option<bool>,
+        ttl: u32,
+        policy: &MovePolicy,
+        unconfirmed: impl FnOnce() -> String,
+        cached: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        if holds != Some(true) {
+            self.confirmed_at = None;
+            return Err(unconfirmed());
+        }
+        let until = hold_until(*self.confirmed_at.get_or_insert(now), ttl, policy);
+        if now < until {
+            return Err(format!("resolvers to forget {} (until {until})", cached()));
+        }
+        Ok(())
+    }
+
     fn enter(&mut self, phase: Phase) {
         self.phase = phase;
         self.confirmed_at = None;
@@ -458,18 +482,6 @@ fn learn_ttls(mv: &mut Move, look: &Look) {
     }
 }
 
-/// Confirms the phase's condition at this look: `Some(true)` starts (or continues) its
-/// hold, anything else restarts it (a look that could not confirm it may have missed a
-/// set that a resolver cached).
-fn confirm(mv: &mut Move, now: Timestamp, holds: Option<bool>) -> Option<Timestamp> {
-    if holds == Some(true) {
-        Some(*mv.confirmed_at.get_or_insert(now))
-    } else {
-        mv.confirmed_at = None;
-        None
-    }
-}
-
 /// The phase's own work; returns what the move waits for.
 fn advance(
     mv: &mut Move,
@@ -519,20 +531,22 @@ fn advance(
             };
             let (ok_s, ok_t) = exchanged(look, &ks, &kt);
             let holds = ok_s.zip(ok_t).map(|(a, b)| a && b);
-            let Some(from) = confirm(mv, now, holds) else {
-                return format!(
-                    "every name server of both accounts to serve keys {} and {}, each signed by its own: {}",
-                    ks.key_tag(),
-                    kt.key_tag(),
-                    exchange_failing(look, &ks, &kt)
-                );
-            };
-            let until = hold_until(from, mv.ttls.dnskey, policy);
-            if now < until {
-                return format!(
-                    "resolvers to forget DNSKEY sets without key {} (until {until})",
-                    kt.key_tag()
-                );
+            if let Err(waits) = mv.confirmed_and_held(
+                now,
+                holds,
+                mv.ttls.dnskey,
+                policy,
+                || {
+                    format!(
+                        "every name server of both accounts to serve keys {} and {}, each signed by its own: {}",
+                        ks.key_tag(),
+                        kt.key_tag(),
+                        exchange_failing(look, &ks, &kt),
+                    )
+                },
+                || format!("DNSKEY sets without key {}", kt.key_tag()),
+            ) {
+                return waits;
             }
             let (Some(add), Some(keep)) = (ds_of(&zone, &kt), ds_of(&zone, &ks)) else {
                 return "a DS that can be computed".into();
@@ -553,20 +567,22 @@ fn advance(
             let both = |p: &ParentView| {
                 p.validated && has_ds(&zone, &p.ds, &ks) && has_ds(&zone, &p.ds, &kt)
             };
-            let Some(from) = confirm(mv, now, every(&look.parents, both)) else {
-                return format!(
-                    "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
-                    ks.key_tag(),
-                    kt.key_tag(),
-                    failing(&look.parents, both)
-                );
-            };
-            let until = hold_until(from, mv.ttls.ds, policy);
-            if now < until {
-                return format!(
-                    "resolvers to forget DS sets without DS {} (until {until})",
-                    kt.key_tag()
-                );
+            if let Err(waits) = mv.confirmed_and_held(
+                now,
+                every(&look.parents, both),
+                mv.ttls.ds,
+                policy,
+                || {
+                    format!(
+                        "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
+                        ks.key_tag(),
+                        kt.key_tag(),
+                        failing(&look.parents, both),
+                    )
+                },
+                || format!("DS sets without DS {}", kt.key_tag()),
+            ) {
+                return waits;
             }
             mv.enter(Phase::AwaitingDelegation);
             effects.push(MoveEffect::Registrar(Instruction::ChangeNs));
@@ -650,20 +666,22 @@ fn advance(
                     && has_ds(&zone, &p.ds, &kt)
                     && !has_ds(&zone, &p.ds, &ks)
             };
-            let Some(from) = confirm(mv, now, every(&look.parents, gone)) else {
-                return format!(
-                    "the registrar: every parent server to drop DS {} and keep DS {}, validated: {}",
-                    ks.key_tag(),
-                    kt.key_tag(),
-                    failing(&look.parents, gone)
-                );
-            };
-            let until = hold_until(from, mv.ttls.ds, policy);
-            if now < until {
-                return format!(
-                    "resolvers to forget DS sets with DS {} (until {until})",
-                    ks.key_tag()
-                );
+            if let Err(waits) = mv.confirmed_and_held(
+                now,
+                every(&look.parents, gone),
+                mv.ttls.ds,
+                policy,
+                || {
+                    format!(
+                        "the registrar: every parent server to drop DS {} and keep DS {}, validated: {}",
+                        ks.key_tag(),
+                        kt.key_tag(),
+                        failing(&look.parents, gone),
+                    )
+                },
+                || format!("DS sets with DS {}", ks.key_tag()),
+            ) {
+                return waits;
             }
             mv.enter(Phase::RetiringOldKey);
             format!(
@@ -676,20 +694,22 @@ fn advance(
                 return "the target's key (lost)".into();
             };
             let retired = |s: &ServedKeys| s.signed_by.contains(&kt) && !s.keys.contains(&ks);
-            let Some(from) = confirm(mv, now, every(&look.target_children, retired)) else {
-                return format!(
-                    "the target's name servers to serve key {} without key {}: {}",
-                    kt.key_tag(),
-                    ks.key_tag(),
-                    failing(&look.target_children, retired)
-                );
-            };
-            let until = hold_until(from, mv.ttls.dnskey, policy);
-            if now < until {
-                return format!(
-                    "resolvers to forget DNSKEY sets with key {} (until {until})",
-                    ks.key_tag()
-                );
+            if let Err(waits) = mv.confirmed_and_held(
+                now,
+                every(&look.target_children, retired),
+                mv.ttls.dnskey,
+                policy,
+                || {
+                    format!(
+                        "the target's name servers to serve key {} without key {}: {}",
+                        kt.key_tag(),
+                        ks.key_tag(),
+                        failing(&look.target_children, retired)
+                    )
+                },
+                || format!("DNSKEY sets with key {}", ks.key_tag()),
+            ) {
+                return waits;
             }
             mv.enter(Phase::OldSigningOff);
             "the source account to stop signing".into()
