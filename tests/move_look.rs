@@ -243,6 +243,8 @@ fn both_signed_by(s: &signed_move::ServedKeys, ks: &Dnskey, kt: &Dnskey, own: &D
 const POLICY: MovePolicy = MovePolicy {
     propagation_margin: Duration::from_secs(1),
     assumed_ns_ttl: Duration::from_secs(3),
+    assumed_ds_ttl: Duration::from_secs(3),
+    confirmation_gap: Duration::from_secs(600),
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

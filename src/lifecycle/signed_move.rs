@@ -82,13 +82,17 @@ impl Side {
     }
 }
 
-/// The largest TTLs seen since the move began: the holds count with them.
+/// The largest TTLs seen (0: never seen): the holds count with them. Seeded from the
+/// zone's facts when the move is declared (`Move::seeded`): a TTL lowered just before the
+/// move still bounds what resolvers cached before it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ttls {
     pub dnskey: u32,
     pub ds: u32,
-    /// The source's delegation: the parent's NS TTL for it and the source's apex NS TTL.
-    pub old_ns: u32,
+    /// The parent's NS TTL for the source's delegation.
+    pub parent_ns: u32,
+    /// The source's apex NS TTL.
+    pub apex_ns: u32,
 }
 
 /// A move in progress, as persisted (with the zone's facts: committed with each step).
@@ -107,6 +111,9 @@ pub struct Move {
     /// When the phase's condition was first confirmed at a look, every look since
     /// confirming it: its hold counts from here.
     pub confirmed_at: Option<Timestamp>,
+    /// The last look that confirmed it: a longer gap restarts the hold (rule 2's rule).
+    #[serde(default)]
+    pub last_confirmed: Option<Timestamp>,
     /// `T_delegated`: the first look at which every parent address delegated to the
     /// target.
     pub delegated_at: Option<Timestamp>,
@@ -127,10 +134,17 @@ impl Move {
             source_key,
             target_key: None,
             confirmed_at: None,
+            last_confirmed: None,
             delegated_at: None,
             ds_asked_for: None,
             ttls: Ttls::default(),
         }
+    }
+
+    /// The TTLs known before the move (the zone's facts).
+    pub fn seeded(mut self, ttls: Ttls) -> Move {
+        self.ttls = ttls;
+        self
     }
 
     /// The accounts it moves between.
@@ -155,8 +169,18 @@ impl Move {
     ) -> Result<(), String> {
         if holds != Some(true) {
             self.confirmed_at = None;
+            self.last_confirmed = None;
             return Err(unconfirmed());
         }
+        // Looks too far apart (the daemon down, every look failing) may have missed a
+        // set that came and went: the hold counts from this look.
+        if self
+            .last_confirmed
+            .is_some_and(|last| now.since(last) > policy.confirmation_gap)
+        {
+            self.confirmed_at = None;
+        }
+        self.last_confirmed = Some(now);
         let until = hold_until(*self.confirmed_at.get_or_insert(now), ttl, policy);
         if now < until {
             return Err(format!("resolvers to forget {} (until {until})", cached()));
@@ -167,6 +191,7 @@ impl Move {
     fn enter(&mut self, phase: Phase) {
         self.phase = phase;
         self.confirmed_at = None;
+        self.last_confirmed = None;
     }
 }
 
@@ -260,8 +285,12 @@ pub struct MoveDecision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MovePolicy {
     pub propagation_margin: Duration,
-    /// The old NS TTL where neither the parent nor the source ever answered it.
+    /// The parent's NS TTL where it was never answered.
     pub assumed_ns_ttl: Duration,
+    /// The DS TTL where it was never answered.
+    pub assumed_ds_ttl: Duration,
+    /// Looks further apart than this restart a hold (two `poll_waiting`, as rule 2).
+    pub confirmation_gap: Duration,
 }
 
 /// Whether every answer is known and satisfies `ok`: `Some(true)` every one does,
@@ -302,8 +331,11 @@ fn ds_of(zone: &str, key: &Dnskey) -> Option<Ds> {
     key.to_ds(zone, DigestType::Sha256).ok()
 }
 
+/// A DS for `key` that a validator can use (a digest it implements): one it cannot use
+/// does not make the key reachable.
 fn has_ds(zone: &str, set: &[Ds], key: &Dnskey) -> bool {
-    set.iter().any(|ds| key.matches_ds(zone, ds))
+    set.iter()
+        .any(|ds| ds.supported() && key.matches_ds(zone, ds))
 }
 
 fn same_keys(a: &[Dnskey], b: &[Dnskey]) -> bool {
@@ -332,11 +364,25 @@ fn hold_until(from: Timestamp, ttl: u32, policy: &MovePolicy) -> Timestamp {
     from.plus_secs(ttl).plus(policy.propagation_margin)
 }
 
+fn secs(d: Duration) -> u32 {
+    u32::try_from(d.as_secs()).unwrap_or(u32::MAX)
+}
+
+/// Rule 9's old NS TTL: the parent's (assumed when never answered) or the source's
+/// apex NS TTL, the larger.
 fn old_ns_ttl(mv: &Move, policy: &MovePolicy) -> u32 {
-    if mv.ttls.old_ns == 0 {
-        u32::try_from(policy.assumed_ns_ttl.as_secs()).unwrap_or(u32::MAX)
-    } else {
-        mv.ttls.old_ns
+    let parent = match mv.ttls.parent_ns {
+        0 => secs(policy.assumed_ns_ttl),
+        ttl => ttl,
+    };
+    parent.max(mv.ttls.apex_ns)
+}
+
+/// The DS TTL a DS hold waits out (assumed when never answered).
+fn ds_ttl(mv: &Move, policy: &MovePolicy) -> u32 {
+    match mv.ttls.ds {
+        0 => secs(policy.assumed_ds_ttl),
+        ttl => ttl,
     }
 }
 
@@ -382,17 +428,16 @@ pub fn step(mv: &Move, look: &Look, policy: &MovePolicy) -> MoveDecision {
             key.key_tag(),
             next.source_key.key_tag()
         );
-        if next.phase.delegation_may_have_changed() {
+        // Once the source is unreachable (its delegation waited out) its key no longer
+        // matters; before, resolvers sent to it fail now (the parent has DS(Ks) only):
+        // only a person can repair that, and the move holds until the key is back.
+        if next.phase < Phase::AwaitingOldDsRemoval {
             alerts.push(format!(
-                "{roll}: resolvers still sent to the source may fail; the move holds until the source signs with key {} again",
+                "{roll}: resolvers sent to the source fail validation (the parent publishes DS {}); the move holds until the source signs with key {} again",
+                next.source_key.key_tag(),
                 next.source_key.key_tag()
             ));
             return hold(next, effects, alerts, "the source's key to return".into());
-        }
-        alerts.push(format!("{roll}: the keys are exchanged again"));
-        next.source_key = key.clone();
-        if next.phase > Phase::ExchangingKeys {
-            next.enter(Phase::ExchangingKeys);
         }
     }
     if let Ok(Some(key)) = &look.target_key
@@ -408,6 +453,18 @@ pub fn step(mv: &Move, look: &Look, policy: &MovePolicy) -> MoveDecision {
                 next.target_key.as_ref().map_or(0, Dnskey::key_tag)
             ));
             return hold(next, effects, alerts, "the target's key to return".into());
+        }
+        if key.algorithm != next.source_key.algorithm {
+            alerts.push(format!(
+                "{roll}, of algorithm {} where the source's is {}: a signed move needs one algorithm (RFC 6840 5.11); the move holds",
+                key.algorithm, next.source_key.algorithm
+            ));
+            return hold(
+                next,
+                effects,
+                alerts,
+                "the target to sign with the source's algorithm".into(),
+            );
         }
         alerts.push(format!("{roll}: the keys are exchanged again"));
         // The old key's DS was asked for: it is stale now, and its removal is safe
@@ -473,12 +530,12 @@ fn learn_ttls(mv: &mut Move, look: &Look) {
         if let Ok(p) = &a.answer {
             mv.ttls.ds = mv.ttls.ds.max(p.ds_ttl.unwrap_or(0));
             if p.delegation == Delegation::Source {
-                mv.ttls.old_ns = mv.ttls.old_ns.max(p.ns_ttl.unwrap_or(0));
+                mv.ttls.parent_ns = mv.ttls.parent_ns.max(p.ns_ttl.unwrap_or(0));
             }
         }
     }
     if let Some(ttl) = look.source_apex_ns_ttl {
-        mv.ttls.old_ns = mv.ttls.old_ns.max(ttl);
+        mv.ttls.apex_ns = mv.ttls.apex_ns.max(ttl);
     }
 }
 
@@ -548,6 +605,12 @@ fn advance(
             ) {
                 return waits;
             }
+            if exchange(look, &ks, &kt) != Some(true) {
+                return format!(
+                    "a look confirming the exchange: {}",
+                    exchange_failing(look, &ks, &kt)
+                );
+            }
             let (Some(add), Some(keep)) = (ds_of(&zone, &kt), ds_of(&zone, &ks)) else {
                 return "a DS that can be computed".into();
             };
@@ -570,7 +633,7 @@ fn advance(
             if let Err(waits) = mv.confirmed_and_held(
                 now,
                 every(&look.parents, both),
-                mv.ttls.ds,
+                ds_ttl(mv, policy),
                 policy,
                 || {
                     format!(
@@ -583,6 +646,14 @@ fn advance(
                 || format!("DS sets without DS {}", kt.key_tag()),
             ) {
                 return waits;
+            }
+            // The NS change sends resolvers to the target: only on a look at which both
+            // accounts and every name server of both confirm the exchange (rule 3).
+            if exchange(look, &ks, &kt) != Some(true) {
+                return format!(
+                    "a look confirming the exchange before the NS change: {}",
+                    exchange_failing(look, &ks, &kt)
+                );
             }
             mv.enter(Phase::AwaitingDelegation);
             effects.push(MoveEffect::Registrar(Instruction::ChangeNs));
@@ -638,6 +709,15 @@ fn advance(
             if now < until {
                 return format!("resolvers to forget the source's delegation (until {until})");
             }
+            // Removing DS(Ks) fails whoever is still sent to the source: every parent
+            // address must be seen delegating to the target at this look (rule 3).
+            let validated = |p: &ParentView| p.validated && p.delegation == Delegation::Target;
+            if every(&look.parents, validated) != Some(true) {
+                return format!(
+                    "every parent server seen delegating to the target, validated, before the source's DS goes: {}",
+                    failing(&look.parents, validated)
+                );
+            }
             let (Some(remove), Some(keep)) = (ds_of(&zone, &ks), ds_of(&zone, &kt)) else {
                 return "a DS that can be computed".into();
             };
@@ -652,6 +732,9 @@ fn advance(
             let Some(kt) = mv.target_key.clone() else {
                 return "the target's key (lost)".into();
             };
+            if let Some(back) = delegation_returned(&zone, look, alerts) {
+                return back;
+            }
             let kept = |p: &ParentView| has_ds(&zone, &p.ds, &kt);
             if every(&look.parents, kept) == Some(false) {
                 alerts.push(format!(
@@ -669,7 +752,7 @@ fn advance(
             if let Err(waits) = mv.confirmed_and_held(
                 now,
                 every(&look.parents, gone),
-                mv.ttls.ds,
+                ds_ttl(mv, policy),
                 policy,
                 || {
                     format!(
@@ -693,6 +776,9 @@ fn advance(
             let Some(kt) = mv.target_key.clone() else {
                 return "the target's key (lost)".into();
             };
+            if let Some(back) = delegation_returned(&zone, look, alerts) {
+                return back;
+            }
             let retired = |s: &ServedKeys| s.signed_by.contains(&kt) && !s.keys.contains(&ks);
             if let Err(waits) = mv.confirmed_and_held(
                 now,
@@ -714,60 +800,141 @@ fn advance(
             mv.enter(Phase::OldSigningOff);
             "the source account to stop signing".into()
         }
-        Phase::OldSigningOff => match (&look.source_key, &look.source_foreign) {
-            (Ok(None), Ok(foreign)) if foreign.is_empty() => {
-                mv.enter(Phase::Done);
-                "nothing: the zone is active at the target".into()
-            }
-            (Ok(Some(_)), _) => match source_may_go_off(mv, look, policy) {
-                Ok(()) => {
-                    effects.push(MoveEffect::SourceDnssecOff);
-                    "the source account to stop signing".into()
-                }
-                Err(why) => {
-                    format!("the source to become unreachable before it stops signing: {why}")
-                }
-            },
-            (Err(e), _) | (_, Err(e)) => format!("the source account (unknown: {e})"),
-            (Ok(None), Ok(_)) => "the source account to withdraw the target's key".into(),
+        Phase::OldSigningOff => match delegation_returned(&zone, look, alerts) {
+            Some(back) => back,
+            None => old_signing_off(mv, look, policy, effects),
         },
         Phase::Done => "nothing: the zone is active at the target".into(),
     }
 }
 
-/// Whether each side serves both keys, signed by its own: (source, target).
-fn exchanged(look: &Look, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<bool>) {
-    let both = |own: &Dnskey| {
-        let own = own.clone();
-        move |s: &ServedKeys| {
-            s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(&own)
+/// The source stops signing: its copy of the target's key withdrawn (the level-triggered
+/// foreign keys), then DNSSEC off there behind the guard; done once both are so.
+fn old_signing_off(
+    mv: &mut Move,
+    look: &Look,
+    policy: &MovePolicy,
+    effects: &mut Vec<MoveEffect>,
+) -> String {
+    match (&look.source_key, &look.source_foreign) {
+        (Ok(None), Ok(foreign)) if foreign.is_empty() => {
+            mv.enter(Phase::Done);
+            "nothing: the zone is active at the target".into()
         }
-    };
+        (Ok(Some(_)), _) => match source_may_go_off(mv, look, policy) {
+            Ok(()) => {
+                effects.push(MoveEffect::SourceDnssecOff);
+                "the source account to stop signing".into()
+            }
+            Err(why) => {
+                format!("the source to become unreachable before it stops signing: {why}")
+            }
+        },
+        (Err(e), _) | (_, Err(e)) => format!("the source account (unknown: {e})"),
+        (Ok(None), Ok(_)) => "the source account to withdraw the target's key".into(),
+    }
+}
+
+/// After the source's delegation was waited out, a parent address that delegates
+/// anywhere but the target again (an undo at the registrar, a lagging server) sends
+/// resolvers where the retirement of the source's DS or key fails them: alerted, and
+/// the move holds until every address delegates to the target again.
+fn delegation_returned(zone: &str, look: &Look, alerts: &mut Vec<String>) -> Option<String> {
+    let moved = |p: &ParentView| p.delegation == Delegation::Target;
+    if every(&look.parents, moved) != Some(false) {
+        return None;
+    }
+    let which = failing(&look.parents, moved);
+    alerts.push(format!(
+        "{zone}: after the signed move a parent server no longer delegates to the target ({which}): resolvers sent back to the source may fail once its DS or key is gone; delegate to the target's name servers again"
+    ));
+    Some(format!(
+        "the registrar: every parent server to delegate to the target's name servers again: {which}"
+    ))
+}
+
+/// A child address serves exactly the two keys, the set signed by `own`. A third key (a
+/// ZSK) is one the other side does not publish: a signed move exchanges one key each.
+fn serves_both<'a>(
+    ks: &'a Dnskey,
+    kt: &'a Dnskey,
+    own: &'a Dnskey,
+) -> impl Fn(&ServedKeys) -> bool + 'a {
+    move |s: &ServedKeys| {
+        s.keys.len() == 2 && s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(own)
+    }
+}
+
+/// Whether each side's children serve both keys: (source, target).
+fn exchanged(look: &Look, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<bool>) {
     (
-        every(&look.source_children, both(ks)),
-        every(&look.target_children, both(kt)),
+        every(&look.source_children, serves_both(ks, kt, ks)),
+        every(&look.target_children, serves_both(ks, kt, kt)),
     )
 }
 
-fn exchange_failing(look: &Look, ks: &Dnskey, kt: &Dnskey) -> String {
-    let both = |own: &Dnskey| {
-        let own = own.clone();
-        move |s: &ServedKeys| {
-            s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(&own)
+/// What the accounts' APIs say of the exchange: each signs with its key and publishes
+/// the other's. `Err` names what is not so, or not known.
+fn accounts_agree(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Result<(), (bool, String)> {
+    let checks = [
+        (
+            "the source's key",
+            look.source_key.as_ref().map(|k| k.as_ref() == Some(ks)),
+        ),
+        (
+            "the target's key",
+            look.target_key.as_ref().map(|k| k.as_ref() == Some(kt)),
+        ),
+        (
+            "the target's key at the source",
+            look.source_foreign.as_ref().map(|f| f.contains(kt)),
+        ),
+        (
+            "the source's key at the target",
+            look.target_foreign.as_ref().map(|f| f.contains(ks)),
+        ),
+    ];
+    for (what, read) in &checks {
+        if let Ok(false) = read {
+            return Err((true, format!("{what} is not as the move has it")));
         }
+    }
+    for (what, read) in &checks {
+        if let Err(e) = read {
+            return Err((false, format!("{what} unknown: {e}")));
+        }
+    }
+    Ok(())
+}
+
+/// The exchange at this look: both APIs agree and every child address of both serves
+/// both keys, each signed by its own (`Some(false)`: something known says otherwise).
+fn exchange(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<bool> {
+    let (s, t) = exchanged(look, ks, kt);
+    match accounts_agree(look, ks, kt) {
+        Err((true, _)) => Some(false),
+        _ if s == Some(false) || t == Some(false) => Some(false),
+        Err((false, _)) => None,
+        Ok(()) => s.zip(t).map(|(a, b)| a && b),
+    }
+}
+
+fn exchange_failing(look: &Look, ks: &Dnskey, kt: &Dnskey) -> String {
+    let api = match accounts_agree(look, ks, kt) {
+        Ok(()) => String::new(),
+        Err((_, why)) => format!("{why}; "),
     };
     format!(
-        "source: {}; target: {}",
-        failing(&look.source_children, both(ks)),
-        failing(&look.target_children, both(kt))
+        "{api}source: {}; target: {}",
+        failing(&look.source_children, serves_both(ks, kt, ks)),
+        failing(&look.target_children, serves_both(ks, kt, kt))
     )
 }
 
 /// Before the NS change: a side seen without both keys sends the move back to
 /// exchanging them (the DS instruction stands; the holds start again).
 fn keys_lost_before_ns(mv: &mut Move, look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<String> {
-    let (s, t) = exchanged(look, ks, kt);
-    if s == Some(false) || t == Some(false) {
+    if exchange(look, ks, kt) == Some(false) {
         mv.enter(Phase::ExchangingKeys);
         return Some(format!(
             "every name server of both accounts to serve keys {} and {} again: {}",

@@ -193,6 +193,18 @@ impl World {
         self.next_key += 1;
     }
 
+    fn catch_up(&mut self) {
+        self.registrar_acts();
+        for i in 0..3 {
+            self.propagate_parent(i);
+        }
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                self.propagate_child(side, i);
+            }
+        }
+    }
+
     fn look(&self) -> Look {
         let api = |v: Option<Dnskey>| {
             if self.api_unknown {
@@ -407,6 +419,8 @@ enum Op {
     UnknownChild(Side, usize),
     ApiUnknown,
     RollTarget,
+    /// The registrar acts and every server catches up (reaches the deep phases often).
+    CatchUp,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -423,6 +437,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (side, 0..2usize).prop_map(|(s, i)| Op::UnknownChild(s, i)),
         1 => Just(Op::ApiUnknown),
         1 => Just(Op::RollTarget),
+        2 => Just(Op::CatchUp),
     ]
 }
 
@@ -430,6 +445,9 @@ fn policy() -> MovePolicy {
     MovePolicy {
         propagation_margin: Duration::from_secs(60),
         assumed_ns_ttl: Duration::from_secs(172_800),
+        assumed_ds_ttl: Duration::from_secs(86_400),
+        // Two polls of 10 minutes, as the engine would use.
+        confirmation_gap: Duration::from_secs(1200),
     }
 }
 
@@ -496,30 +514,24 @@ fn run(ops: &[Op], ttl: ModelTtls, target_signs: bool) -> Result<(), TestCaseErr
             Op::UnknownChild(s, i) => w.prov(*s).addrs[*i % 2].unknown = true,
             Op::ApiUnknown => w.api_unknown = true,
             Op::RollTarget => w.roll_target(),
+            Op::CatchUp => w.catch_up(),
         }
         trail.push(format!("{} {op:?} -> {}", w.now, mv.phase.name()));
         check(&w, &trail, &format!("{op:?}"))?;
     }
     // Then a registrar that acts and servers that catch up: every move ends, still safe.
-    for round in 0..60 {
+    // Looks ten minutes apart: within the confirmation gap, as the engine's polls are.
+    for round in 0..800 {
         if mv.phase == Phase::Done {
             break;
         }
-        w.registrar_acts();
-        for i in 0..3 {
-            w.propagate_parent(i);
-        }
-        for side in [Side::Source, Side::Target] {
-            for i in 0..2 {
-                w.propagate_child(side, i);
-            }
-        }
+        w.catch_up();
         check(&w, &trail, &format!("settling round {round}"))?;
         daemon_step(&mut w, &mut mv, true, true);
         trail.push(format!("{} settle -> {}", w.now, mv.phase.name()));
         check(&w, &trail, &format!("settling step {round}"))?;
-        w.now = w.now.plus_secs(3 * 3600);
-        check(&w, &trail, &format!("settling wait {round}"))?;
+        // (Time passing alone only lets cached sets expire: nothing to check.)
+        w.now = w.now.plus_secs(600);
     }
     prop_assert_eq!(
         mv.phase,
@@ -646,7 +658,7 @@ fn the_source_goes_off_only_unreachable_and_without_its_ds() {
     mv.phase = Phase::OldSigningOff;
     mv.target_key = Some(key(2));
     mv.delegated_at = Some(T0);
-    mv.ttls.old_ns = 3600;
+    mv.ttls.parent_ns = 3600;
     w.registry_deleg = Delegation::Target;
     w.registry_ds = vec![ds(&key(2))];
     w.propagate_parent(0);
@@ -674,7 +686,7 @@ fn a_move_is_stored_and_read_back() {
     mv.ds_asked_for = Some(key(2));
     mv.delegated_at = Some(T0);
     mv.confirmed_at = Some(T0.plus_secs(5));
-    mv.ttls.old_ns = 172_800;
+    mv.ttls.parent_ns = 172_800;
     let json = serde_json::to_string(&mv).unwrap();
     assert!(
         json.contains("\"phase\":\"awaiting_old_ds_removal\""),
@@ -686,4 +698,398 @@ fn a_move_is_stored_and_read_back() {
         let json = serde_json::to_string(&phase).unwrap();
         assert_eq!(json, format!("\"{}\"", phase.name()));
     }
+}
+
+// Sequences found by an adversarial review of the planner (each failed before its fix).
+
+fn ttl() -> ModelTtls {
+    ModelTtls {
+        ds: 300,
+        dnskey: 300,
+        parent_ns: 3600,
+        apex_ns: 300,
+    }
+}
+
+/// R1: only the model's own ops. The target rolls while no resolver can reach it (the
+/// model allows it), the next look cannot read the target account (ApiUnknown), its
+/// servers still serve the old key: the planner asks for the NS change on that look.
+#[test]
+fn ns_change_asked_on_a_look_that_could_not_read_the_target_key() {
+    use Op::*;
+    let ops = vec![
+        Step, // SigningAtTarget -> ExchangingKeys, SetForeign both sides
+        PropagateChild(Side::Source, 0),
+        PropagateChild(Side::Source, 1),
+        PropagateChild(Side::Target, 0),
+        PropagateChild(Side::Target, 1),
+        Step, // T_keys
+        Advance(600),
+        Step, // -> AwaitingBothDs, AddDs
+        RegistrarActs,
+        PropagateParent(0),
+        PropagateParent(1),
+        PropagateParent(2),
+        Step, // T_both
+        Advance(600),
+        RollTarget, // allowed by the model: the target is unreachable, no ChangeNs pending
+        ApiUnknown,
+        Step, // the roll unseen (API unknown), the servers still serve Kt: ChangeNs
+        RegistrarActs,
+        PropagateParent(0),
+        PropagateParent(1),
+        PropagateParent(2),
+        PropagateChild(Side::Target, 0), // the target's servers catch up with the roll
+    ];
+    run(&ops, ttl(), true).unwrap();
+}
+
+/// Steps the model's daemon until `until` holds (at most `n` looks, `secs` apart),
+/// with the registrar acting and every server catching up before each look.
+fn drive(w: &mut World, mv: &mut Move, n: usize, secs: u32, until: impl Fn(&Move) -> bool) {
+    for _ in 0..n {
+        if until(mv) {
+            return;
+        }
+        w.registrar_acts();
+        for i in 0..3 {
+            w.propagate_parent(i);
+        }
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                w.propagate_child(side, i);
+            }
+        }
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        daemon_step(w, mv, true, true);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        w.now = w.now.plus_secs(secs);
+    }
+    assert!(until(mv), "stuck in {}", mv.phase.name());
+}
+
+/// R3: the delegation goes back to the source after the old-delegation hold (a registrar
+/// undo, a registry restoring an old NS set). In awaiting_old_ds_removal the planner
+/// neither alerts nor withdraws RemoveDs(Ks): the registrar removes it, resolvers sent
+/// to the source (it still signs with Ks alone) fail.
+#[test]
+fn delegation_back_to_source_after_the_hold_is_not_noticed() {
+    let mut w = World::new(ttl(), true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 40, 600, |m| {
+        m.phase == Phase::AwaitingDelegation
+    });
+    drive(&mut w, &mut mv, 40, 600, |m| {
+        m.phase == Phase::AwaitingOldDsRemoval
+    });
+    // RemoveDs is pending; the NS change is undone at the registry and reaches parent 0.
+    assert!(matches!(
+        w.pending.first(),
+        Some(Instruction::RemoveDs { .. })
+    ));
+    w.registry_deleg = Delegation::Source;
+    w.propagate_parent(0);
+    w.registry_deleg = Delegation::Target; // only parent 0 lags on the old data: an anycast node
+    assert!(w.violations().is_empty());
+    let d = step(&mv, &w.look(), &policy());
+    println!(
+        "alerts: {:?}\nwaiting: {}\neffects: {:?}",
+        d.alerts, d.waiting, d.effects
+    );
+    assert!(!d.alerts.is_empty(), "no alert: {}", d.waiting);
+    assert!(
+        d.waiting
+            .contains("delegate to the target's name servers again"),
+        "{}",
+        d.waiting
+    );
+}
+
+/// Steps with everything catching up; returns the first violation seen, if any.
+fn run_until_violation(
+    w: &mut World,
+    mv: &mut Move,
+    n: usize,
+    secs: u32,
+    mut world_hook: impl FnMut(&mut World, &Move),
+    mut look_hook: impl FnMut(&mut Look),
+) -> Option<(String, Vec<String>)> {
+    for _ in 0..n {
+        w.registrar_acts();
+        for i in 0..3 {
+            w.propagate_parent(i);
+        }
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                w.propagate_child(side, i);
+            }
+        }
+        world_hook(w, mv);
+        for i in 0..3 {
+            w.propagate_parent(i);
+        }
+        let v = w.violations();
+        if !v.is_empty() {
+            return Some((mv.phase.name().to_string(), v));
+        }
+        let mut look = w.look();
+        look_hook(&mut look);
+        let d = step(mv, &look, &policy());
+        *mv = d.next;
+        w.perform(mv, d.effects, &policy());
+        let v = w.violations();
+        if !v.is_empty() {
+            return Some((mv.phase.name().to_string(), v));
+        }
+        if mv.phase == Phase::Done {
+            return None;
+        }
+        w.now = w.now.plus_secs(secs);
+    }
+    None
+}
+
+/// R5: the operator lowered the DNSKEY TTL (86400 -> 300) just before `move` (the
+/// usual preparation): caches hold the source's {Ks} set for a day, the move learns
+/// 300 only (Move::new starts its TTLs at 0, nothing carries the zone's facts).
+#[test]
+fn a_dnskey_ttl_lowered_before_the_move() {
+    let mut ttl = ttl();
+    ttl.dnskey = 86_400; // what a {Ks} set cached just before T0 lives for
+    let mut w = World::new(ttl, true);
+    // The engine seeds the move with the zone's largest DNSKEY TTL seen (its facts).
+    let mut mv = Move::new(ZONE, key(1)).seeded(super::signed_move::Ttls {
+        dnskey: 86_400,
+        ..Default::default()
+    });
+    // The servers answer TTL 300 from T0 on. (The oracle's single TTL overstates the
+    // life of the sets served after T0, but those hold both keys and do not matter.)
+    let hit = run_until_violation(
+        &mut w,
+        &mut mv,
+        200,
+        600,
+        |_, _| {},
+        |look| {
+            for a in look
+                .source_children
+                .iter_mut()
+                .chain(look.target_children.iter_mut())
+            {
+                if let Ok(s) = &mut a.answer {
+                    s.ttl = 300;
+                }
+            }
+        },
+    );
+    assert!(hit.is_none(), "{hit:?}");
+}
+
+/// R6: the parent's NS TTL for the source's delegation never answered (ns_ttl None),
+/// the source's apex NS TTL 300: the old-delegation hold is 300 s + margin, not the
+/// assumed 2 days, although the parent's TTL may be 2 days.
+#[test]
+fn the_assumed_ns_ttl_is_lost_when_only_the_apex_ttl_is_known() {
+    let mut ttl = ttl();
+    ttl.parent_ns = 172_800; // the truth the daemon never reads
+    let mut w = World::new(ttl, true);
+    let mut mv = Move::new(ZONE, key(1));
+    let hit = run_until_violation(
+        &mut w,
+        &mut mv,
+        200,
+        600,
+        |_, _| {},
+        |look| {
+            for p in &mut look.parents {
+                if let Ok(v) = &mut p.answer {
+                    v.ns_ttl = None;
+                }
+            }
+        },
+    );
+    assert!(hit.is_none(), "{hit:?}");
+}
+
+/// R7: the source re-keys after it became unreachable (retiring_old_key): harmless to
+/// resolvers, but the move holds forever and alerts "resolvers still sent to the source
+/// may fail" at every look.
+#[test]
+fn a_source_roll_after_it_is_unreachable_stalls_the_move() {
+    let mut w = World::new(ttl(), true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 60, 600, |m| {
+        m.phase == Phase::RetiringOldKey
+    });
+    w.src.key = Some(key(88));
+    let mut alerts = 0;
+    for _ in 0..120 {
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                w.propagate_child(side, i);
+            }
+        }
+        let d = step(&mv, &w.look(), &policy());
+        alerts += d.alerts.len();
+        mv = d.next;
+        w.perform(&mv, d.effects, &policy());
+        w.now = w.now.plus_secs(600);
+    }
+    assert!(w.violations().is_empty());
+    assert_eq!(alerts, 0, "a roll at an unreachable source alerted");
+    assert_eq!(
+        mv.phase,
+        Phase::Done,
+        "stuck in {} after {alerts} alerts",
+        mv.phase.name()
+    );
+}
+
+/// R8: the daemon is down (or every look fails) for a while in awaiting_both_ds; meanwhile
+/// the DS set at a parent lost DS(Kt) and got it back (a registry replacing the DS set,
+/// e.g. from the source's CDS, then the operator entering it again). The first look after
+/// the gap sees both DS, the hold since T_both has passed: ChangeNs at once, although a
+/// {Ks} set is cached for another DS TTL. Rule 2 restarts T_gone after a gap of two polls;
+/// confirm() has no such rule.
+#[test]
+fn a_gap_in_looks_hides_a_ds_flap() {
+    let mut ttl = ttl();
+    ttl.ds = 3600;
+    let mut w = World::new(ttl, true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 60, 300, |m| {
+        m.phase == Phase::AwaitingBothDs
+    });
+    drive(&mut w, &mut mv, 3, 300, |m| m.confirmed_at.is_some());
+    // Daemon down from here. 50 minutes in, parent 0 loses DS(Kt) for 10 minutes.
+    let both = w.registry_ds.clone();
+    w.now = w.now.plus_secs(3000);
+    w.registry_ds = vec![ds(&key(1))];
+    w.propagate_parent(0);
+    w.now = w.now.plus_secs(600);
+    w.registry_ds = both;
+    w.propagate_parent(0);
+    w.now = w.now.plus_secs(600);
+    // The daemon is back: one look, the registrar acts at once.
+    let d = step(&mv, &w.look(), &policy());
+    mv = d.next;
+    w.perform(&mv, d.effects, &policy());
+    w.registrar_acts();
+    w.propagate_parent(1);
+    assert!(
+        mv.phase < Phase::AwaitingDelegation || w.violations().is_empty(),
+        "{:?}",
+        w.violations()
+    );
+}
+
+/// R10: awaiting_both_ds, both holds passed. The source's foreign Kt is deleted outside the
+/// daemon (a zone-sync tool such as octoDNS/dnscontrol removing a DNSKEY it does not know,
+/// a re-import); source-0 serves {Ks} and does not answer the next look. The look reads
+/// source_foreign = [] from the API, yet the planner asks for the NS change in the same
+/// look as it re-publishes Kt: an unknown child answer and an API saying "Kt is not
+/// published" both count as "fine".
+#[test]
+fn ns_change_asked_while_the_api_says_the_source_lacks_kt() {
+    let mut w = World::new(ttl(), true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 60, 600, |m| {
+        m.phase == Phase::AwaitingBothDs
+    });
+    drive(&mut w, &mut mv, 3, 600, |m| m.confirmed_at.is_some());
+    w.now = w.now.plus_secs(3600);
+    w.src.foreign.clear();
+    w.propagate_child(Side::Source, 0);
+    w.src.addrs[0].unknown = true;
+    let look = w.look();
+    assert_eq!(look.source_foreign, Ok(vec![]));
+    let d = step(&mv, &look, &policy());
+    println!("effects: {:?}", d.effects);
+    mv = d.next;
+    w.perform(&mv, d.effects, &policy());
+    clear_unknowns(&mut w);
+    w.registrar_acts();
+    w.propagate_parent(0);
+    assert!(
+        w.violations().is_empty(),
+        "{} : {:?}",
+        mv.phase.name(),
+        w.violations()
+    );
+}
+
+/// R9: the source re-keys (Ks -> Ks2) before the NS change. The planner says "the keys are
+/// exchanged again" and later asks AddDs { add: DS(Kt), keep: DS(Ks2) }: DS(Ks2) is at no
+/// parent (the parent has DS(Ks)); "keep" tells the registrar it is there. Nothing asks for
+/// DS(Ks2) to be added nor DS(Ks) removed; the zone is bogus now (the source is the
+/// reachable provider) and the alert does not say so.
+#[test]
+fn a_source_roll_before_the_ns_change_gives_a_false_keep() {
+    let mut w = World::new(ttl(), true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 60, 600, |m| {
+        m.phase == Phase::ExchangingKeys && m.confirmed_at.is_some()
+    });
+    w.src.key = Some(key(66));
+    let mut instructions = vec![];
+    let mut alerts = vec![];
+    for _ in 0..30 {
+        w.registrar_acts();
+        for i in 0..3 {
+            w.propagate_parent(i);
+        }
+        for side in [Side::Source, Side::Target] {
+            for i in 0..2 {
+                w.propagate_child(side, i);
+            }
+        }
+        let d = step(&mv, &w.look(), &policy());
+        alerts.extend(d.alerts.clone());
+        for e in &d.effects {
+            if let MoveEffect::Registrar(i) = e {
+                instructions.push(i.clone());
+            }
+        }
+        mv = d.next;
+        w.perform(&mv, d.effects, &policy());
+        w.now = w.now.plus_secs(3600);
+    }
+    println!(
+        "alerts: {alerts:?}\ninstructions: {instructions:?}\nphase: {}",
+        mv.phase.name()
+    );
+    let keep_ok = instructions.iter().all(|i| match i {
+        Instruction::AddDs { keep, .. } => w.registry_ds.contains(keep),
+        _ => true,
+    });
+    assert!(
+        keep_ok,
+        "an AddDs says keep a DS the parent does not have; stuck in {}",
+        mv.phase.name()
+    );
+}
+
+/// R11: old_delegation_wait, its hold passed; parent-0 does not answer this look. The
+/// planner asks for RemoveDs(Ks) anyway: only a *known* parent delegating elsewhere
+/// holds it (`every(..) == Some(false)`), so rule 3 (every address agreeing) is not met
+/// by the decision that makes the source fail for whoever is still sent to it.
+#[test]
+fn remove_ds_asked_on_a_look_missing_a_parent() {
+    let mut w = World::new(ttl(), true);
+    let mut mv = Move::new(ZONE, key(1));
+    drive(&mut w, &mut mv, 60, 600, |m| {
+        m.phase == Phase::OldDelegationWait
+    });
+    w.now = w.now.plus_secs(10 * 3600);
+    w.parents[0].unknown = true;
+    let d = step(&mv, &w.look(), &policy());
+    let asked = d
+        .effects
+        .iter()
+        .any(|e| matches!(e, MoveEffect::Registrar(Instruction::RemoveDs { .. })));
+    assert!(
+        !asked,
+        "RemoveDs on a look where parent-0 was unknown; waiting: {}",
+        d.waiting
+    );
 }
