@@ -711,7 +711,7 @@ fn ttl() -> ModelTtls {
     }
 }
 
-/// R1: only the model's own ops. The target rolls while no resolver can reach it (the
+/// (Found by review; each sentence below says what the planner did before its fix.) only the model's own ops. The target rolls while no resolver can reach it (the
 /// model allows it), the next look cannot read the target account (ApiUnknown), its
 /// servers still serve the old key: the planner asks for the NS change on that look.
 #[test]
@@ -751,15 +751,7 @@ fn drive(w: &mut World, mv: &mut Move, n: usize, secs: u32, until: impl Fn(&Move
         if until(mv) {
             return;
         }
-        w.registrar_acts();
-        for i in 0..3 {
-            w.propagate_parent(i);
-        }
-        for side in [Side::Source, Side::Target] {
-            for i in 0..2 {
-                w.propagate_child(side, i);
-            }
-        }
+        w.catch_up();
         assert!(w.violations().is_empty(), "{:?}", w.violations());
         daemon_step(w, mv, true, true);
         assert!(w.violations().is_empty(), "{:?}", w.violations());
@@ -768,7 +760,7 @@ fn drive(w: &mut World, mv: &mut Move, n: usize, secs: u32, until: impl Fn(&Move
     assert!(until(mv), "stuck in {}", mv.phase.name());
 }
 
-/// R3: the delegation goes back to the source after the old-delegation hold (a registrar
+/// (Found by review; each sentence below says what the planner did before its fix.) the delegation goes back to the source after the old-delegation hold (a registrar
 /// undo, a registry restoring an old NS set). In awaiting_old_ds_removal the planner
 /// neither alerts nor withdraws RemoveDs(Ks): the registrar removes it, resolvers sent
 /// to the source (it still signs with Ks alone) fail.
@@ -815,15 +807,7 @@ fn run_until_violation(
     mut look_hook: impl FnMut(&mut Look),
 ) -> Option<(String, Vec<String>)> {
     for _ in 0..n {
-        w.registrar_acts();
-        for i in 0..3 {
-            w.propagate_parent(i);
-        }
-        for side in [Side::Source, Side::Target] {
-            for i in 0..2 {
-                w.propagate_child(side, i);
-            }
-        }
+        w.catch_up();
         world_hook(w, mv);
         for i in 0..3 {
             w.propagate_parent(i);
@@ -849,7 +833,7 @@ fn run_until_violation(
     None
 }
 
-/// R5: the operator lowered the DNSKEY TTL (86400 -> 300) just before `move` (the
+/// (Found by review; each sentence below says what the planner did before its fix.) the operator lowered the DNSKEY TTL (86400 -> 300) just before `move` (the
 /// usual preparation): caches hold the source's {Ks} set for a day, the move learns
 /// 300 only (Move::new starts its TTLs at 0, nothing carries the zone's facts).
 #[test]
@@ -885,7 +869,7 @@ fn a_dnskey_ttl_lowered_before_the_move() {
     assert!(hit.is_none(), "{hit:?}");
 }
 
-/// R6: the parent's NS TTL for the source's delegation never answered (ns_ttl None),
+/// (Found by review; each sentence below says what the planner did before its fix.) the parent's NS TTL for the source's delegation never answered (ns_ttl None),
 /// the source's apex NS TTL 300: the old-delegation hold is 300 s + margin, not the
 /// assumed 2 days, although the parent's TTL may be 2 days.
 #[test]
@@ -911,7 +895,7 @@ fn the_assumed_ns_ttl_is_lost_when_only_the_apex_ttl_is_known() {
     assert!(hit.is_none(), "{hit:?}");
 }
 
-/// R7: the source re-keys after it became unreachable (retiring_old_key): harmless to
+/// (Found by review; each sentence below says what the planner did before its fix.) the source re-keys after it became unreachable (retiring_old_key): harmless to
 /// resolvers, but the move holds forever and alerts "resolvers still sent to the source
 /// may fail" at every look.
 #[test]
@@ -945,7 +929,7 @@ fn a_source_roll_after_it_is_unreachable_stalls_the_move() {
     );
 }
 
-/// R8: the daemon is down (or every look fails) for a while in awaiting_both_ds; meanwhile
+/// (Found by review; each sentence below says what the planner did before its fix.) the daemon is down (or every look fails) for a while in awaiting_both_ds; meanwhile
 /// the DS set at a parent lost DS(Kt) and got it back (a registry replacing the DS set,
 /// e.g. from the source's CDS, then the operator entering it again). The first look after
 /// the gap sees both DS, the hold since T_both has passed: ChangeNs at once, although a
@@ -983,7 +967,7 @@ fn a_gap_in_looks_hides_a_ds_flap() {
     );
 }
 
-/// R10: awaiting_both_ds, both holds passed. The source's foreign Kt is deleted outside the
+/// (Found by review; each sentence below says what the planner did before its fix.) awaiting_both_ds, both holds passed. The source's foreign Kt is deleted outside the
 /// daemon (a zone-sync tool such as octoDNS/dnscontrol removing a DNSKEY it does not know,
 /// a re-import); source-0 serves {Ks} and does not answer the next look. The look reads
 /// source_foreign = [] from the API, yet the planner asks for the NS change in the same
@@ -1018,7 +1002,7 @@ fn ns_change_asked_while_the_api_says_the_source_lacks_kt() {
     );
 }
 
-/// R9: the source re-keys (Ks -> Ks2) before the NS change. The planner says "the keys are
+/// (Found by review; each sentence below says what the planner did before its fix.) the source re-keys (Ks -> Ks2) before the NS change. The planner says "the keys are
 /// exchanged again" and later asks AddDs { add: DS(Kt), keep: DS(Ks2) }: DS(Ks2) is at no
 /// parent (the parent has DS(Ks)); "keep" tells the registrar it is there. Nothing asks for
 /// DS(Ks2) to be added nor DS(Ks) removed; the zone is bogus now (the source is the
@@ -1034,15 +1018,7 @@ fn a_source_roll_before_the_ns_change_gives_a_false_keep() {
     let mut instructions = vec![];
     let mut alerts = vec![];
     for _ in 0..30 {
-        w.registrar_acts();
-        for i in 0..3 {
-            w.propagate_parent(i);
-        }
-        for side in [Side::Source, Side::Target] {
-            for i in 0..2 {
-                w.propagate_child(side, i);
-            }
-        }
+        w.catch_up();
         let d = step(&mv, &w.look(), &policy());
         alerts.extend(d.alerts.clone());
         for e in &d.effects {
@@ -1069,7 +1045,7 @@ fn a_source_roll_before_the_ns_change_gives_a_false_keep() {
     );
 }
 
-/// R11: old_delegation_wait, its hold passed; parent-0 does not answer this look. The
+/// (Found by review; each sentence below says what the planner did before its fix.) old_delegation_wait, its hold passed; parent-0 does not answer this look. The
 /// planner asks for RemoveDs(Ks) anyway: only a *known* parent delegating elsewhere
 /// holds it (`every(..) == Some(false)`), so rule 3 (every address agreeing) is not met
 /// by the decision that makes the source fail for whoever is still sent to it.
