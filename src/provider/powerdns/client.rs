@@ -13,7 +13,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use reqwest::Method;
 use reqwest::header::HeaderName;
 use serde::de::DeserializeOwned;
@@ -347,18 +346,7 @@ impl PowerDnsClient {
             }
             let records: Vec<serde_json::Value> = keys
                 .iter()
-                .map(|k| {
-                    serde_json::json!({
-                        "content": format!(
-                            "{} {} {} {}",
-                            k.flags,
-                            k.protocol,
-                            k.algorithm,
-                            base64::engine::general_purpose::STANDARD.encode(&k.public_key)
-                        ),
-                        "disabled": false,
-                    })
-                })
+                .map(|k| serde_json::json!({ "content": k.text(), "disabled": false }))
                 .collect();
             serde_json::json!({
                 "name": entry.name, "type": "DNSKEY", "ttl": ttl, "changetype": "REPLACE",
