@@ -191,6 +191,10 @@ mod tests {
     }
 
     impl Provider for Counting {
+        type Account = Self;
+        fn account_named(&self, _name: &str) -> Option<&Self> {
+            None
+        }
         async fn zone(&self, _: &str) -> Result<HostedZone, ProviderError> {
             unused()
         }

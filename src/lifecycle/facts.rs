@@ -46,6 +46,7 @@ use crate::time::Timestamp;
 /// | `registry_since` | `awaiting_ds`, `awaiting_ds_removal` | the DS request goes to the registry by the child's signals (`registry::takes_request`) | leaving the state, or the registry late (the request then goes to the registrar) |
 /// | `registry_missed_at` | `awaiting_ds`, `awaiting_ds_removal` | the registry did not act by its deadline | leaving the state |
 /// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | a NOTIFY(CDS) sent at a look | leaving the state |
+/// | `signed_move` | `active` | `dnssec-warden move` declares it (the one fact written outside `step`: `Store::declare_move`, at the row's version) | the move ends (only the target lists the zone) |
 /// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
 // default: most fields are unset most of the time, and the row of a settled zone then
@@ -171,6 +172,10 @@ pub struct Facts {
     /// The last NOTIFY(CDS) sent for the state's request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cds_notified: Option<super::registry::CdsNotified>,
+    /// A signed move in progress (DESIGN.md section 2, "Signed moves"): while it is set
+    /// the zone is stepped by [`super::signed_move::step`], not by `step`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_move: Option<super::signed_move::Move>,
 }
 
 /// One condition that holds a zone, and whose move ends it.

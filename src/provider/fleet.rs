@@ -120,6 +120,11 @@ pub enum Client {
 }
 
 impl Provider for Client {
+    type Account = Self;
+    fn account_named(&self, _name: &str) -> Option<&Self> {
+        None
+    }
+
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         match self {
             Self::Gcore(c) => Provider::zone(c, zone).await,
@@ -467,6 +472,14 @@ enum Listed {
 }
 
 impl<P: Provider> Provider for Providers<P> {
+    type Account = P;
+    fn account_named(&self, name: &str) -> Option<&P> {
+        self.accounts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+    }
+
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         self.at_holder(zone, |c| c.zone(zone)).await
     }
@@ -626,6 +639,10 @@ mod tests {
     }
 
     impl Provider for Fake {
+        type Account = Self;
+        fn account_named(&self, _name: &str) -> Option<&Self> {
+            None
+        }
         async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
             self.zone_calls.fetch_add(1, Ordering::SeqCst);
             self.has(zone)?;

@@ -65,6 +65,13 @@ pub struct HostedZone {
 /// What the daemon needs from a provider, whichever its API. Zone names may carry the
 /// trailing dot.
 pub trait Provider: Send + Sync {
+    /// One configured account's own client (`fleet::Providers`' accounts; a lone client
+    /// names none).
+    type Account: Provider;
+    /// The account named `name` in the configuration, to be asked directly about a zone
+    /// it shares with another account: only a declared signed move does (DESIGN.md rule
+    /// 13's exception, rule 15), everything else goes through the zone's one holder.
+    fn account_named(&self, name: &str) -> Option<&Self::Account>;
     fn zone(&self, zone: &str) -> impl Future<Output = Result<HostedZone, ProviderError>> + Send;
     /// Every zone of the account, each its name and DNSSEC flag only (what the engine and
     /// the zone keeper need: little memory for a large account).

@@ -166,12 +166,22 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
             acknowledged: true,
             outcome: "acknowledged".into(),
         }),
+        signed_move: Some(
+            crate::lifecycle::signed_move::Move::new(
+                "example.com.",
+                crate::dnssec::Dnskey::parse_text(
+                    "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+                )
+                .unwrap(),
+            )
+            .between("a", "b"),
+        ),
     };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(35), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(36), "{text}");
 }
 
 #[test]

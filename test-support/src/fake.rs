@@ -686,6 +686,10 @@ impl FakeWorld {
 }
 
 impl Provider for FakeWorld {
+    type Account = Self;
+    fn account_named(&self, _name: &str) -> Option<&Self> {
+        None
+    }
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         self.provider_fault()?;
         {

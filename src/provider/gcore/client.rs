@@ -761,6 +761,11 @@ impl GcoreClient {
 }
 
 impl Provider for GcoreClient {
+    type Account = Self;
+    fn account_named(&self, _name: &str) -> Option<&Self> {
+        None
+    }
+
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         let z = GcoreClient::get_zone(self, zone).await?;
         Ok(HostedZone {

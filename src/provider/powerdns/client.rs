@@ -475,6 +475,11 @@ impl PowerDnsClient {
 }
 
 impl Provider for PowerDnsClient {
+    type Account = Self;
+    fn account_named(&self, _name: &str) -> Option<&Self> {
+        None
+    }
+
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
         let z = self.get_zone(zone).await?;
         Ok(HostedZone {
