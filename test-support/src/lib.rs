@@ -11,6 +11,7 @@
 //! | [`knot`] | Knot DNS and Unbound processes on loopback, each stopped by PID |
 //! | [`world`] | a whole real-world DNS on Knot and Unbound for one end-to-end test |
 //! | [`fake`] | a scripted provider and DNS for the engine tests, on a manual clock, checking the safety invariants against the ground truth |
+//! | [`move_world`] | a signed move's world for the engine tests: two accounts of one zone, their child servers and the parent's, each lagging on its own, a registrar the test drives, and rule 15's oracle over what every address served |
 //! | [`rig`] | the engine tests' set-up on the fake world: SQLite in memory or a PostgreSQL database of its own ([`on_both_backends!`]) |
 //! | [`bench_world`] | the benchmarks' world: a Knot DNS TLD over thousands of delegations to the lab's servers, and a benchmark's `main` |
 //! | [`browser`] | headless Debian chromium over WebDriver (chromedriver stopped with its chromium by PGID), the clipboard read back, screenshots under `target/screenshots/` read by OCR |
@@ -24,6 +25,7 @@ pub mod fake;
 pub mod fault_proxy;
 pub mod ha;
 pub mod knot;
+pub mod move_world;
 pub mod pdns;
 pub mod postgres;
 pub mod rig;
