@@ -63,6 +63,10 @@ pub enum AlertKind {
     /// The registry that scans (or is notified) did not act on the child's CDS within
     /// its stated period: the DS request went to the registrar after all.
     DsScanOverdue,
+    /// A signed move holds on something only a person can repair (a key changed behind
+    /// the daemon's back, a DS or delegation undone at the registrar, an account gone
+    /// from the configuration): resolvers may fail the zone meanwhile.
+    SignedMoveHeld,
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,
@@ -125,6 +129,7 @@ impl AlertKind {
             | Self::DelegationChangedWithDs
             | Self::ValidationFailed
             | Self::ZoneMissingAtProvider
+            | Self::SignedMoveHeld
             | Self::TrustAnchorMismatch => Severity::Critical,
             _ => Severity::Warning,
         }

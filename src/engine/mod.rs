@@ -13,6 +13,7 @@
 
 mod listing;
 pub mod move_look;
+mod moving;
 mod notify;
 mod observe;
 pub mod registry;
@@ -625,6 +626,11 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     async fn step_row(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
         let row = &read.row;
         let name = row.zone.name.as_str();
+        // A signed move is stepped by its own planner: `step` would read the NS change as
+        // a delegation changed under a DS.
+        if let Some(mv) = &row.zone.facts.signed_move {
+            return self.step_move(read, mv).await;
+        }
         let listed = self.listed(&row.zone).await;
         if let Some(outcome) = self.sampled(read, listed.as_ref()).await? {
             return Ok(outcome);
@@ -861,8 +867,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             if self.hook_running(zone) {
                 break;
             }
-            // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent.
-            if item.effect != Effect::DisableDnssec && !self.claim_effect(zone, &item).await? {
+            // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent;
+            // a move's calls inside theirs.
+            if item.effect != Effect::DisableDnssec
+                && !matches!(item.effect, Effect::MoveCall { .. })
+                && !self.claim_effect(zone, &item).await?
+            {
                 continue;
             }
             let (status, note) = match &item.effect {
@@ -928,6 +938,15 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     match self.notify(n, &item).await? {
                         Some(outcome) => outcome,
                         None => break,
+                    }
+                }
+                Effect::MoveCall { .. } | Effect::MoveRequest { .. } => {
+                    match self.perform_move_effect(zone, &item).await? {
+                        Some(outcome) => outcome,
+                        // A registrar hook took the request over (what follows waits
+                        // for it), or the lease is gone.
+                        None if matches!(item.effect, Effect::MoveRequest { .. }) => break,
+                        None => continue,
                     }
                 }
             };

@@ -7,8 +7,8 @@ use crate::dns::delegation::ns_set;
 use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer, ServerAnswer,
 };
-use crate::dnssec::{Dnskey, DnssecKey};
-use crate::lifecycle::signed_move::{self, Answer, Delegation, Look, ServedKeys};
+use crate::dnssec::{CdsPublication, Dnskey, DnssecKey};
+use crate::lifecycle::signed_move::{self, Answer, Delegation, Look, ServedKeys, Side};
 use crate::provider::{Provider, ProviderError};
 use crate::time::Clock;
 
@@ -30,15 +30,23 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
     target_ns: &[String],
     clock: &dyn Clock,
 ) -> Look {
-    let (source_key, target_key, source_foreign, target_foreign, source_view, target_view, parent) = tokio::join!(
-        source.dnssec_key(zone),
-        target.dnssec_key(zone),
-        source.foreign_dnskeys(zone),
-        target.foreign_dnskeys(zone),
-        observer.child_at(zone, source_ns),
-        observer.child_at(zone, target_ns),
-        // Every phase's parent question decides (rule 10): validated, always.
-        observer.parent_validated(zone),
+    let (
+        (source_key, target_key, source_foreign, target_foreign, source_view, target_view, parent),
+        (source_cds, target_cds),
+    ) = tokio::join!(
+        async {
+            tokio::join!(
+                source.dnssec_key(zone),
+                target.dnssec_key(zone),
+                source.foreign_dnskeys(zone),
+                target.foreign_dnskeys(zone),
+                observer.child_at(zone, source_ns),
+                observer.child_at(zone, target_ns),
+                // Every phase's parent question decides (rule 10): validated, always.
+                observer.parent_validated(zone),
+            )
+        },
+        async { tokio::join!(source.cds_publication(zone), target.cds_publication(zone)) },
     );
     Look {
         at: clock.now(),
@@ -50,7 +58,24 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
         source_children: children(&source_view),
         target_children: children(&target_view),
         parents: parents(parent, source_ns, target_ns),
+        cds_published: cds_published(source_cds, target_cds),
     }
+}
+
+/// The accounts that publish CDS/CDNSKEY; an API that does not control them (`None`)
+/// publishes none the daemon could withdraw, and counts as none.
+pub fn cds_published(
+    source: Result<Option<CdsPublication>, ProviderError>,
+    target: Result<Option<CdsPublication>, ProviderError>,
+) -> Result<Vec<Side>, String> {
+    let mut sides = Vec::new();
+    for (side, read) in [(Side::Source, source), (Side::Target, target)] {
+        match read.map_err(|e| format!("{}: {e}", side.name()))? {
+            Some(CdsPublication::Key | CdsPublication::Delete) => sides.push(side),
+            Some(CdsPublication::Nothing) | None => {}
+        }
+    }
+    Ok(sides)
 }
 
 /// The key an account signs with: `None` when DNSSEC is off there.

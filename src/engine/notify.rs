@@ -35,10 +35,23 @@ pub enum Notification {
         zone: String,
         ds_line: Option<String>,
     },
-    /// Change the zone's NS at the registrar (moving in, safety rule 9).
+    /// Change the zone's NS at the registrar (moving in, safety rule 9; a signed move).
     Delegate {
         zone: String,
         name_servers: Vec<String>,
+    },
+    /// A signed move: add `ds_line` beside `keep`, which must stay (the hook's `add`: a
+    /// hook that only knows `publish` fails on it rather than replace the DS set).
+    AddDs {
+        zone: String,
+        ds_line: String,
+        keep: String,
+    },
+    /// A signed move: remove `ds_line`, keeping `keep` (the hook's `remove`).
+    RemoveDs {
+        zone: String,
+        ds_line: String,
+        keep: String,
     },
 }
 
@@ -55,6 +68,20 @@ impl Notification {
                     .map(|l| format!(" ({})", l.replace('\n', "; ")))
                     .unwrap_or_default()
             ),
+            Self::AddDs {
+                zone,
+                ds_line,
+                keep,
+            } => format!(
+                "ACTION NEEDED: add this DS for {zone} at the registrar, keeping the DS there ({keep}): {ds_line}"
+            ),
+            Self::RemoveDs {
+                zone,
+                ds_line,
+                keep,
+            } => format!(
+                "ACTION NEEDED: remove this DS for {zone} at the registrar, keeping {keep}: {ds_line}"
+            ),
             Self::Delegate { zone, name_servers } => format!(
                 "ACTION NEEDED: change the NS of {zone} at the registrar to: {}",
                 name_servers.join(", ")
@@ -67,6 +94,8 @@ impl Notification {
             Self::PublishDs { .. } => "publish",
             Self::WithdrawDs { .. } => "withdraw",
             Self::Delegate { .. } => "delegate",
+            Self::AddDs { .. } => "add",
+            Self::RemoveDs { .. } => "remove",
         }
     }
 
@@ -74,15 +103,27 @@ impl Notification {
         match self {
             Self::PublishDs { zone, .. }
             | Self::WithdrawDs { zone, .. }
-            | Self::Delegate { zone, .. } => zone,
+            | Self::Delegate { zone, .. }
+            | Self::AddDs { zone, .. }
+            | Self::RemoveDs { zone, .. } => zone,
         }
     }
 
     fn ds(&self) -> Option<&str> {
         match self {
-            Self::PublishDs { ds_line, .. } => Some(ds_line),
+            Self::PublishDs { ds_line, .. }
+            | Self::AddDs { ds_line, .. }
+            | Self::RemoveDs { ds_line, .. } => Some(ds_line),
             Self::WithdrawDs { ds_line, .. } => ds_line.as_deref(),
             Self::Delegate { .. } => None,
+        }
+    }
+
+    /// The DS that must stay at the registrar (a signed move's requests).
+    fn keep(&self) -> Option<&str> {
+        match self {
+            Self::AddDs { keep, .. } | Self::RemoveDs { keep, .. } => Some(keep),
+            _ => None,
         }
     }
 }
@@ -210,8 +251,10 @@ impl Notifier {
         seq: i64,
     ) -> Result<(), StoreError> {
         let event_kind = match n {
-            Notification::PublishDs { .. } => EventKind::DsPublish,
-            Notification::WithdrawDs { .. } => EventKind::DsWithdraw,
+            Notification::PublishDs { .. } | Notification::AddDs { .. } => EventKind::DsPublish,
+            Notification::WithdrawDs { .. } | Notification::RemoveDs { .. } => {
+                EventKind::DsWithdraw
+            }
             Notification::Delegate { .. } => EventKind::NsChange,
         };
         let event = AlertEvent::ds_request(
@@ -252,10 +295,12 @@ impl Notifier {
             ("DNSSEC_WARDEN_ZONE", n.zone()),
             ("DNSSEC_WARDEN_DS", n.ds().unwrap_or("")),
             ("DNSSEC_WARDEN_SEQ", seq_text.as_str()),
+            ("DNSSEC_WARDEN_DS_KEEP", n.keep().unwrap_or("")),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let body =
-            serde_json::json!({"action": n.action(), "zone": n.zone(), "ds": n.ds(), "seq": seq});
+        let body = serde_json::json!({
+            "action": n.action(), "zone": n.zone(), "ds": n.ds(), "keep": n.keep(), "seq": seq,
+        });
         let result =
             alert::exec::run(argv, &env, body.to_string().as_bytes(), self.hook_timeout).await;
         match &result {

@@ -21,8 +21,8 @@ pub use alerts::{AlertKind, Judgement, Severity, judge};
 pub use facts::Facts;
 pub use guard::{GuardRefusal, may_disable};
 pub use model::{
-    AlertCheck, AuditNote, CdsSetting, Decision, Effect, EffectKind, Observation, ProviderView,
-    Zone,
+    AlertCheck, AuditNote, CdsSetting, Decision, Effect, EffectKind, MoveCall, MoveRequest,
+    Observation, ProviderView, Zone,
 };
 pub use policy::Policy;
 pub use rules::disable_deadline;

@@ -158,6 +158,41 @@ pub enum Effect {
     /// Tell the operator (log and sinks; never the registrar hook: a wrong NS set takes
     /// the domain down) to change the zone's NS at the registrar to these name servers.
     RequestDelegation { name_servers: Vec<String> },
+    /// A signed move (DESIGN.md section 2): a call to one of the zone's two accounts,
+    /// named (the fleet's one-holder rule does not apply to a declared move, rule 13).
+    MoveCall { account: String, call: MoveCall },
+    /// A signed move: a request to the registrar, owed until told whatever the zone's
+    /// state (it stays `active` throughout a move).
+    MoveRequest { request: MoveRequest },
+}
+
+/// A signed move's provider call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "call")]
+pub enum MoveCall {
+    /// DNSSEC on at the target.
+    DnssecOn,
+    /// DNSSEC off at the source, only if `signed_move::source_may_go_off` allows it on a
+    /// look taken right before the call.
+    DnssecOff,
+    /// The other signer's DNSKEYs the account publishes, made exactly `keys`.
+    ForeignKeys {
+        keys: Vec<crate::dnssec::Dnskey>,
+        ttl: u32,
+    },
+    /// No CDS/CDNSKEY at the account while the move runs (a registry that scans would
+    /// otherwise replace the DS set the move builds).
+    CdsOff,
+}
+
+/// A signed move's request to the registrar (log, sinks; the hook's `add` and `remove`,
+/// never the NS change).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "request")]
+pub enum MoveRequest {
+    AddDs { ds_line: String, keep: String },
+    ChangeNs { name_servers: Vec<String> },
+    RemoveDs { ds_line: String, keep: String },
 }
 
 impl Effect {
@@ -174,6 +209,17 @@ impl Effect {
             Self::AnnounceDs { .. } => "announce the DS",
             Self::RequestDsRemoval { .. } => "request the DS removal",
             Self::RequestDelegation { .. } => "request the NS change",
+            Self::MoveCall { call, .. } => match call {
+                MoveCall::DnssecOn => "switch DNSSEC on at the target",
+                MoveCall::DnssecOff => "switch DNSSEC off at the source",
+                MoveCall::ForeignKeys { .. } => "set the other signer's keys",
+                MoveCall::CdsOff => "withdraw the CDS",
+            },
+            Self::MoveRequest { request } => match request {
+                MoveRequest::AddDs { .. } => "request the target's DS added",
+                MoveRequest::ChangeNs { .. } => "request the NS change",
+                MoveRequest::RemoveDs { .. } => "request the source's DS removed",
+            },
         }
     }
 
@@ -196,7 +242,7 @@ impl EffectKind {
     pub fn is_provider_call(self) -> bool {
         matches!(
             self,
-            Self::EnableDnssec | Self::DisableDnssec | Self::SetCds
+            Self::EnableDnssec | Self::DisableDnssec | Self::SetCds | Self::MoveCall
         )
     }
 

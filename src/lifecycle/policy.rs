@@ -89,6 +89,16 @@ impl Policy {
         self.poll_waiting.saturating_mul(2)
     }
 
+    /// A signed move's timings: this policy's margin, assumptions and rule 2's gap.
+    pub fn move_policy(&self) -> super::signed_move::MovePolicy {
+        super::signed_move::MovePolicy {
+            propagation_margin: self.propagation_margin,
+            assumed_ns_ttl: self.assumed_ns_ttl,
+            assumed_ds_ttl: self.assumed_ds_ttl,
+            confirmation_gap: self.gone_confirmation_gap(),
+        }
+    }
+
     /// The wait before re-observing after `failures` incomplete observations in a row.
     pub fn backoff(&self, failures: u32) -> Duration {
         let factor = 1u32 << failures.saturating_sub(1).min(16);

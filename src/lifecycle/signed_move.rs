@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::facts::Party;
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::time::Timestamp;
 
@@ -246,6 +247,9 @@ pub struct Look {
     pub parents: Vec<Answer<ParentView>>,
     /// The source's apex NS TTL as its servers answer it.
     pub source_apex_ns_ttl: Option<u32>,
+    /// The accounts whose API says they publish CDS/CDNSKEY (a key's or the delete
+    /// request), or why that is not known.
+    pub cds_published: Result<Vec<Side>, String>,
 }
 
 /// What the registrar is asked to do (the log, the sinks, the hook).
@@ -260,6 +264,9 @@ pub enum Instruction {
 pub enum MoveEffect {
     /// Switch DNSSEC on at the target (nothing delegates to it yet).
     TargetDnssecOn,
+    /// No CDS/CDNSKEY at the account: a registry that scans would replace the DS set
+    /// the move builds with the one the CDS asks for.
+    CdsOff { side: Side },
     /// The other signer's keys an account publishes, made exactly `keys`.
     SetForeign { side: Side, keys: Vec<Dnskey> },
     /// Given once, on entering the phase that waits for it.
@@ -279,6 +286,33 @@ pub struct MoveDecision {
     /// Something only a person can repair (a key changed behind the daemon's back, a DS
     /// removed too early): the move holds until it is.
     pub alerts: Vec<String>,
+}
+
+impl MoveDecision {
+    /// Who must act for the wait to end (`status`'s `on`): a person where something
+    /// is alerted; otherwise the TTL for a hold, the registrar for its phases, the
+    /// accounts for theirs.
+    pub fn on(&self) -> Party {
+        if !self.alerts.is_empty() {
+            return Party::Operator;
+        }
+        if self.waiting.starts_with("resolvers to forget")
+            || self.waiting.contains("may be cached until")
+        {
+            return Party::Ttl;
+        }
+        if self.waiting.starts_with("the registrar") {
+            return Party::Registrar;
+        }
+        match self.next.phase {
+            Phase::Done => Party::Nobody,
+            Phase::AwaitingBothDs | Phase::AwaitingDelegation | Phase::AwaitingOldDsRemoval => {
+                Party::Registrar
+            }
+            Phase::OldDelegationWait => Party::Ttl,
+            _ => Party::Provider,
+        }
+    }
 }
 
 /// The timings a move uses (from `Policy`).
@@ -498,6 +532,21 @@ pub fn step(mv: &Move, look: &Look, policy: &MovePolicy) -> MoveDecision {
             effects.push(MoveEffect::SetForeign { side, keys: wanted });
         }
     }
+    // The CDS, level-triggered: none while the move builds the DS set by hand. Once the
+    // target's DS was asked for, a CDS that reappears is alerted besides.
+    if let Ok(sides) = &look.cds_published
+        && next.phase != Phase::Done
+    {
+        for &side in sides {
+            if next.phase > Phase::ExchangingKeys {
+                alerts.push(format!(
+                    "{zone}: the {} account publishes CDS/CDNSKEY during the signed move: a registry that scans may replace the DS set the move needs; it is withdrawn",
+                    side.name()
+                ));
+            }
+            effects.push(MoveEffect::CdsOff { side });
+        }
+    }
     MoveDecision {
         next,
         effects,
@@ -610,6 +659,17 @@ fn advance(
                     "a look confirming the exchange: {}",
                     exchange_failing(look, &ks, &kt)
                 );
+            }
+            match &look.cds_published {
+                Ok(sides) if sides.is_empty() => {}
+                Ok(sides) => {
+                    let names: Vec<&str> = sides.iter().map(|s| s.name()).collect();
+                    return format!(
+                        "the {} account to withdraw its CDS/CDNSKEY before the target's DS is asked for (a registry that scans would replace the DS set)",
+                        names.join(" and ")
+                    );
+                }
+                Err(e) => return format!("the accounts' CDS publication (unknown: {e})"),
             }
             let (Some(add), Some(keep)) = (ds_of(&zone, &kt), ds_of(&zone, &ks)) else {
                 return "a DS that can be computed".into();

@@ -273,6 +273,7 @@ impl World {
                 })
                 .collect(),
             source_apex_ns_ttl: Some(self.ttl.apex_ns),
+            cds_published: Ok(Vec::new()),
         }
     }
 
@@ -389,6 +390,8 @@ impl World {
                     }
                 }
                 MoveEffect::SetForeign { side, keys } => self.prov(side).foreign = keys,
+                // The model's accounts publish no CDS (the look says none).
+                MoveEffect::CdsOff { .. } => {}
                 MoveEffect::Registrar(i) => self.pending.push(i),
                 MoveEffect::SourceDnssecOff => {
                     // The guard on a look of its own, right before the call.

@@ -13,10 +13,11 @@ use crate::lifecycle::{AlertCheck, AlertKind, Decision, Effect, EffectKind, Stat
 /// Provider calls: the only effects that can be in flight with an unknown outcome (a
 /// notification not marked done is simply owed again), and the ones every step derives
 /// afresh.
-pub(super) const PROVIDER_CALLS: [EffectKind; 3] = [
+pub(super) const PROVIDER_CALLS: [EffectKind; 4] = [
     EffectKind::EnableDnssec,
     EffectKind::DisableDnssec,
     EffectKind::SetCds,
+    EffectKind::MoveCall,
 ];
 
 /// The DS requests to the operator (an announcement, a withdrawal) whose hook failure of
@@ -79,7 +80,7 @@ pub(super) struct Supersede<'a> {
     pub status: &'static str,
     pub at: Timestamp,
     /// Voided whatever they are.
-    pub calls: [&'static str; 3],
+    pub calls: [&'static str; 4],
     pub announce: &'static str,
     /// An announcement of this DS line (`ds_line`, as JSON's) stays owed when set.
     pub announce_kept: bool,

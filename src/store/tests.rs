@@ -91,6 +91,15 @@ fn string_forms_round_trip_and_agree_with_serde() {
         Effect::RequestDelegation {
             name_servers: vec!["ns1.example.net.".into()],
         },
+        Effect::MoveCall {
+            account: "b".into(),
+            call: crate::lifecycle::MoveCall::DnssecOn,
+        },
+        Effect::MoveRequest {
+            request: crate::lifecycle::MoveRequest::ChangeNs {
+                name_servers: vec!["ns1.example.org.".into()],
+            },
+        },
     ];
     assert_eq!(effects.len(), EffectKind::VARIANTS.len());
     for effect in effects {

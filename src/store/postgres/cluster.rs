@@ -217,13 +217,14 @@ impl PgStore {
             let in_flight: Vec<RawOutbox> = sqlx::query_as(
                 "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
                  WHERE zone = $1 AND status = $2 AND started_at IS NOT NULL \
-                 AND kind IN ($3, $4, $5) ORDER BY id",
+                 AND kind IN ($3, $4, $5, $6) ORDER BY id",
             )
             .bind(zone)
             .bind(OutboxStatus::Pending.as_str())
             .bind(plan::PROVIDER_CALLS[0].as_str())
             .bind(plan::PROVIDER_CALLS[1].as_str())
             .bind(plan::PROVIDER_CALLS[2].as_str())
+            .bind(plan::PROVIDER_CALLS[3].as_str())
             .fetch_all(&mut *tx)
             .await?;
             for raw in in_flight {

@@ -67,10 +67,10 @@ async fn write(
     if let Some(s) = &plan.supersede {
         sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
-             AND (kind IN ($5, $6, $7) \
-               OR (kind = $8 AND NOT ($9 AND \
-                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $10)) \
-               OR (kind = $11 AND NOT $12))",
+             AND (kind IN ($5, $6, $7, $8) \
+               OR (kind = $9 AND NOT ($10 AND \
+                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $11)) \
+               OR (kind = $12 AND NOT $13))",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -79,6 +79,7 @@ async fn write(
         .bind(s.calls[0])
         .bind(s.calls[1])
         .bind(s.calls[2])
+        .bind(s.calls[3])
         .bind(s.announce)
         .bind(s.announce_kept)
         .bind(s.ds_line)

@@ -1,0 +1,652 @@
+//! A zone in a signed move (DESIGN.md section 2, "Signed moves", rule 15): looked at
+//! through both of its accounts (`move_look`), decided by `signed_move::step`, committed
+//! as any step (the zone stays `active`; the move lives in its facts), its effects
+//! performed from the outbox. The source's "DNSSEC off" passes `source_may_go_off` on a
+//! look taken right before the call, as the disable guard does for rule 1.
+
+use crate::alert_kind::AlertKind;
+use crate::dns::Observer;
+use crate::lifecycle::facts::{Hold, Party};
+use crate::lifecycle::signed_move::{
+    self, Instruction, Look, Move, MoveDecision, MoveEffect, Phase, Side,
+};
+use crate::lifecycle::{AlertCheck, AuditNote, Decision, Effect, MoveCall, MoveRequest, Timestamp};
+use crate::provider::{HostedZone, Provider, ProviderError};
+use crate::store::{ObservationText, OutboxItem, OutboxStatus, StepRow, StoreError};
+
+use super::{Engine, EngineError, Notification, StepOutcome};
+
+/// The two accounts of a move and their apex NS, or why a look cannot be made.
+struct Accounts<'a, A> {
+    source: &'a A,
+    target: &'a A,
+    source_ns: Vec<String>,
+    target_ns: Vec<String>,
+}
+
+/// The NS names an account lists for the zone; a look classifies every parent address
+/// by them, so an unknown list holds the move rather than read as "delegates elsewhere".
+fn listed_ns(
+    account: &str,
+    read: Result<HostedZone, ProviderError>,
+) -> Result<Vec<String>, String> {
+    match read {
+        Ok(HostedZone {
+            name_servers: Some(ns),
+            ..
+        }) if !ns.is_empty() => Ok(ns),
+        Ok(_) => Err(format!(
+            "provider {account} lists no name servers for the zone"
+        )),
+        Err(e) => Err(format!("provider {account}: {e}")),
+    }
+}
+
+impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
+    /// One step of a zone whose facts hold a signed move.
+    pub(super) async fn step_move(
+        &self,
+        read: &StepRow,
+        mv: &Move,
+    ) -> Result<StepOutcome, EngineError> {
+        let row = &read.row;
+        let name = row.zone.name.as_str();
+        let policy = self.policy.move_policy();
+        let (planned, summary, look) = match self.move_accounts(name, mv).await {
+            Err((why, on)) => {
+                let planned = held(mv, why, on);
+                let summary = held_summary(self.clock.now(), &planned);
+                (planned, summary, None)
+            }
+            // The move is done and the source no longer lists the zone: it ends.
+            Ok(Found::SourceGone { target }) => return self.end_move(read, mv, target).await,
+            Ok(Found::Both(a)) => {
+                let look = super::move_look::look(
+                    a.source,
+                    a.target,
+                    self.observer.as_ref(),
+                    name,
+                    &a.source_ns,
+                    &a.target_ns,
+                    self.clock.as_ref(),
+                )
+                .await;
+                let mut planned = signed_move::step(mv, &look, &policy);
+                if planned.next.phase == Phase::Done {
+                    planned.waiting = format!(
+                        "the operator to delete the zone at provider {} (DNSSEC is off there and nothing delegates to it); the move ends once only provider {} lists it",
+                        mv.source, mv.target
+                    );
+                }
+                let summary = move_summary(&look, &planned);
+                (planned, summary, Some((look, a.target_ns)))
+            }
+        };
+        if read.unknown_calls
+            && let Some((look, _)) = &look
+        {
+            self.settle_unknown_move_calls(name, mv, look).await?;
+        }
+        let target_ns = look.map(|(_, ns)| ns).unwrap_or_default();
+        let now = self.clock.now();
+        let decision = self.move_decision(read, mv, &planned, &target_ns, now);
+        if !self
+            .store
+            .commit_step(read, &decision, &summary, now)
+            .await?
+        {
+            self.store.check_by(name, self.clock.now()).await?;
+            return Ok(StepOutcome::Conflict);
+        }
+        if planned.next.phase != mv.phase {
+            tracing::info!(
+                zone = name,
+                from = mv.phase.name(),
+                to = planned.next.phase.name(),
+                "signed move: {}",
+                planned.waiting
+            );
+        }
+        #[cfg(any(test, feature = "test-hooks"))]
+        self.crash_point(super::CrashPoint::Committed, name)?;
+        if read.pending_effects || !decision.effects.is_empty() {
+            self.perform_effects(name).await?;
+        }
+        Ok(StepOutcome::Stepped {
+            from: row.zone.state,
+            to: decision.state,
+        })
+    }
+
+    /// The move's accounts by their configured names, each asked for the zone.
+    async fn move_accounts(
+        &self,
+        zone: &str,
+        mv: &Move,
+    ) -> Result<Found<'_, P::Account>, (String, Party)> {
+        let account = |name: &str| {
+            self.provider.account_named(name).ok_or_else(|| {
+                (
+                    format!(
+                        "provider {name} of the signed move is not configured any more: put its [providers.{name}] back"
+                    ),
+                    Party::Operator,
+                )
+            })
+        };
+        let (source, target) = (account(&mv.source)?, account(&mv.target)?);
+        let (s, t) = tokio::join!(source.zone(zone), target.zone(zone));
+        if mv.phase == Phase::Done && matches!(s, Err(ProviderError::NotFound(_))) {
+            return Ok(Found::SourceGone { target });
+        }
+        let on = |e: String| (e, Party::Provider);
+        let source_ns = listed_ns(&mv.source, s).map_err(on)?;
+        let target_ns = listed_ns(&mv.target, t).map_err(on)?;
+        Ok(Found::Both(Accounts {
+            source,
+            target,
+            source_ns,
+            target_ns,
+        }))
+    }
+
+    /// The lifecycle decision a move's step commits: the zone's state unchanged, the
+    /// move in its facts, its wait in `held_by`, a note per phase, its alert folded into
+    /// one (`signed_move_held`), its effects as outbox rows.
+    fn move_decision(
+        &self,
+        read: &StepRow,
+        mv: &Move,
+        decision: &MoveDecision,
+        target_ns: &[String],
+        now: Timestamp,
+    ) -> Decision {
+        let zone = &read.row.zone;
+        let mut facts = zone.facts.clone();
+        facts.signed_move = Some(decision.next.clone());
+        let hold = Hold::new(decision.waiting.clone(), decision.on());
+        if facts.held_by.as_ref() != Some(&hold) || facts.held_since.is_none() {
+            facts.held_since = Some(
+                facts
+                    .held_since
+                    .filter(|_| facts.held_by.is_some())
+                    .unwrap_or(now),
+            );
+        }
+        facts.held_by = Some(hold);
+        let mut notes = Vec::new();
+        if decision.next.phase != mv.phase {
+            notes.push(AuditNote {
+                from: zone.state,
+                to: zone.state,
+                reason: format!(
+                    "signed move from provider {} to {}: {} -> {}; waiting for {}",
+                    mv.source,
+                    mv.target,
+                    mv.phase.name(),
+                    decision.next.phase.name(),
+                    decision.waiting
+                ),
+            });
+        }
+        let alert = if decision.alerts.is_empty() {
+            AlertCheck::clear(AlertKind::SignedMoveHeld)
+        } else {
+            AlertCheck::firing(AlertKind::SignedMoveHeld, decision.alerts.join("; "))
+        };
+        let effects = decision
+            .effects
+            .iter()
+            .filter_map(|e| self.move_effect(&decision.next, e, target_ns))
+            .collect();
+        Decision {
+            state: zone.state,
+            facts,
+            effects,
+            alerts: vec![alert],
+            notes,
+            wake_at: now.plus(self.policy.poll_waiting),
+        }
+    }
+
+    /// A planner's effect as an outbox row.
+    fn move_effect(&self, mv: &Move, effect: &MoveEffect, target_ns: &[String]) -> Option<Effect> {
+        let account = |side: Side| match side {
+            Side::Source => mv.source.clone(),
+            Side::Target => mv.target.clone(),
+        };
+        let line = |ds: &crate::dnssec::Ds| {
+            crate::dnssec::DsLine {
+                owner: mv.zone.clone(),
+                ttl: mv.ttls.ds.max(1),
+                ds: ds.clone(),
+            }
+            .to_string()
+        };
+        Some(match effect {
+            MoveEffect::TargetDnssecOn => Effect::MoveCall {
+                account: account(Side::Target),
+                call: MoveCall::DnssecOn,
+            },
+            MoveEffect::SourceDnssecOff => Effect::MoveCall {
+                account: account(Side::Source),
+                call: MoveCall::DnssecOff,
+            },
+            MoveEffect::CdsOff { side } => Effect::MoveCall {
+                account: account(*side),
+                call: MoveCall::CdsOff,
+            },
+            MoveEffect::SetForeign { side, keys } => Effect::MoveCall {
+                account: account(*side),
+                call: MoveCall::ForeignKeys {
+                    keys: keys.clone(),
+                    ttl: mv.ttls.dnskey.max(1),
+                },
+            },
+            MoveEffect::Registrar(Instruction::AddDs { add, keep }) => Effect::MoveRequest {
+                request: MoveRequest::AddDs {
+                    ds_line: line(add),
+                    keep: line(keep),
+                },
+            },
+            MoveEffect::Registrar(Instruction::RemoveDs { remove, keep }) => Effect::MoveRequest {
+                request: MoveRequest::RemoveDs {
+                    ds_line: line(remove),
+                    keep: line(keep),
+                },
+            },
+            MoveEffect::Registrar(Instruction::ChangeNs) => {
+                if target_ns.is_empty() {
+                    return None;
+                }
+                Effect::MoveRequest {
+                    request: MoveRequest::ChangeNs {
+                        name_servers: target_ns.to_vec(),
+                    },
+                }
+            }
+        })
+    }
+
+    /// The move is over: the zone is the target's alone. Its facts are those of an
+    /// `active` zone at the target (the next step's look reads the rest afresh).
+    async fn end_move(
+        &self,
+        read: &StepRow,
+        mv: &Move,
+        target: &P::Account,
+    ) -> Result<StepOutcome, EngineError> {
+        let zone = &read.row.zone;
+        // The target's key as the lifecycle follows it (its DS line exactly as `step`
+        // computes it, or the next step would read a key change).
+        let key = match target.dnssec_key(zone.name.as_str()).await {
+            Ok(key) if Some(&key.dnskey) == mv.target_key.as_ref() => key,
+            other => {
+                let why = match other {
+                    Ok(key) => format!(
+                        "the target signs with key {} where the move had {}",
+                        key.key_tag(),
+                        mv.target_key.as_ref().map_or(0, |k| k.key_tag())
+                    ),
+                    Err(e) => format!("provider {}: {e}", mv.target),
+                };
+                let planned = held(mv, format!("the move's end: {why}"), Party::Provider);
+                let now = self.clock.now();
+                let decision = self.move_decision(read, mv, &planned, &[], now);
+                let summary = held_summary(now, &planned);
+                if !self
+                    .store
+                    .commit_step(read, &decision, &summary, now)
+                    .await?
+                {
+                    self.store.check_by(zone.name.as_str(), now).await?;
+                    return Ok(StepOutcome::Conflict);
+                }
+                return Ok(StepOutcome::Stepped {
+                    from: zone.state,
+                    to: zone.state,
+                });
+            }
+        };
+        let now = self.clock.now();
+        let mut facts = zone.facts.clone();
+        facts.signed_move = None;
+        facts.held_by = None;
+        facts.held_since = None;
+        facts.settled_view = None;
+        facts.served_keys_when_asked = None;
+        facts.provider_ns = None;
+        facts.delegated_at = mv.delegated_at;
+        facts.ds_line = Some(key.ds_line().to_string());
+        facts.ds_to_enter = None;
+        facts.dnskey_to_enter = None;
+        let decision = Decision {
+            state: zone.state,
+            facts,
+            effects: Vec::new(),
+            alerts: vec![AlertCheck::clear(AlertKind::SignedMoveHeld)],
+            notes: vec![AuditNote {
+                from: zone.state,
+                to: zone.state,
+                reason: format!(
+                    "signed move from provider {} to {} ended: the zone is at provider {} only",
+                    mv.source, mv.target, mv.target
+                ),
+            }],
+            wake_at: now,
+        };
+        let summary = held_summary(
+            now,
+            &held(mv, "nothing: the move ended".into(), Party::Nobody),
+        );
+        if !self
+            .store
+            .commit_step(read, &decision, &summary, now)
+            .await?
+        {
+            self.store.check_by(zone.name.as_str(), now).await?;
+            return Ok(StepOutcome::Conflict);
+        }
+        tracing::info!(zone = zone.name.as_str(), "signed move ended");
+        Ok(StepOutcome::Stepped {
+            from: zone.state,
+            to: zone.state,
+        })
+    }
+
+    /// Move calls of unknown outcome, settled by what the look saw (rule 11).
+    async fn settle_unknown_move_calls(
+        &self,
+        zone: &str,
+        mv: &Move,
+        look: &Look,
+    ) -> Result<(), EngineError> {
+        for item in self.store.unknown_calls(zone).await? {
+            let Effect::MoveCall { account, call } = &item.effect else {
+                continue;
+            };
+            let side = if *account == mv.source {
+                Side::Source
+            } else {
+                Side::Target
+            };
+            let (key, foreign) = match side {
+                Side::Source => (&look.source_key, &look.source_foreign),
+                Side::Target => (&look.target_key, &look.target_foreign),
+            };
+            let took = match call {
+                MoveCall::DnssecOn => key.as_ref().ok().map(Option::is_some),
+                MoveCall::DnssecOff => key.as_ref().ok().map(Option::is_none),
+                MoveCall::ForeignKeys { keys, .. } => foreign
+                    .as_ref()
+                    .ok()
+                    .map(|now| now.len() == keys.len() && keys.iter().all(|k| now.contains(k))),
+                MoveCall::CdsOff => look
+                    .cds_published
+                    .as_ref()
+                    .ok()
+                    .map(|sides| !sides.contains(&side)),
+            };
+            let Some(took) = took else { continue };
+            let reason = format!(
+                "provider {account}: the call to {} {}",
+                item.effect.describe(),
+                if took {
+                    "took effect"
+                } else {
+                    "did not take effect"
+                }
+            );
+            tracing::info!(zone, "{reason}");
+            self.store
+                .settle_unknown_call(item.id, zone, took, &reason, self.clock.now())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Performs one of a move's outbox rows; `None` when it is not performed here (the
+    /// lease is gone, or a registrar hook took it over).
+    pub(super) async fn perform_move_effect(
+        &self,
+        zone: &str,
+        item: &OutboxItem,
+    ) -> Result<Option<(OutboxStatus, String)>, EngineError> {
+        match &item.effect {
+            Effect::MoveCall { account, call } => self.move_call(zone, item, account, call).await,
+            Effect::MoveRequest { request } => {
+                let n = match request {
+                    MoveRequest::AddDs { ds_line, keep } => Notification::AddDs {
+                        zone: zone.to_string(),
+                        ds_line: ds_line.clone(),
+                        keep: keep.clone(),
+                    },
+                    MoveRequest::RemoveDs { ds_line, keep } => Notification::RemoveDs {
+                        zone: zone.to_string(),
+                        ds_line: ds_line.clone(),
+                        keep: keep.clone(),
+                    },
+                    MoveRequest::ChangeNs { name_servers } => Notification::Delegate {
+                        zone: zone.to_string(),
+                        name_servers: name_servers.clone(),
+                    },
+                };
+                self.notify(n, item).await
+            }
+            _ => Ok(Some((
+                OutboxStatus::Refused,
+                "not a signed move's effect".to_string(),
+            ))),
+        }
+    }
+
+    async fn move_call(
+        &self,
+        zone: &str,
+        item: &OutboxItem,
+        account: &str,
+        call: &MoveCall,
+    ) -> Result<Option<(OutboxStatus, String)>, EngineError> {
+        let Some(client) = self.provider.account_named(account) else {
+            return Ok(Some((
+                OutboxStatus::Refused,
+                format!(
+                    "provider {account} is not configured: {} not performed",
+                    item.effect.describe()
+                ),
+            )));
+        };
+        if *call == MoveCall::DnssecOff
+            && let Some(refused) = self.source_off_refused(zone).await?
+        {
+            return Ok(Some((OutboxStatus::Refused, refused)));
+        }
+        if !self.claim_effect(zone, item).await? {
+            return Ok(None);
+        }
+        let store = &self.store;
+        let may_send = || -> crate::provider::PermitAnswer<'_> {
+            Box::pin(async move {
+                store
+                    .lease_current(zone, crate::store::Fenced::ProviderCall)
+                    .await
+                    .unwrap_or(false)
+            })
+        };
+        let result = match call {
+            MoveCall::DnssecOn => client.set_dnssec(zone, true, &may_send).await.map(|_| ()),
+            MoveCall::DnssecOff => client.set_dnssec(zone, false, &may_send).await.map(|_| ()),
+            MoveCall::ForeignKeys { keys, ttl } => {
+                client
+                    .set_foreign_dnskeys(zone, keys, *ttl, &may_send)
+                    .await
+            }
+            MoveCall::CdsOff => {
+                client
+                    .set_cds_publication(zone, crate::dnssec::CdsPublication::Nothing, &may_send)
+                    .await
+            }
+        };
+        let who = format!("provider {account}");
+        Ok(Some(match result {
+            Ok(()) => (
+                OutboxStatus::Done,
+                format!("{who}: {} (signed move)", done_words(call)),
+            ),
+            Err(e) => Self::call_failed(&who, item.effect.describe(), &e),
+        }))
+    }
+
+    /// Rule 15 at the source's "DNSSEC off": the move as stored now, in the phase that
+    /// switches it off, and a look taken now that `source_may_go_off` allows. `Some`: why
+    /// it is refused.
+    async fn source_off_refused(&self, zone: &str) -> Result<Option<String>, EngineError> {
+        let row = self
+            .store
+            .zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+        let refused = |why: String| {
+            Ok(Some(format!(
+                "guard refused switching DNSSEC off at the source: {why}"
+            )))
+        };
+        let Some(mv) = row.zone.facts.signed_move else {
+            return refused("the zone is not in a signed move".into());
+        };
+        if mv.phase != Phase::OldSigningOff {
+            return refused(format!(
+                "the move is in {}, not old_signing_off",
+                mv.phase.name()
+            ));
+        }
+        let accounts = match self.move_accounts(zone, &mv).await {
+            Ok(Found::Both(a)) => a,
+            Ok(Found::SourceGone { .. }) => {
+                return refused("the source no longer lists the zone".into());
+            }
+            Err((why, _)) => return refused(why),
+        };
+        let look = super::move_look::look(
+            accounts.source,
+            accounts.target,
+            self.observer.as_ref(),
+            zone,
+            &accounts.source_ns,
+            &accounts.target_ns,
+            self.clock.as_ref(),
+        )
+        .await;
+        match signed_move::source_may_go_off(&mv, &look, &self.policy.move_policy()) {
+            Ok(()) => Ok(None),
+            Err(why) => refused(why),
+        }
+    }
+}
+
+/// What `move_accounts` found: the source gone after the move (it ends), or both
+/// accounts with their name servers.
+enum Found<'a, A> {
+    SourceGone { target: &'a A },
+    Both(Accounts<'a, A>),
+}
+
+fn done_words(call: &MoveCall) -> String {
+    match call {
+        MoveCall::DnssecOn => "DNSSEC switched on".into(),
+        MoveCall::DnssecOff => {
+            "DNSSEC switched off (every parent server confirmed the target's delegation without the source's DS just before)".into()
+        }
+        MoveCall::ForeignKeys { keys, .. } if keys.is_empty() => {
+            "publishes no other signer's DNSKEY".into()
+        }
+        MoveCall::ForeignKeys { keys, .. } => format!(
+            "publishes the other signer's DNSKEY {}",
+            keys.iter()
+                .map(|k| k.key_tag().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        MoveCall::CdsOff => "publishes no CDS or CDNSKEY".into(),
+    }
+}
+
+/// A decision that only says what holds the move (no look could be made).
+fn held(mv: &Move, why: String, on: Party) -> MoveDecision {
+    let alerts = if on == Party::Operator {
+        vec![format!("{}: {why}", mv.zone)]
+    } else {
+        Vec::new()
+    };
+    MoveDecision {
+        next: mv.clone(),
+        effects: Vec::new(),
+        waiting: why,
+        alerts,
+    }
+}
+
+/// A step without a look: the move's phase and wait only.
+fn held_summary(at: Timestamp, planned: &MoveDecision) -> ObservationText {
+    let whole = serde_json::json!({
+        "at": at.to_string(),
+        "signed_move": {"phase": planned.next.phase.name(), "waiting": planned.waiting},
+    });
+    ObservationText {
+        whole: whole.to_string(),
+        brief: serde_json::json!({"signed_move": planned.next.phase.name()}).to_string(),
+    }
+}
+
+/// What the look saw, for `status` and the history: the move's phase and wait, each
+/// address's answer in a line.
+fn move_summary(look: &Look, decision: &MoveDecision) -> ObservationText {
+    let answers = |a: &[signed_move::Answer<signed_move::ServedKeys>]| -> Vec<serde_json::Value> {
+        a.iter()
+            .map(|a| {
+                serde_json::json!({
+                    "addr": a.address,
+                    "answer": match &a.answer {
+                        Ok(s) => serde_json::json!({
+                            "keys": s.keys.iter().map(|k| k.key_tag()).collect::<Vec<_>>(),
+                            "signed_by": s.signed_by.iter().map(|k| k.key_tag()).collect::<Vec<_>>(),
+                            "ttl": s.ttl,
+                        }),
+                        Err(e) => serde_json::json!(format!("unknown: {e}")),
+                    },
+                })
+            })
+            .collect()
+    };
+    let parents: Vec<serde_json::Value> = look
+        .parents
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "addr": a.address,
+                "answer": match &a.answer {
+                    Ok(p) => serde_json::json!({
+                        "ds": p.ds.iter().map(|d| d.key_tag).collect::<Vec<_>>(),
+                        "delegation": format!("{:?}", p.delegation).to_lowercase(),
+                        "validated": p.validated,
+                    }),
+                    Err(e) => serde_json::json!(format!("unknown: {e}")),
+                },
+            })
+        })
+        .collect();
+    let whole = serde_json::json!({
+        "at": look.at.to_string(),
+        "signed_move": {
+            "phase": decision.next.phase.name(),
+            "waiting": decision.waiting,
+            "source": answers(&look.source_children),
+            "target": answers(&look.target_children),
+            "parent": parents,
+        },
+    });
+    ObservationText {
+        whole: whole.to_string(),
+        brief: serde_json::json!({"signed_move": decision.next.phase.name()}).to_string(),
+    }
+}
