@@ -583,7 +583,16 @@ impl MoveWorld {
         });
     }
 
-    /// The target's name servers (what "change the NS" asks for).
+    /// Every registrar action given so far, with when it reaches the registry.
+    pub fn registrar_actions(&self) -> Vec<(Timestamp, RegistrarAction)> {
+        let s = self.lock();
+        s.registrar
+            .iter()
+            .map(|v| (v.made, v.value.clone()))
+            .collect()
+    }
+
+    /// Account `i`'s name servers (the target's: what "change the NS" asks for).
     pub fn ns_of(&self, i: usize) -> Vec<String> {
         self.lock().accounts[i].ns.clone()
     }
@@ -654,6 +663,72 @@ impl MoveWorld {
 
     pub fn violations(&self) -> Vec<String> {
         self.lock().violations.clone()
+    }
+
+    /// What every address published and when (key tags), and the registrar's actions,
+    /// for a failure's message.
+    pub fn story(&self) -> String {
+        let now = self.clock.now();
+        let s = self.lock();
+        let mut out = Vec::new();
+        for (i, a) in s.accounts.iter().enumerate() {
+            let tag = |k: &Option<Dnskey>| {
+                k.as_ref()
+                    .map_or("off".to_string(), |k| k.key_tag().to_string())
+            };
+            out.push(format!(
+                "account {} (key {}): calls {:?}",
+                a.name,
+                tag(&a.key),
+                a.calls
+                    .iter()
+                    .map(|(t, c)| format!("{t} {c:?}"))
+                    .collect::<Vec<_>>()
+            ));
+            for (j, c) in s
+                .children
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.account == i)
+            {
+                let h: Vec<String> = s
+                    .child_history(j, now)
+                    .iter()
+                    .map(|(t, v)| {
+                        format!(
+                            "{t} {:?} by {}",
+                            v.keys.iter().map(Dnskey::key_tag).collect::<Vec<_>>(),
+                            tag(&v.signed_by)
+                        )
+                    })
+                    .collect();
+                out.push(format!("  {} lag {:?}: {}", c.addr, c.lag, h.join("; ")));
+            }
+        }
+        for (i, p) in s.parents.iter().enumerate() {
+            let h: Vec<String> = s
+                .parent_history(i, now)
+                .iter()
+                .map(|(t, d)| format!("{t} {} NS {:?}", tags(&d.ds), d.ns))
+                .collect();
+            out.push(format!(
+                "parent {} lag {:?}: {}",
+                p.addr,
+                p.lag,
+                h.join("; ")
+            ));
+        }
+        let actions: Vec<String> = s
+            .registrar
+            .iter()
+            .map(|v| match &v.value {
+                RegistrarAction::AddDs(d) => format!("{} add DS {}", v.made, d.key_tag),
+                RegistrarAction::RemoveDs(d) => format!("{} remove DS {}", v.made, d.key_tag),
+                RegistrarAction::Delegate(ns) => format!("{} NS {ns:?}", v.made),
+            })
+            .collect();
+        out.push(format!("registrar: {}", actions.join("; ")));
+        out.join("\n")
     }
 
     /// Ground truth at the end of a move: every parent address publishes DS(target's

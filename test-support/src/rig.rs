@@ -50,7 +50,9 @@ impl CrashSwitch {
         }
     }
 
-    fn fire(&self, point: CrashPoint) -> bool {
+    /// Whether the step dies at `point` (it is armed): disarms it (the engine's crash
+    /// hook).
+    pub fn fire(&self, point: CrashPoint) -> bool {
         let code = match point {
             CrashPoint::Observed => 1,
             CrashPoint::Committed => 2,

@@ -1,0 +1,554 @@
+//! The signed move (DESIGN.md section 2 "Signed moves", rule 15) through the engine, over
+//! the two accounts of `test_support::move_world`: a zone `active` at account `a` with a
+//! declared move to `b` is stepped by ticks of a real `Engine` on an in-memory store,
+//! over random interleavings of clock jumps, API failures (refused and of unknown
+//! outcome), silent parent and child addresses, crashes at the engine's crash points,
+//! restarts (a new `Engine` on the same store) and rolls at the target while no resolver
+//! can be sent to it. Every address lags on its own (the child addresses, one parent
+//! address), and the test is the registrar: it acts on every request the engine delivers
+//! (the audit trail's effects), each after a delay of the sequence's, some a day or
+//! more, in the order given.
+//!
+//! After every operation, rule 15's oracle (`MoveWorld::check_rule15`): at every moment
+//! an address's answer changed, every resolver that may have cached a delegation, a DS
+//! set or a DNSKEY set validates what every address it may reach serves. The phases are
+//! not consulted. At the end the world turns helpful: the move must reach `done` with
+//! only the target's DS at every parent address, the delegation at the target and the
+//! source's DNSSEC off; then the operator deletes the zone at the source and the move
+//! ends, the zone `active` at the target.
+//!
+//! `PROPTEST_CASES` overrides the number of sequences (default 64).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dnssec_warden::dnssec::DsLine;
+use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
+use dnssec_warden::lifecycle::signed_move::{Move, Phase, Ttls};
+use dnssec_warden::lifecycle::{Clock, Decision, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::store::{ObservationText, Store};
+use dnssec_warden_test_support::move_world::{
+    ACCOUNTS, MoveProviders, MoveSetup, MoveWorld, RegistrarAction, SOURCE, TARGET, ZONE,
+};
+use dnssec_warden_test_support::rig::CrashSwitch;
+use proptest::prelude::*;
+
+const T0: Timestamp = Timestamp(1_800_000_000_000);
+
+#[derive(Debug, Clone)]
+enum Op {
+    Tick,
+    /// The daemon polls as it runs: a tick at each of the zone's next checks, `n` times.
+    Polls(u8),
+    Advance(u32),
+    /// A tick with the engine dying at the point (when a step reaches it).
+    Crash(CrashPoint),
+    /// The daemon restarted: a new engine on the same store.
+    Restart,
+    /// The account's next calls fail with a 503 (no effect).
+    ApiFails(usize, u32),
+    /// The account's next change takes effect and its answer is lost.
+    LoseAnswer(usize),
+    SilenceParent(usize, bool),
+    SilenceParentNs(usize, bool),
+    SilenceChild(usize, bool),
+    /// The account publishes CDS/CDNSKEY of its key, set outside the daemon (a
+    /// provider's default); the move withdraws it.
+    CdsBehind(usize),
+    /// The target rolls its key behind the daemon's back, only while no resolver can
+    /// have been sent to it (a roll at a reachable signer breaks rule 15 by itself).
+    RollTarget,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let crash = prop_oneof![
+        Just(CrashPoint::Observed),
+        Just(CrashPoint::Committed),
+        Just(CrashPoint::EffectPerformed)
+    ];
+    let account = prop_oneof![Just(SOURCE), Just(TARGET)];
+    prop_oneof![
+        3 => Just(Op::Tick),
+        8 => (1..8u8).prop_map(Op::Polls),
+        3 => prop_oneof![Just(60u32), Just(600), Just(3600), Just(6 * 3600), Just(86_400)]
+            .prop_map(Op::Advance),
+        2 => crash.prop_map(Op::Crash),
+        1 => Just(Op::Restart),
+        1 => (account.clone(), 1..4u32).prop_map(|(a, n)| Op::ApiFails(a, n)),
+        1 => account.prop_map(Op::LoseAnswer),
+        1 => (0..3usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceParent(i, b)),
+        1 => (0..3usize, any::<bool>()).prop_map(|(i, b)| Op::SilenceParentNs(i, b)),
+        1 => (0..4usize, any::<bool>()).prop_map(|(j, b)| Op::SilenceChild(j, b)),
+        1 => Just(Op::RollTarget),
+        1 => prop_oneof![Just(SOURCE), Just(TARGET)].prop_map(Op::CdsBehind),
+    ]
+}
+
+/// A sequence's world and registrar.
+#[derive(Debug, Clone)]
+struct Shape {
+    ds_ttl: u32,
+    ns_ttl: u32,
+    dnskey_ttl: [u32; 2],
+    apex_ns_ttl: [u32; 2],
+    target_signs: bool,
+    /// The move seeded with the zone's TTLs (else it learns them, assuming the DS and
+    /// parent NS TTLs meanwhile).
+    seeded: bool,
+    /// Each child address's propagation lag (seconds).
+    child_lags: [u32; 4],
+    /// The one lagging parent address and its lag.
+    lagging_parent: (usize, u32),
+    /// The registrar's delays, taken in turn for each request.
+    registrar_delays: Vec<u32>,
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    let ttl = || prop_oneof![Just(300u32), Just(3600), Just(86_400)];
+    let short = || prop_oneof![Just(300u32), Just(3600)];
+    let lag = || prop_oneof![Just(0u32), Just(0), Just(60), Just(600), Just(3600)];
+    (
+        (ttl(), ttl(), [short(), short()], [short(), short()]),
+        (any::<bool>(), prop::bool::weighted(0.8)),
+        [lag(), lag(), lag(), lag()],
+        (
+            0..3usize,
+            prop_oneof![Just(0u32), Just(600), Just(3600), Just(6 * 3600)],
+        ),
+        prop::collection::vec(
+            prop_oneof![
+                Just(0u32),
+                Just(300),
+                Just(3600),
+                Just(86_400),
+                Just(3 * 86_400)
+            ],
+            1..4,
+        ),
+    )
+        .prop_map(
+            |(
+                (ds_ttl, ns_ttl, dnskey_ttl, apex_ns_ttl),
+                (target_signs, seeded),
+                child_lags,
+                lagging_parent,
+                registrar_delays,
+            )| Shape {
+                ds_ttl,
+                ns_ttl,
+                dnskey_ttl,
+                apex_ns_ttl,
+                target_signs,
+                seeded,
+                child_lags,
+                lagging_parent,
+                registrar_delays,
+            },
+        )
+}
+
+/// Hourly polls keep days of holds to a few dozen ticks.
+fn policy() -> Policy {
+    Policy {
+        poll_waiting: Duration::from_secs(3600),
+        poll_active: Duration::from_secs(6 * 3600),
+        ..Policy::default()
+    }
+}
+
+struct MoveRig {
+    world: MoveWorld,
+    store: Store,
+    engine: Engine<MoveProviders, MoveWorld>,
+    crash: CrashSwitch,
+    policy: Policy,
+    delays: Vec<u32>,
+    /// Requests acted on: audit event id -> times seen (an event repeated is one
+    /// request delivered again).
+    acted: HashMap<i64, i64>,
+    /// When the registrar's last action reaches the registry: it works in order.
+    registrar_busy_until: Timestamp,
+    requests: usize,
+}
+
+fn engine(
+    world: &MoveWorld,
+    store: &Store,
+    crash: &CrashSwitch,
+    policy: &Policy,
+) -> Engine<MoveProviders, MoveWorld> {
+    let switch = crash.clone();
+    Engine::new(
+        store.clone(),
+        Arc::new(world.providers()),
+        Arc::new(world.clone()),
+        Arc::new(world.clock.clone()),
+        policy.clone(),
+        Notifier::default(),
+    )
+    .with_crash_hook(Arc::new(move |p| switch.fire(p)))
+}
+
+impl MoveRig {
+    async fn new(shape: &Shape) -> MoveRig {
+        let setup = MoveSetup {
+            parents: 3,
+            children: 2,
+            ds_ttl: shape.ds_ttl,
+            ns_ttl: shape.ns_ttl,
+            apex_ns_ttl: shape.apex_ns_ttl,
+            dnskey_ttl: shape.dnskey_ttl,
+            target_signs: shape.target_signs,
+        };
+        let world = MoveWorld::new(&setup, ManualClock::starting_at(T0));
+        {
+            let mut s = world.lock();
+            for (c, lag) in s.children.iter_mut().zip(shape.child_lags) {
+                c.lag = Duration::from_secs(lag.into());
+            }
+            let (i, lag) = shape.lagging_parent;
+            s.parents[i].lag = Duration::from_secs(lag.into());
+        }
+        let store = Store::open_in_memory().await.expect("in-memory store");
+        store.ensure_zone(ZONE, T0).await.expect("zone row");
+        // The move as `dnssec-warden move` declares it: the zone active at the source,
+        // its facts holding the move, seeded with the TTLs known before it.
+        let ks = world.key(SOURCE).expect("the source signs");
+        let ttls = if shape.seeded {
+            Ttls {
+                dnskey: shape.dnskey_ttl[SOURCE],
+                ds: shape.ds_ttl,
+                parent_ns: shape.ns_ttl,
+                apex_ns: shape.apex_ns_ttl[SOURCE],
+            }
+        } else {
+            Ttls::default()
+        };
+        let mv = Move::new(ZONE, ks)
+            .between(ACCOUNTS[SOURCE], ACCOUNTS[TARGET])
+            .seeded(ttls);
+        let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+        let mut facts = read.row.zone.facts.clone();
+        facts.signed_move = Some(mv);
+        let decision = Decision {
+            state: Some(State::Active),
+            facts,
+            effects: vec![],
+            alerts: vec![],
+            notes: vec![],
+            wake_at: T0,
+        };
+        assert!(
+            store
+                .commit_step(&read, &decision, &ObservationText::from_whole("{}"), T0)
+                .await
+                .unwrap()
+        );
+        let crash = CrashSwitch::default();
+        let policy = policy();
+        let engine = engine(&world, &store, &crash, &policy);
+        MoveRig {
+            world,
+            store,
+            engine,
+            crash,
+            policy,
+            delays: shape.registrar_delays.clone(),
+            acted: HashMap::new(),
+            registrar_busy_until: T0,
+            requests: 0,
+        }
+    }
+
+    async fn restart(&mut self) {
+        self.engine = engine(&self.world, &self.store, &self.crash, &self.policy);
+        self.engine.start().await.expect("engine starts");
+    }
+
+    /// One tick (a test crash restarts the engine), then the registrar acts on what
+    /// it was told.
+    async fn tick(&mut self) -> Result<(), TestCaseError> {
+        if self.engine.tick().await.is_err() {
+            self.restart().await;
+        }
+        assert!(self.engine.settle(Duration::from_secs(30)).await);
+        self.registrar_acts().await
+    }
+
+    /// The registrar acts on every request delivered since it last looked, in order,
+    /// each after the sequence's next delay (never before the one given before it).
+    async fn registrar_acts(&mut self) -> Result<(), TestCaseError> {
+        let events = self.store.events(ZONE).await.unwrap();
+        for e in events {
+            if e.kind != "effect" || !e.reason.starts_with("ACTION NEEDED") {
+                continue;
+            }
+            let seen = self.acted.get(&e.id).copied();
+            if seen.is_some_and(|r| r >= e.repeats) {
+                continue;
+            }
+            self.acted.insert(e.id, e.repeats);
+            let Some(action) = parse_request(&e.reason) else {
+                return Err(TestCaseError::fail(format!(
+                    "a request a signed move never makes: {}\n{}",
+                    e.reason,
+                    self.trail().await
+                )));
+            };
+            let delay = self.delays[self.requests % self.delays.len()];
+            self.requests += 1;
+            let now = self.world.clock.now();
+            let at = now.plus_secs(delay).max(self.registrar_busy_until);
+            self.registrar_busy_until = at;
+            self.world.registrar(
+                action,
+                Duration::from_millis(u64::try_from(at.0 - now.0).unwrap_or(0)),
+            );
+        }
+        Ok(())
+    }
+
+    async fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match op {
+            Op::Tick => self.tick().await?,
+            Op::Polls(n) => {
+                for _ in 0..*n {
+                    self.tick().await?;
+                    self.check("a poll").await?;
+                    self.poll().await;
+                }
+            }
+            Op::Advance(secs) => self
+                .world
+                .clock
+                .advance(Duration::from_secs((*secs).into())),
+            Op::Crash(point) => {
+                self.crash.arm(*point);
+                self.tick().await?;
+            }
+            Op::Restart => self.restart().await,
+            Op::ApiFails(a, n) => self.world.lock().accounts[*a].failures = *n,
+            Op::LoseAnswer(a) => self.world.lock().accounts[*a].lose_answers = 1,
+            Op::SilenceParent(i, b) => self.world.lock().parents[*i].silent = *b,
+            Op::SilenceParentNs(i, b) => self.world.lock().parents[*i].ns_silent = *b,
+            Op::SilenceChild(j, b) => self.world.lock().children[*j].silent = *b,
+            Op::CdsBehind(a) => self.world.behind_the_daemon(*a, |a| {
+                a.cds = dnssec_warden::dnssec::CdsPublication::Key;
+            }),
+            Op::RollTarget => {
+                if self.target_unreachable_for_good().await {
+                    self.world.roll(TARGET);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// No resolver can have been sent to the target, nor will be by anything already
+    /// asked: the move has not asked for the NS change (not even in a decision whose
+    /// request a crash left undelivered) and the registrar was never told to change it.
+    async fn target_unreachable_for_good(&self) -> bool {
+        let phase = self.phase().await;
+        let asked = self
+            .store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.reason.contains("change the NS"));
+        let told = self
+            .world
+            .registrar_actions()
+            .iter()
+            .any(|(_, a)| matches!(a, RegistrarAction::Delegate(_)));
+        phase.is_some_and(|p| p < Phase::AwaitingDelegation) && !asked && !told
+    }
+
+    async fn phase(&self) -> Option<Phase> {
+        let row = self.store.zone(ZONE).await.unwrap()?;
+        row.zone.facts.signed_move.map(|m| m.phase)
+    }
+
+    /// Rule 15 since the last check.
+    async fn check(&self, what: &str) -> Result<(), TestCaseError> {
+        let found = self.world.check_rule15();
+        if !found.is_empty() {
+            prop_assert!(
+                false,
+                "after {what}: rule 15 broken: {found:#?}\n{}",
+                self.trail().await
+            );
+        }
+        Ok(())
+    }
+
+    /// The audit trail, what the zone waits for, and what every address served.
+    async fn trail(&self) -> String {
+        let events: Vec<String> = self
+            .store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| format!("{} {} x{}: {}", e.at, e.kind, 1 + e.repeats, e.reason))
+            .collect();
+        let row = self.store.zone(ZONE).await.unwrap().unwrap();
+        format!(
+            "audit trail:\n{}\nheld by: {:?}\nworld:\n{}",
+            events.join("\n"),
+            row.zone.facts.held_by,
+            self.world.story()
+        )
+    }
+
+    /// The world turns helpful: every address answers, no call fails, nothing crashes;
+    /// the daemon polls as it would. Ends once the move is `done`.
+    async fn settle(&mut self) -> Result<(), TestCaseError> {
+        {
+            let mut s = self.world.lock();
+            for a in &mut s.accounts {
+                a.failures = 0;
+                a.lose_answers = 0;
+            }
+            for p in &mut s.parents {
+                p.silent = false;
+                p.ns_silent = false;
+            }
+            for c in &mut s.children {
+                c.silent = false;
+            }
+        }
+        self.crash.arm_none();
+        for round in 0..400 {
+            if self.phase().await == Some(Phase::Done) {
+                return Ok(());
+            }
+            self.tick().await?;
+            self.check(&format!("settling, round {round}")).await?;
+            self.poll().await;
+        }
+        prop_assert!(
+            false,
+            "the move never reached done: {:?}\n{}",
+            self.phase().await,
+            self.trail().await
+        );
+        Ok(())
+    }
+
+    /// The clock to the zone's next check.
+    async fn poll(&self) {
+        let next = self.store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+        if next > self.world.clock.now() {
+            self.world.clock.set(next);
+        }
+    }
+}
+
+/// The registrar action a delivered request asks for (its audit line); `None` for a
+/// request a move never makes.
+fn parse_request(reason: &str) -> Option<RegistrarAction> {
+    let ds = |text: &str| {
+        let line = text.rsplit(": ").next()?;
+        DsLine::parse(line).ok().map(|l| l.ds)
+    };
+    if reason.starts_with("ACTION NEEDED: add this DS") {
+        return ds(reason).map(RegistrarAction::AddDs);
+    }
+    if reason.starts_with("ACTION NEEDED: remove this DS") {
+        return ds(reason).map(RegistrarAction::RemoveDs);
+    }
+    if reason.starts_with("ACTION NEEDED: change the NS of") {
+        let (_, names) = reason.split_once(" to: ")?;
+        let names: Vec<String> = names.split(", ").map(|n| n.trim().to_string()).collect();
+        return Some(RegistrarAction::Delegate(names));
+    }
+    None
+}
+
+fn check(shape: Shape, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rig = MoveRig::new(&shape).await;
+        rig.check("the start").await?;
+        for op in &ops {
+            rig.apply(op).await?;
+            rig.check(&format!("{op:?}")).await?;
+        }
+        if std::env::var("MOVE_STATS").is_ok() {
+            eprintln!("STATS phase after ops: {:?}", rig.phase().await);
+        }
+        rig.settle().await?;
+        if let Err(why) = rig.world.moved() {
+            prop_assert!(false, "done, but {why}\n{}", rig.trail().await);
+        }
+        // The operator deletes the zone at the source: the move ends, the zone is the
+        // target's, active.
+        rig.world.lock().accounts[SOURCE].holds_zone = false;
+        for round in 0..5 {
+            rig.tick().await?;
+            rig.check(&format!(
+                "after the source's copy was deleted, round {round}"
+            ))
+            .await?;
+            rig.poll().await;
+        }
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        prop_assert!(
+            row.zone.facts.signed_move.is_none(),
+            "the move did not end once only the target lists the zone\n{}",
+            rig.trail().await
+        );
+        prop_assert_eq!(row.zone.state, Some(State::Active));
+        prop_assert!(rig.world.violations().is_empty());
+        if std::env::var("MOVE_TRAIL").is_ok() {
+            println!("{}", rig.trail().await);
+        }
+        Ok(())
+    })
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_signed_move_keeps_every_resolver_validating(
+        shape in shape(),
+        ops in prop::collection::vec(op(), 1..40),
+    ) {
+        check(shape, ops)?;
+    }
+}
+
+/// The plain path: nothing fails, the registrar acts at once; the move ends at the
+/// target through every phase in order.
+#[test]
+fn a_cooperative_world_moves_the_zone_through_every_phase() {
+    let shape = Shape {
+        ds_ttl: 3600,
+        ns_ttl: 3600,
+        dnskey_ttl: [300, 300],
+        apex_ns_ttl: [300, 300],
+        target_signs: false,
+        seeded: true,
+        child_lags: [0; 4],
+        lagging_parent: (0, 0),
+        registrar_delays: vec![0],
+    };
+    check(shape, vec![Op::Tick]).unwrap();
+}
