@@ -505,6 +505,16 @@ fn check(shape: Shape, ops: Vec<Op>) -> Result<(), TestCaseError> {
         );
         prop_assert_eq!(row.zone.state, Some(State::Active));
         prop_assert!(rig.world.violations().is_empty());
+        // Nothing is left to repair: what the move alerted is resolved.
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        prop_assert!(
+            open.is_empty(),
+            "alerts open after the move ended: {:?}\n{}",
+            open.iter()
+                .map(|a| (a.kind, &a.message))
+                .collect::<Vec<_>>(),
+            rig.trail().await
+        );
         if std::env::var("MOVE_TRAIL").is_ok() {
             println!("{}", rig.trail().await);
         }
