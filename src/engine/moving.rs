@@ -164,16 +164,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let zone = &read.row.zone;
         let mut facts = zone.facts.clone();
         facts.signed_move = Some(decision.next.clone());
-        let hold = Hold::new(decision.waiting.clone(), decision.on());
-        if facts.held_by.as_ref() != Some(&hold) || facts.held_since.is_none() {
-            facts.held_since = Some(
-                facts
-                    .held_since
-                    .filter(|_| facts.held_by.is_some())
-                    .unwrap_or(now),
-            );
-        }
-        facts.held_by = Some(hold);
+        // Something holds a move until it ends: since the first of its steps.
+        facts.held_since = facts.held_by.as_ref().and(facts.held_since).or(Some(now));
+        facts.held_by = Some(Hold::new(decision.waiting.clone(), decision.on()));
         let mut notes = Vec::new();
         if decision.next.phase != mv.phase {
             notes.push(AuditNote {
