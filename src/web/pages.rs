@@ -330,6 +330,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                 tr { th { "Delegation" } td { (facts.delegation.map_or("unknown", |d| d.as_str())) @if let Some(ns) = &facts.provider_ns { span.muted { " (the provider's name servers: " (ns.join(", ")) ")" } } } }
                 tr { th { "Evidence" } td { (evidence_text(row)) } }
                 @if let Some(path) = &facts.ds_path { tr { th { "The parent's way" } td { (path.describe()) } } }
+                @if let Some(mv) = &facts.signed_move { tr { th { "Signed move" } td #signed-move { "from provider " (mv.source) " to provider " (mv.target) ", phase " code { (mv.phase.name()) } } } }
                 tr { th { "Last full look" } td { @if let Some(t) = row.last_observed_at { (time(t)) } @else { "none yet" } } }
                 tr { th { "Next check" } td { (time(row.next_check_at)) } }
             }
@@ -362,6 +363,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
             h2 { "The last look" }
             (parent_table(observation))
             (child_table(observation))
+            (move_table(observation))
             h2 { "History" }
             table #history {
                 thead { tr { th { "At" } th { "What" } } }
@@ -460,6 +462,48 @@ fn child_table(observation: Option<&Value>) -> Markup {
             }
             (None, Some(error)) => { p.error { "The name servers could not be asked: " (error) } }
             (None, None) => {}
+        }
+    }
+}
+
+/// A signed move's last look: every address of both accounts and of the parent, as
+/// `engine::moving` summarised it.
+fn move_table(observation: Option<&Value>) -> Markup {
+    let Some(mv) = observation.and_then(|o| o.get("signed_move")) else {
+        return html! {};
+    };
+    let rows = |side: &str| {
+        mv.get(side)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let said = |a: &Value| -> String {
+        match a.get("answer") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(o)) => o
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => String::new(),
+        }
+    };
+    html! {
+        h3 { "The signed move's look" }
+        table #move-look {
+            thead { tr { th { "Where" } th { "Address" } th { "Answered" } } }
+            tbody {
+                @for side in ["source", "target", "parent"] {
+                    @for a in rows(side) {
+                        tr {
+                            td { (side) }
+                            td.mono { (a.get("addr").and_then(Value::as_str).unwrap_or("")) }
+                            td { (said(&a)) }
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -607,5 +651,46 @@ mod tests {
         let active = row(State::Active, Facts::default());
         assert!(!render(&active, true).contains("disable-never-submitted"));
         assert!(!render(&awaiting, false).contains("/switch?to="));
+    }
+
+    /// A zone in a signed move: its accounts and phase, and the move's last look, every
+    /// address of both accounts and of the parent.
+    #[test]
+    fn a_signed_move_shows_its_phase_and_its_look() {
+        let key = crate::dnssec::Dnskey::parse_text(
+            "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+        )
+        .unwrap();
+        let mut moving = row(
+            State::Active,
+            Facts {
+                signed_move: Some(
+                    crate::lifecycle::signed_move::Move::new("shop.test.", key)
+                        .between("pdns-a", "pdns-b"),
+                ),
+                ..Facts::default()
+            },
+        );
+        moving.last_observation = Some(serde_json::json!({
+            "at": "2027-01-01T00:00:00Z",
+            "signed_move": {
+                "phase": "signing_at_target",
+                "source": [{"addr": "127.0.0.8", "answer": {"keys": [1], "signed_by": [1], "ttl": 2}}],
+                "target": [{"addr": "127.0.0.10", "answer": "unknown: timed out"}],
+                "parent": [{"addr": "127.0.0.2", "answer": {"delegation": "source", "ds": [1], "validated": true}}],
+            },
+        }));
+        let page = render(&moving, false);
+        assert!(
+            page.contains(
+                "from provider pdns-a to provider pdns-b, phase <code>signing_at_target</code>"
+            ),
+            "{page}"
+        );
+        for addr in ["127.0.0.8", "127.0.0.10", "127.0.0.2", "unknown: timed out"] {
+            assert!(page.contains(addr), "{addr}: {page}");
+        }
+        let settled = render(&row(State::Active, Facts::default()), false);
+        assert!(!settled.contains("signed-move") && !settled.contains("move-look"));
     }
 }
