@@ -143,12 +143,23 @@ struct ZoneJson<'a> {
     provider: Option<&'a str>,
     provider_error: Option<&'a str>,
     provider_ns: Option<&'a [String]>,
+    /// A signed move in progress (DESIGN.md section 2, "Signed moves"), if any.
+    signed_move: Option<MoveJson<'a>>,
     since: String,
     state: Option<&'static str>,
     until: Option<String>,
     waiting_for: String,
     waiting_on: &'static str,
     zone: &'a str,
+}
+
+/// A signed move as `status --json` shows it: the accounts and the phase (its wait is
+/// the zone's `waiting_for`).
+#[derive(Serialize)]
+struct MoveJson<'a> {
+    phase: &'static str,
+    source: &'a str,
+    target: &'a str,
 }
 
 fn zone_json<'a>(
@@ -185,6 +196,11 @@ fn zone_json<'a>(
         provider: row.account(),
         provider_error: row.provider_error(),
         provider_ns: z.facts.provider_ns.as_deref(),
+        signed_move: z.facts.signed_move.as_ref().map(|m| MoveJson {
+            phase: m.phase.name(),
+            source: &m.source,
+            target: &m.target,
+        }),
         since: z.since.to_string(),
         state: z.state.map(State::as_str),
         until: waiting.until.map(|t| t.to_string()),
@@ -380,6 +396,16 @@ fn zone_lines(
             Some(name) => writeln!(out, "{:<28} PROVIDER {name}: {error}", "")?,
             None => writeln!(out, "{:<28} PROVIDER: {error}", "")?,
         }
+    }
+    if let Some(m) = &z.facts.signed_move {
+        writeln!(
+            out,
+            "{:<28} SIGNED MOVE: {} -> {}, phase {}",
+            "",
+            m.source,
+            m.target,
+            m.phase.name()
+        )?;
     }
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
