@@ -507,6 +507,75 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lifecycle::{AuditNote, Decision, Intent};
+    use crate::store::ObservationText;
+
+    /// A declared move is shown, its object's keys in the order serde_json sorts them
+    /// like every other's.
+    #[tokio::test]
+    async fn a_signed_move_is_shown_in_both_forms() {
+        use crate::lifecycle::signed_move::Move;
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let zone = "m.test.";
+        store
+            .set_intent(zone, Intent::Enabled, false, "enable", Timestamp(1_000))
+            .await
+            .unwrap();
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let active = Decision {
+            state: Some(State::Active),
+            facts: crate::lifecycle::Facts::default(),
+            effects: Vec::new(),
+            alerts: Vec::new(),
+            notes: vec![AuditNote {
+                from: None,
+                to: Some(State::Active),
+                reason: "test".into(),
+            }],
+            wake_at: Timestamp(9_000),
+        };
+        let text = ObservationText::from_whole("{}");
+        assert!(
+            store
+                .commit_step(&read, &active, &text, Timestamp(2_000))
+                .await
+                .unwrap()
+        );
+        let mv = Move::new(zone, crate::dnssec::test_key()).between("pdns-a", "pdns-b");
+        store
+            .declare_move(zone, &mv, "operator", Timestamp(3_000))
+            .await
+            .unwrap();
+
+        let json = status_json(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            json["signed_move"],
+            json!({"phase": "signing_at_target", "source": "pdns-a", "target": "pdns-b"})
+        );
+        for one in [Some(zone), None] {
+            let mut written = Vec::new();
+            write_status_json(&store, one, &policy, &mut written)
+                .await
+                .unwrap();
+            let value: Value = serde_json::from_slice(&written).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                format!("{}\n", serde_json::to_string_pretty(&value).unwrap())
+            );
+        }
+        let text = status_text(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            text.contains("SIGNED MOVE: pdns-a -> pdns-b, phase signing_at_target"),
+            "{text}"
+        );
+    }
 
     #[tokio::test]
     async fn the_listing_is_written_one_zone_at_a_time_as_a_whole_document() {
