@@ -92,6 +92,15 @@ pub enum IntentError {
         shared: String,
         insecure: String,
     },
+    #[error(
+        "{zone} was last seen served by provider {to} ({seen}): a signed move goes from the provider serving the zone to the other one; did you mean `--to {from}`? (nothing was recorded)"
+    )]
+    MoveWrongWay {
+        zone: String,
+        from: String,
+        to: String,
+        seen: String,
+    },
 }
 
 /// Who asked: the command line (the audit trail says "operator"), or a named user of
@@ -241,8 +250,8 @@ fn insecure_way(source: &str, target: &str) -> String {
 fn foreign_dnskeys_why(kind: &str) -> &'static str {
     match kind {
         "powerdns" => "the PowerDNS server needs direct-dnskey=yes in its pdns.conf",
-        "gcore" => "the Gcore API has no way to",
-        _ => "its API has no way to",
+        "gcore" => "the Gcore API cannot at all",
+        _ => "its API cannot",
     }
 }
 
@@ -376,6 +385,52 @@ fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnske
     Ok(source_key)
 }
 
+/// A name server set in one form: each name in one form, sorted, once.
+fn ns_set(names: &[String]) -> Vec<String> {
+    let mut set: Vec<String> = names.iter().map(|n| ns_key(n)).collect();
+    set.sort();
+    set.dedup();
+    set
+}
+
+/// The move goes from the account the daemon last saw serving the zone: refused when
+/// that was the target, by the account its last look was made at, or by the name servers
+/// the provider listed then (`facts.provider_ns`, kept when a later look could not tell
+/// the holder). Two accounts both signing the zone otherwise leave the direction to the
+/// operator's word, and a move the wrong way would ask for the NS change to servers that
+/// are the delegation already.
+fn check_direction(
+    zone: &str,
+    last_account: Option<&str>,
+    provider_ns: Option<&[String]>,
+    source: &MoveSide,
+    target: &MoveSide,
+) -> Result<(), IntentError> {
+    let wrong_way = |seen: String| IntentError::MoveWrongWay {
+        zone: zone.to_string(),
+        from: source.account.clone(),
+        to: target.account.clone(),
+        seen,
+    };
+    if last_account == Some(target.account.as_str()) {
+        return Err(wrong_way(
+            "its last look was made at that account".to_string(),
+        ));
+    }
+    if let (Some(seen), Ok(Some(target_ns)), Ok(Some(source_ns))) =
+        (provider_ns, &target.name_servers, &source.name_servers)
+    {
+        let seen = ns_set(seen);
+        if seen == ns_set(target_ns) && seen != ns_set(source_ns) {
+            return Err(wrong_way(format!(
+                "the provider's name servers were {}",
+                seen.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Asks one account what [`check_sides`] decides on, the three questions at once.
 async fn ask_side<P: Provider>(
     account: &str,
@@ -406,7 +461,8 @@ async fn ask_side<P: Provider>(
 /// account; the zone is `active` with intent `enabled` and no move declared; exactly it
 /// and one other account (the source) hold the zone; both can publish another signer's
 /// DNSKEY; the source signs, with the target's algorithm if the target signs already;
-/// each lists its own apex NS, the two sets apart. Nothing is recorded on a refusal; the
+/// each lists its own apex NS, the two sets apart; the daemon did not last see the zone
+/// at the target. Nothing is recorded on a refusal; the
 /// running daemon steps the move from the first phase on.
 pub async fn declare_move(
     store: &Store,
@@ -470,6 +526,13 @@ pub async fn declare_move(
         ask_side(to, target_config.options.kind(), target_client, zone)
     );
     let source_key = check_sides(zone, &source_side, &target_side)?;
+    check_direction(
+        zone,
+        row.account(),
+        row.zone.facts.provider_ns.as_deref(),
+        &source_side,
+        &target_side,
+    )?;
     let fqdn_zone = fqdn(zone).map_err(|e| IntentError::MoveCannotAsk {
         zone: zone.to_string(),
         what: "the zone's name".to_string(),
@@ -647,6 +710,30 @@ mod tests {
             check_sides("z.", &source, &silent),
             Err(IntentError::MoveCannotAsk { .. })
         ));
+    }
+
+    #[test]
+    fn the_move_goes_from_the_account_last_seen_serving_the_zone() {
+        let (source, target) = pair();
+        assert!(check_direction("z.", None, None, &source, &target).is_ok());
+        assert!(check_direction("z.", Some("a"), None, &source, &target).is_ok());
+        let seen_at_a: Vec<String> = vec!["NS2.a.test".into(), "ns1.a.test.".into()];
+        assert!(check_direction("z.", None, Some(&seen_at_a), &source, &target).is_ok());
+
+        let refused = check_direction("z.", Some("b"), None, &source, &target).unwrap_err();
+        assert!(matches!(&refused, IntentError::MoveWrongWay { .. }));
+        assert!(
+            refused.to_string().contains("did you mean `--to a`?"),
+            "{refused}"
+        );
+        let seen_at_b: Vec<String> = vec!["ns2.b.test.".into(), "NS1.B.test".into()];
+        let refused = check_direction("z.", None, Some(&seen_at_b), &source, &target).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("the provider's name servers were ns1.b.test., ns2.b.test."),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -141,6 +141,13 @@ async fn a_signed_move_between_two_powerdns_accounts_is_declared_and_shown() {
     dst.create_zone(ZONE, &["ns1.dst.test.", "ns2.dst.test."])
         .await
         .expect("the zone at the target");
+    // The wrong way round: the unsigned copy would be the source.
+    let (code, _, err) = run(&config, &["move", "m.test", "--to", "pdns-a"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("provider pdns-b does not sign the zone now"),
+        "{err}"
+    );
     let (code, out, err) = run(&config, &["move", "m.test", "--to", "pdns-b"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
