@@ -307,6 +307,18 @@ pub struct ZonePage<'a> {
     /// A line after a switch was recorded.
     pub notice: Option<String>,
     pub now: Timestamp,
+    /// The configured provider accounts (a signed move goes to one of them).
+    pub accounts: &'a [String],
+}
+
+/// Whether a signed move may be declared from the console: an `active` zone, DNSSEC
+/// wanted, no move under way, and another account to go to (`intent::declare_move`
+/// checks the rest with the providers).
+pub fn move_offered(row: &ZoneRow, accounts: &[String]) -> bool {
+    row.zone.state == Some(State::Active)
+        && row.zone.intent == Intent::Enabled
+        && row.zone.facts.signed_move.is_none()
+        && accounts.len() > 1
 }
 
 /// One zone: the DS to enter, the last look, the alerts, the timeline, the history.
@@ -350,6 +362,9 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                         @if s.applies(row.zone.state, row.zone.intent) {
                             a class={ "button" @if s != Switch::Enable { " danger" } } href={ (zone_link(name)) "/switch?to=" (s.as_str()) } { (s.title()) "…" }
                         }
+                    }
+                    @if move_offered(row, z.accounts) {
+                        a.button #move href={ (zone_link(name)) "/move" } { "Move to another provider (signed)…" }
                     }
                 }
             }
@@ -533,6 +548,39 @@ fn dnskey_text(answer: Option<&Value>) -> String {
     }
 }
 
+/// The confirmation before a signed move: what happens, the account to move to, then the
+/// form that declares it.
+pub fn move_confirm(
+    viewer: &Viewer,
+    zone: &str,
+    state: Option<State>,
+    accounts: &[String],
+) -> String {
+    page(
+        "Move to another provider",
+        Some(viewer),
+        html! {
+            h1 { "Move to another provider: " (zone) }
+            p { "The zone is in " (state_badge(state)) "." }
+            section.box.warn #consequence {
+                p { "A signed move (RFC 8901): the zone stays validated throughout. Create the zone at the new provider first (its records, unsigned). The daemon then signs it there, has each provider publish the other's key, and asks the registrar to add the new provider's DS beside the old one, then to change the NS, then to remove the old DS, each only once every parent and child server confirms the step before and the caches have forgotten what it takes away. Both providers must be able to publish another signer's DNSKEY (PowerDNS with direct-dnskey=yes); where either cannot, the move is refused and the zone must go insecure first." }
+            }
+            p { "This declares the move, as " code { "dnssec-warden move " (zone) " --to ACCOUNT" } " does; the daemon acts on it, and the history names you." }
+            form method="post" action={ (zone_link(zone)) "/move" } {
+                input type="hidden" name="csrf" value=(viewer.csrf);
+                label for="to" { "Move to the account " }
+                select #to name="to" {
+                    @for a in accounts { option value=(a) { (a) } }
+                }
+                div.actions {
+                    button class={ "primary" } type="submit" name="confirm" value="yes" { "Yes, move it" }
+                    a.button href=(zone_link(zone)) { "Cancel" }
+                }
+            }
+        },
+    )
+}
+
 /// The confirmation before a switch: the consequence, then the form that records it.
 pub fn confirm(viewer: &Viewer, zone: &str, state: Option<State>, switch: Switch) -> String {
     page(
@@ -581,6 +629,10 @@ mod tests {
     }
 
     fn render(row: &ZoneRow, operator: bool) -> String {
+        render_with(row, operator, &[])
+    }
+
+    fn render_with(row: &ZoneRow, operator: bool, accounts: &[String]) -> String {
         let viewer = Viewer {
             user: "alice",
             role: if operator { "operator" } else { "viewer" },
@@ -601,6 +653,7 @@ mod tests {
                 timeline: String::new(),
                 notice: None,
                 now: Timestamp(1_800_000_000_000),
+                accounts,
             },
         )
     }
@@ -692,5 +745,18 @@ mod tests {
         }
         let settled = render(&row(State::Active, Facts::default()), false);
         assert!(!settled.contains("signed-move") && !settled.contains("move-look"));
+    }
+
+    /// The move's button: for an operator, on an active zone with DNSSEC wanted, no move
+    /// under way and another account configured.
+    #[test]
+    fn the_move_is_offered_to_an_operator_where_it_can_start() {
+        let two = ["pdns-a".to_string(), "pdns-b".to_string()];
+        let active = row(State::Active, Facts::default());
+        assert!(render_with(&active, true, &two).contains("id=\"move\""));
+        assert!(!render_with(&active, false, &two).contains("id=\"move\""));
+        assert!(!render_with(&active, true, &two[..1]).contains("id=\"move\""));
+        let waiting = row(State::AwaitingDs, Facts::default());
+        assert!(!render_with(&waiting, true, &two).contains("id=\"move\""));
     }
 }
