@@ -139,6 +139,18 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         if mv.phase == Phase::Done && matches!(s, Err(ProviderError::NotFound(_))) {
             return Ok(Found::SourceGone { target });
         }
+        // A zone deleted at either account before the move is done is a person's to
+        // repair (resolvers may still be sent there); anything else is the provider's.
+        for (name, read) in [(&mv.source, &s), (&mv.target, &t)] {
+            if let Err(ProviderError::NotFound(e)) = read {
+                return Err((
+                    format!(
+                        "provider {name} no longer has the zone during the signed move ({e}): create it there again as it was, or resolvers sent there fail"
+                    ),
+                    Party::Operator,
+                ));
+            }
+        }
         let on = |e: String| (e, Party::Provider);
         let source_ns = listed_ns(&mv.source, s).map_err(on)?;
         let target_ns = listed_ns(&mv.target, t).map_err(on)?;
