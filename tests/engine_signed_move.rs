@@ -26,7 +26,7 @@ use std::time::Duration;
 use dnssec_warden::dnssec::DsLine;
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
 use dnssec_warden::lifecycle::signed_move::{Move, Phase, Ttls};
-use dnssec_warden::lifecycle::{Clock, Decision, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::lifecycle::{Clock, Decision, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{ObservationText, Store};
 use dnssec_warden_test_support::move_world::{
     ACCOUNTS, MoveProviders, MoveSetup, MoveWorld, RegistrarAction, SOURCE, TARGET, ZONE,
@@ -93,8 +93,8 @@ struct Shape {
     dnskey_ttl: [u32; 2],
     apex_ns_ttl: [u32; 2],
     target_signs: bool,
-    /// The move seeded with the zone's TTLs (else it learns them, assuming the DS and
-    /// parent NS TTLs meanwhile).
+    /// The zone's facts hold its DNSKEY and DS TTLs when the move is declared, which
+    /// seeds the move with them (else it learns them, assuming the DS TTL meanwhile).
     seeded: bool,
     /// Each child address's propagation lag (seconds).
     child_lags: [u32; 4],
@@ -212,25 +212,15 @@ impl MoveRig {
         }
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
-        // The move as `dnssec-warden move` declares it: the zone active at the source,
-        // its facts holding the move, seeded with the TTLs known before it.
-        let ks = world.key(SOURCE).expect("the source signs");
-        let ttls = if shape.seeded {
-            Ttls {
-                dnskey: shape.dnskey_ttl[SOURCE],
-                ds: shape.ds_ttl,
-                parent_ns: shape.ns_ttl,
-                apex_ns: shape.apex_ns_ttl[SOURCE],
-            }
-        } else {
-            Ttls::default()
-        };
-        let mv = Move::new(ZONE, ks)
-            .between(ACCOUNTS[SOURCE], ACCOUNTS[TARGET])
-            .seeded(ttls);
+        // The zone active at the source, with the TTLs its looks saw (unless `seeded` is
+        // off: a zone whose facts hold none), then the move declared as `dnssec-warden
+        // move` declares it (`intent::declare_move`: the TTLs seeded from the facts).
         let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
         let mut facts = read.row.zone.facts.clone();
-        facts.signed_move = Some(mv);
+        if shape.seeded {
+            facts.max_dnskey_ttl = Some(shape.dnskey_ttl[SOURCE]);
+            facts.max_ds_ttl = Some(shape.ds_ttl);
+        }
         let decision = Decision {
             state: Some(State::Active),
             facts,
@@ -245,6 +235,18 @@ impl MoveRig {
                 .await
                 .unwrap()
         );
+        store
+            .set_intent(ZONE, Intent::Enabled, false, "operator (proptest)", T0)
+            .await
+            .unwrap();
+        let ks = world.key(SOURCE).expect("the source signs");
+        let mv = Move::new(ZONE, ks)
+            .between(ACCOUNTS[SOURCE], ACCOUNTS[TARGET])
+            .seeded(Ttls::default());
+        store
+            .declare_move(ZONE, &mv, "operator (proptest)", T0)
+            .await
+            .unwrap();
         let crash = CrashSwitch::default();
         let policy = policy();
         let engine = engine(&world, &store, &crash, &policy);
