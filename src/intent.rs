@@ -1,8 +1,11 @@
 //! The operator's intent, recorded: what `enable`/`disable` and the web console's switch
 //! both do, written once. Nothing else: the running daemon acts on the intent.
 
+use crate::dnssec::{Dnskey, fqdn};
+use crate::lifecycle::signed_move::{Move, Ttls};
 use crate::lifecycle::{Intent, State, Timestamp};
 use crate::provider::fleet::{ProviderConfig, Providers};
+use crate::provider::{Provider, ProviderError};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +20,87 @@ pub enum IntentError {
         "{zone} is at more than one provider ({providers}): delete it from all but one first; a move between two managed providers is not supported (nothing was recorded)"
     )]
     AtSeveralProviders { zone: String, providers: String },
+    // `move ZONE --to ACCOUNT` (DESIGN.md section 2, "Signed moves"). Where the signed
+    // path cannot be taken at all, the refusal ends with the insecure one (`insecure_way`).
+    #[error(
+        "no provider account is named {to}; the configured ones: {configured} (nothing was recorded)"
+    )]
+    UnknownAccount { to: String, configured: String },
+    #[error("{zone}: {what} cannot be told now ({error}): try again (nothing was recorded)")]
+    MoveCannotAsk {
+        zone: String,
+        what: String,
+        error: String,
+    },
+    #[error(
+        "{zone} is at provider {from} only: create the zone at provider {to} first (its records, unsigned), then try again (nothing was recorded)"
+    )]
+    MoveTargetLacksZone {
+        zone: String,
+        from: String,
+        to: String,
+    },
+    #[error(
+        "no configured provider has the zone {zone}: there is nothing to move (nothing was recorded)"
+    )]
+    MoveNowhere { zone: String },
+    #[error("{zone} is at provider {to} only: there is nothing to move (nothing was recorded)")]
+    MoveOnlyAtTarget { zone: String, to: String },
+    #[error(
+        "{zone} is at {providers}: a signed move is between two providers, the one that serves it and {to}; delete it from the others first (nothing was recorded)"
+    )]
+    MoveAtMany {
+        zone: String,
+        to: String,
+        providers: String,
+    },
+    #[error(
+        "{zone}: provider {account} cannot publish another signer's DNSKEY beside its own ({why}), which a signed move needs at both providers; {insecure}"
+    )]
+    MoveUnsupported {
+        zone: String,
+        account: String,
+        why: &'static str,
+        insecure: String,
+    },
+    #[error(
+        "{zone}: provider {from} does not sign the zone now (DNSSEC off there): a signed move starts from the key it signs with; `dnssec-warden status {zone}` says what the daemon sees (nothing was recorded)"
+    )]
+    MoveSourceUnsigned { zone: String, from: String },
+    #[error(
+        "{zone}: provider {from} signs with algorithm {from_algorithm} and provider {to} with algorithm {to_algorithm}: a signed move needs one algorithm at both (a validator may insist on every algorithm of the DS set, RFC 6840 5.11); make provider {to} sign with algorithm {from_algorithm}, or {insecure}"
+    )]
+    MoveAlgorithms {
+        zone: String,
+        from: String,
+        from_algorithm: u8,
+        to: String,
+        to_algorithm: u8,
+        insecure: String,
+    },
+    #[error(
+        "{zone}: provider {account} lists no apex NS records for the zone: a signed move changes the delegation to the target's own name servers, so each provider must list its own (nothing was recorded)"
+    )]
+    MoveNoNameServers { zone: String, account: String },
+    #[error(
+        "{zone}: providers {from} and {to} both list the name servers {shared}: a signed move changes the delegation from the source's name servers to the target's own, so the two sets must share none; {insecure}"
+    )]
+    MoveSharedNameServers {
+        zone: String,
+        from: String,
+        to: String,
+        shared: String,
+        insecure: String,
+    },
+    #[error(
+        "{zone} was last seen served by provider {to} ({seen}): a signed move goes from the provider serving the zone to the other one; did you mean `--to {from}`? (nothing was recorded)"
+    )]
+    MoveWrongWay {
+        zone: String,
+        from: String,
+        to: String,
+        seen: String,
+    },
 }
 
 /// Who asked: the command line (the audit trail says "operator"), or a named user of
@@ -126,4 +210,564 @@ pub async fn record(
         .await
         .map_err(said)?;
     Ok(Recorded { state, note })
+}
+
+/// A signed move recorded: the accounts it goes between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveDeclared {
+    pub source: String,
+    pub target: String,
+}
+
+/// What one account of a move said about the zone (each answer `Err` with the failure
+/// when it could not be asked): what [`check_sides`] decides on.
+#[derive(Debug, Clone)]
+struct MoveSide {
+    account: String,
+    /// The account's kind (`powerdns`, `gcore`): what a refusal says it lacks.
+    kind: &'static str,
+    foreign_dnskeys: Result<bool, String>,
+    /// The key it signs the zone with; `None`: DNSSEC off there.
+    key: Result<Option<Dnskey>, String>,
+    /// Its apex NS for the zone; `None`: it lists none.
+    name_servers: Result<Option<Vec<String>>, String>,
+}
+
+/// The insecure way (DESIGN.md rule 9), in one sentence: what remains where a signed move
+/// cannot be taken. The zone must be at one account while it is disabled: two accounts
+/// holding it are sent nothing (rule 13).
+fn insecure_way(source: &str, target: &str) -> String {
+    format!(
+        "move it the insecure way instead (DESIGN.md rule 9): delete it from provider \
+         {target} for now, `disable` it and wait for `disabled` (its DS removed and waited \
+         out), create it at {target} unsigned, change the NS at the registrar to {target}'s \
+         name servers, and once the old delegation has expired delete it from {source} and \
+         `enable` it (nothing was recorded)"
+    )
+}
+
+/// What an account of `kind` lacks to publish another signer's DNSKEY.
+fn foreign_dnskeys_why(kind: &str) -> &'static str {
+    match kind {
+        "powerdns" => "the PowerDNS server needs direct-dnskey=yes in its pdns.conf",
+        "gcore" => "the Gcore API cannot at all",
+        _ => "its API cannot",
+    }
+}
+
+/// The account the zone moves from: of the accounts asked, exactly two hold the zone and
+/// `to` is one of them. An account that could not be asked is a refusal too: the holders
+/// are never guessed (rule 13).
+fn move_source(
+    zone: &str,
+    to: &str,
+    found: &[&str],
+    unknown: &[String],
+) -> Result<String, IntentError> {
+    if !unknown.is_empty() {
+        return Err(IntentError::MoveCannotAsk {
+            zone: zone.to_string(),
+            what: "which providers hold the zone".to_string(),
+            error: unknown.join("; "),
+        });
+    }
+    let has_target = found.contains(&to);
+    let others: Vec<&str> = found.iter().copied().filter(|a| *a != to).collect();
+    match (has_target, others.as_slice()) {
+        (true, [source]) => Ok(source.to_string()),
+        (false, [source]) => Err(IntentError::MoveTargetLacksZone {
+            zone: zone.to_string(),
+            from: source.to_string(),
+            to: to.to_string(),
+        }),
+        (_, []) if has_target => Err(IntentError::MoveOnlyAtTarget {
+            zone: zone.to_string(),
+            to: to.to_string(),
+        }),
+        (_, []) => Err(IntentError::MoveNowhere {
+            zone: zone.to_string(),
+        }),
+        (_, _) => Err(IntentError::MoveAtMany {
+            zone: zone.to_string(),
+            to: to.to_string(),
+            providers: format!("providers {}", found.join(", ")),
+        }),
+    }
+}
+
+/// A name server name in one form for comparing: lower case, one trailing dot.
+fn ns_key(name: &str) -> String {
+    format!("{}.", name.trim_end_matches('.').to_ascii_lowercase())
+}
+
+/// Whether both accounts can take the signed path, in order: both publish another
+/// signer's DNSKEY, the source signs (the target, if it signs already, with the same
+/// algorithm: RFC 6840 5.11), and each lists its own apex NS, the two sets apart. `Ok`:
+/// the source's key. Within a check a definite "cannot" is said before "cannot be asked".
+fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnskey, IntentError> {
+    let insecure = || insecure_way(&source.account, &target.account);
+    let cannot_ask = |side: &MoveSide, what: &str, error: &str| IntentError::MoveCannotAsk {
+        zone: zone.to_string(),
+        what: format!("whether provider {} {what}", side.account),
+        error: error.to_string(),
+    };
+    for side in [source, target] {
+        if side.foreign_dnskeys == Ok(false) {
+            return Err(IntentError::MoveUnsupported {
+                zone: zone.to_string(),
+                account: side.account.clone(),
+                why: foreign_dnskeys_why(side.kind),
+                insecure: insecure(),
+            });
+        }
+    }
+    for side in [source, target] {
+        if let Err(e) = &side.foreign_dnskeys {
+            return Err(cannot_ask(side, "can publish another signer's DNSKEY", e));
+        }
+    }
+    let source_key = match &source.key {
+        Ok(Some(key)) => key.clone(),
+        Ok(None) => {
+            return Err(IntentError::MoveSourceUnsigned {
+                zone: zone.to_string(),
+                from: source.account.clone(),
+            });
+        }
+        Err(e) => return Err(cannot_ask(source, "signs the zone, and with which key", e)),
+    };
+    match &target.key {
+        Ok(Some(key)) if key.algorithm != source_key.algorithm => {
+            return Err(IntentError::MoveAlgorithms {
+                zone: zone.to_string(),
+                from: source.account.clone(),
+                from_algorithm: source_key.algorithm,
+                to: target.account.clone(),
+                to_algorithm: key.algorithm,
+                insecure: insecure(),
+            });
+        }
+        // Not signing yet is the move's first phase (`signing_at_target`).
+        Ok(_) => {}
+        Err(e) => return Err(cannot_ask(target, "signs the zone, and with which key", e)),
+    }
+    let mut sets = Vec::with_capacity(2);
+    for side in [source, target] {
+        match &side.name_servers {
+            Ok(Some(set)) if !set.is_empty() => {
+                sets.push(set.iter().map(|n| ns_key(n)).collect::<Vec<_>>());
+            }
+            Ok(_) => {
+                return Err(IntentError::MoveNoNameServers {
+                    zone: zone.to_string(),
+                    account: side.account.clone(),
+                });
+            }
+            Err(e) => return Err(cannot_ask(side, "lists its name servers for the zone", e)),
+        }
+    }
+    let mut shared: Vec<&String> = sets[0].iter().filter(|n| sets[1].contains(n)).collect();
+    if !shared.is_empty() {
+        shared.sort();
+        shared.dedup();
+        return Err(IntentError::MoveSharedNameServers {
+            zone: zone.to_string(),
+            from: source.account.clone(),
+            to: target.account.clone(),
+            shared: shared
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            insecure: insecure(),
+        });
+    }
+    Ok(source_key)
+}
+
+/// A name server set in one form: each name in one form, sorted, once.
+fn ns_set(names: &[String]) -> Vec<String> {
+    let mut set: Vec<String> = names.iter().map(|n| ns_key(n)).collect();
+    set.sort();
+    set.dedup();
+    set
+}
+
+/// The move goes from the account the daemon last saw serving the zone: refused when
+/// that was the target, by the account its last look was made at, or by the name servers
+/// the provider listed then (`facts.provider_ns`, kept when a later look could not tell
+/// the holder). Two accounts both signing the zone otherwise leave the direction to the
+/// operator's word, and a move the wrong way would ask for the NS change to servers that
+/// are the delegation already.
+fn check_direction(
+    zone: &str,
+    last_account: Option<&str>,
+    provider_ns: Option<&[String]>,
+    source: &MoveSide,
+    target: &MoveSide,
+) -> Result<(), IntentError> {
+    let wrong_way = |seen: String| IntentError::MoveWrongWay {
+        zone: zone.to_string(),
+        from: source.account.clone(),
+        to: target.account.clone(),
+        seen,
+    };
+    if last_account == Some(target.account.as_str()) {
+        return Err(wrong_way(
+            "its last look was made at that account".to_string(),
+        ));
+    }
+    if let (Some(seen), Ok(Some(target_ns)), Ok(Some(source_ns))) =
+        (provider_ns, &target.name_servers, &source.name_servers)
+    {
+        let seen = ns_set(seen);
+        if seen == ns_set(target_ns) && seen != ns_set(source_ns) {
+            return Err(wrong_way(format!(
+                "the provider's name servers were {}",
+                seen.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Asks one account what [`check_sides`] decides on, the three questions at once.
+async fn ask_side<P: Provider>(
+    account: &str,
+    kind: &'static str,
+    client: &P,
+    zone: &str,
+) -> MoveSide {
+    let (foreign, key, hosted) = futures::join!(
+        client.foreign_dnskeys_supported(zone),
+        client.dnssec_key(zone),
+        client.zone(zone)
+    );
+    MoveSide {
+        account: account.to_string(),
+        kind,
+        foreign_dnskeys: foreign.map_err(|e| e.to_string()),
+        key: match key {
+            Ok(key) => Ok(Some(key.dnskey)),
+            Err(ProviderError::DnssecDisabled) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        },
+        name_servers: hosted.map(|z| z.name_servers).map_err(|e| e.to_string()),
+    }
+}
+
+/// Declares a signed move of `zone` (a normalised name) to the account `to` (DESIGN.md
+/// section 2, "Signed moves"), after every check the move stands on: `to` is a configured
+/// account; the zone is `active` with intent `enabled` and no move declared; exactly it
+/// and one other account (the source) hold the zone; both can publish another signer's
+/// DNSKEY; the source signs, with the target's algorithm if the target signs already;
+/// each lists its own apex NS, the two sets apart; the daemon did not last see the zone
+/// at the target. Nothing is recorded on a refusal; the
+/// running daemon steps the move from the first phase on.
+pub async fn declare_move(
+    store: &Store,
+    providers: &[ProviderConfig],
+    zone: &str,
+    to: &str,
+    by: Operator<'_>,
+    now: Timestamp,
+) -> Result<MoveDeclared, IntentError> {
+    let Some(target_config) = providers.iter().find(|p| p.name == to) else {
+        let configured = providers
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(IntentError::UnknownAccount {
+            to: to.to_string(),
+            configured: if configured.is_empty() {
+                "none".to_string()
+            } else {
+                configured
+            },
+        });
+    };
+    let said = |e| IntentError::Store(store.explain(e));
+    let row = store
+        .zone(zone)
+        .await
+        .map_err(said)?
+        .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+    if let Some(refused) = crate::store::move_refused(&row) {
+        return Err(refused.into());
+    }
+    let cannot_build = |e: crate::provider::fleet::ProviderSetupError| IntentError::MoveCannotAsk {
+        zone: zone.to_string(),
+        what: "which providers hold the zone".to_string(),
+        error: e.to_string(),
+    };
+    let fleet = Providers::build(providers).map_err(cannot_build)?;
+    let asked = fleet.ask_every_account(zone).await;
+    let found: Vec<&str> = asked.found.iter().map(|&i| fleet.name(i)).collect();
+    let source = move_source(zone, to, &found, &asked.unknown)?;
+    let kind_of = |name: &str| {
+        providers
+            .iter()
+            .find(|p| p.name == name)
+            .map_or("", |p| p.options.kind())
+    };
+    // Both names came from the configuration just built from.
+    let (Some(source_client), Some(target_client)) =
+        (fleet.account_named(&source), fleet.account_named(to))
+    else {
+        return Err(IntentError::MoveCannotAsk {
+            zone: zone.to_string(),
+            what: format!("providers {source} and {to}"),
+            error: "not among the accounts built".to_string(),
+        });
+    };
+    let (source_side, target_side) = futures::join!(
+        ask_side(&source, kind_of(&source), source_client, zone),
+        ask_side(to, target_config.options.kind(), target_client, zone)
+    );
+    let source_key = check_sides(zone, &source_side, &target_side)?;
+    check_direction(
+        zone,
+        row.account(),
+        row.zone.facts.provider_ns.as_deref(),
+        &source_side,
+        &target_side,
+    )?;
+    let fqdn_zone = fqdn(zone).map_err(|e| IntentError::MoveCannotAsk {
+        zone: zone.to_string(),
+        what: "the zone's name".to_string(),
+        error: e.to_string(),
+    })?;
+    let facts = &row.zone.facts;
+    let mv = Move::new(&fqdn_zone, source_key)
+        .between(&source, to)
+        .seeded(Ttls {
+            dnskey: facts.max_dnskey_ttl.unwrap_or(0),
+            ds: facts.max_ds_ttl.unwrap_or(0),
+            parent_ns: 0,
+            apex_ns: 0,
+        });
+    store
+        .declare_move(zone, &mv, &by.who(), now)
+        .await
+        .map_err(said)?;
+    Ok(MoveDeclared {
+        source,
+        target: to.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnssec::test_key;
+
+    fn side(account: &str, kind: &'static str, ns: &[&str]) -> MoveSide {
+        MoveSide {
+            account: account.to_string(),
+            kind,
+            foreign_dnskeys: Ok(true),
+            key: Ok(Some(test_key())),
+            name_servers: Ok(Some(ns.iter().map(|n| n.to_string()).collect())),
+        }
+    }
+
+    fn pair() -> (MoveSide, MoveSide) {
+        (
+            side("a", "powerdns", &["ns1.a.test.", "ns2.a.test."]),
+            side("b", "powerdns", &["ns1.b.test.", "ns2.b.test."]),
+        )
+    }
+
+    #[test]
+    fn the_source_is_the_one_other_account_holding_the_zone() {
+        assert_eq!(move_source("z.", "b", &["a", "b"], &[]).unwrap(), "a");
+        assert_eq!(move_source("z.", "b", &["b", "a"], &[]).unwrap(), "a");
+
+        let lacks = move_source("z.", "b", &["a"], &[]).unwrap_err();
+        assert!(
+            matches!(&lacks, IntentError::MoveTargetLacksZone { from, to, .. } if from == "a" && to == "b")
+        );
+        assert!(
+            lacks
+                .to_string()
+                .contains("create the zone at provider b first (its records, unsigned)"),
+            "{lacks}"
+        );
+        assert!(matches!(
+            move_source("z.", "b", &[], &[]),
+            Err(IntentError::MoveNowhere { .. })
+        ));
+        assert!(matches!(
+            move_source("z.", "b", &["b"], &[]),
+            Err(IntentError::MoveOnlyAtTarget { .. })
+        ));
+        let many = move_source("z.", "b", &["a", "b", "c"], &[]).unwrap_err();
+        assert!(many.to_string().contains("providers a, b, c"), "{many}");
+        // Never a guess: an account that could not say is a refusal, whatever the others
+        // said.
+        let unknown = move_source("z.", "b", &["a", "b"], &["c: timed out".into()]).unwrap_err();
+        assert!(
+            matches!(&unknown, IntentError::MoveCannotAsk { error, .. } if error == "c: timed out")
+        );
+        assert!(unknown.to_string().contains("try again"), "{unknown}");
+    }
+
+    #[test]
+    fn two_accounts_that_can_take_it_give_the_source_key() {
+        let (source, target) = pair();
+        let key = check_sides("z.", &source, &target).unwrap();
+        assert_eq!(Some(key), source.key.clone().unwrap());
+        // A target not signing yet is the move's first phase.
+        let target = MoveSide {
+            key: Ok(None),
+            ..target
+        };
+        assert!(check_sides("z.", &source, &target).is_ok());
+    }
+
+    #[test]
+    fn an_account_without_foreign_dnskeys_is_named_with_the_insecure_way() {
+        let (source, target) = pair();
+        let source = MoveSide {
+            foreign_dnskeys: Ok(false),
+            ..source
+        };
+        let refused = check_sides("z.", &source, &target).unwrap_err();
+        assert!(matches!(&refused, IntentError::MoveUnsupported { account, .. } if account == "a"));
+        let text = refused.to_string();
+        assert!(text.contains("direct-dnskey=yes"), "{text}");
+        assert!(text.contains("the insecure way"), "{text}");
+        assert!(text.contains("DESIGN.md rule 9"), "{text}");
+
+        // Gcore cannot at all; said even when the other account could not be asked.
+        let source = MoveSide {
+            foreign_dnskeys: Err("timed out".into()),
+            ..pair().0
+        };
+        let target = MoveSide {
+            kind: "gcore",
+            foreign_dnskeys: Ok(false),
+            ..pair().1
+        };
+        let refused = check_sides("z.", &source, &target).unwrap_err();
+        assert!(refused.to_string().contains("the Gcore API"), "{refused}");
+        let refused = check_sides("z.", &source, &pair().1).unwrap_err();
+        assert!(
+            matches!(&refused, IntentError::MoveCannotAsk { what, .. } if what.contains("provider a")),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("try again"), "{refused}");
+    }
+
+    #[test]
+    fn the_source_signs_and_a_signing_target_with_its_algorithm() {
+        let (source, target) = pair();
+        let off = MoveSide {
+            key: Ok(None),
+            ..source.clone()
+        };
+        assert!(matches!(
+            check_sides("z.", &off, &target),
+            Err(IntentError::MoveSourceUnsigned { .. })
+        ));
+        let silent = MoveSide {
+            key: Err("HTTP 503".into()),
+            ..source.clone()
+        };
+        assert!(matches!(
+            check_sides("z.", &silent, &target),
+            Err(IntentError::MoveCannotAsk { .. })
+        ));
+        let rsa = Dnskey {
+            algorithm: 8,
+            ..test_key()
+        };
+        let other = MoveSide {
+            key: Ok(Some(rsa)),
+            ..target.clone()
+        };
+        let refused = check_sides("z.", &source, &other).unwrap_err();
+        assert!(
+            matches!(
+                &refused,
+                IntentError::MoveAlgorithms {
+                    from_algorithm: 13,
+                    to_algorithm: 8,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+        let text = refused.to_string();
+        assert!(text.contains("RFC 6840"), "{text}");
+        assert!(text.contains("the insecure way"), "{text}");
+        let silent = MoveSide {
+            key: Err("HTTP 503".into()),
+            ..target
+        };
+        assert!(matches!(
+            check_sides("z.", &source, &silent),
+            Err(IntentError::MoveCannotAsk { .. })
+        ));
+    }
+
+    #[test]
+    fn the_move_goes_from_the_account_last_seen_serving_the_zone() {
+        let (source, target) = pair();
+        assert!(check_direction("z.", None, None, &source, &target).is_ok());
+        assert!(check_direction("z.", Some("a"), None, &source, &target).is_ok());
+        let seen_at_a: Vec<String> = vec!["NS2.a.test".into(), "ns1.a.test.".into()];
+        assert!(check_direction("z.", None, Some(&seen_at_a), &source, &target).is_ok());
+
+        let refused = check_direction("z.", Some("b"), None, &source, &target).unwrap_err();
+        assert!(matches!(&refused, IntentError::MoveWrongWay { .. }));
+        assert!(
+            refused.to_string().contains("did you mean `--to a`?"),
+            "{refused}"
+        );
+        let seen_at_b: Vec<String> = vec!["ns2.b.test.".into(), "NS1.B.test".into()];
+        let refused = check_direction("z.", None, Some(&seen_at_b), &source, &target).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("the provider's name servers were ns1.b.test., ns2.b.test."),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn each_account_lists_its_own_name_servers() {
+        let (source, target) = pair();
+        let none = MoveSide {
+            name_servers: Ok(None),
+            ..target.clone()
+        };
+        assert!(matches!(
+            check_sides("z.", &source, &none),
+            Err(IntentError::MoveNoNameServers { account, .. }) if account == "b"
+        ));
+        let empty = MoveSide {
+            name_servers: Ok(Some(Vec::new())),
+            ..source.clone()
+        };
+        assert!(matches!(
+            check_sides("z.", &empty, &target),
+            Err(IntentError::MoveNoNameServers { account, .. }) if account == "a"
+        ));
+        // Compared in one form: case and the trailing dot do not make two names.
+        let shared = MoveSide {
+            name_servers: Ok(Some(vec!["NS2.A.test".into(), "ns9.b.test.".into()])),
+            ..target
+        };
+        let refused = check_sides("z.", &source, &shared).unwrap_err();
+        assert!(
+            matches!(&refused, IntentError::MoveSharedNameServers { shared, .. } if shared == "ns2.a.test."),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("the insecure way"),
+            "{refused}"
+        );
+    }
 }

@@ -64,6 +64,15 @@ enum Command {
         #[arg(long)]
         ds_never_submitted: bool,
     },
+    /// Move an active zone to another provider account without going insecure (RFC 8901
+    /// multi-signer): refused with the reason, and the insecure way, where either
+    /// account cannot take it.
+    Move {
+        zone: String,
+        /// The configured account ([providers.NAME]) to move the zone to.
+        #[arg(long)]
+        to: String,
+    },
     /// The audit trail of a zone.
     History {
         zone: String,
@@ -253,6 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ds_never_submitted,
             out,
         )),
+        Command::Move { zone, to } => ended(blocking::move_zone(&rt, config, &zone, &to, out)),
         Command::History { zone, json } => ended(blocking::history(&rt, config, &zone, json, out)),
         Command::CheckConfig => ended(blocking::check_config(&rt, config, out)),
         Command::Check { zone, json } => ended(blocking::check(&rt, config, &zone, json, out)),

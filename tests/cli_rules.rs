@@ -175,6 +175,44 @@ fn exit_codes_follow_one_rule() {
     assert!(err.contains("[provider]"), "{err}");
 }
 
+/// `move ZONE --to ACCOUNT` refused (exit 1, as `enable`'s refusals) before any provider
+/// is asked: an account not configured (the configured ones listed), a zone the database
+/// does not know, one not `active`; nothing is recorded.
+#[test]
+fn a_move_is_refused_with_the_reason_before_asking_anyone() {
+    let s = setup("names = [\"example.com\"]");
+    let (code, out, err) = run(&s.config, &["move", "example.com", "--to", "elsewhere"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("no provider account is named elsewhere; the configured ones: gcore"),
+        "{err}"
+    );
+    let (code, _, err) = run(&s.config, &["move", "example.com", "--to", "gcore"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("zone example.com. is not in the database"),
+        "{err}"
+    );
+    assert_eq!(run(&s.config, &["enable", "example.com"]).0, 0);
+    let (code, _, err) = run(&s.config, &["move", "EXAMPLE.com", "--to", "gcore"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("a signed move starts from state active with intent enabled"),
+        "{err}"
+    );
+    let (_, history, _) = run(&s.config, &["history", "example.com"]);
+    assert!(!history.contains("signed move"), "{history}");
+    let (_, status, _) = run(&s.config, &["status", "example.com", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert!(status["signed_move"].is_null(), "{status:#}");
+    // What was given: a name that is none, the account left out.
+    assert_eq!(
+        run(&s.config, &["move", "a/b.example", "--to", "gcore"]).0,
+        2
+    );
+    assert_eq!(run(&s.config, &["move", "example.com"]).0, 2);
+}
+
 #[test]
 fn a_world_readable_secret_is_warned_about() {
     let s = setup("names = [\"example.com\"]");

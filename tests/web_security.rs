@@ -425,6 +425,72 @@ async fn the_switch_needs_the_token_the_origin_the_role_and_the_confirmation() {
     );
 }
 
+/// The signed move's form (`/zones/ZONE/move`): the token, an operator, the
+/// confirmation, then `intent::declare_move`'s own checks; a refusal changes nothing.
+#[tokio::test]
+async fn a_move_needs_the_token_the_role_the_confirmation_and_a_known_account() {
+    let c = console().await;
+    let moving = format!("/zones/{ZONE}/move");
+    let (cookie, csrf) = c.session("alice", ALICE).await;
+    let facts = || async {
+        c.store
+            .zone(ZONE)
+            .await
+            .unwrap()
+            .unwrap()
+            .zone
+            .facts
+            .signed_move
+    };
+    let r = c
+        .post(&moving, Some(&cookie), &[("to", "b"), ("confirm", "yes")])
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = c
+        .post(&moving, Some(&cookie), &[("to", "b"), ("csrf", &csrf)])
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("not confirmed"));
+    let (vcookie, vcsrf) = c.session("victor", VICTOR).await;
+    assert_eq!(
+        c.get(&moving, Some(&vcookie)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    let r = c
+        .post(
+            &moving,
+            Some(&vcookie),
+            &[("to", "b"), ("confirm", "yes"), ("csrf", &vcsrf)],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // No second account configured: no move offered, and one asked for is refused with
+    // the reason `move` gives on the command line.
+    let page = c
+        .get(&format!("/zones/{ZONE}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("id=\"move\""), "{page}");
+    assert_eq!(
+        c.get(&moving, Some(&cookie)).await.status(),
+        StatusCode::CONFLICT
+    );
+    let r = c
+        .post(
+            &moving,
+            Some(&cookie),
+            &[("to", "b"), ("confirm", "yes"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("Nothing was changed"), "{text}");
+    assert_eq!(facts().await, None);
+    assert!(c.intent_events().await.is_empty(), "nothing recorded");
+}
+
 #[tokio::test]
 async fn logins_are_rate_limited_with_back_off_per_user_and_address() {
     let c = console().await;

@@ -46,6 +46,17 @@ pub fn intent(
     ))
 }
 
+/// `move ZONE --to ACCOUNT`.
+pub fn move_zone(
+    rt: &Runtime,
+    config: &Path,
+    zone: &str,
+    to: &str,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    rt.block_on(commands::move_zone(config, zone, to, out))
+}
+
 /// `history ZONE [--json]`.
 pub fn history(
     rt: &Runtime,

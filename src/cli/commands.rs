@@ -175,6 +175,20 @@ pub async fn intent(
     Ok(Outcome::Done)
 }
 
+/// `move ZONE --to ACCOUNT`: a refusal is a run-time "no" (exit 1), as `enable`'s.
+pub async fn move_zone(
+    path: &Path,
+    zone: &str,
+    to: &str,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    let line = super::intent::declare_move(&settings, &zone, to).await?;
+    writeln!(out, "{line}")?;
+    Ok(Outcome::Done)
+}
+
 /// `check-config`: every start-up check `run` makes (the same [`Prepared`]), without
 /// starting anything; warnings go to standard error. A PostgreSQL database is also
 /// connected to and its migrations compared with this binary's (a SQLite file is made

@@ -1,5 +1,6 @@
 //! `enable ZONE` and `disable ZONE`: the operator's intent, written to the database (with an
-//! audit event) for the running daemon to pick up. Safe while the daemon runs.
+//! audit event) for the running daemon to pick up; `move ZONE --to ACCOUNT`: a signed move
+//! declared the same way. Safe while the daemon runs.
 
 use std::path::Path;
 
@@ -62,5 +63,31 @@ pub async fn set(
             .note
             .map(|note| format!(" ({note})"))
             .unwrap_or_default()
+    ))
+}
+
+/// Declares a signed move of `zone` to the account `to`; returns a line for the operator.
+pub async fn declare_move(
+    settings: &Settings,
+    zone: &ZoneName,
+    to: &str,
+) -> Result<String, IntentError> {
+    let zone = zone.as_str();
+    let store = open_store(settings).await?;
+    let declared = crate::intent::declare_move(
+        &store,
+        &settings.providers,
+        zone,
+        to,
+        Operator::CommandLine,
+        SystemClock.now(),
+    )
+    .await;
+    store.close().await;
+    let declared = declared?;
+    Ok(format!(
+        "{zone}: signed move from {} to {} declared; the running daemon takes it from here: \
+         `dnssec-warden status {zone}` shows its phase and what it waits for",
+        declared.source, declared.target
     ))
 }

@@ -143,12 +143,23 @@ struct ZoneJson<'a> {
     provider: Option<&'a str>,
     provider_error: Option<&'a str>,
     provider_ns: Option<&'a [String]>,
+    /// A signed move in progress (DESIGN.md section 2, "Signed moves"), if any.
+    signed_move: Option<MoveJson<'a>>,
     since: String,
     state: Option<&'static str>,
     until: Option<String>,
     waiting_for: String,
     waiting_on: &'static str,
     zone: &'a str,
+}
+
+/// A signed move as `status --json` shows it: the accounts and the phase (its wait is
+/// the zone's `waiting_for`).
+#[derive(Serialize)]
+struct MoveJson<'a> {
+    phase: &'static str,
+    source: &'a str,
+    target: &'a str,
 }
 
 fn zone_json<'a>(
@@ -185,6 +196,11 @@ fn zone_json<'a>(
         provider: row.account(),
         provider_error: row.provider_error(),
         provider_ns: z.facts.provider_ns.as_deref(),
+        signed_move: z.facts.signed_move.as_ref().map(|m| MoveJson {
+            phase: m.phase.name(),
+            source: &m.source,
+            target: &m.target,
+        }),
         since: z.since.to_string(),
         state: z.state.map(State::as_str),
         until: waiting.until.map(|t| t.to_string()),
@@ -381,6 +397,16 @@ fn zone_lines(
             None => writeln!(out, "{:<28} PROVIDER: {error}", "")?,
         }
     }
+    if let Some(m) = &z.facts.signed_move {
+        writeln!(
+            out,
+            "{:<28} SIGNED MOVE: {} -> {}, phase {}",
+            "",
+            m.source,
+            m.target,
+            m.phase.name()
+        )?;
+    }
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
             out,
@@ -481,6 +507,75 @@ pub async fn history_text(store: &Store, zone: &str) -> Result<String, StoreErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lifecycle::{AuditNote, Decision, Intent};
+    use crate::store::ObservationText;
+
+    /// A declared move is shown, its object's keys in the order serde_json sorts them
+    /// like every other's.
+    #[tokio::test]
+    async fn a_signed_move_is_shown_in_both_forms() {
+        use crate::lifecycle::signed_move::Move;
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let zone = "m.test.";
+        store
+            .set_intent(zone, Intent::Enabled, false, "enable", Timestamp(1_000))
+            .await
+            .unwrap();
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let active = Decision {
+            state: Some(State::Active),
+            facts: crate::lifecycle::Facts::default(),
+            effects: Vec::new(),
+            alerts: Vec::new(),
+            notes: vec![AuditNote {
+                from: None,
+                to: Some(State::Active),
+                reason: "test".into(),
+            }],
+            wake_at: Timestamp(9_000),
+        };
+        let text = ObservationText::from_whole("{}");
+        assert!(
+            store
+                .commit_step(&read, &active, &text, Timestamp(2_000))
+                .await
+                .unwrap()
+        );
+        let mv = Move::new(zone, crate::dnssec::test_key()).between("pdns-a", "pdns-b");
+        store
+            .declare_move(zone, &mv, "operator", Timestamp(3_000))
+            .await
+            .unwrap();
+
+        let json = status_json(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            json["signed_move"],
+            json!({"phase": "signing_at_target", "source": "pdns-a", "target": "pdns-b"})
+        );
+        for one in [Some(zone), None] {
+            let mut written = Vec::new();
+            write_status_json(&store, one, &policy, &mut written)
+                .await
+                .unwrap();
+            let value: Value = serde_json::from_slice(&written).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                format!("{}\n", serde_json::to_string_pretty(&value).unwrap())
+            );
+        }
+        let text = status_text(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            text.contains("SIGNED MOVE: pdns-a -> pdns-b, phase signing_at_target"),
+            "{text}"
+        );
+    }
 
     #[tokio::test]
     async fn the_listing_is_written_one_zone_at_a_time_as_a_whole_document() {

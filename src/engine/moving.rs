@@ -139,6 +139,18 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         if mv.phase == Phase::Done && matches!(s, Err(ProviderError::NotFound(_))) {
             return Ok(Found::SourceGone { target });
         }
+        // A zone deleted at either account before the move is done is a person's to
+        // repair (resolvers may still be sent there); anything else is the provider's.
+        for (name, read) in [(&mv.source, &s), (&mv.target, &t)] {
+            if let Err(ProviderError::NotFound(e)) = read {
+                return Err((
+                    format!(
+                        "provider {name} no longer has the zone during the signed move ({e}): create it there again as it was, or resolvers sent there fail"
+                    ),
+                    Party::Operator,
+                ));
+            }
+        }
         let on = |e: String| (e, Party::Provider);
         let source_ns = listed_ns(&mv.source, s).map_err(on)?;
         let target_ns = listed_ns(&mv.target, t).map_err(on)?;
@@ -164,16 +176,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let zone = &read.row.zone;
         let mut facts = zone.facts.clone();
         facts.signed_move = Some(decision.next.clone());
-        let hold = Hold::new(decision.waiting.clone(), decision.on());
-        if facts.held_by.as_ref() != Some(&hold) || facts.held_since.is_none() {
-            facts.held_since = Some(
-                facts
-                    .held_since
-                    .filter(|_| facts.held_by.is_some())
-                    .unwrap_or(now),
-            );
-        }
-        facts.held_by = Some(hold);
+        // Something holds a move until it ends: since the first of its steps.
+        facts.held_since = facts.held_by.as_ref().and(facts.held_since).or(Some(now));
+        facts.held_by = Some(Hold::new(decision.waiting.clone(), decision.on()));
         let mut notes = Vec::new();
         if decision.next.phase != mv.phase {
             notes.push(AuditNote {

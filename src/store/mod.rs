@@ -244,7 +244,62 @@ pub enum StoreError {
         applied: i64,
         wanted: i64,
     },
+    #[error(
+        "{zone}: a signed move from provider {from} to provider {to} is declared \
+         already (phase {phase}): `dnssec-warden status {zone}` shows where it stands \
+         (nothing was recorded)"
+    )]
+    MoveDeclared {
+        zone: String,
+        from: String,
+        to: String,
+        phase: &'static str,
+    },
+    #[error(
+        "{zone}: a signed move starts from state active with intent enabled; the zone is \
+         now {state} with intent {intent} (nothing was recorded)"
+    )]
+    MoveFromNotActive {
+        zone: String,
+        state: String,
+        intent: String,
+    },
+    #[error(
+        "{zone} changed under each of {attempts} attempts to record its signed move (the \
+         daemon steps it meanwhile): nothing was recorded, try again"
+    )]
+    Contended { zone: String, attempts: u32 },
 }
+
+/// Why a signed move cannot be declared for the zone as `row` has it, if it cannot: one
+/// is declared already, or the zone is not `active` with intent `enabled` (where the move
+/// starts, DESIGN.md section 2). What `Store::declare_move` checks at its write, and its
+/// callers before they ask the providers.
+pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
+    let zone = &row.zone;
+    if let Some(declared) = &zone.facts.signed_move {
+        return Some(StoreError::MoveDeclared {
+            zone: zone.name.to_string(),
+            from: declared.source.clone(),
+            to: declared.target.clone(),
+            phase: declared.phase.name(),
+        });
+    }
+    if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {
+        return Some(StoreError::MoveFromNotActive {
+            zone: zone.name.to_string(),
+            state: zone
+                .state
+                .map_or("not observed yet".to_string(), |s| s.to_string()),
+            intent: zone.intent.to_string(),
+        });
+    }
+    None
+}
+
+/// How often `declare_move` reads the row again after a step committed under it: a zone
+/// is stepped at most every few seconds, so a handful of tries meets a quiet moment.
+const MOVE_ATTEMPTS: u32 = 5;
 
 /// The store over one backend; clones share the pool.
 #[derive(Clone)]
@@ -570,6 +625,61 @@ impl Store {
                     .await
             }
         }
+    }
+    /// Declares a signed move of `zone` (DESIGN.md section 2, "Signed moves"): its
+    /// `facts.signed_move` set, the zone due now, and an audit event of kind `Intent`
+    /// naming `who`. The one fact written outside a step, so it is written as a step
+    /// writes: at the version of the row it was decided on, and read again and retried
+    /// when a step committed in between (a step that read the row before is refused by
+    /// this write's version bump, as after `set_intent`, and decides again with the move).
+    /// Refused when the zone is not in the database, not `active` with intent `enabled`
+    /// (read again here: the caller's read may be stale by the time the providers were
+    /// asked), or has a move declared already. The move's TTLs are raised to the largest
+    /// the facts hold at the write (a TTL only ever bounds from above).
+    pub async fn declare_move(
+        &self,
+        zone: &str,
+        mv: &crate::lifecycle::signed_move::Move,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let reason = format!(
+            "{who} declared a signed move from provider {} to provider {} (RFC 8901)",
+            mv.source, mv.target
+        );
+        for _ in 0..MOVE_ATTEMPTS {
+            let row = self
+                .zone(zone)
+                .await?
+                .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+            if let Some(refused) = move_refused(&row) {
+                return Err(refused);
+            }
+            let mut facts = row.zone.facts;
+            let mut mv = mv.clone();
+            mv.ttls.dnskey = mv.ttls.dnskey.max(facts.max_dnskey_ttl.unwrap_or(0));
+            mv.ttls.ds = mv.ttls.ds.max(facts.max_ds_ttl.unwrap_or(0));
+            facts.signed_move = Some(mv);
+            let facts = serde_json::to_string(&facts)
+                .map_err(|e| StoreError::Corrupt(format!("zone {zone}: facts: {e}")))?;
+            let written = match &self.backend {
+                Backend::Sqlite(s) => {
+                    s.write_facts_at(zone, row.version, &facts, &reason, now)
+                        .await?
+                }
+                Backend::Postgres(p) => {
+                    p.write_facts_at(zone, row.version, &facts, &reason, now)
+                        .await?
+                }
+            };
+            if written {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contended {
+            zone: zone.to_string(),
+            attempts: MOVE_ATTEMPTS,
+        })
     }
     /// Writes one step: state, facts, audit events, outbox rows and alert changes, in one
     /// transaction. False (and nothing written) if the row changed since it was read.

@@ -1691,3 +1691,127 @@ async fn superseded_requests_are_never_sent_postgres() {
     let cluster = pg_support::Cluster::shared();
     superseded_requests_are_never_sent(&postgres_store(&cluster).await).await;
 }
+
+/// `declare_move`: refused for a zone not in the database, not active with intent
+/// enabled, or with a move declared already; otherwise the move is in the facts (its TTLs
+/// raised to the facts' largest), the zone due now, an audit event written, and a step
+/// that read the row before is refused and decides again.
+async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
+    use crate::lifecycle::signed_move::{Move, Phase, Ttls};
+    let mv = Move::new(ZONE, crate::dnssec::test_key())
+        .between("pdns-a", "pdns-b")
+        .seeded(Ttls {
+            dnskey: 7200,
+            ds: 60,
+            parent_ns: 0,
+            apex_ns: 0,
+        });
+    let now = Timestamp(50_000);
+    let refused = store
+        .declare_move(ZONE, &mv, "operator", now)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, StoreError::UnknownZone(_)), "{refused}");
+
+    store.ensure_zone(ZONE, Timestamp(1_000)).await.unwrap();
+    store
+        .set_intent(ZONE, Intent::Enabled, false, "enable", Timestamp(1_100))
+        .await
+        .unwrap();
+    let refused = store
+        .declare_move(ZONE, &mv, "operator", now)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::MoveFromNotActive { state, intent, .. }
+            if state == "not observed yet" && intent == "enabled"),
+        "{refused}"
+    );
+
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    let active = decision(State::Active, None, facts(), vec![], vec![], 900_000);
+    let text = ObservationText::from_whole("{}");
+    assert!(
+        store
+            .commit_step(&read, &active, &text, Timestamp(2_000))
+            .await
+            .unwrap()
+    );
+    let before = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(before.next_check_at, Timestamp(900_000));
+    let stale_read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+
+    store
+        .declare_move(ZONE, &mv, "operator", now)
+        .await
+        .unwrap();
+    let after = store.zone(ZONE).await.unwrap().unwrap();
+    let declared = after.zone.facts.signed_move.clone().expect("the move");
+    assert_eq!(
+        (declared.source.as_str(), declared.target.as_str()),
+        ("pdns-a", "pdns-b")
+    );
+    assert_eq!(declared.phase, Phase::SigningAtTarget);
+    assert_eq!(declared.source_key, mv.source_key);
+    // The DS TTL the facts hold (3600) bounds it from above; the larger DNSKEY one stays.
+    assert_eq!((declared.ttls.dnskey, declared.ttls.ds), (7200, 3600));
+    // The rest of the facts as they were.
+    let mut rest = after.zone.facts.clone();
+    rest.signed_move = None;
+    assert_eq!(rest, facts());
+    assert_eq!(after.zone.state, Some(State::Active));
+    assert_eq!(after.next_check_at, now);
+    assert!(after.version > before.version);
+    let events = store.events(ZONE).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.kind, EventKind::Intent);
+    assert_eq!(
+        last.reason,
+        "operator declared a signed move from provider pdns-a to provider pdns-b (RFC 8901)"
+    );
+
+    // A step decided on the row before the move is refused: it would write the facts
+    // without it.
+    assert!(
+        !store
+            .commit_step(&stale_read, &active, &text, Timestamp(51_000))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .zone(ZONE)
+            .await
+            .unwrap()
+            .unwrap()
+            .zone
+            .facts
+            .signed_move
+            .is_some()
+    );
+
+    let refused = store
+        .declare_move(ZONE, &mv, "operator", Timestamp(60_000))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::MoveDeclared { from, to, phase, .. }
+            if from == "pdns-a" && to == "pdns-b" && *phase == "signing_at_target"),
+        "{refused}"
+    );
+    assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
+}
+
+#[tokio::test]
+async fn a_signed_move_is_declared_once_at_the_rows_version_sqlite() {
+    a_signed_move_is_declared_once_at_the_rows_version(&Store::open_in_memory().await.unwrap())
+        .await;
+}
+
+#[tokio::test]
+async fn a_signed_move_is_declared_once_at_the_rows_version_postgres() {
+    let cluster = pg_support::Cluster::shared();
+    let store = postgres_store(&cluster).await;
+    a_signed_move_is_declared_once_at_the_rows_version(&store).await;
+    store.close().await;
+}

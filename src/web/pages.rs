@@ -307,6 +307,18 @@ pub struct ZonePage<'a> {
     /// A line after a switch was recorded.
     pub notice: Option<String>,
     pub now: Timestamp,
+    /// The configured provider accounts (a signed move goes to one of them).
+    pub accounts: &'a [String],
+}
+
+/// Whether a signed move may be declared from the console: an `active` zone, DNSSEC
+/// wanted, no move under way, and another account to go to (`intent::declare_move`
+/// checks the rest with the providers).
+pub fn move_offered(row: &ZoneRow, accounts: &[String]) -> bool {
+    row.zone.state == Some(State::Active)
+        && row.zone.intent == Intent::Enabled
+        && row.zone.facts.signed_move.is_none()
+        && accounts.len() > 1
 }
 
 /// One zone: the DS to enter, the last look, the alerts, the timeline, the history.
@@ -330,6 +342,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                 tr { th { "Delegation" } td { (facts.delegation.map_or("unknown", |d| d.as_str())) @if let Some(ns) = &facts.provider_ns { span.muted { " (the provider's name servers: " (ns.join(", ")) ")" } } } }
                 tr { th { "Evidence" } td { (evidence_text(row)) } }
                 @if let Some(path) = &facts.ds_path { tr { th { "The parent's way" } td { (path.describe()) } } }
+                @if let Some(mv) = &facts.signed_move { tr { th { "Signed move" } td #signed-move { "from provider " (mv.source) " to provider " (mv.target) ", phase " code { (mv.phase.name()) } } } }
                 tr { th { "Last full look" } td { @if let Some(t) = row.last_observed_at { (time(t)) } @else { "none yet" } } }
                 tr { th { "Next check" } td { (time(row.next_check_at)) } }
             }
@@ -350,6 +363,9 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                             a class={ "button" @if s != Switch::Enable { " danger" } } href={ (zone_link(name)) "/switch?to=" (s.as_str()) } { (s.title()) "…" }
                         }
                     }
+                    @if move_offered(row, z.accounts) {
+                        a.button #move href={ (zone_link(name)) "/move" } { "Move to another provider (signed)…" }
+                    }
                 }
             }
             h2 { "Open alerts" }
@@ -362,6 +378,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
             h2 { "The last look" }
             (parent_table(observation))
             (child_table(observation))
+            (move_table(observation))
             h2 { "History" }
             table #history {
                 thead { tr { th { "At" } th { "What" } } }
@@ -464,6 +481,48 @@ fn child_table(observation: Option<&Value>) -> Markup {
     }
 }
 
+/// A signed move's last look: every address of both accounts and of the parent, as
+/// `engine::moving` summarised it.
+fn move_table(observation: Option<&Value>) -> Markup {
+    let Some(mv) = observation.and_then(|o| o.get("signed_move")) else {
+        return html! {};
+    };
+    let rows = |side: &str| {
+        mv.get(side)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let said = |a: &Value| -> String {
+        match a.get("answer") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(o)) => o
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => String::new(),
+        }
+    };
+    html! {
+        h3 { "The signed move's look" }
+        table #move-look {
+            thead { tr { th { "Where" } th { "Address" } th { "Answered" } } }
+            tbody {
+                @for side in ["source", "target", "parent"] {
+                    @for a in rows(side) {
+                        tr {
+                            td { (side) }
+                            td.mono { (a.get("addr").and_then(Value::as_str).unwrap_or("")) }
+                            td { (said(&a)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn dnskey_text(answer: Option<&Value>) -> String {
     match answer {
         Some(Value::String(s)) => s.clone(),
@@ -487,6 +546,39 @@ fn dnskey_text(answer: Option<&Value>) -> String {
         }
         _ => String::new(),
     }
+}
+
+/// The confirmation before a signed move: what happens, the account to move to, then the
+/// form that declares it.
+pub fn move_confirm(
+    viewer: &Viewer,
+    zone: &str,
+    state: Option<State>,
+    accounts: &[String],
+) -> String {
+    page(
+        "Move to another provider",
+        Some(viewer),
+        html! {
+            h1 { "Move to another provider: " (zone) }
+            p { "The zone is in " (state_badge(state)) "." }
+            section.box.warn #consequence {
+                p { "A signed move (RFC 8901): the zone stays validated throughout. Create the zone at the new provider first (its records, unsigned). The daemon then signs it there, has each provider publish the other's key, and asks the registrar to add the new provider's DS beside the old one, then to change the NS, then to remove the old DS, each only once every parent and child server confirms the step before and the caches have forgotten what it takes away. Both providers must be able to publish another signer's DNSKEY (PowerDNS with direct-dnskey=yes); where either cannot, the move is refused and the zone must go insecure first." }
+            }
+            p { "This declares the move, as " code { "dnssec-warden move " (zone) " --to ACCOUNT" } " does; the daemon acts on it, and the history names you." }
+            form method="post" action={ (zone_link(zone)) "/move" } {
+                input type="hidden" name="csrf" value=(viewer.csrf);
+                label for="to" { "Move to the account " }
+                select #to name="to" {
+                    @for a in accounts { option value=(a) { (a) } }
+                }
+                div.actions {
+                    button class={ "primary" } type="submit" name="confirm" value="yes" { "Yes, move it" }
+                    a.button href=(zone_link(zone)) { "Cancel" }
+                }
+            }
+        },
+    )
 }
 
 /// The confirmation before a switch: the consequence, then the form that records it.
@@ -537,6 +629,10 @@ mod tests {
     }
 
     fn render(row: &ZoneRow, operator: bool) -> String {
+        render_with(row, operator, &[])
+    }
+
+    fn render_with(row: &ZoneRow, operator: bool, accounts: &[String]) -> String {
         let viewer = Viewer {
             user: "alice",
             role: if operator { "operator" } else { "viewer" },
@@ -557,6 +653,7 @@ mod tests {
                 timeline: String::new(),
                 notice: None,
                 now: Timestamp(1_800_000_000_000),
+                accounts,
             },
         )
     }
@@ -607,5 +704,59 @@ mod tests {
         let active = row(State::Active, Facts::default());
         assert!(!render(&active, true).contains("disable-never-submitted"));
         assert!(!render(&awaiting, false).contains("/switch?to="));
+    }
+
+    /// A zone in a signed move: its accounts and phase, and the move's last look, every
+    /// address of both accounts and of the parent.
+    #[test]
+    fn a_signed_move_shows_its_phase_and_its_look() {
+        let key = crate::dnssec::Dnskey::parse_text(
+            "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+        )
+        .unwrap();
+        let mut moving = row(
+            State::Active,
+            Facts {
+                signed_move: Some(
+                    crate::lifecycle::signed_move::Move::new("shop.test.", key)
+                        .between("pdns-a", "pdns-b"),
+                ),
+                ..Facts::default()
+            },
+        );
+        moving.last_observation = Some(serde_json::json!({
+            "at": "2027-01-01T00:00:00Z",
+            "signed_move": {
+                "phase": "signing_at_target",
+                "source": [{"addr": "127.0.0.8", "answer": {"keys": [1], "signed_by": [1], "ttl": 2}}],
+                "target": [{"addr": "127.0.0.10", "answer": "unknown: timed out"}],
+                "parent": [{"addr": "127.0.0.2", "answer": {"delegation": "source", "ds": [1], "validated": true}}],
+            },
+        }));
+        let page = render(&moving, false);
+        assert!(
+            page.contains(
+                "from provider pdns-a to provider pdns-b, phase <code>signing_at_target</code>"
+            ),
+            "{page}"
+        );
+        for addr in ["127.0.0.8", "127.0.0.10", "127.0.0.2", "unknown: timed out"] {
+            assert!(page.contains(addr), "{addr}: {page}");
+        }
+        let settled = render(&row(State::Active, Facts::default()), false);
+        assert!(!settled.contains("signed-move") && !settled.contains("move-look"));
+    }
+
+    /// The move's button: for an operator, on an active zone with DNSSEC wanted, no move
+    /// under way and another account configured.
+    #[test]
+    fn the_move_is_offered_to_an_operator_where_it_can_start() {
+        let two = ["pdns-a".to_string(), "pdns-b".to_string()];
+        let active = row(State::Active, Facts::default());
+        assert!(render_with(&active, true, &two).contains("id=\"move\""));
+        assert!(!render_with(&active, false, &two).contains("id=\"move\""));
+        assert!(!render_with(&active, true, &two[..1]).contains("id=\"move\""));
+        let waiting = row(State::AwaitingDs, Facts::default());
+        assert!(!render_with(&waiting, true, &two).contains("id=\"move\""));
     }
 }

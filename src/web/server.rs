@@ -240,6 +240,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/zones", get(fleet_page))
         .route("/zones/{zone}", get(zone_page))
         .route("/zones/{zone}/switch", get(confirm_page).post(switch))
+        .route("/zones/{zone}/move", get(move_page).post(move_zone))
         .route("/static/style.css", get(style))
         .route("/static/copy.js", get(script))
         .fallback(not_found)
@@ -717,13 +718,19 @@ async fn zone_page(
     let notice = query
         .ok()
         .and_then(|Query(q)| q.recorded)
-        .and_then(|s| Switch::parse(&s))
-        .map(|s| {
-            format!(
-                "Intent {} recorded; the daemon acts on it within seconds.",
-                s.intent().as_str()
-            )
+        .and_then(|s| match s.as_str() {
+            "move" => Some(
+                "Signed move declared; the daemon takes it from here (the phase and what it waits for are below)."
+                    .to_string(),
+            ),
+            _ => Switch::parse(&s).map(|s| {
+                format!(
+                    "Intent {} recorded; the daemon acts on it within seconds.",
+                    s.intent().as_str()
+                )
+            }),
         });
+    let accounts = account_names(&live.providers);
     let timeline = timeline::render(&timeline::TimelineInput {
         zone: &row,
         events: &events,
@@ -738,6 +745,7 @@ async fn zone_page(
         timeline,
         notice,
         now,
+        accounts: &accounts,
     };
     a.respond(html(StatusCode::OK, pages::zone(&a.viewer(), &page)))
 }
@@ -747,15 +755,25 @@ struct SwitchQuery {
     to: Option<String>,
 }
 
+fn account_names(providers: &[ProviderConfig]) -> Vec<String> {
+    providers.iter().map(|p| p.name.clone()).collect()
+}
+
+/// A viewer asking for what only an operator may do: refused, naming it.
+fn operator_only(a: &Authed, what: &str) -> Result<(), Box<Response>> {
+    if a.session.role == Role::Operator {
+        return Ok(());
+    }
+    Err(Box::new(a.page(
+        StatusCode::FORBIDDEN,
+        "Not allowed",
+        &format!("Only an operator may {what}; you are a viewer. Nothing was changed."),
+    )))
+}
+
 /// The switch asked for, if the user may use it on this zone as it stands.
 fn switch_of(a: &Authed, to: Option<&str>) -> Result<Switch, Box<Response>> {
-    if a.session.role != Role::Operator {
-        return Err(Box::new(a.page(
-            StatusCode::FORBIDDEN,
-            "Not allowed",
-            "Only an operator may switch DNSSEC; you are a viewer. Nothing was changed.",
-        )));
-    }
+    operator_only(a, "switch DNSSEC")?;
     to.and_then(Switch::parse).ok_or_else(|| {
         Box::new(a.page(
             StatusCode::BAD_REQUEST,
@@ -851,6 +869,90 @@ async fn switch(
         Err(e) => a.page(
             StatusCode::CONFLICT,
             "Not recorded",
+            &format!("{e}. Nothing was changed."),
+        ),
+    }
+}
+
+async fn move_page(State(app): State<Arc<App>>, ZoneRequest { a, zone }: ZoneRequest) -> Response {
+    if let Err(r) = operator_only(&a, "move a zone") {
+        return *r;
+    }
+    let accounts = account_names(&app.live().providers);
+    match app.store.zone(zone.as_str()).await {
+        Ok(Some(row)) if pages::move_offered(&row, &accounts) => a.respond(html(
+            StatusCode::OK,
+            pages::move_confirm(&a.viewer(), zone.as_str(), row.zone.state, &accounts),
+        )),
+        Ok(Some(_)) => a.page(
+            StatusCode::CONFLICT,
+            "No move from here",
+            "A signed move starts from an active zone with DNSSEC wanted, no move under way, and another provider account configured. Nothing was changed.",
+        ),
+        Ok(None) => a.no_such_zone(&zone),
+        Err(e) => a.store_failed(&app.store, e),
+    }
+}
+
+#[derive(Deserialize)]
+struct MoveForm {
+    csrf: String,
+    to: String,
+    confirm: Option<String>,
+}
+
+async fn move_zone(
+    State(app): State<Arc<App>>,
+    ZoneRequest { a, zone }: ZoneRequest,
+    form: Result<Form<MoveForm>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return a.page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                "The form is larger than the console reads. Nothing was changed.",
+            );
+        }
+        Err(_) => return bad_token(&a),
+    };
+    if !a.session.csrf_ok(&form.csrf) {
+        return bad_token(&a);
+    }
+    if let Err(r) = operator_only(&a, "move a zone") {
+        return *r;
+    }
+    if form.confirm.as_deref() != Some("yes") {
+        return a.page(
+            StatusCode::BAD_REQUEST,
+            "Not confirmed",
+            "The move was not confirmed. Nothing was changed.",
+        );
+    }
+    let live = app.live();
+    let declared = intent::declare_move(
+        &app.store,
+        &live.providers,
+        zone.as_str(),
+        &form.to,
+        Operator::Web(&a.session.user),
+        app.clock.now(),
+    )
+    .await;
+    match declared {
+        Ok(d) => {
+            app.fleet.invalidate();
+            tracing::info!(zone = %zone, user = %a.session.user, from = d.source.as_str(), to = d.target.as_str(), "web: signed move declared");
+            let to = format!(
+                "/zones/{}?recorded=move",
+                url::form_urlencoded::byte_serialize(zone.as_str().as_bytes()).collect::<String>(),
+            );
+            a.respond(Redirect::to(&to).into_response())
+        }
+        Err(e) => a.page(
+            StatusCode::CONFLICT,
+            "Not declared",
             &format!("{e}. Nothing was changed."),
         ),
     }

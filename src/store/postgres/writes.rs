@@ -122,6 +122,37 @@ impl PgStore {
         Ok(())
     }
 
+    /// As SQLite's: not fenced, like `set_intent` (the operator's write is no daemon's
+    /// step); the version bump refuses the commit of any step that read the row before.
+    pub(in crate::store) async fn write_facts_at(
+        &self,
+        name: &str,
+        version: i64,
+        facts: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.write().await?;
+        let updated = sqlx::query(
+            "UPDATE zones SET facts = $1, next_check_at = LEAST(next_check_at, $2), \
+             version = version + 1 WHERE name = $3 AND version = $4",
+        )
+        .bind(facts)
+        .bind(now.0)
+        .bind(name)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let state = state_of(&mut tx, name).await?;
+        let event = Event::note(EventKind::Intent, state, reason);
+        step::insert_event(&mut tx, name, now, &event, None).await?;
+        tx.commit().await.noted(self)?;
+        Ok(true)
+    }
+
     pub(in crate::store) async fn defer(
         &self,
         name: &str,

@@ -84,6 +84,38 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// A zone's facts as written outside a step (a declared signed move), with its audit
+    /// event and the zone due now; false (nothing written) if the row is no longer at
+    /// `version`.
+    pub async fn write_facts_at(
+        &self,
+        name: &str,
+        version: i64,
+        facts: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.write().await?;
+        let updated = sqlx::query(
+            "UPDATE zones SET facts = ?, next_check_at = min(next_check_at, ?), \
+             version = version + 1 WHERE name = ? AND version = ?",
+        )
+        .bind(facts)
+        .bind(now.0)
+        .bind(name)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let state = state_of(&mut tx, name).await?;
+        let event = Event::note(EventKind::Intent, state, reason);
+        step::insert_event(&mut tx, name, now, &event).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Notes a step that could not be decided (an error), pulling the next check in.
     pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
         self.write_one(
