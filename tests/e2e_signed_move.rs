@@ -655,6 +655,27 @@ async fn signed_move(
     let ended = run
         .ended
         .unwrap_or_else(|| panic!("never ended\n{}", run.report()));
+    // What the daemon warned of during the move, besides its requests (for the reader:
+    // a kill leaves calls of unknown outcome, settled by the next look).
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let warned: Vec<&str> = log
+        .lines()
+        .skip_while(|l| !l.contains("signed move"))
+        .filter(|l| {
+            (l.contains(" WARN ") || l.contains(" ERROR "))
+                && !l.contains("ACTION NEEDED")
+                // Said at every (re)start: the lab's key files are world-readable.
+                && !l.contains("secret file")
+        })
+        .collect();
+    eprintln!(
+        "[127.0.{block}.x] the daemon's warnings during the move: {}",
+        if warned.is_empty() {
+            "none".to_string()
+        } else {
+            format!("\n  {}", warned.join("\n  "))
+        }
+    );
     // A few more answers from the target alone, then the probe stops.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let report = probe.report().await;
@@ -716,6 +737,7 @@ async fn signed_move(
     // A move that goes as planned raises no alert on the way.
     let declared = history
         .find("declared a signed move")
+        .map(|at| history[..at].rfind('\n').map_or(0, |line| line + 1))
         .unwrap_or_else(|| panic!("the declaration in the history\n{history}"));
     assert!(
         !history[declared..].contains("alert "),
@@ -723,6 +745,10 @@ async fn signed_move(
         run.report()
     );
     if kills_within.is_some() {
+        eprintln!(
+            "[127.0.{block}.x] the history from the declaration:\n{}",
+            &history[declared..]
+        );
         assert!(
             (2..=4).contains(&run.kills.len()),
             "2 to 4 kills: {:?}",
