@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 # tests/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
 # tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
 # tests/e2e_registry.rs (the daemon closing the parent loop through that registry) and
-# tests/move_look.rs (two PowerDNS accounts of a signed move under a Knot root and TLD).
+# tests/move_look.rs (two PowerDNS accounts of a signed move under a Knot root and TLD) and
+# tests/e2e_signed_move.rs (the daemon moving a zone between them, Unbound probing all along).
 # chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/browser_harness.rs
 # and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
 # the screenshots read by OCR, in the fonts chromium renders them with).

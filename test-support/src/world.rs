@@ -12,7 +12,13 @@
 //!    in)                          with zones moving in
 //!  <child>    127.0.B.8   pdns_server  PowerDNS with sqlite3, ns1.pdns.test. and
 //!             127.0.B.9                ns2.pdns.test.: a second provider, through its
-//!                                      own API; only with zones at PowerDNS
+//!                                      own API; only with zones at PowerDNS (or in a
+//!                                      signed move: its source, `direct-dnskey=yes`)
+//!  <child>    127.0.B.10  pdns_server  a second PowerDNS, ns1.pdns2.test. and
+//!   (signed   127.0.B.11               ns2.pdns2.test. (glue in test., delegated by
+//!    move)                             nobody at first), `direct-dnskey=yes`: the
+//!                                      target of a signed move; only with
+//!                                      [`WorldOptions::signed_move`]
 //!  registry   127.0.B.20  the lab registry of test. (dnssec_warden_lab::registry): scans
 //!                         the children's CDS, writes the DS into both TLD servers by
 //!                         UPDATE, takes NOTIFYs; only with [`WorldOptions::registry`]
@@ -29,7 +35,12 @@
 //! ([`RealWorld::delegate`]). A zone named in [`WorldOptions::at_old_provider`] starts
 //! hosted and signed (Knot, its own key) at the old provider, delegated to
 //! `ns1.old.test.`/`ns2.old.test.` with the old key's DS at both TLD servers, and unsigned
-//! at the provider: a zone about to move in.
+//! at the provider: a zone about to move in. A zone named in [`WorldOptions::signed_move`]
+//! starts at PowerDNS (`[providers.pdns]`) as one in [`WorldOptions::at_powerdns`] does,
+//! and the target PowerDNS (`[providers.pdns2]`) takes it with
+//! [`RealWorld::create_at_target`]: the registrar edits add a DS beside another
+//! ([`RealWorld::add_ds`]), remove one of several ([`RealWorld::remove_one_ds`]), and may
+//! lag one TLD server behind the other ([`RealWorld::registrar`]).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -52,6 +63,13 @@ pub const OLD_NS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
 /// PowerDNS's name servers (one server on two addresses).
 pub const PDNS_NS: [&str; 2] = ["ns1.pdns.test.", "ns2.pdns.test."];
 pub const PDNS_API_KEY: &str = "e2e-pdns-api-key";
+/// The account names the configuration gives the two PowerDNS servers.
+pub const PDNS_ACCOUNT: &str = "pdns";
+pub const PDNS2_ACCOUNT: &str = "pdns2";
+/// The second PowerDNS's name servers, a signed move's target (`127.0.B.10`, `.11`).
+pub const PDNS2_NS: [&str; 2] = ["ns1.pdns2.test.", "ns2.pdns2.test."];
+/// The second PowerDNS's addresses in a world's block.
+pub const PDNS2_HOSTS: [u8; 2] = [10, 11];
 
 /// What a world starts with beyond [`RealWorld::start`]'s zones at the provider.
 #[derive(Debug, Clone, Default)]
@@ -68,6 +86,14 @@ pub struct WorldOptions {
     /// Zones (also in `zones`) hosted at a real PowerDNS instead of the simulated
     /// provider, delegated to [`PDNS_NS`]; the configuration names it `[providers.pdns]`.
     pub at_powerdns: Vec<String>,
+    /// Zones (also in `zones`) about to make a signed move (RFC 8901 model 2) between two
+    /// PowerDNS accounts: each starts as in `at_powerdns` (unsigned at `[providers.pdns]`,
+    /// delegated to [`PDNS_NS`]), both servers run with `direct-dnskey=yes`, and a second
+    /// PowerDNS, `[providers.pdns2]` at [`PDNS2_HOSTS`] with [`PDNS2_NS`] (glue in
+    /// `test.`, delegated by nobody), is the target. The zone is created there (unsigned)
+    /// by [`RealWorld::create_at_target`], not at the start: the daemon sends nothing to
+    /// a zone two accounts hold (safety rule 13), so `enable` at the source comes first.
+    pub signed_move: Vec<String>,
     /// Unbound's `val-max-restart` (its default 5 when `None`): 0 makes it fail a bogus
     /// answer at once instead of asking other servers and the parent again.
     pub val_max_restart: Option<u32>,
@@ -192,6 +218,8 @@ pub struct RealWorld {
     pub old: Option<OldProvider>,
     /// PowerDNS, when some zone is hosted there.
     pub pdns: Option<crate::pdns::Pdns>,
+    /// The second PowerDNS, a signed move's target, with [`WorldOptions::signed_move`].
+    pub pdns2: Option<crate::pdns::Pdns>,
     /// The registry of `test.`, with [`WorldOptions::registry`].
     pub registry: Option<dnssec_warden_lab::registry::Registry>,
     /// Unbound follows the referrals from the root (port 53); false: it has stub zones.
@@ -233,14 +261,25 @@ impl RealWorld {
     /// provider (signed there, its DS at both TLD servers), the others at the provider.
     pub async fn start_with(block: u8, zones: &[&str], options: WorldOptions) -> Result<Self> {
         crate::knot::ensure_packages(&["knot", "knot-dnsutils", "unbound"])?;
-        for z in options.at_old_provider.iter().chain(&options.at_powerdns) {
+        for z in options
+            .at_old_provider
+            .iter()
+            .chain(&options.at_powerdns)
+            .chain(&options.signed_move)
+        {
             if !zones.contains(&z.as_str()) {
                 return Err(format!(
                     "{z} is at the old provider or PowerDNS but not among {zones:?}"
                 ));
             }
         }
-        let at_pdns: Vec<&str> = options.at_powerdns.iter().map(String::as_str).collect();
+        let at_pdns: Vec<&str> = options
+            .at_powerdns
+            .iter()
+            .chain(&options.signed_move)
+            .map(String::as_str)
+            .collect();
+        let two_pdns = !options.signed_move.is_empty();
         // The zones at the simulated provider.
         let sim_zones: Vec<&str> = zones
             .iter()
@@ -265,6 +304,9 @@ impl RealWorld {
         ];
         if options.registry.is_some() {
             addresses.push(at(REGISTRY_HOST));
+        }
+        if two_pdns {
+            addresses.extend(PDNS2_HOSTS.map(at));
         }
         let port = crate::knot::pick_port(&addresses)?;
         let follows_referrals = port == 53;
@@ -291,6 +333,13 @@ impl RealWorld {
             at(8),
             at(9)
         );
+        if two_pdns {
+            tld.push_str(&format!(
+                "ns1.pdns2 3600 A {}\nns2.pdns2 3600 A {}\n",
+                at(PDNS2_HOSTS[0]),
+                at(PDNS2_HOSTS[1])
+            ));
+        }
         let mut tld_options = crate::knot::KnotOptions::default();
         if let Some(r) = &options.registry {
             tld.push_str(&format!("registry.nic 3600 A {}\n", at(REGISTRY_HOST)));
@@ -442,11 +491,14 @@ impl RealWorld {
         let pdns = if at_pdns.is_empty() {
             None
         } else {
-            let pdns = crate::pdns::Pdns::start(
+            let pdns = crate::pdns::Pdns::start_with(
                 &dir.path().join("pdns"),
                 &[at(8), at(9)],
                 port,
                 PDNS_API_KEY,
+                crate::pdns::PdnsOptions {
+                    direct_dnskey: two_pdns,
+                },
             )?;
             for z in &at_pdns {
                 let body = child_body(z, &PDNS_NS, 2, "pdns").replace("$SERIAL", "1");
@@ -456,6 +508,20 @@ impl RealWorld {
                 }
             }
             Some(pdns)
+        };
+        // The target of a signed move: running, holding no zone until one is created.
+        let pdns2 = if two_pdns {
+            Some(crate::pdns::Pdns::start_with(
+                &dir.path().join("pdns2"),
+                &PDNS2_HOSTS.map(at),
+                port,
+                PDNS_API_KEY,
+                crate::pdns::PdnsOptions {
+                    direct_dnskey: true,
+                },
+            )?)
+        } else {
+            None
         };
         if let Some(o) = &old {
             for z in &moving {
@@ -574,17 +640,21 @@ impl RealWorld {
                 at(1),
                 unbound.addr,
                 names.join(", "),
-                pdns.as_ref().map_or_else(String::new, |p| {
-                    let key = dir.path().join("pdns-api-key");
-                    if let Err(e) = std::fs::write(&key, format!("{PDNS_API_KEY}\n")) {
-                        eprintln!("cannot write {}: {e}", key.display());
-                    }
-                    format!(
-                        "[providers.pdns]\nkind = \"powerdns\"\nbase_url = \"{}\"\napi_key_file = {key:?}\n\
-                         request_timeout = \"5s\"\nmax_attempts = 2\nretry_budget = \"5s\"\n",
-                        p.base_url()
-                    )
-                })
+                [(PDNS_ACCOUNT, &pdns), (PDNS2_ACCOUNT, &pdns2)]
+                    .into_iter()
+                    .filter_map(|(account, p)| {
+                        let p = p.as_ref()?;
+                        let key = dir.path().join("pdns-api-key");
+                        if let Err(e) = std::fs::write(&key, format!("{PDNS_API_KEY}\n")) {
+                            eprintln!("cannot write {}: {e}", key.display());
+                        }
+                        Some(format!(
+                            "[providers.{account}]\nkind = \"powerdns\"\nbase_url = \"{}\"\napi_key_file = {key:?}\n\
+                             request_timeout = \"5s\"\nmax_attempts = 2\nretry_budget = \"5s\"\n",
+                            p.base_url()
+                        ))
+                    })
+                    .collect::<String>()
             ),
         )
         .map_err(|e| e.to_string())?;
@@ -607,6 +677,7 @@ impl RealWorld {
             secondary,
             old,
             pdns,
+            pdns2,
             registry,
             follows_referrals,
             anchor,
@@ -640,8 +711,110 @@ impl RealWorld {
         Ok(())
     }
 
+    /// The registrar adds `ds` (rdata `tag alg type HEX`) beside the DS records the zone
+    /// has, TTL 2 (a signed move's "add DS(Kt), keep DS(Ks)").
+    pub fn add_ds(&self, zone: &str, on: Tld, ds: &str) -> Result<()> {
+        let rr = format!("2 DS {ds}");
+        for k in self.tlds(on) {
+            k.edit("test.", &[(zone, &rr)], &[])?;
+        }
+        Ok(())
+    }
+
+    /// The registrar makes the zone's DS set exactly `set` (each `tag alg type HEX`), TTL
+    /// 2; an empty set removes every DS.
+    pub fn publish_ds_set(&self, zone: &str, on: Tld, set: &[&str]) -> Result<()> {
+        let rrs: Vec<String> = set.iter().map(|ds| format!("2 DS {ds}")).collect();
+        let records: Vec<(&str, &str)> = rrs.iter().map(|rr| (zone, rr.as_str())).collect();
+        for k in self.tlds(on) {
+            k.edit("test.", &records, &[(zone, "DS")])?;
+        }
+        Ok(())
+    }
+
+    /// The registrar removes the one DS `ds` (`tag alg type HEX`), keeping the others (a
+    /// signed move's "remove DS(Ks), keep DS(Kt)"); an error if it is not there.
+    pub fn remove_one_ds(&self, zone: &str, on: Tld, ds: &str) -> Result<()> {
+        for k in self.tlds(on) {
+            k.knotc(&["zone-begin", "test."])?;
+            let mut args = vec!["zone-unset", "test.", zone, "DS"];
+            args.extend(ds.split_whitespace());
+            let edit = k
+                .knotc(&args)
+                .and_then(|_| k.knotc(&["zone-commit", "test."]));
+            if let Err(e) = edit {
+                let _ = k.knotc(&["zone-abort", "test."]);
+                return Err(format!("removing DS {ds} of {zone}: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// What one TLD server publishes for `zone` now, asked directly (no cache): its DS
+    /// records (`tag alg type HEX`, the digest in upper case, sorted) and the names of
+    /// its NS records (lower case, sorted). `on` must name one server.
+    pub async fn parent_view(&self, zone: &str, on: Tld) -> Result<(Vec<String>, Vec<String>)> {
+        use dnssec_warden::dns::Transport;
+        use hickory_proto::rr::{RData, RecordType};
+        let server = match on {
+            Tld::A => self.tld_a.socket(),
+            Tld::B => self.tld_b.socket(),
+            Tld::Both => return Err("parent_view asks one TLD server".into()),
+        };
+        let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+        let name =
+            dnssec_warden::dns::wire::parse_name(zone).ok_or_else(|| format!("bad name {zone}"))?;
+        let ask = |rtype| {
+            let q = dnssec_warden::dns::wire::build_query(&name, rtype, false);
+            let transport = &transport;
+            async move {
+                transport
+                    .exchange(server, &q)
+                    .await
+                    .map_err(|e| format!("{server} {zone} {rtype}: {e}"))
+            }
+        };
+        let ds_answer = ask(RecordType::DS).await?;
+        let mut ds: Vec<String> = ds_answer
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::DS)
+            .map(|r| {
+                let f: Vec<String> = r
+                    .data
+                    .to_string()
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect();
+                let (head, digest) = f.split_at(f.len().min(3));
+                format!(
+                    "{} {}",
+                    head.join(" "),
+                    digest.concat().to_ascii_uppercase()
+                )
+            })
+            .collect();
+        ds.sort();
+        let ns_answer = ask(RecordType::NS).await?;
+        let mut ns: Vec<String> = ns_answer
+            .authorities
+            .iter()
+            .chain(&ns_answer.answers)
+            .filter_map(|r| match &r.data {
+                RData::NS(n) if r.name.to_string().eq_ignore_ascii_case(zone) => {
+                    Some(n.0.to_string().to_ascii_lowercase())
+                }
+                _ => None,
+            })
+            .collect();
+        ns.sort();
+        ns.dedup();
+        Ok((ds, ns))
+    }
+
     /// The registrar replaces the zone's NS RRset with `hosts` (TTL 2, glue already in
-    /// `test.` for [`PROVIDER_NS`] and [`OLD_NS`]); the DS stays as it is.
+    /// `test.` for [`PROVIDER_NS`], [`OLD_NS`], [`PDNS_NS`] and [`PDNS2_NS`]); the DS
+    /// stays as it is.
     pub fn delegate(&self, zone: &str, on: Tld, hosts: &[&str]) -> Result<()> {
         if hosts.is_empty() {
             return Err(format!("a delegation of {zone} to no server"));
@@ -700,6 +873,41 @@ impl RealWorld {
             .ds(zone)
     }
 
+    /// The DS of the key the second PowerDNS (a signed move's target) signs `zone` with.
+    pub fn pdns2_ds(&self, zone: &str) -> Result<String> {
+        self.target()?.ds(zone)
+    }
+
+    fn target(&self) -> Result<&crate::pdns::Pdns> {
+        self.pdns2
+            .as_ref()
+            .ok_or_else(|| "no second PowerDNS in this world (WorldOptions::signed_move)".into())
+    }
+
+    /// The operator creates `zone` at the second PowerDNS (a signed move's target),
+    /// unsigned, with the same records as at the first, its apex NS [`PDNS2_NS`] and
+    /// `who TXT "pdns2"`; returns once both its addresses serve it.
+    pub async fn create_at_target(&self, zone: &str) -> Result<()> {
+        let target = self.target()?;
+        let body = child_body(zone, &PDNS2_NS, 2, "pdns2").replace("$SERIAL", "1");
+        target.load_zone(zone, &body)?;
+        for h in PDNS2_HOSTS {
+            let server = std::net::SocketAddr::from((ip(self.block, h), self.port));
+            wait_for_zone(server, zone, Duration::from_secs(20)).await?;
+        }
+        Ok(())
+    }
+
+    /// The operator deletes `zone` at the first PowerDNS (a signed move's source, once
+    /// the move asks for it).
+    pub fn delete_at_source(&self, zone: &str) -> Result<()> {
+        self.pdns
+            .as_ref()
+            .ok_or_else(|| "no PowerDNS in this world".to_string())?
+            .pdnsutil(&["delete-zone", zone])
+            .map(drop)
+    }
+
     /// Unbound's `(rcode, AD)` for `www.<zone> A`, after a flush of what it knew.
     pub async fn resolve_fresh(&self, zone: &str) -> Result<(String, bool)> {
         self.unbound.flush(zone)?;
@@ -725,8 +933,13 @@ impl RealWorld {
             .as_ref()
             .map(|p| format!("--- pdns ---\n{}", p.log()))
             .unwrap_or_default();
+        let pdns2 = self
+            .pdns2
+            .as_ref()
+            .map(|p| format!("--- pdns2 ---\n{}", p.log()))
+            .unwrap_or_default();
         format!(
-            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}{old}{pdns}",
+            "--- primary ---\n{}--- secondary ---\n{}--- tld a ---\n{}--- tld b ---\n{}{old}{pdns}{pdns2}",
             self.primary.log(),
             self.secondary.log(),
             self.tld_a.log(),
@@ -836,7 +1049,37 @@ pub async fn wait_state(
 pub struct Probe {
     stop: Arc<std::sync::atomic::AtomicBool>,
     bogus: Arc<std::sync::atomic::AtomicUsize>,
+    counts: Arc<ProbeCounts>,
     task: tokio::task::JoinHandle<Vec<String>>,
+}
+
+/// Every answer a [`Probe`] got, by kind.
+#[derive(Debug, Default)]
+struct ProbeCounts {
+    answers: std::sync::atomic::AtomicUsize,
+    /// NOERROR with AD: validated.
+    secure: std::sync::atomic::AtomicUsize,
+    /// NOERROR without AD: the resolver took the zone for unsigned.
+    insecure: std::sync::atomic::AtomicUsize,
+    /// SERVFAIL, whatever the cause.
+    servfail: std::sync::atomic::AtomicUsize,
+}
+
+/// What a [`Probe`] saw from start to finish ([`Probe::report`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Answers (and failures to get one) in all.
+    pub answers: usize,
+    /// NOERROR with the AD bit: SECURE.
+    pub secure: usize,
+    /// NOERROR without the AD bit: INSECURE.
+    pub insecure: usize,
+    /// SERVFAIL, whatever the cause.
+    pub servfail: usize,
+    /// SERVFAILs whose query with checking disabled answered: validation failures.
+    pub bogus: usize,
+    /// The answers in order, runs of the same folded (`rcode [AD] from TIME, N times`).
+    pub runs: Vec<String>,
 }
 
 impl Probe {
@@ -844,9 +1087,10 @@ impl Probe {
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         let stop = Arc::new(AtomicBool::new(false));
         let bogus = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new(ProbeCounts::default());
         let addr = w.unbound.addr;
         let name = format!("www.{zone}");
-        let (s, b) = (stop.clone(), bogus.clone());
+        let (s, b, c) = (stop.clone(), bogus.clone(), counts.clone());
         let task = tokio::spawn(async move {
             use dnssec_warden::dns::Transport;
             let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
@@ -866,10 +1110,27 @@ impl Probe {
                     true,
                 );
                 let mut rcode = match transport.exchange(addr, &q).await {
-                    Ok(m) => m.metadata.response_code.to_string(),
+                    Ok(m) => {
+                        let code = m.metadata.response_code;
+                        if code == hickory_proto::op::ResponseCode::NoError {
+                            if m.metadata.authentic_data {
+                                c.secure.fetch_add(1, Ordering::SeqCst);
+                            } else {
+                                c.insecure.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        // AD named (the answers of a run share it): a run of
+                        // `No Error AD` is SECURE, `No Error` INSECURE.
+                        format!(
+                            "{code}{}",
+                            if m.metadata.authentic_data { " AD" } else { "" }
+                        )
+                    }
                     Err(e) => format!("error {e}"),
                 };
+                c.answers.fetch_add(1, Ordering::SeqCst);
                 if rcode.contains("SERVFAIL") || rcode.contains("Server Failure") {
+                    c.servfail.fetch_add(1, Ordering::SeqCst);
                     let mut cd = q.clone();
                     cd.metadata.checking_disabled = true;
                     let validation = matches!(
@@ -902,7 +1163,27 @@ impl Probe {
                 .map(|(answer, from, n)| format!("{answer} from {from}, {n} times"))
                 .collect()
         });
-        Self { stop, bogus, task }
+        Self {
+            stop,
+            bogus,
+            counts,
+            task,
+        }
+    }
+
+    /// Stops the probe: every answer it got, by kind.
+    pub async fn report(self) -> ProbeReport {
+        use std::sync::atomic::Ordering;
+        let counts = self.counts.clone();
+        let (bogus, runs) = self.finish().await;
+        ProbeReport {
+            answers: counts.answers.load(Ordering::SeqCst),
+            secure: counts.secure.load(Ordering::SeqCst),
+            insecure: counts.insecure.load(Ordering::SeqCst),
+            servfail: counts.servfail.load(Ordering::SeqCst),
+            bogus,
+            runs,
+        }
     }
 
     /// Stops the probe: (validation SERVFAILs seen, the answers seen, repeats folded).
