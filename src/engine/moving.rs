@@ -43,6 +43,17 @@ fn listed_ns(
 }
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
+    /// The move's timings. A look confirming a hold is missed (the hold restarts) only
+    /// when the next comes later than two polls plus the longest a step may take: the
+    /// next look is scheduled a poll after the last one's commit, and a move's look
+    /// (both accounts, every address of both, the parent validated) may take longer than
+    /// a short poll.
+    fn move_policy(&self) -> signed_move::MovePolicy {
+        let mut policy = self.policy.move_policy();
+        policy.confirmation_gap += self.step_timeout;
+        policy
+    }
+
     /// One step of a zone whose facts hold a signed move.
     pub(super) async fn step_move(
         &self,
@@ -51,7 +62,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     ) -> Result<StepOutcome, EngineError> {
         let row = &read.row;
         let name = row.zone.name.as_str();
-        let policy = self.policy.move_policy();
+        let policy = self.move_policy();
         let (planned, summary, look) = match self.move_accounts(name, mv).await {
             Err((why, on)) => {
                 let planned = held(mv, why, on);
@@ -87,6 +98,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         {
             self.settle_unknown_move_calls(name, mv, look).await?;
         }
+        #[cfg(any(test, feature = "test-hooks"))]
+        self.crash_point(super::CrashPoint::Observed, name)?;
         let target_ns = look.map(|(_, ns)| ns).unwrap_or_default();
         let now = self.clock.now();
         let decision = self.move_decision(read, mv, &planned, &target_ns, now);
@@ -542,7 +555,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             self.clock.as_ref(),
         )
         .await;
-        match signed_move::source_may_go_off(&mv, &look, &self.policy.move_policy()) {
+        match signed_move::source_may_go_off(&mv, &look, &self.move_policy()) {
             Ok(()) => Ok(None),
             Err(why) => refused(why),
         }

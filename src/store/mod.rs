@@ -660,6 +660,12 @@ impl Store {
             mv.ttls.dnskey = mv.ttls.dnskey.max(facts.max_dnskey_ttl.unwrap_or(0));
             mv.ttls.ds = mv.ttls.ds.max(facts.max_ds_ttl.unwrap_or(0));
             facts.signed_move = Some(mv);
+            // Until the daemon's first look at the move, `status` says what it waits for.
+            facts.held_by = Some(crate::lifecycle::facts::Hold::new(
+                "the daemon's first look at the signed move",
+                crate::lifecycle::facts::Party::Daemon,
+            ));
+            facts.held_since = Some(now);
             let facts = serde_json::to_string(&facts)
                 .map_err(|e| StoreError::Corrupt(format!("zone {zone}: facts: {e}")))?;
             let written = match &self.backend {

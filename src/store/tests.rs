@@ -1755,9 +1755,17 @@ async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
     assert_eq!(declared.source_key, mv.source_key);
     // The DS TTL the facts hold (3600) bounds it from above; the larger DNSKEY one stays.
     assert_eq!((declared.ttls.dnskey, declared.ttls.ds), (7200, 3600));
-    // The rest of the facts as they were.
+    // The wait `status` shows until the daemon's first look, and the rest of the facts
+    // as they were.
+    assert_eq!(
+        after.zone.facts.held_by.as_ref().map(|h| h.on),
+        Some(crate::lifecycle::facts::Party::Daemon)
+    );
+    assert_eq!(after.zone.facts.held_since, Some(now));
     let mut rest = after.zone.facts.clone();
     rest.signed_move = None;
+    rest.held_by = None;
+    rest.held_since = None;
     assert_eq!(rest, facts());
     assert_eq!(after.zone.state, Some(State::Active));
     assert_eq!(after.next_check_at, now);
