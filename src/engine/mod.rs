@@ -1010,29 +1010,24 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         zone: &str,
         on: bool,
     ) -> Result<crate::provider::DnssecSwitched, ProviderError> {
-        let store = &self.store;
-        let may_send = || -> crate::provider::PermitAnswer<'_> {
-            Box::pin(async move {
-                store
-                    .lease_current(zone, crate::store::Fenced::ProviderCall)
-                    .await
-                    .unwrap_or(false)
-            })
-        };
+        let may_send = || self.lease_permit(zone);
         self.provider.set_dnssec(zone, on, &may_send).await
+    }
+
+    /// Rule 12's permit for a provider call about `zone`, asked right before every
+    /// attempt: this daemon's lease on the zone still current (always, with one daemon).
+    fn lease_permit<'a>(&'a self, zone: &'a str) -> crate::provider::PermitAnswer<'a> {
+        Box::pin(async move {
+            self.store
+                .lease_current(zone, crate::store::Fenced::ProviderCall)
+                .await
+                .unwrap_or(false)
+        })
     }
 
     /// Sets the provider's CDS publication, with the lease asked as for a switch.
     async fn set_cds(&self, zone: &str, to: CdsPublication) -> Result<(), ProviderError> {
-        let store = &self.store;
-        let may_send = || -> crate::provider::PermitAnswer<'_> {
-            Box::pin(async move {
-                store
-                    .lease_current(zone, crate::store::Fenced::ProviderCall)
-                    .await
-                    .unwrap_or(false)
-            })
-        };
+        let may_send = || self.lease_permit(zone);
         self.provider.set_cds_publication(zone, to, &may_send).await
     }
 

@@ -482,15 +482,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         if !self.claim_effect(zone, item).await? {
             return Ok(None);
         }
-        let store = &self.store;
-        let may_send = || -> crate::provider::PermitAnswer<'_> {
-            Box::pin(async move {
-                store
-                    .lease_current(zone, crate::store::Fenced::ProviderCall)
-                    .await
-                    .unwrap_or(false)
-            })
-        };
+        let may_send = || self.lease_permit(zone);
         let result = match call {
             MoveCall::DnssecOn => client.set_dnssec(zone, true, &may_send).await.map(|_| ()),
             MoveCall::DnssecOff => client.set_dnssec(zone, false, &may_send).await.map(|_| ()),

@@ -802,43 +802,60 @@ async fn confirm_page(
     }
 }
 
+/// The console's state-changing forms (the switch, the move): the session's token, what
+/// to do, and the confirmation.
 #[derive(Deserialize)]
-struct SwitchForm {
+struct ConfirmForm {
     csrf: String,
     to: String,
     confirm: Option<String>,
 }
 
-async fn switch(
-    State(app): State<Arc<App>>,
-    ZoneRequest { a, zone }: ZoneRequest,
-    form: Result<Form<SwitchForm>, FormRejection>,
-) -> Response {
+/// A state-changing form as read: refused, changing nothing, when too large, unreadable
+/// or without its session's token; then only an operator's, and only confirmed.
+fn confirmed_form(
+    a: &Authed,
+    form: Result<Form<ConfirmForm>, FormRejection>,
+    what: &str,
+) -> Result<ConfirmForm, Box<Response>> {
     let form = match form {
         Ok(Form(form)) => form,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return a.page(
+            return Err(Box::new(a.page(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "Too large",
                 "The form is larger than the console reads. Nothing was changed.",
-            );
+            )));
         }
-        Err(_) => return bad_token(&a),
+        Err(_) => return Err(Box::new(bad_token(a))),
     };
     if !a.session.csrf_ok(&form.csrf) {
-        return bad_token(&a);
+        return Err(Box::new(bad_token(a)));
     }
+    operator_only(a, what)?;
+    if form.confirm.as_deref() != Some("yes") {
+        return Err(Box::new(a.page(
+            StatusCode::BAD_REQUEST,
+            "Not confirmed",
+            &format!("The request to {what} was not confirmed. Nothing was changed."),
+        )));
+    }
+    Ok(form)
+}
+
+async fn switch(
+    State(app): State<Arc<App>>,
+    ZoneRequest { a, zone }: ZoneRequest,
+    form: Result<Form<ConfirmForm>, FormRejection>,
+) -> Response {
+    let form = match confirmed_form(&a, form, "switch DNSSEC") {
+        Ok(form) => form,
+        Err(r) => return *r,
+    };
     let switch = match switch_of(&a, Some(&form.to)) {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    if form.confirm.as_deref() != Some("yes") {
-        return a.page(
-            StatusCode::BAD_REQUEST,
-            "Not confirmed",
-            "The switch was not confirmed. Nothing was changed.",
-        );
-    }
     match app.store.zone(zone.as_str()).await {
         Ok(Some(_)) => {}
         Ok(None) => return a.no_such_zone(&zone),
@@ -894,42 +911,15 @@ async fn move_page(State(app): State<Arc<App>>, ZoneRequest { a, zone }: ZoneReq
     }
 }
 
-#[derive(Deserialize)]
-struct MoveForm {
-    csrf: String,
-    to: String,
-    confirm: Option<String>,
-}
-
 async fn move_zone(
     State(app): State<Arc<App>>,
     ZoneRequest { a, zone }: ZoneRequest,
-    form: Result<Form<MoveForm>, FormRejection>,
+    form: Result<Form<ConfirmForm>, FormRejection>,
 ) -> Response {
-    let form = match form {
-        Ok(Form(form)) => form,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return a.page(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Too large",
-                "The form is larger than the console reads. Nothing was changed.",
-            );
-        }
-        Err(_) => return bad_token(&a),
+    let form = match confirmed_form(&a, form, "move a zone") {
+        Ok(form) => form,
+        Err(r) => return *r,
     };
-    if !a.session.csrf_ok(&form.csrf) {
-        return bad_token(&a);
-    }
-    if let Err(r) = operator_only(&a, "move a zone") {
-        return *r;
-    }
-    if form.confirm.as_deref() != Some("yes") {
-        return a.page(
-            StatusCode::BAD_REQUEST,
-            "Not confirmed",
-            "The move was not confirmed. Nothing was changed.",
-        );
-    }
     let live = app.live();
     let declared = intent::declare_move(
         &app.store,
