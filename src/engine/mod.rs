@@ -786,20 +786,34 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 Effect::SetCds { .. } => "its CDS publication is",
                 _ => "DNSSEC is",
             };
-            let reason = format!(
-                "{who}: {what} {said}: the call to {} {}",
-                item.effect.describe(),
-                if took {
-                    "took effect"
-                } else {
-                    "did not take effect"
-                }
-            );
-            tracing::info!(zone, "{reason}");
-            self.store
-                .settle_unknown_call(item.id, zone, took, &reason, self.clock.now())
+            self.settle_call(zone, &item, took, format!("{who}: {what} {said}"))
                 .await?;
         }
+        Ok(())
+    }
+
+    /// A call of unknown outcome, settled by what the provider says now (`said`, rule 11):
+    /// the audit trail then says what actually happened.
+    async fn settle_call(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        took: bool,
+        said: String,
+    ) -> Result<(), EngineError> {
+        let reason = format!(
+            "{said}: the call to {} {}",
+            item.effect.describe(),
+            if took {
+                "took effect"
+            } else {
+                "did not take effect"
+            }
+        );
+        tracing::info!(zone, "{reason}");
+        self.store
+            .settle_unknown_call(item.id, zone, took, &reason, self.clock.now())
+            .await?;
         Ok(())
     }
 

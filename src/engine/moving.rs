@@ -72,16 +72,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             // The move is done and the source no longer lists the zone: it ends.
             Ok(Found::SourceGone { target }) => return self.end_move(read, mv, target).await,
             Ok(Found::Both(a)) => {
-                let look = super::move_look::look(
-                    a.source,
-                    a.target,
-                    self.observer.as_ref(),
-                    name,
-                    &a.source_ns,
-                    &a.target_ns,
-                    self.clock.as_ref(),
-                )
-                .await;
+                let look = self.look_at(name, &a).await;
                 let mut planned = signed_move::step(mv, &look, &policy);
                 if planned.next.phase == Phase::Done {
                     planned.waiting = format!(
@@ -129,6 +120,20 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             from: row.zone.state,
             to: decision.state,
         })
+    }
+
+    /// One look at the move through both accounts (`engine::move_look`).
+    async fn look_at(&self, zone: &str, a: &Accounts<'_, P::Account>) -> Look {
+        super::move_look::look(
+            a.source,
+            a.target,
+            self.observer.as_ref(),
+            zone,
+            &a.source_ns,
+            &a.target_ns,
+            self.clock.as_ref(),
+        )
+        .await
     }
 
     /// The move's accounts by their configured names, each asked for the zone.
@@ -406,18 +411,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     .map(|sides| !sides.contains(&side)),
             };
             let Some(took) = took else { continue };
-            let reason = format!(
-                "provider {account}: the call to {} {}",
-                item.effect.describe(),
-                if took {
-                    "took effect"
-                } else {
-                    "did not take effect"
-                }
-            );
-            tracing::info!(zone, "{reason}");
-            self.store
-                .settle_unknown_call(item.id, zone, took, &reason, self.clock.now())
+            self.settle_call(zone, &item, took, format!("provider {account}"))
                 .await?;
         }
         Ok(())
@@ -537,16 +531,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             }
             Err((why, _)) => return refused(why),
         };
-        let look = super::move_look::look(
-            accounts.source,
-            accounts.target,
-            self.observer.as_ref(),
-            zone,
-            &accounts.source_ns,
-            &accounts.target_ns,
-            self.clock.as_ref(),
-        )
-        .await;
+        let look = self.look_at(zone, &accounts).await;
         match signed_move::source_may_go_off(&mv, &look, &self.move_policy()) {
             Ok(()) => Ok(None),
             Err(why) => refused(why),
