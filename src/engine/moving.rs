@@ -341,6 +341,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         facts.provider_ns = None;
         facts.delegated_at = mv.delegated_at;
         facts.ds_line = Some(key.ds_line().to_string());
+        // The largest TTLs seen bound later waits (rule 2): the move's count too.
+        let larger = |known: Option<u32>, seen: u32| known.max(Some(seen).filter(|t| *t > 0));
+        facts.max_dnskey_ttl = larger(facts.max_dnskey_ttl, mv.ttls.dnskey);
+        facts.max_ds_ttl = larger(facts.max_ds_ttl, mv.ttls.ds);
         facts.ds_to_enter = None;
         facts.dnskey_to_enter = None;
         let decision = Decision {
