@@ -564,3 +564,210 @@ fn a_cooperative_world_moves_the_zone_through_every_phase() {
     };
     check(shape, vec![Op::Tick]).unwrap();
 }
+
+// An adversarial review's sequences: each failed before its fix.
+
+fn plain_shape() -> Shape {
+    Shape {
+        ds_ttl: 3600,
+        ns_ttl: 3600,
+        dnskey_ttl: [300, 300],
+        apex_ns_ttl: [300, 300],
+        target_signs: false,
+        seeded: true,
+        child_lags: [0; 4],
+        lagging_parent: (0, 0),
+        registrar_delays: vec![0],
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// In `done` the move waits for the operator to delete the zone at the source, forever
+/// if they do not: the wait must name the operator, and a wait that cannot end by itself
+/// must alert (rule 11).
+#[test]
+fn done_waits_on_the_operator_and_is_alerted_when_it_lasts() {
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        rig.settle().await.unwrap();
+        for _ in 0..5 {
+            rig.tick().await.unwrap();
+            rig.poll().await;
+        }
+        rig.world.clock.advance(Duration::from_secs(30 * 86_400));
+        for _ in 0..3 {
+            rig.tick().await.unwrap();
+            rig.poll().await;
+        }
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        let held = row.zone.facts.held_by.clone().unwrap();
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        eprintln!(
+            "held_by: {held:?}\nopen alerts: {:?}",
+            open.iter()
+                .map(|a| (a.kind, &a.message))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            held.on.as_str(),
+            "operator",
+            "wait names {:?}: {}",
+            held.on,
+            held.what
+        );
+        assert!(!open.is_empty(), "30 days stuck in done, nothing alerted");
+    });
+}
+
+/// The registrar never acts on "add DS": the move waits forever in awaiting_both_ds.
+/// Rule 11: a wait that cannot end by itself alerts within observation_failing_after.
+#[test]
+fn a_registrar_that_never_acts_is_alerted() {
+    rt().block_on(async {
+        let rig = MoveRig::new(&plain_shape()).await;
+        for _ in 0..40 {
+            let _ = rig.engine.tick().await;
+            assert!(rig.engine.settle(Duration::from_secs(30)).await);
+            rig.poll().await;
+        }
+        rig.world.clock.advance(Duration::from_secs(30 * 86_400));
+        for _ in 0..3 {
+            let _ = rig.engine.tick().await;
+            assert!(rig.engine.settle(Duration::from_secs(30)).await);
+            rig.poll().await;
+        }
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        eprintln!(
+            "phase {:?} held_by {:?}",
+            row.zone.facts.signed_move.as_ref().map(|m| m.phase),
+            row.zone.facts.held_by
+        );
+        assert_eq!(rig.phase().await, Some(Phase::AwaitingBothDs));
+        assert!(
+            !open.is_empty(),
+            "30 days waiting on the registrar, nothing alerted"
+        );
+    });
+}
+
+/// The target rolls its key after `done` (the parent has DS(Kt) only: the zone is bogus
+/// now); the move alerts. Then the operator deletes the source's copy: the critical
+/// alert must not be resolved while the target still signs with a key the parent has
+/// no DS for, and the move must not hang silently.
+#[test]
+fn a_roll_at_the_target_after_done_stays_alerted_once_the_source_is_deleted() {
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        rig.settle().await.unwrap();
+        rig.world.roll(TARGET);
+        rig.tick().await.unwrap();
+        rig.poll().await;
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        eprintln!(
+            "after the roll: {:?}",
+            open.iter()
+                .map(|a| (a.kind, &a.message))
+                .collect::<Vec<_>>()
+        );
+        assert!(!open.is_empty(), "the roll is alerted");
+        rig.world.lock().accounts[SOURCE].holds_zone = false;
+        for _ in 0..5 {
+            rig.tick().await.unwrap();
+            rig.poll().await;
+        }
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        eprintln!(
+            "after the deletion: move {:?}, held_by {:?}, alerts {:?}",
+            row.zone.facts.signed_move.as_ref().map(|m| m.phase),
+            row.zone.facts.held_by,
+            open.iter()
+                .map(|a| (a.kind, &a.message))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            !open.is_empty(),
+            "the zone is bogus and no alert is open any more"
+        );
+    });
+}
+
+/// The step entering awaiting_delegation commits the "change the NS" request and the
+/// daemon dies before delivering it. While it is down, the target rolls its key (the
+/// parent has DS(Ks)+DS(Kt_old), nothing for the new key). At the restart the step sees
+/// the roll, alerts and holds, and then delivers the stale "change the NS" anyway: the
+/// registrar sends resolvers to a target whose key has no DS (rule 15, rule 8's spirit).
+#[test]
+fn an_ns_change_owed_across_a_crash_waits_while_a_target_roll_holds_the_move() {
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        let mut crashed = false;
+        for _ in 0..200 {
+            let before = rig.phase().await;
+            let both_ds = (0..3).all(|i| rig.world.parent_now(i).ds.len() == 2);
+            if before == Some(Phase::AwaitingBothDs) && both_ds {
+                rig.crash.arm(CrashPoint::Committed);
+            }
+            if rig.engine.tick().await.is_err() {
+                if rig.phase().await == Some(Phase::AwaitingDelegation) {
+                    crashed = true;
+                    break;
+                }
+                rig.restart().await;
+            }
+            rig.crash.arm_none();
+            assert!(rig.engine.settle(Duration::from_secs(30)).await);
+            rig.registrar_acts().await.unwrap();
+            rig.poll().await;
+        }
+        assert!(
+            crashed,
+            "never crashed right after entering awaiting_delegation"
+        );
+        let asked_before = rig
+            .store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.reason.starts_with("ACTION NEEDED: change the NS"));
+        assert!(
+            !asked_before,
+            "the NS change was not delivered before the crash"
+        );
+        // Down: the target rolls.
+        rig.world.roll(TARGET);
+        rig.restart().await;
+        rig.tick().await.unwrap();
+        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        let events = rig.store.events(ZONE).await.unwrap();
+        let delivered = events
+            .iter()
+            .any(|e| e.reason.starts_with("ACTION NEEDED: change the NS"));
+        eprintln!(
+            "alerts: {:?}",
+            open.iter()
+                .map(|a| (a.kind, &a.message))
+                .collect::<Vec<_>>()
+        );
+        for _ in 0..6 {
+            rig.tick().await.unwrap();
+            rig.poll().await;
+        }
+        eprintln!(
+            "rule 15 after the registrar acted: {:#?}",
+            rig.world.check_rule15()
+        );
+        assert!(
+            !delivered,
+            "the stale NS change was delivered after the step saw the roll and alerted"
+        );
+    });
+}

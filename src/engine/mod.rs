@@ -881,6 +881,19 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             if self.hook_running(zone) {
                 break;
             }
+            // A move's request sent late only if the move still stands on it.
+            if let Effect::MoveRequest { request } = &item.effect {
+                match self.request_stands(zone, request).await? {
+                    moving::Stands::Yes => {}
+                    moving::Stands::Later => continue,
+                    moving::Stands::No(why) => {
+                        let note = format!("not sent to the registrar: {why}");
+                        self.effect_ended(zone, &item, OutboxStatus::Superseded, note)
+                            .await?;
+                        continue;
+                    }
+                }
+            }
             // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent;
             // a move's calls inside theirs.
             if item.effect != Effect::DisableDnssec

@@ -194,8 +194,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let zone = &read.row.zone;
         let mut facts = zone.facts.clone();
         facts.signed_move = Some(decision.next.clone());
-        // Something holds a move until it ends: since the first of its steps.
-        facts.held_since = facts.held_by.as_ref().and(facts.held_since).or(Some(now));
+        // Something holds a move until it ends; `held_since` counts from its phase's
+        // start, so that a phase that lasts is said.
+        if decision.next.phase != mv.phase || facts.held_by.is_none() {
+            facts.held_since = Some(now);
+        }
+        let since = *facts.held_since.get_or_insert(now);
         facts.held_by = Some(Hold::new(decision.waiting.clone(), decision.on()));
         let mut notes = Vec::new();
         if decision.next.phase != mv.phase {
@@ -217,6 +221,33 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         } else {
             AlertCheck::firing(AlertKind::SignedMoveHeld, decision.alerts.join("; "))
         };
+        // Rule 11: a wait that does not end by itself is said. A phase waiting on the
+        // registrar or the operator is late after `ds_overdue_after`; any other after its
+        // own hold and `observation_failing_after` (a hold that keeps restarting).
+        let phase = decision.next.phase;
+        let late_after = match phase {
+            Phase::AwaitingBothDs
+            | Phase::AwaitingDelegation
+            | Phase::AwaitingOldDsRemoval
+            | Phase::Done => self.policy.ds_overdue_after,
+            _ => {
+                signed_move::phase_hold(&decision.next, &self.move_policy())
+                    + self.policy.observation_failing_after
+            }
+        };
+        let stalled = if now.since(since) > late_after {
+            AlertCheck::firing(
+                AlertKind::WaitStalled,
+                format!(
+                    "{}: the signed move has been in {} since {since}, waiting for {}",
+                    mv.zone,
+                    phase.name(),
+                    decision.waiting
+                ),
+            )
+        } else {
+            AlertCheck::clear(AlertKind::WaitStalled)
+        };
         let effects = decision
             .effects
             .iter()
@@ -226,7 +257,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             state: zone.state,
             facts,
             effects,
-            alerts: vec![alert],
+            alerts: vec![alert, stalled],
             notes,
             wake_at: now.plus(self.policy.poll_waiting),
         }
@@ -300,19 +331,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         target: &P::Account,
     ) -> Result<StepOutcome, EngineError> {
         let zone = &read.row.zone;
-        // The target's key as the lifecycle follows it (its DS line exactly as `step`
-        // computes it, or the next step would read a key change).
+        // The target's key as the lifecycle follows it: the DS line of the key the move
+        // had the parent publish, in the form `step` computes (so a key the target rolled
+        // to since is a key change to `step`, announced in the safe order, and the
+        // parent's DS no longer matching it is `step`'s alert to raise).
         let key = match target.dnssec_key(zone.name.as_str()).await {
-            Ok(key) if Some(&key.dnskey) == mv.target_key.as_ref() => key,
-            other => {
-                let why = match other {
-                    Ok(key) => format!(
-                        "the target signs with key {} where the move had {}",
-                        key.key_tag(),
-                        mv.target_key.as_ref().map_or(0, |k| k.key_tag())
-                    ),
-                    Err(e) => format!("provider {}: {e}", mv.target),
-                };
+            Ok(key) => key,
+            Err(e) => {
+                let why = format!("provider {}: {e}", mv.target);
                 let planned = held(mv, format!("the move's end: {why}"), Party::Provider);
                 let now = self.clock.now();
                 let decision = self.move_decision(read, mv, &planned, &[], now);
@@ -340,7 +366,23 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         facts.served_keys_when_asked = None;
         facts.provider_ns = None;
         facts.delegated_at = mv.delegated_at;
-        facts.ds_line = Some(key.ds_line().to_string());
+        let moved = mv.target_key.as_ref().filter(|k| **k != key.dnskey);
+        let ds = match moved {
+            // Rolled since: the moved key's DS, in the provider's digest.
+            Some(k) => crate::dnssec::DigestType::from_code(key.ds.digest_type)
+                .ok()
+                .and_then(|d| k.to_ds(&key.zone, d).ok())
+                .unwrap_or_else(|| key.ds.clone()),
+            None => key.ds.clone(),
+        };
+        facts.ds_line = Some(
+            crate::dnssec::DsLine {
+                owner: key.zone.clone(),
+                ttl: key.ds_ttl,
+                ds,
+            }
+            .to_string(),
+        );
         // The largest TTLs seen bound later waits (rule 2): the move's count too.
         let larger = |known: Option<u32>, seen: u32| known.max(Some(seen).filter(|t| *t > 0));
         facts.max_dnskey_ttl = larger(facts.max_dnskey_ttl, mv.ttls.dnskey);
@@ -351,7 +393,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             state: zone.state,
             facts,
             effects: Vec::new(),
-            alerts: vec![AlertCheck::clear(AlertKind::SignedMoveHeld)],
+            alerts: vec![
+                AlertCheck::clear(AlertKind::SignedMoveHeld),
+                AlertCheck::clear(AlertKind::WaitStalled),
+            ],
             notes: vec![AuditNote {
                 from: zone.state,
                 to: zone.state,
@@ -456,6 +501,78 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
     }
 
+    /// Whether an owed request still stands on the move as it stands now (a crash or a
+    /// failing hook left it owed while the move went on): a request sent late could break
+    /// what the move now waits on (an NS change after a roll at the target, the source's
+    /// DS removed while a parent delegates to the source again). Checked right before it
+    /// is sent, on the move as the last step committed it.
+    pub(super) async fn request_stands(
+        &self,
+        zone: &str,
+        request: &MoveRequest,
+    ) -> Result<Stands, EngineError> {
+        let row = self
+            .store
+            .zone(zone)
+            .await?
+            .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+        let Some(mv) = row.zone.facts.signed_move else {
+            return Ok(Stands::No(
+                "the zone is not in a signed move any more".into(),
+            ));
+        };
+        // Held on what only a person can repair: sent once it is repaired, if the phase
+        // still wants it.
+        if row.zone.facts.held_by.as_ref().map(|h| h.on) == Some(Party::Operator) {
+            return Ok(Stands::Later);
+        }
+        let line_of = |key: Option<&crate::dnssec::Dnskey>| {
+            key.and_then(|k| k.to_ds(&mv.zone, crate::dnssec::DigestType::Sha256).ok())
+                .map(|ds| ds.to_string())
+        };
+        let names = |ds_line: &str, key: Option<&crate::dnssec::Dnskey>| {
+            line_of(key).is_some_and(|ds| ds_line.ends_with(&ds))
+        };
+        let (phase, wanted) = match request {
+            MoveRequest::AddDs { ds_line, .. } => {
+                if !names(ds_line, mv.target_key.as_ref()) {
+                    return Ok(Stands::No(
+                        "it names a key the target no longer signs with".into(),
+                    ));
+                }
+                (Phase::AwaitingBothDs, mv.phase == Phase::AwaitingBothDs)
+            }
+            MoveRequest::ChangeNs { .. } => (
+                Phase::AwaitingDelegation,
+                mv.phase == Phase::AwaitingDelegation,
+            ),
+            // The removal of a DS the target no longer signs with stands in any phase
+            // before the NS change (nothing signs with that key); the source's only in
+            // its own phase.
+            MoveRequest::RemoveDs { ds_line, .. } => {
+                if names(ds_line, Some(&mv.source_key)) {
+                    (
+                        Phase::AwaitingOldDsRemoval,
+                        mv.phase == Phase::AwaitingOldDsRemoval,
+                    )
+                } else if names(ds_line, mv.target_key.as_ref()) {
+                    return Ok(Stands::No("it names the key the target signs with".into()));
+                } else {
+                    (Phase::ExchangingKeys, true)
+                }
+            }
+        };
+        Ok(if wanted {
+            Stands::Yes
+        } else {
+            Stands::No(format!(
+                "the move is in {}, and the request belongs to {}",
+                mv.phase.name(),
+                phase.name()
+            ))
+        })
+    }
+
     async fn move_call(
         &self,
         zone: &str,
@@ -541,6 +658,15 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             Err(why) => refused(why),
         }
     }
+}
+
+/// Whether an owed request of a move is sent now.
+pub(super) enum Stands {
+    Yes,
+    /// Not now: the move holds on what a person must repair.
+    Later,
+    /// Never: the move went on without it (why).
+    No(String),
 }
 
 /// What `move_accounts` found: the source gone after the move (it ends), or both

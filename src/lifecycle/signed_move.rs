@@ -305,7 +305,8 @@ impl MoveDecision {
             return Party::Registrar;
         }
         match self.next.phase {
-            Phase::Done => Party::Nobody,
+            // The source's copy of the zone is the operator's to delete.
+            Phase::Done => Party::Operator,
             Phase::AwaitingBothDs | Phase::AwaitingDelegation | Phase::AwaitingOldDsRemoval => {
                 Party::Registrar
             }
@@ -402,14 +403,26 @@ fn secs(d: Duration) -> u32 {
     u32::try_from(d.as_secs()).unwrap_or(u32::MAX)
 }
 
-/// Rule 9's old NS TTL: the parent's (assumed when never answered) or the source's
-/// apex NS TTL, the larger.
+/// Rule 9's old NS TTL: the parent's or the source's apex NS TTL, the larger, each
+/// assumed when never answered.
 fn old_ns_ttl(mv: &Move, policy: &MovePolicy) -> u32 {
-    let parent = match mv.ttls.parent_ns {
+    let known = |ttl: u32| match ttl {
         0 => secs(policy.assumed_ns_ttl),
         ttl => ttl,
     };
-    parent.max(mv.ttls.apex_ns)
+    known(mv.ttls.parent_ns).max(known(mv.ttls.apex_ns))
+}
+
+/// How long `mv`'s phase holds by itself once its condition is confirmed (nothing for a
+/// phase that waits on someone): what a phase that lasts much longer is late against.
+pub fn phase_hold(mv: &Move, policy: &MovePolicy) -> Duration {
+    let ttl = match mv.phase {
+        Phase::ExchangingKeys | Phase::RetiringOldKey => mv.ttls.dnskey,
+        Phase::AwaitingBothDs | Phase::AwaitingOldDsRemoval => ds_ttl(mv, policy),
+        Phase::OldDelegationWait => old_ns_ttl(mv, policy),
+        _ => return Duration::ZERO,
+    };
+    Duration::from_secs(u64::from(ttl)) + policy.propagation_margin
 }
 
 /// The DS TTL a DS hold waits out (assumed when never answered).

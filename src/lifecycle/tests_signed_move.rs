@@ -645,6 +645,23 @@ fn a_key_changed_after_the_ns_change_holds_the_move() {
     );
 }
 
+/// Rule 9's old NS TTL: an apex NS TTL the source never answered is assumed, as the
+/// parent's is.
+#[test]
+fn an_apex_ns_ttl_never_answered_is_assumed() {
+    let p = policy();
+    let mut mv = Move::new(ZONE, key(1));
+    mv.phase = Phase::OldDelegationWait;
+    mv.ttls.parent_ns = 300;
+    let assumed = p.assumed_ns_ttl + p.propagation_margin;
+    assert_eq!(super::signed_move::phase_hold(&mv, &p), assumed);
+    mv.ttls.apex_ns = 600;
+    assert_eq!(
+        super::signed_move::phase_hold(&mv, &p),
+        Duration::from_secs(600) + p.propagation_margin
+    );
+}
+
 /// The guard in front of the source's "DNSSEC off" stands on its own (a bug in `step`
 /// cannot switch it off early): refused before the old delegation's hold has passed,
 /// while a parent server still publishes DS(`Ks`) or delegates to the source.
@@ -662,6 +679,7 @@ fn the_source_goes_off_only_unreachable_and_without_its_ds() {
     mv.target_key = Some(key(2));
     mv.delegated_at = Some(T0);
     mv.ttls.parent_ns = 3600;
+    mv.ttls.apex_ns = 300;
     w.registry_deleg = Delegation::Target;
     w.registry_ds = vec![ds(&key(2))];
     w.propagate_parent(0);
