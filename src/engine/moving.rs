@@ -715,12 +715,28 @@ fn held(mv: &Move, why: String, on: Party) -> MoveDecision {
 fn held_summary(at: Timestamp, planned: &MoveDecision) -> ObservationText {
     let whole = serde_json::json!({
         "at": at.to_string(),
+        "provider": serving(&planned.next),
         "signed_move": {"phase": planned.next.phase.name(), "waiting": planned.waiting},
     });
     ObservationText {
         whole: whole.to_string(),
-        brief: serde_json::json!({"signed_move": planned.next.phase.name()}).to_string(),
+        brief: brief(&planned.next),
     }
+}
+
+/// The account that serves the zone to resolvers, as `status`, the console and the
+/// alerts name it: the source until the delegation to the target is confirmed.
+fn serving(mv: &Move) -> serde_json::Value {
+    let account = if mv.phase >= Phase::OldDelegationWait {
+        &mv.target
+    } else {
+        &mv.source
+    };
+    serde_json::json!({ "account": account })
+}
+
+fn brief(mv: &Move) -> String {
+    serde_json::json!({"provider": serving(mv), "signed_move": mv.phase.name()}).to_string()
 }
 
 /// What the look saw, for `status` and the history: the move's phase and wait, each
@@ -762,6 +778,7 @@ fn move_summary(look: &Look, decision: &MoveDecision) -> ObservationText {
         .collect();
     let whole = serde_json::json!({
         "at": look.at.to_string(),
+        "provider": serving(&decision.next),
         "signed_move": {
             "phase": decision.next.phase.name(),
             "waiting": decision.waiting,
@@ -772,6 +789,6 @@ fn move_summary(look: &Look, decision: &MoveDecision) -> ObservationText {
     });
     ObservationText {
         whole: whole.to_string(),
-        brief: serde_json::json!({"signed_move": decision.next.phase.name()}).to_string(),
+        brief: brief(&decision.next),
     }
 }
