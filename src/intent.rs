@@ -17,7 +17,7 @@ pub enum IntentError {
     #[error("the provider has no zone {zone}: create it there first (nothing was recorded)")]
     NotAtProvider { zone: String },
     #[error(
-        "{zone} is at more than one provider ({providers}): delete it from all but one first; a move between two managed providers is not supported (nothing was recorded)"
+        "{zone} is at more than one provider ({providers}): delete it from all but one first, or move it between them with `dnssec-warden move` (nothing was recorded)"
     )]
     AtSeveralProviders { zone: String, providers: String },
     // `move ZONE --to ACCOUNT` (DESIGN.md section 2, "Signed moves"). Where the signed

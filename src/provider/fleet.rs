@@ -8,8 +8,9 @@
 //! account for the zone. A zone no account has is "not found", as from one provider; a
 //! zone two accounts list, or one whose holder cannot be told (an account that cannot be
 //! asked), is a [`ProviderError::Owner`] that is never sent anywhere: a switch sent to
-//! the wrong account would be the worst kind of wrong, and moving a zone between two
-//! managed providers is a later capability, not a guess.
+//! the wrong account would be the worst kind of wrong. A declared signed move asks each
+//! of its two accounts by name ([`Provider::account_named`], `engine::moving`), never
+//! through the holder.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -395,8 +396,8 @@ impl<P: Provider> Providers<P> {
         let names: Vec<&str> = found.iter().map(|&i| self.accounts[i].0.as_str()).collect();
         ProviderError::Owner(format!(
             "{name} is at more than one provider ({}): nothing is sent to either until it \
-             is deleted from all but one (a move between two managed providers is not \
-             supported)",
+             is deleted from all but one, or a signed move between them is declared \
+             (`dnssec-warden move`)",
             names.join(" and ")
         ))
     }
