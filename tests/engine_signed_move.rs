@@ -627,6 +627,28 @@ fn done_waits_on_the_operator_and_is_alerted_when_it_lasts() {
 
 /// The registrar never acts on "add DS": the move waits forever in awaiting_both_ds.
 /// Rule 11: a wait that cannot end by itself alerts within observation_failing_after.
+/// A look that cannot be made (an account failing) holds the move on that account,
+/// whatever the phase would say: here the registrar's, while the source answers 503.
+#[test]
+fn an_account_that_cannot_be_asked_is_what_the_move_waits_on() {
+    rt().block_on(async {
+        let rig = MoveRig::new(&plain_shape()).await;
+        for _ in 0..40 {
+            let _ = rig.engine.tick().await;
+            assert!(rig.engine.settle(Duration::from_secs(30)).await);
+            rig.poll().await;
+        }
+        assert_eq!(rig.phase().await, Some(Phase::AwaitingBothDs));
+        rig.world.lock().accounts[SOURCE].failures = 1_000;
+        let _ = rig.engine.tick().await;
+        assert!(rig.engine.settle(Duration::from_secs(30)).await);
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        let held = row.zone.facts.held_by.clone().unwrap();
+        assert_eq!(held.on.as_str(), "provider", "{held:?}");
+        assert!(held.what.contains("provider a"), "{held:?}");
+    });
+}
+
 #[test]
 fn a_registrar_that_never_acts_is_alerted() {
     rt().block_on(async {

@@ -63,11 +63,11 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let row = &read.row;
         let name = row.zone.name.as_str();
         let policy = self.move_policy();
-        let (planned, summary, look) = match self.move_accounts(name, mv).await {
+        let (planned, on, summary, look) = match self.move_accounts(name, mv).await {
             Err((why, on)) => {
                 let planned = held(mv, why, on);
                 let summary = held_summary(self.clock.now(), &planned);
-                (planned, summary, None)
+                (planned, on, summary, None)
             }
             // The move is done and the source no longer lists the zone: it ends.
             Ok(Found::SourceGone { target }) => return self.end_move(read, mv, target).await,
@@ -81,7 +81,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     );
                 }
                 let summary = move_summary(&look, &planned);
-                (planned, summary, Some((look, a.target_ns)))
+                let on = planned.on();
+                (planned, on, summary, Some((look, a.target_ns)))
             }
         };
         if read.unknown_calls
@@ -93,7 +94,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         self.crash_point(super::CrashPoint::Observed, name)?;
         let target_ns = look.map(|(_, ns)| ns).unwrap_or_default();
         let now = self.clock.now();
-        let decision = self.move_decision(read, mv, &planned, &target_ns, now);
+        let decision = self.move_decision(read, mv, &planned, on, &target_ns, now);
         if !self
             .store
             .commit_step(read, &decision, &summary, now)
@@ -188,6 +189,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         read: &StepRow,
         mv: &Move,
         decision: &MoveDecision,
+        on: Party,
         target_ns: &[String],
         now: Timestamp,
     ) -> Decision {
@@ -200,7 +202,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             facts.held_since = Some(now);
         }
         let since = *facts.held_since.get_or_insert(now);
-        facts.held_by = Some(Hold::new(decision.waiting.clone(), decision.on()));
+        facts.held_by = Some(Hold::new(decision.waiting.clone(), on));
         let mut notes = Vec::new();
         if decision.next.phase != mv.phase {
             notes.push(AuditNote {
@@ -341,7 +343,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 let why = format!("provider {}: {e}", mv.target);
                 let planned = held(mv, format!("the move's end: {why}"), Party::Provider);
                 let now = self.clock.now();
-                let decision = self.move_decision(read, mv, &planned, &[], now);
+                let decision = self.move_decision(read, mv, &planned, Party::Provider, &[], now);
                 let summary = held_summary(now, &planned);
                 if !self
                     .store
@@ -696,7 +698,8 @@ fn done_words(call: &MoveCall) -> String {
     }
 }
 
-/// A decision that only says what holds the move (no look could be made).
+/// A decision that only says what holds the move (no look could be made); the caller
+/// names the party (`on`), which the planner's phase alone would not tell.
 fn held(mv: &Move, why: String, on: Party) -> MoveDecision {
     let alerts = if on == Party::Operator {
         vec![format!("{}: {why}", mv.zone)]
