@@ -440,6 +440,15 @@ impl MoveRig {
     }
 
     /// The clock to the zone's next check.
+    /// `n` looks, each at the zone's next check, the registrar never acting.
+    async fn unanswered_looks(&self, n: usize) {
+        for _ in 0..n {
+            let _ = self.engine.tick().await;
+            assert!(self.engine.settle(Duration::from_secs(30)).await);
+            self.poll().await;
+        }
+    }
+
     async fn poll(&self) {
         let next = self.store.zone(ZONE).await.unwrap().unwrap().next_check_at;
         if next > self.world.clock.now() {
@@ -625,23 +634,16 @@ fn done_waits_on_the_operator_and_is_alerted_when_it_lasts() {
     });
 }
 
-/// The registrar never acts on "add DS": the move waits forever in awaiting_both_ds.
-/// Rule 11: a wait that cannot end by itself alerts within observation_failing_after.
 /// A look that cannot be made (an account failing) holds the move on that account,
 /// whatever the phase would say: here the registrar's, while the source answers 503.
 #[test]
 fn an_account_that_cannot_be_asked_is_what_the_move_waits_on() {
     rt().block_on(async {
         let rig = MoveRig::new(&plain_shape()).await;
-        for _ in 0..40 {
-            let _ = rig.engine.tick().await;
-            assert!(rig.engine.settle(Duration::from_secs(30)).await);
-            rig.poll().await;
-        }
+        rig.unanswered_looks(40).await;
         assert_eq!(rig.phase().await, Some(Phase::AwaitingBothDs));
         rig.world.lock().accounts[SOURCE].failures = 1_000;
-        let _ = rig.engine.tick().await;
-        assert!(rig.engine.settle(Duration::from_secs(30)).await);
+        rig.unanswered_looks(1).await;
         let row = rig.store.zone(ZONE).await.unwrap().unwrap();
         let held = row.zone.facts.held_by.clone().unwrap();
         assert_eq!(held.on.as_str(), "provider", "{held:?}");
@@ -649,21 +651,15 @@ fn an_account_that_cannot_be_asked_is_what_the_move_waits_on() {
     });
 }
 
+/// The registrar never acts on "add DS": the move waits forever in awaiting_both_ds.
+/// Rule 11: a wait that cannot end by itself alerts (`wait_stalled`).
 #[test]
 fn a_registrar_that_never_acts_is_alerted() {
     rt().block_on(async {
         let rig = MoveRig::new(&plain_shape()).await;
-        for _ in 0..40 {
-            let _ = rig.engine.tick().await;
-            assert!(rig.engine.settle(Duration::from_secs(30)).await);
-            rig.poll().await;
-        }
+        rig.unanswered_looks(40).await;
         rig.world.clock.advance(Duration::from_secs(30 * 86_400));
-        for _ in 0..3 {
-            let _ = rig.engine.tick().await;
-            assert!(rig.engine.settle(Duration::from_secs(30)).await);
-            rig.poll().await;
-        }
+        rig.unanswered_looks(3).await;
         let row = rig.store.zone(ZONE).await.unwrap().unwrap();
         let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
         eprintln!(
@@ -724,8 +720,8 @@ fn a_roll_at_the_target_after_done_stays_alerted_once_the_source_is_deleted() {
 /// The step entering awaiting_delegation commits the "change the NS" request and the
 /// daemon dies before delivering it. While it is down, the target rolls its key (the
 /// parent has DS(Ks)+DS(Kt_old), nothing for the new key). At the restart the step sees
-/// the roll, alerts and holds, and then delivers the stale "change the NS" anyway: the
-/// registrar sends resolvers to a target whose key has no DS (rule 15, rule 8's spirit).
+/// the roll, alerts and holds: the owed "change the NS" must wait, or the registrar would
+/// send resolvers to a target whose key has no DS (rule 15).
 #[test]
 fn an_ns_change_owed_across_a_crash_waits_while_a_target_roll_holds_the_move() {
     rt().block_on(async {
