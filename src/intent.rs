@@ -1,6 +1,7 @@
 //! The operator's intent, recorded: what `enable`/`disable` and the web console's switch
 //! both do, written once. Nothing else: the running daemon acts on the intent.
 
+use crate::dns::delegation::ns_set;
 use crate::dnssec::{Dnskey, fqdn};
 use crate::lifecycle::signed_move::{Move, Ttls};
 use crate::lifecycle::{Intent, State, Timestamp};
@@ -295,11 +296,6 @@ fn move_source(
     }
 }
 
-/// A name server name in one form for comparing: lower case, one trailing dot.
-fn ns_key(name: &str) -> String {
-    format!("{}.", name.trim_end_matches('.').to_ascii_lowercase())
-}
-
 /// Whether both accounts can take the signed path, in order: both publish another
 /// signer's DNSKEY, the source signs (the target, if it signs already, with the same
 /// algorithm: RFC 6840 5.11), and each lists its own apex NS, the two sets apart. `Ok`:
@@ -355,7 +351,7 @@ fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnske
     for side in [source, target] {
         match &side.name_servers {
             Ok(Some(set)) if !set.is_empty() => {
-                sets.push(set.iter().map(|n| ns_key(n)).collect::<Vec<_>>());
+                sets.push(ns_set(set));
             }
             Ok(_) => {
                 return Err(IntentError::MoveNoNameServers {
@@ -383,14 +379,6 @@ fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnske
         });
     }
     Ok(source_key)
-}
-
-/// A name server set in one form: each name in one form, sorted, once.
-fn ns_set(names: &[String]) -> Vec<String> {
-    let mut set: Vec<String> = names.iter().map(|n| ns_key(n)).collect();
-    set.sort();
-    set.dedup();
-    set
 }
 
 /// The move goes from the account the daemon last saw serving the zone: refused when
