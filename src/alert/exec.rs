@@ -281,7 +281,7 @@ mod tests {
         gone(pid)
     }
 
-    /// Issue 31, item 4: a command that overruns is ended with what it started.
+    /// A command that overruns is ended with what it started.
     #[tokio::test]
     async fn a_command_and_what_it_started_are_ended_on_timeout() {
         let dir = tempfile::tempdir().unwrap();

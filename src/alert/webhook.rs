@@ -331,7 +331,7 @@ mod tests {
         );
     }
 
-    /// Issue 33, item 8: a password in the webhook URL never reaches an error (the log):
+    /// A password in the webhook URL never reaches an error (the log):
     /// not as written, not decoded, not as the Basic credentials a receiver echoes.
     #[tokio::test]
     async fn credentials_in_the_url_are_redacted_from_an_echoed_answer() {
@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(percent_decoded("a%41%zz%4"), "aA%zz%4");
     }
 
-    /// Issue 33, item 11: a failure says its real cause, not reqwest's "error sending
+    /// A failure says its real cause, not reqwest's "error sending
     /// request": a refused connection, and a receiver that never answers.
     #[tokio::test]
     async fn a_failure_says_its_real_cause() {

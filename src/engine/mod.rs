@@ -108,15 +108,15 @@ impl StopAt {
     }
 }
 
-/// Zones stepped at once, each step a task of its own. The observer caps queries in
-/// flight (64 in all) and the provider client its requests
-/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
-/// core busy while the others wait on the network or the database (docs/benchmarks.md).
 /// How long after a start settled zones wait for the first zone listing rather than
 /// each asking the provider for itself; a listing slower than that (or failing) costs
 /// per-zone calls, never a look.
 const FIRST_LISTING_WAIT: Duration = Duration::from_secs(60);
 
+/// Zones stepped at once, each step a task of its own. The observer caps queries in
+/// flight (64 in all) and the provider client its requests
+/// (`provider::PROVIDER_REQUESTS_IN_FLIGHT`), whatever this is. Enough steps to keep every
+/// core busy while the others wait on the network or the database (docs/benchmarks.md).
 const WORKERS: usize = 64;
 
 /// How often a DS request is tried when the registrar hook fails.
@@ -530,7 +530,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         outcome
     }
 
-    /// A settled zone's entry in the provider's paged zone listing (issue 16: one listing
+    /// A settled zone's entry in the provider's paged zone listing (one listing
     /// serves every settled zone, so a steady poll needs no per-zone call). Fetched again
     /// once it is `poll_active / 4` old (a failure is retried after `retry_base`), in the
     /// background: while there is none, every zone asks for itself; `None` for a zone

@@ -61,7 +61,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         }
     };
     // A settled zone seen in the paged listing asks the provider nothing when nothing
-    // changed (issue 16: provider calls per steady poll near zero); it is asked below
+    // changed (provider calls per steady poll near zero); it is asked below
     // only when the listing's flag or the served key set says something did.
     let listed = listed.filter(|_| settled);
     let dnssec = async {

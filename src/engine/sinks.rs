@@ -1,4 +1,4 @@
-//! Each alert sink's worker (issue 33): a sink's notifications are delivered from its own
+//! Each alert sink's worker: a sink's notifications are delivered from its own
 //! queue in the database (`deliveries`), by a task of its own, never inside a zone's
 //! step, so that a slow or failing sink holds up neither a zone, nor the registrar hook,
 //! nor another sink.

@@ -111,8 +111,8 @@ impl Policy {
 impl Policy {
     /// The next routine look at a settled zone after `now`: the zone's own slot in each
     /// `poll_active` period (its phase, from its name), so that a fleet's looks arrive at
-    /// an even rate instead of together, across restarts and across daemons alike (issue
-    /// 35). At most `poll_active` away, so drift is still seen within one poll.
+    /// an even rate instead of together, across restarts and across daemons alike. At
+    /// most `poll_active` away, so drift is still seen within one poll.
     pub fn next_settled_look(&self, zone: &str, now: Timestamp) -> Timestamp {
         let period = i64::try_from(self.poll_active.as_millis())
             .unwrap_or(i64::MAX)

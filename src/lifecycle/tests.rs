@@ -1336,7 +1336,7 @@ fn no_hold_starts_while_the_zones_largest_ttl_is_unknown() {
     assert!(d.facts.hold_until.is_some());
 }
 
-/// Issue 17, item 1: every child address unknown (silent, REFUSED, lame, no address) is
+/// Every child address unknown (silent, REFUSED, lame, no address) is
 /// no evidence against the parent's DS: `ds_mismatch` is neither fired nor cleared.
 #[test]
 fn a_child_outage_neither_fires_nor_clears_ds_mismatch() {
@@ -1380,7 +1380,7 @@ fn a_child_outage_neither_fires_nor_clears_ds_mismatch() {
     );
 }
 
-/// Issue 17, item 5: a DS set of only unsupported digest types or algorithms makes the
+/// A DS set of only unsupported digest types or algorithms makes the
 /// zone insecure to validators: a warning (`ds_unsupported`), never the critical
 /// `ds_mismatch`; cleared once the DS is usable.
 #[test]
@@ -1525,7 +1525,7 @@ fn the_observation_summary_says_what_the_tree_said() {
     }
 }
 
-/// Issue 31, item 1 (safety rule 4): a key in every child's DNSKEY set but without a
+/// Safety rule 4: a key in every child's DNSKEY set but without a
 /// valid signature by it over the set is not "served": no hold, no DS announced, and
 /// the wait names the server and what is wrong with it.
 #[test]
@@ -1584,7 +1584,7 @@ fn a_key_served_without_a_valid_self_signature_is_never_announced() {
     assert_eq!(d.facts.ds_to_enter, None);
 }
 
-/// Issue 31, item 8: `active` means validated `secure` where the parent is signed;
+/// `active` means validated `secure` where the parent is signed;
 /// unknown or insecure keep the zone in `ds_observed` (named, alerted when it lasts);
 /// an unsigned parent settles, said as such, never as "chain of trust complete".
 #[test]
@@ -1640,7 +1640,7 @@ fn active_needs_secure_under_a_signed_parent() {
     assert_eq!(d.state, Some(State::DsObserved));
 }
 
-/// Issue 31, item 6: the provider deleted the zone while the parent delegates to its
+/// The provider deleted the zone while the parent delegates to its
 /// name servers: critical, named as what it is, and the wait says so.
 #[test]
 fn a_zone_missing_at_the_provider_under_its_delegation_is_critical() {
@@ -1680,7 +1680,7 @@ fn a_zone_missing_at_the_provider_under_its_delegation_is_critical() {
     assert_eq!(d.facts.held_by, None);
 }
 
-/// Issue 31, item 7: every wait names what really holds it: the failing RRset listing
+/// Every wait names what really holds it: the failing RRset listing
 /// (and the observation counts as incomplete, so `observation_failing` follows), and a
 /// provider whose DS does not match its own key.
 #[test]

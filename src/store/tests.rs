@@ -1102,7 +1102,7 @@ fn held_by(store: &Store, zones: &[String]) -> Vec<String> {
 
 #[tokio::test]
 async fn postgres_leases_rebalance_three_zones_over_two_daemons() {
-    // Issue 33: after a stall one daemon held all three zones and the other none, for
+    // After a stall one daemon held all three zones and the other none, for
     // good (zones went back only above share + 1).
     let cluster = pg_support::Cluster::shared();
     let settings = postgres_settings(&cluster).await;
@@ -1272,7 +1272,7 @@ async fn postgres_leases_share_the_zones_and_fence_a_daemon_whose_lease_ran_out(
     }
     assert!(!a.holds(&zone), "a refused write ends the belief");
     assert!(!a.lease_current(&zone, Fenced::ProviderCall).await.unwrap());
-    // Every refusal counted by what it refused (issue 31, item 9).
+    // Every refusal counted by what it refused.
     let counted = a.fenced().expect("leases");
     let count = |what| {
         counted
@@ -1565,7 +1565,7 @@ async fn daemon_alerts_postgres() {
     daemon_alerts_on(&one, &two).await;
 }
 
-/// Issue 33 item 6: DS requests are numbered above every number any database sent before:
+/// DS requests are numbered above every number any database sent before:
 /// one more than the last, never below the request's time in milliseconds. Two fresh
 /// databases (or a copy restored from a backup) still number a later request higher.
 #[tokio::test]

@@ -316,7 +316,7 @@ impl<T: Transport> Discovery<T> {
     }
 
     /// Replaces the cached cut of `cut.zone` by one whose servers also have the `extra`
-    /// addresses some parent address hands out (issue 32: the child addresses asked are
+    /// addresses some parent address hands out (the child addresses asked are
     /// the union of every parent address's glue). A server beyond
     /// `dns.max_addresses_per_server` then is unknown, never asked in part.
     pub fn widen(&self, cut: &ZoneCut, extra: &[GlueDifference]) {

@@ -716,7 +716,7 @@ mod tests {
         }
     }
 
-    /// Issue 31, defect 10: every IPv6 exchange failing with "network unreachable" says
+    /// Every IPv6 exchange failing with "network unreachable" says
     /// the host cannot reach IPv6 (once, for the host, naming the key), whatever IPv4
     /// does; an IPv6 answer clears it.
     #[tokio::test]

@@ -201,7 +201,7 @@ impl Transport for NetTransport {
 }
 
 impl NetTransport {
-    /// Spoofing margin (issue 14): the question name goes out in randomised case (0x20,
+    /// Spoofing margin: the question name goes out in randomised case (0x20,
     /// draft-vixie-dnsext-dns0x20) and the answer's question must echo it byte for byte.
     /// A forger must then also guess one bit per letter of the name, on top of the ID
     /// and the source port. Chosen over DNS cookies because it needs no support from the

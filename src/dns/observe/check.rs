@@ -62,7 +62,7 @@ pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
         Some(Evidence::Unchecked) | None => ("unchecked", errors.first().cloned()),
     };
     // Glue that differs between parent addresses widened the delegation the child
-    // view asks (issue 32): asked again, every address any parent hands out is asked.
+    // view asks: asked again, every address any parent hands out is asked.
     let glue_differs = parent.as_ref().is_some_and(|p| {
         p.delegations
             .iter()

@@ -712,7 +712,7 @@ mod tests {
         assert_eq!(parent(vec![mixed]).verdict(served), AllMatch);
     }
 
-    /// Issue 17, item 1: no child address answered, so nothing is evidence against a DS.
+    /// No child address answered, so nothing is evidence against a DS.
     #[test]
     fn no_child_evidence_is_never_a_mismatch() {
         let key = crate::dnssec::test_key();
@@ -765,7 +765,7 @@ mod tests {
         );
     }
 
-    /// Issue 17, item 5: a DS set nothing supports is insecure to validators, not a
+    /// A DS set nothing supports is insecure to validators, not a
     /// mismatch; one supported matching record beside unsupported ones still matches.
     #[test]
     fn a_ds_set_nothing_supports_is_not_a_mismatch() {

@@ -415,7 +415,7 @@ impl<T: Transport> DnsObserver<T> {
                     &ds,
                 );
                 // The addresses this parent hands out for the cut's servers, where they
-                // are not those the cut holds (issue 32: glue differing between parent
+                // are not those the cut holds (glue differing between parent
                 // servers sends some resolvers elsewhere).
                 let glue = match (&delegation, &ns) {
                     (NsAnswer::Servers { .. }, Ok(m)) if !m.metadata.authoritative => {
@@ -447,7 +447,7 @@ impl<T: Transport> DnsObserver<T> {
         })
     }
 
-    /// Glue that differs between parent addresses (issue 32): where every address that
+    /// Glue that differs between parent addresses: where every address that
     /// gives glue gives the same other addresses, the cached cut is stale and forgotten;
     /// otherwise the addresses whose glue differs from the cut's are unknown for the
     /// delegation (the rules that need it wait: no DS announced while a parent may send

@@ -4,7 +4,7 @@
 //! `Authorization` header, retries what is worth retrying, renews bearer tokens once on a
 //! 401, and turns statuses into [`ProviderError`]s.
 //!
-//! Hardening (issue 11), in the HTTP layer every client shares (`provider::http`):
+//! Hardening, in the HTTP layer every client shares (`provider::http`):
 //! redirects are never followed; a `Retry-After` holds every call of the client (all
 //! zones) until it has passed; no answer body is read beyond [`MAX_BODY_BYTES`]; every
 //! request says `Accept: application/json`.

@@ -1,5 +1,5 @@
-//! The Gcore-style DNS API v2 (the interface document; `../shared/gcore-api.md` for the
-//! SDK's view): [`GcoreClient`] behind the [`Provider`](super::Provider) trait, the API's
+//! The Gcore-style DNS API v2 (docs/gcore-api.md: what the client sends and accepts):
+//! [`GcoreClient`] behind the [`Provider`](super::Provider) trait, the API's
 //! JSON shapes, and the client's settings.
 
 mod client;
