@@ -34,10 +34,11 @@ pub use sinks::{SinkQueue, SinkWorkers};
 use crate::dns::Observer;
 use crate::dnssec::CdsPublication;
 use crate::lifecycle::{
-    CdsSetting, Clock, Effect, Policy, ProviderView, State, may_disable, sample, step,
+    CdsSetting, Clock, Decision, Effect, Policy, ProviderView, State, Timestamp, may_disable,
+    sample, step,
 };
 use crate::provider::{ErrorClass, Provider, ProviderError};
-use crate::store::{EventKind, OutboxStatus, Store, StoreError};
+use crate::store::{EventKind, ObservationText, OutboxStatus, Store, StoreError};
 
 /// Points where a test can make the engine stop dead, as a crash would. Only in test
 /// builds (feature `test-hooks`, which the integration tests enable): a release build has
@@ -184,6 +185,44 @@ pub struct Engine<P, O> {
     step_timeout: Duration,
     /// The provider's paged zone listing, for settled zones (see [`Engine::listed`]).
     listing: Arc<ZoneListing>,
+}
+
+/// A committed step in the log: a state change at info, any other note at debug; a
+/// signed move's phase change and its end at info.
+fn log_decision(row: &crate::store::ZoneRow, decision: &Decision) {
+    let name = row.zone.name.as_str();
+    let state = decision.state.map(State::as_str).unwrap_or("unobserved");
+    for note in &decision.notes {
+        if note.from != note.to {
+            tracing::info!(
+                zone = name,
+                state,
+                from = note.from.map(State::as_str).unwrap_or("unobserved"),
+                "{}",
+                note.reason
+            );
+        } else {
+            tracing::debug!(zone = name, state, "{}", note.reason);
+        }
+    }
+    let Some(before) = &row.zone.facts.signed_move else {
+        return;
+    };
+    match &decision.facts.signed_move {
+        None => tracing::info!(zone = name, "signed move ended"),
+        Some(after) if after.phase != before.phase => tracing::info!(
+            zone = name,
+            from = before.phase.name(),
+            to = after.phase.name(),
+            "signed move: {}",
+            decision
+                .facts
+                .held_by
+                .as_ref()
+                .map_or("", |h| h.what.as_str())
+        ),
+        Some(_) => {}
+    }
 }
 
 /// A provider failure is logged at warn the first time it is seen for a zone, and again
@@ -623,17 +662,52 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         self.step_row(read).instrument(span).await
     }
 
+    /// One step: look (I/O only), decide with the pure function of the machine the zone
+    /// is in (`lifecycle::step`, or `lifecycle::moving::decide` for a signed move),
+    /// commit once, then perform the decided effects from the outbox.
     async fn step_row(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
         let row = &read.row;
         let name = row.zone.name.as_str();
-        // A signed move is stepped by its own planner: `step` would read the NS change as
-        // a delegation changed under a DS.
-        if let Some(mv) = &row.zone.facts.signed_move {
-            return self.step_move(read, mv).await;
+        let (decision, summary, at) = match &row.zone.facts.signed_move {
+            Some(mv) => self.decide_move(read, mv).await?,
+            None => match self.decide_zone(read).await? {
+                Ok(decided) => decided,
+                Err(sampled) => return Ok(sampled),
+            },
+        };
+        if !self
+            .store
+            .commit_step(read, &decision, &summary, at)
+            .await?
+        {
+            self.store.check_by(name, self.clock.now()).await?;
+            return Ok(StepOutcome::Conflict);
         }
+        log_decision(row, &decision);
+        #[cfg(any(test, feature = "test-hooks"))]
+        self.crash_point(CrashPoint::Committed, name)?;
+        // Effects are added only by steps, and this zone's are not concurrent: with none
+        // owed at the read and none decided now, there is nothing to perform.
+        if read.pending_effects || !decision.effects.is_empty() {
+            self.perform_effects(name).await?;
+        }
+        Ok(StepOutcome::Stepped {
+            from: row.zone.state,
+            to: decision.state,
+        })
+    }
+
+    /// One step's decision for a zone in its lifecycle: a full look decided by `step`,
+    /// or (`Err`) the outcome of a sampled look that agreed and decided nothing.
+    async fn decide_zone(
+        &self,
+        read: &crate::store::StepRow,
+    ) -> Result<Result<(Decision, ObservationText, Timestamp), StepOutcome>, EngineError> {
+        let row = &read.row;
+        let name = row.zone.name.as_str();
         let listed = self.listed(&row.zone).await;
         if let Some(outcome) = self.sampled(read, listed.as_ref()).await? {
-            return Ok(outcome);
+            return Ok(Err(outcome));
         }
         let mut observation = observe::observe(
             self.provider.as_ref(),
@@ -654,39 +728,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         self.crash_point(CrashPoint::Observed, name)?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation, self.provider.account(name).as_deref());
-        if !self
-            .store
-            .commit_step(read, &decision, &summary, observation.at)
-            .await?
-        {
-            self.store.check_by(name, self.clock.now()).await?;
-            return Ok(StepOutcome::Conflict);
-        }
-        let state = decision.state.map(State::as_str).unwrap_or("unobserved");
-        for note in &decision.notes {
-            if note.from != note.to {
-                tracing::info!(
-                    zone = name,
-                    state,
-                    from = note.from.map(State::as_str).unwrap_or("unobserved"),
-                    "{}",
-                    note.reason
-                );
-            } else {
-                tracing::debug!(zone = name, state, "{}", note.reason);
-            }
-        }
-        #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(CrashPoint::Committed, name)?;
-        // Effects are added only by steps, and this zone's are not concurrent: with none
-        // owed at the read and none decided now, there is nothing to perform.
-        if read.pending_effects || !decision.effects.is_empty() {
-            self.perform_effects(name).await?;
-        }
-        Ok(StepOutcome::Stepped {
-            from: row.zone.state,
-            to: decision.state,
-        })
+        Ok(Ok((decision, summary, observation.at)))
     }
 
     /// A settled zone's look from a sample, where it may be one (DESIGN.md section 4):
@@ -884,9 +926,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             // A move's request sent late only if the move still stands on it.
             if let Effect::MoveRequest { request } = &item.effect {
                 match self.request_stands(zone, request).await? {
-                    moving::Stands::Yes => {}
-                    moving::Stands::Later => continue,
-                    moving::Stands::No(why) => {
+                    crate::lifecycle::moving::Stands::Yes => {}
+                    crate::lifecycle::moving::Stands::Later => continue,
+                    crate::lifecycle::moving::Stands::No(why) => {
                         let note = format!("not sent to the registrar: {why}");
                         self.effect_ended(zone, &item, OutboxStatus::Superseded, note)
                             .await?;

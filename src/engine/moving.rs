@@ -1,20 +1,20 @@
-//! A zone in a signed move (DESIGN.md section 2, "Signed moves", rule 15): looked at
-//! through both of its accounts (`move_look`), decided by `signed_move::step`, committed
-//! as any step (the zone stays `active`; the move lives in its facts), its effects
-//! performed from the outbox. The source's "DNSSEC off" passes `source_may_go_off` on a
-//! look taken right before the call, as the disable guard does for rule 1.
+//! A zone in a signed move (DESIGN.md section 2, "Signed moves", rule 15), as the
+//! engine looks at it: both accounts asked by name, one look (`move_look`) at every
+//! address of both, mapped to `lifecycle::moving::MoveSeen`; the decision is
+//! `lifecycle::moving::decide`'s, committed by the one step of `engine`. Here too: the
+//! move's provider calls and registrar requests performed from the outbox, and the
+//! source's "DNSSEC off" behind `source_may_go_off` on a look taken right before the
+//! call, as the disable guard does for rule 1.
 
-use crate::alert_kind::AlertKind;
 use crate::dns::Observer;
-use crate::lifecycle::facts::{Hold, Party};
-use crate::lifecycle::signed_move::{
-    self, Instruction, Look, Move, MoveDecision, MoveEffect, Phase, Side,
-};
-use crate::lifecycle::{AlertCheck, AuditNote, Decision, Effect, MoveCall, MoveRequest, Timestamp};
+use crate::lifecycle::facts::Party;
+use crate::lifecycle::moving::{self, MoveSeen, Stands};
+use crate::lifecycle::signed_move::{self, Look, Move, Phase};
+use crate::lifecycle::{Decision, Effect, MoveCall, MoveRequest, Timestamp};
 use crate::provider::{HostedZone, Provider, ProviderError};
-use crate::store::{ObservationText, OutboxItem, OutboxStatus, StepRow, StoreError};
+use crate::store::{ObservationText, OutboxItem, OutboxStatus, StoreError};
 
-use super::{Engine, EngineError, Notification, StepOutcome};
+use super::{Engine, EngineError, Notification};
 
 /// The two accounts of a move and their apex NS, or why a look cannot be made.
 struct Accounts<'a, A> {
@@ -54,73 +54,49 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         policy
     }
 
-    /// One step of a zone whose facts hold a signed move.
-    pub(super) async fn step_move(
+    /// What a step of a zone in a signed move sees: a look at both accounts, the target's
+    /// key once the move is done and the source no longer lists the zone, or why no look
+    /// could be made (and on whom).
+    pub(super) async fn see_move(&self, name: &str, mv: &Move) -> MoveSeen {
+        match self.move_accounts(name, mv).await {
+            Err((why, on)) => MoveSeen::Held { why, on },
+            Ok(Found::SourceGone { target }) => MoveSeen::SourceGone {
+                target_key: target.dnssec_key(name).await.map_err(|e| e.to_string()),
+            },
+            Ok(Found::Both(a)) => MoveSeen::Looked {
+                look: self.look_at(name, &a).await,
+                target_ns: a.target_ns,
+            },
+        }
+    }
+
+    /// One step's decision for a zone whose facts hold `mv`: what it saw, decided by
+    /// `lifecycle::moving::decide`, and the summary `status` shows.
+    pub(super) async fn decide_move(
         &self,
-        read: &StepRow,
+        read: &crate::store::StepRow,
         mv: &Move,
-    ) -> Result<StepOutcome, EngineError> {
-        let row = &read.row;
-        let name = row.zone.name.as_str();
-        let policy = self.move_policy();
-        let (planned, on, summary, look) = match self.move_accounts(name, mv).await {
-            Err((why, on)) => {
-                let planned = held(mv, why, on);
-                let summary = held_summary(self.clock.now(), &planned);
-                (planned, on, summary, None)
-            }
-            // The move is done and the source no longer lists the zone: it ends.
-            Ok(Found::SourceGone { target }) => return self.end_move(read, mv, target).await,
-            Ok(Found::Both(a)) => {
-                let look = self.look_at(name, &a).await;
-                let mut planned = signed_move::step(mv, &look, &policy);
-                if planned.next.phase == Phase::Done {
-                    planned.waiting = format!(
-                        "the operator to delete the zone at provider {} (DNSSEC is off there and nothing delegates to it); the move ends once only provider {} lists it",
-                        mv.source, mv.target
-                    );
-                }
-                let summary = move_summary(&look, &planned);
-                let on = planned.on();
-                (planned, on, summary, Some((look, a.target_ns)))
-            }
-        };
+    ) -> Result<(Decision, ObservationText, Timestamp), EngineError> {
+        let name = read.row.zone.name.as_str();
+        let seen = self.see_move(name, mv).await;
         if read.unknown_calls
-            && let Some((look, _)) = &look
+            && let MoveSeen::Looked { look, .. } = &seen
         {
             self.settle_unknown_move_calls(name, mv, look).await?;
         }
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(super::CrashPoint::Observed, name)?;
-        let target_ns = look.map(|(_, ns)| ns).unwrap_or_default();
-        let now = self.clock.now();
-        let decision = self.move_decision(read, mv, &planned, on, &target_ns, now);
-        if !self
-            .store
-            .commit_step(read, &decision, &summary, now)
-            .await?
-        {
-            self.store.check_by(name, self.clock.now()).await?;
-            return Ok(StepOutcome::Conflict);
-        }
-        if planned.next.phase != mv.phase {
-            tracing::info!(
-                zone = name,
-                from = mv.phase.name(),
-                to = planned.next.phase.name(),
-                "signed move: {}",
-                planned.waiting
-            );
-        }
-        #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(super::CrashPoint::Committed, name)?;
-        if read.pending_effects || !decision.effects.is_empty() {
-            self.perform_effects(name).await?;
-        }
-        Ok(StepOutcome::Stepped {
-            from: row.zone.state,
-            to: decision.state,
-        })
+        let at = self.clock.now();
+        let decision = moving::decide(
+            &read.row.zone,
+            mv,
+            &seen,
+            at,
+            &self.policy,
+            &self.move_policy(),
+        );
+        let summary = move_text(&seen, mv, &decision, at);
+        Ok((decision, summary, at))
     }
 
     /// One look at the move through both accounts (`engine::move_look`).
@@ -181,253 +157,6 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }))
     }
 
-    /// The lifecycle decision a move's step commits: the zone's state unchanged, the
-    /// move in its facts, its wait in `held_by`, a note per phase, its alert folded into
-    /// one (`signed_move_held`), its effects as outbox rows.
-    fn move_decision(
-        &self,
-        read: &StepRow,
-        mv: &Move,
-        decision: &MoveDecision,
-        on: Party,
-        target_ns: &[String],
-        now: Timestamp,
-    ) -> Decision {
-        let zone = &read.row.zone;
-        let mut facts = zone.facts.clone();
-        facts.signed_move = Some(decision.next.clone());
-        // Something holds a move until it ends; `held_since` counts from its phase's
-        // start, so that a phase that lasts is said.
-        if decision.next.phase != mv.phase || facts.held_by.is_none() {
-            facts.held_since = Some(now);
-        }
-        let since = *facts.held_since.get_or_insert(now);
-        facts.held_by = Some(Hold::new(decision.waiting.clone(), on));
-        let mut notes = Vec::new();
-        if decision.next.phase != mv.phase {
-            notes.push(AuditNote {
-                from: zone.state,
-                to: zone.state,
-                reason: format!(
-                    "signed move from provider {} to {}: {} -> {}; waiting for {}",
-                    mv.source,
-                    mv.target,
-                    mv.phase.name(),
-                    decision.next.phase.name(),
-                    decision.waiting
-                ),
-            });
-        }
-        let alert = if decision.alerts.is_empty() {
-            AlertCheck::clear(AlertKind::SignedMoveHeld)
-        } else {
-            AlertCheck::firing(AlertKind::SignedMoveHeld, decision.alerts.join("; "))
-        };
-        // Rule 11: a wait that does not end by itself is said. A phase waiting on the
-        // registrar or the operator is late after `ds_overdue_after`; any other after its
-        // own hold and `observation_failing_after` (a hold that keeps restarting).
-        let phase = decision.next.phase;
-        let late_after = match phase {
-            Phase::AwaitingBothDs
-            | Phase::AwaitingDelegation
-            | Phase::AwaitingOldDsRemoval
-            | Phase::Done => self.policy.ds_overdue_after,
-            _ => {
-                signed_move::phase_hold(&decision.next, &self.move_policy())
-                    + self.policy.observation_failing_after
-            }
-        };
-        let stalled = if now.since(since) > late_after {
-            AlertCheck::firing(
-                AlertKind::WaitStalled,
-                format!(
-                    "{}: the signed move has been in {} since {since}, waiting for {}",
-                    mv.zone,
-                    phase.name(),
-                    decision.waiting
-                ),
-            )
-        } else {
-            AlertCheck::clear(AlertKind::WaitStalled)
-        };
-        let effects = decision
-            .effects
-            .iter()
-            .filter_map(|e| self.move_effect(&decision.next, e, target_ns))
-            .collect();
-        Decision {
-            state: zone.state,
-            facts,
-            effects,
-            alerts: vec![alert, stalled],
-            notes,
-            wake_at: now.plus(self.policy.poll_waiting),
-        }
-    }
-
-    /// A planner's effect as an outbox row.
-    fn move_effect(&self, mv: &Move, effect: &MoveEffect, target_ns: &[String]) -> Option<Effect> {
-        let account = |side: Side| match side {
-            Side::Source => mv.source.clone(),
-            Side::Target => mv.target.clone(),
-        };
-        let line = |ds: &crate::dnssec::Ds| {
-            crate::dnssec::DsLine {
-                owner: mv.zone.clone(),
-                ttl: mv.ttls.ds.max(1),
-                ds: ds.clone(),
-            }
-            .to_string()
-        };
-        Some(match effect {
-            MoveEffect::TargetDnssecOn => Effect::MoveCall {
-                account: account(Side::Target),
-                call: MoveCall::DnssecOn,
-            },
-            MoveEffect::SourceDnssecOff => Effect::MoveCall {
-                account: account(Side::Source),
-                call: MoveCall::DnssecOff,
-            },
-            MoveEffect::CdsOff { side } => Effect::MoveCall {
-                account: account(*side),
-                call: MoveCall::CdsOff,
-            },
-            MoveEffect::SetForeign { side, keys } => Effect::MoveCall {
-                account: account(*side),
-                call: MoveCall::ForeignKeys {
-                    keys: keys.clone(),
-                    ttl: mv.ttls.dnskey.max(1),
-                },
-            },
-            MoveEffect::Registrar(Instruction::AddDs { add, keep }) => Effect::MoveRequest {
-                request: MoveRequest::AddDs {
-                    ds_line: line(add),
-                    keep: line(keep),
-                },
-            },
-            MoveEffect::Registrar(Instruction::RemoveDs { remove, keep }) => Effect::MoveRequest {
-                request: MoveRequest::RemoveDs {
-                    ds_line: line(remove),
-                    keep: line(keep),
-                },
-            },
-            MoveEffect::Registrar(Instruction::ChangeNs) => {
-                if target_ns.is_empty() {
-                    return None;
-                }
-                Effect::MoveRequest {
-                    request: MoveRequest::ChangeNs {
-                        name_servers: target_ns.to_vec(),
-                    },
-                }
-            }
-        })
-    }
-
-    /// The move is over: the zone is the target's alone. Its facts are those of an
-    /// `active` zone at the target (the next step's look reads the rest afresh).
-    async fn end_move(
-        &self,
-        read: &StepRow,
-        mv: &Move,
-        target: &P::Account,
-    ) -> Result<StepOutcome, EngineError> {
-        let zone = &read.row.zone;
-        // The target's key as the lifecycle follows it: the DS line of the key the move
-        // had the parent publish, in the form `step` computes (so a key the target rolled
-        // to since is a key change to `step`, announced in the safe order, and the
-        // parent's DS no longer matching it is `step`'s alert to raise).
-        let key = match target.dnssec_key(zone.name.as_str()).await {
-            Ok(key) => key,
-            Err(e) => {
-                let why = format!("provider {}: {e}", mv.target);
-                let planned = held(mv, format!("the move's end: {why}"), Party::Provider);
-                let now = self.clock.now();
-                let decision = self.move_decision(read, mv, &planned, Party::Provider, &[], now);
-                let summary = held_summary(now, &planned);
-                if !self
-                    .store
-                    .commit_step(read, &decision, &summary, now)
-                    .await?
-                {
-                    self.store.check_by(zone.name.as_str(), now).await?;
-                    return Ok(StepOutcome::Conflict);
-                }
-                return Ok(StepOutcome::Stepped {
-                    from: zone.state,
-                    to: zone.state,
-                });
-            }
-        };
-        let now = self.clock.now();
-        let mut facts = zone.facts.clone();
-        facts.signed_move = None;
-        facts.held_by = None;
-        facts.held_since = None;
-        facts.settled_view = None;
-        facts.served_keys_when_asked = None;
-        facts.provider_ns = None;
-        facts.delegated_at = mv.delegated_at;
-        let moved = mv.target_key.as_ref().filter(|k| **k != key.dnskey);
-        let ds = match moved {
-            // Rolled since: the moved key's DS, in the provider's digest.
-            Some(k) => crate::dnssec::DigestType::from_code(key.ds.digest_type)
-                .ok()
-                .and_then(|d| k.to_ds(&key.zone, d).ok())
-                .unwrap_or_else(|| key.ds.clone()),
-            None => key.ds.clone(),
-        };
-        facts.ds_line = Some(
-            crate::dnssec::DsLine {
-                owner: key.zone.clone(),
-                ttl: key.ds_ttl,
-                ds,
-            }
-            .to_string(),
-        );
-        // The largest TTLs seen bound later waits (rule 2): the move's count too.
-        let larger = |known: Option<u32>, seen: u32| known.max(Some(seen).filter(|t| *t > 0));
-        facts.max_dnskey_ttl = larger(facts.max_dnskey_ttl, mv.ttls.dnskey);
-        facts.max_ds_ttl = larger(facts.max_ds_ttl, mv.ttls.ds);
-        facts.ds_to_enter = None;
-        facts.dnskey_to_enter = None;
-        let decision = Decision {
-            state: zone.state,
-            facts,
-            effects: Vec::new(),
-            alerts: vec![
-                AlertCheck::clear(AlertKind::SignedMoveHeld),
-                AlertCheck::clear(AlertKind::WaitStalled),
-            ],
-            notes: vec![AuditNote {
-                from: zone.state,
-                to: zone.state,
-                reason: format!(
-                    "signed move from provider {} to {} ended: the zone is at provider {} only",
-                    mv.source, mv.target, mv.target
-                ),
-            }],
-            wake_at: now,
-        };
-        let summary = held_summary(
-            now,
-            &held(mv, "nothing: the move ended".into(), Party::Nobody),
-        );
-        if !self
-            .store
-            .commit_step(read, &decision, &summary, now)
-            .await?
-        {
-            self.store.check_by(zone.name.as_str(), now).await?;
-            return Ok(StepOutcome::Conflict);
-        }
-        tracing::info!(zone = zone.name.as_str(), "signed move ended");
-        Ok(StepOutcome::Stepped {
-            from: zone.state,
-            to: zone.state,
-        })
-    }
-
     /// Move calls of unknown outcome, settled by what the look saw (rule 11).
     async fn settle_unknown_move_calls(
         &self,
@@ -439,29 +168,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             let Effect::MoveCall { account, call } = &item.effect else {
                 continue;
             };
-            let side = if *account == mv.source {
-                Side::Source
-            } else {
-                Side::Target
+            let Some(took) = moving::call_took(mv, account, call, look) else {
+                continue;
             };
-            let (key, foreign) = match side {
-                Side::Source => (&look.source_key, &look.source_foreign),
-                Side::Target => (&look.target_key, &look.target_foreign),
-            };
-            let took = match call {
-                MoveCall::DnssecOn => key.as_ref().ok().map(Option::is_some),
-                MoveCall::DnssecOff => key.as_ref().ok().map(Option::is_none),
-                MoveCall::ForeignKeys { keys, .. } => foreign
-                    .as_ref()
-                    .ok()
-                    .map(|now| now.len() == keys.len() && keys.iter().all(|k| now.contains(k))),
-                MoveCall::CdsOff => look
-                    .cds_published
-                    .as_ref()
-                    .ok()
-                    .map(|sides| !sides.contains(&side)),
-            };
-            let Some(took) = took else { continue };
             self.settle_call(zone, &item, took, format!("provider {account}"))
                 .await?;
         }
@@ -503,11 +212,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
     }
 
-    /// Whether an owed request still stands on the move as it stands now (a crash or a
-    /// failing hook left it owed while the move went on): a request sent late could break
-    /// what the move now waits on (an NS change after a roll at the target, the source's
-    /// DS removed while a parent delegates to the source again). Checked right before it
-    /// is sent, on the move as the last step committed it.
+    /// Whether an owed request still stands on the move as the last step committed it
+    /// (`lifecycle::moving::request_stands`), checked right before it is sent.
     pub(super) async fn request_stands(
         &self,
         zone: &str,
@@ -518,61 +224,12 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             .zone(zone)
             .await?
             .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
-        let Some(mv) = row.zone.facts.signed_move else {
-            return Ok(Stands::No(
-                "the zone is not in a signed move any more".into(),
-            ));
-        };
-        // Held on what only a person can repair: sent once it is repaired, if the phase
-        // still wants it.
-        if row.zone.facts.held_by.as_ref().map(|h| h.on) == Some(Party::Operator) {
-            return Ok(Stands::Later);
-        }
-        let line_of = |key: Option<&crate::dnssec::Dnskey>| {
-            key.and_then(|k| k.to_ds(&mv.zone, crate::dnssec::DigestType::Sha256).ok())
-                .map(|ds| ds.to_string())
-        };
-        let names = |ds_line: &str, key: Option<&crate::dnssec::Dnskey>| {
-            line_of(key).is_some_and(|ds| ds_line.ends_with(&ds))
-        };
-        let (phase, wanted) = match request {
-            MoveRequest::AddDs { ds_line, .. } => {
-                if !names(ds_line, mv.target_key.as_ref()) {
-                    return Ok(Stands::No(
-                        "it names a key the target no longer signs with".into(),
-                    ));
-                }
-                (Phase::AwaitingBothDs, mv.phase == Phase::AwaitingBothDs)
-            }
-            MoveRequest::ChangeNs { .. } => (
-                Phase::AwaitingDelegation,
-                mv.phase == Phase::AwaitingDelegation,
-            ),
-            // The removal of a DS the target no longer signs with stands in any phase
-            // before the NS change (nothing signs with that key); the source's only in
-            // its own phase.
-            MoveRequest::RemoveDs { ds_line, .. } => {
-                if names(ds_line, Some(&mv.source_key)) {
-                    (
-                        Phase::AwaitingOldDsRemoval,
-                        mv.phase == Phase::AwaitingOldDsRemoval,
-                    )
-                } else if names(ds_line, mv.target_key.as_ref()) {
-                    return Ok(Stands::No("it names the key the target signs with".into()));
-                } else {
-                    (Phase::ExchangingKeys, true)
-                }
-            }
-        };
-        Ok(if wanted {
-            Stands::Yes
-        } else {
-            Stands::No(format!(
-                "the move is in {}, and the request belongs to {}",
-                mv.phase.name(),
-                phase.name()
-            ))
-        })
+        let facts = &row.zone.facts;
+        Ok(moving::request_stands(
+            facts.signed_move.as_ref(),
+            facts.held_by.as_ref(),
+            request,
+        ))
     }
 
     async fn move_call(
@@ -662,15 +319,6 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     }
 }
 
-/// Whether an owed request of a move is sent now.
-pub(super) enum Stands {
-    Yes,
-    /// Not now: the move holds on what a person must repair.
-    Later,
-    /// Never: the move went on without it (why).
-    No(String),
-}
-
 /// What `move_accounts` found: the source gone after the move (it ends), or both
 /// accounts with their name servers.
 enum Found<'a, A> {
@@ -698,53 +346,46 @@ fn done_words(call: &MoveCall) -> String {
     }
 }
 
-/// A decision that only says what holds the move (no look could be made); the caller
-/// names the party (`on`), which the planner's phase alone would not tell.
-fn held(mv: &Move, why: String, on: Party) -> MoveDecision {
-    let alerts = if on == Party::Operator {
-        vec![format!("{}: {why}", mv.zone)]
-    } else {
-        Vec::new()
+/// What a moving zone's step saw, for `status` and the history: the move's phase and wait
+/// as the decision leaves them, and each address's answer where a look was made.
+fn move_text(seen: &MoveSeen, mv: &Move, decision: &Decision, at: Timestamp) -> ObservationText {
+    let (next, waiting) = match &decision.facts.signed_move {
+        Some(next) => (
+            next,
+            decision
+                .facts
+                .held_by
+                .as_ref()
+                .map_or("", |h| h.what.as_str()),
+        ),
+        None => (mv, "nothing: the move ended"),
     };
-    MoveDecision {
-        next: mv.clone(),
-        effects: Vec::new(),
-        waiting: why,
-        alerts,
-    }
-}
-
-/// A step without a look: the move's phase and wait only.
-fn held_summary(at: Timestamp, planned: &MoveDecision) -> ObservationText {
-    let whole = serde_json::json!({
-        "at": at.to_string(),
-        "provider": serving(&planned.next),
-        "signed_move": {"phase": planned.next.phase.name(), "waiting": planned.waiting},
-    });
+    let brief = brief(next);
+    let whole = match seen {
+        MoveSeen::Looked { look, .. } => looked(look, next, waiting),
+        _ => serde_json::json!({
+            "at": at.to_string(),
+            "provider": serving(next),
+            "signed_move": {"phase": next.phase.name(), "waiting": waiting},
+        }),
+    };
     ObservationText {
         whole: whole.to_string(),
-        brief: brief(&planned.next),
+        brief,
     }
 }
 
-/// The account that serves the zone to resolvers, as `status`, the console and the
-/// alerts name it: the source until the delegation to the target is confirmed.
+/// The account that serves the zone to resolvers (`lifecycle::moving::serving_account`).
 fn serving(mv: &Move) -> serde_json::Value {
-    let account = if mv.phase >= Phase::OldDelegationWait {
-        &mv.target
-    } else {
-        &mv.source
-    };
-    serde_json::json!({ "account": account })
+    serde_json::json!({ "account": moving::serving_account(mv) })
 }
 
 fn brief(mv: &Move) -> String {
     serde_json::json!({"provider": serving(mv), "signed_move": mv.phase.name()}).to_string()
 }
 
-/// What the look saw, for `status` and the history: the move's phase and wait, each
-/// address's answer in a line.
-fn move_summary(look: &Look, decision: &MoveDecision) -> ObservationText {
+/// A look's answers, an address a line.
+fn looked(look: &Look, next: &Move, waiting: &str) -> serde_json::Value {
     let answers = |a: &[signed_move::Answer<signed_move::ServedKeys>]| -> Vec<serde_json::Value> {
         a.iter()
             .map(|a| {
@@ -779,19 +420,15 @@ fn move_summary(look: &Look, decision: &MoveDecision) -> ObservationText {
             })
         })
         .collect();
-    let whole = serde_json::json!({
+    serde_json::json!({
         "at": look.at.to_string(),
-        "provider": serving(&decision.next),
+        "provider": serving(next),
         "signed_move": {
-            "phase": decision.next.phase.name(),
-            "waiting": decision.waiting,
+            "phase": next.phase.name(),
+            "waiting": waiting,
             "source": answers(&look.source_children),
             "target": answers(&look.target_children),
             "parent": parents,
         },
-    });
-    ObservationText {
-        whole: whole.to_string(),
-        brief: brief(&decision.next),
-    }
+    })
 }

@@ -6,6 +6,7 @@ pub mod cds;
 pub mod facts;
 pub mod guard;
 pub mod model;
+pub mod moving;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
@@ -37,6 +38,8 @@ mod tests_cds;
 mod tests_evidence;
 #[cfg(test)]
 mod tests_move;
+#[cfg(test)]
+mod tests_moving;
 #[cfg(test)]
 mod tests_registry;
 #[cfg(test)]
