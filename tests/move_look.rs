@@ -24,7 +24,7 @@ use dnssec_warden::dns::{
 use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::engine::move_look::{self, NO_ADDRESS};
 use dnssec_warden::lifecycle::signed_move::{
-    self, Delegation, Look, Move, MoveEffect, MovePolicy, Phase, Side,
+    self, Delegation, Move, MoveEffect, MoveLook, MovePolicy, Phase, Side,
 };
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{PermitAnswer, Provider};
@@ -236,7 +236,7 @@ fn addresses<T>(answers: &[signed_move::Answer<T>]) -> Vec<String> {
 }
 
 /// Both keys served, signed only by `own`.
-fn both_signed_by(s: &signed_move::ServedKeys, ks: &Dnskey, kt: &Dnskey, own: &Dnskey) -> bool {
+fn both_signed_by(s: &signed_move::ChildSeen, ks: &Dnskey, kt: &Dnskey, own: &Dnskey) -> bool {
     s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by == vec![own.clone()]
 }
 
@@ -378,7 +378,7 @@ async fn a_signed_moves_look_asks_both_accounts_both_sets_of_servers_and_every_p
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    let exchanged = |l: &Look| {
+    let exchanged = |l: &MoveLook| {
         every(&l.source_children, |s| both_signed_by(s, &ks, &kt, &ks))
             && every(&l.target_children, |s| both_signed_by(s, &ks, &kt, &kt))
     };

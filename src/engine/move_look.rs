@@ -1,6 +1,6 @@
 //! One look at a zone in a signed move (DESIGN.md section 2, "Signed moves"): both
 //! accounts, every child address of both accounts' name servers, every parent address,
-//! asked concurrently and mapped to [`signed_move::Look`], the planner's input. Every
+//! asked concurrently and mapped to [`signed_move::MoveLook`], the planner's input. Every
 //! answer that is not known is an `Err` with its reason (rule 3: unknown never counts).
 
 use crate::dns::delegation::ns_set;
@@ -8,7 +8,7 @@ use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer, ServerAnswer,
 };
 use crate::dnssec::{CdsPublication, Dnskey, DnssecKey};
-use crate::lifecycle::signed_move::{self, Answer, Delegation, Look, ServedKeys, Side};
+use crate::lifecycle::signed_move::{self, Answer, ChildSeen, Delegation, MoveLook, Side};
 use crate::provider::{Provider, ProviderError};
 use crate::time::Clock;
 
@@ -29,7 +29,7 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
     source_ns: &[String],
     target_ns: &[String],
     clock: &dyn Clock,
-) -> Look {
+) -> MoveLook {
     let (
         (source_key, target_key, source_foreign, target_foreign, source_view, target_view, parent),
         (source_cds, target_cds),
@@ -48,7 +48,7 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
         },
         async { tokio::join!(source.cds_publication(zone), target.cds_publication(zone)) },
     );
-    Look {
+    MoveLook {
         at: clock.now(),
         source_key: signing_key(source_key),
         target_key: signing_key(target_key),
@@ -101,9 +101,9 @@ pub fn foreign_keys(
 
 /// One child address's DNSKEY answer. "No DNSKEY" is known (the zone unsigned there);
 /// `signed_by` is the keys whose RRSIG over the set verified within its window (rule 4).
-pub fn served_keys(answer: &DnskeyAnswer) -> Result<ServedKeys, String> {
+pub fn served_keys(answer: &DnskeyAnswer) -> Result<ChildSeen, String> {
     match answer {
-        DnskeyAnswer::Keys(k) => Ok(ServedKeys {
+        DnskeyAnswer::Keys(k) => Ok(ChildSeen {
             keys: k.keys.clone(),
             signed_by: k
                 .self_signers
@@ -112,7 +112,7 @@ pub fn served_keys(answer: &DnskeyAnswer) -> Result<ServedKeys, String> {
                 .collect(),
             ttl: k.ttl,
         }),
-        DnskeyAnswer::Absent => Ok(ServedKeys {
+        DnskeyAnswer::Absent => Ok(ChildSeen {
             keys: Vec::new(),
             signed_by: Vec::new(),
             ttl: 0,
@@ -122,7 +122,7 @@ pub fn served_keys(answer: &DnskeyAnswer) -> Result<ServedKeys, String> {
 }
 
 /// Every child address's answer; a view that failed is one unknown answer.
-pub fn children(view: &Result<ChildView, ObserveError>) -> Vec<Answer<ServedKeys>> {
+pub fn children(view: &Result<ChildView, ObserveError>) -> Vec<Answer<ChildSeen>> {
     match view {
         Ok(view) => view
             .answers
@@ -173,7 +173,7 @@ fn parent_answer(
     validated: bool,
     source_ns: &[String],
     target_ns: &[String],
-) -> Result<signed_move::ParentView, String> {
+) -> Result<signed_move::ParentSeen, String> {
     let (ds, ds_ttl) = match ds {
         DsAnswer::Present { ds, ttl } => (ds.clone(), Some(*ttl)),
         DsAnswer::Absent => (Vec::new(), None),
@@ -188,7 +188,7 @@ fn parent_answer(
         Some(NsAnswer::Unknown(reason)) => return Err(format!("delegation unknown: {reason}")),
         None => return Err("delegation unknown: no NS answer from this address".into()),
     };
-    Ok(signed_move::ParentView {
+    Ok(signed_move::ParentSeen {
         ds,
         ds_ttl,
         delegation,
@@ -204,7 +204,7 @@ pub fn parents(
     view: Result<crate::dns::ParentView, ObserveError>,
     source_ns: &[String],
     target_ns: &[String],
-) -> Vec<Answer<signed_move::ParentView>> {
+) -> Vec<Answer<signed_move::ParentSeen>> {
     let view = match view {
         Ok(view) => view,
         Err(e) => {
@@ -342,7 +342,7 @@ mod tests {
         assert_eq!(got[0].address, "127.0.0.1");
         assert_eq!(
             got[0].answer,
-            Ok(signed_move::ParentView {
+            Ok(signed_move::ParentSeen {
                 ds: ds.clone(),
                 ds_ttl: Some(86400),
                 delegation: Delegation::Source,
@@ -352,7 +352,7 @@ mod tests {
         );
         assert_eq!(
             got[1].answer,
-            Ok(signed_move::ParentView {
+            Ok(signed_move::ParentSeen {
                 ds: vec![],
                 ds_ttl: None,
                 delegation: Delegation::Target,
@@ -424,7 +424,7 @@ mod tests {
         });
         assert_eq!(
             served_keys(&answer),
-            Ok(ServedKeys {
+            Ok(ChildSeen {
                 keys: vec![ks, kt.clone()],
                 signed_by: vec![kt],
                 ttl: 300,

@@ -9,7 +9,7 @@
 use crate::dns::Observer;
 use crate::lifecycle::facts::Party;
 use crate::lifecycle::moving::{self, MoveSeen, Stands};
-use crate::lifecycle::signed_move::{self, Look, Move, Phase};
+use crate::lifecycle::signed_move::{self, Move, MoveLook, Phase};
 use crate::lifecycle::{Decision, Effect, MoveCall, MoveRequest, Timestamp};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::{ObservationText, OutboxItem, OutboxStatus, StoreError};
@@ -100,7 +100,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     }
 
     /// One look at the move through both accounts (`engine::move_look`).
-    async fn look_at(&self, zone: &str, a: &Accounts<'_, P::Account>) -> Look {
+    async fn look_at(&self, zone: &str, a: &Accounts<'_, P::Account>) -> MoveLook {
         super::move_look::look(
             a.source,
             a.target,
@@ -162,7 +162,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         &self,
         zone: &str,
         mv: &Move,
-        look: &Look,
+        look: &MoveLook,
     ) -> Result<(), EngineError> {
         for item in self.store.unknown_calls(zone).await? {
             let Effect::MoveCall { account, call } = &item.effect else {
@@ -385,8 +385,8 @@ fn brief(mv: &Move) -> String {
 }
 
 /// A look's answers, an address a line.
-fn looked(look: &Look, next: &Move, waiting: &str) -> serde_json::Value {
-    let answers = |a: &[signed_move::Answer<signed_move::ServedKeys>]| -> Vec<serde_json::Value> {
+fn looked(look: &MoveLook, next: &Move, waiting: &str) -> serde_json::Value {
+    let answers = |a: &[signed_move::Answer<signed_move::ChildSeen>]| -> Vec<serde_json::Value> {
         a.iter()
             .map(|a| {
                 serde_json::json!({

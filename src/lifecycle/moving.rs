@@ -9,7 +9,7 @@ use super::facts::{Hold, Party};
 use super::model::{AlertCheck, AuditNote, Decision, Effect, MoveCall, MoveRequest, Zone};
 use super::policy::Policy;
 use super::signed_move::{
-    self, Instruction, Look, Move, MoveDecision, MoveEffect, MovePolicy, Phase, Side,
+    self, Instruction, Move, MoveDecision, MoveEffect, MoveLook, MovePolicy, Phase, Side,
 };
 use crate::alert_kind::AlertKind;
 use crate::dnssec::{DigestType, Dnskey, DnssecKey, Ds, DsLine};
@@ -28,7 +28,10 @@ pub enum MoveSeen {
     },
     /// A look at both accounts (`engine::move_look`) and the target's apex NS (what the
     /// registrar is asked to delegate to).
-    Looked { look: Look, target_ns: Vec<String> },
+    Looked {
+        look: MoveLook,
+        target_ns: Vec<String>,
+    },
 }
 
 /// One step of a zone whose facts hold `mv`, at `at`. `move_policy` carries the gap
@@ -292,7 +295,7 @@ pub fn serving_account(mv: &Move) -> &str {
 
 /// Whether a move's call of unknown outcome took, by what `look` saw at the account it
 /// was sent to (rule 11); `None` when the look could not tell.
-pub fn call_took(mv: &Move, account: &str, call: &MoveCall, look: &Look) -> Option<bool> {
+pub fn call_took(mv: &Move, account: &str, call: &MoveCall, look: &MoveLook) -> Option<bool> {
     let side = if account == mv.source {
         Side::Source
     } else {

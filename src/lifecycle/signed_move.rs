@@ -14,9 +14,22 @@ use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::time::Timestamp;
 
 /// The phases, in order (DESIGN.md section 2). The names are a contract (`status`, the
-/// stored facts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// stored facts), derived once from the variants.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Phase {
     SigningAtTarget,
     ExchangingKeys,
@@ -30,34 +43,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 9] = [
-        Phase::SigningAtTarget,
-        Phase::ExchangingKeys,
-        Phase::AwaitingBothDs,
-        Phase::AwaitingDelegation,
-        Phase::OldDelegationWait,
-        Phase::AwaitingOldDsRemoval,
-        Phase::RetiringOldKey,
-        Phase::OldSigningOff,
-        Phase::Done,
-    ];
-
     pub fn name(self) -> &'static str {
-        match self {
-            Phase::SigningAtTarget => "signing_at_target",
-            Phase::ExchangingKeys => "exchanging_keys",
-            Phase::AwaitingBothDs => "awaiting_both_ds",
-            Phase::AwaitingDelegation => "awaiting_delegation",
-            Phase::OldDelegationWait => "old_delegation_wait",
-            Phase::AwaitingOldDsRemoval => "awaiting_old_ds_removal",
-            Phase::RetiringOldKey => "retiring_old_key",
-            Phase::OldSigningOff => "old_signing_off",
-            Phase::Done => "done",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
+        self.into()
     }
 
     /// Whether the NS change may have been made: from here on no step goes back, because
@@ -198,7 +185,7 @@ impl Move {
 
 /// What a child address answered for the apex DNSKEY set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServedKeys {
+pub struct ChildSeen {
     pub keys: Vec<Dnskey>,
     /// The keys whose RRSIG over the set verified, within its validity window.
     pub signed_by: Vec<Dnskey>,
@@ -216,7 +203,7 @@ pub enum Delegation {
 
 /// What a parent address answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParentView {
+pub struct ParentSeen {
     pub ds: Vec<Ds>,
     pub ds_ttl: Option<u32>,
     pub delegation: Delegation,
@@ -234,7 +221,7 @@ pub struct Answer<T> {
 
 /// Everything one look at a moving zone saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
+pub struct MoveLook {
     pub at: Timestamp,
     /// The key each account signs with (`None`: DNSSEC off), or why it is not known.
     pub source_key: Result<Option<Dnskey>, String>,
@@ -242,9 +229,9 @@ pub struct Look {
     /// The other signer's keys each account's API publishes.
     pub source_foreign: Result<Vec<Dnskey>, String>,
     pub target_foreign: Result<Vec<Dnskey>, String>,
-    pub source_children: Vec<Answer<ServedKeys>>,
-    pub target_children: Vec<Answer<ServedKeys>>,
-    pub parents: Vec<Answer<ParentView>>,
+    pub source_children: Vec<Answer<ChildSeen>>,
+    pub target_children: Vec<Answer<ChildSeen>>,
+    pub parents: Vec<Answer<ParentSeen>>,
     /// The source's apex NS TTL as its servers answer it.
     pub source_apex_ns_ttl: Option<u32>,
     /// The accounts whose API says they publish CDS/CDNSKEY (a key's or the delete
@@ -436,7 +423,7 @@ fn ds_ttl(mv: &Move, policy: &MovePolicy) -> u32 {
 /// Rule 15 at the source's "DNSSEC off", asked on a fresh look right before the call:
 /// every parent address delegates to the target, none publishes DS(`Ks`), on validated
 /// evidence, and the old delegation's hold has passed. `Err` names what refuses it.
-pub fn source_may_go_off(mv: &Move, look: &Look, policy: &MovePolicy) -> Result<(), String> {
+pub fn source_may_go_off(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> Result<(), String> {
     let zone = mv.zone.as_str();
     let Some(delegated) = mv.delegated_at else {
         return Err("the delegation to the target was never confirmed".into());
@@ -445,7 +432,7 @@ pub fn source_may_go_off(mv: &Move, look: &Look, policy: &MovePolicy) -> Result<
     if look.at < until {
         return Err(format!("the old delegation may be cached until {until}"));
     }
-    let gone = |p: &ParentView| {
+    let gone = |p: &ParentSeen| {
         p.validated && p.delegation == Delegation::Target && !has_ds(zone, &p.ds, &mv.source_key)
     };
     match every(&look.parents, gone) {
@@ -459,7 +446,7 @@ pub fn source_may_go_off(mv: &Move, look: &Look, policy: &MovePolicy) -> Result<
 }
 
 /// One look at a moving zone: the next phase, the effects, what it waits for.
-pub fn step(mv: &Move, look: &Look, policy: &MovePolicy) -> MoveDecision {
+pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
     let mut next = mv.clone();
     let mut effects = Vec::new();
     let mut alerts = Vec::new();
@@ -582,7 +569,7 @@ fn hold(
     }
 }
 
-fn learn_ttls(mv: &mut Move, look: &Look) {
+fn learn_ttls(mv: &mut Move, look: &MoveLook) {
     for a in look.source_children.iter().chain(&look.target_children) {
         if let Ok(s) = &a.answer {
             mv.ttls.dnskey = mv.ttls.dnskey.max(s.ttl);
@@ -604,7 +591,7 @@ fn learn_ttls(mv: &mut Move, look: &Look) {
 /// The phase's own work; returns what the move waits for.
 fn advance(
     mv: &mut Move,
-    look: &Look,
+    look: &MoveLook,
     policy: &MovePolicy,
     effects: &mut Vec<MoveEffect>,
     alerts: &mut Vec<String>,
@@ -630,7 +617,7 @@ fn advance(
                 return "the target to sign with the source's algorithm".into();
             }
             mv.target_key = Some(kt.clone());
-            let served = |s: &ServedKeys| s.keys.contains(&kt) && s.signed_by.contains(&kt);
+            let served = |s: &ChildSeen| s.keys.contains(&kt) && s.signed_by.contains(&kt);
             match every(&look.target_children, served) {
                 Some(true) => {
                     mv.enter(Phase::ExchangingKeys);
@@ -700,7 +687,7 @@ fn advance(
             if let Some(back) = keys_lost_before_ns(mv, look, &ks, &kt) {
                 return back;
             }
-            let both = |p: &ParentView| {
+            let both = |p: &ParentSeen| {
                 p.validated && has_ds(&zone, &p.ds, &ks) && has_ds(&zone, &p.ds, &kt)
             };
             if let Err(waits) = mv.confirmed_and_held(
@@ -739,7 +726,7 @@ fn advance(
             if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
                 return broken;
             }
-            let moved = |p: &ParentView| p.validated && p.delegation == Delegation::Target;
+            let moved = |p: &ParentSeen| p.validated && p.delegation == Delegation::Target;
             match every(&look.parents, moved) {
                 Some(true) => {
                     mv.enter(Phase::OldDelegationWait);
@@ -763,7 +750,7 @@ fn advance(
             if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
                 return broken;
             }
-            let moved = |p: &ParentView| p.delegation == Delegation::Target;
+            let moved = |p: &ParentSeen| p.delegation == Delegation::Target;
             if every(&look.parents, moved) == Some(false) {
                 // A parent server delegates to the source again: the hold starts over
                 // from the next look that sees the target everywhere.
@@ -784,7 +771,7 @@ fn advance(
             }
             // Removing DS(Ks) fails whoever is still sent to the source: every parent
             // address must be seen delegating to the target at this look (rule 3).
-            let validated = |p: &ParentView| p.validated && p.delegation == Delegation::Target;
+            let validated = |p: &ParentSeen| p.validated && p.delegation == Delegation::Target;
             if every(&look.parents, validated) != Some(true) {
                 return format!(
                     "every parent server seen delegating to the target, validated, before the source's DS goes: {}",
@@ -808,7 +795,7 @@ fn advance(
             if let Some(back) = delegation_returned(&zone, look, alerts) {
                 return back;
             }
-            let kept = |p: &ParentView| has_ds(&zone, &p.ds, &kt);
+            let kept = |p: &ParentSeen| has_ds(&zone, &p.ds, &kt);
             if every(&look.parents, kept) == Some(false) {
                 alerts.push(format!(
                     "{zone}: a parent server no longer publishes DS {} of the target's key: validating resolvers fail the zone; enter it again at the registrar: {}",
@@ -816,7 +803,7 @@ fn advance(
                     failing(&look.parents, kept)
                 ));
             }
-            let gone = |p: &ParentView| {
+            let gone = |p: &ParentSeen| {
                 p.validated
                     && p.delegation == Delegation::Target
                     && has_ds(&zone, &p.ds, &kt)
@@ -852,7 +839,7 @@ fn advance(
             if let Some(back) = delegation_returned(&zone, look, alerts) {
                 return back;
             }
-            let retired = |s: &ServedKeys| s.signed_by.contains(&kt) && !s.keys.contains(&ks);
+            let retired = |s: &ChildSeen| s.signed_by.contains(&kt) && !s.keys.contains(&ks);
             if let Err(waits) = mv.confirmed_and_held(
                 now,
                 every(&look.target_children, retired),
@@ -885,7 +872,7 @@ fn advance(
 /// foreign keys), then DNSSEC off there behind the guard; done once both are so.
 fn old_signing_off(
     mv: &mut Move,
-    look: &Look,
+    look: &MoveLook,
     policy: &MovePolicy,
     effects: &mut Vec<MoveEffect>,
 ) -> String {
@@ -912,8 +899,8 @@ fn old_signing_off(
 /// anywhere but the target again (an undo at the registrar, a lagging server) sends
 /// resolvers where the retirement of the source's DS or key fails them: alerted, and
 /// the move holds until every address delegates to the target again.
-fn delegation_returned(zone: &str, look: &Look, alerts: &mut Vec<String>) -> Option<String> {
-    let moved = |p: &ParentView| p.delegation == Delegation::Target;
+fn delegation_returned(zone: &str, look: &MoveLook, alerts: &mut Vec<String>) -> Option<String> {
+    let moved = |p: &ParentSeen| p.delegation == Delegation::Target;
     if every(&look.parents, moved) != Some(false) {
         return None;
     }
@@ -932,14 +919,14 @@ fn serves_both<'a>(
     ks: &'a Dnskey,
     kt: &'a Dnskey,
     own: &'a Dnskey,
-) -> impl Fn(&ServedKeys) -> bool + 'a {
-    move |s: &ServedKeys| {
+) -> impl Fn(&ChildSeen) -> bool + 'a {
+    move |s: &ChildSeen| {
         s.keys.len() == 2 && s.keys.contains(ks) && s.keys.contains(kt) && s.signed_by.contains(own)
     }
 }
 
 /// Whether each side's children serve both keys: (source, target).
-fn exchanged(look: &Look, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<bool>) {
+fn exchanged(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<bool>) {
     (
         every(&look.source_children, serves_both(ks, kt, ks)),
         every(&look.target_children, serves_both(ks, kt, kt)),
@@ -948,7 +935,7 @@ fn exchanged(look: &Look, ks: &Dnskey, kt: &Dnskey) -> (Option<bool>, Option<boo
 
 /// What the accounts' APIs say of the exchange: each signs with its key and publishes
 /// the other's. `Err` names what is not so, or not known.
-fn accounts_agree(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Result<(), (bool, String)> {
+fn accounts_agree(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Result<(), (bool, String)> {
     let checks = [
         (
             "the source's key",
@@ -982,7 +969,7 @@ fn accounts_agree(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Result<(), (bool, St
 
 /// The exchange at this look: both APIs agree and every child address of both serves
 /// both keys, each signed by its own (`Some(false)`: something known says otherwise).
-fn exchange(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<bool> {
+fn exchange(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Option<bool> {
     let (s, t) = exchanged(look, ks, kt);
     match accounts_agree(look, ks, kt) {
         Err((true, _)) => Some(false),
@@ -992,7 +979,7 @@ fn exchange(look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<bool> {
     }
 }
 
-fn exchange_failing(look: &Look, ks: &Dnskey, kt: &Dnskey) -> String {
+fn exchange_failing(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> String {
     let api = match accounts_agree(look, ks, kt) {
         Ok(()) => String::new(),
         Err((_, why)) => format!("{why}; "),
@@ -1006,7 +993,7 @@ fn exchange_failing(look: &Look, ks: &Dnskey, kt: &Dnskey) -> String {
 
 /// Before the NS change: a side seen without both keys sends the move back to
 /// exchanging them (the DS instruction stands; the holds start again).
-fn keys_lost_before_ns(mv: &mut Move, look: &Look, ks: &Dnskey, kt: &Dnskey) -> Option<String> {
+fn keys_lost_before_ns(mv: &mut Move, look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Option<String> {
     if exchange(look, ks, kt) == Some(false) {
         mv.enter(Phase::ExchangingKeys);
         return Some(format!(
@@ -1024,14 +1011,14 @@ fn keys_lost_before_ns(mv: &mut Move, look: &Look, ks: &Dnskey, kt: &Dnskey) -> 
 /// is alerted and holds the move (no step of the daemon's repairs it).
 fn overlap_broken(
     mv: &mut Move,
-    look: &Look,
+    look: &MoveLook,
     ks: &Dnskey,
     kt: &Dnskey,
     alerts: &mut Vec<String>,
 ) -> Option<String> {
     let zone = mv.zone.clone();
     let (s, t) = exchanged(look, ks, kt);
-    let both_ds = |p: &ParentView| has_ds(&zone, &p.ds, ks) && has_ds(&zone, &p.ds, kt);
+    let both_ds = |p: &ParentSeen| has_ds(&zone, &p.ds, ks) && has_ds(&zone, &p.ds, kt);
     let ds = every(&look.parents, both_ds);
     if s == Some(false) || t == Some(false) {
         alerts.push(format!(

@@ -10,8 +10,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::signed_move::{
-    Answer, Delegation, Instruction, Look, Move, MoveEffect, MovePolicy, ParentView, Phase,
-    ServedKeys, Side, source_may_go_off, step,
+    Answer, ChildSeen, Delegation, Instruction, Move, MoveEffect, MoveLook, MovePolicy, ParentSeen,
+    Phase, Side, source_may_go_off, step,
 };
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::time::Timestamp;
@@ -205,7 +205,7 @@ impl World {
         }
     }
 
-    fn look(&self) -> Look {
+    fn look(&self) -> MoveLook {
         let api = |v: Option<Dnskey>| {
             if self.api_unknown {
                 Err("the API timed out".to_string())
@@ -231,12 +231,12 @@ impl World {
                     } else {
                         let served = a.history.last().and_then(|(_, s)| s.clone());
                         Ok(match served {
-                            Some((keys, signer)) => ServedKeys {
+                            Some((keys, signer)) => ChildSeen {
                                 keys,
                                 signed_by: vec![signer],
                                 ttl: self.ttl.dnskey,
                             },
-                            None => ServedKeys {
+                            None => ChildSeen {
                                 keys: vec![],
                                 signed_by: vec![],
                                 ttl: self.ttl.dnskey,
@@ -246,7 +246,7 @@ impl World {
                 })
                 .collect()
         };
-        Look {
+        MoveLook {
             at: self.now,
             source_key: api(self.src.key.clone()),
             target_key: api(self.tgt.key.clone()),
@@ -261,7 +261,7 @@ impl World {
                 .map(|(i, p)| Answer {
                     address: format!("parent-{i}"),
                     answer: match (p.unknown, p.history.last()) {
-                        (false, Some((_, ds, deleg))) => Ok(ParentView {
+                        (false, Some((_, ds, deleg))) => Ok(ParentSeen {
                             ds: ds.clone(),
                             ds_ttl: (!ds.is_empty()).then_some(self.ttl.ds),
                             delegation: *deleg,
@@ -715,7 +715,7 @@ fn a_move_is_stored_and_read_back() {
     );
     assert!(json.contains("\"source\":\"pdns-a\""), "{json}");
     assert_eq!(serde_json::from_str::<Move>(&json).unwrap(), mv);
-    for phase in Phase::ALL {
+    for phase in <Phase as strum::VariantArray>::VARIANTS.iter().copied() {
         let json = serde_json::to_string(&phase).unwrap();
         assert_eq!(json, format!("\"{}\"", phase.name()));
     }
@@ -825,7 +825,7 @@ fn run_until_violation(
     n: usize,
     secs: u32,
     mut world_hook: impl FnMut(&mut World, &Move),
-    mut look_hook: impl FnMut(&mut Look),
+    mut look_hook: impl FnMut(&mut MoveLook),
 ) -> Option<(String, Vec<String>)> {
     for _ in 0..n {
         w.catch_up();
