@@ -202,8 +202,9 @@ fn check_ascii(label: &str) -> Result<(), ZoneNameProblem> {
 }
 
 impl fmt::Display for ZoneName {
+    /// Honours width and alignment (`{:<28}`), as tables need.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 

@@ -618,6 +618,11 @@ mod tests {
         );
         let text = status_text(&store, None, &policy).await.unwrap().unwrap();
         assert_eq!(text.lines().count(), 4, "{text}");
+        // The columns line up: each row's state starts under the header's STATE.
+        let column = text.lines().next().and_then(|h| h.find("STATE"));
+        for row in text.lines().skip(1) {
+            assert_eq!(row.find("(not observed yet)"), column, "{text}");
+        }
         assert!(
             status_text(&store, Some("d.test."), &policy)
                 .await

@@ -48,8 +48,9 @@ impl Timestamp {
 }
 
 impl fmt::Display for Timestamp {
+    /// Honours width and alignment (`{:<22}`), as tables need.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&format::rfc3339(self.to_system_time()))
+        f.pad(&format::rfc3339(self.to_system_time()))
     }
 }
 

@@ -64,7 +64,7 @@ impl DelegationVerdict {
 
 impl fmt::Display for DelegationVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

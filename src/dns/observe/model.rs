@@ -206,7 +206,7 @@ pub enum VerdictReason {
 
 impl fmt::Display for VerdictReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Self::ParentUnknown => "parent_unknown",
             Self::ChildUnknown => "child_unknown",
             Self::NoSupportedDs => "no_supported_ds",
@@ -246,7 +246,7 @@ impl ServedKeys {
 
 impl fmt::Display for ParentDsVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Self::AllMatch => "all_match",
             Self::AllAbsent => "all_absent",
             Self::Partial => "partial",

@@ -24,7 +24,7 @@ pub enum ValidationVerdict {
 
 impl fmt::Display for ValidationVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Self::Secure => "secure",
             Self::Insecure => "insecure",
             Self::Bogus => "bogus",

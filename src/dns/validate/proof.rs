@@ -53,7 +53,7 @@ pub enum Proof {
 
 impl std::fmt::Display for Proof {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Self::Signed => "a signed DS RRset",
             Self::NsecNodata => "NSEC",
             Self::NsecNxdomain => "NSEC, NXDOMAIN",
