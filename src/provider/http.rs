@@ -109,6 +109,9 @@ pub(super) struct Http {
     /// Requests in flight at once (one attempt each; retries wait outside it).
     in_flight: tokio::sync::Semaphore,
     pub retry: RetryPolicy,
+    /// An episode of calls failing after every retry: said at warn when it begins and at
+    /// info when an answer comes again, not at each attempt of each poll.
+    failing: std::sync::atomic::AtomicBool,
 }
 
 impl Http {
@@ -136,7 +139,47 @@ impl Http {
             gate: RateGate::default(),
             in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
             retry,
+            failing: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// A call failed after every attempt: the first of an episode is said at warn (the
+    /// provider down must not write lines at every attempt of every poll for ever).
+    fn gave_up(
+        &self,
+        method: &Method,
+        url: &Url,
+        attempts: u32,
+        outcome: &Result<Reply, ProviderError>,
+    ) {
+        use std::sync::atomic::Ordering;
+        if self.failing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let why = match outcome {
+            Ok(reply) => format!("HTTP {}", reply.status.as_u16()),
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(
+            %method,
+            host = url.host_str().unwrap_or(""),
+            path = url.path(),
+            attempts,
+            "provider calls failing ({why}); said again when the provider answers"
+        );
+    }
+
+    /// An answer came: an episode of failing calls, if any, is over.
+    fn answered(&self, url: &Url) {
+        if self
+            .failing
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::info!(
+                host = url.host_str().unwrap_or(""),
+                "provider answers again"
+            );
+        }
     }
 
     /// Sends one request, retrying transport errors and retryable statuses. While the
@@ -226,9 +269,12 @@ impl Http {
             };
             failed += 1;
             let (retry_after, this) = match outcome {
-                Ok(reply) if !is_retryable_status(reply.status.as_u16()) => return Ok(reply),
+                Ok(reply) if !is_retryable_status(reply.status.as_u16()) => {
+                    self.answered(url);
+                    return Ok(reply);
+                }
                 Ok(reply) => {
-                    tracing::warn!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
+                    tracing::debug!(%method, path = url.path(), status = reply.status.as_u16(), attempt = failed, "provider call failed");
                     if let Some(wait) = reply.retry_after {
                         self.gate.hold(wait);
                     }
@@ -241,7 +287,7 @@ impl Http {
                 }
                 Err(err) => {
                     let text = transport_text(&err);
-                    tracing::warn!(%method, path = url.path(), error = %text, attempt = failed, "provider call failed");
+                    tracing::debug!(%method, path = url.path(), error = %text, attempt = failed, "provider call failed");
                     let error = if err.is_connect() {
                         ProviderError::Connect(text)
                     } else {
@@ -255,6 +301,7 @@ impl Http {
             };
             let wait = self.retry.delay(failed, retry_after);
             if !self.retry.allows(failed, started.elapsed(), wait) {
+                self.gave_up(method, url, failed, &this);
                 return this;
             }
             last = Some(this);
@@ -299,5 +346,99 @@ mod tests {
         assert_eq!(gate.remaining(), Some(MAX_RETRY_AFTER), "not shortened");
         tokio::time::advance(MAX_RETRY_AFTER).await;
         assert_eq!(gate.remaining(), None);
+    }
+
+    /// Lines the test's subscriber wrote, shared with its writer.
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Lines {
+        fn count(&self, level: &str, text: &str) -> usize {
+            let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            String::from_utf8_lossy(&all)
+                .lines()
+                .filter(|l| l.contains(level) && l.contains(text))
+                .count()
+        }
+    }
+
+    /// One answer to each connection, then the listener is dropped.
+    async fn answer_once(listener: tokio::net::TcpListener) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        if let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+                .await;
+        }
+    }
+
+    /// A provider that cannot be reached is said once per episode at warn, not at every
+    /// attempt of every call; its return is said once too.
+    #[tokio::test]
+    async fn a_provider_down_is_said_once_an_episode() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let retry = RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+            ..RetryPolicy::default()
+        };
+        let http = Http::new(retry, Duration::from_secs(2)).expect("a client");
+        // A port nobody listens on: connections refused.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = closed.local_addr().expect("its address").port();
+        drop(closed);
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/dns/v2/zones")).expect("a URL");
+        let call = || async {
+            let request = Request {
+                method: &Method::GET,
+                url: &url,
+                body: None,
+                credential: None,
+                may_send: None,
+            };
+            http.send(&request, None, &|r: Reply| Ok(r.body)).await
+        };
+        for _ in 0..4 {
+            assert!(call().await.is_err());
+        }
+        assert_eq!(lines.count("WARN", "provider calls failing"), 1);
+        assert_eq!(lines.count("WARN", "provider call failed"), 0);
+        assert_eq!(lines.count("DEBUG", "provider call failed"), 12);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("the port again");
+        let server = tokio::spawn(answer_once(listener));
+        assert!(call().await.is_ok());
+        server.await.expect("the server task");
+        assert_eq!(lines.count("INFO", "provider answers again"), 1);
+        assert!(call().await.is_err());
+        assert_eq!(
+            lines.count("WARN", "provider calls failing"),
+            2,
+            "a new episode"
+        );
     }
 }
