@@ -7,9 +7,10 @@
 //! - Effects run only after the commit, and only right after a fresh observation of their
 //!   zone, so a restart re-observes before acting again (safety rule 6).
 //! - "DNSSEC off" passes the guard with a parent observation taken just before the call.
-//! - NOTIFY(CDS) to the parent's notification target is no effect: a hint that changes
-//!   nothing (the registry checks the CDS itself), sent inside the look where
-//!   `lifecycle::registry::notify_due` says, its outcome part of the observation.
+//! - NOTIFY(CDS) to the parent's notification target is an effect like the others: a step
+//!   decides it (`lifecycle::registry::notify_due`), it is sent after the commit, its
+//!   outcome is kept on its outbox row, and the next step reads it back
+//!   (`Observation::cds_notify`), as it reads a registrar hook's failure.
 
 mod listing;
 pub mod move_look;
@@ -719,6 +720,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         )
         .await;
         observation.registrar_hook_failed = read.registrar_hook_failed.clone();
+        observation.cds_notify = read.cds_notified.clone();
         if read.unknown_calls {
             self.settle_unknown_calls(name, &observation.provider, &observation.cds)
                 .await?;
@@ -944,6 +946,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             {
                 continue;
             }
+            // What a later step reads of the effect's end (a NOTIFY's answer).
+            let mut outcome = None;
             let (status, note) = match &item.effect {
                 Effect::EnableDnssec => match self.switch(zone, true).await {
                     Ok(done) => (
@@ -1009,6 +1013,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         None => break,
                     }
                 }
+                Effect::NotifyCds(plan) => match self.notify_parent(zone, plan).await {
+                    Some((status, note, sent)) => {
+                        outcome = sent;
+                        (status, note)
+                    }
+                    // The lease is gone: the zone's holder decides afresh.
+                    None => continue,
+                },
                 Effect::MoveCall { .. } | Effect::MoveRequest { .. } => {
                     match self.perform_move_effect(zone, &item).await? {
                         Some(outcome) => outcome,
@@ -1021,9 +1033,45 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             };
             #[cfg(any(test, feature = "test-hooks"))]
             self.crash_point(CrashPoint::EffectPerformed, zone)?;
-            self.effect_ended(zone, &item, status, note).await?;
+            self.effect_ended_with(zone, &item, status, note, outcome.as_deref())
+                .await?;
         }
         Ok(())
+    }
+
+    /// Sends a NOTIFY(CDS) a step decided (`lifecycle::registry::notify_due`), each address
+    /// only under this daemon's current lease on the zone, asked right before it. The
+    /// outcome on the row (for the next step to read), and the row's status and history
+    /// line: done once acknowledged, failed otherwise (a later step decides another).
+    /// `None`: nothing sent (the lease is gone).
+    async fn notify_parent(
+        &self,
+        zone: &str,
+        plan: &crate::lifecycle::registry::NotifyPlan,
+    ) -> Option<(OutboxStatus, String, Option<String>)> {
+        let may_send = || self.notify_permit(zone);
+        let sent = registry::send_notify(
+            self.observer.as_ref(),
+            zone,
+            plan,
+            self.clock.now(),
+            &may_send,
+        )
+        .await?;
+        let note = format!(
+            "NOTIFY(CDS) for the {} sent to {} ({} port {}): {}",
+            sent.signal,
+            sent.target,
+            sent.addr.as_deref().unwrap_or("no address"),
+            sent.port,
+            sent.outcome
+        );
+        let status = if sent.acknowledged {
+            OutboxStatus::Done
+        } else {
+            OutboxStatus::Failed
+        };
+        Some((status, note, serde_json::to_string(&sent).ok()))
     }
 
     /// An effect's outcome, recorded: the outbox row, the audit trail, the log. A DS
@@ -1035,10 +1083,25 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         status: OutboxStatus,
         note: String,
     ) -> Result<(), EngineError> {
+        self.effect_ended_with(zone, item, status, note, None).await
+    }
+
+    /// `effect_ended`, with what a later step reads of it (`outcome`, JSON) kept on the
+    /// row.
+    async fn effect_ended_with(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        status: OutboxStatus,
+        note: String,
+        outcome: Option<&str>,
+    ) -> Result<(), EngineError> {
         let now = self.clock.now();
-        // A DS request whose hook failed is tried again at the next steps, a few times.
+        let kind = item.effect.kind();
+        // A DS request whose hook failed is tried again at the next steps, a few times;
+        // what every step decides afresh is not (the next step has it again if due).
         if status == OutboxStatus::Failed
-            && !item.effect.is_provider_call()
+            && !kind.is_rederived()
             && item.attempts + 1 < NOTIFICATION_ATTEMPTS
         {
             self.store.retry_effect(item.id, &note).await?;
@@ -1050,15 +1113,25 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
         let failed = status != OutboxStatus::Done;
         self.store
-            .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
+            .finish_effect(
+                item.id,
+                status,
+                failed.then_some(note.as_str()),
+                outcome,
+                now,
+            )
             .await?;
-        let kind = if status == OutboxStatus::Refused {
+        let event = if status == OutboxStatus::Refused {
             EventKind::Guard
         } else {
             EventKind::Effect
         };
-        self.store.record(zone, kind, &note, now).await?;
-        if failed {
+        self.store.record(zone, event, &note, now).await?;
+        if kind == crate::lifecycle::EffectKind::NotifyCds {
+            // A hint: one not acknowledged is sent again at the zone's next look, which
+            // comes when it would have come anyway.
+            tracing::info!(zone, "{note}");
+        } else if failed {
             tracing::warn!(zone, "{note}");
             // The step re-derives the call; look again after a backoff.
             self.store
@@ -1089,6 +1162,17 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         Box::pin(async move {
             self.store
                 .lease_current(zone, crate::store::Fenced::ProviderCall)
+                .await
+                .unwrap_or(false)
+        })
+    }
+
+    /// The same permit for a NOTIFY(CDS) to the parent's registry, asked right before
+    /// each address.
+    fn notify_permit<'a>(&'a self, zone: &'a str) -> crate::provider::PermitAnswer<'a> {
+        Box::pin(async move {
+            self.store
+                .lease_current(zone, crate::store::Fenced::ParentNotify)
                 .await
                 .unwrap_or(false)
         })

@@ -8,14 +8,13 @@ use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
 use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
-use crate::lifecycle::registry::notify_due;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::sample::Sample;
 use crate::lifecycle::{CdsSetting, Clock, Observation, Policy, ProviderView, State, Zone};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
 
-use super::registry::{resolve_path, send_notify};
+use super::registry::resolve_path;
 
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
@@ -153,7 +152,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         }
         _ => None,
     };
-    let mut obs = Observation {
+    Observation {
         // Taken after the answers: a "gone" seen now was true no later than now.
         at: clock.now(),
         provider,
@@ -171,11 +170,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         cds_notify: None,
         delegation: Default::default(),
     }
-    .assessed();
-    if let Some(plan) = notify_due(zone, &obs, policy) {
-        obs.cds_notify = Some(send_notify(observer, name, &plan, clock.now()).await);
-    }
-    obs
+    .assessed()
 }
 
 /// A settled zone's sampled look (DESIGN.md section 4): the listing's flag, and the

@@ -80,7 +80,9 @@ pub struct Observation {
     pub cds: CdsSetting,
     /// The way a DS reaches the parent, where it was resolved at this look (`Look::ds_path`).
     pub ds_path: Option<super::parent_way::ParentPath>,
-    /// The NOTIFY(CDS) sent at this look (`registry::notify_due`), and its outcome.
+    /// The last NOTIFY(CDS) performed for a DS request of the zone's current state, and
+    /// its outcome: filled in by the engine from the outbox (a step decides a NOTIFY,
+    /// the engine sends it after the commit and records its outcome on its row).
     pub cds_notify: Option<super::registry::CdsNotified>,
     /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
     /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
@@ -164,6 +166,9 @@ pub enum Effect {
     /// A signed move: a request to the registrar, owed until told whatever the zone's
     /// state (it stays `active` throughout a move).
     MoveRequest { request: MoveRequest },
+    /// NOTIFY(CDS) to the parent's notification target (RFC 9859): a hint that the
+    /// child's CDS asks for a change (`registry::notify_due`).
+    NotifyCds(super::registry::NotifyPlan),
 }
 
 /// A signed move's provider call.
@@ -220,6 +225,7 @@ impl Effect {
                 MoveRequest::ChangeNs { .. } => "request the NS change",
                 MoveRequest::RemoveDs { .. } => "request the source's DS removed",
             },
+            Self::NotifyCds(_) => "send NOTIFY(CDS) to the parent's registry",
         }
     }
 
@@ -244,6 +250,14 @@ impl EffectKind {
             self,
             Self::EnableDnssec | Self::DisableDnssec | Self::SetCds | Self::MoveCall
         )
+    }
+
+    /// Decided afresh by every step from its look: an owed one is superseded by a newer
+    /// commit (the newer decision has it again where it is still due), and a failed one
+    /// is not tried again as the same row. Provider calls, and the NOTIFY(CDS) (whose
+    /// plan and signal are the look's).
+    pub fn is_rederived(self) -> bool {
+        self.is_provider_call() || self == Self::NotifyCds
     }
 
     /// A request to the operator or the registrar hook about the DS at the registrar.

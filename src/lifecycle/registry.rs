@@ -1,6 +1,7 @@
 //! The parent's registry as a party (pure): whether a DS request goes to it through the
 //! child's signals instead of to the registrar, how long it may take before the daemon
-//! says so and asks the registrar after all, and when to send it NOTIFY(CDS).
+//! says so and asks the registrar after all, and when a step decides to send it
+//! NOTIFY(CDS) (an effect, sent by the engine after the commit).
 //!
 //! None of this decides what is safe: the DS is there when every parent address says so
 //! (rules 3 and 10), gone when every one says so, whoever put it there. The registry only
@@ -12,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::cds::{CdsReading, read};
+use super::facts::Facts;
 use super::model::{CdsSetting, Observation, ProviderView, Zone};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
@@ -152,7 +154,9 @@ pub fn route_text(path: Option<&ParentPath>, notified: Option<&CdsNotified>) -> 
     }
 }
 
-/// A NOTIFY(CDS) the engine sent at a look, and what came of it.
+/// A NOTIFY(CDS) the engine sent after a step decided it (`Effect::NotifyCds`), and what
+/// came of it: kept on its outbox row, and read back by the next step
+/// (`Observation::cds_notify`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CdsNotified {
     pub at: Timestamp,
@@ -167,8 +171,9 @@ pub struct CdsNotified {
     pub outcome: String,
 }
 
-/// A NOTIFY(CDS) to send at this look.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A NOTIFY(CDS) a step decided: where it goes, and about which signal. Stored in the
+/// outbox as the effect's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NotifyPlan {
     pub target: String,
     pub port: u16,
@@ -176,19 +181,26 @@ pub struct NotifyPlan {
     pub signal: String,
 }
 
-/// The NOTIFY(CDS) due at this look (RFC 9859): the DS request goes to the registry, its
-/// path has a NOTIFY target with an address, every child address publishes the signal the
-/// request needs (a registry checks it anyway: a NOTIFY before that would be wasted), and
-/// that signal was not notified already (again after a scan period once acknowledged, at
-/// the next look once not).
-pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<NotifyPlan> {
-    zone.facts.registry_since?;
-    let wanted = match zone.state {
+/// The NOTIFY(CDS) a step decides (RFC 9859), given the zone's state and facts as the
+/// step leaves them: the DS request goes to the registry, its path has a NOTIFY target
+/// with an address, every child address publishes the signal the request needs (a
+/// registry checks it anyway: a NOTIFY before that would be wasted), and that signal was
+/// not notified already (again after a scan period once acknowledged, at the next look
+/// once not). `facts.cds_notified` is the last one performed, as the outbox said.
+pub fn notify_due(
+    zone: &str,
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+    policy: &Policy,
+) -> Option<NotifyPlan> {
+    facts.registry_since?;
+    let wanted = match state {
         Some(State::AwaitingDs) => CdsPublication::Key,
         Some(State::AwaitingDsRemoval) => CdsPublication::Delete,
         _ => return None,
     };
-    let path = path(zone, obs)?;
+    let path = obs.ds_path.as_ref().or(facts.ds_path.as_ref())?;
     let DsPath::Notify {
         target,
         port,
@@ -200,7 +212,7 @@ pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<Not
     if addrs.is_empty() {
         return None;
     }
-    let signal = match read(zone.name.as_str(), obs) {
+    let signal = match read(zone, obs) {
         CdsReading::Served {
             ours: true, keys, ..
         } if wanted == CdsPublication::Key => format!(
@@ -213,7 +225,7 @@ pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<Not
         CdsReading::Delete { .. } if wanted == CdsPublication::Delete => "delete".to_string(),
         _ => return None,
     };
-    if let Some(last) = &zone.facts.cds_notified
+    if let Some(last) = &facts.cds_notified
         && last.signal == signal
     {
         let again = if last.acknowledged {

@@ -63,6 +63,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     }
     run.track_instruction();
     run.track_cds();
+    run.track_notify();
     run.track_missing();
     run.facts.held_since = match run.facts.held_by {
         Some(_) => Some(run.facts.held_since.unwrap_or(run.now)),
@@ -952,7 +953,8 @@ impl Run<'_> {
         self.facts.ds_first_seen_at.is_none()
     }
 
-    /// The resolved path into the facts, and this look's NOTIFY(CDS) with it.
+    /// The resolved path into the facts, and the last NOTIFY(CDS) performed with it (the
+    /// outbox's word, which the history has as the effect's outcome already).
     fn track_registry(&mut self) {
         if let Some(path) = &self.obs.ds_path {
             self.facts.ds_path = Some(path.clone());
@@ -960,14 +962,20 @@ impl Run<'_> {
         }
         if let Some(sent) = &self.obs.cds_notify {
             self.facts.cds_notified = Some(sent.clone());
-            self.note(format!(
-                "NOTIFY(CDS) for the {} sent to {} ({} port {}): {}",
-                sent.signal,
-                sent.target,
-                sent.addr.as_deref().unwrap_or("no address"),
-                sent.port,
-                sent.outcome
-            ));
+        }
+    }
+
+    /// NOTIFY(CDS) to the parent's target where one is due in the state and facts this
+    /// step leaves (`registry::notify_due`): an effect, sent after the commit.
+    fn track_notify(&mut self) {
+        if let Some(plan) = registry::notify_due(
+            self.zone.name.as_str(),
+            self.state,
+            &self.facts,
+            self.obs,
+            self.policy,
+        ) {
+            self.effects.push(Effect::NotifyCds(plan));
         }
     }
 

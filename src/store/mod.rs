@@ -760,16 +760,19 @@ impl Store {
         raw.into_iter().map(OutboxItem::try_from).collect()
     }
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
+    /// `outcome`: what came of it that a later step reads, as JSON (a NOTIFY(CDS)'s
+    /// answer, `StepRow::cds_notified`).
     pub async fn finish_effect(
         &self,
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => s.finish_effect(id, status, error, now).await,
-            Backend::Postgres(p) => p.finish_effect(id, status, error, now).await,
+            Backend::Sqlite(s) => s.finish_effect(id, status, error, outcome, now).await,
+            Backend::Postgres(p) => p.finish_effect(id, status, error, outcome, now).await,
         }
     }
     /// Marks a provider call as begun, before the request leaves: a crash from here on

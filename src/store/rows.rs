@@ -165,6 +165,9 @@ pub struct StepRow {
     pub row: ZoneRow,
     /// The error of the last DS request (or withdrawal) of this state, if its hook failed.
     pub registrar_hook_failed: Option<String>,
+    /// The last NOTIFY(CDS) performed in this state, and what came of it (its row's
+    /// outcome).
+    pub cds_notified: Option<crate::lifecycle::registry::CdsNotified>,
     /// Provider calls of unknown outcome wait to be settled.
     pub unknown_calls: bool,
     /// Effects are owed (decided by an earlier step, not yet performed or retried).
@@ -349,13 +352,15 @@ from_row!(RawZone {
 pub(super) struct RawStepRow {
     zone: RawZone,
     hook_error: Option<String>,
+    /// JSON (`CdsNotified`).
+    notify_outcome: Option<String>,
     has_unknown: bool,
     has_pending: bool,
     /// A JSON array of `{kind, id, message}` objects.
     open_alerts: String,
 }
 
-from_row!(RawStepRow { hook_error, has_unknown, has_pending, open_alerts } flatten { zone: RawZone });
+from_row!(RawStepRow { hook_error, notify_outcome, has_unknown, has_pending, open_alerts } flatten { zone: RawZone });
 
 impl TryFrom<RawStepRow> for StepRow {
     type Error = StoreError;
@@ -363,9 +368,15 @@ impl TryFrom<RawStepRow> for StepRow {
         let open_alerts = serde_json::from_str(&r.open_alerts).map_err(|e| {
             StoreError::Corrupt(format!("open alerts of zone {}: {e}", r.zone.name))
         })?;
+        // A hint's outcome: one that cannot be read is as none (the NOTIFY is sent again),
+        // not a zone that can no longer be stepped.
+        let cds_notified = r
+            .notify_outcome
+            .and_then(|text| serde_json::from_str(&text).ok());
         Ok(StepRow {
             row: ZoneRow::try_from(r.zone)?,
             registrar_hook_failed: r.hook_error,
+            cds_notified,
             unknown_calls: r.has_unknown,
             pending_effects: r.has_pending,
             open_alerts,

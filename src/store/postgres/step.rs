@@ -70,7 +70,8 @@ async fn write(
              AND (kind IN ($5, $6, $7, $8) \
                OR (kind = $9 AND NOT ($10 AND \
                    ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $11)) \
-               OR (kind = $12 AND NOT $13))",
+               OR (kind = $12 AND NOT $13) \
+               OR kind = $14)",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -85,6 +86,7 @@ async fn write(
         .bind(s.ds_line)
         .bind(s.delegation)
         .bind(s.delegation_kept)
+        .bind(s.notify)
         .execute(&mut *tx)
         .await?;
     }

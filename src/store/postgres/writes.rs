@@ -187,6 +187,7 @@ impl PgStore {
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
@@ -194,13 +195,14 @@ impl PgStore {
         self.fence(&mut tx, &zone, Fenced::Effect).await?;
         sqlx::query(
             "UPDATE outbox SET status = $1, attempts = attempts + 1, finished_at = $2, \
-             last_error = $3 WHERE id = $4 AND status = $5",
+             last_error = $3, outcome = $6 WHERE id = $4 AND status = $5",
         )
         .bind(status.as_str())
         .bind(now.0)
         .bind(error)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
+        .bind(outcome)
         .execute(&mut *tx)
         .await?;
         tx.commit().await.noted(self)

@@ -148,15 +148,17 @@ impl SqliteStore {
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.write_one(sqlx::query(
-            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
-             WHERE id = ? AND status = ?",
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ?, \
+             outcome = ? WHERE id = ? AND status = ?",
         )
         .bind(status.as_str())
         .bind(now.0)
         .bind(error)
+        .bind(outcome)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
         ).await?;
