@@ -24,10 +24,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use dnssec_warden::dns::delegation::ns_set;
+use dnssec_warden::dns::notify::{NotifyOutcome, NotifyReport};
 use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
+use dnssec_warden::dns::{Published, Signals};
 use dnssec_warden::dnssec::{CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
@@ -123,6 +125,13 @@ pub struct WorldState {
     pub cds_sets: Vec<(Timestamp, CdsPublication)>,
     /// Successful reads of the CDS setting (the daemon looked at it).
     pub cds_reads: usize,
+    /// The provider's servers publish the CDS its setting says (the key's, or the delete
+    /// request), signed by the key; else their signals are not asked (the default).
+    pub cds_served: bool,
+    /// How the parent's NOTIFY target answers a NOTIFY(CDS).
+    pub notify_answer: NotifyOutcome,
+    /// Every NOTIFY(CDS) the daemon sent: (time, zone, address).
+    pub notifies: Vec<(Timestamp, String, std::net::SocketAddr)>,
     /// DNSSEC was switched off behind the daemon's back since its own last switch: a
     /// decision taken before that may find the provider off already.
     pub off_behind_daemon: bool,
@@ -233,6 +242,9 @@ impl FakeWorld {
                 cds: CdsPublication::Nothing,
                 cds_sets: Vec::new(),
                 cds_reads: 0,
+                cds_served: false,
+                notify_answer: NotifyOutcome::Acknowledged,
+                notifies: Vec::new(),
                 off_behind_daemon: false,
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
@@ -624,6 +636,11 @@ impl FakeWorld {
         self.lock().violations.clone()
     }
 
+    /// The NOTIFY(CDS)s sent so far: (time, zone, address).
+    pub fn notifies(&self) -> Vec<(Timestamp, String, std::net::SocketAddr)> {
+        self.lock().notifies.clone()
+    }
+
     pub fn switches(&self) -> Vec<(Timestamp, bool)> {
         self.lock().switches.clone()
     }
@@ -948,6 +965,27 @@ impl Observer for FakeWorld {
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
         let (provider, old) = Self::delegated_servers(&s);
+        // What the provider's servers publish as CDS, where the test has them publish it.
+        let signals = |key: &Dnskey| {
+            if !s.cds_served {
+                return Signals::NotAsked;
+            }
+            let cds = match s.cds {
+                CdsPublication::Key => key.to_ds(zone, DigestType::Sha256).into_iter().collect(),
+                CdsPublication::Delete => vec![Ds {
+                    key_tag: 0,
+                    algorithm: 0,
+                    digest_type: 0,
+                    digest: vec![0],
+                }],
+                CdsPublication::Nothing => Vec::new(),
+            };
+            Signals::Answered(Published {
+                cds,
+                cdnskey: Vec::new(),
+                signers: vec![0],
+            })
+        };
         let keys = |key: &Dnskey, ttl: u32, signing: bool| {
             DnskeyAnswer::Keys(ChildKeys {
                 keys: vec![key.clone()],
@@ -977,7 +1015,13 @@ impl Observer for FakeWorld {
             for (i, c) in s.children.iter().enumerate() {
                 let answer = match (&s.key, s.dnssec_on && !c.lagging, c.silent) {
                     (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
-                    (Some(key), true, false) => keys(key, DNSKEY_TTL, !c.unsigned),
+                    (Some(key), true, false) => {
+                        let mut answer = keys(key, DNSKEY_TTL, !c.unsigned);
+                        if let DnskeyAnswer::Keys(k) = &mut answer {
+                            k.signals = signals(key);
+                        }
+                        answer
+                    }
                     _ => DnskeyAnswer::Absent,
                 };
                 let ns = if c.silent {
@@ -1043,6 +1087,18 @@ impl Observer for FakeWorld {
                 })
                 .collect(),
         })
+    }
+
+    /// Records the NOTIFY(CDS) and answers as the test set (`notify_answer`).
+    async fn notify_cds(&self, zone: &str, to: std::net::SocketAddr) -> NotifyReport {
+        let mut s = self.lock();
+        let now = self.clock.now();
+        s.notifies.push((now, zone.to_string(), to));
+        NotifyReport {
+            outcome: s.notify_answer.clone(),
+            attempts: 1,
+            ignored: 0,
+        }
     }
 
     /// The probes set by a test; else the ground truth: `secure` once every parent
