@@ -713,12 +713,8 @@ async fn awaiting_the_registry() -> Rig {
     rig.run_for(1).await;
     intent(&rig, Intent::Enabled).await;
     assert!(rig.run_until(State::AwaitingDs, 20).await);
-    assert_eq!(
-        rig.waiting_for().await.contains("the registry of test."),
-        true,
-        "{}",
-        rig.waiting_for().await
-    );
+    let waiting = rig.waiting_for().await;
+    assert!(waiting.contains("the registry of test."), "{waiting}");
     assert!(
         rig.world.notifies().is_empty(),
         "no child address served the CDS yet: {:?}",

@@ -51,9 +51,8 @@ pub async fn send_notify<O: Observer>(
     let mut last = None;
     for addr in &plan.addrs {
         if !may_send().await {
-            if last.is_none() {
-                return None;
-            }
+            // Nothing sent yet: nothing to record.
+            last.as_ref()?;
             break;
         }
         let report = observer

@@ -45,7 +45,7 @@ use crate::time::Timestamp;
 /// | `ds_path`, `ds_path_at` | `enabling` .. `awaiting_ds`, `active` .. `awaiting_ds_removal` (where a DS request may go) | resolved at a look in those states, at most every `registry::PATH_REFRESH` | entering `disabled` |
 /// | `registry_since` | `awaiting_ds`, `awaiting_ds_removal` | the DS request goes to the registry by the child's signals (`registry::takes_request`) | leaving the state, or the registry late (the request then goes to the registrar) |
 /// | `registry_missed_at` | `awaiting_ds`, `awaiting_ds_removal` | the registry did not act by its deadline | leaving the state |
-/// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | a NOTIFY(CDS) sent at a look | leaving the state |
+/// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | the step after a NOTIFY(CDS) was performed, from what its outbox row says came of it | leaving the state |
 /// | `signed_move` | `active` | `dnssec-warden move` declares it (the one fact written outside `step`: `Store::declare_move`, at the row's version) | the move ends (only the target lists the zone) |
 /// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
@@ -169,7 +169,8 @@ pub struct Facts {
     /// When the registry was late, and the request went to the registrar.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry_missed_at: Option<Timestamp>,
-    /// The last NOTIFY(CDS) sent for the state's request.
+    /// The last NOTIFY(CDS) sent for the state's request, and its answer (the outbox's
+    /// word, `Observation::cds_notify`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cds_notified: Option<super::registry::CdsNotified>,
     /// A signed move in progress (DESIGN.md section 2, "Signed moves"): while it is set
