@@ -156,7 +156,7 @@ pub struct Facts {
     /// What every address said at the last full look, when the zone is settled and they
     /// all said the same: a sampled look agrees only with this (DESIGN.md section 4).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub settled_view: Option<super::sample::SettledView>,
+    pub settled_view: Option<SettledView>,
     /// The way a DS reaches the parent, as last resolved, and when.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_path: Option<super::parent_way::ParentPath>,
@@ -172,7 +172,7 @@ pub struct Facts {
     /// The last NOTIFY(CDS) sent for the state's request, and its answer (the outbox's
     /// word, `Observation::cds_notify`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cds_notified: Option<super::registry::CdsNotified>,
+    pub cds_notified: Option<super::parent_way::CdsNotified>,
     /// A signed move in progress (DESIGN.md section 2, "Signed moves"): while it is set
     /// the zone is stepped by [`super::signed_move::step`], not by `step`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -220,4 +220,14 @@ fn is_false(b: &bool) -> bool {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+/// What every address said at the last full look of a settled zone, when they all said
+/// the same: the standard a sample is held to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledView {
+    /// The DS set every parent address publishes (`sample::ds_fingerprint`).
+    pub parent_ds: String,
+    /// The DNSKEY set every child address serves (`sample::keys_fingerprint`).
+    pub child_keys: String,
 }

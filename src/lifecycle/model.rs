@@ -83,7 +83,7 @@ pub struct Observation {
     /// The last NOTIFY(CDS) performed for a DS request of the zone's current state, and
     /// its outcome: filled in by the engine from the outbox (a step decides a NOTIFY,
     /// the engine sends it after the commit and records its outcome on its row).
-    pub cds_notify: Option<super::registry::CdsNotified>,
+    pub cds_notify: Option<super::parent_way::CdsNotified>,
     /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
     /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
     pub delegation: DelegationAssessment,
@@ -168,7 +168,7 @@ pub enum Effect {
     MoveRequest { request: MoveRequest },
     /// NOTIFY(CDS) to the parent's notification target (RFC 9859): a hint that the
     /// child's CDS asks for a change (`registry::notify_due`).
-    NotifyCds(super::registry::NotifyPlan),
+    NotifyCds(super::parent_way::NotifyPlan),
 }
 
 /// A signed move's provider call.

@@ -7,22 +7,17 @@
 //! (rules 3 and 10), gone when every one says so, whoever put it there. The registry only
 //! changes who is waited on, and for how long.
 
-use std::net::IpAddr;
 use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
 
 use super::cds::{CdsReading, read};
 use super::facts::Facts;
 use super::model::{CdsSetting, Observation, ProviderView, Zone};
+pub use super::parent_way::{CdsNotified, NotifyPlan, PATH_REFRESH};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
 use super::state::State;
 use crate::dnssec::CdsPublication;
 use crate::time::Timestamp;
-
-/// How long a resolved path is trusted before the parent's DSYNC is asked again.
-pub const PATH_REFRESH: Duration = Duration::from_secs(3600);
 
 /// A scan period nobody stated: registries that scan say daily.
 const DEFAULT_SCAN_PERIOD: Duration = Duration::from_secs(86_400);
@@ -152,33 +147,6 @@ pub fn route_text(path: Option<&ParentPath>, notified: Option<&CdsNotified>) -> 
         (Some(p), None) => scan(p),
         (None, None) => "its scan".to_string(),
     }
-}
-
-/// A NOTIFY(CDS) the engine sent after a step decided it (`Effect::NotifyCds`), and what
-/// came of it: kept on its outbox row, and read back by the next step
-/// (`Observation::cds_notify`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CdsNotified {
-    pub at: Timestamp,
-    pub target: String,
-    /// The address that answered, else the last one tried.
-    pub addr: Option<String>,
-    pub port: u16,
-    /// What the NOTIFY was about: `key <tags>` or `delete`.
-    pub signal: String,
-    pub acknowledged: bool,
-    /// In words: "acknowledged", "no answer after 3 attempts", "REFUSED".
-    pub outcome: String,
-}
-
-/// A NOTIFY(CDS) a step decided: where it goes, and about which signal. Stored in the
-/// outbox as the effect's JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NotifyPlan {
-    pub target: String,
-    pub port: u16,
-    pub addrs: Vec<IpAddr>,
-    pub signal: String,
 }
 
 /// The NOTIFY(CDS) a step decides (RFC 9859), given the zone's state and facts as the
