@@ -1168,3 +1168,27 @@ fn dnssec_switched_off_behind_the_daemon_withdraws_the_cds() {
     ];
     found_with_a_registry(ops);
 }
+
+/// Found by the delegation property: moving in with the old DS at both parent servers,
+/// it is withdrawn at one; the first look (the provider failing, so nothing adopted) sees
+/// it at the other; it is removed there; the next look adopts the zone as `disabled`;
+/// then `enable`. The DS that first look saw must be waited out before the NS change
+/// (rule 9): adoption into `disabled` must not forget it.
+#[test]
+fn a_ds_seen_before_the_zone_was_adopted_is_waited_out_before_the_ns_change() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    let ops = vec![
+        Withdraw(0),
+        ProviderFails(1),
+        Tick,
+        RemoveOld(1),
+        Intent(I::None, false),
+        Tick,
+        Intent(I::Enabled, false),
+    ];
+    let start = Start::MovingIn { old_ds: true };
+    if let Err(e) = check(ops, 300, start, (300, 300), Backend::Sqlite) {
+        panic!("{e}");
+    }
+}

@@ -12,7 +12,8 @@ use crate::time::Timestamp;
 /// What the rules remember across steps, and in which states each fact holds.
 ///
 /// `step` owns every fact: it sets them on the transitions named here, and entering
-/// `disabled` starts a new lifecycle (every fact cleared but the observation health).
+/// `disabled` starts a new lifecycle (every fact cleared but the observation health, and
+/// at adoption what the looks before it saw of the DS).
 /// Outside the states named, a fact is `None` or left over from earlier in the same
 /// lifecycle, and no rule reads it there.
 ///
@@ -26,8 +27,8 @@ use crate::time::Timestamp;
 /// | `ds_first_seen_at` | `ds_observed`, `active` .. `disabling` | every parent address publishes the DS | entering `disabled` |
 /// | `t_gone` | `ttl_wait`, `disabling` | every parent address answers "no DS" | entering `awaiting_ds_removal` or `disabled` |
 /// | `gone_confirmed_at` | `ttl_wait`, `disabling` | every parent address answers "no DS" on acceptable evidence (the last such look; a longer gap than `Policy::gone_confirmation_gap` restarts `t_gone`) | entering `awaiting_ds_removal` or `disabled` |
-/// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
-/// | `ds_seen_at` | every state | a look at which some parent address publishes a DS (after the step's transition) | entering `disabled` |
+/// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled`, but by adoption |
+/// | `ds_seen_at` | every state | a look at which some parent address publishes a DS (after the step's transition) | entering `disabled`, but by adoption (a look before it counts) |
 /// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
 /// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
 /// | `provider_ns` | every state, across lifecycles | the provider's API listed the zone's apex NS | never (replaced) |

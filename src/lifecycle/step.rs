@@ -142,9 +142,15 @@ impl Run<'_> {
             }
             State::Disabled => {
                 // A new lifecycle starts from here: nothing of the old one applies but
-                // what is about the observations and the delegation.
+                // what is about the observations and the delegation. Adoption ends no
+                // lifecycle: a DS the looks before it saw was waited out by nothing, and
+                // a move in must still wait it out (rule 9).
                 let f = std::mem::take(&mut self.facts);
+                let adopted = from.is_none();
                 self.facts = Facts {
+                    ds_seen_at: f.ds_seen_at.filter(|_| adopted),
+                    max_ds_ttl: f.max_ds_ttl.filter(|_| adopted),
+                    max_dnskey_ttl: f.max_dnskey_ttl.filter(|_| adopted),
                     failing_since: f.failing_since,
                     failures: f.failures,
                     provider_ns: f.provider_ns,
