@@ -13,7 +13,8 @@ use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{
-    CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider, ProviderError,
+    CdsHalves, CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider,
+    ProviderError,
 };
 use dnssec_warden::secret::Secret;
 
@@ -183,7 +184,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Nothing)
+        Some(CdsHalves::whole(CdsPublication::Nothing))
     );
     assert!(pdns.served("cds.test.", "CDS").is_empty());
 
@@ -194,7 +195,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Key)
+        Some(CdsHalves::whole(CdsPublication::Key))
     );
     // The server publishes the CDS of the key the client hands over, and its CDNSKEY.
     let ds = &key.ds;
@@ -224,7 +225,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Delete)
+        Some(CdsHalves::whole(CdsPublication::Delete))
     );
     assert_eq!(
         pdns.served("cds.test.", "CDS"),
@@ -242,7 +243,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Nothing)
+        Some(CdsHalves::whole(CdsPublication::Nothing))
     );
     assert!(pdns.served("cds.test.", "CDS").is_empty());
 
@@ -655,5 +656,143 @@ async fn foreign_keys_no_validator_should_check_are_refused_before_any_request()
         ProviderError::Invalid(
             "the provider's API cannot publish another signer's DNSKEY for ex.test".into()
         )
+    );
+}
+
+/// The zone metadata of `zone` as the server stores it, each kind's values.
+async fn metadata(client: &PowerDnsClient, zone: &str) -> CdsHalves {
+    Provider::cds_publication(client, zone)
+        .await
+        .unwrap_or_else(|e| panic!("the CDS setting of {zone} is read: {e}"))
+        .expect("PowerDNS controls the CDS")
+}
+
+/// Rule 11 and 14 under a lost answer: the proxy answers 502 after the server applied the
+/// first of the two writes of a CDS setting (`PUBLISH-CDS`), so `PUBLISH-CDNSKEY` is
+/// never written. The client reads the half-applied setting as such (not as a setting
+/// "the daemon does not make"), and the engine, at its next look, says the call was half
+/// applied and sets the setting whole again.
+#[tokio::test]
+async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
+    use dnssec_warden::engine::Engine;
+    use dnssec_warden::engine::Notifier;
+    use dnssec_warden::lifecycle::{Clock, ManualClock, Policy};
+    use dnssec_warden_test_support::fake::{FakeWorld, PROVIDER_NS};
+    use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule};
+    use dnssec_warden_test_support::rig::{T0, ZONE};
+    use std::sync::Arc;
+
+    let pdns = Pdns::start();
+    let direct = pdns.client(API_KEY);
+    direct
+        .create_zone(ZONE, &PROVIDER_NS)
+        .await
+        .expect("the zone is created");
+    let proxy = FaultProxy::start(pdns.server.base_url().parse().expect("a URL"))
+        .await
+        .expect("the proxy starts");
+    let proxied = PowerDnsClient::new(
+        &PowerDnsSettings {
+            base_url: proxy.url(),
+            server_id: "localhost".into(),
+            request_timeout: Duration::from_secs(5),
+            max_attempts: 2,
+            retry_budget: Duration::from_secs(5),
+        },
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    let lose_first_write = || {
+        proxy.add_fault(
+            Rule::new(Fault::AfterForward {
+                status: 502,
+                delay: Duration::ZERO,
+            })
+            .on(&format!(
+                "/api/v1/servers/localhost/zones/{ZONE}/metadata/PUBLISH-CDS"
+            )),
+        );
+    };
+
+    // The client: the call is of unknown outcome, and the setting reads half applied.
+    lose_first_write();
+    let lost = Provider::set_cds_publication(&proxied, ZONE, CdsPublication::Key, &allowed)
+        .await
+        .unwrap_err();
+    assert_eq!(lost.class(), ErrorClass::Unknown, "{lost}");
+    let read = Provider::cds_publication(&direct, ZONE).await;
+    assert_eq!(
+        read,
+        Ok(Some(CdsHalves {
+            cds: CdsPublication::Key,
+            cdnskey: CdsPublication::Nothing,
+        })),
+        "a setting of the daemon's, half applied"
+    );
+    proxy.clear_faults();
+    Provider::set_cds_publication(&direct, ZONE, CdsPublication::Key, &allowed)
+        .await
+        .unwrap();
+
+    // The engine: a zone without intent at a provider that does not sign wants no CDS;
+    // its withdrawal loses its answer after the first write, and the next look settles
+    // the call as half applied and withdraws the other half.
+    let clock = ManualClock::starting_at(T0);
+    let world = FakeWorld::new(ZONE, 2, 2, clock.clone());
+    let store = dnssec_warden::store::Store::open_in_memory()
+        .await
+        .expect("a store");
+    store.ensure_zone(ZONE, T0).await.expect("the zone's row");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(proxied),
+        Arc::new(world),
+        Arc::new(clock.clone()),
+        Policy::default(),
+        Notifier::default(),
+    );
+    lose_first_write();
+    engine.tick().await.expect("a tick");
+    assert_eq!(
+        metadata(&direct, ZONE).await,
+        CdsHalves {
+            cds: CdsPublication::Nothing,
+            cdnskey: CdsPublication::Key,
+        },
+        "the withdrawal's first write took effect, its answer lost"
+    );
+    proxy.clear_faults();
+    let next = store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+    clock.set(next.max(clock.now()));
+    engine.tick().await.expect("a tick");
+    assert_eq!(
+        metadata(&direct, ZONE).await,
+        CdsHalves::whole(CdsPublication::Nothing),
+        "made whole at the next look"
+    );
+    let reasons: Vec<String> = store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("the call to withdraw the CDS was half applied")),
+        "the lost call settled as half applied: {reasons:#?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "half applied (CDS none, CDNSKEY the key's), a setting of the daemon's whose answer was lost between its two writes: completed, set whole to no CDS or CDNSKEY"
+        )),
+        "the repair said: {reasons:#?}"
+    );
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.contains("not a setting the daemon makes")),
+        "{reasons:#?}"
     );
 }

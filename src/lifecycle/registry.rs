@@ -52,7 +52,7 @@ pub fn takes_request(
     if !matches!(obs.provider, ProviderView::On(_)) {
         return false;
     }
-    matches!(obs.cds, CdsSetting::Set(_)) || signal_of(zone, obs) == Some(wanted)
+    obs.cds.controlled() || signal_of(zone, obs) == Some(wanted)
 }
 
 /// Why the registry can no longer act on a request that went to it, where this look
