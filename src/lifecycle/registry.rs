@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::cds::{CdsReading, read};
 use super::facts::Facts;
-use super::model::{CdsSetting, Observation, ProviderView, Zone};
+use super::model::{Observation, ProviderView, Zone};
 pub use super::parent_way::{CdsNotified, NotifyPlan, PATH_REFRESH};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
