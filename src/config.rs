@@ -872,6 +872,7 @@ impl CrossChecks {
             }
             all.push(ProviderConfig {
                 name,
+                block: "provider".into(),
                 options: self.provider("provider", raw)?,
             });
         }
@@ -885,6 +886,7 @@ impl CrossChecks {
             }
             all.push(ProviderConfig {
                 options: self.provider(&stem, raw)?,
+                block: stem,
                 name,
             });
         }

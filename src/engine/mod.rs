@@ -33,7 +33,7 @@ pub use observe::summarize;
 pub use sinks::{SinkQueue, SinkWorkers};
 
 use crate::dns::Observer;
-use crate::dnssec::CdsPublication;
+use crate::dnssec::{CdsHalves, CdsPublication};
 use crate::lifecycle::{
     CdsSetting, Clock, Decision, Effect, Policy, ProviderView, State, Timestamp, may_disable,
     sample, step,
@@ -237,9 +237,11 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         .and_then(serde_json::Value::as_str);
     let zone = row.zone.name.as_str();
     match (now, before) {
-        // Daemon-wide: said once by `provider_auth_failing`, not once per zone.
+        // Daemon-wide: said once by `provider_auth_failing` or
+        // `provider_account_misconfigured`, not once per zone.
         (ProviderView::Unknown(error), _)
-            if error.starts_with(crate::provider::ACCOUNT_REFUSED) =>
+            if error.starts_with(crate::provider::ACCOUNT_REFUSED)
+                || error.starts_with(crate::provider::ACCOUNT_MISCONFIGURED) =>
         {
             tracing::debug!(
                 zone,
@@ -257,6 +259,21 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         (ProviderView::Unknown(_), _) => {}
         (_, Some(_)) => tracing::info!(zone, "the provider answers again"),
         (_, None) => {}
+    }
+}
+
+/// What became of a provider call of unknown outcome, as a later look tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Took,
+    DidNot,
+    /// A call of two writes (the CDS setting's halves) whose first took effect alone.
+    HalfApplied,
+}
+
+impl Outcome {
+    fn took(took: bool) -> Self {
+        if took { Self::Took } else { Self::DidNot }
     }
 }
 
@@ -717,6 +734,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             listed.as_ref(),
             self.clock.as_ref(),
             &self.policy,
+            read.unknown_calls,
         )
         .await;
         observation.registrar_hook_failed = read.registrar_hook_failed.clone();
@@ -812,17 +830,37 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             ProviderView::Missing | ProviderView::Unknown(_) => None,
         };
         let cds = match cds {
-            CdsSetting::Set(now) => Some(*now),
+            CdsSetting::Set(now) => Some(CdsHalves::whole(*now)),
+            CdsSetting::HalfApplied(halves) => Some(*halves),
             _ => None,
         };
         if on.is_none() && cds.is_none() {
             return Ok(());
         }
         for item in self.store.unknown_calls(zone).await? {
-            let (took, said) = match (&item.effect, on, cds) {
-                (Effect::EnableDnssec, Some(on), _) => (on, if on { "on" } else { "off" }),
-                (Effect::DisableDnssec, Some(on), _) => (!on, if on { "on" } else { "off" }),
-                (Effect::SetCds { to }, _, Some(now)) => (*to == now, now.into()),
+            let (outcome, said) = match (&item.effect, on, cds) {
+                (Effect::EnableDnssec, Some(on), _) => (
+                    Outcome::took(on),
+                    (if on { "on" } else { "off" }).to_string(),
+                ),
+                (Effect::DisableDnssec, Some(on), _) => (
+                    Outcome::took(!on),
+                    (if on { "on" } else { "off" }).to_string(),
+                ),
+                (Effect::SetCds { to }, _, Some(now)) => {
+                    let outcome = match now.as_whole() {
+                        Some(whole) => Outcome::took(whole == *to),
+                        // One half as asked, the other not: its answer was lost between
+                        // the two writes.
+                        None if now.cds == *to || now.cdnskey == *to => Outcome::HalfApplied,
+                        None => Outcome::took(false),
+                    };
+                    let said = match now.as_whole() {
+                        Some(whole) => whole.describe().to_string(),
+                        None => format!("half set ({now})"),
+                    };
+                    (outcome, said)
+                }
                 _ => continue,
             };
             let who = self.provider_named(zone);
@@ -830,7 +868,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 Effect::SetCds { .. } => "its CDS publication is",
                 _ => "DNSSEC is",
             };
-            self.settle_call(zone, &item, took, format!("{who}: {what} {said}"))
+            self.settle_outcome(zone, &item, outcome, format!("{who}: {what} {said}"))
                 .await?;
         }
         Ok(())
@@ -845,13 +883,27 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         took: bool,
         said: String,
     ) -> Result<(), EngineError> {
+        self.settle_outcome(zone, item, Outcome::took(took), said)
+            .await
+    }
+
+    /// [`Self::settle_call`] with every outcome a look can tell.
+    async fn settle_outcome(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        outcome: Outcome,
+        said: String,
+    ) -> Result<(), EngineError> {
+        let took = outcome == Outcome::Took;
         let reason = format!(
             "{said}: the call to {} {}",
             item.effect.describe(),
-            if took {
-                "took effect"
-            } else {
-                "did not take effect"
+            match outcome {
+                Outcome::Took => "took effect",
+                Outcome::DidNot => "did not take effect",
+                Outcome::HalfApplied =>
+                    "was half applied (its first write took effect, its second did not)",
             }
         );
         tracing::info!(zone, "{reason}");
@@ -965,15 +1017,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 Effect::SetCds { to } => match self.set_cds(zone, *to).await {
                     Ok(()) => (
                         OutboxStatus::Done,
-                        format!(
-                            "{}: {}",
-                            self.provider_named(zone),
-                            match to {
-                                CdsPublication::Key => "publishes the CDS and CDNSKEY of the key",
-                                CdsPublication::Delete => "publishes the CDS delete request",
-                                CdsPublication::Nothing => "publishes no CDS or CDNSKEY",
-                            }
-                        ),
+                        format!("{}: publishes {}", self.provider_named(zone), to.describe()),
                     ),
                     Err(e) => {
                         Self::call_failed(&self.provider_named(zone), item.effect.describe(), &e)

@@ -16,6 +16,8 @@ use crate::store::ObservationText;
 
 use super::registry::resolve_path;
 
+/// `unknown_calls`: the zone has provider calls of unknown outcome, which this look
+/// settles (rule 11): the CDS setting is read then too, even at a settled zone's look.
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
     observer: &O,
@@ -23,6 +25,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     listed: Option<&HostedZone>,
     clock: &dyn Clock,
     policy: &Policy,
+    unknown_calls: bool,
 ) -> Observation {
     let name = zone.name.as_str();
     let look = Look::at(zone, clock.now());
@@ -70,12 +73,12 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             Some(provider.dnssec_key(name).await)
         }
     };
-    // The provider's CDS setting (rule 14), where a step may change it.
+    // The provider's CDS setting (rule 14), where a step may change it, and where a call
+    // to set it may be what this look settles.
     let cds = async {
-        if look.cds() {
+        if look.cds() || unknown_calls {
             match provider.cds_publication(name).await {
-                Ok(Some(now)) => CdsSetting::Set(now),
-                Ok(None) => CdsSetting::Uncontrolled,
+                Ok(halves) => CdsSetting::read(halves),
                 Err(e) => CdsSetting::Unknown(e.to_string()),
             }
         } else {

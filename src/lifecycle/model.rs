@@ -9,7 +9,7 @@ use super::state::{Intent, State};
 use crate::alert_kind::AlertKind;
 use crate::dns::delegation::{self, DelegationAssessment};
 use crate::dns::{ChildView, ParentView, ValidationVerdict};
-use crate::dnssec::{CdsPublication, DnssecKey};
+use crate::dnssec::{CdsHalves, CdsPublication, DnssecKey};
 use crate::time::Timestamp;
 use crate::zone_name::ZoneName;
 
@@ -49,8 +49,31 @@ pub enum CdsSetting {
     /// The provider's API does not control it (the Gcore API).
     Uncontrolled,
     Set(CdsPublication),
+    /// Its two halves (the CDS and the CDNSKEY) differ, each one of the daemon's own
+    /// forms: a setting of the daemon's half applied (an answer lost between its two
+    /// writes). The step sets it whole again (rule 14, level-triggered: completed or
+    /// rolled back to what the zone wants now) and says so.
+    HalfApplied(CdsHalves),
     /// It could not be read: nothing is set on it either.
     Unknown(String),
+}
+
+impl CdsSetting {
+    /// Read at this look where the daemon sets it: a step may change it.
+    pub fn controlled(&self) -> bool {
+        matches!(self, Self::Set(_) | Self::HalfApplied(_))
+    }
+
+    /// The setting as the provider's API gave it, each half as read.
+    pub fn read(halves: Option<CdsHalves>) -> Self {
+        match halves {
+            None => Self::Uncontrolled,
+            Some(h) => match h.as_whole() {
+                Some(whole) => Self::Set(whole),
+                None => Self::HalfApplied(h),
+            },
+        }
+    }
 }
 
 /// Everything observed for one step.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::cds::{CdsReading, read};
 use super::facts::Facts;
-use super::model::{CdsSetting, Observation, ProviderView, Zone};
+use super::model::{Observation, ProviderView, Zone};
 pub use super::parent_way::{CdsNotified, NotifyPlan, PATH_REFRESH};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
@@ -52,7 +52,7 @@ pub fn takes_request(
     if !matches!(obs.provider, ProviderView::On(_)) {
         return false;
     }
-    matches!(obs.cds, CdsSetting::Set(_)) || signal_of(zone, obs) == Some(wanted)
+    obs.cds.controlled() || signal_of(zone, obs) == Some(wanted)
 }
 
 /// Why the registry can no longer act on a request that went to it, where this look

@@ -268,12 +268,27 @@ impl Run<'_> {
     /// Safety rule 14: the provider's CDS/CDNSKEY setting brought to what the zone's
     /// intent, state and instruction allow, where it was read at this look.
     fn track_cds(&mut self) {
-        let CdsSetting::Set(now) = &self.obs.cds else {
-            return;
-        };
         let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts);
-        if to != *now {
-            self.effects.push(Effect::SetCds { to });
+        match &self.obs.cds {
+            CdsSetting::Set(now) if *now != to => self.effects.push(Effect::SetCds { to }),
+            // One of the daemon's own settings, half applied (an answer lost between its
+            // two writes): made whole again, to what is wanted now (rule 11: said).
+            CdsSetting::HalfApplied(halves) => {
+                // The CDS half is written first: the one that differs from it is the older.
+                let verb = if halves.cds == to {
+                    "completed"
+                } else if halves.cdnskey == to {
+                    "rolled back"
+                } else {
+                    "replaced"
+                };
+                self.note(format!(
+                    "the provider's CDS setting is half applied ({halves}), a setting of the daemon's whose answer was lost between its two writes: {verb}, set whole to {}",
+                    to.describe()
+                ));
+                self.effects.push(Effect::SetCds { to });
+            }
+            _ => {}
         }
     }
 
@@ -998,7 +1013,7 @@ impl Run<'_> {
         // key's CDS on `disabled`, the delete request off it): no signal for the registry.
         // (A withheld instruction withdraws the key's too, but only for a while: the
         // caller asks only while it stands.)
-        let withdrawn = matches!(self.obs.cds, CdsSetting::Set(_))
+        let withdrawn = self.obs.cds.controlled()
             && (self.zone.intent == Intent::Disabled) != (wanted == CdsPublication::Delete);
         let cannot = if self.facts.moving_in {
             // The registry reads the CDS at the servers the parent delegates to, some of

@@ -30,7 +30,7 @@ use dnssec_warden::dns::{
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
 use dnssec_warden::dns::{Published, Signals};
-use dnssec_warden::dnssec::{CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
+use dnssec_warden::dnssec::{CdsHalves, CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
@@ -117,12 +117,18 @@ pub struct WorldState {
     pub switches: Vec<(Timestamp, bool)>,
     /// Broken invariants, in words; a correct engine leaves this empty.
     pub violations: Vec<String>,
-    /// The provider's API controls the CDS publication (PowerDNS's `PUBLISH-CDS`), and
-    /// what it is set to.
+    /// The provider's API controls the CDS publication (PowerDNS's `PUBLISH-CDS` and
+    /// `PUBLISH-CDNSKEY`), and what each half is set to.
     pub cds_control: bool,
     pub cds: CdsPublication,
-    /// Every setting of it that took effect: (time, to).
+    pub cdnskey: CdsPublication,
+    /// Every setting of it that took effect, whole or its first half: (time, to).
     pub cds_sets: Vec<(Timestamp, CdsPublication)>,
+    /// The next settings write their first half (the CDS) only, and answer a 502 (an
+    /// answer lost between the two writes: the outcome is unknown to the caller).
+    pub cds_half_applied: u32,
+    /// Ground truth for rule 11: every setting left half applied so, (time, to).
+    pub cds_halves_left: Vec<(Timestamp, CdsPublication)>,
     /// Successful reads of the CDS setting (the daemon looked at it).
     pub cds_reads: usize,
     /// The provider's servers publish the CDS its setting says (the key's, or the delete
@@ -240,7 +246,10 @@ impl FakeWorld {
                 violations: Vec::new(),
                 cds_control: false,
                 cds: CdsPublication::Nothing,
+                cdnskey: CdsPublication::Nothing,
                 cds_sets: Vec::new(),
+                cds_half_applied: 0,
+                cds_halves_left: Vec::new(),
                 cds_reads: 0,
                 cds_served: false,
                 notify_answer: NotifyOutcome::Acknowledged,
@@ -322,7 +331,9 @@ impl FakeWorld {
     /// The registry's scan (RFC 7344, RFC 8078), as one that scans acts: the CDS of the
     /// provider's key at every child server (signed, reachable, not lagging) puts its DS
     /// at every parent server; the delete request there removes every DS. Anything else
-    /// (no CDS, a child server it cannot ask) changes nothing. True: the child served a
+    /// (no CDS, a child server it cannot ask) changes nothing. A setting half applied
+    /// publishes its one half, on which the registry acts (RFC 7344 takes a CDS or a
+    /// CDNSKEY); halves that contradict each other it ignores. True: the child served a
     /// signal the registry acts on.
     pub fn registry_scan(&self, ttl: u32) -> bool {
         let (cds, served, parents) = {
@@ -332,7 +343,12 @@ impl FakeWorld {
                 && s.children
                     .iter()
                     .all(|c| !c.silent && !c.lagging && !c.unsigned);
-            (s.cds, served, s.parents.len())
+            let signal = match (s.cds, s.cdnskey) {
+                (a, b) if a == b => a,
+                (CdsPublication::Nothing, one) | (one, CdsPublication::Nothing) => one,
+                _ => CdsPublication::Nothing,
+            };
+            (signal, served, s.parents.len())
         };
         if !served || cds == CdsPublication::Nothing {
             return false;
@@ -833,14 +849,17 @@ impl Provider for FakeWorld {
         Ok(Some(0))
     }
 
-    async fn cds_publication(&self, _zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, _zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         if !self.lock().cds_control {
             return Ok(None);
         }
         self.provider_fault()?;
         let mut w = self.lock();
         w.cds_reads += 1;
-        Ok(Some(w.cds))
+        Ok(Some(CdsHalves {
+            cds: w.cds,
+            cdnskey: w.cdnskey,
+        }))
     }
 
     // Checked against the ground truth by the property test at every step (rule 14);
@@ -860,6 +879,15 @@ impl Provider for FakeWorld {
         }
         s.cds = to;
         s.cds_sets.push((now, to));
+        if s.cds_half_applied > 0 {
+            s.cds_half_applied -= 1;
+            s.cds_halves_left.push((now, to));
+            return Err(ProviderError::Server {
+                status: 502,
+                message: "bad gateway (the answer to the first write was lost)".into(),
+            });
+        }
+        s.cdnskey = to;
         Ok(())
     }
 }
