@@ -1984,6 +1984,27 @@ async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
         "{refused}"
     );
     assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
+
+    // A disable decided on a read from before the move (the CLI's, the console's) is
+    // refused at the write: the store reads the row it writes at, and a move and a
+    // disable never both get in. The refusal says the phase, the accounts and what to do.
+    let refused = store
+        .set_intent(ZONE, Intent::Disabled, false, "disable", Timestamp(61_000))
+        .await
+        .unwrap_err()
+        .to_string();
+    for says in [
+        "`disable` is refused during a signed move",
+        "from provider pdns-a to provider pdns-b, phase signing_at_target",
+        "a safe abort of a move is not built",
+        "Let the move finish",
+        "then disable it at provider pdns-b (nothing was recorded)",
+    ] {
+        assert!(refused.contains(says), "{says:?} not in {refused}");
+    }
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(row.zone.intent, Intent::Enabled);
+    assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
 }
 
 #[tokio::test]

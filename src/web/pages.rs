@@ -358,8 +358,12 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
             }
             @if viewer.operator {
                 section.actions #switch {
+                    // A disable is refused during a signed move (`intent::record`).
+                    @if let Some(mv) = &facts.signed_move {
+                        p.muted #no-disable { "DNSSEC cannot be disabled during the signed move (a safe abort is not built): once it has finished, disable it at provider " (mv.target) "." }
+                    }
                     @for s in [Switch::Enable, Switch::Disable, Switch::DisableNeverSubmitted] {
-                        @if s.applies(row.zone.state, row.zone.intent) {
+                        @if s.applies(row.zone.state, row.zone.intent) && facts.signed_move.is_none() {
                             a class={ "button" @if s != Switch::Enable { " danger" } } href={ (zone_link(name)) "/switch?to=" (s.as_str()) } { (s.title()) "…" }
                         }
                     }
