@@ -789,3 +789,76 @@ fn an_ns_change_owed_across_a_crash_waits_while_a_target_roll_holds_the_move() {
         );
     });
 }
+
+/// Every phase's provider wait names the account that holds it, as `status` says it
+/// (`[on: provider NAME]`) and `status --json` (`waiting_on_accounts`): the source's
+/// signing off is the source's, not the account that serves the zone by then (found by
+/// an adversarial run: `old_signing_off` said the target), the target's signing at the
+/// start the target's, not the source's.
+#[test]
+fn each_phase_names_the_account_its_provider_wait_is_on() {
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        let mut checked: Vec<(Phase, String)> = Vec::new();
+        for _ in 0..400 {
+            let Some(phase) = rig.phase().await else {
+                break;
+            };
+            if phase == Phase::Done {
+                break;
+            }
+            rig.tick().await.unwrap();
+            rig.poll().await;
+            let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+            let Some(held) = row.zone.facts.held_by.clone() else {
+                continue;
+            };
+            let Some(phase) = row.zone.facts.signed_move.as_ref().map(|m| m.phase) else {
+                continue;
+            };
+            if held.on.as_str() != "provider" {
+                continue;
+            }
+            // Who the wait's own words say must act.
+            let words = held.what.as_str();
+            let account = if words.starts_with("the source") {
+                ACCOUNTS[SOURCE]
+            } else if words.starts_with("the target") {
+                ACCOUNTS[TARGET]
+            } else {
+                continue;
+            };
+            let text = dnssec_warden::cli::status::status_text(&rig.store, Some(ZONE), &rig.policy)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                text.contains(&format!("[on: provider {account}]")),
+                "in {}, waiting for {words:?}, status names another party:\n{text}",
+                phase.name()
+            );
+            let json = dnssec_warden::cli::status::status_json(&rig.store, Some(ZONE), &rig.policy)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                json["waiting_on_accounts"],
+                serde_json::json!([account]),
+                "in {}, waiting for {words:?}: {json:#}",
+                phase.name()
+            );
+            checked.push((phase, words.to_string()));
+        }
+        let phases: Vec<Phase> = checked.iter().map(|(p, _)| *p).collect();
+        for must in [
+            Phase::SigningAtTarget,
+            Phase::RetiringOldKey,
+            Phase::OldSigningOff,
+        ] {
+            assert!(
+                phases.contains(&must),
+                "no provider wait seen in {must:?}: {checked:?}"
+            );
+        }
+    });
+}

@@ -42,6 +42,7 @@ impl ZoneRow {
             return Waiting {
                 what: format!("this host's IPv6: {why}"),
                 on: "host",
+                accounts: Vec::new(),
                 until: None,
             };
         }
@@ -57,10 +58,20 @@ impl ZoneRow {
                     self.zone.name
                 ),
                 on: "operator",
+                accounts: self.account().map(str::to_string).into_iter().collect(),
                 until: None,
             };
         }
-        describe(&self.zone, policy)
+        let mut waiting = describe(&self.zone, policy);
+        // A provider's wait that names no account is the zone's one account's (a zone in a
+        // signed move names its own: never the serving account by default).
+        if waiting.on == "provider"
+            && waiting.accounts.is_empty()
+            && self.zone.facts.signed_move.is_none()
+        {
+            waiting.accounts.extend(self.account().map(str::to_string));
+        }
+        waiting
     }
 
     /// How the parent's answers at the last look could be trusted (safety rule 10):
