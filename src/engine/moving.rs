@@ -160,7 +160,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }))
     }
 
-    /// Move calls of unknown outcome, settled by what the look saw (rule 11).
+    /// Move calls of unknown outcome, settled by what the look saw (rule 11); a call of
+    /// the zone's own lifecycle from before the move (its CDS, say), by the account its
+    /// row names, asked by name (a row naming none cannot be told during the move).
     async fn settle_unknown_move_calls(
         &self,
         zone: &str,
@@ -169,6 +171,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     ) -> Result<(), EngineError> {
         for item in self.store.unknown_calls(zone).await? {
             let Effect::MoveCall { account, call } = &item.effect else {
+                if let Some(account) = &item.account {
+                    self.settle_at_account(zone, &item, account).await?;
+                }
                 continue;
             };
             let Some(took) = moving::call_took(mv, account, call, look) else {

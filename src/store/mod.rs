@@ -806,7 +806,7 @@ impl Store {
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<rows::RawOutbox> = shared_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
                  WHERE zone = $1 AND status = $2 ORDER BY id",
             )
             .bind(zone)

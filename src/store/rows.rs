@@ -153,6 +153,16 @@ impl ObservationText {
         serde_json::json!({ "provider": provider, "parent": parent }).to_string()
     }
 
+    /// The provider account the look was made at, as the brief names it: where a step's
+    /// provider calls go (`store::plan`).
+    pub fn account(&self) -> Option<String> {
+        let brief: serde_json::Value = serde_json::from_str(&self.brief).ok()?;
+        brief
+            .pointer("/provider/account")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    }
+
     /// A whole summary with its brief cut out of it (JSON that is not an object gives an
     /// empty brief). The engine writes both parts directly; this is for other writers.
     pub fn from_whole(whole: impl Into<String>) -> Self {
@@ -246,6 +256,9 @@ pub struct AlertRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxItem {
     pub id: i64,
+    /// The provider account a provider call was sent to (`None`: a row from before the
+    /// column, or an effect that goes to no account).
+    pub account: Option<String>,
     /// The request's number (`database_meta.last_seq`): larger for every later row, and
     /// never below its time in milliseconds, so also across a restored or new database.
     pub seq: i64,
@@ -444,6 +457,7 @@ pub(super) struct RawOutbox {
     zone: String,
     effect: String,
     attempts: i64,
+    account: Option<String>,
 }
 
 from_row!(RawOutbox {
@@ -452,7 +466,7 @@ from_row!(RawOutbox {
     zone,
     effect,
     attempts
-});
+} or_default { account });
 
 pub(super) fn ts(v: Option<i64>) -> Option<Timestamp> {
     v.map(Timestamp)
@@ -564,6 +578,7 @@ impl TryFrom<RawOutbox> for OutboxItem {
             effect: serde_json::from_str(&r.effect)
                 .map_err(|e| corrupt(format!("outbox row {}: effect: {e}", r.id)))?,
             id: r.id,
+            account: r.account,
             seq: r.seq,
             zone: r.zone,
             attempts: r.attempts,

@@ -263,7 +263,7 @@ impl PgStore {
         };
         // With leases, only the zones this daemon holds (taking a zone does the same).
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
              WHERE status = $1 AND started_at IS NOT NULL \
              AND ($2::text IS NULL OR zone = $2) \
              AND ($3::text IS NULL OR zone IN (SELECT name FROM zones WHERE lease_holder = $3)) \

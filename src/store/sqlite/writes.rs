@@ -210,7 +210,7 @@ impl SqliteStore {
     ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
              WHERE status = ? AND started_at IS NOT NULL \
              AND (? IS NULL OR zone = ?) ORDER BY id",
         )
