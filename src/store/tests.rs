@@ -352,7 +352,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 13,
+                wanted: 14,
                 ..
             })
         ),
@@ -966,7 +966,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 10
+            wanted: 11
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -975,7 +975,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 10,
+                wanted: 11,
                 ..
             })
         ),
@@ -986,8 +986,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 10,
-            wanted: 10
+            applied: 11,
+            wanted: 11
         }
     );
     // Opening again is idempotent (the daemon restarting).
