@@ -277,6 +277,36 @@ impl Outcome {
     }
 }
 
+/// What became of a call of unknown outcome, by what its account says now (DNSSEC on or
+/// off, the CDS publication half by half), and those words; `None` when that does not
+/// tell.
+fn judged(
+    effect: &Effect,
+    on: Option<bool>,
+    cds: Option<CdsHalves>,
+) -> Option<(Outcome, String)> {
+    let dnssec = |on: bool| format!("DNSSEC is {}", if on { "on" } else { "off" });
+    match (effect, on, cds) {
+        (Effect::EnableDnssec, Some(on), _) => Some((Outcome::took(on), dnssec(on))),
+        (Effect::DisableDnssec, Some(on), _) => Some((Outcome::took(!on), dnssec(on))),
+        (Effect::SetCds { to }, _, Some(now)) => {
+            let outcome = match now.as_whole() {
+                Some(whole) => Outcome::took(whole == *to),
+                // One half as asked, the other not: its answer was lost between the two
+                // writes.
+                None if now.cds == *to || now.cdnskey == *to => Outcome::HalfApplied,
+                None => Outcome::took(false),
+            };
+            let said = match now.as_whole() {
+                Some(whole) => whole.describe().to_string(),
+                None => format!("half set ({now})"),
+            };
+            Some((outcome, format!("its CDS publication is {said}")))
+        }
+        _ => None,
+    }
+}
+
 /// When the engine last made progress (a step ended, however it ended, or the loop came
 /// round): system time, for liveness only. The systemd watchdog is fed only while this
 /// moves, so it measures the engine, not the provider's speed: steps are bounded.
@@ -834,43 +864,81 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             CdsSetting::HalfApplied(halves) => Some(*halves),
             _ => None,
         };
-        if on.is_none() && cds.is_none() {
-            return Ok(());
-        }
+        let here = self.provider.account(zone);
         for item in self.store.unknown_calls(zone).await? {
-            let (outcome, said) = match (&item.effect, on, cds) {
-                (Effect::EnableDnssec, Some(on), _) => (
-                    Outcome::took(on),
-                    (if on { "on" } else { "off" }).to_string(),
-                ),
-                (Effect::DisableDnssec, Some(on), _) => (
-                    Outcome::took(!on),
-                    (if on { "on" } else { "off" }).to_string(),
-                ),
-                (Effect::SetCds { to }, _, Some(now)) => {
-                    let outcome = match now.as_whole() {
-                        Some(whole) => Outcome::took(whole == *to),
-                        // One half as asked, the other not: its answer was lost between
-                        // the two writes.
-                        None if now.cds == *to || now.cdnskey == *to => Outcome::HalfApplied,
-                        None => Outcome::took(false),
-                    };
-                    let said = match now.as_whole() {
-                        Some(whole) => whole.describe().to_string(),
-                        None => format!("half set ({now})"),
-                    };
-                    (outcome, said)
-                }
-                _ => continue,
+            // A call sent to another account than this look's (the zone moved since) is
+            // settled by what that account says, asked by name (rule 13).
+            if let Some(account) = item.account.as_deref()
+                && here.as_deref() != Some(account)
+            {
+                self.settle_at_account(zone, &item, account).await?;
+                continue;
+            }
+            let Some((outcome, said)) = judged(&item.effect, on, cds) else {
+                continue;
             };
             let who = self.provider_named(zone);
-            let what = match item.effect {
-                Effect::SetCds { .. } => "its CDS publication is",
-                _ => "DNSSEC is",
+            // A row from before rows named their account: judged here, as then.
+            let old = if item.account.is_none() && self.provider.accounts() > 1 {
+                " (the call's row names no account: judged at the one holding the zone now)"
+            } else {
+                ""
             };
-            self.settle_outcome(zone, &item, outcome, format!("{who}: {what} {said}"))
+            self.settle_outcome(zone, &item, outcome, format!("{who}: {said}{old}"))
                 .await?;
         }
+        Ok(())
+    }
+
+    /// A call of unknown outcome settled by the account it was sent to, asked by name:
+    /// the zone may be at another account now, or at two during a signed move. An account
+    /// no longer configured, or without the zone, cannot tell: said, and the call stays of
+    /// unknown outcome (never judged by another account's word).
+    pub(super) async fn settle_at_account(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        account: &str,
+    ) -> Result<(), EngineError> {
+        let cannot_tell = |why: String| {
+            format!(
+                "{why}: whether the call to {} took effect there cannot be told; it stays of unknown outcome",
+                item.effect.describe()
+            )
+        };
+        let Some(client) = self.provider.account_named(account) else {
+            let why = cannot_tell(format!(
+                "provider {account} is not configured any more (put its [providers.{account}] back to settle it)"
+            ));
+            return self.unsettled(zone, &why).await;
+        };
+        let on = match client.dnssec_key(zone).await {
+            Ok(_) => Some(true),
+            Err(ProviderError::DnssecDisabled) => Some(false),
+            Err(ProviderError::NotFound(e)) => {
+                let why = cannot_tell(format!("provider {account} no longer has the zone ({e})"));
+                return self.unsettled(zone, &why).await;
+            }
+            // Not known now: the next step asks again.
+            Err(_) => None,
+        };
+        let cds = match item.effect {
+            Effect::SetCds { .. } => client.cds_publication(zone).await.ok().flatten(),
+            _ => None,
+        };
+        if let Some((outcome, said)) = judged(&item.effect, on, cds) {
+            self.settle_outcome(zone, item, outcome, format!("provider {account}: {said}"))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A call whose outcome stays unknown, said in the history (counted when said again).
+    async fn unsettled(&self, zone: &str, why: &str) -> Result<(), EngineError> {
+        tracing::info!(zone, "{why}");
+        self.store
+            .record(zone, EventKind::Effect, why, self.clock.now())
+            .await?;
         Ok(())
     }
 

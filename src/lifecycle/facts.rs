@@ -41,7 +41,7 @@ use crate::time::Timestamp;
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
-/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks) | at every step (recomputed) |
+/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks); in a signed move the account its wait is on (`Hold::account`) | at every step (recomputed) |
 /// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
 /// | `ds_path`, `ds_path_at` | `enabling` .. `awaiting_ds`, `active` .. `awaiting_ds_removal` (where a DS request may go) | resolved at a look in those states, at most every `registry::PATH_REFRESH` | entering `disabled` |
 /// | `registry_since` | `awaiting_ds`, `awaiting_ds_removal` | the DS request goes to the registry by the child's signals (`registry::takes_request`) | leaving the state, or the registry late (the request then goes to the registrar) |
@@ -185,6 +185,11 @@ pub struct Facts {
 pub struct Hold {
     pub what: String,
     pub on: Party,
+    /// The provider account (`[providers.NAME]`) the wait is on, where the step knows it
+    /// is one account's: a signed move's, whose two accounts each hold waits of their
+    /// own. `None`: the zone's one account (or none); a fact stored before it reads so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Hold {
@@ -192,7 +197,14 @@ impl Hold {
         Self {
             what: what.into(),
             on,
+            account: None,
         }
+    }
+
+    /// The same hold, on the account named `account`.
+    pub fn at(mut self, account: Option<String>) -> Self {
+        self.account = account;
+        self
     }
 }
 

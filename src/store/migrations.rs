@@ -39,6 +39,7 @@ pub(super) const SQLITE: Embedded = embed!("migrations":
     "0011_deliveries.sql",
     "0012_sampled_at.sql",
     "0013_outbox_outcome.sql",
+    "0014_outbox_account.sql",
 );
 
 pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
@@ -52,6 +53,7 @@ pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
     "0008_deliveries.sql",
     "0009_sampled_at.sql",
     "0010_outbox_outcome.sql",
+    "0011_outbox_account.sql",
 );
 
 impl Embedded {

@@ -276,10 +276,27 @@ pub enum StoreError {
         intent: String,
     },
     #[error(
-        "{zone} changed under each of {attempts} attempts to record its signed move (the \
+        "{zone}: `disable` is refused during a signed move (from provider {from} to \
+         provider {to}, phase {phase}): switched off at either provider now, the zone would \
+         fail validation wherever resolvers are sent, and a safe abort of a move is not \
+         built. Let the move finish (`dnssec-warden status {zone}` shows what it waits \
+         for), then disable it at provider {to} (nothing was recorded)"
+    )]
+    DisableDuringMove {
+        zone: String,
+        from: String,
+        to: String,
+        phase: &'static str,
+    },
+    #[error(
+        "{zone} changed under each of {attempts} attempts to record its {what} (the \
          daemon steps it meanwhile): nothing was recorded, try again"
     )]
-    Contended { zone: String, attempts: u32 },
+    Contended {
+        zone: String,
+        what: &'static str,
+        attempts: u32,
+    },
 }
 
 /// Why a signed move cannot be declared for the zone as `row` has it, if it cannot: one
@@ -308,8 +325,23 @@ pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
     None
 }
 
-/// How often `declare_move` reads the row again after a step committed under it: a zone
-/// is stepped at most every few seconds, so a handful of tries meets a quiet moment.
+/// Why `intent` cannot be recorded for the zone as `row` has it, if it cannot: anything
+/// but `enabled` while a signed move is declared (DESIGN.md section 2, "Signed moves": no
+/// safe abort is built, and the move's every phase needs both accounts signing). What
+/// `Store::set_intent` checks at its write, and `intent::record` before it.
+pub fn intent_refused(row: &ZoneRow, intent: Intent) -> Option<StoreError> {
+    let mv = row.zone.facts.signed_move.as_ref()?;
+    (intent != Intent::Enabled).then(|| StoreError::DisableDuringMove {
+        zone: row.zone.name.to_string(),
+        from: mv.source.clone(),
+        to: mv.target.clone(),
+        phase: mv.phase.name(),
+    })
+}
+
+/// How often `declare_move` and `set_intent` read the row again after a step committed
+/// under them: a zone is stepped at most every few seconds, so a handful of tries meets a
+/// quiet moment.
 const MOVE_ATTEMPTS: u32 = 5;
 
 /// The store over one backend; clones share the pool.
@@ -587,7 +619,12 @@ impl Store {
     pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
         on_backend!(self, |b| b.recheck_pending(now).await)
     }
-    /// Records the operator's intent, creating the zone row if needed (audited).
+    /// Records the operator's intent, creating the zone row if needed (audited). Written
+    /// at the version of the row it was decided on, and read again and retried when a
+    /// step (or a move's declaration) committed in between, as `declare_move` is: refused
+    /// when the row as written says so (`intent_refused`: a disable during a signed move),
+    /// so that a move declared after the caller read the row and a disable cannot both
+    /// get in.
     pub async fn set_intent(
         &self,
         name: &str,
@@ -596,9 +633,28 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        on_backend!(self, |b| b
-            .set_intent(name, intent, ds_never_submitted, reason, now)
-            .await)
+        for _ in 0..MOVE_ATTEMPTS {
+            let version = match self.zone(name).await? {
+                Some(row) => {
+                    if let Some(refused) = intent_refused(&row, intent) {
+                        return Err(refused);
+                    }
+                    Some(row.version)
+                }
+                None => None,
+            };
+            let written = on_backend!(self, |b| b
+                .set_intent(name, version, intent, ds_never_submitted, reason, now)
+                .await?);
+            if written {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contended {
+            zone: name.to_string(),
+            what: "intent",
+            attempts: MOVE_ATTEMPTS,
+        })
     }
     /// Declares a signed move of `zone` (DESIGN.md section 2, "Signed moves"): its
     /// `facts.signed_move` set, the zone due now, and an audit event of kind `Intent`
@@ -651,6 +707,7 @@ impl Store {
         }
         Err(StoreError::Contended {
             zone: zone.to_string(),
+            what: "signed move",
             attempts: MOVE_ATTEMPTS,
         })
     }
@@ -706,7 +763,7 @@ impl Store {
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<rows::RawOutbox> = shared_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
                  WHERE zone = $1 AND status = $2 ORDER BY id",
             )
             .bind(zone)

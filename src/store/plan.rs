@@ -96,6 +96,9 @@ pub(super) struct NewEffect {
     pub kind: &'static str,
     /// The effect as JSON.
     pub effect: String,
+    /// The account a provider call goes to (rule 13): the one it names (a signed move's),
+    /// else the one the step's look was made at. Its outcome, if unknown, is settled there.
+    pub account: Option<String>,
 }
 
 /// One change a step's alert checks make to the zone's open alerts.
@@ -149,13 +152,25 @@ impl<'a> StepPlan<'a> {
             delegation: EffectKind::RequestDelegation.as_str(),
             delegation_kept: decision.state == Some(State::AwaitingDelegation),
         });
+        let looked_at = decision
+            .effects
+            .iter()
+            .any(Effect::is_provider_call)
+            .then(|| observation.account())
+            .flatten();
         let effects = decision
             .effects
             .iter()
             .map(|effect| {
+                let account = match effect {
+                    Effect::MoveCall { account, .. } => Some(account.clone()),
+                    e if e.is_provider_call() => looked_at.clone(),
+                    _ => None,
+                };
                 Ok(NewEffect {
                     kind: effect.kind().as_str(),
                     effect: serde_json::to_string(effect).map_err(corrupt)?,
+                    account,
                 })
             })
             .collect::<Result<_, StoreError>>()?;

@@ -42,6 +42,7 @@ impl ZoneRow {
             return Waiting {
                 what: format!("this host's IPv6: {why}"),
                 on: "host",
+                accounts: Vec::new(),
                 until: None,
             };
         }
@@ -57,10 +58,20 @@ impl ZoneRow {
                     self.zone.name
                 ),
                 on: "operator",
+                accounts: self.account().map(str::to_string).into_iter().collect(),
                 until: None,
             };
         }
-        describe(&self.zone, policy)
+        let mut waiting = describe(&self.zone, policy);
+        // A provider's wait that names no account is the zone's one account's (a zone in a
+        // signed move names its own: never the serving account by default).
+        if waiting.on == "provider"
+            && waiting.accounts.is_empty()
+            && self.zone.facts.signed_move.is_none()
+        {
+            waiting.accounts.extend(self.account().map(str::to_string));
+        }
+        waiting
     }
 
     /// How the parent's answers at the last look could be trusted (safety rule 10):
@@ -140,6 +151,16 @@ impl ObservationText {
         ]);
         let parent = object(vec![("evidence", evidence)]);
         serde_json::json!({ "provider": provider, "parent": parent }).to_string()
+    }
+
+    /// The provider account the look was made at, as the brief names it: where a step's
+    /// provider calls go (`store::plan`).
+    pub fn account(&self) -> Option<String> {
+        let brief: serde_json::Value = serde_json::from_str(&self.brief).ok()?;
+        brief
+            .pointer("/provider/account")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
     }
 
     /// A whole summary with its brief cut out of it (JSON that is not an object gives an
@@ -235,6 +256,9 @@ pub struct AlertRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxItem {
     pub id: i64,
+    /// The provider account a provider call was sent to (`None`: a row from before the
+    /// column, or an effect that goes to no account).
+    pub account: Option<String>,
     /// The request's number (`database_meta.last_seq`): larger for every later row, and
     /// never below its time in milliseconds, so also across a restored or new database.
     pub seq: i64,
@@ -433,6 +457,7 @@ pub(super) struct RawOutbox {
     zone: String,
     effect: String,
     attempts: i64,
+    account: Option<String>,
 }
 
 from_row!(RawOutbox {
@@ -441,7 +466,7 @@ from_row!(RawOutbox {
     zone,
     effect,
     attempts
-});
+} or_default { account });
 
 pub(super) fn ts(v: Option<i64>) -> Option<Timestamp> {
     v.map(Timestamp)
@@ -553,6 +578,7 @@ impl TryFrom<RawOutbox> for OutboxItem {
             effect: serde_json::from_str(&r.effect)
                 .map_err(|e| corrupt(format!("outbox row {}: effect: {e}", r.id)))?,
             id: r.id,
+            account: r.account,
             seq: r.seq,
             zone: r.zone,
             attempts: r.attempts,

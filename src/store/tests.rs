@@ -352,7 +352,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 13,
+                wanted: 14,
                 ..
             })
         ),
@@ -966,7 +966,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 10
+            wanted: 11
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -975,7 +975,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 10,
+                wanted: 11,
                 ..
             })
         ),
@@ -986,8 +986,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 10,
-            wanted: 10
+            applied: 11,
+            wanted: 11
         }
     );
     // Opening again is idempotent (the daemon restarting).
@@ -1983,6 +1983,27 @@ async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
             if from == "pdns-a" && to == "pdns-b" && *phase == "signing_at_target"),
         "{refused}"
     );
+    assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
+
+    // A disable decided on a read from before the move (the CLI's, the console's) is
+    // refused at the write: the store reads the row it writes at, and a move and a
+    // disable never both get in. The refusal says the phase, the accounts and what to do.
+    let refused = store
+        .set_intent(ZONE, Intent::Disabled, false, "disable", Timestamp(61_000))
+        .await
+        .unwrap_err()
+        .to_string();
+    for says in [
+        "`disable` is refused during a signed move",
+        "from provider pdns-a to provider pdns-b, phase signing_at_target",
+        "a safe abort of a move is not built",
+        "Let the move finish",
+        "then disable it at provider pdns-b (nothing was recorded)",
+    ] {
+        assert!(refused.contains(says), "{says:?} not in {refused}");
+    }
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(row.zone.intent, Intent::Enabled);
     assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
 }
 

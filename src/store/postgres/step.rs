@@ -100,8 +100,8 @@ async fn write(
         .fetch_one(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq, account) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(zone.name)
         .bind(now.0)
@@ -110,6 +110,7 @@ async fn write(
         .bind(by.map(|(h, _)| h.as_str()))
         .bind(by.map(|(_, e)| *e))
         .bind(seq)
+        .bind(effect.account.as_deref())
         .execute(&mut *tx)
         .await?;
     }

@@ -208,13 +208,15 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
         .fetch_one(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO outbox (zone, created_at, kind, effect, seq) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (zone, created_at, kind, effect, seq, account) \
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(zone.name)
         .bind(now.0)
         .bind(effect.kind)
         .bind(&effect.effect)
         .bind(seq)
+        .bind(effect.account.as_deref())
         .execute(&mut *tx)
         .await?;
     }
