@@ -280,11 +280,7 @@ impl Outcome {
 /// What became of a call of unknown outcome, by what its account says now (DNSSEC on or
 /// off, the CDS publication half by half), and those words; `None` when that does not
 /// tell.
-fn judged(
-    effect: &Effect,
-    on: Option<bool>,
-    cds: Option<CdsHalves>,
-) -> Option<(Outcome, String)> {
+fn judged(effect: &Effect, on: Option<bool>, cds: Option<CdsHalves>) -> Option<(Outcome, String)> {
     let dnssec = |on: bool| format!("DNSSEC is {}", if on { "on" } else { "off" });
     match (effect, on, cds) {
         (Effect::EnableDnssec, Some(on), _) => Some((Outcome::took(on), dnssec(on))),
