@@ -942,7 +942,7 @@ fn a_call_of_unknown_outcome_is_settled_at_the_account_it_was_sent_to() {
         let cds: Vec<&String> = settled.iter().filter(|r| r.contains("CDS")).collect();
         assert_eq!(cds.len(), 1, "{settled:#?}\n{}", rig.trail().await);
         assert!(
-            cds[0].starts_with("provider a: its CDS publication is key: the call to")
+            cds[0].starts_with("provider a: its CDS publication is the CDS and CDNSKEY of the key: the call to")
                 && cds[0].ends_with(" took effect"),
             "{settled:#?}"
         );
