@@ -151,7 +151,7 @@ impl Dnskey {
 
     /// The key tag of RFC 4034 appendix B: hickory-proto's checksum over the RDATA (for
     /// any algorithm, even one hickory does not know), `ldns-key2ds` as the independent
-    /// oracle in `tests/ldns_crosscheck.rs`.
+    /// oracle in `tests/dns/ldns_crosscheck.rs`.
     pub fn key_tag(&self) -> u16 {
         if self.algorithm == 1 {
             // RSA/MD5 (appendix B.1): the 16 bits just above the modulus' last byte.

@@ -7,17 +7,17 @@ cd "$(dirname "$0")/.."
 # postgresql: the store's tests on a throwaway cluster (test-support/src/postgres.rs).
 # lintian, man-db and python3: tests/debian_package.sh (lintian on the .deb, the man pages
 # rendered, the state database closed as the daemon closes it).
-# pdns-server, pdns-backend-sqlite3 and sqlite3: tests/powerdns.rs (a real PowerDNS
+# pdns-server, pdns-backend-sqlite3 and sqlite3: tests/providers/powerdns.rs (a real PowerDNS
 # Authoritative behind the provider client, its database made with the sqlite3 shell) and
-# tests/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
-# tests/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
-# tests/e2e_registry.rs (the daemon closing the parent loop through that registry) and
-# tests/move_look.rs (two PowerDNS accounts of a signed move under a Knot root and TLD) and
-# tests/e2e_signed_move.rs (the daemon moving a zone between them, Unbound probing all along).
-# chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/browser_harness.rs
+# tests/e2e/e2e_powerdns.rs (the same as a second provider of the daemon, under the lab TLD) and
+# tests/dns/registry_lab.rs (a child publishing CDS to the lab registry of the Knot TLD) and
+# tests/e2e/e2e_registry.rs (the daemon closing the parent loop through that registry) and
+# tests/providers/move_look.rs (two PowerDNS accounts of a signed move under a Knot root and TLD) and
+# tests/e2e/e2e_signed_move.rs (the daemon moving a zone between them, Unbound probing all along).
+# chromium, chromium-driver, tesseract-ocr and fonts-dejavu-core: tests/cli_web/browser_harness.rs
 # and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
 # the screenshots read by OCR, in the fonts chromium renders them with).
-# openssl: tests/web_security.rs (the console's TLS, a self-signed certificate).
+# openssl: tests/cli_web/web_security.rs (the console's TLS, a self-signed certificate).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
     postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3
     chromium chromium-driver tesseract-ocr fonts-dejavu-core openssl)
@@ -50,8 +50,12 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The daemon without the simulated world (no `demo`, no lab crate) must build.
 cargo build --no-default-features --locked
-# Library, binary and integration tests of both crates, and doc tests; not the benchmark
-# (a measurement: `cargo bench --bench observe`, which prints figures and asserts nothing).
+# Library, binary and integration tests of every crate, and doc tests; not the benchmarks
+# (measurements: `cargo bench --bench observe`, which print figures and assert nothing).
+# The integration tests are six binaries, one a directory of tests/ (engine, store, dns,
+# providers, cli_web, e2e; each main.rs says what it covers): one test binary per file
+# was most of the build's link time, and the files of one group run beside each other.
+# One group or one file: `cargo test --test e2e`, `cargo test --test e2e e2e_knot::`.
 cargo test --workspace --lib --bins --tests --locked
 cargo test --workspace --doc --locked
 # The Debian package: built, linted, installed, checked, purged (root only; it says so

@@ -3,7 +3,7 @@
 //! lab DNS hierarchy with many child zones, and a webhook receiver that is also the
 //! registrar: a `ds_publish` puts the simulator's key's DS on both TLD servers, a
 //! `ds_withdraw` removes it, and both are recorded with their time (the ground truth of
-//! the parent's DS). Used by `ha_fencing.rs` and `ha_chaos.rs`.
+//! the parent's DS). Used by `tests/e2e/ha_fencing.rs` and `ha_chaos.rs`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! The web console as a production admin surface, over real HTTP (issue 38): every
 //! security rule, against the console served in-process on loopback with its own store
-//! and a clock the test moves. The browser's view is `tests/web_browser.rs`.
+//! and a clock the test moves. The browser's view is `tests/cli_web/web_browser.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -552,7 +552,7 @@ async fn every_response_carries_the_security_headers_and_no_secret() {
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
         // Not `no-referrer`: under it chromium sends `Origin: null` on the console's own
-        // forms, which the same-origin check must refuse (tests/web_browser.rs found it).
+        // forms, which the same-origin check must refuse (tests/cli_web/web_browser.rs found it).
         assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         let body = r.text().await.unwrap();
         assert!(

@@ -746,7 +746,7 @@ async fn a_delegation_beyond_the_name_server_cap_is_unknown() {
 }
 
 /// The peak memory of one observation of a glueless fan-out (`FAN_OUT`, 16 by default):
-/// `FAN_OUT=16 cargo test --test observer_fakes fan_out_peak_memory -- --ignored --nocapture`
+/// `FAN_OUT=16 cargo test --test dns observer_fakes::fan_out_peak_memory -- --ignored --nocapture`
 #[tokio::test]
 #[ignore = "a measurement: run alone, it reads the process's peak RSS"]
 async fn fan_out_peak_memory() {

@@ -4,9 +4,10 @@
 //! moves, signed moves, the registry's parent loop, faults, reloads, sinks, several
 //! daemons on one PostgreSQL database.
 //!
-//! One binary of a handful (tests/run.sh): its tests mostly wait (TTLs, polls), so
-//! tests/run.sh runs more of them at once than there are cores. The blocks, one per test,
-//! never two files on one: e2e_knot 62-64, e2e_move 65-67, e2e_powerdns 68-70,
+//! One binary of a handful (tests/run.sh), its files' tests beside each other on the
+//! default threads (one a core: more at once delay the looks of the Knot worlds, whose
+//! `poll_waiting` of 300 ms makes a look later than 600 ms restart the TTL wait). The
+//! blocks, one per test, never two files on one: e2e_knot 62-64, e2e_move 65-67, e2e_powerdns 68-70,
 //! e2e_registry 77-78, e2e_signed_move 91-94 (registry_lab, in tests/dns, 73-76;
 //! move_look, in tests/providers, 90; the benchmarks run alone).
 

@@ -3,7 +3,7 @@
 //! lease runs out meanwhile) is fenced when it resumes: its step writes nothing, its effect
 //! is not performed, and the taker performs the decision once. Leases are real time (the
 //! database's clock); the world's clock is manual. The process-level tests are
-//! `ha_fencing.rs` and `ha_chaos.rs`.
+//! `tests/e2e/ha_fencing.rs` and `ha_chaos.rs`.
 
 use std::time::Duration;
 

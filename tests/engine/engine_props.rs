@@ -32,7 +32,7 @@
 //! `PROPTEST_CASES` overrides the number of sequences (default 1200, and 400 for the
 //! delegation property; the defaults keep the README's test command within its time on
 //! two cores, and a deeper search is `PROPTEST_CASES=20000 cargo test --test
-//! engine_props`). Both properties also run on PostgreSQL, on fewer sequences (a
+//! engine engine_props::`). Both properties also run on PostgreSQL, on fewer sequences (a
 //! database each): `POSTGRES_PROPTEST_CASES` (default 40 and 20).
 
 use std::time::Duration;
