@@ -72,6 +72,10 @@ pub enum AlertKind {
     ZoneListingFailing,
     /// Daemon-wide: the provider refuses the account's credentials; calls back off.
     ProviderAuthFailing,
+    /// Daemon-wide: the account's configuration names something the provider does not
+    /// have (a PowerDNS `server_id` its API does not know): no zone can be asked, and
+    /// none is called missing for it.
+    ProviderAccountMisconfigured,
     /// Daemon-wide, per host: this host cannot reach IPv6, so every IPv6 parent address
     /// is unknown (`dns.address_families`).
     HostIpv6Unreachable,
@@ -112,6 +116,7 @@ impl AlertKind {
     pub const DAEMON_WIDE: &'static [AlertKind] = &[
         Self::ZoneListingFailing,
         Self::ProviderAuthFailing,
+        Self::ProviderAccountMisconfigured,
         Self::HostIpv6Unreachable,
         Self::AlertSinkFailing,
         Self::TrustAnchorMismatch,

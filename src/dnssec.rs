@@ -356,6 +356,69 @@ pub enum CdsPublication {
     Delete,
 }
 
+impl CdsPublication {
+    /// What the whole setting publishes, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Nothing => "no CDS or CDNSKEY",
+            Self::Key => "the CDS and CDNSKEY of the key",
+            Self::Delete => "the CDS delete request",
+        }
+    }
+
+    /// What one half (the CDS or the CDNSKEY) publishes, in words.
+    fn half(self) -> &'static str {
+        match self {
+            Self::Nothing => "none",
+            Self::Key => "the key's",
+            Self::Delete => "the delete request",
+        }
+    }
+}
+
+/// What a provider's API is set to publish, each half as read: where the CDS and the
+/// CDNSKEY are two settings (PowerDNS's `PUBLISH-CDS` and `PUBLISH-CDNSKEY`), one call
+/// that sets both writes them one after the other, and an answer lost after the first
+/// leaves one half set. Halves that differ are such a half-applied setting of the
+/// daemon's own; each half is one of the forms the daemon sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CdsHalves {
+    pub cds: CdsPublication,
+    pub cdnskey: CdsPublication,
+}
+
+impl CdsHalves {
+    /// Both halves set to `to`.
+    pub fn whole(to: CdsPublication) -> Self {
+        Self {
+            cds: to,
+            cdnskey: to,
+        }
+    }
+
+    /// The setting, where both halves say the same.
+    pub fn as_whole(self) -> Option<CdsPublication> {
+        (self.cds == self.cdnskey).then_some(self.cds)
+    }
+
+    /// Either half publishes something (a registry that scans may act on a CDS without
+    /// its CDNSKEY, or the other way round).
+    pub fn publishes(self) -> bool {
+        self.cds != CdsPublication::Nothing || self.cdnskey != CdsPublication::Nothing
+    }
+}
+
+impl fmt::Display for CdsHalves {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CDS {}, CDNSKEY {}",
+            self.cds.half(),
+            self.cdnskey.half()
+        )
+    }
+}
+
 /// A zone's signing key as a provider serves it, after every field the provider gave was
 /// checked against a recomputation from the public key (safety rule 5). Whoever the
 /// provider, this is the key the lifecycle announces and watches for.

@@ -128,6 +128,9 @@ pub struct Recorded {
     pub state: Option<State>,
     /// A provider that could not be asked now (the daemon retries), if any.
     pub note: Option<String>,
+    /// Nothing needed recording, and why: an `enable` of a zone in a signed move, whose
+    /// intent is `enabled` throughout.
+    pub unchanged: Option<String>,
 }
 
 /// Asks every configured provider whether it has the zone: `Err` for a definite "no such
@@ -170,7 +173,10 @@ async fn provider_knows(
 
 /// Records the intent for `zone` (a normalised name) with its audit event. An enable is
 /// refused when no provider has the zone, or several do; `ds_never_submitted` only from
-/// `awaiting_ds`.
+/// `awaiting_ds`. During a signed move a disable is refused with the move's phase and
+/// accounts (`store::intent_refused`, checked again at the write), and an enable records
+/// nothing: the intent is `enabled` throughout a move, and both accounts hold the zone
+/// by design (which outside a move is a refusal).
 pub async fn record(
     store: &Store,
     providers: &[ProviderConfig],
@@ -180,17 +186,36 @@ pub async fn record(
     by: Operator<'_>,
     now: Timestamp,
 ) -> Result<Recorded, IntentError> {
-    let note = if intent == Intent::Enabled {
-        provider_knows(providers, zone).await?
-    } else {
-        None
-    };
     let said = |e| IntentError::Store(store.explain(e));
-    let state = store
-        .zone(zone)
-        .await
-        .map_err(said)?
-        .and_then(|row| row.zone.state);
+    let row = store.zone(zone).await.map_err(said)?;
+    let state = row.as_ref().and_then(|row| row.zone.state);
+    if let Some(row) = &row
+        && let Some(mv) = &row.zone.facts.signed_move
+    {
+        if let Some(refused) = crate::store::intent_refused(row, intent) {
+            return Err(refused.into());
+        }
+        if row.zone.intent == Intent::Enabled {
+            return Ok(Recorded {
+                state,
+                note: None,
+                unchanged: Some(format!(
+                    "the zone is in a signed move from provider {} to provider {} (phase {}), \
+                     throughout which its intent stays enabled: nothing was recorded, and the \
+                     move goes on",
+                    mv.source,
+                    mv.target,
+                    mv.phase.name()
+                )),
+            });
+        }
+    }
+    let note = match (intent, &row) {
+        // Both accounts hold a zone in a signed move: not asked.
+        (Intent::Enabled, Some(row)) if row.zone.facts.signed_move.is_some() => None,
+        (Intent::Enabled, _) => provider_knows(providers, zone).await?,
+        _ => None,
+    };
     if ds_never_submitted && state != Some(State::AwaitingDs) {
         return Err(IntentError::NotAwaitingDs {
             zone: zone.to_string(),
@@ -210,7 +235,11 @@ pub async fn record(
         .set_intent(zone, intent, ds_never_submitted, &reason, now)
         .await
         .map_err(said)?;
-    Ok(Recorded { state, note })
+    Ok(Recorded {
+        state,
+        note,
+        unchanged: None,
+    })
 }
 
 /// A signed move recorded: the accounts it goes between.

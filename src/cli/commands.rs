@@ -205,6 +205,7 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
             crate::dns::net::ipv6::no_route(cause)
         );
     }
+    check_accounts(path, &prepared).await?;
     if let DatabaseSettings::Postgres(pg) = &prepared.settings.database {
         let schema = crate::store::check_postgres(pg)
             .await
@@ -257,6 +258,38 @@ pub async fn check_config(path: &Path, out: &mut dyn Write) -> Result<Outcome, C
     }
     writeln!(out, "{}: OK", path.display())?;
     Ok(Outcome::Done)
+}
+
+/// `check-config`'s question to each provider account that can answer it without a zone
+/// (a PowerDNS `server_id`): a key the provider says is wrong fails the file, naming the
+/// key of its block; a provider that cannot be asked now is a warning (`run` starts, and
+/// says it daemon-wide once the provider answers).
+async fn check_accounts(path: &Path, prepared: &Prepared) -> Result<(), CommandError> {
+    for (name, checked) in prepared.provider.check_accounts().await {
+        let block = prepared
+            .settings
+            .providers
+            .iter()
+            .find(|c| c.name == name)
+            .map_or_else(|| format!("providers.{name}"), |c| c.block.clone());
+        match checked {
+            Ok(()) => {}
+            Err(crate::provider::ProviderError::Misconfigured { key, message }) => {
+                return Err(CommandError::unusable(
+                    crate::config::ConfigError::Invalid {
+                        file: path.to_path_buf(),
+                        key: format!("{block}.{key}"),
+                        message,
+                    },
+                ));
+            }
+            Err(e) => eprintln!(
+                "warning: config {}: provider {name} could not be asked whether its configuration is right: {e}",
+                path.display()
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// `check ZONE [--json]`: `No` when the chain is not consistent.

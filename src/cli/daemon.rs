@@ -533,9 +533,10 @@ fn daemon_conditions(
     listing: &ZoneListing,
     store: &Store,
 ) -> Vec<DaemonCondition> {
-    // Refused credentials alert at once: nothing the daemon does for any zone works.
-    // One account keeps the scope it always had; several are told apart by name.
-    let auth = prepared.provider.auth_conditions();
+    // Refused credentials or a wrong account alert at once: nothing the daemon does for
+    // any zone works. One account keeps the scope it always had; several are told apart
+    // by name.
+    let auth = prepared.provider.account_conditions();
     let several = prepared.provider.names().count() > 1;
     let mut all: Vec<DaemonCondition> = auth
         .into_iter()

@@ -54,6 +54,9 @@ pub async fn set(
     .await;
     store.close().await;
     let recorded = recorded?;
+    if let Some(why) = recorded.unchanged {
+        return Ok(format!("{zone}: intent {intent} already: {why}"));
+    }
     Ok(format!(
         "{zone}: intent {intent} recorded (state: {}); the running daemon acts on it within seconds{}",
         recorded

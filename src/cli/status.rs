@@ -150,6 +150,8 @@ struct ZoneJson<'a> {
     until: Option<String>,
     waiting_for: String,
     waiting_on: &'static str,
+    /// The provider accounts the wait is on, where known (a signed move's side).
+    waiting_on_accounts: Vec<String>,
     zone: &'a str,
 }
 
@@ -206,6 +208,7 @@ fn zone_json<'a>(
         until: waiting.until.map(|t| t.to_string()),
         waiting_for: waiting.what,
         waiting_on: waiting.on,
+        waiting_on_accounts: waiting.accounts,
         zone: z.name.as_str(),
     }
 }
@@ -376,11 +379,8 @@ fn zone_lines(
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
         .unwrap_or_default();
-    // The provider waited on, by name when the zone's account is known.
-    let on = match (w.on, row.account()) {
-        ("provider", Some(name)) => format!("provider {name}"),
-        (on, _) => on.to_string(),
-    };
+    // The provider waited on, by the name of the account the wait is on.
+    let on = w.party();
     writeln!(
         out,
         "{:<28} {:<20} {:<10} {:<22} {} [on: {on}]{}",

@@ -308,6 +308,7 @@ impl CrossChecks {
             }
             all.push(ProviderConfig {
                 name,
+                block: "provider".into(),
                 options: self.provider("provider", raw)?,
             });
         }
@@ -321,6 +322,7 @@ impl CrossChecks {
             }
             all.push(ProviderConfig {
                 options: self.provider(&stem, raw)?,
+                block: stem,
                 name,
             });
         }

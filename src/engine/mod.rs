@@ -7,9 +7,10 @@
 //! - Effects run only after the commit, and only right after a fresh observation of their
 //!   zone, so a restart re-observes before acting again (safety rule 6).
 //! - "DNSSEC off" passes the guard with a parent observation taken just before the call.
-//! - NOTIFY(CDS) to the parent's notification target is no effect: a hint that changes
-//!   nothing (the registry checks the CDS itself), sent inside the look where
-//!   `lifecycle::registry::notify_due` says, its outcome part of the observation.
+//! - NOTIFY(CDS) to the parent's notification target is an effect like the others: a step
+//!   decides it (`lifecycle::registry::notify_due`), it is sent after the commit, its
+//!   outcome is kept on its outbox row, and the next step reads it back
+//!   (`Observation::cds_notify`), as it reads a registrar hook's failure.
 
 mod listing;
 pub mod move_look;
@@ -32,7 +33,7 @@ pub use observe::summarize;
 pub use sinks::{SinkQueue, SinkWorkers};
 
 use crate::dns::Observer;
-use crate::dnssec::CdsPublication;
+use crate::dnssec::{CdsHalves, CdsPublication};
 use crate::lifecycle::{
     CdsSetting, Clock, Decision, Effect, Policy, ProviderView, State, Timestamp, may_disable,
     sample, step,
@@ -236,9 +237,11 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         .and_then(serde_json::Value::as_str);
     let zone = row.zone.name.as_str();
     match (now, before) {
-        // Daemon-wide: said once by `provider_auth_failing`, not once per zone.
+        // Daemon-wide: said once by `provider_auth_failing` or
+        // `provider_account_misconfigured`, not once per zone.
         (ProviderView::Unknown(error), _)
-            if error.starts_with(crate::provider::ACCOUNT_REFUSED) =>
+            if error.starts_with(crate::provider::ACCOUNT_REFUSED)
+                || error.starts_with(crate::provider::ACCOUNT_MISCONFIGURED) =>
         {
             tracing::debug!(
                 zone,
@@ -256,6 +259,47 @@ fn log_provider_change(row: &crate::store::ZoneRow, now: &ProviderView) {
         (ProviderView::Unknown(_), _) => {}
         (_, Some(_)) => tracing::info!(zone, "the provider answers again"),
         (_, None) => {}
+    }
+}
+
+/// What became of a provider call of unknown outcome, as a later look tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Took,
+    DidNot,
+    /// A call of two writes (the CDS setting's halves) whose first took effect alone.
+    HalfApplied,
+}
+
+impl Outcome {
+    fn took(took: bool) -> Self {
+        if took { Self::Took } else { Self::DidNot }
+    }
+}
+
+/// What became of a call of unknown outcome, by what its account says now (DNSSEC on or
+/// off, the CDS publication half by half), and those words; `None` when that does not
+/// tell.
+fn judged(effect: &Effect, on: Option<bool>, cds: Option<CdsHalves>) -> Option<(Outcome, String)> {
+    let dnssec = |on: bool| format!("DNSSEC is {}", if on { "on" } else { "off" });
+    match (effect, on, cds) {
+        (Effect::EnableDnssec, Some(on), _) => Some((Outcome::took(on), dnssec(on))),
+        (Effect::DisableDnssec, Some(on), _) => Some((Outcome::took(!on), dnssec(on))),
+        (Effect::SetCds { to }, _, Some(now)) => {
+            let outcome = match now.as_whole() {
+                Some(whole) => Outcome::took(whole == *to),
+                // One half as asked, the other not: its answer was lost between the two
+                // writes.
+                None if now.cds == *to || now.cdnskey == *to => Outcome::HalfApplied,
+                None => Outcome::took(false),
+            };
+            let said = match now.as_whole() {
+                Some(whole) => whole.describe().to_string(),
+                None => format!("half set ({now})"),
+            };
+            Some((outcome, format!("its CDS publication is {said}")))
+        }
+        _ => None,
     }
 }
 
@@ -716,9 +760,11 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             listed.as_ref(),
             self.clock.as_ref(),
             &self.policy,
+            read.unknown_calls,
         )
         .await;
         observation.registrar_hook_failed = read.registrar_hook_failed.clone();
+        observation.cds_notify = read.cds_notified.clone();
         if read.unknown_calls {
             self.settle_unknown_calls(name, &observation.provider, &observation.cds)
                 .await?;
@@ -810,27 +856,85 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             ProviderView::Missing | ProviderView::Unknown(_) => None,
         };
         let cds = match cds {
-            CdsSetting::Set(now) => Some(*now),
+            CdsSetting::Set(now) => Some(CdsHalves::whole(*now)),
+            CdsSetting::HalfApplied(halves) => Some(*halves),
             _ => None,
         };
-        if on.is_none() && cds.is_none() {
-            return Ok(());
-        }
+        let here = self.provider.account(zone);
         for item in self.store.unknown_calls(zone).await? {
-            let (took, said) = match (&item.effect, on, cds) {
-                (Effect::EnableDnssec, Some(on), _) => (on, if on { "on" } else { "off" }),
-                (Effect::DisableDnssec, Some(on), _) => (!on, if on { "on" } else { "off" }),
-                (Effect::SetCds { to }, _, Some(now)) => (*to == now, now.into()),
-                _ => continue,
+            // A call sent to another account than this look's (the zone moved since) is
+            // settled by what that account says, asked by name (rule 13).
+            if let Some(account) = item.account.as_deref()
+                && here.as_deref() != Some(account)
+            {
+                self.settle_at_account(zone, &item, account).await?;
+                continue;
+            }
+            let Some((outcome, said)) = judged(&item.effect, on, cds) else {
+                continue;
             };
             let who = self.provider_named(zone);
-            let what = match item.effect {
-                Effect::SetCds { .. } => "its CDS publication is",
-                _ => "DNSSEC is",
+            // A row from before rows named their account: judged here, as then.
+            let old = if item.account.is_none() && self.provider.accounts() > 1 {
+                " (the call's row names no account: judged at the one holding the zone now)"
+            } else {
+                ""
             };
-            self.settle_call(zone, &item, took, format!("{who}: {what} {said}"))
+            self.settle_outcome(zone, &item, outcome, format!("{who}: {said}{old}"))
                 .await?;
         }
+        Ok(())
+    }
+
+    /// A call of unknown outcome settled by the account it was sent to, asked by name:
+    /// the zone may be at another account now, or at two during a signed move. An account
+    /// no longer configured, or without the zone, cannot tell: said, and the call stays of
+    /// unknown outcome (never judged by another account's word).
+    pub(super) async fn settle_at_account(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        account: &str,
+    ) -> Result<(), EngineError> {
+        let cannot_tell = |why: String| {
+            format!(
+                "{why}: whether the call to {} took effect there cannot be told; it stays of unknown outcome",
+                item.effect.describe()
+            )
+        };
+        let Some(client) = self.provider.account_named(account) else {
+            let why = cannot_tell(format!(
+                "provider {account} is not configured any more (put its [providers.{account}] back to settle it)"
+            ));
+            return self.unsettled(zone, &why).await;
+        };
+        let on = match client.dnssec_key(zone).await {
+            Ok(_) => Some(true),
+            Err(ProviderError::DnssecDisabled) => Some(false),
+            Err(ProviderError::NotFound(e)) => {
+                let why = cannot_tell(format!("provider {account} no longer has the zone ({e})"));
+                return self.unsettled(zone, &why).await;
+            }
+            // Not known now: the next step asks again.
+            Err(_) => None,
+        };
+        let cds = match item.effect {
+            Effect::SetCds { .. } => client.cds_publication(zone).await.ok().flatten(),
+            _ => None,
+        };
+        if let Some((outcome, said)) = judged(&item.effect, on, cds) {
+            self.settle_outcome(zone, item, outcome, format!("provider {account}: {said}"))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A call whose outcome stays unknown, said in the history (counted when said again).
+    async fn unsettled(&self, zone: &str, why: &str) -> Result<(), EngineError> {
+        tracing::info!(zone, "{why}");
+        self.store
+            .record(zone, EventKind::Effect, why, self.clock.now())
+            .await?;
         Ok(())
     }
 
@@ -843,13 +947,27 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         took: bool,
         said: String,
     ) -> Result<(), EngineError> {
+        self.settle_outcome(zone, item, Outcome::took(took), said)
+            .await
+    }
+
+    /// [`Self::settle_call`] with every outcome a look can tell.
+    async fn settle_outcome(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        outcome: Outcome,
+        said: String,
+    ) -> Result<(), EngineError> {
+        let took = outcome == Outcome::Took;
         let reason = format!(
             "{said}: the call to {} {}",
             item.effect.describe(),
-            if took {
-                "took effect"
-            } else {
-                "did not take effect"
+            match outcome {
+                Outcome::Took => "took effect",
+                Outcome::DidNot => "did not take effect",
+                Outcome::HalfApplied =>
+                    "was half applied (its first write took effect, its second did not)",
             }
         );
         tracing::info!(zone, "{reason}");
@@ -944,6 +1062,8 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             {
                 continue;
             }
+            // What a later step reads of the effect's end (a NOTIFY's answer).
+            let mut outcome = None;
             let (status, note) = match &item.effect {
                 Effect::EnableDnssec => match self.switch(zone, true).await {
                     Ok(done) => (
@@ -961,15 +1081,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 Effect::SetCds { to } => match self.set_cds(zone, *to).await {
                     Ok(()) => (
                         OutboxStatus::Done,
-                        format!(
-                            "{}: {}",
-                            self.provider_named(zone),
-                            match to {
-                                CdsPublication::Key => "publishes the CDS and CDNSKEY of the key",
-                                CdsPublication::Delete => "publishes the CDS delete request",
-                                CdsPublication::Nothing => "publishes no CDS or CDNSKEY",
-                            }
-                        ),
+                        format!("{}: publishes {}", self.provider_named(zone), to.describe()),
                     ),
                     Err(e) => {
                         Self::call_failed(&self.provider_named(zone), item.effect.describe(), &e)
@@ -1009,6 +1121,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         None => break,
                     }
                 }
+                Effect::NotifyCds(plan) => match self.notify_parent(zone, plan).await {
+                    Some((status, note, sent)) => {
+                        outcome = sent;
+                        (status, note)
+                    }
+                    // The lease is gone: the zone's holder decides afresh.
+                    None => continue,
+                },
                 Effect::MoveCall { .. } | Effect::MoveRequest { .. } => {
                     match self.perform_move_effect(zone, &item).await? {
                         Some(outcome) => outcome,
@@ -1021,9 +1141,45 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             };
             #[cfg(any(test, feature = "test-hooks"))]
             self.crash_point(CrashPoint::EffectPerformed, zone)?;
-            self.effect_ended(zone, &item, status, note).await?;
+            self.effect_ended_with(zone, &item, status, note, outcome.as_deref())
+                .await?;
         }
         Ok(())
+    }
+
+    /// Sends a NOTIFY(CDS) a step decided (`lifecycle::registry::notify_due`), each address
+    /// only under this daemon's current lease on the zone, asked right before it. The
+    /// outcome on the row (for the next step to read), and the row's status and history
+    /// line: done once acknowledged, failed otherwise (a later step decides another).
+    /// `None`: nothing sent (the lease is gone).
+    async fn notify_parent(
+        &self,
+        zone: &str,
+        plan: &crate::lifecycle::registry::NotifyPlan,
+    ) -> Option<(OutboxStatus, String, Option<String>)> {
+        let may_send = || self.notify_permit(zone);
+        let sent = registry::send_notify(
+            self.observer.as_ref(),
+            zone,
+            plan,
+            self.clock.now(),
+            &may_send,
+        )
+        .await?;
+        let note = format!(
+            "NOTIFY(CDS) for the {} sent to {} ({} port {}): {}",
+            sent.signal,
+            sent.target,
+            sent.addr.as_deref().unwrap_or("no address"),
+            sent.port,
+            sent.outcome
+        );
+        let status = if sent.acknowledged {
+            OutboxStatus::Done
+        } else {
+            OutboxStatus::Failed
+        };
+        Some((status, note, serde_json::to_string(&sent).ok()))
     }
 
     /// An effect's outcome, recorded: the outbox row, the audit trail, the log. A DS
@@ -1035,10 +1191,25 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         status: OutboxStatus,
         note: String,
     ) -> Result<(), EngineError> {
+        self.effect_ended_with(zone, item, status, note, None).await
+    }
+
+    /// `effect_ended`, with what a later step reads of it (`outcome`, JSON) kept on the
+    /// row.
+    async fn effect_ended_with(
+        &self,
+        zone: &str,
+        item: &crate::store::OutboxItem,
+        status: OutboxStatus,
+        note: String,
+        outcome: Option<&str>,
+    ) -> Result<(), EngineError> {
         let now = self.clock.now();
-        // A DS request whose hook failed is tried again at the next steps, a few times.
+        let kind = item.effect.kind();
+        // A DS request whose hook failed is tried again at the next steps, a few times;
+        // what every step decides afresh is not (the next step has it again if due).
         if status == OutboxStatus::Failed
-            && !item.effect.is_provider_call()
+            && !kind.is_rederived()
             && item.attempts + 1 < NOTIFICATION_ATTEMPTS
         {
             self.store.retry_effect(item.id, &note).await?;
@@ -1050,15 +1221,25 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
         let failed = status != OutboxStatus::Done;
         self.store
-            .finish_effect(item.id, status, failed.then_some(note.as_str()), now)
+            .finish_effect(
+                item.id,
+                status,
+                failed.then_some(note.as_str()),
+                outcome,
+                now,
+            )
             .await?;
-        let kind = if status == OutboxStatus::Refused {
+        let event = if status == OutboxStatus::Refused {
             EventKind::Guard
         } else {
             EventKind::Effect
         };
-        self.store.record(zone, kind, &note, now).await?;
-        if failed {
+        self.store.record(zone, event, &note, now).await?;
+        if kind == crate::lifecycle::EffectKind::NotifyCds {
+            // A hint: one not acknowledged is sent again at the zone's next look, which
+            // comes when it would have come anyway.
+            tracing::info!(zone, "{note}");
+        } else if failed {
             tracing::warn!(zone, "{note}");
             // The step re-derives the call; look again after a backoff.
             self.store
@@ -1089,6 +1270,17 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         Box::pin(async move {
             self.store
                 .lease_current(zone, crate::store::Fenced::ProviderCall)
+                .await
+                .unwrap_or(false)
+        })
+    }
+
+    /// The same permit for a NOTIFY(CDS) to the parent's registry, asked right before
+    /// each address.
+    fn notify_permit<'a>(&'a self, zone: &'a str) -> crate::provider::PermitAnswer<'a> {
+        Box::pin(async move {
+            self.store
+                .lease_current(zone, crate::store::Fenced::ParentNotify)
                 .await
                 .unwrap_or(false)
         })

@@ -7,7 +7,7 @@ use crate::dns::delegation::ns_set;
 use crate::dns::{
     ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer, ServerAnswer,
 };
-use crate::dnssec::{CdsPublication, Dnskey, DnssecKey};
+use crate::dnssec::{CdsHalves, Dnskey, DnssecKey};
 use crate::lifecycle::signed_move::{self, Answer, ChildSeen, Delegation, MoveLook, Side};
 use crate::provider::{Provider, ProviderError};
 use crate::time::Clock;
@@ -63,16 +63,20 @@ pub async fn look<S: Provider, T: Provider, O: Observer>(
 }
 
 /// The accounts that publish CDS/CDNSKEY; an API that does not control them (`None`)
-/// publishes none the daemon could withdraw, and counts as none.
+/// publishes none the daemon could withdraw, and counts as none. A setting half applied
+/// (one half publishing) publishes: a registry may act on a CDS without its CDNSKEY, so
+/// it is withdrawn like any other.
 pub fn cds_published(
-    source: Result<Option<CdsPublication>, ProviderError>,
-    target: Result<Option<CdsPublication>, ProviderError>,
+    source: Result<Option<CdsHalves>, ProviderError>,
+    target: Result<Option<CdsHalves>, ProviderError>,
 ) -> Result<Vec<Side>, String> {
     let mut sides = Vec::new();
     for (side, read) in [(Side::Source, source), (Side::Target, target)] {
-        match read.map_err(|e| format!("{}: {e}", side.name()))? {
-            Some(CdsPublication::Key | CdsPublication::Delete) => sides.push(side),
-            Some(CdsPublication::Nothing) | None => {}
+        if read
+            .map_err(|e| format!("{}: {e}", side.name()))?
+            .is_some_and(CdsHalves::publishes)
+        {
+            sides.push(side);
         }
     }
     Ok(sides)
@@ -284,6 +288,33 @@ mod tests {
                 .collect(),
             evidence,
         }
+    }
+
+    /// A CDS setting half applied at an account publishes (one half is enough for a
+    /// registry that scans): the move withdraws it, instead of holding on an error for
+    /// ever. What the API cannot read stays unknown.
+    #[test]
+    fn a_half_applied_cds_setting_counts_as_published() {
+        use crate::dnssec::CdsPublication;
+        let half = CdsHalves {
+            cds: CdsPublication::Key,
+            cdnskey: CdsPublication::Nothing,
+        };
+        let none = CdsHalves::whole(CdsPublication::Nothing);
+        assert_eq!(
+            cds_published(Ok(Some(half)), Ok(Some(none))),
+            Ok(vec![Side::Source])
+        );
+        let withdrawn_half = CdsHalves {
+            cds: CdsPublication::Nothing,
+            cdnskey: CdsPublication::Delete,
+        };
+        assert_eq!(
+            cds_published(Ok(None), Ok(Some(withdrawn_half))),
+            Ok(vec![Side::Target])
+        );
+        assert_eq!(cds_published(Ok(Some(none)), Ok(None)), Ok(vec![]));
+        assert!(cds_published(Err(ProviderError::Invalid("x".into())), Ok(None)).is_err());
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// could be made (and on whom).
     pub(super) async fn see_move(&self, name: &str, mv: &Move) -> MoveSeen {
         match self.move_accounts(name, mv).await {
-            Err((why, on)) => MoveSeen::Held { why, on },
+            Err((why, on, account)) => MoveSeen::Held { why, on, account },
             Ok(Found::SourceGone { target }) => MoveSeen::SourceGone {
                 target_key: target.dnssec_key(name).await.map_err(|e| e.to_string()),
             },
@@ -113,12 +113,13 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         .await
     }
 
-    /// The move's accounts by their configured names, each asked for the zone.
+    /// The move's accounts by their configured names, each asked for the zone; `Err`:
+    /// why not, on whom, and the account it is about.
     async fn move_accounts(
         &self,
         zone: &str,
         mv: &Move,
-    ) -> Result<Found<'_, P::Account>, (String, Party)> {
+    ) -> Result<Found<'_, P::Account>, (String, Party, Option<String>)> {
         let account = |name: &str| {
             self.provider.account_named(name).ok_or_else(|| {
                 (
@@ -126,6 +127,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         "provider {name} of the signed move is not configured any more: put its [providers.{name}] back"
                     ),
                     Party::Operator,
+                    Some(name.to_string()),
                 )
             })
         };
@@ -143,12 +145,13 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                         "provider {name} no longer has the zone during the signed move ({e}): create it there again as it was, or resolvers sent there fail"
                     ),
                     Party::Operator,
+                    Some(name.clone()),
                 ));
             }
         }
-        let on = |e: String| (e, Party::Provider);
-        let source_ns = listed_ns(&mv.source, s).map_err(on)?;
-        let target_ns = listed_ns(&mv.target, t).map_err(on)?;
+        let on = |name: &str, e: String| (e, Party::Provider, Some(name.to_string()));
+        let source_ns = listed_ns(&mv.source, s).map_err(|e| on(&mv.source, e))?;
+        let target_ns = listed_ns(&mv.target, t).map_err(|e| on(&mv.target, e))?;
         Ok(Found::Both(Accounts {
             source,
             target,
@@ -157,7 +160,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }))
     }
 
-    /// Move calls of unknown outcome, settled by what the look saw (rule 11).
+    /// Move calls of unknown outcome, settled by what the look saw (rule 11); a call of
+    /// the zone's own lifecycle from before the move (its CDS, say), by the account its
+    /// row names, asked by name (a row naming none cannot be told during the move).
     async fn settle_unknown_move_calls(
         &self,
         zone: &str,
@@ -166,6 +171,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     ) -> Result<(), EngineError> {
         for item in self.store.unknown_calls(zone).await? {
             let Effect::MoveCall { account, call } = &item.effect else {
+                if let Some(account) = &item.account {
+                    self.settle_at_account(zone, &item, account).await?;
+                }
                 continue;
             };
             let Some(took) = moving::call_took(mv, account, call, look) else {
@@ -309,7 +317,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             Ok(Found::SourceGone { .. }) => {
                 return refused("the source no longer lists the zone".into());
             }
-            Err((why, _)) => return refused(why),
+            Err((why, ..)) => return refused(why),
         };
         let look = self.look_at(zone, &accounts).await;
         match signed_move::source_may_go_off(&mv, &look, &self.move_policy()) {

@@ -8,15 +8,16 @@ use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
 use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
-use crate::lifecycle::registry::notify_due;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::sample::Sample;
 use crate::lifecycle::{CdsSetting, Clock, Observation, Policy, ProviderView, State, Zone};
 use crate::provider::{HostedZone, Provider, ProviderError};
 use crate::store::ObservationText;
 
-use super::registry::{resolve_path, send_notify};
+use super::registry::resolve_path;
 
+/// `unknown_calls`: the zone has provider calls of unknown outcome, which this look
+/// settles (rule 11): the CDS setting is read then too, even at a settled zone's look.
 pub(super) async fn observe<P: Provider, O: Observer>(
     provider: &P,
     observer: &O,
@@ -24,6 +25,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     listed: Option<&HostedZone>,
     clock: &dyn Clock,
     policy: &Policy,
+    unknown_calls: bool,
 ) -> Observation {
     let name = zone.name.as_str();
     let look = Look::at(zone, clock.now());
@@ -71,12 +73,12 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             Some(provider.dnssec_key(name).await)
         }
     };
-    // The provider's CDS setting (rule 14), where a step may change it.
+    // The provider's CDS setting (rule 14), where a step may change it, and where a call
+    // to set it may be what this look settles.
     let cds = async {
-        if look.cds() {
+        if look.cds() || unknown_calls {
             match provider.cds_publication(name).await {
-                Ok(Some(now)) => CdsSetting::Set(now),
-                Ok(None) => CdsSetting::Uncontrolled,
+                Ok(halves) => CdsSetting::read(halves),
                 Err(e) => CdsSetting::Unknown(e.to_string()),
             }
         } else {
@@ -153,7 +155,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         }
         _ => None,
     };
-    let mut obs = Observation {
+    Observation {
         // Taken after the answers: a "gone" seen now was true no later than now.
         at: clock.now(),
         provider,
@@ -171,11 +173,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         cds_notify: None,
         delegation: Default::default(),
     }
-    .assessed();
-    if let Some(plan) = notify_due(zone, &obs, policy) {
-        obs.cds_notify = Some(send_notify(observer, name, &plan, clock.now()).await);
-    }
-    obs
+    .assessed()
 }
 
 /// A settled zone's sampled look (DESIGN.md section 4): the listing's flag, and the

@@ -1,7 +1,7 @@
-//! The parent's way for a DS and NOTIFY(CDS), as a look performs them: the DSYNC records
-//! resolved into a path (`lifecycle::parent_way::resolve`, with a NOTIFY target's
-//! addresses looked up), and the NOTIFY the lifecycle says is due
-//! (`lifecycle::registry::notify_due`) sent to the target's addresses in turn.
+//! The parent's way for a DS and NOTIFY(CDS): the DSYNC records resolved into a path at a
+//! look (`lifecycle::parent_way::resolve`, with a NOTIFY target's addresses looked up),
+//! and the NOTIFY a step decided (`Effect::NotifyCds`, `lifecycle::registry::notify_due`)
+//! sent to the target's addresses in turn, after the commit.
 
 use std::net::SocketAddr;
 
@@ -10,6 +10,7 @@ use crate::dns::{ObserveError, Observer};
 use crate::lifecycle::Timestamp;
 use crate::lifecycle::parent_way::{self, DsPath, DsyncHint, ParentPath, ParentWays};
 use crate::lifecycle::registry::{CdsNotified, NotifyPlan};
+use crate::provider::SendPermit;
 
 /// The path for `parent` from the operator's word, the DSYNC lookup and what is known of
 /// the registry; a NOTIFY target without addresses (configured by name, or the DSYNC
@@ -37,15 +38,23 @@ pub async fn resolve_path<O: Observer>(
 
 /// Sends the NOTIFY(CDS) of `plan` to each of its target's addresses in turn until one
 /// acknowledges it (a target's addresses are one receiver; RFC 9859 asks for one
-/// NOTIFY). `at`: when it went.
+/// NOTIFY). `at`: when it went. `may_send` is asked right before each address (several
+/// daemons: this daemon's lease on the zone still current); `None` when it said no
+/// before anything was sent (the zone's holder decides afresh).
 pub async fn send_notify<O: Observer>(
     observer: &O,
     zone: &str,
     plan: &NotifyPlan,
     at: Timestamp,
-) -> CdsNotified {
+    may_send: SendPermit<'_>,
+) -> Option<CdsNotified> {
     let mut last = None;
     for addr in &plan.addrs {
+        if !may_send().await {
+            // Nothing sent yet: nothing to record.
+            last.as_ref()?;
+            break;
+        }
         let report = observer
             .notify_cds(zone, SocketAddr::new(*addr, plan.port))
             .await;
@@ -62,7 +71,7 @@ pub async fn send_notify<O: Observer>(
         Some((addr, outcome, ok)) => (Some(addr), outcome, ok),
         None => (None, "no address to send it to".to_string(), false),
     };
-    CdsNotified {
+    Some(CdsNotified {
         at,
         target: plan.target.clone(),
         addr,
@@ -70,5 +79,5 @@ pub async fn send_notify<O: Observer>(
         signal: plan.signal.clone(),
         acknowledged,
         outcome,
-    }
+    })
 }

@@ -163,6 +163,7 @@ pub fn judge(
         return Vec::new();
     }
     let correcting = state != zone.state
+        || matches!(obs.cds, CdsSetting::HalfApplied(_))
         || matches!(obs.cds, CdsSetting::Set(now) if now != cds_wanted(zone.intent, state, facts));
     let name = zone.name.as_str();
     let reading = read(name, obs);

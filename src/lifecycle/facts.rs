@@ -12,7 +12,8 @@ use crate::time::Timestamp;
 /// What the rules remember across steps, and in which states each fact holds.
 ///
 /// `step` owns every fact: it sets them on the transitions named here, and entering
-/// `disabled` starts a new lifecycle (every fact cleared but the observation health).
+/// `disabled` starts a new lifecycle (every fact cleared but the observation health, and
+/// at adoption what the looks before it saw of the DS).
 /// Outside the states named, a fact is `None` or left over from earlier in the same
 /// lifecycle, and no rule reads it there.
 ///
@@ -26,8 +27,8 @@ use crate::time::Timestamp;
 /// | `ds_first_seen_at` | `ds_observed`, `active` .. `disabling` | every parent address publishes the DS | entering `disabled` |
 /// | `t_gone` | `ttl_wait`, `disabling` | every parent address answers "no DS" | entering `awaiting_ds_removal` or `disabled` |
 /// | `gone_confirmed_at` | `ttl_wait`, `disabling` | every parent address answers "no DS" on acceptable evidence (the last such look; a longer gap than `Policy::gone_confirmation_gap` restarts `t_gone`) | entering `awaiting_ds_removal` or `disabled` |
-/// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled` |
-/// | `ds_seen_at` | every state | a look at which some parent address publishes a DS (after the step's transition) | entering `disabled` |
+/// | `max_ds_ttl`, `max_dnskey_ttl` | every state | the largest TTL seen (rule 2) | entering `disabled`, but by adoption |
+/// | `ds_seen_at` | every state | a look at which some parent address publishes a DS (after the step's transition) | entering `disabled`, but by adoption (a look before it counts) |
 /// | `partial_since` | every state | parent servers disagree (`alerts::judge`) | they agree again |
 /// | `failing_since`, `failures` | every state, across lifecycles | an incomplete observation | a complete one |
 /// | `provider_ns` | every state, across lifecycles | the provider's API listed the zone's apex NS | never (replaced) |
@@ -40,12 +41,12 @@ use crate::time::Timestamp;
 /// | `served_keys_when_asked` | every state | the provider was asked and every child address answered | the provider asked and off, or a child address unknown |
 /// | `delegation_requested` | `awaiting_delegation` | the NS change is asked for | leaving `awaiting_delegation` |
 /// | `ds_to_remove` | `awaiting_ds_removal` while moving in | the DS records the parent publishes, at every step | the parent publishes none (kept as last seen while it is unknown) |
-/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks) | at every step (recomputed) |
+/// | `held_by` | every state | the step, when something the state alone does not say holds the zone (a failing call, a name server without the signed key, an unconfirmed chain, a TTL wait restarted by a gap in looks); in a signed move the account its wait is on (`Hold::account`) | at every step (recomputed) |
 /// | `held_since` | every state | the first step with `held_by` set | a step without `held_by` |
 /// | `ds_path`, `ds_path_at` | `enabling` .. `awaiting_ds`, `active` .. `awaiting_ds_removal` (where a DS request may go) | resolved at a look in those states, at most every `registry::PATH_REFRESH` | entering `disabled` |
 /// | `registry_since` | `awaiting_ds`, `awaiting_ds_removal` | the DS request goes to the registry by the child's signals (`registry::takes_request`) | leaving the state, or the registry late (the request then goes to the registrar) |
 /// | `registry_missed_at` | `awaiting_ds`, `awaiting_ds_removal` | the registry did not act by its deadline | leaving the state |
-/// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | a NOTIFY(CDS) sent at a look | leaving the state |
+/// | `cds_notified` | `awaiting_ds`, `awaiting_ds_removal` | the step after a NOTIFY(CDS) was performed, from what its outbox row says came of it | leaving the state |
 /// | `signed_move` | `active` | `dnssec-warden move` declares it (the one fact written outside `step`: `Store::declare_move`, at the row's version) | the move ends (only the target lists the zone) |
 /// | `settled_view` | `active`, `disabled` | a full look at which every address said the same (the standard samples are held to, `sample::settled_view`) | at every step (recomputed) |
 // A field at its default is left out of the stored JSON, and a missing field reads as its
@@ -156,7 +157,7 @@ pub struct Facts {
     /// What every address said at the last full look, when the zone is settled and they
     /// all said the same: a sampled look agrees only with this (DESIGN.md section 4).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub settled_view: Option<super::sample::SettledView>,
+    pub settled_view: Option<SettledView>,
     /// The way a DS reaches the parent, as last resolved, and when.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ds_path: Option<super::parent_way::ParentPath>,
@@ -169,9 +170,10 @@ pub struct Facts {
     /// When the registry was late, and the request went to the registrar.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry_missed_at: Option<Timestamp>,
-    /// The last NOTIFY(CDS) sent for the state's request.
+    /// The last NOTIFY(CDS) sent for the state's request, and its answer (the outbox's
+    /// word, `Observation::cds_notify`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cds_notified: Option<super::registry::CdsNotified>,
+    pub cds_notified: Option<super::parent_way::CdsNotified>,
     /// A signed move in progress (DESIGN.md section 2, "Signed moves"): while it is set
     /// the zone is stepped by [`super::signed_move::step`], not by `step`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +185,11 @@ pub struct Facts {
 pub struct Hold {
     pub what: String,
     pub on: Party,
+    /// The provider account (`[providers.NAME]`) the wait is on, where the step knows it
+    /// is one account's: a signed move's, whose two accounts each hold waits of their
+    /// own. `None`: the zone's one account (or none); a fact stored before it reads so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Hold {
@@ -190,7 +197,14 @@ impl Hold {
         Self {
             what: what.into(),
             on,
+            account: None,
         }
+    }
+
+    /// The same hold, on the account named `account`.
+    pub fn at(mut self, account: Option<String>) -> Self {
+        self.account = account;
+        self
     }
 }
 
@@ -219,4 +233,14 @@ fn is_false(b: &bool) -> bool {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+/// What every address said at the last full look of a settled zone, when they all said
+/// the same: the standard a sample is held to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledView {
+    /// The DS set every parent address publishes (`sample::ds_fingerprint`).
+    pub parent_ds: String,
+    /// The DNSKEY set every child address serves (`sample::keys_fingerprint`).
+    pub child_keys: String,
 }

@@ -9,7 +9,7 @@ use super::state::{Intent, State};
 use crate::alert_kind::AlertKind;
 use crate::dns::delegation::{self, DelegationAssessment};
 use crate::dns::{ChildView, ParentView, ValidationVerdict};
-use crate::dnssec::{CdsPublication, DnssecKey};
+use crate::dnssec::{CdsHalves, CdsPublication, DnssecKey};
 use crate::time::Timestamp;
 use crate::zone_name::ZoneName;
 
@@ -49,8 +49,31 @@ pub enum CdsSetting {
     /// The provider's API does not control it (the Gcore API).
     Uncontrolled,
     Set(CdsPublication),
+    /// Its two halves (the CDS and the CDNSKEY) differ, each one of the daemon's own
+    /// forms: a setting of the daemon's half applied (an answer lost between its two
+    /// writes). The step sets it whole again (rule 14, level-triggered: completed or
+    /// rolled back to what the zone wants now) and says so.
+    HalfApplied(CdsHalves),
     /// It could not be read: nothing is set on it either.
     Unknown(String),
+}
+
+impl CdsSetting {
+    /// Read at this look where the daemon sets it: a step may change it.
+    pub fn controlled(&self) -> bool {
+        matches!(self, Self::Set(_) | Self::HalfApplied(_))
+    }
+
+    /// The setting as the provider's API gave it, each half as read.
+    pub fn read(halves: Option<CdsHalves>) -> Self {
+        match halves {
+            None => Self::Uncontrolled,
+            Some(h) => match h.as_whole() {
+                Some(whole) => Self::Set(whole),
+                None => Self::HalfApplied(h),
+            },
+        }
+    }
 }
 
 /// Everything observed for one step.
@@ -80,8 +103,10 @@ pub struct Observation {
     pub cds: CdsSetting,
     /// The way a DS reaches the parent, where it was resolved at this look (`Look::ds_path`).
     pub ds_path: Option<super::parent_way::ParentPath>,
-    /// The NOTIFY(CDS) sent at this look (`registry::notify_due`), and its outcome.
-    pub cds_notify: Option<super::registry::CdsNotified>,
+    /// The last NOTIFY(CDS) performed for a DS request of the zone's current state, and
+    /// its outcome: filled in by the engine from the outbox (a step decides a NOTIFY,
+    /// the engine sends it after the commit and records its outcome on its row).
+    pub cds_notify: Option<super::parent_way::CdsNotified>,
     /// Who the parent addresses delegate to, against `provider_ns`: judged once, by
     /// [`Observation::assessed`], and read by `step`, the alerts and the audit trail.
     pub delegation: DelegationAssessment,
@@ -164,6 +189,9 @@ pub enum Effect {
     /// A signed move: a request to the registrar, owed until told whatever the zone's
     /// state (it stays `active` throughout a move).
     MoveRequest { request: MoveRequest },
+    /// NOTIFY(CDS) to the parent's notification target (RFC 9859): a hint that the
+    /// child's CDS asks for a change (`registry::notify_due`).
+    NotifyCds(super::parent_way::NotifyPlan),
 }
 
 /// A signed move's provider call.
@@ -220,6 +248,7 @@ impl Effect {
                 MoveRequest::ChangeNs { .. } => "request the NS change",
                 MoveRequest::RemoveDs { .. } => "request the source's DS removed",
             },
+            Self::NotifyCds(_) => "send NOTIFY(CDS) to the parent's registry",
         }
     }
 
@@ -244,6 +273,14 @@ impl EffectKind {
             self,
             Self::EnableDnssec | Self::DisableDnssec | Self::SetCds | Self::MoveCall
         )
+    }
+
+    /// Decided afresh by every step from its look: an owed one is superseded by a newer
+    /// commit (the newer decision has it again where it is still due), and a failed one
+    /// is not tried again as the same row. Provider calls, and the NOTIFY(CDS) (whose
+    /// plan and signal are the look's).
+    pub fn is_rederived(self) -> bool {
+        self.is_provider_call() || self == Self::NotifyCds
     }
 
     /// A request to the operator or the registrar hook about the DS at the registrar.

@@ -19,8 +19,13 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone)]
 pub enum MoveSeen {
     /// No look could be made: why, and who must act for one to be made (the planner's
-    /// phase alone would not tell: an account that cannot be asked is the provider's).
-    Held { why: String, on: Party },
+    /// phase alone would not tell: an account that cannot be asked is the provider's),
+    /// and the account it is about, where it is one.
+    Held {
+        why: String,
+        on: Party,
+        account: Option<String>,
+    },
     /// The move is `done` and the source no longer lists the zone: the target's key as it
     /// answers now, or why it could not be read.
     SourceGone {
@@ -44,14 +49,17 @@ pub fn decide(
     policy: &Policy,
     move_policy: &MovePolicy,
 ) -> Decision {
-    let (planned, on, target_ns) = match seen {
-        MoveSeen::Held { why, on } => (held(mv, why.clone(), *on), *on, &[][..]),
+    let (planned, account, target_ns) = match seen {
+        MoveSeen::Held { why, on, account } => {
+            (held(mv, why.clone(), *on), account.clone(), &[][..])
+        }
         MoveSeen::SourceGone {
             target_key: Ok(key),
         } => return ended(zone, mv, key, at),
         MoveSeen::SourceGone { target_key: Err(e) } => {
             let why = format!("the move's end: provider {}: {e}", mv.target);
-            (held(mv, why, Party::Provider), Party::Provider, &[][..])
+            let planned = held(mv, why, Party::Provider);
+            (planned, Some(mv.target.clone()), &[][..])
         }
         MoveSeen::Looked { look, target_ns } => {
             let mut planned = signed_move::step(mv, look, move_policy);
@@ -61,22 +69,40 @@ pub fn decide(
                     mv.source, mv.target
                 );
             }
-            let on = planned.on();
-            (planned, on, target_ns.as_slice())
+            let account = planned.side.map(|side| account_of(mv, side).to_string());
+            (planned, account, target_ns.as_slice())
         }
     };
-    stepped(zone, mv, &planned, on, target_ns, at, policy, move_policy)
+    stepped(
+        zone,
+        mv,
+        &planned,
+        account,
+        target_ns,
+        at,
+        policy,
+        move_policy,
+    )
+}
+
+/// The account of a move's side.
+fn account_of(mv: &Move, side: Side) -> &str {
+    match side {
+        Side::Source => &mv.source,
+        Side::Target => &mv.target,
+    }
 }
 
 /// The decision a move's step commits: the zone's state unchanged, the move in its facts,
-/// its wait in `held_by`, a note per phase, its alert folded into one
-/// (`signed_move_held`), lateness (`wait_stalled`), its effects as outbox rows.
+/// its wait in `held_by` (on its party, and the account it is on), a note per phase, its
+/// alert folded into one (`signed_move_held`), lateness (`wait_stalled`), its effects as
+/// outbox rows.
 #[allow(clippy::too_many_arguments)]
 fn stepped(
     zone: &Zone,
     mv: &Move,
     planned: &MoveDecision,
-    on: Party,
+    account: Option<String>,
     target_ns: &[String],
     now: Timestamp,
     policy: &Policy,
@@ -90,7 +116,11 @@ fn stepped(
         facts.held_since = Some(now);
     }
     let since = *facts.held_since.get_or_insert(now);
-    facts.held_by = Some(Hold::new(planned.waiting.clone(), on));
+    let on_account = account
+        .as_deref()
+        .map(|a| format!(" (on provider {a})"))
+        .unwrap_or_default();
+    facts.held_by = Some(Hold::new(planned.waiting.clone(), planned.on).at(account));
     let mut notes = Vec::new();
     if planned.next.phase != mv.phase {
         notes.push(AuditNote {
@@ -115,7 +145,7 @@ fn stepped(
         late if now.since(since) > late => AlertCheck::firing(
             AlertKind::WaitStalled,
             format!(
-                "{}: the signed move has been in {} since {since}, waiting for {}",
+                "{}: the signed move has been in {} since {since}, waiting for {}{on_account}",
                 mv.zone,
                 planned.next.phase.name(),
                 planned.waiting
@@ -154,10 +184,7 @@ fn late_after(mv: &Move, policy: &Policy, move_policy: &MovePolicy) -> std::time
 /// A planner's effect as an outbox row; the NS change only with the target's name
 /// servers known.
 fn effect_row(mv: &Move, effect: &MoveEffect, target_ns: &[String]) -> Option<Effect> {
-    let account = |side: Side| match side {
-        Side::Source => mv.source.clone(),
-        Side::Target => mv.target.clone(),
-    };
+    let account = |side: Side| account_of(mv, side).to_string();
     let line = |ds: &Ds| {
         DsLine {
             owner: mv.zone.clone(),
@@ -279,12 +306,15 @@ fn held(mv: &Move, why: String, on: Party) -> MoveDecision {
         next: mv.clone(),
         effects: Vec::new(),
         waiting: why,
+        on,
+        side: None,
         alerts,
     }
 }
 
-/// The account that serves the zone to resolvers, as `status`, the console and the
-/// alerts name it: the source until the delegation to the target is confirmed.
+/// The account that serves the zone to resolvers, as `status` and the console name the
+/// zone's provider: the source until the delegation to the target is confirmed. (A wait
+/// names the account it is on in its own `Hold::account`.)
 pub fn serving_account(mv: &Move) -> &str {
     if mv.phase >= Phase::OldDelegationWait {
         &mv.target

@@ -15,6 +15,37 @@ use serde::{Deserialize, Serialize};
 
 use crate::dns::ObserveError;
 use crate::dns::observe::dsync::{DsyncVerdict, DsyncView, RRTYPE_CDS};
+use crate::time::Timestamp;
+
+/// How long a resolved path is trusted before the parent's DSYNC is asked again.
+pub const PATH_REFRESH: Duration = Duration::from_secs(3600);
+
+/// A NOTIFY(CDS) the engine sent after a step decided it (`Effect::NotifyCds`), and what
+/// came of it: kept on its outbox row, and read back by the next step
+/// (`Observation::cds_notify`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CdsNotified {
+    pub at: Timestamp,
+    pub target: String,
+    /// The address that answered, else the last one tried.
+    pub addr: Option<String>,
+    pub port: u16,
+    /// What the NOTIFY was about: `key <tags>` or `delete`.
+    pub signal: String,
+    pub acknowledged: bool,
+    /// In words: "acknowledged", "no answer after 3 attempts", "REFUSED".
+    pub outcome: String,
+}
+
+/// A NOTIFY(CDS) a step decided: where it goes, and about which signal. Stored in the
+/// outbox as the effect's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotifyPlan {
+    pub target: String,
+    pub port: u16,
+    pub addrs: Vec<IpAddr>,
+    pub signal: String,
+}
 
 /// `ds_path` of a `[parents."NAME"]` block.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]

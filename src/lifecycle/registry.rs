@@ -1,26 +1,23 @@
 //! The parent's registry as a party (pure): whether a DS request goes to it through the
 //! child's signals instead of to the registrar, how long it may take before the daemon
-//! says so and asks the registrar after all, and when to send it NOTIFY(CDS).
+//! says so and asks the registrar after all, and when a step decides to send it
+//! NOTIFY(CDS) (an effect, sent by the engine after the commit).
 //!
 //! None of this decides what is safe: the DS is there when every parent address says so
 //! (rules 3 and 10), gone when every one says so, whoever put it there. The registry only
 //! changes who is waited on, and for how long.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::cds::{CdsReading, read};
-use super::model::{CdsSetting, Observation, ProviderView, Zone};
+use super::facts::Facts;
+use super::model::{Observation, ProviderView, Zone};
+pub use super::parent_way::{CdsNotified, NotifyPlan, PATH_REFRESH};
 use super::parent_way::{DsPath, ParentPath, duration_text};
 use super::policy::Policy;
 use super::state::State;
 use crate::dnssec::CdsPublication;
 use crate::time::Timestamp;
-
-/// How long a resolved path is trusted before the parent's DSYNC is asked again.
-pub const PATH_REFRESH: Duration = Duration::from_secs(3600);
 
 /// A scan period nobody stated: registries that scan say daily.
 const DEFAULT_SCAN_PERIOD: Duration = Duration::from_secs(86_400);
@@ -55,7 +52,7 @@ pub fn takes_request(
     if !matches!(obs.provider, ProviderView::On(_)) {
         return false;
     }
-    matches!(obs.cds, CdsSetting::Set(_)) || signal_of(zone, obs) == Some(wanted)
+    obs.cds.controlled() || signal_of(zone, obs) == Some(wanted)
 }
 
 /// Why the registry can no longer act on a request that went to it, where this look
@@ -152,43 +149,26 @@ pub fn route_text(path: Option<&ParentPath>, notified: Option<&CdsNotified>) -> 
     }
 }
 
-/// A NOTIFY(CDS) the engine sent at a look, and what came of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CdsNotified {
-    pub at: Timestamp,
-    pub target: String,
-    /// The address that answered, else the last one tried.
-    pub addr: Option<String>,
-    pub port: u16,
-    /// What the NOTIFY was about: `key <tags>` or `delete`.
-    pub signal: String,
-    pub acknowledged: bool,
-    /// In words: "acknowledged", "no answer after 3 attempts", "REFUSED".
-    pub outcome: String,
-}
-
-/// A NOTIFY(CDS) to send at this look.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotifyPlan {
-    pub target: String,
-    pub port: u16,
-    pub addrs: Vec<IpAddr>,
-    pub signal: String,
-}
-
-/// The NOTIFY(CDS) due at this look (RFC 9859): the DS request goes to the registry, its
-/// path has a NOTIFY target with an address, every child address publishes the signal the
-/// request needs (a registry checks it anyway: a NOTIFY before that would be wasted), and
-/// that signal was not notified already (again after a scan period once acknowledged, at
-/// the next look once not).
-pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<NotifyPlan> {
-    zone.facts.registry_since?;
-    let wanted = match zone.state {
+/// The NOTIFY(CDS) a step decides (RFC 9859), given the zone's state and facts as the
+/// step leaves them: the DS request goes to the registry, its path has a NOTIFY target
+/// with an address, every child address publishes the signal the request needs (a
+/// registry checks it anyway: a NOTIFY before that would be wasted), and that signal was
+/// not notified already (again after a scan period once acknowledged, at the next look
+/// once not). `facts.cds_notified` is the last one performed, as the outbox said.
+pub fn notify_due(
+    zone: &str,
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+    policy: &Policy,
+) -> Option<NotifyPlan> {
+    facts.registry_since?;
+    let wanted = match state {
         Some(State::AwaitingDs) => CdsPublication::Key,
         Some(State::AwaitingDsRemoval) => CdsPublication::Delete,
         _ => return None,
     };
-    let path = path(zone, obs)?;
+    let path = obs.ds_path.as_ref().or(facts.ds_path.as_ref())?;
     let DsPath::Notify {
         target,
         port,
@@ -200,7 +180,7 @@ pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<Not
     if addrs.is_empty() {
         return None;
     }
-    let signal = match read(zone.name.as_str(), obs) {
+    let signal = match read(zone, obs) {
         CdsReading::Served {
             ours: true, keys, ..
         } if wanted == CdsPublication::Key => format!(
@@ -213,7 +193,7 @@ pub fn notify_due(zone: &Zone, obs: &Observation, policy: &Policy) -> Option<Not
         CdsReading::Delete { .. } if wanted == CdsPublication::Delete => "delete".to_string(),
         _ => return None,
     };
-    if let Some(last) = &zone.facts.cds_notified
+    if let Some(last) = &facts.cds_notified
         && last.signal == signal
     {
         let again = if last.acknowledged {

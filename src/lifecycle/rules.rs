@@ -103,7 +103,7 @@ pub struct Look {
     pub ds_request: bool,
     /// The parent's way for a DS (its DSYNC, `parent_way::resolve`): where a DS request
     /// may be made or waits, when the one remembered is older than
-    /// `registry::PATH_REFRESH`.
+    /// `parent_way::PATH_REFRESH`.
     pub ds_path: bool,
 }
 
@@ -143,7 +143,7 @@ impl Look {
                 && zone
                     .facts
                     .ds_path_at
-                    .is_none_or(|at| now >= at.plus(super::registry::PATH_REFRESH)),
+                    .is_none_or(|at| now >= at.plus(super::parent_way::PATH_REFRESH)),
         }
     }
 

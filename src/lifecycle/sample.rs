@@ -4,24 +4,13 @@
 //! 3); a zone that decides nothing needs only to notice drift, and any difference, or any
 //! answer that is not known, sends it to a full look at once.
 
-use serde::{Deserialize, Serialize};
-
+pub use super::facts::SettledView;
 use super::model::{Observation, ProviderView, Zone, key_marks};
 use super::policy::Policy;
 use super::state::{Intent, State};
 use crate::dns::delegation::{self, DelegationVerdict};
 use crate::dns::{ChildView, DnskeyAnswer, DsAnswer, ParentView, ValidationVerdict};
 use crate::time::Timestamp;
-
-/// What every address said at the last full look of a settled zone, when they all said
-/// the same: the standard a sample is held to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettledView {
-    /// The DS set every parent address publishes ([`ds_fingerprint`]).
-    pub parent_ds: String,
-    /// The DNSKEY set every child address serves ([`keys_fingerprint`]).
-    pub child_keys: String,
-}
 
 /// What a sampled look saw: the provider's paged listing, one parent address and one
 /// child address.

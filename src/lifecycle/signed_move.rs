@@ -152,9 +152,9 @@ impl Move {
         holds: Option<bool>,
         ttl: u32,
         policy: &MovePolicy,
-        unconfirmed: impl FnOnce() -> String,
+        unconfirmed: impl FnOnce() -> Wait,
         cached: impl FnOnce() -> String,
-    ) -> Result<(), String> {
+    ) -> Result<(), Wait> {
         if holds != Some(true) {
             self.confirmed_at = None;
             self.last_confirmed = None;
@@ -171,7 +171,10 @@ impl Move {
         self.last_confirmed = Some(now);
         let until = hold_until(*self.confirmed_at.get_or_insert(now), ttl, policy);
         if now < until {
-            return Err(format!("resolvers to forget {} (until {until})", cached()));
+            return Err(Wait::ttl(format!(
+                "resolvers to forget {} (until {until})",
+                cached()
+            )));
         }
         Ok(())
     }
@@ -263,6 +266,49 @@ pub enum MoveEffect {
     SourceDnssecOff,
 }
 
+/// What holds a move and who must act for it to end: decided with the wait where it
+/// is decided, never read back from its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub what: String,
+    pub on: Party,
+    /// The account whose wait it is (`status` names it): `None` where no one account's
+    /// (both accounts', the registrar's, a TTL's).
+    pub side: Option<Side>,
+}
+
+impl Wait {
+    /// One account's wait.
+    fn account(side: Side, what: impl Into<String>) -> Wait {
+        Wait::accounts(Some(side), what)
+    }
+
+    /// The accounts' wait: one side's where only it holds the move, else both.
+    fn accounts(side: Option<Side>, what: impl Into<String>) -> Wait {
+        Wait {
+            what: what.into(),
+            on: Party::Provider,
+            side,
+        }
+    }
+
+    fn registrar(what: impl Into<String>) -> Wait {
+        Wait {
+            what: what.into(),
+            on: Party::Registrar,
+            side: None,
+        }
+    }
+
+    fn ttl(what: impl Into<String>) -> Wait {
+        Wait {
+            what: what.into(),
+            on: Party::Ttl,
+            side: None,
+        }
+    }
+}
+
 /// The outcome of one look.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MoveDecision {
@@ -270,37 +316,14 @@ pub struct MoveDecision {
     pub effects: Vec<MoveEffect>,
     /// What holds the move now, naming the party.
     pub waiting: String,
+    /// Who must act for the wait to end (`status`'s `on`): a person where something is
+    /// alerted; otherwise the party the planner decided with the wait.
+    pub on: Party,
+    /// The account the wait is on, where it is one account's (`Wait::side`).
+    pub side: Option<Side>,
     /// Something only a person can repair (a key changed behind the daemon's back, a DS
     /// removed too early): the move holds until it is.
     pub alerts: Vec<String>,
-}
-
-impl MoveDecision {
-    /// Who must act for the wait to end (`status`'s `on`): a person where something
-    /// is alerted; otherwise the TTL for a hold, the registrar for its phases, the
-    /// accounts for theirs.
-    pub fn on(&self) -> Party {
-        if !self.alerts.is_empty() {
-            return Party::Operator;
-        }
-        if self.waiting.starts_with("resolvers to forget")
-            || self.waiting.contains("may be cached until")
-        {
-            return Party::Ttl;
-        }
-        if self.waiting.starts_with("the registrar") {
-            return Party::Registrar;
-        }
-        match self.next.phase {
-            // The source's copy of the zone is the operator's to delete.
-            Phase::Done => Party::Operator,
-            Phase::AwaitingBothDs | Phase::AwaitingDelegation | Phase::AwaitingOldDsRemoval => {
-                Party::Registrar
-            }
-            Phase::OldDelegationWait => Party::Ttl,
-            _ => Party::Provider,
-        }
-    }
 }
 
 /// The timings a move uses (from `Policy`).
@@ -471,7 +494,12 @@ pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
                 next.source_key.key_tag(),
                 next.source_key.key_tag()
             ));
-            return hold(next, effects, alerts, "the source's key to return".into());
+            return hold(
+                next,
+                effects,
+                alerts,
+                Wait::account(Side::Source, "the source's key to return"),
+            );
         }
     }
     if let Ok(Some(key)) = &look.target_key
@@ -486,7 +514,12 @@ pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
                 "{roll}: resolvers sent to the target may fail; the move holds until it signs with key {} again",
                 next.target_key.as_ref().map_or(0, Dnskey::key_tag)
             ));
-            return hold(next, effects, alerts, "the target's key to return".into());
+            return hold(
+                next,
+                effects,
+                alerts,
+                Wait::account(Side::Target, "the target's key to return"),
+            );
         }
         if key.algorithm != next.source_key.algorithm {
             alerts.push(format!(
@@ -497,7 +530,10 @@ pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
                 next,
                 effects,
                 alerts,
-                "the target to sign with the source's algorithm".into(),
+                Wait::account(
+                    Side::Target,
+                    "the target to sign with the source's algorithm",
+                ),
             );
         }
         alerts.push(format!("{roll}: the keys are exchanged again"));
@@ -518,7 +554,7 @@ pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
         }
     }
 
-    let waiting = advance(&mut next, look, policy, &mut effects, &mut alerts);
+    let wait = advance(&mut next, look, policy, &mut effects, &mut alerts);
 
     // The foreign keys, level-triggered, where the look read them.
     for (side, read) in [
@@ -547,24 +583,23 @@ pub fn step(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> MoveDecision {
             effects.push(MoveEffect::CdsOff { side });
         }
     }
-    MoveDecision {
-        next,
-        effects,
-        waiting,
-        alerts,
-    }
+    hold(next, effects, alerts, wait)
 }
 
-fn hold(
-    next: Move,
-    effects: Vec<MoveEffect>,
-    alerts: Vec<String>,
-    waiting: String,
-) -> MoveDecision {
+/// The decision: what holds the move, on the party the wait names, or on a person
+/// where something is alerted.
+fn hold(next: Move, effects: Vec<MoveEffect>, alerts: Vec<String>, wait: Wait) -> MoveDecision {
+    let on = if alerts.is_empty() {
+        wait.on
+    } else {
+        Party::Operator
+    };
     MoveDecision {
         next,
         effects,
-        waiting,
+        waiting: wait.what,
+        on,
+        side: wait.side,
         alerts,
     }
 }
@@ -588,24 +623,29 @@ fn learn_ttls(mv: &mut Move, look: &MoveLook) {
     }
 }
 
-/// The phase's own work; returns what the move waits for.
+/// The phase's own work; returns what the move waits for, and on whom.
 fn advance(
     mv: &mut Move,
     look: &MoveLook,
     policy: &MovePolicy,
     effects: &mut Vec<MoveEffect>,
     alerts: &mut Vec<String>,
-) -> String {
+) -> Wait {
     let now = look.at;
     let zone = mv.zone.clone();
     let ks = mv.source_key.clone();
     match mv.phase {
         Phase::SigningAtTarget => {
             let kt = match &look.target_key {
-                Err(e) => return format!("the target account (its signing key unknown: {e})"),
+                Err(e) => {
+                    return Wait::account(
+                        Side::Target,
+                        format!("the target account (its signing key unknown: {e})"),
+                    );
+                }
                 Ok(None) => {
                     effects.push(MoveEffect::TargetDnssecOn);
-                    return "the target account to sign the zone".into();
+                    return Wait::account(Side::Target, "the target account to sign the zone");
                 }
                 Ok(Some(kt)) => kt.clone(),
             };
@@ -614,26 +654,32 @@ fn advance(
                     "{zone}: the target signs with algorithm {} and the source with {}: a signed move needs one algorithm (RFC 6840 5.11)",
                     kt.algorithm, ks.algorithm
                 ));
-                return "the target to sign with the source's algorithm".into();
+                return Wait::account(
+                    Side::Target,
+                    "the target to sign with the source's algorithm",
+                );
             }
             mv.target_key = Some(kt.clone());
             let served = |s: &ChildSeen| s.keys.contains(&kt) && s.signed_by.contains(&kt);
             match every(&look.target_children, served) {
                 Some(true) => {
                     mv.enter(Phase::ExchangingKeys);
-                    "the two accounts to publish each other's key".into()
+                    Wait::accounts(None, "the two accounts to publish each other's key")
                 }
-                _ => format!(
-                    "the target's name servers to serve key {}, self-signed: {}",
-                    kt.key_tag(),
-                    failing(&look.target_children, served)
+                _ => Wait::account(
+                    Side::Target,
+                    format!(
+                        "the target's name servers to serve key {}, self-signed: {}",
+                        kt.key_tag(),
+                        failing(&look.target_children, served)
+                    ),
                 ),
             }
         }
         Phase::ExchangingKeys => {
             let Some(kt) = mv.target_key.clone() else {
                 mv.enter(Phase::SigningAtTarget);
-                return "the target account to sign the zone".into();
+                return Wait::account(Side::Target, "the target account to sign the zone");
             };
             let (ok_s, ok_t) = exchanged(look, &ks, &kt);
             let holds = ok_s.zip(ok_t).map(|(a, b)| a && b);
@@ -643,11 +689,14 @@ fn advance(
                 mv.ttls.dnskey,
                 policy,
                 || {
-                    format!(
-                        "every name server of both accounts to serve keys {} and {}, each signed by its own: {}",
-                        ks.key_tag(),
-                        kt.key_tag(),
-                        exchange_failing(look, &ks, &kt),
+                    Wait::accounts(
+                        exchange_side(look, &ks, &kt),
+                        format!(
+                            "every name server of both accounts to serve keys {} and {}, each signed by its own: {}",
+                            ks.key_tag(),
+                            kt.key_tag(),
+                            exchange_failing(look, &ks, &kt),
+                        ),
                     )
                 },
                 || format!("DNSKEY sets without key {}", kt.key_tag()),
@@ -655,34 +704,48 @@ fn advance(
                 return waits;
             }
             if exchange(look, &ks, &kt) != Some(true) {
-                return format!(
-                    "a look confirming the exchange: {}",
-                    exchange_failing(look, &ks, &kt)
+                return Wait::accounts(
+                    exchange_side(look, &ks, &kt),
+                    format!(
+                        "a look confirming the exchange: {}",
+                        exchange_failing(look, &ks, &kt)
+                    ),
                 );
             }
             match &look.cds_published {
                 Ok(sides) if sides.is_empty() => {}
                 Ok(sides) => {
                     let names: Vec<&str> = sides.iter().map(|s| s.name()).collect();
-                    return format!(
-                        "the {} account to withdraw its CDS/CDNSKEY before the target's DS is asked for (a registry that scans would replace the DS set)",
-                        names.join(" and ")
+                    return Wait::accounts(
+                        match sides.as_slice() {
+                            [one] => Some(*one),
+                            _ => None,
+                        },
+                        format!(
+                            "the {} account to withdraw its CDS/CDNSKEY before the target's DS is asked for (a registry that scans would replace the DS set)",
+                            names.join(" and ")
+                        ),
                     );
                 }
-                Err(e) => return format!("the accounts' CDS publication (unknown: {e})"),
+                Err(e) => {
+                    return Wait::accounts(
+                        None,
+                        format!("the accounts' CDS publication (unknown: {e})"),
+                    );
+                }
             }
             let (Some(add), Some(keep)) = (ds_of(&zone, &kt), ds_of(&zone, &ks)) else {
-                return "a DS that can be computed".into();
+                return Wait::accounts(None, "a DS that can be computed");
             };
             mv.enter(Phase::AwaitingBothDs);
             mv.ds_asked_for = Some(kt);
             effects.push(MoveEffect::Registrar(Instruction::AddDs { add, keep }));
-            "the registrar to add the target's DS beside the source's".into()
+            Wait::registrar("the registrar to add the target's DS beside the source's")
         }
         Phase::AwaitingBothDs => {
             let Some(kt) = mv.target_key.clone() else {
                 mv.enter(Phase::SigningAtTarget);
-                return "the target account to sign the zone".into();
+                return Wait::account(Side::Target, "the target account to sign the zone");
             };
             if let Some(back) = keys_lost_before_ns(mv, look, &ks, &kt) {
                 return back;
@@ -696,12 +759,12 @@ fn advance(
                 ds_ttl(mv, policy),
                 policy,
                 || {
-                    format!(
+                    Wait::registrar(format!(
                         "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
                         ks.key_tag(),
                         kt.key_tag(),
                         failing(&look.parents, both),
-                    )
+                    ))
                 },
                 || format!("DS sets without DS {}", kt.key_tag()),
             ) {
@@ -710,18 +773,21 @@ fn advance(
             // The NS change sends resolvers to the target: only on a look at which both
             // accounts and every name server of both confirm the exchange (rule 3).
             if exchange(look, &ks, &kt) != Some(true) {
-                return format!(
-                    "a look confirming the exchange before the NS change: {}",
-                    exchange_failing(look, &ks, &kt)
+                return Wait::accounts(
+                    exchange_side(look, &ks, &kt),
+                    format!(
+                        "a look confirming the exchange before the NS change: {}",
+                        exchange_failing(look, &ks, &kt)
+                    ),
                 );
             }
             mv.enter(Phase::AwaitingDelegation);
             effects.push(MoveEffect::Registrar(Instruction::ChangeNs));
-            "the registrar to change the NS to the target's name servers".into()
+            Wait::registrar("the registrar to change the NS to the target's name servers")
         }
         Phase::AwaitingDelegation => {
             let Some(kt) = mv.target_key.clone() else {
-                return "the target's key (lost)".into();
+                return Wait::account(Side::Target, "the target's key (lost)");
             };
             if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
                 return broken;
@@ -732,20 +798,20 @@ fn advance(
                     mv.enter(Phase::OldDelegationWait);
                     mv.delegated_at = Some(now);
                     mv.confirmed_at = Some(now);
-                    format!(
+                    Wait::ttl(format!(
                         "resolvers to forget the source's delegation (until {})",
                         hold_until(now, old_ns_ttl(mv, policy), policy)
-                    )
+                    ))
                 }
-                _ => format!(
+                _ => Wait::registrar(format!(
                     "the registrar: every parent server to delegate to the target's name servers: {}",
                     failing(&look.parents, moved)
-                ),
+                )),
             }
         }
         Phase::OldDelegationWait => {
             let Some(kt) = mv.target_key.clone() else {
-                return "the target's key (lost)".into();
+                return Wait::account(Side::Target, "the target's key (lost)");
             };
             if let Some(broken) = overlap_broken(mv, look, &ks, &kt, alerts) {
                 return broken;
@@ -756,41 +822,43 @@ fn advance(
                 // from the next look that sees the target everywhere.
                 mv.enter(Phase::AwaitingDelegation);
                 mv.delegated_at = None;
-                return format!(
+                return Wait::registrar(format!(
                     "the registrar: every parent server to delegate to the target's name servers again: {}",
                     failing(&look.parents, moved)
-                );
+                ));
             }
             let Some(delegated) = mv.delegated_at else {
                 mv.enter(Phase::AwaitingDelegation);
-                return "the delegation to the target to be confirmed".into();
+                return Wait::registrar("the delegation to the target to be confirmed");
             };
             let until = hold_until(delegated, old_ns_ttl(mv, policy), policy);
             if now < until {
-                return format!("resolvers to forget the source's delegation (until {until})");
+                return Wait::ttl(format!(
+                    "resolvers to forget the source's delegation (until {until})"
+                ));
             }
             // Removing DS(Ks) fails whoever is still sent to the source: every parent
             // address must be seen delegating to the target at this look (rule 3).
             let validated = |p: &ParentSeen| p.validated && p.delegation == Delegation::Target;
             if every(&look.parents, validated) != Some(true) {
-                return format!(
+                return Wait::ttl(format!(
                     "every parent server seen delegating to the target, validated, before the source's DS goes: {}",
                     failing(&look.parents, validated)
-                );
+                ));
             }
             let (Some(remove), Some(keep)) = (ds_of(&zone, &ks), ds_of(&zone, &kt)) else {
-                return "a DS that can be computed".into();
+                return Wait::ttl("a DS that can be computed");
             };
             mv.enter(Phase::AwaitingOldDsRemoval);
             effects.push(MoveEffect::Registrar(Instruction::RemoveDs {
                 remove,
                 keep,
             }));
-            "the registrar to remove the source's DS".into()
+            Wait::registrar("the registrar to remove the source's DS")
         }
         Phase::AwaitingOldDsRemoval => {
             let Some(kt) = mv.target_key.clone() else {
-                return "the target's key (lost)".into();
+                return Wait::account(Side::Target, "the target's key (lost)");
             };
             if let Some(back) = delegation_returned(&zone, look, alerts) {
                 return back;
@@ -815,26 +883,29 @@ fn advance(
                 ds_ttl(mv, policy),
                 policy,
                 || {
-                    format!(
+                    Wait::registrar(format!(
                         "the registrar: every parent server to drop DS {} and keep DS {}, validated: {}",
                         ks.key_tag(),
                         kt.key_tag(),
                         failing(&look.parents, gone),
-                    )
+                    ))
                 },
                 || format!("DS sets with DS {}", ks.key_tag()),
             ) {
                 return waits;
             }
             mv.enter(Phase::RetiringOldKey);
-            format!(
-                "the target's name servers to stop serving key {}",
-                ks.key_tag()
+            Wait::account(
+                Side::Target,
+                format!(
+                    "the target's name servers to stop serving key {}",
+                    ks.key_tag()
+                ),
             )
         }
         Phase::RetiringOldKey => {
             let Some(kt) = mv.target_key.clone() else {
-                return "the target's key (lost)".into();
+                return Wait::account(Side::Target, "the target's key (lost)");
             };
             if let Some(back) = delegation_returned(&zone, look, alerts) {
                 return back;
@@ -846,11 +917,14 @@ fn advance(
                 mv.ttls.dnskey,
                 policy,
                 || {
-                    format!(
-                        "the target's name servers to serve key {} without key {}: {}",
-                        kt.key_tag(),
-                        ks.key_tag(),
-                        failing(&look.target_children, retired)
+                    Wait::account(
+                        Side::Target,
+                        format!(
+                            "the target's name servers to serve key {} without key {}: {}",
+                            kt.key_tag(),
+                            ks.key_tag(),
+                            failing(&look.target_children, retired)
+                        ),
                     )
                 },
                 || format!("DNSKEY sets with key {}", ks.key_tag()),
@@ -858,13 +932,13 @@ fn advance(
                 return waits;
             }
             mv.enter(Phase::OldSigningOff);
-            "the source account to stop signing".into()
+            Wait::account(Side::Source, "the source account to stop signing")
         }
         Phase::OldSigningOff => match delegation_returned(&zone, look, alerts) {
             Some(back) => back,
             None => old_signing_off(mv, look, policy, effects),
         },
-        Phase::Done => "nothing: the zone is active at the target".into(),
+        Phase::Done => done(),
     }
 }
 
@@ -875,31 +949,59 @@ fn old_signing_off(
     look: &MoveLook,
     policy: &MovePolicy,
     effects: &mut Vec<MoveEffect>,
-) -> String {
+) -> Wait {
     match (&look.source_key, &look.source_foreign) {
         (Ok(None), Ok(foreign)) if foreign.is_empty() => {
             mv.enter(Phase::Done);
-            "nothing: the zone is active at the target".into()
+            done()
         }
         (Ok(Some(_)), _) => match source_may_go_off(mv, look, policy) {
             Ok(()) => {
                 effects.push(MoveEffect::SourceDnssecOff);
-                "the source account to stop signing".into()
+                Wait::account(Side::Source, "the source account to stop signing")
             }
             Err(why) => {
-                format!("the source to become unreachable before it stops signing: {why}")
+                let what =
+                    format!("the source to become unreachable before it stops signing: {why}");
+                // The old delegation's hold, else the parent's answers (DS(Ks) or the
+                // delegation): the registrar's, as in the phases that confirmed them.
+                if old_delegation_cached(mv, look, policy) {
+                    Wait::ttl(what)
+                } else {
+                    Wait::registrar(what)
+                }
             }
         },
-        (Err(e), _) | (_, Err(e)) => format!("the source account (unknown: {e})"),
-        (Ok(None), Ok(_)) => "the source account to withdraw the target's key".into(),
+        (Err(e), _) | (_, Err(e)) => {
+            Wait::account(Side::Source, format!("the source account (unknown: {e})"))
+        }
+        (Ok(None), Ok(_)) => Wait::account(
+            Side::Source,
+            "the source account to withdraw the target's key",
+        ),
     }
+}
+
+/// In `done` the source's copy of the zone is the operator's to delete there.
+fn done() -> Wait {
+    Wait {
+        what: "nothing: the zone is active at the target".into(),
+        on: Party::Operator,
+        side: Some(Side::Source),
+    }
+}
+
+/// Whether a resolver may still follow the source's delegation (rule 9's hold).
+fn old_delegation_cached(mv: &Move, look: &MoveLook, policy: &MovePolicy) -> bool {
+    mv.delegated_at
+        .is_none_or(|at| look.at < hold_until(at, old_ns_ttl(mv, policy), policy))
 }
 
 /// After the source's delegation was waited out, a parent address that delegates
 /// anywhere but the target again (an undo at the registrar, a lagging server) sends
 /// resolvers where the retirement of the source's DS or key fails them: alerted, and
 /// the move holds until every address delegates to the target again.
-fn delegation_returned(zone: &str, look: &MoveLook, alerts: &mut Vec<String>) -> Option<String> {
+fn delegation_returned(zone: &str, look: &MoveLook, alerts: &mut Vec<String>) -> Option<Wait> {
     let moved = |p: &ParentSeen| p.delegation == Delegation::Target;
     if every(&look.parents, moved) != Some(false) {
         return None;
@@ -908,9 +1010,9 @@ fn delegation_returned(zone: &str, look: &MoveLook, alerts: &mut Vec<String>) ->
     alerts.push(format!(
         "{zone}: after the signed move a parent server no longer delegates to the target ({which}): resolvers sent back to the source may fail once its DS or key is gone; delegate to the target's name servers again"
     ));
-    Some(format!(
+    Some(Wait::registrar(format!(
         "the registrar: every parent server to delegate to the target's name servers again: {which}"
-    ))
+    )))
 }
 
 /// A child address serves exactly the two keys, the set signed by `own`. A third key (a
@@ -991,16 +1093,40 @@ fn exchange_failing(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> String {
     )
 }
 
+/// The one account an exchange waits on: the side whose API or name servers do not (or
+/// cannot be seen to) hold both keys, where the other's all do; `None`: both.
+fn exchange_side(look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Option<Side> {
+    let (s, t) = exchanged(look, ks, kt);
+    let source_api = look
+        .source_key
+        .as_ref()
+        .is_ok_and(|k| k.as_ref() == Some(ks))
+        && look.source_foreign.as_ref().is_ok_and(|f| f.contains(kt));
+    let target_api = look
+        .target_key
+        .as_ref()
+        .is_ok_and(|k| k.as_ref() == Some(kt))
+        && look.target_foreign.as_ref().is_ok_and(|f| f.contains(ks));
+    match (s == Some(true) && source_api, t == Some(true) && target_api) {
+        (true, false) => Some(Side::Target),
+        (false, true) => Some(Side::Source),
+        _ => None,
+    }
+}
+
 /// Before the NS change: a side seen without both keys sends the move back to
 /// exchanging them (the DS instruction stands; the holds start again).
-fn keys_lost_before_ns(mv: &mut Move, look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Option<String> {
+fn keys_lost_before_ns(mv: &mut Move, look: &MoveLook, ks: &Dnskey, kt: &Dnskey) -> Option<Wait> {
     if exchange(look, ks, kt) == Some(false) {
         mv.enter(Phase::ExchangingKeys);
-        return Some(format!(
-            "every name server of both accounts to serve keys {} and {} again: {}",
-            ks.key_tag(),
-            kt.key_tag(),
-            exchange_failing(look, ks, kt)
+        return Some(Wait::accounts(
+            exchange_side(look, ks, kt),
+            format!(
+                "every name server of both accounts to serve keys {} and {} again: {}",
+                ks.key_tag(),
+                kt.key_tag(),
+                exchange_failing(look, ks, kt)
+            ),
         ));
     }
     None
@@ -1015,7 +1141,7 @@ fn overlap_broken(
     ks: &Dnskey,
     kt: &Dnskey,
     alerts: &mut Vec<String>,
-) -> Option<String> {
+) -> Option<Wait> {
     let zone = mv.zone.clone();
     let (s, t) = exchanged(look, ks, kt);
     let both_ds = |p: &ParentSeen| has_ds(&zone, &p.ds, ks) && has_ds(&zone, &p.ds, kt);
@@ -1025,7 +1151,10 @@ fn overlap_broken(
             "{zone}: during the signed move a name server stopped serving both keys: resolvers may fail the zone: {}",
             exchange_failing(look, ks, kt)
         ));
-        return Some("both accounts to serve both keys again".into());
+        return Some(Wait::accounts(
+            exchange_side(look, ks, kt),
+            "both accounts to serve both keys again",
+        ));
     }
     if ds == Some(false) {
         alerts.push(format!(
@@ -1034,7 +1163,9 @@ fn overlap_broken(
             kt.key_tag(),
             failing(&look.parents, both_ds)
         ));
-        return Some("the registrar: both DS at every parent server again".into());
+        return Some(Wait::registrar(
+            "the registrar: both DS at every parent server again",
+        ));
     }
     None
 }

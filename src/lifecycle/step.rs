@@ -63,6 +63,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     }
     run.track_instruction();
     run.track_cds();
+    run.track_notify();
     run.track_missing();
     run.facts.held_since = match run.facts.held_by {
         Some(_) => Some(run.facts.held_since.unwrap_or(run.now)),
@@ -141,9 +142,15 @@ impl Run<'_> {
             }
             State::Disabled => {
                 // A new lifecycle starts from here: nothing of the old one applies but
-                // what is about the observations and the delegation.
+                // what is about the observations and the delegation. Adoption ends no
+                // lifecycle: a DS the looks before it saw was waited out by nothing, and
+                // a move in must still wait it out (rule 9).
                 let f = std::mem::take(&mut self.facts);
+                let adopted = from.is_none();
                 self.facts = Facts {
+                    ds_seen_at: f.ds_seen_at.filter(|_| adopted),
+                    max_ds_ttl: f.max_ds_ttl.filter(|_| adopted),
+                    max_dnskey_ttl: f.max_dnskey_ttl.filter(|_| adopted),
                     failing_since: f.failing_since,
                     failures: f.failures,
                     provider_ns: f.provider_ns,
@@ -261,12 +268,27 @@ impl Run<'_> {
     /// Safety rule 14: the provider's CDS/CDNSKEY setting brought to what the zone's
     /// intent, state and instruction allow, where it was read at this look.
     fn track_cds(&mut self) {
-        let CdsSetting::Set(now) = &self.obs.cds else {
-            return;
-        };
         let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts);
-        if to != *now {
-            self.effects.push(Effect::SetCds { to });
+        match &self.obs.cds {
+            CdsSetting::Set(now) if *now != to => self.effects.push(Effect::SetCds { to }),
+            // One of the daemon's own settings, half applied (an answer lost between its
+            // two writes): made whole again, to what is wanted now (rule 11: said).
+            CdsSetting::HalfApplied(halves) => {
+                // The CDS half is written first: the one that differs from it is the older.
+                let verb = if halves.cds == to {
+                    "completed"
+                } else if halves.cdnskey == to {
+                    "rolled back"
+                } else {
+                    "replaced"
+                };
+                self.note(format!(
+                    "the provider's CDS setting is half applied ({halves}), a setting of the daemon's whose answer was lost between its two writes: {verb}, set whole to {}",
+                    to.describe()
+                ));
+                self.effects.push(Effect::SetCds { to });
+            }
+            _ => {}
         }
     }
 
@@ -952,7 +974,8 @@ impl Run<'_> {
         self.facts.ds_first_seen_at.is_none()
     }
 
-    /// The resolved path into the facts, and this look's NOTIFY(CDS) with it.
+    /// The resolved path into the facts, and the last NOTIFY(CDS) performed with it (the
+    /// outbox's word, which the history has as the effect's outcome already).
     fn track_registry(&mut self) {
         if let Some(path) = &self.obs.ds_path {
             self.facts.ds_path = Some(path.clone());
@@ -960,14 +983,20 @@ impl Run<'_> {
         }
         if let Some(sent) = &self.obs.cds_notify {
             self.facts.cds_notified = Some(sent.clone());
-            self.note(format!(
-                "NOTIFY(CDS) for the {} sent to {} ({} port {}): {}",
-                sent.signal,
-                sent.target,
-                sent.addr.as_deref().unwrap_or("no address"),
-                sent.port,
-                sent.outcome
-            ));
+        }
+    }
+
+    /// NOTIFY(CDS) to the parent's target where one is due in the state and facts this
+    /// step leaves (`registry::notify_due`): an effect, sent after the commit.
+    fn track_notify(&mut self) {
+        if let Some(plan) = registry::notify_due(
+            self.zone.name.as_str(),
+            self.state,
+            &self.facts,
+            self.obs,
+            self.policy,
+        ) {
+            self.effects.push(Effect::NotifyCds(plan));
         }
     }
 
@@ -984,7 +1013,7 @@ impl Run<'_> {
         // key's CDS on `disabled`, the delete request off it): no signal for the registry.
         // (A withheld instruction withdraws the key's too, but only for a while: the
         // caller asks only while it stands.)
-        let withdrawn = matches!(self.obs.cds, CdsSetting::Set(_))
+        let withdrawn = self.obs.cds.controlled()
             && (self.zone.intent == Intent::Disabled) != (wanted == CdsPublication::Delete);
         let cannot = if self.facts.moving_in {
             // The registry reads the CDS at the servers the parent delegates to, some of

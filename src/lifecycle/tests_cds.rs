@@ -200,6 +200,62 @@ fn the_judge_carries_the_signals_checks() {
     assert!(firing(&d, AlertKind::CdsUnexpected).is_some());
 }
 
+/// Rules 11 and 14: a setting of the daemon's found half applied (an answer lost between
+/// its two writes) is set whole again at the step that reads it, to what the zone wants
+/// now, whichever half that is (or neither), and the history says so; what the name
+/// servers serve meanwhile is no contradiction, and the registry still takes requests
+/// from a setting the daemon controls.
+#[test]
+fn a_half_applied_cds_setting_is_made_whole_to_what_is_wanted() {
+    use crate::dnssec::CdsHalves;
+    let w = World::new();
+    let half = |cds, cdnskey| CdsSetting::HalfApplied(CdsHalves { cds, cdnskey });
+    let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
+    let ours = cds(&[&w.key], true);
+    with_signals(&mut obs, &[ours.clone(), ours]);
+    // Enabling, no DS to enter yet: no CDS wanted. The key's CDS half set (an
+    // announcement whose second write was lost, or a withdrawal whose first was) goes.
+    let z = zone(Some(State::Enabling), Intent::Enabled);
+    obs.cds = half(CdsPublication::Key, CdsPublication::Nothing);
+    let d = w.run(&mut z.clone(), &obs);
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Nothing));
+    let said: Vec<&str> = d.notes.iter().map(|n| n.reason.as_str()).collect();
+    assert!(
+        said.iter().any(|r| r.contains(
+            "the provider's CDS setting is half applied (CDS the key's, CDNSKEY none), a setting of the daemon's whose answer was lost between its two writes: rolled back, set whole to no CDS or CDNSKEY"
+        )),
+        "{said:#?}"
+    );
+    assert!(d.alerts.iter().all(|c| c.kind != AlertKind::CdsUnexpected));
+    // The delete request half set while the intent is disabled and the DS is to go:
+    // completed.
+    let z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    obs.cds = half(CdsPublication::Delete, CdsPublication::Key);
+    let d = w.run(&mut z.clone(), &obs);
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Delete));
+    assert!(d.notes.iter().any(|n| n.reason.contains("completed")));
+    // Neither half what is wanted: replaced.
+    obs.cds = half(CdsPublication::Key, CdsPublication::Nothing);
+    let d = w.run(&mut z.clone(), &obs);
+    assert_eq!(cds_effect(&d), Some(CdsPublication::Delete));
+    assert!(d.notes.iter().any(|n| n.reason.contains("replaced")));
+    // The setting is one the daemon controls: a registry that scans is still the way.
+    assert!(obs.cds.controlled());
+    assert!(!CdsSetting::Unknown("x".into()).controlled());
+    assert_eq!(
+        CdsSetting::read(Some(CdsHalves {
+            cds: CdsPublication::Delete,
+            cdnskey: CdsPublication::Nothing
+        })),
+        half(CdsPublication::Delete, CdsPublication::Nothing)
+    );
+    assert_eq!(
+        CdsSetting::read(Some(CdsHalves::whole(CdsPublication::Key))),
+        CdsSetting::Set(CdsPublication::Key)
+    );
+    assert_eq!(CdsSetting::read(None), CdsSetting::Uncontrolled);
+}
+
 /// The effect a step asks of the provider's CDS setting, if any.
 fn cds_effect(d: &Decision) -> Option<CdsPublication> {
     d.effects.iter().find_map(|e| match e {

@@ -627,6 +627,64 @@ fn a_move_in_waits_out_a_ds_seen_before_it_started() {
     );
 }
 
+/// Safety rule 9: a DS seen at a look before the zone could be adopted (the provider
+/// unknown) counts as one seen at any other look. Adoption into `disabled` starts no new
+/// lifecycle (there was none before it to end): it must not forget that DS, and a move
+/// in started later waits it out before the NS change.
+#[test]
+fn a_ds_seen_before_adoption_is_waited_out_before_the_ns_change() {
+    let w = World::new();
+    let old = [D::Old, D::Old];
+    let no = [P::No, P::No];
+    let mut z = zone(None, Intent::None);
+    // The first look: the provider unknown, one parent server still publishing the old DS.
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(T0, None, &[P::No, P::WrongDs], &old, &[C::OldKey]),
+    );
+    assert_eq!(d.state, None, "{:?}", d.notes);
+    assert_eq!(z.facts.ds_seen_at, Some(T0));
+    // The next look, the old DS gone: adopted as a foreign zone, DNSSEC off.
+    let t1 = T0.plus(secs(60));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t1, Some(false), &no, &old, &[C::OldKey]),
+    );
+    assert_eq!(d.state, Some(State::Disabled), "{:?}", d.notes);
+    assert_eq!(z.facts.ds_seen_at, Some(T0), "adoption forgot the DS seen");
+    // `enable`, and the move in starts: the DS seen is waited out first.
+    z.intent = Intent::Enabled;
+    let t2 = t1.plus(secs(60));
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(t2, Some(false), &no, &old, &[C::OldKey]),
+    );
+    assert_eq!(d.state, Some(State::TtlWait), "{:?}", d.notes);
+    assert!(
+        !d.effects
+            .iter()
+            .any(|e| matches!(e, Effect::RequestDelegation { .. })),
+        "NS change asked for within the DS's TTL: {:?}",
+        d.effects
+    );
+    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    w.poll_until(&mut z, t2, deadline, |t| {
+        w.obs_delegating(t, Some(false), &no, &old, &[C::OldKey])
+    });
+    let d = w.run(
+        &mut z,
+        &w.obs_delegating(deadline, Some(false), &no, &old, &[C::OldKey]),
+    );
+    assert_eq!(d.state, Some(State::AwaitingDelegation), "{:?}", d.notes);
+    assert!(
+        d.effects
+            .iter()
+            .any(|e| matches!(e, Effect::RequestDelegation { .. })),
+        "{:?}",
+        d.effects
+    );
+}
+
 /// DESIGN.md "Moving in": a zone never delegated to the provider's name servers at every
 /// parent address ends its TTL wait in "DNSSEC off" only at a look where every address
 /// delegates to them. A parent server that answers the DS but not the NS may still

@@ -82,6 +82,7 @@ fn a_move_held_on_a_person_is_alerted_and_waits_on_them() {
     let seen = MoveSeen::Held {
         why: "provider tgt of the signed move is not configured any more".into(),
         on: Party::Operator,
+        account: Some("tgt".into()),
     };
     let d = run(&zone, &seen, T0);
     assert_eq!(
@@ -109,6 +110,7 @@ fn an_account_that_cannot_be_asked_holds_without_an_alert() {
     let seen = MoveSeen::Held {
         why: "provider tgt: 503".into(),
         on: Party::Provider,
+        account: Some("tgt".into()),
     };
     let d = run(&zone, &seen, T0);
     assert_eq!(
@@ -129,6 +131,7 @@ fn a_phase_that_lasts_past_its_bound_is_said_and_not_before() {
     let seen = MoveSeen::Held {
         why: "provider tgt: 503".into(),
         on: Party::Provider,
+        account: Some("tgt".into()),
     };
     let early = run(&zone, &seen, T0.plus(policy.ds_overdue_after));
     assert_eq!(firing(&early, AlertKind::WaitStalled), None);

@@ -1,12 +1,12 @@
 //! A DS request that goes to the registry through the child's CDS (`lifecycle::registry`):
 //! nothing asked of the registrar while the registry has its time, the registrar asked and
-//! `ds_scan_overdue` said once it is late, and the NOTIFY(CDS) sent when it is due.
+//! `ds_scan_overdue` said once it is late, and the NOTIFY(CDS) decided when it is due.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use super::parent_way::{DsPathSetting, DsyncHint, ParentPath, ParentWay, ParentWays, resolve};
-use super::registry::{CdsNotified, notify_due};
+use super::registry::{CdsNotified, NotifyPlan};
 use super::rules::Look;
 use super::tests::*;
 use super::*;
@@ -238,35 +238,64 @@ fn the_removal_goes_by_the_cds_delete_request_and_to_the_registrar_once_late() {
     assert!(firing(&d, AlertKind::DsRemovalOverdue).is_some());
 }
 
+/// The NOTIFY(CDS) effects of a decision.
+fn notifies(d: &Decision) -> Vec<&NotifyPlan> {
+    d.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::NotifyCds(plan) => Some(plan),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A step decides the NOTIFY (the engine sends it after the commit): exactly when every
+/// child address serves the signal the registry's request needs, and again only when
+/// due by what the outbox says came of the last one.
 #[test]
-fn a_notify_goes_once_the_child_serves_the_signal_and_again_only_when_due() {
+fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
     z.facts.registry_since = Some(T0);
     z.facts.ds_path = Some(notified());
     let ours = cds(&[&w.key], true);
-    let look = |at: Timestamp, signals: &[Signals]| {
+    let both = [ours.clone(), ours.clone()];
+    let look = |at: Timestamp, signals: &[Signals], last: Option<&CdsNotified>| {
         let mut obs = w.obs(at, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
         with_signals(&mut obs, signals);
+        obs.cds_notify = last.cloned();
         obs
     };
     // Not yet served everywhere: a registry would find nothing to act on.
+    let d = step(&z, &look(T0, &[ours.clone(), none()], None), &w.policy);
+    assert!(notifies(&d).is_empty(), "{:?}", d.effects);
+    let d = step(&z, &look(T0, &both, None), &w.policy);
+    let plan = NotifyPlan {
+        target: "scanner.test.".into(),
+        port: 5300,
+        addrs: vec![IpAddr::from([127, 0, 0, 9])],
+        signal: format!("key {}", w.key.key_tag()),
+    };
     assert_eq!(
-        notify_due(&z, &look(T0, &[ours.clone(), none()]), &w.policy),
-        None
+        d.effects,
+        vec![Effect::NotifyCds(plan.clone())],
+        "due once every address serves the key's CDS: the decision's one effect"
     );
-    let plan = notify_due(&z, &look(T0, &[ours.clone(), ours.clone()]), &w.policy)
-        .expect("due once every address serves the key's CDS");
-    assert_eq!(plan.target, "scanner.test.");
-    assert_eq!(plan.port, 5300);
-    assert_eq!(plan.signal, format!("key {}", w.key.key_tag()));
+    assert_eq!(
+        d.facts.cds_notified, None,
+        "decided, not sent: nothing is known of it yet"
+    );
+    assert!(
+        !d.notes.iter().any(|n| n.reason.contains("NOTIFY")),
+        "the history says it when it is performed: {:?}",
+        d.notes
+    );
     // A delete request is no signal for a DS to publish.
-    assert_eq!(
-        notify_due(&z, &look(T0, &[delete(), delete()]), &w.policy),
-        None
-    );
+    let d = step(&z, &look(T0, &[delete(), delete()], None), &w.policy);
+    assert!(notifies(&d).is_empty());
 
-    // Acknowledged: not again within a scan period; not acknowledged: at the next look.
+    // What the outbox says of the last one: acknowledged, not again within a scan
+    // period (a day, none stated); not acknowledged, again at the next look.
     let sent = |acknowledged| CdsNotified {
         at: T0,
         target: plan.target.clone(),
@@ -274,30 +303,109 @@ fn a_notify_goes_once_the_child_serves_the_signal_and_again_only_when_due() {
         port: 5300,
         signal: plan.signal.clone(),
         acknowledged,
-        outcome: String::new(),
+        outcome: if acknowledged {
+            "acknowledged".into()
+        } else {
+            "no answer to 3 attempts".into()
+        },
     };
-    z.facts.cds_notified = Some(sent(true));
-    let both = [ours.clone(), ours.clone()];
-    assert_eq!(notify_due(&z, &look(T0.plus(HOUR), &both), &w.policy), None);
-    assert!(notify_due(&z, &look(T0.plus(DAY), &both), &w.policy).is_some());
-    z.facts.cds_notified = Some(sent(false));
-    assert!(notify_due(&z, &look(T0.plus(w.policy.retry_base), &both), &w.policy).is_some());
-
-    // Nothing while the request is not the registry's.
-    z.facts.registry_since = None;
-    assert_eq!(notify_due(&z, &look(T0.plus(DAY), &both), &w.policy), None);
-    // The step keeps what was sent, and says it.
-    z.facts.registry_since = Some(T0);
-    let mut obs = look(T0.plus(DAY), &both);
-    obs.cds_notify = Some(sent(true));
-    let d = w.run(&mut z, &obs);
-    assert_eq!(z.facts.cds_notified, Some(sent(true)));
-    assert!(d.notes.iter().any(|n| n.reason.contains("NOTIFY(CDS)")));
+    let acked = sent(true);
+    let d = w.run(&mut z, &look(T0.plus(HOUR), &both, Some(&acked)));
+    assert!(notifies(&d).is_empty(), "{:?}", d.effects);
+    assert_eq!(
+        z.facts.cds_notified,
+        Some(acked.clone()),
+        "kept in the facts"
+    );
     let waiting = waiting::describe(&z, &w.policy);
     assert!(
-        waiting.what.contains("NOTIFY(CDS) sent at"),
+        waiting.what.contains("NOTIFY(CDS) sent at") && waiting.what.contains(": acknowledged"),
         "{}",
         waiting.what
+    );
+    // Later looks read the same row: the facts keep it, and nothing is due.
+    let d = step(&z, &look(T0.plus(2 * HOUR), &both, Some(&acked)), &w.policy);
+    assert!(notifies(&d).is_empty());
+    let d = step(&z, &look(T0.plus(DAY), &both, Some(&acked)), &w.policy);
+    assert_eq!(notifies(&d), [&plan], "again after a scan period");
+    // Another signal is notified at once, whatever came of the last one.
+    let mut roll = sent(true);
+    roll.signal = "key 1".into();
+    let d = step(&z, &look(T0.plus(HOUR), &both, Some(&roll)), &w.policy);
+    assert_eq!(notifies(&d), [&plan]);
+
+    let unanswered = sent(false);
+    z.facts.cds_notified = None;
+    let d = w.run(
+        &mut z,
+        &look(T0.plus(Duration::from_secs(1)), &both, Some(&unanswered)),
+    );
+    assert!(notifies(&d).is_empty(), "not within the retry time");
+    assert_eq!(z.facts.cds_notified, Some(unanswered.clone()));
+    let waiting = waiting::describe(&z, &w.policy);
+    assert!(
+        waiting.what.contains("no answer to 3 attempts"),
+        "what really happened: {}",
+        waiting.what
+    );
+    let d = step(
+        &z,
+        &look(T0.plus(w.policy.retry_base), &both, Some(&unanswered)),
+        &w.policy,
+    );
+    assert_eq!(notifies(&d), [&plan], "again at the next look");
+
+    // Nothing while the request is not the registry's.
+    let mut registrar = z.clone();
+    registrar.facts.registry_since = None;
+    let d = step(&registrar, &look(T0.plus(DAY), &both, None), &w.policy);
+    assert!(notifies(&d).is_empty());
+    // Nothing at a look that leaves the state: the DS arrived.
+    let mut arrived = look(T0.plus(DAY), &both, None);
+    arrived.parent = Ok(w.parent(&[P::Ds(60), P::Ds(60)]));
+    arrived.parent.as_mut().unwrap().evidence = crate::dns::Evidence::Validated;
+    let d = step(&z, &arrived.assessed(), &w.policy);
+    assert_eq!(d.state, Some(State::DsObserved));
+    assert!(notifies(&d).is_empty(), "{:?}", d.effects);
+    assert_eq!(
+        d.facts.cds_notified, None,
+        "the state's NOTIFY forgotten with it"
+    );
+}
+
+/// The removal's NOTIFY is about the delete request, and only once every address
+/// serves it.
+#[test]
+fn the_removal_is_notified_once_the_delete_request_is_served() {
+    let w = World::new();
+    let mut z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
+    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.ds_first_seen_at = Some(T0);
+    z.facts.registry_since = Some(T0);
+    z.facts.ds_path = Some(notified());
+    let look = |signals: &[Signals]| {
+        let mut obs = w.obs(
+            T0.plus(HOUR),
+            Some(true),
+            &[P::Ds(60), P::Ds(60)],
+            &[C::Serves, C::Serves],
+        );
+        with_signals(&mut obs, signals);
+        obs
+    };
+    let ours = cds(&[&w.key], true);
+    let d = step(&z, &look(&[ours.clone(), ours]), &w.policy);
+    assert!(notifies(&d).is_empty(), "the key's CDS asks for no removal");
+    let d = step(&z, &look(&[delete(), none()]), &w.policy);
+    assert!(notifies(&d).is_empty(), "not served everywhere");
+    let d = step(&z, &look(&[delete(), delete()]), &w.policy);
+    assert_eq!(d.state, Some(State::AwaitingDsRemoval));
+    assert_eq!(
+        notifies(&d)
+            .iter()
+            .map(|p| p.signal.as_str())
+            .collect::<Vec<_>>(),
+        ["delete"]
     );
 }
 

@@ -1,5 +1,6 @@
 //! In plain words: what a zone waits for, and on whom. For `status`.
 
+use super::facts::{Hold, Party};
 use super::model::Zone;
 use super::policy::Policy;
 use super::registry::{deadline, registry_of, route_text};
@@ -15,14 +16,33 @@ pub struct Waiting {
     /// `daemon`, `provider`, `registrar`, `registry` (acting on the child's CDS), `ttl`,
     /// `operator`, `nobody`, or `host` (this host's IPv6, said by `status`).
     pub on: &'static str,
+    /// The provider accounts the wait is on, where known: the one its hold names (a
+    /// signed move's side), both of a move where it names none; the zone's own account
+    /// is filled in by `store::ZoneRow::waiting` where none is said here.
+    pub accounts: Vec<String>,
     /// When the wait ends by itself, if it does.
     pub until: Option<Timestamp>,
+}
+
+impl Waiting {
+    /// Who the wait is on, in `status`'s words: a provider by its account's name where
+    /// known (`provider b`, `providers a and b`).
+    pub fn party(&self) -> String {
+        match (self.on, self.accounts.as_slice()) {
+            ("provider", [one]) => format!("provider {one}"),
+            ("provider", [first, rest @ ..]) if !rest.is_empty() => {
+                format!("providers {first} and {}", rest.join(" and "))
+            }
+            (on, _) => on.to_string(),
+        }
+    }
 }
 
 fn wait(what: impl Into<String>, on: &'static str, until: Option<Timestamp>) -> Waiting {
     Waiting {
         what: what.into(),
         on,
+        accounts: Vec::new(),
         until,
     }
 }
@@ -36,9 +56,23 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
         Some(hold) if zone.state.is_some() => Waiting {
             what: hold.what.clone(),
             on: hold.on.as_str(),
+            accounts: hold_accounts(zone, hold),
             until: by_state.until,
         },
         _ => by_state,
+    }
+}
+
+/// The accounts a hold is on: the one it names; during a signed move, a provider's wait
+/// that names none is both accounts' (a stored hold from before holds named theirs reads
+/// so too), never the one that happens to serve the zone.
+fn hold_accounts(zone: &Zone, hold: &Hold) -> Vec<String> {
+    match (&hold.account, &zone.facts.signed_move) {
+        (Some(account), _) => vec![account.clone()],
+        (None, Some(mv)) if hold.on == Party::Provider => {
+            vec![mv.source.clone(), mv.target.clone()]
+        }
+        _ => Vec::new(),
     }
 }
 

@@ -13,6 +13,10 @@ use crate::time::format::rfc3339;
 /// (`provider_auth_failing`), not one of a zone.
 pub const ACCOUNT_REFUSED: &str = "the provider refuses this account's credentials";
 
+/// How [`ProviderError::Misconfigured`] begins: a daemon-wide condition
+/// (`provider_account_misconfigured`), not one of a zone.
+pub const ACCOUNT_MISCONFIGURED: &str = "the provider account's configuration is wrong";
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// 404: the zone (or record) does not exist at the provider. A definite answer.
@@ -93,6 +97,12 @@ pub enum ProviderError {
     /// it, or one cannot be asked). Never a guess (`provider::fleet`).
     #[error("not sent: {0}")]
     Owner(String),
+    /// The account's configuration names something the provider does not have (PowerDNS:
+    /// a `server_id` its API does not know, under which every path answers 404): no
+    /// answer about any zone, least of all that it is missing. `key` is the account
+    /// block's key at fault. Its text starts with [`ACCOUNT_MISCONFIGURED`].
+    #[error("{ACCOUNT_MISCONFIGURED} ({key}): {message}")]
+    Misconfigured { key: &'static str, message: String },
     /// An attempt of the call may have reached the provider and taken effect (`sent`:
     /// what it gave), and a later attempt ended in `then`, which says nothing about the
     /// earlier one: a retry held by a `Retry-After`, refused, or answered 409 does not
@@ -103,6 +113,14 @@ pub enum ProviderError {
     )]
     SentBefore {
         sent: Box<ProviderError>,
+        then: Box<ProviderError>,
+    },
+    /// A call made of several requests (PowerDNS's CDS setting: `PUBLISH-CDS`, then
+    /// `PUBLISH-CDNSKEY`) whose first took effect (`applied`) and whose next failed
+    /// (`then`): the setting is half applied, which the next observation reads and settles.
+    #[error("{applied}, then the next request failed: {then}")]
+    PartlyApplied {
+        applied: String,
         then: Box<ProviderError>,
     },
 }
@@ -195,6 +213,7 @@ impl ProviderError {
             | Self::AuthBackoff { .. }
             | Self::Invalid(_)
             | Self::Owner(_)
+            | Self::Misconfigured { .. }
             | Self::Server { status: 408, .. } => ErrorClass::NotPerformed,
             Self::Server { .. }
             | Self::ErrorInSuccess { .. }
@@ -203,7 +222,8 @@ impl ProviderError {
             | Self::Decode { .. }
             | Self::Listing(_)
             | Self::DnssecMismatch { .. }
-            | Self::SentBefore { .. } => ErrorClass::Unknown,
+            | Self::SentBefore { .. }
+            | Self::PartlyApplied { .. } => ErrorClass::Unknown,
         }
     }
 
@@ -244,9 +264,12 @@ impl ProviderError {
             | Self::Connect(_)
             | Self::Transport(_)
             | Self::Invalid(_)
-            | Self::Owner(_) => None,
+            | Self::Owner(_)
+            | Self::Misconfigured { .. } => None,
             // The last attempt's answer is the newest word on the credentials.
-            Self::SentBefore { then, .. } => then.credentials_accepted(),
+            Self::SentBefore { then, .. } | Self::PartlyApplied { then, .. } => {
+                then.credentials_accepted()
+            }
         }
     }
 
@@ -261,6 +284,7 @@ impl ProviderError {
                 | Self::Transport(_)
                 | Self::Connect(_)
                 | Self::SentBefore { .. }
+                | Self::PartlyApplied { .. }
         )
     }
 }

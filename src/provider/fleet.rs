@@ -23,7 +23,7 @@ use super::{
     DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit, foreign_dnskey_set,
 };
 use crate::condition::Condition;
-use crate::dnssec::{CdsPublication, Dnskey, DnssecKey, fqdn};
+use crate::dnssec::{CdsHalves, CdsPublication, Dnskey, DnssecKey, fqdn};
 use crate::secret::{SecretError, SecretSource};
 
 /// One configured provider account: `[provider]` (named after its kind) or
@@ -32,6 +32,9 @@ use crate::secret::{SecretError, SecretSource};
 pub struct ProviderConfig {
     /// How status, check, the log and the alerts name the account.
     pub name: String,
+    /// The configuration block it comes from (`provider`, `providers.NAME`): where its
+    /// keys are named.
+    pub block: String,
     pub options: ProviderOptions,
 }
 
@@ -161,7 +164,7 @@ impl Provider for Client {
             Self::PowerDns(c) => Provider::largest_ttl(c, zone).await,
         }
     }
-    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         match self {
             Self::Gcore(c) => Provider::cds_publication(c, zone).await,
             Self::PowerDns(c) => Provider::cds_publication(c, zone).await,
@@ -205,12 +208,24 @@ impl Provider for Client {
 }
 
 impl Client {
-    /// Whether the provider refuses the account's credentials, for the kinds that log in
-    /// (a PowerDNS key refused is a 401 on each call, said by the zones' observations).
-    pub fn auth_condition(&self) -> Option<Arc<Condition>> {
+    /// The account's daemon-wide conditions: the provider refusing its credentials, for
+    /// the kinds that log in (a PowerDNS key refused is a 401 on each call, said by the
+    /// zones' observations); its configuration naming what the provider does not have
+    /// (a PowerDNS `server_id` the API does not know).
+    pub fn account_conditions(&self) -> Vec<Arc<Condition>> {
         match self {
-            Self::Gcore(c) => Some(c.auth_condition()),
-            Self::PowerDns(_) => None,
+            Self::Gcore(c) => vec![c.auth_condition()],
+            Self::PowerDns(c) => vec![c.account_condition()],
+        }
+    }
+
+    /// What the provider says of the account's configuration, where its API can say it
+    /// without a zone (`check-config`): `Misconfigured` names the key at fault. Other
+    /// failures (a provider that cannot be reached) say nothing of the file.
+    pub async fn check_account(&self) -> Result<(), ProviderError> {
+        match self {
+            Self::Gcore(_) => Ok(()),
+            Self::PowerDns(c) => c.check_server().await,
         }
     }
 }
@@ -245,12 +260,24 @@ impl Providers<Client> {
         Ok(Self::new(accounts))
     }
 
-    /// Each account whose credentials can be refused as a whole, with its name.
-    pub fn auth_conditions(&self) -> Vec<(String, Arc<Condition>)> {
+    /// Each account's daemon-wide conditions (its credentials refused, its
+    /// configuration wrong), with its name.
+    pub fn account_conditions(&self) -> Vec<(String, Arc<Condition>)> {
         self.accounts
             .iter()
-            .filter_map(|(name, c)| Some((name.clone(), c.auth_condition()?)))
+            .flat_map(|(name, c)| {
+                c.account_conditions()
+                    .into_iter()
+                    .map(move |condition| (name.clone(), condition))
+            })
             .collect()
+    }
+
+    /// Each account asked what its provider says of its configuration
+    /// ([`Client::check_account`]), with its name.
+    pub async fn check_accounts(&self) -> Vec<(String, Result<(), ProviderError>)> {
+        let checked = join_all(self.accounts.iter().map(|(_, c)| c.check_account())).await;
+        self.names().map(str::to_string).zip(checked).collect()
     }
 }
 
@@ -537,7 +564,7 @@ impl<P: Provider> Provider for Providers<P> {
             .await
     }
 
-    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         self.at_holder(zone, |c| c.cds_publication(zone)).await
     }
 

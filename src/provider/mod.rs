@@ -15,13 +15,13 @@ pub mod powerdns;
 
 use serde::Deserialize;
 
-pub use crate::dnssec::CdsPublication;
+pub use crate::dnssec::{CdsHalves, CdsPublication};
 use crate::dnssec::{Dnskey, DnssecKey};
 
 pub use crate::retry::{
     MAX_RETRY_AFTER, RetryPolicy, is_retryable_status, parse_retry_after, parse_retry_after_at,
 };
-pub use error::{ACCOUNT_REFUSED, Attempts, ErrorClass, ProviderError};
+pub use error::{ACCOUNT_MISCONFIGURED, ACCOUNT_REFUSED, Attempts, ErrorClass, ProviderError};
 pub use http::{MAX_BODY_BYTES, PROVIDER_REQUESTS_IN_FLIGHT};
 
 /// What the daemon keeps of an entry of the paged zone listing: its name and its
@@ -99,12 +99,13 @@ pub trait Provider: Send + Sync {
         &self,
         zone: &str,
     ) -> impl Future<Output = Result<Option<u32>, ProviderError>> + Send;
-    /// What the zone's CDS/CDNSKEY publication is set to, where the API controls it;
+    /// What the zone's CDS/CDNSKEY publication is set to, where the API controls it,
+    /// each half as read (halves that differ: a setting of the daemon's half applied);
     /// `Ok(None)` where it does not (the Gcore API shows none), asking nothing.
     fn cds_publication(
         &self,
         _zone: &str,
-    ) -> impl Future<Output = Result<Option<CdsPublication>, ProviderError>> + Send {
+    ) -> impl Future<Output = Result<Option<CdsHalves>, ProviderError>> + Send {
         async { Ok(None) }
     }
     /// Sets the zone's CDS/CDNSKEY publication (DESIGN.md rule 14), with `may_send` as

@@ -50,6 +50,8 @@ pub enum Fenced {
     ProviderCall,
     /// An alert notification, sent or recorded as sent.
     Notification,
+    /// A NOTIFY(CDS) to the parent's registry, asked right before it leaves.
+    ParentNotify,
 }
 
 impl Fenced {
@@ -65,6 +67,7 @@ impl Fenced {
             Self::Effect => "an effect's bookkeeping",
             Self::ProviderCall => "a provider call",
             Self::Notification => "an alert notification",
+            Self::ParentNotify => "a NOTIFY(CDS) to the parent's registry",
         }
     }
 }

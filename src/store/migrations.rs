@@ -38,6 +38,8 @@ pub(super) const SQLITE: Embedded = embed!("migrations":
     "0010_database_meta.sql",
     "0011_deliveries.sql",
     "0012_sampled_at.sql",
+    "0013_outbox_outcome.sql",
+    "0014_outbox_account.sql",
 );
 
 pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
@@ -50,6 +52,8 @@ pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
     "0007_database_meta.sql",
     "0008_deliveries.sql",
     "0009_sampled_at.sql",
+    "0010_outbox_outcome.sql",
+    "0011_outbox_account.sql",
 );
 
 impl Embedded {

@@ -46,6 +46,17 @@ macro_rules! from_row {
     };
 }
 
+/// The same call on whichever backend the store has: each backend answers it with its
+/// own SQL behind a method of the same name.
+macro_rules! on_backend {
+    ($store:expr, |$b:ident| $body:expr) => {
+        match &$store.backend {
+            Backend::Sqlite($b) => $body,
+            Backend::Postgres($b) => $body,
+        }
+    };
+}
+
 /// A read on whichever pool the store has.
 macro_rules! shared_read {
     ($store:expr, |$pool:ident| $body:expr) => {
@@ -265,10 +276,27 @@ pub enum StoreError {
         intent: String,
     },
     #[error(
-        "{zone} changed under each of {attempts} attempts to record its signed move (the \
+        "{zone}: `disable` is refused during a signed move (from provider {from} to \
+         provider {to}, phase {phase}): switched off at either provider now, the zone would \
+         fail validation wherever resolvers are sent, and a safe abort of a move is not \
+         built. Let the move finish (`dnssec-warden status {zone}` shows what it waits \
+         for), then disable it at provider {to} (nothing was recorded)"
+    )]
+    DisableDuringMove {
+        zone: String,
+        from: String,
+        to: String,
+        phase: &'static str,
+    },
+    #[error(
+        "{zone} changed under each of {attempts} attempts to record its {what} (the \
          daemon steps it meanwhile): nothing was recorded, try again"
     )]
-    Contended { zone: String, attempts: u32 },
+    Contended {
+        zone: String,
+        what: &'static str,
+        attempts: u32,
+    },
 }
 
 /// Why a signed move cannot be declared for the zone as `row` has it, if it cannot: one
@@ -297,8 +325,23 @@ pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
     None
 }
 
-/// How often `declare_move` reads the row again after a step committed under it: a zone
-/// is stepped at most every few seconds, so a handful of tries meets a quiet moment.
+/// Why `intent` cannot be recorded for the zone as `row` has it, if it cannot: anything
+/// but `enabled` while a signed move is declared (DESIGN.md section 2, "Signed moves": no
+/// safe abort is built, and the move's every phase needs both accounts signing). What
+/// `Store::set_intent` checks at its write, and `intent::record` before it.
+pub fn intent_refused(row: &ZoneRow, intent: Intent) -> Option<StoreError> {
+    let mv = row.zone.facts.signed_move.as_ref()?;
+    (intent != Intent::Enabled).then(|| StoreError::DisableDuringMove {
+        zone: row.zone.name.to_string(),
+        from: mv.source.clone(),
+        to: mv.target.clone(),
+        phase: mv.phase.name(),
+    })
+}
+
+/// How often `declare_move` and `set_intent` read the row again after a step committed
+/// under them: a zone is stepped at most every few seconds, so a handful of tries meets a
+/// quiet moment.
 const MOVE_ATTEMPTS: u32 = 5;
 
 /// The store over one backend; clones share the pool.
@@ -515,31 +558,19 @@ impl Store {
     /// The current episode of failing writes (disk full, I/O errors), if any: for
     /// metrics and the systemd status line. It ends at the next successful write.
     pub fn write_failure(&self) -> Option<WriteFailure> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.write_failure(),
-            Backend::Postgres(p) => p.write_failure(),
-        }
+        on_backend!(self, |b| b.write_failure())
     }
 
     pub async fn ensure_zone(&self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.ensure_zone(name, now).await,
-            Backend::Postgres(p) => p.ensure_zone(name, now).await,
-        }
+        on_backend!(self, |b| b.ensure_zone(name, now).await)
     }
     pub async fn zone(&self, name: &str) -> Result<Option<ZoneRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.zone(name).await,
-            Backend::Postgres(p) => p.zone(name).await,
-        }
+        on_backend!(self, |b| b.zone(name).await)
     }
     /// A zone as a step reads it: the row, the last DS request's hook failure of its
     /// state, and whether calls of unknown outcome or owed effects wait, in one read.
     pub async fn zone_for_step(&self, name: &str) -> Result<Option<StepRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.zone_for_step(name).await,
-            Backend::Postgres(p) => p.zone_for_step(name).await,
-        }
+        on_backend!(self, |b| b.zone_for_step(name).await)
     }
     /// The zones due now (at most `limit`, earliest first), each as its step reads it,
     /// in one read: a tick's steps then visit the database only to commit. A row read here
@@ -550,16 +581,10 @@ impl Store {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<StepRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.due_for_step(now, limit).await,
-            Backend::Postgres(p) => p.due_for_step(now, limit).await,
-        }
+        on_backend!(self, |b| b.due_for_step(now, limit).await)
     }
     pub async fn zones(&self) -> Result<Vec<ZoneRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.zones().await,
-            Backend::Postgres(p) => p.zones().await,
-        }
+        on_backend!(self, |b| b.zones().await)
     }
     /// Every zone as `status` shows it, in name order, handed to `each` one row at a time
     /// (100,000 zones are never all in memory), with its last observation's brief (the
@@ -569,10 +594,7 @@ impl Store {
         &self,
         each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.each_zone_brief(each).await,
-            Backend::Postgres(p) => p.each_zone_brief(each).await,
-        }
+        on_backend!(self, |b| b.each_zone_brief(each).await)
     }
     /// [`Store::each_zone_brief`], collected.
     pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {
@@ -586,27 +608,23 @@ impl Store {
     }
     /// The earliest next check of any zone.
     pub async fn next_due(&self) -> Result<Option<Timestamp>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.next_due().await,
-            Backend::Postgres(p) => p.next_due().await,
-        }
+        on_backend!(self, |b| b.next_due().await)
     }
     /// Pulls a zone's next check to `at` if that is earlier.
     pub async fn check_by(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.check_by(name, at).await,
-            Backend::Postgres(p) => p.check_by(name, at).await,
-        }
+        on_backend!(self, |b| b.check_by(name, at).await)
     }
     /// Every zone with a side effect still pending is checked now: after a restart, the
     /// daemon re-observes before performing it.
     pub async fn recheck_pending(&self, now: Timestamp) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.recheck_pending(now).await,
-            Backend::Postgres(p) => p.recheck_pending(now).await,
-        }
+        on_backend!(self, |b| b.recheck_pending(now).await)
     }
-    /// Records the operator's intent, creating the zone row if needed (audited).
+    /// Records the operator's intent, creating the zone row if needed (audited). Written
+    /// at the version of the row it was decided on, and read again and retried when a
+    /// step (or a move's declaration) committed in between, as `declare_move` is: refused
+    /// when the row as written says so (`intent_refused`: a disable during a signed move),
+    /// so that a move declared after the caller read the row and a disable cannot both
+    /// get in.
     pub async fn set_intent(
         &self,
         name: &str,
@@ -615,16 +633,28 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => {
-                s.set_intent(name, intent, ds_never_submitted, reason, now)
-                    .await
-            }
-            Backend::Postgres(p) => {
-                p.set_intent(name, intent, ds_never_submitted, reason, now)
-                    .await
+        for _ in 0..MOVE_ATTEMPTS {
+            let version = match self.zone(name).await? {
+                Some(row) => {
+                    if let Some(refused) = intent_refused(&row, intent) {
+                        return Err(refused);
+                    }
+                    Some(row.version)
+                }
+                None => None,
+            };
+            let written = on_backend!(self, |b| b
+                .set_intent(name, version, intent, ds_never_submitted, reason, now)
+                .await?);
+            if written {
+                return Ok(());
             }
         }
+        Err(StoreError::Contended {
+            zone: name.to_string(),
+            what: "intent",
+            attempts: MOVE_ATTEMPTS,
+        })
     }
     /// Declares a signed move of `zone` (DESIGN.md section 2, "Signed moves"): its
     /// `facts.signed_move` set, the zone due now, and an audit event of kind `Intent`
@@ -668,22 +698,16 @@ impl Store {
             facts.held_since = Some(now);
             let facts = serde_json::to_string(&facts)
                 .map_err(|e| StoreError::Corrupt(format!("zone {zone}: facts: {e}")))?;
-            let written = match &self.backend {
-                Backend::Sqlite(s) => {
-                    s.write_facts_at(zone, row.version, &facts, &reason, now)
-                        .await?
-                }
-                Backend::Postgres(p) => {
-                    p.write_facts_at(zone, row.version, &facts, &reason, now)
-                        .await?
-                }
-            };
+            let written = on_backend!(self, |b| b
+                .write_facts_at(zone, row.version, &facts, &reason, now)
+                .await?);
             if written {
                 return Ok(());
             }
         }
         Err(StoreError::Contended {
             zone: zone.to_string(),
+            what: "signed move",
             attempts: MOVE_ATTEMPTS,
         })
     }
@@ -699,10 +723,9 @@ impl Store {
         observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.commit_step(read, decision, observation, now).await,
-            Backend::Postgres(p) => p.commit_step(read, decision, observation, now).await,
-        }
+        on_backend!(self, |b| b
+            .commit_step(read, decision, observation, now)
+            .await)
     }
     /// A settled zone's sampled look agreed with its last full look (DESIGN.md section
     /// 8): when it was, and the next look; nothing else of the zone changes. False if the
@@ -713,17 +736,11 @@ impl Store {
         at: Timestamp,
         next: Timestamp,
     ) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.sampled(read, at, next).await,
-            Backend::Postgres(p) => p.sampled(read, at, next).await,
-        }
+        on_backend!(self, |b| b.sampled(read, at, next).await)
     }
     /// Notes a step that could not be decided (an error), pulling the next check in.
     pub async fn defer(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.defer(name, at).await,
-            Backend::Postgres(p) => p.defer(name, at).await,
-        }
+        on_backend!(self, |b| b.defer(name, at).await)
     }
     /// Adds a line to a zone's audit trail outside a step (effect results, guard refusals).
     pub async fn record(
@@ -733,10 +750,7 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.record(zone, kind, reason, now).await,
-            Backend::Postgres(p) => p.record(zone, kind, reason, now).await,
-        }
+        on_backend!(self, |b| b.record(zone, kind, reason, now).await)
     }
     pub async fn pending_effects(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
         self.outbox(zone, OutboxStatus::Pending).await
@@ -749,7 +763,7 @@ impl Store {
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let raw: Vec<rows::RawOutbox> = shared_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
                  WHERE zone = $1 AND status = $2 ORDER BY id",
             )
             .bind(zone)
@@ -760,27 +774,26 @@ impl Store {
         raw.into_iter().map(OutboxItem::try_from).collect()
     }
     /// Ends an outbox row; a failed notification stays pending for the next attempt.
+    /// `outcome`: what came of it that a later step reads, as JSON (a NOTIFY(CDS)'s
+    /// answer, `StepRow::cds_notified`).
     pub async fn finish_effect(
         &self,
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.finish_effect(id, status, error, now).await,
-            Backend::Postgres(p) => p.finish_effect(id, status, error, now).await,
-        }
+        on_backend!(self, |b| b
+            .finish_effect(id, status, error, outcome, now)
+            .await)
     }
     /// Marks a provider call as begun, before the request leaves: a crash from here on
     /// leaves a call whose outcome is unknown, never one that looks unperformed.
     /// Returns whether this daemon may perform it: false when it is no longer pending,
     /// or (several daemons) the zone's lease is no longer this daemon's.
     pub async fn start_effect(&self, id: i64, now: Timestamp) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.start_effect(id, now).await,
-            Backend::Postgres(p) => p.start_effect(id, now).await,
-        }
+        on_backend!(self, |b| b.start_effect(id, now).await)
     }
     /// Provider calls begun but never finished (the daemon stopped, or the step was
     /// abandoned, during the request), of one zone or all, become calls of unknown
@@ -790,10 +803,7 @@ impl Store {
         now: Timestamp,
         zone: Option<&str>,
     ) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.unknown_in_flight(now, zone).await,
-            Backend::Postgres(p) => p.unknown_in_flight(now, zone).await,
-        }
+        on_backend!(self, |b| b.unknown_in_flight(now, zone).await)
     }
     /// Provider calls of this zone whose outcome is unknown, oldest first.
     pub async fn unknown_calls(&self, zone: &str) -> Result<Vec<OutboxItem>, StoreError> {
@@ -809,36 +819,20 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => {
-                s.settle_unknown_call(id, zone, took_effect, reason, now)
-                    .await
-            }
-            Backend::Postgres(p) => {
-                p.settle_unknown_call(id, zone, took_effect, reason, now)
-                    .await
-            }
-        }
+        on_backend!(self, |b| b
+            .settle_unknown_call(id, zone, took_effect, reason, now)
+            .await)
     }
     /// Counts a failed attempt of a row that stays pending.
     pub async fn retry_effect(&self, id: i64, error: &str) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.retry_effect(id, error).await,
-            Backend::Postgres(p) => p.retry_effect(id, error).await,
-        }
+        on_backend!(self, |b| b.retry_effect(id, error).await)
     }
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.events(zone).await,
-            Backend::Postgres(p) => p.events(zone).await,
-        }
+        on_backend!(self, |b| b.events(zone).await)
     }
     /// Open alerts, of one zone or of all.
     pub async fn open_alerts(&self, zone: Option<&str>) -> Result<Vec<AlertRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.open_alerts(zone).await,
-            Backend::Postgres(p) => p.open_alerts(zone).await,
-        }
+        on_backend!(self, |b| b.open_alerts(zone).await)
     }
     /// Every alert episode of a zone, oldest first.
     pub async fn alerts(&self, zone: &str) -> Result<Vec<AlertRow>, StoreError> {
@@ -859,48 +853,30 @@ impl Store {
         now: Timestamp,
         renotify_after: Duration,
     ) -> Result<Vec<AlertRow>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.alerts_to_notify(now, renotify_after).await,
-            Backend::Postgres(p) => p.alerts_to_notify(now, renotify_after).await,
-        }
+        on_backend!(self, |b| b.alerts_to_notify(now, renotify_after).await)
     }
     /// Marks the opening (or re-) notification of an alert as sent.
     pub async fn alert_notified(&self, id: i64, now: Timestamp) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.alert_notified(id, now).await,
-            Backend::Postgres(p) => p.alert_notified(id, now).await,
-        }
+        on_backend!(self, |b| b.alert_notified(id, now).await)
     }
     pub async fn alert_resolution_notified(
         &self,
         id: i64,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.alert_resolution_notified(id, now).await,
-            Backend::Postgres(p) => p.alert_resolution_notified(id, now).await,
-        }
+        on_backend!(self, |b| b.alert_resolution_notified(id, now).await)
     }
     /// Counts of zones per state (`None`: not yet observed), for STATUS and metrics.
     pub async fn state_counts(&self) -> Result<Vec<(Option<State>, i64)>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.state_counts().await,
-            Backend::Postgres(p) => p.state_counts().await,
-        }
+        on_backend!(self, |b| b.state_counts().await)
     }
     /// One small real write: while writes fail, the daemon probes with it instead of
     /// observing zones whose steps could not be recorded; its success ends the episode.
     pub async fn probe_writable(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.probe_writable().await,
-            Backend::Postgres(p) => p.probe_writable().await,
-        }
+        on_backend!(self, |b| b.probe_writable().await)
     }
     pub async fn close(&self) {
-        match &self.backend {
-            Backend::Sqlite(s) => s.close().await,
-            Backend::Postgres(p) => p.close().await,
-        }
+        on_backend!(self, |b| b.close().await)
     }
 
     #[cfg(test)]

@@ -69,9 +69,9 @@ pub(super) struct Event<'a> {
     pub observation: Option<&'a str>,
 }
 
-/// The owed effects a step voids. Provider calls are re-derived by every step from a
-/// fresh observation: one still needed is in this decision, so older unperformed ones are
-/// void. A request to the operator that a crash (or a failing hook) left undelivered is
+/// The owed effects a step voids. Provider calls and NOTIFY(CDS) are re-derived by every
+/// step from a fresh observation: one still needed is in this decision, so older
+/// unperformed ones are void (a NOTIFY owed since a crash is not sent stale). A request to the operator that a crash (or a failing hook) left undelivered is
 /// void once it is no longer true (safety rules 8 and 9): a DS announcement once the zone
 /// left `awaiting_ds` or follows another key, an NS change once the zone left
 /// `awaiting_delegation`. Withdrawals stay owed.
@@ -81,6 +81,8 @@ pub(super) struct Supersede<'a> {
     pub at: Timestamp,
     /// Voided whatever they are.
     pub calls: [&'static str; 4],
+    /// NOTIFY(CDS), voided whatever it is too.
+    pub notify: &'static str,
     pub announce: &'static str,
     /// An announcement of this DS line (`ds_line`, as JSON's) stays owed when set.
     pub announce_kept: bool,
@@ -94,6 +96,9 @@ pub(super) struct NewEffect {
     pub kind: &'static str,
     /// The effect as JSON.
     pub effect: String,
+    /// The account a provider call goes to (rule 13): the one it names (a signed move's),
+    /// else the one the step's look was made at. Its outcome, if unknown, is settled there.
+    pub account: Option<String>,
 }
 
 /// One change a step's alert checks make to the zone's open alerts.
@@ -140,19 +145,32 @@ impl<'a> StepPlan<'a> {
             status: OutboxStatus::Superseded.as_str(),
             at: now,
             calls: PROVIDER_CALLS.map(EffectKind::as_str),
+            notify: EffectKind::NotifyCds.as_str(),
             announce: EffectKind::AnnounceDs.as_str(),
             announce_kept: decision.state == Some(State::AwaitingDs),
             ds_line: decision.facts.ds_line.as_deref(),
             delegation: EffectKind::RequestDelegation.as_str(),
             delegation_kept: decision.state == Some(State::AwaitingDelegation),
         });
+        let looked_at = decision
+            .effects
+            .iter()
+            .any(Effect::is_provider_call)
+            .then(|| observation.account())
+            .flatten();
         let effects = decision
             .effects
             .iter()
             .map(|effect| {
+                let account = match effect {
+                    Effect::MoveCall { account, .. } => Some(account.clone()),
+                    e if e.is_provider_call() => looked_at.clone(),
+                    _ => None,
+                };
                 Ok(NewEffect {
                     kind: effect.kind().as_str(),
                     effect: serde_json::to_string(effect).map_err(corrupt)?,
+                    account,
                 })
             })
             .collect::<Result<_, StoreError>>()?;

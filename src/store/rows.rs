@@ -42,6 +42,7 @@ impl ZoneRow {
             return Waiting {
                 what: format!("this host's IPv6: {why}"),
                 on: "host",
+                accounts: Vec::new(),
                 until: None,
             };
         }
@@ -57,10 +58,20 @@ impl ZoneRow {
                     self.zone.name
                 ),
                 on: "operator",
+                accounts: self.account().map(str::to_string).into_iter().collect(),
                 until: None,
             };
         }
-        describe(&self.zone, policy)
+        let mut waiting = describe(&self.zone, policy);
+        // A provider's wait that names no account is the zone's one account's (a zone in a
+        // signed move names its own: never the serving account by default).
+        if waiting.on == "provider"
+            && waiting.accounts.is_empty()
+            && self.zone.facts.signed_move.is_none()
+        {
+            waiting.accounts.extend(self.account().map(str::to_string));
+        }
+        waiting
     }
 
     /// How the parent's answers at the last look could be trusted (safety rule 10):
@@ -142,6 +153,16 @@ impl ObservationText {
         serde_json::json!({ "provider": provider, "parent": parent }).to_string()
     }
 
+    /// The provider account the look was made at, as the brief names it: where a step's
+    /// provider calls go (`store::plan`).
+    pub fn account(&self) -> Option<String> {
+        let brief: serde_json::Value = serde_json::from_str(&self.brief).ok()?;
+        brief
+            .pointer("/provider/account")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    }
+
     /// A whole summary with its brief cut out of it (JSON that is not an object gives an
     /// empty brief). The engine writes both parts directly; this is for other writers.
     pub fn from_whole(whole: impl Into<String>) -> Self {
@@ -165,6 +186,9 @@ pub struct StepRow {
     pub row: ZoneRow,
     /// The error of the last DS request (or withdrawal) of this state, if its hook failed.
     pub registrar_hook_failed: Option<String>,
+    /// The last NOTIFY(CDS) performed in this state, and what came of it (its row's
+    /// outcome).
+    pub cds_notified: Option<crate::lifecycle::registry::CdsNotified>,
     /// Provider calls of unknown outcome wait to be settled.
     pub unknown_calls: bool,
     /// Effects are owed (decided by an earlier step, not yet performed or retried).
@@ -232,6 +256,9 @@ pub struct AlertRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxItem {
     pub id: i64,
+    /// The provider account a provider call was sent to (`None`: a row from before the
+    /// column, or an effect that goes to no account).
+    pub account: Option<String>,
     /// The request's number (`database_meta.last_seq`): larger for every later row, and
     /// never below its time in milliseconds, so also across a restored or new database.
     pub seq: i64,
@@ -349,13 +376,15 @@ from_row!(RawZone {
 pub(super) struct RawStepRow {
     zone: RawZone,
     hook_error: Option<String>,
+    /// JSON (`CdsNotified`).
+    notify_outcome: Option<String>,
     has_unknown: bool,
     has_pending: bool,
     /// A JSON array of `{kind, id, message}` objects.
     open_alerts: String,
 }
 
-from_row!(RawStepRow { hook_error, has_unknown, has_pending, open_alerts } flatten { zone: RawZone });
+from_row!(RawStepRow { hook_error, notify_outcome, has_unknown, has_pending, open_alerts } flatten { zone: RawZone });
 
 impl TryFrom<RawStepRow> for StepRow {
     type Error = StoreError;
@@ -363,9 +392,15 @@ impl TryFrom<RawStepRow> for StepRow {
         let open_alerts = serde_json::from_str(&r.open_alerts).map_err(|e| {
             StoreError::Corrupt(format!("open alerts of zone {}: {e}", r.zone.name))
         })?;
+        // A hint's outcome: one that cannot be read is as none (the NOTIFY is sent again),
+        // not a zone that can no longer be stepped.
+        let cds_notified = r
+            .notify_outcome
+            .and_then(|text| serde_json::from_str(&text).ok());
         Ok(StepRow {
             row: ZoneRow::try_from(r.zone)?,
             registrar_hook_failed: r.hook_error,
+            cds_notified,
             unknown_calls: r.has_unknown,
             pending_effects: r.has_pending,
             open_alerts,
@@ -422,6 +457,7 @@ pub(super) struct RawOutbox {
     zone: String,
     effect: String,
     attempts: i64,
+    account: Option<String>,
 }
 
 from_row!(RawOutbox {
@@ -430,7 +466,7 @@ from_row!(RawOutbox {
     zone,
     effect,
     attempts
-});
+} or_default { account });
 
 pub(super) fn ts(v: Option<i64>) -> Option<Timestamp> {
     v.map(Timestamp)
@@ -542,6 +578,7 @@ impl TryFrom<RawOutbox> for OutboxItem {
             effect: serde_json::from_str(&r.effect)
                 .map_err(|e| corrupt(format!("outbox row {}: effect: {e}", r.id)))?,
             id: r.id,
+            account: r.account,
             seq: r.seq,
             zone: r.zone,
             attempts: r.attempts,

@@ -100,6 +100,7 @@ fn string_forms_round_trip_and_agree_with_serde() {
                 name_servers: vec!["ns1.example.org.".into()],
             },
         },
+        Effect::NotifyCds(notify_plan()),
     ];
     assert_eq!(effects.len(), EffectKind::VARIANTS.len());
     for effect in effects {
@@ -351,7 +352,7 @@ async fn migration_4_moves_the_fact_columns_into_json() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 3,
-                wanted: 12,
+                wanted: 14,
                 ..
             })
         ),
@@ -714,7 +715,13 @@ async fn exercise(store: &Store) -> Vec<String> {
         r.pending_effects
     )));
     store
-        .finish_effect(pending[1].id, OutboxStatus::Done, None, Timestamp(3_400))
+        .finish_effect(
+            pending[1].id,
+            OutboxStatus::Done,
+            None,
+            None,
+            Timestamp(3_400),
+        )
         .await
         .unwrap();
     say!(store.pending_effects(ZONE).await.unwrap());
@@ -959,7 +966,7 @@ async fn postgres_migrates_only_when_asked() {
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
             applied: 0,
-            wanted: 9
+            wanted: 11
         }
     );
     let behind = Store::connect_read_only(&settings).await.err();
@@ -968,7 +975,7 @@ async fn postgres_migrates_only_when_asked() {
             behind,
             Some(StoreError::SchemaBehind {
                 applied: 0,
-                wanted: 9,
+                wanted: 11,
                 ..
             })
         ),
@@ -979,8 +986,8 @@ async fn postgres_migrates_only_when_asked() {
     assert_eq!(
         check_postgres(pg).await.unwrap(),
         SchemaCheck {
-            applied: 9,
-            wanted: 9
+            applied: 11,
+            wanted: 11
         }
     );
     // Opening again is idempotent (the daemon restarting).
@@ -1692,6 +1699,175 @@ async fn superseded_requests_are_never_sent_postgres() {
     superseded_requests_are_never_sent(&postgres_store(&cluster).await).await;
 }
 
+fn notify_plan() -> crate::lifecycle::registry::NotifyPlan {
+    crate::lifecycle::registry::NotifyPlan {
+        target: "scanner.test.".into(),
+        port: 5300,
+        addrs: vec![std::net::IpAddr::from([127, 0, 0, 9])],
+        signal: "key 4242".into(),
+    }
+}
+
+/// A NOTIFY(CDS) a step decided is an outbox row: what came of it (its outcome, kept on
+/// the row) is what the next step of the same state reads, whether acknowledged or not;
+/// one still owed at a newer commit is voided, not sent stale; a step of another state
+/// reads none.
+async fn a_notify_outcome_is_read_back_by_the_next_step(store: &Store) {
+    use crate::lifecycle::registry::CdsNotified;
+    let notify = Effect::NotifyCds(notify_plan());
+    stepped(store, Facts::default(), vec![notify.clone()]).await;
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    assert!(read.pending_effects);
+    assert_eq!(read.cds_notified, None, "decided, not performed");
+    let owed = store.pending_effects(ZONE).await.unwrap();
+    assert_eq!(owed.len(), 1);
+    assert_eq!(owed[0].effect, notify, "the plan read back whole");
+    let first = owed[0].id;
+    // A newer commit voids the owed one (the newer decision has it again if due).
+    let again = Decision {
+        state: Some(State::AwaitingDs),
+        facts: Facts::default(),
+        effects: vec![notify.clone()],
+        alerts: Vec::new(),
+        notes: Vec::new(),
+        wake_at: Timestamp(9_000),
+    };
+    assert!(
+        store
+            .commit_step(
+                &read,
+                &again,
+                &ObservationText::from_whole("{}"),
+                Timestamp(2_500)
+            )
+            .await
+            .unwrap()
+    );
+    let owed = store.pending_effects(ZONE).await.unwrap();
+    assert_eq!(owed.len(), 1, "{owed:?}");
+    assert!(owed[0].id > first, "the newer row");
+    let sent = |acknowledged: bool, at: i64| CdsNotified {
+        at: Timestamp(at),
+        target: "scanner.test.".into(),
+        addr: Some("127.0.0.9".into()),
+        port: 5300,
+        signal: "key 4242".into(),
+        acknowledged,
+        outcome: if acknowledged {
+            "acknowledged".into()
+        } else {
+            "no answer to 3 attempts".into()
+        },
+    };
+    let unanswered = sent(false, 2_600);
+    store
+        .finish_effect(
+            owed[0].id,
+            OutboxStatus::Failed,
+            Some("no answer"),
+            Some(&serde_json::to_string(&unanswered).unwrap()),
+            Timestamp(2_700),
+        )
+        .await
+        .unwrap();
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    assert!(!read.pending_effects, "the voided one is not owed");
+    assert_eq!(read.cds_notified, Some(unanswered));
+    assert_eq!(
+        read.registrar_hook_failed, None,
+        "a NOTIFY is no DS request"
+    );
+    // The next one acknowledged: the last one is read.
+    assert!(
+        store
+            .commit_step(
+                &read,
+                &again,
+                &ObservationText::from_whole("{}"),
+                Timestamp(3_000)
+            )
+            .await
+            .unwrap()
+    );
+    let owed = store.pending_effects(ZONE).await.unwrap();
+    let acked = sent(true, 3_100);
+    store
+        .finish_effect(
+            owed[0].id,
+            OutboxStatus::Done,
+            None,
+            Some(&serde_json::to_string(&acked).unwrap()),
+            Timestamp(3_200),
+        )
+        .await
+        .unwrap();
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    assert_eq!(read.cds_notified, Some(acked.clone()));
+    assert_eq!(
+        store
+            .due_for_step(Timestamp(10_000), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.row.zone.name.as_str() == ZONE)
+            .and_then(|r| r.cds_notified),
+        Some(acked),
+        "the tick's read says the same"
+    );
+    // Another state: none of the old state's NOTIFYs.
+    let on = Decision {
+        state: Some(State::DsObserved),
+        ..again.clone()
+    };
+    let on = Decision {
+        effects: Vec::new(),
+        ..on
+    };
+    assert!(
+        store
+            .commit_step(
+                &read,
+                &on,
+                &ObservationText::from_whole("{}"),
+                Timestamp(4_000)
+            )
+            .await
+            .unwrap()
+    );
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    assert_eq!(read.cds_notified, None);
+    // Back in the state: only its own NOTIFYs count, none so far.
+    let back = Decision {
+        state: Some(State::AwaitingDs),
+        ..on
+    };
+    assert!(
+        store
+            .commit_step(
+                &read,
+                &back,
+                &ObservationText::from_whole("{}"),
+                Timestamp(5_000)
+            )
+            .await
+            .unwrap()
+    );
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    assert_eq!(read.row.zone.state, Some(State::AwaitingDs));
+    assert_eq!(read.cds_notified, None);
+}
+
+#[tokio::test]
+async fn a_notify_outcome_is_read_back_by_the_next_step_sqlite() {
+    a_notify_outcome_is_read_back_by_the_next_step(&Store::open_in_memory().await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_notify_outcome_is_read_back_by_the_next_step_postgres() {
+    let cluster = pg_support::Cluster::shared();
+    a_notify_outcome_is_read_back_by_the_next_step(&postgres_store(&cluster).await).await;
+}
+
 /// `declare_move`: refused for a zone not in the database, not active with intent
 /// enabled, or with a move declared already; otherwise the move is in the facts (its TTLs
 /// raised to the facts' largest), the zone due now, an audit event written, and a step
@@ -1807,6 +1983,27 @@ async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
             if from == "pdns-a" && to == "pdns-b" && *phase == "signing_at_target"),
         "{refused}"
     );
+    assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
+
+    // A disable decided on a read from before the move (the CLI's, the console's) is
+    // refused at the write: the store reads the row it writes at, and a move and a
+    // disable never both get in. The refusal says the phase, the accounts and what to do.
+    let refused = store
+        .set_intent(ZONE, Intent::Disabled, false, "disable", Timestamp(61_000))
+        .await
+        .unwrap_err()
+        .to_string();
+    for says in [
+        "`disable` is refused during a signed move",
+        "from provider pdns-a to provider pdns-b, phase signing_at_target",
+        "a safe abort of a move is not built",
+        "Let the move finish",
+        "then disable it at provider pdns-b (nothing was recorded)",
+    ] {
+        assert!(refused.contains(says), "{says:?} not in {refused}");
+    }
+    let row = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(row.zone.intent, Intent::Enabled);
     assert_eq!(store.events(ZONE).await.unwrap().len(), events.len());
 }
 

@@ -32,6 +32,8 @@ pub struct Line {
     pub delegation: &'static str,
     pub waiting_for: String,
     pub waiting_on: &'static str,
+    /// The party in words, a provider by the account the wait is on (`Waiting::party`).
+    pub waiting_party: String,
     pub until: Option<Timestamp>,
     pub since: Timestamp,
     /// Open alerts: kind and severity, worst first.
@@ -50,6 +52,7 @@ impl Line {
             intent: row.zone.intent,
             provider: row.account().map(str::to_string),
             delegation: row.zone.facts.delegation.map_or("unknown", |d| d.as_str()),
+            waiting_party: waiting.party(),
             waiting_for: waiting.what,
             waiting_on: waiting.on,
             until: waiting.until,
@@ -306,6 +309,7 @@ mod tests {
             delegation: "provider",
             waiting_for: String::new(),
             waiting_on: on,
+            waiting_party: on.to_string(),
             until: None,
             since: Timestamp(0),
             alerts: if alerting {

@@ -285,7 +285,7 @@ fn fleet_row(line: &Line, now: Timestamp) -> Markup {
             td { (line.provider.as_deref().unwrap_or("")) }
             td { (line.delegation) }
             td { (line.waiting_for) (until(line.until, now)) }
-            td { (line.waiting_on) }
+            td { (line.waiting_party) }
             td { (time(line.since)) }
             td {
                 @for (kind, severity) in &line.alerts {
@@ -337,7 +337,7 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                 tr { th { "Intent" } td { (row.zone.intent.as_str()) } }
                 tr { th { "In this state since" } td { (time(row.zone.since)) } }
                 tr { th { "Waiting for" } td { (z.waiting.what) (until(z.waiting.until, z.now)) } }
-                tr { th { "Waiting on" } td { (z.waiting.on) } }
+                tr { th { "Waiting on" } td #waiting-on { (z.waiting.party()) } }
                 tr { th { "Provider" } td { (row.account().unwrap_or("(one provider)")) @if let Some(e) = row.provider_error() { " " span.error { "failing: " (e) } } } }
                 tr { th { "Delegation" } td { (facts.delegation.map_or("unknown", |d| d.as_str())) @if let Some(ns) = &facts.provider_ns { span.muted { " (the provider's name servers: " (ns.join(", ")) ")" } } } }
                 tr { th { "Evidence" } td { (evidence_text(row)) } }
@@ -358,8 +358,12 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
             }
             @if viewer.operator {
                 section.actions #switch {
+                    // A disable is refused during a signed move (`intent::record`).
+                    @if let Some(mv) = &facts.signed_move {
+                        p.muted #no-disable { "DNSSEC cannot be disabled during the signed move (a safe abort is not built): once it has finished, disable it at provider " (mv.target) "." }
+                    }
                     @for s in [Switch::Enable, Switch::Disable, Switch::DisableNeverSubmitted] {
-                        @if s.applies(row.zone.state, row.zone.intent) {
+                        @if s.applies(row.zone.state, row.zone.intent) && facts.signed_move.is_none() {
                             a class={ "button" @if s != Switch::Enable { " danger" } } href={ (zone_link(name)) "/switch?to=" (s.as_str()) } { (s.title()) "…" }
                         }
                     }
@@ -646,6 +650,7 @@ mod tests {
                 waiting: Waiting {
                     what: "the DS at every parent server".into(),
                     on: "registrar",
+                    accounts: Vec::new(),
                     until: None,
                 },
                 alerts: &[],

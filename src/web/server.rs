@@ -873,6 +873,14 @@ async fn switch(
     )
     .await;
     match recorded {
+        Ok(intent::Recorded {
+            unchanged: Some(why),
+            ..
+        }) => a.page(
+            StatusCode::OK,
+            "Nothing to record",
+            &format!("Intent {} already: {why}.", switch.intent().as_str()),
+        ),
         Ok(_) => {
             app.fleet.invalidate();
             tracing::info!(zone = %zone, user = %a.session.user, intent = switch.intent().as_str(), "web: intent recorded");

@@ -24,11 +24,13 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use dnssec_warden::dns::delegation::ns_set;
+use dnssec_warden::dns::notify::{NotifyOutcome, NotifyReport};
 use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
-use dnssec_warden::dnssec::{CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
+use dnssec_warden::dns::{Published, Signals};
+use dnssec_warden::dnssec::{CdsHalves, CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
@@ -115,14 +117,27 @@ pub struct WorldState {
     pub switches: Vec<(Timestamp, bool)>,
     /// Broken invariants, in words; a correct engine leaves this empty.
     pub violations: Vec<String>,
-    /// The provider's API controls the CDS publication (PowerDNS's `PUBLISH-CDS`), and
-    /// what it is set to.
+    /// The provider's API controls the CDS publication (PowerDNS's `PUBLISH-CDS` and
+    /// `PUBLISH-CDNSKEY`), and what each half is set to.
     pub cds_control: bool,
     pub cds: CdsPublication,
-    /// Every setting of it that took effect: (time, to).
+    pub cdnskey: CdsPublication,
+    /// Every setting of it that took effect, whole or its first half: (time, to).
     pub cds_sets: Vec<(Timestamp, CdsPublication)>,
+    /// The next settings write their first half (the CDS) only, and answer a 502 (an
+    /// answer lost between the two writes: the outcome is unknown to the caller).
+    pub cds_half_applied: u32,
+    /// Ground truth for rule 11: every setting left half applied so, (time, to).
+    pub cds_halves_left: Vec<(Timestamp, CdsPublication)>,
     /// Successful reads of the CDS setting (the daemon looked at it).
     pub cds_reads: usize,
+    /// The provider's servers publish the CDS its setting says (the key's, or the delete
+    /// request), signed by the key; else their signals are not asked (the default).
+    pub cds_served: bool,
+    /// How the parent's NOTIFY target answers a NOTIFY(CDS).
+    pub notify_answer: NotifyOutcome,
+    /// Every NOTIFY(CDS) the daemon sent: (time, zone, address).
+    pub notifies: Vec<(Timestamp, String, std::net::SocketAddr)>,
     /// DNSSEC was switched off behind the daemon's back since its own last switch: a
     /// decision taken before that may find the provider off already.
     pub off_behind_daemon: bool,
@@ -231,8 +246,14 @@ impl FakeWorld {
                 violations: Vec::new(),
                 cds_control: false,
                 cds: CdsPublication::Nothing,
+                cdnskey: CdsPublication::Nothing,
                 cds_sets: Vec::new(),
+                cds_half_applied: 0,
+                cds_halves_left: Vec::new(),
                 cds_reads: 0,
+                cds_served: false,
+                notify_answer: NotifyOutcome::Acknowledged,
+                notifies: Vec::new(),
                 off_behind_daemon: false,
                 ds_gone_at: None,
                 largest_ds_ttl: 0,
@@ -310,7 +331,9 @@ impl FakeWorld {
     /// The registry's scan (RFC 7344, RFC 8078), as one that scans acts: the CDS of the
     /// provider's key at every child server (signed, reachable, not lagging) puts its DS
     /// at every parent server; the delete request there removes every DS. Anything else
-    /// (no CDS, a child server it cannot ask) changes nothing. True: the child served a
+    /// (no CDS, a child server it cannot ask) changes nothing. A setting half applied
+    /// publishes its one half, on which the registry acts (RFC 7344 takes a CDS or a
+    /// CDNSKEY); halves that contradict each other it ignores. True: the child served a
     /// signal the registry acts on.
     pub fn registry_scan(&self, ttl: u32) -> bool {
         let (cds, served, parents) = {
@@ -320,7 +343,12 @@ impl FakeWorld {
                 && s.children
                     .iter()
                     .all(|c| !c.silent && !c.lagging && !c.unsigned);
-            (s.cds, served, s.parents.len())
+            let signal = match (s.cds, s.cdnskey) {
+                (a, b) if a == b => a,
+                (CdsPublication::Nothing, one) | (one, CdsPublication::Nothing) => one,
+                _ => CdsPublication::Nothing,
+            };
+            (signal, served, s.parents.len())
         };
         if !served || cds == CdsPublication::Nothing {
             return false;
@@ -624,6 +652,11 @@ impl FakeWorld {
         self.lock().violations.clone()
     }
 
+    /// The NOTIFY(CDS)s sent so far: (time, zone, address).
+    pub fn notifies(&self) -> Vec<(Timestamp, String, std::net::SocketAddr)> {
+        self.lock().notifies.clone()
+    }
+
     pub fn switches(&self) -> Vec<(Timestamp, bool)> {
         self.lock().switches.clone()
     }
@@ -816,14 +849,17 @@ impl Provider for FakeWorld {
         Ok(Some(0))
     }
 
-    async fn cds_publication(&self, _zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, _zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         if !self.lock().cds_control {
             return Ok(None);
         }
         self.provider_fault()?;
         let mut w = self.lock();
         w.cds_reads += 1;
-        Ok(Some(w.cds))
+        Ok(Some(CdsHalves {
+            cds: w.cds,
+            cdnskey: w.cdnskey,
+        }))
     }
 
     // Checked against the ground truth by the property test at every step (rule 14);
@@ -843,6 +879,15 @@ impl Provider for FakeWorld {
         }
         s.cds = to;
         s.cds_sets.push((now, to));
+        if s.cds_half_applied > 0 {
+            s.cds_half_applied -= 1;
+            s.cds_halves_left.push((now, to));
+            return Err(ProviderError::Server {
+                status: 502,
+                message: "bad gateway (the answer to the first write was lost)".into(),
+            });
+        }
+        s.cdnskey = to;
         Ok(())
     }
 }
@@ -948,6 +993,27 @@ impl Observer for FakeWorld {
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
         let (provider, old) = Self::delegated_servers(&s);
+        // What the provider's servers publish as CDS, where the test has them publish it.
+        let signals = |key: &Dnskey| {
+            if !s.cds_served {
+                return Signals::NotAsked;
+            }
+            let cds = match s.cds {
+                CdsPublication::Key => key.to_ds(zone, DigestType::Sha256).into_iter().collect(),
+                CdsPublication::Delete => vec![Ds {
+                    key_tag: 0,
+                    algorithm: 0,
+                    digest_type: 0,
+                    digest: vec![0],
+                }],
+                CdsPublication::Nothing => Vec::new(),
+            };
+            Signals::Answered(Published {
+                cds,
+                cdnskey: Vec::new(),
+                signers: vec![0],
+            })
+        };
         let keys = |key: &Dnskey, ttl: u32, signing: bool| {
             DnskeyAnswer::Keys(ChildKeys {
                 keys: vec![key.clone()],
@@ -977,7 +1043,13 @@ impl Observer for FakeWorld {
             for (i, c) in s.children.iter().enumerate() {
                 let answer = match (&s.key, s.dnssec_on && !c.lagging, c.silent) {
                     (_, _, true) => DnskeyAnswer::Unknown(UnknownReason::Timeout),
-                    (Some(key), true, false) => keys(key, DNSKEY_TTL, !c.unsigned),
+                    (Some(key), true, false) => {
+                        let mut answer = keys(key, DNSKEY_TTL, !c.unsigned);
+                        if let DnskeyAnswer::Keys(k) = &mut answer {
+                            k.signals = signals(key);
+                        }
+                        answer
+                    }
                     _ => DnskeyAnswer::Absent,
                 };
                 let ns = if c.silent {
@@ -1043,6 +1115,18 @@ impl Observer for FakeWorld {
                 })
                 .collect(),
         })
+    }
+
+    /// Records the NOTIFY(CDS) and answers as the test set (`notify_answer`).
+    async fn notify_cds(&self, zone: &str, to: std::net::SocketAddr) -> NotifyReport {
+        let mut s = self.lock();
+        let now = self.clock.now();
+        s.notifies.push((now, zone.to_string(), to));
+        NotifyReport {
+            outcome: s.notify_answer.clone(),
+            attempts: 1,
+            ignored: 0,
+        }
     }
 
     /// The probes set by a test; else the ground truth: `secure` once every parent

@@ -9,6 +9,7 @@
 //! | [`fault_proxy`] | a fault-injecting HTTP reverse proxy in front of the provider simulator |
 //! | [`ha`] | several daemons on one PostgreSQL database over the lab world, the registrar a webhook receiver |
 //! | [`knot`] | Knot DNS and Unbound processes on loopback, each stopped by PID |
+//! | [`logs`] | what the code under test logs on one thread, while the tests of a binary run together |
 //! | [`world`] | a whole real-world DNS on Knot and Unbound for one end-to-end test |
 //! | [`fake`] | a scripted provider and DNS for the engine tests, on a manual clock, checking the safety invariants against the ground truth |
 //! | [`move_world`] | a signed move's world for the engine tests: two accounts of one zone, their child servers and the parent's, each lagging on its own, a registrar the test drives, and rule 15's oracle over what every address served |
@@ -25,6 +26,7 @@ pub mod fake;
 pub mod fault_proxy;
 pub mod ha;
 pub mod knot;
+pub mod logs;
 pub mod move_world;
 pub mod pdns;
 pub mod postgres;

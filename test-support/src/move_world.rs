@@ -26,7 +26,7 @@ use dnssec_warden::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, Evidence, NsAnswer, ObserveError, Observer,
     ParentView, ServerAnswer, SignatureWindow, UnknownReason, ValidationProbe, ValidationVerdict,
 };
-use dnssec_warden::dnssec::{CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
+use dnssec_warden::dnssec::{CdsHalves, CdsPublication, DigestType, Dnskey, DnssecKey, Ds};
 use dnssec_warden::lifecycle::{Clock, ManualClock, Timestamp};
 use dnssec_warden::provider::{
     DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit, foreign_dnskey_set,
@@ -908,9 +908,11 @@ impl Provider for MoveAccount {
         Ok(Some(a.dnskey_ttl.max(a.apex_ns_ttl)))
     }
 
-    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         self.begin("cds_publication", zone)?;
-        Ok(Some(self.world.lock().accounts[self.index].cds))
+        Ok(Some(CdsHalves::whole(
+            self.world.lock().accounts[self.index].cds,
+        )))
     }
 
     async fn set_cds_publication(
@@ -1032,7 +1034,7 @@ impl Provider for MoveProviders {
         self.holder(zone)?.largest_ttl(zone).await
     }
 
-    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         self.holder(zone)?.cds_publication(zone).await
     }
 

@@ -11,6 +11,7 @@
 //! unsigned zone with its DNSKEY still published), and would leave the zone in a state the
 //! lifecycle does not name.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -19,7 +20,9 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::types::{ConfigSetting, Cryptokey, PdnsZone, ZoneEntry};
-use crate::dnssec::{CdsPublication, Dnskey, DnssecKey, fqdn};
+use crate::alert_kind::AlertKind;
+use crate::condition::Condition;
+use crate::dnssec::{CdsHalves, CdsPublication, Dnskey, DnssecKey, fqdn};
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
     Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, RetryPolicy,
@@ -72,6 +75,16 @@ pub struct PowerDnsClient {
     base: Url,
     server_id: String,
     api_key: Secret,
+    /// The API does not know `server_id` (the daemon-wide
+    /// `provider_account_misconfigured`): judged at every zone listing and search.
+    misconfigured: Arc<Condition>,
+}
+
+/// One server of the API, as `GET /api/v1/servers` lists it.
+#[derive(serde::Deserialize)]
+struct ServerEntry {
+    #[serde(default)]
+    id: String,
 }
 
 impl std::fmt::Debug for PowerDnsClient {
@@ -97,20 +110,30 @@ impl PowerDnsClient {
             base: settings.base_url.clone(),
             server_id: settings.server_id.clone(),
             api_key,
+            misconfigured: Arc::new(Condition::new(AlertKind::ProviderAccountMisconfigured)),
         })
+    }
+
+    /// Whether the API knows the configured `server_id` (the daemon-wide
+    /// `provider_account_misconfigured`).
+    pub fn account_condition(&self) -> Arc<Condition> {
+        self.misconfigured.clone()
     }
 
     // ---- the calls ---------------------------------------------------------------------
 
     /// Every zone of the server.
     pub async fn list_zones(&self) -> Result<Vec<ZoneEntry>, ProviderError> {
-        self.json(Method::GET, &["zones"], &[], None, None).await
+        let listed = self.json(Method::GET, &["zones"], &[], None, None).await;
+        self.server_known(listed, "zones").await
     }
 
     /// The zone's entry, found by name (`GET /zones?zone=`); its id is the server's own.
+    /// A zone the server does not have is an empty list (`NotFound`); a 404 there is the
+    /// server id's (`Misconfigured`), never the zone's.
     pub async fn find_zone(&self, zone: &str) -> Result<ZoneEntry, ProviderError> {
         let name = fqdn(zone).map_err(|e| ProviderError::Invalid(e.to_string()))?;
-        let entries: Vec<ZoneEntry> = self
+        let entries = self
             .json(
                 Method::GET,
                 &["zones"],
@@ -118,11 +141,92 @@ impl PowerDnsClient {
                 None,
                 None,
             )
-            .await?;
+            .await;
+        let entries: Vec<ZoneEntry> = self.server_known(entries, "zones").await?;
         entries
             .into_iter()
             .find(|e| e.name.eq_ignore_ascii_case(&name))
             .ok_or_else(|| ProviderError::NotFound(format!("zone {name} is not on the server")))
+    }
+
+    /// The configured server is one the API has (`GET /servers/{server_id}`), for
+    /// `check-config`: `Misconfigured` naming the key at fault when it is not.
+    pub async fn check_server(&self) -> Result<(), ProviderError> {
+        let found = self.call(Method::GET, &[], &[], None, None).await.map(drop);
+        self.server_known(found, "").await
+    }
+
+    /// `result` of a request under `/servers/{server_id}/` that any server of the API
+    /// answers (its zone list, a search by name): a 404 there says the API has no such
+    /// server (4.7 answers the plain-text `Not Found` for every path under an unknown
+    /// server id, as for an unknown zone's own path), which is the account's
+    /// configuration at fault, said daemon-wide, never a zone missing. Any answer of the
+    /// server clears it.
+    async fn server_known<T>(
+        &self,
+        result: Result<T, ProviderError>,
+        path: &str,
+    ) -> Result<T, ProviderError> {
+        match result {
+            Err(ProviderError::NotFound(_)) => {
+                let e = self.no_such_server(path).await;
+                self.misconfigured.holds(e.to_string());
+                Err(e)
+            }
+            Err(e) => Err(e),
+            Ok(v) => {
+                self.misconfigured.clear();
+                Ok(v)
+            }
+        }
+    }
+
+    /// What a 404 for `path` under the server id means, from the API's list of servers.
+    async fn no_such_server(&self, path: &str) -> ProviderError {
+        let asked = format!("/api/v1/servers/{}/{path}", self.server_id);
+        let url = self.url_from(&["api", "v1", "servers"], &[]);
+        let listed = match url {
+            Ok(url) => self.call_url(Method::GET, url, None, None).await,
+            Err(e) => Err(e),
+        };
+        let servers: Result<Vec<ServerEntry>, ProviderError> = listed.and_then(|bytes| {
+            serde_json::from_slice(&bytes).map_err(|e| ProviderError::Decode {
+                what: e.to_string(),
+                excerpt: self.excerpt(&bytes),
+            })
+        });
+        match servers {
+            Ok(servers) => {
+                let ids: Vec<String> = servers.iter().map(|s| format!("{:?}", s.id)).collect();
+                ProviderError::Misconfigured {
+                    key: "server_id",
+                    message: format!(
+                        "the PowerDNS API at {} has no server {:?} (it has {}): it answers 404 for {asked}, as for every path under it",
+                        self.base,
+                        self.server_id,
+                        if ids.is_empty() {
+                            "none".to_string()
+                        } else {
+                            ids.join(", ")
+                        }
+                    ),
+                }
+            }
+            Err(ProviderError::NotFound(_)) => ProviderError::Misconfigured {
+                key: "base_url",
+                message: format!(
+                    "{} answers 404 for /api/v1/servers and for {asked}: not a PowerDNS API (its webserver's address, with api=yes)",
+                    self.base
+                ),
+            },
+            Err(e) => ProviderError::Misconfigured {
+                key: "server_id",
+                message: format!(
+                    "the PowerDNS API at {} answers 404 for {asked}: it has no server {:?} (its list of servers could not be read: {e})",
+                    self.base, self.server_id
+                ),
+            },
+        }
     }
 
     /// The zone with its record sets.
@@ -209,11 +313,14 @@ impl PowerDnsClient {
         }
     }
 
-    /// What `PUBLISH-CDS` and `PUBLISH-CDNSKEY` say (the server publishes the CDS and
-    /// CDNSKEY of its entry-point keys when set, the delete request when set to `0`).
-    /// Anything but the three forms the daemon sets is refused, not guessed: an operator
-    /// who set other digest types by hand is told, and nothing is changed.
-    pub async fn get_cds_publication(&self, zone: &str) -> Result<CdsPublication, ProviderError> {
+    /// What `PUBLISH-CDS` and `PUBLISH-CDNSKEY` say, each read apart (the server
+    /// publishes the CDS and CDNSKEY of its entry-point keys when set, the delete request
+    /// when set to `0`). Each half must be one of the forms the daemon sets (unset,
+    /// `["2"]` and `["1"]`, `["0"]`); halves that differ are a setting of the daemon's
+    /// half applied (an answer lost between its two writes), which the next step
+    /// completes or rolls back. Anything else is refused, not guessed: an operator who
+    /// set other digest types by hand is told, and nothing is changed.
+    pub async fn get_cds_publication(&self, zone: &str) -> Result<CdsHalves, ProviderError> {
         let entry = self.find_zone(zone).await?;
         // Every kind in one request: a look that reads the setting costs the server two.
         let all: Vec<Metadata> = self
@@ -239,9 +346,9 @@ impl PowerDnsClient {
             _ => None,
         };
         match (read(&cds, CDS_DIGESTS), read(&cdnskey, "1")) {
-            (Some(a), Some(b)) if a == b => Ok(a),
+            (Some(cds), Some(cdnskey)) => Ok(CdsHalves { cds, cdnskey }),
             _ => Err(ProviderError::Invalid(format!(
-                "zone {}: {PUBLISH_CDS} {cds:?} and {PUBLISH_CDNSKEY} {cdnskey:?} are not a setting the daemon makes (both unset, [\"{CDS_DIGESTS}\"] and [\"1\"], or both [\"0\"]); not changed",
+                "zone {}: {PUBLISH_CDS} {cds:?} and {PUBLISH_CDNSKEY} {cdnskey:?} are not a setting the daemon makes (each unset, [\"{CDS_DIGESTS}\"] and [\"1\"], or [\"0\"]); not changed",
                 entry.name
             ))),
         }
@@ -261,32 +368,41 @@ impl PowerDnsClient {
             CdsPublication::Key => Some((CDS_DIGESTS, "1")),
             CdsPublication::Delete => Some(("0", "0")),
         };
+        let mut applied: Option<String> = None;
         for (kind, value) in [
             (PUBLISH_CDS, values.map(|v| v.0)),
             (PUBLISH_CDNSKEY, values.map(|v| v.1)),
         ] {
-            match value {
-                Some(value) => {
-                    let body = serde_json::json!({ "kind": kind, "metadata": [value] });
-                    self.call(
-                        Method::PUT,
-                        &["zones", &entry.id, "metadata", kind],
-                        &[],
-                        Some(&body),
-                        may_send,
-                    )
-                    .await?;
+            let body = value.map(|value| serde_json::json!({ "kind": kind, "metadata": [value] }));
+            let method = match value {
+                Some(_) => Method::PUT,
+                None => Method::DELETE,
+            };
+            let written = self
+                .call(
+                    method,
+                    &["zones", &entry.id, "metadata", kind],
+                    &[],
+                    body.as_ref(),
+                    may_send,
+                )
+                .await;
+            match (written, &applied) {
+                (Ok(_), _) => {
+                    applied = Some(match value {
+                        Some(value) => format!("{kind} was set to [\"{value}\"]"),
+                        None => format!("{kind} was removed"),
+                    });
                 }
-                None => {
-                    self.call(
-                        Method::DELETE,
-                        &["zones", &entry.id, "metadata", kind],
-                        &[],
-                        None,
-                        may_send,
-                    )
-                    .await?;
+                // The first half took effect: the call is not "not performed", whatever
+                // the second's error says (rule 11); the next look reads the half.
+                (Err(e), Some(done)) if !e.outcome_unknown() => {
+                    return Err(ProviderError::PartlyApplied {
+                        applied: format!("zone {}: {done}", entry.name),
+                        then: Box::new(e),
+                    });
                 }
+                (Err(e), _) => return Err(e),
             }
         }
         Ok(())
@@ -300,8 +416,8 @@ impl PowerDnsClient {
     /// never a foreign key believed served that is not. A server that does not list the
     /// setting does not promise it either.
     pub async fn direct_dnskey(&self) -> Result<bool, ProviderError> {
-        let settings: Vec<ConfigSetting> =
-            self.json(Method::GET, &["config"], &[], None, None).await?;
+        let settings = self.json(Method::GET, &["config"], &[], None, None).await;
+        let settings: Vec<ConfigSetting> = self.server_known(settings, "config").await?;
         Ok(settings
             .iter()
             .filter(|s| s.name == DIRECT_DNSKEY)
@@ -393,6 +509,17 @@ impl PowerDnsClient {
         may_send: Option<SendPermit<'_>>,
     ) -> Result<bytes::Bytes, ProviderError> {
         let url = self.url(segments, query)?;
+        self.call_url(method, url, body, may_send).await
+    }
+
+    /// One request to `url`, as [`Self::call`].
+    async fn call_url(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&serde_json::Value>,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<bytes::Bytes, ProviderError> {
         let mut attempts = (!method.is_safe()).then(Attempts::default);
         let request = Request {
             method: &method,
@@ -416,13 +543,19 @@ impl PowerDnsClient {
     }
 
     fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Url, ProviderError> {
+        let under = ["api", "v1", "servers", self.server_id.as_str()];
+        let all: Vec<&str> = under.iter().chain(segments).copied().collect();
+        self.url_from(&all, query)
+    }
+
+    /// `segments` under the base URL.
+    fn url_from(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Url, ProviderError> {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|()| {
                 ProviderError::Invalid(format!("base URL {} cannot take a path", self.base))
             })?
             .pop_if_empty()
-            .extend(["api", "v1", "servers", self.server_id.as_str()])
             .extend(segments);
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
@@ -520,7 +653,7 @@ impl Provider for PowerDnsClient {
     async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
         Ok(self.get_zone(zone).await?.largest_ttl())
     }
-    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsPublication>, ProviderError> {
+    async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
         self.get_cds_publication(zone).await.map(Some)
     }
     async fn set_cds_publication(

@@ -215,7 +215,7 @@ impl PgStore {
             let by = (lessee.holder.clone(), *epoch);
             // Whatever the last holder began and never finished: unknown outcome.
             let in_flight: Vec<RawOutbox> = sqlx::query_as(
-                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+                "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
                  WHERE zone = $1 AND status = $2 AND started_at IS NOT NULL \
                  AND kind IN ($3, $4, $5, $6) ORDER BY id",
             )

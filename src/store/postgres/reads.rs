@@ -23,6 +23,10 @@ const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state,
      (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
       AND o.created_at >= z.state_since AND o.kind IN ($1, $2) \
       ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+     CASE WHEN z.state IN ('awaiting_ds', 'awaiting_ds_removal') THEN \
+      (SELECT o.outcome FROM outbox o WHERE o.zone = z.name \
+       AND o.created_at >= z.state_since AND o.kind = 'notify_cds' AND o.outcome IS NOT NULL \
+       ORDER BY o.id DESC LIMIT 1) END AS notify_outcome, \
      EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $3) AS has_unknown, \
      EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = $4) AS has_pending, \
      COALESCE((SELECT json_agg(json_build_object('kind', a.kind, 'id', a.id, 'message', a.message)) \

@@ -70,7 +70,8 @@ async fn write(
              AND (kind IN ($5, $6, $7, $8) \
                OR (kind = $9 AND NOT ($10 AND \
                    ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $11)) \
-               OR (kind = $12 AND NOT $13))",
+               OR (kind = $12 AND NOT $13) \
+               OR kind = $14)",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -85,6 +86,7 @@ async fn write(
         .bind(s.ds_line)
         .bind(s.delegation)
         .bind(s.delegation_kept)
+        .bind(s.notify)
         .execute(&mut *tx)
         .await?;
     }
@@ -98,8 +100,8 @@ async fn write(
         .fetch_one(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO outbox (zone, created_at, kind, effect, holder, epoch, seq, account) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(zone.name)
         .bind(now.0)
@@ -108,6 +110,7 @@ async fn write(
         .bind(by.map(|(h, _)| h.as_str()))
         .bind(by.map(|(_, e)| *e))
         .bind(seq)
+        .bind(effect.account.as_deref())
         .execute(&mut *tx)
         .await?;
     }

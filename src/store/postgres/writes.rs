@@ -88,38 +88,51 @@ impl PgStore {
         Ok(done.rows_affected())
     }
 
+    /// As SQLite's: at the row's `version` as read (`None`: this write makes the row);
+    /// false (nothing written) if the row changed since.
     pub(in crate::store) async fn set_intent(
         &self,
         name: &str,
+        version: Option<i64>,
         intent: Intent,
         ds_never_submitted: bool,
         reason: &str,
         now: Timestamp,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let mut tx = self.write().await?;
-        sqlx::query(
-            "INSERT INTO zones (name, state_since, next_check_at) VALUES ($1, $2, $2) \
-             ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(name)
-        .bind(now.0)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
+        if version.is_none() {
+            let made = sqlx::query(
+                "INSERT INTO zones (name, state_since, next_check_at) VALUES ($1, $2, $2) \
+                 ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(name)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await?;
+            if made.rows_affected() != 1 {
+                return Ok(false);
+            }
+        }
+        let updated = sqlx::query(
             "UPDATE zones SET intent = $1, ds_never_submitted = $2, \
-             next_check_at = LEAST(next_check_at, $3), version = version + 1 WHERE name = $4",
+             next_check_at = LEAST(next_check_at, $3), version = version + 1 \
+             WHERE name = $4 AND ($5::BIGINT IS NULL OR version = $5)",
         )
         .bind(intent.as_str())
         .bind(ds_never_submitted)
         .bind(now.0)
         .bind(name)
+        .bind(version)
         .execute(&mut *tx)
         .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
         let state = state_of(&mut tx, name).await?;
         let event = Event::note(EventKind::Intent, state, reason);
         step::insert_event(&mut tx, name, now, &event, None).await?;
         tx.commit().await.noted(self)?;
-        Ok(())
+        Ok(true)
     }
 
     /// As SQLite's: not fenced, like `set_intent` (the operator's write is no daemon's
@@ -187,6 +200,7 @@ impl PgStore {
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = self.write().await?;
@@ -194,13 +208,14 @@ impl PgStore {
         self.fence(&mut tx, &zone, Fenced::Effect).await?;
         sqlx::query(
             "UPDATE outbox SET status = $1, attempts = attempts + 1, finished_at = $2, \
-             last_error = $3 WHERE id = $4 AND status = $5",
+             last_error = $3, outcome = $6 WHERE id = $4 AND status = $5",
         )
         .bind(status.as_str())
         .bind(now.0)
         .bind(error)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
+        .bind(outcome)
         .execute(&mut *tx)
         .await?;
         tx.commit().await.noted(self)
@@ -248,7 +263,7 @@ impl PgStore {
         };
         // With leases, only the zones this daemon holds (taking a zone does the same).
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
              WHERE status = $1 AND started_at IS NOT NULL \
              AND ($2::text IS NULL OR zone = $2) \
              AND ($3::text IS NULL OR zone IN (SELECT name FROM zones WHERE lease_holder = $3)) \

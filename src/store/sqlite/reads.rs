@@ -15,7 +15,8 @@ use crate::store::{AlertRow, EventRow, StoreError, ZoneRow};
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with its
 /// last observation's brief (all a step reads of it: the whole one is kilobytes of JSON),
-/// the last DS request's hook failure of its state (binds: the two DS request kinds),
+/// the last DS request's hook failure of its state, the last NOTIFY(CDS)'s outcome of its
+/// state (where the state can have one) (binds: the two DS request kinds),
 /// whether calls of unknown outcome or owed effects wait, and the open alerts.
 pub(in crate::store) const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_never_submitted, z.state, z.state_since, \
      z.facts, z.next_check_at, z.last_observed_at, z.version, \
@@ -23,6 +24,10 @@ pub(in crate::store) const STEP_READ: &str = "SELECT z.name, z.intent, z.ds_neve
      (SELECT o.last_error FROM outbox o WHERE o.zone = z.name \
       AND o.created_at >= z.state_since AND o.kind IN (?, ?) \
       ORDER BY o.id DESC LIMIT 1) AS hook_error, \
+     CASE WHEN z.state IN ('awaiting_ds', 'awaiting_ds_removal') THEN \
+      (SELECT o.outcome FROM outbox o WHERE o.zone = z.name \
+       AND o.created_at >= z.state_since AND o.kind = 'notify_cds' AND o.outcome IS NOT NULL \
+       ORDER BY o.id DESC LIMIT 1) END AS notify_outcome, \
      EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'unknown') AS has_unknown, \
      EXISTS (SELECT 1 FROM outbox o WHERE o.zone = z.name AND o.status = 'pending') AS has_pending, \
      (SELECT json_group_array(json_object('kind', a.kind, 'id', a.id, 'message', a.message)) \

@@ -180,7 +180,8 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
             "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
              AND (kind IN (?, ?, ?, ?) \
                OR (kind = ? AND NOT (? AND json_extract(effect, '$.ds_line') IS ?)) \
-               OR (kind = ? AND NOT ?))",
+               OR (kind = ? AND NOT ?) \
+               OR kind = ?)",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -194,6 +195,7 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
         .bind(s.ds_line)
         .bind(s.delegation)
         .bind(s.delegation_kept)
+        .bind(s.notify)
         .execute(&mut *tx)
         .await?;
     }
@@ -206,13 +208,15 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
         .fetch_one(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO outbox (zone, created_at, kind, effect, seq) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (zone, created_at, kind, effect, seq, account) \
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(zone.name)
         .bind(now.0)
         .bind(effect.kind)
         .bind(&effect.effect)
         .bind(seq)
+        .bind(effect.account.as_deref())
         .execute(&mut *tx)
         .await?;
     }

@@ -50,38 +50,52 @@ impl SqliteStore {
     }
 
     /// Records the operator's intent, creating the zone row if needed (audited).
+    /// The intent written at the row's `version` as it was read (`None`: there was no
+    /// row, and this write makes it); false (nothing written) if the row changed since.
     pub async fn set_intent(
         &self,
         name: &str,
+        version: Option<i64>,
         intent: Intent,
         ds_never_submitted: bool,
         reason: &str,
         now: Timestamp,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let mut tx = self.write().await?;
-        sqlx::query(
-            "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
-        )
-        .bind(name)
-        .bind(now.0)
-        .bind(now.0)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
+        if version.is_none() {
+            let made = sqlx::query(
+                "INSERT OR IGNORE INTO zones (name, state_since, next_check_at) VALUES (?, ?, ?)",
+            )
+            .bind(name)
+            .bind(now.0)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await?;
+            if made.rows_affected() != 1 {
+                return Ok(false);
+            }
+        }
+        let updated = sqlx::query(
             "UPDATE zones SET intent = ?, ds_never_submitted = ?, \
-             next_check_at = min(next_check_at, ?), version = version + 1 WHERE name = ?",
+             next_check_at = min(next_check_at, ?), version = version + 1 \
+             WHERE name = ? AND (? IS NULL OR version = ?)",
         )
         .bind(intent.as_str())
         .bind(ds_never_submitted)
         .bind(now.0)
         .bind(name)
+        .bind(version)
+        .bind(version)
         .execute(&mut *tx)
         .await?;
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
         let state = state_of(&mut tx, name).await?;
         let event = Event::note(EventKind::Intent, state, reason);
         step::insert_event(&mut tx, name, now, &event).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// A zone's facts as written outside a step (a declared signed move), with its audit
@@ -148,15 +162,17 @@ impl SqliteStore {
         id: i64,
         status: OutboxStatus,
         error: Option<&str>,
+        outcome: Option<&str>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.write_one(sqlx::query(
-            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ? \
-             WHERE id = ? AND status = ?",
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, finished_at = ?, last_error = ?, \
+             outcome = ? WHERE id = ? AND status = ?",
         )
         .bind(status.as_str())
         .bind(now.0)
         .bind(error)
+        .bind(outcome)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
         ).await?;
@@ -194,7 +210,7 @@ impl SqliteStore {
     ) -> Result<u64, StoreError> {
         let mut tx = self.write().await?;
         let rows: Vec<RawOutbox> = sqlx::query_as(
-            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts FROM outbox \
+            "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
              WHERE status = ? AND started_at IS NOT NULL \
              AND (? IS NULL OR zone = ?) ORDER BY id",
         )

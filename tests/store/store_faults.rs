@@ -5,13 +5,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dnssec_warden::lifecycle::{Intent, ManualClock, Timestamp};
 use dnssec_warden::metrics;
 use dnssec_warden::store::Store;
-use dnssec_warden_test_support::rig;
+use dnssec_warden_test_support::{logs, rig};
 use sqlx::Connection;
 
 const ZONE: &str = "example.test.";
@@ -167,13 +166,7 @@ async fn a_full_disk_fails_writes_and_the_store_recovers_when_space_is_freed() {
     let Some(fs) = Tmpfs::mount("3m") else {
         return;
     };
-    let log = LogCapture::default();
-    let _log = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .with_writer(log.clone())
-            .with_ansi(false)
-            .finish(),
-    );
+    let log = logs::capture();
     let path: PathBuf = fs.path().join("state.db");
     let store = Store::open(&path).await.unwrap();
     store.ensure_zone(ZONE, T0).await.unwrap();
@@ -310,31 +303,4 @@ async fn the_engine_waits_out_a_full_disk_and_carries_on() {
     stop.send(true).unwrap();
     running.await.unwrap().unwrap();
     store.close().await;
-}
-
-/// The log lines, for counting.
-#[derive(Clone, Default)]
-struct LogCapture(Arc<Mutex<Vec<u8>>>);
-
-impl LogCapture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for LogCapture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
-    type Writer = LogCapture;
-    fn make_writer(&'a self) -> LogCapture {
-        self.clone()
-    }
 }

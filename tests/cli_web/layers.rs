@@ -141,3 +141,107 @@ fn the_scan_sees_an_import_upwards() {
     let named: Vec<String> = named_modules(text).into_iter().map(|(_, n)| n).collect();
     assert_eq!(named, ["config", "store"]);
 }
+
+/// The files of `src/lifecycle/` (its tests left out) a file names by `super::NAME` or
+/// `crate::lifecycle::NAME` in its code.
+fn core_imports(text: &str, files: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split(" //").next().unwrap_or(code);
+        for prefix in ["super::", "crate::lifecycle::"] {
+            let mut rest = code;
+            while let Some(at) = rest.find(prefix) {
+                let after = &rest[at + prefix.len()..];
+                // `super::{a, b::C}` names each of its parts.
+                let names: Vec<String> = match after.strip_prefix('{') {
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(|p| p.trim().split("::").next().unwrap_or("").to_string())
+                        .collect(),
+                    None => vec![
+                        after
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect(),
+                    ],
+                };
+                out.extend(names.into_iter().filter(|n| files.contains(n)));
+                rest = after;
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The pure core's files import each other without a circle of more than two files
+/// (ARCHITECTURE.md, "Layers"): a reader can start from a file and meet each concept
+/// before it is used.
+#[test]
+fn the_core_has_no_import_circle() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lifecycle");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("src/lifecycle is readable")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".rs")?.to_string();
+            (!stem.starts_with("tests") && stem != "mod").then_some(stem)
+        })
+        .collect();
+    names.sort();
+    let graph: BTreeMap<String, Vec<String>> = names
+        .iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(format!("{n}.rs")))
+                .expect("a source file is readable");
+            let deps = core_imports(&text, &names)
+                .into_iter()
+                .filter(|d| d != n)
+                .collect();
+            (n.clone(), deps)
+        })
+        .collect();
+    // Which files each file reaches; a circle is a set of files that reach each other.
+    let reach = |from: &str| {
+        let mut seen = vec![from.to_string()];
+        let mut next = 0;
+        while next < seen.len() {
+            for d in graph.get(&seen[next]).into_iter().flatten() {
+                if !seen.contains(d) {
+                    seen.push(d.clone());
+                }
+            }
+            next += 1;
+        }
+        seen
+    };
+    let mut wrong = Vec::new();
+    for n in &names {
+        let circle: Vec<&String> = names
+            .iter()
+            .filter(|m| reach(n).contains(m) && reach(m).contains(n))
+            .collect();
+        if circle.len() > 2 {
+            wrong.push(format!("{n}: in a circle of {circle:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_circle_scan_reads_grouped_imports() {
+    let names = ["facts", "model", "state"].map(String::from);
+    let text = "use super::{facts::Facts, model};\n// super::state in a comment\nfn f() { crate::lifecycle::state::x(); }\n";
+    assert_eq!(core_imports(text, &names), ["facts", "model", "state"]);
+}

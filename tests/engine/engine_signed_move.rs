@@ -789,3 +789,203 @@ fn an_ns_change_owed_across_a_crash_waits_while_a_target_roll_holds_the_move() {
         );
     });
 }
+
+/// Every phase's provider wait names the account that holds it, as `status` says it
+/// (`[on: provider NAME]`) and `status --json` (`waiting_on_accounts`): the source's
+/// signing off is the source's, not the account that serves the zone by then (found by
+/// an adversarial run: `old_signing_off` said the target), the target's signing at the
+/// start the target's, not the source's.
+#[test]
+fn each_phase_names_the_account_its_provider_wait_is_on() {
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        let mut checked: Vec<(Phase, String)> = Vec::new();
+        for _ in 0..400 {
+            let Some(phase) = rig.phase().await else {
+                break;
+            };
+            if phase == Phase::Done {
+                break;
+            }
+            rig.tick().await.unwrap();
+            rig.poll().await;
+            let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+            let Some(held) = row.zone.facts.held_by.clone() else {
+                continue;
+            };
+            let Some(phase) = row.zone.facts.signed_move.as_ref().map(|m| m.phase) else {
+                continue;
+            };
+            if held.on.as_str() != "provider" {
+                continue;
+            }
+            // Who the wait's own words say must act.
+            let words = held.what.as_str();
+            let account = if words.starts_with("the source") {
+                ACCOUNTS[SOURCE]
+            } else if words.starts_with("the target") {
+                ACCOUNTS[TARGET]
+            } else {
+                continue;
+            };
+            let text = dnssec_warden::cli::status::status_text(&rig.store, Some(ZONE), &rig.policy)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                text.contains(&format!("[on: provider {account}]")),
+                "in {}, waiting for {words:?}, status names another party:\n{text}",
+                phase.name()
+            );
+            let json = dnssec_warden::cli::status::status_json(&rig.store, Some(ZONE), &rig.policy)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                json["waiting_on_accounts"],
+                serde_json::json!([account]),
+                "in {}, waiting for {words:?}: {json:#}",
+                phase.name()
+            );
+            checked.push((phase, words.to_string()));
+        }
+        let phases: Vec<Phase> = checked.iter().map(|(p, _)| *p).collect();
+        for must in [
+            Phase::SigningAtTarget,
+            Phase::RetiringOldKey,
+            Phase::OldSigningOff,
+        ] {
+            assert!(
+                phases.contains(&must),
+                "no provider wait seen in {must:?}: {checked:?}"
+            );
+        }
+    });
+}
+
+/// Commits a step that decided `effect` at the look `brief` describes, and leaves the call
+/// in flight when the daemon stops: its outcome unknown. `brief`: the step's summary.
+async fn call_of_unknown_outcome(
+    store: &Store,
+    effect: dnssec_warden::lifecycle::Effect,
+    brief: serde_json::Value,
+) {
+    let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+    let decision = Decision {
+        state: Some(State::Active),
+        facts: read.row.zone.facts.clone(),
+        effects: vec![effect],
+        alerts: vec![],
+        notes: vec![],
+        wake_at: T0,
+    };
+    let text = ObservationText::from_whole(brief.to_string());
+    assert!(
+        store
+            .commit_step(&read, &decision, &text, T0)
+            .await
+            .unwrap()
+    );
+    let item = store.pending_effects(ZONE).await.unwrap().pop().unwrap();
+    assert!(store.start_effect(item.id, T0).await.unwrap());
+    assert_eq!(store.unknown_in_flight(T0, Some(ZONE)).await.unwrap(), 1);
+}
+
+/// A call of unknown outcome is settled by the account it was sent to, even after the
+/// zone moved (rule 13): a CDS publication sent to the source before the move, its answer
+/// lost, is settled by what the source says, never by the target's word once the zone is
+/// the target's (found by an adversarial run: the target's CDS "settled" a call the
+/// source took). A row from before rows named their account is judged at the zone's
+/// account, as before, and says so.
+#[test]
+fn a_call_of_unknown_outcome_is_settled_at_the_account_it_was_sent_to() {
+    use dnssec_warden::dnssec::CdsPublication;
+    use dnssec_warden::lifecycle::Effect;
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        call_of_unknown_outcome(
+            &rig.store,
+            Effect::SetCds {
+                to: CdsPublication::Key,
+            },
+            serde_json::json!({"provider": {"account": ACCOUNTS[SOURCE], "dnssec": "on"}}),
+        )
+        .await;
+        // It took effect at the source.
+        rig.world
+            .behind_the_daemon(SOURCE, |a| a.cds = CdsPublication::Key);
+        // An older row, naming no account.
+        call_of_unknown_outcome(
+            &rig.store,
+            Effect::DisableDnssec,
+            serde_json::json!({"provider": {"dnssec": "on"}}),
+        )
+        .await;
+        rig.settle().await.unwrap();
+        rig.world.lock().accounts[SOURCE].holds_zone = false;
+        for _ in 0..5 {
+            rig.tick().await.unwrap();
+            rig.poll().await;
+        }
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        assert!(row.zone.facts.signed_move.is_none(), "{}", rig.trail().await);
+        let settled: Vec<String> = rig
+            .store
+            .events(ZONE)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.reason.ends_with("took effect") || e.reason.ends_with("take effect"))
+            .map(|e| e.reason)
+            .collect();
+        eprintln!("settled: {settled:#?}");
+        let cds: Vec<&String> = settled.iter().filter(|r| r.contains("CDS")).collect();
+        assert_eq!(cds.len(), 1, "{settled:#?}\n{}", rig.trail().await);
+        assert!(
+            cds[0].starts_with("provider a: its CDS publication is key: the call to")
+                && cds[0].ends_with(" took effect"),
+            "{settled:#?}"
+        );
+        let old: Vec<&String> = settled.iter().filter(|r| r.contains("switch DNSSEC off")).collect();
+        assert_eq!(old.len(), 1, "{settled:#?}");
+        assert!(
+            old[0].starts_with("provider b: DNSSEC is on (the call's row names no account: judged at the one holding the zone now)"),
+            "{settled:#?}"
+        );
+        assert!(rig.store.unknown_calls(ZONE).await.unwrap().is_empty());
+    });
+}
+
+/// A call of unknown outcome sent to an account no longer configured is said, not
+/// guessed: it stays of unknown outcome, and the history says why.
+#[test]
+fn a_call_to_an_account_no_longer_configured_is_said_not_settled() {
+    use dnssec_warden::dnssec::CdsPublication;
+    use dnssec_warden::lifecycle::Effect;
+    rt().block_on(async {
+        let mut rig = MoveRig::new(&plain_shape()).await;
+        call_of_unknown_outcome(
+            &rig.store,
+            Effect::SetCds {
+                to: CdsPublication::Key,
+            },
+            serde_json::json!({"provider": {"account": "gone", "dnssec": "on"}}),
+        )
+        .await;
+        rig.tick().await.unwrap();
+        let events = rig.store.events(ZONE).await.unwrap();
+        assert!(
+            events.iter().any(|e| e.reason.starts_with(
+                "provider gone is not configured any more (put its [providers.gone] back to settle it): whether the call to"
+            ) && e.reason.ends_with("it stays of unknown outcome")),
+            "{}",
+            rig.trail().await
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| e.reason.ends_with("took effect") || e.reason.ends_with("take effect"))
+        );
+        assert_eq!(rig.store.unknown_calls(ZONE).await.unwrap().len(), 1);
+    });
+}

@@ -77,6 +77,9 @@ enum Op {
     SentThenHeld,
     /// The parent's registry scans the child's CDS and acts on it (`FakeWorld::registry_scan`).
     RegistryScan,
+    /// The next CDS setting writes its first half only and answers a 502 (an answer lost
+    /// between its two writes, rules 11 and 14): it must be made whole again.
+    CdsHalfApplied,
 }
 
 /// How a sequence's world starts.
@@ -110,6 +113,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize, any::<bool>()).prop_map(|(i, b)| Op::StripSignatures(i, b)),
         1 => (0..4u32).prop_map(Op::ProviderFails),
         1 => Just(Op::SentThenHeld),
+        1 => Just(Op::CdsHalfApplied),
         1 => any::<bool>().prop_map(Op::Flip),
         1 => Just(Op::Rekey),
         3 => prop_oneof![Just(1u64), Just(60), Just(300), Just(3600), Just(6 * 3600), Just(30 * 3600)]
@@ -173,6 +177,7 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
         Op::StripSignatures(i, b) => rig.world.lock().children[*i].unsigned = *b,
         Op::ProviderFails(n) => rig.world.lock().provider_failures = *n,
         Op::SentThenHeld => rig.world.lock().switches_sent_then_held = 1,
+        Op::CdsHalfApplied => rig.world.lock().cds_half_applied = 1,
         Op::Flip(on) => rig.world.flip_dnssec(*on),
         Op::Rekey => rig.world.rekey(),
         Op::Advance(secs) => rig.advance(Duration::from_secs(*secs)),
@@ -224,13 +229,20 @@ struct Seen {
     cds_reads: usize,
     /// Provider calls that will fail next (a withdrawal may not get through).
     failures: u32,
+    /// CDS settings that will be half applied next.
+    halves_armed: u32,
 }
 
 async fn seen(rig: &Rig) -> Seen {
     // One lock, released before anything else takes it.
-    let (cds_sets, cds_reads, failures) = {
+    let (cds_sets, cds_reads, failures, halves_armed) = {
         let w = rig.world.lock();
-        (w.cds_sets.len(), w.cds_reads, w.provider_failures)
+        (
+            w.cds_sets.len(),
+            w.cds_reads,
+            w.provider_failures,
+            w.cds_half_applied,
+        )
     };
     Seen {
         observed: rig.last_observed().await,
@@ -239,6 +251,7 @@ async fn seen(rig: &Rig) -> Seen {
         cds_sets,
         cds_reads,
         failures,
+        halves_armed,
     }
 }
 
@@ -350,7 +363,28 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
     let state = rig.state().await;
     let read = now.cds_reads != before.cds_reads;
     if now.observed != before.observed && read && before.failures == 0 && what == "Tick" {
-        let cds = rig.world.lock().cds;
+        let (cds, cdnskey) = {
+            let w = rig.world.lock();
+            (w.cds, w.cdnskey)
+        };
+        // Rules 11 and 14: a setting half applied (its answer lost between the two
+        // writes) is whole again after the next step that read it, and as the zone
+        // wants it now, unless this very step's setting was half applied again.
+        if before.halves_armed == 0 && !owed_cds(rig).await {
+            let row = rig.store.zone(ZONE).await.unwrap().expect("the zone");
+            let wanted = dnssec_warden::lifecycle::rules::cds_wanted(
+                row.zone.intent,
+                row.zone.state,
+                &row.zone.facts,
+            );
+            if (cds, cdnskey) != (wanted, wanted) {
+                let trail = trail(rig).await;
+                prop_assert!(
+                    false,
+                    "after {what}: the provider's CDS setting is CDS {cds:?}, CDNSKEY {cdnskey:?} in {state:?}, not whole as wanted ({wanted:?}); {trail}"
+                );
+            }
+        }
         let intent = rig
             .store
             .zone(ZONE)
@@ -393,6 +427,40 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         prop_assert!(false, "after {what}: {said}; {trail}");
     }
     Ok(now)
+}
+
+/// A CDS setting still owed (behind a notification ahead of it, or not yet performed).
+async fn owed_cds(rig: &Rig) -> bool {
+    rig.store
+        .pending_effects(ZONE)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e.effect, Effect::SetCds { .. }))
+}
+
+/// Rule 11 for the CDS setting: every setting left half applied (its answer lost) is
+/// settled by a later look, never left unsaid.
+async fn half_applied_settled(rig: &Rig) -> Result<(), TestCaseError> {
+    let left = rig.world.lock().cds_halves_left.clone();
+    let events = rig.store.events(rig::ZONE).await.unwrap();
+    for (at, _) in left {
+        let found = events.iter().any(|e| {
+            e.at >= at
+                && e.reason.contains("its CDS publication is")
+                && (e.reason.contains("was half applied")
+                    || e.reason.contains(" took effect")
+                    || e.reason.contains("did not take effect"))
+        });
+        if !found {
+            let trail = trail(rig).await;
+            prop_assert!(
+                false,
+                "the CDS setting half applied at {at} was never settled; {trail}"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The action of a switch, as the audit trail names it.
@@ -602,6 +670,7 @@ fn check_with(
         let violations = rig.world.violations();
         prop_assert!(violations.is_empty(), "while settling: {violations:?}");
         sent_calls_settled(&rig).await?;
+        half_applied_settled(&rig).await?;
         prop_assert!(rig.store.zone(ZONE).await.unwrap().is_some(), "zone lost");
         rig.assert_audit_chain().await;
         let state = rig.state().await;
@@ -613,6 +682,7 @@ fn check_with(
                 prop_assert_eq!(state, Some(State::Disabled));
                 prop_assert!(!rig.world.dnssec_on());
                 prop_assert_eq!(rig.world.lock().cds, CdsPublication::Nothing);
+                prop_assert_eq!(rig.world.lock().cdnskey, CdsPublication::Nothing);
             }
             Intent::None => prop_assert!(state.is_some(), "never adopted"),
         }
@@ -700,6 +770,31 @@ fn a_gap_in_looks_restarts_the_disable_wait() {
         Backend::Sqlite,
     )
     .unwrap();
+}
+
+/// Rules 11 and 14: the announcement's CDS setting loses its answer between its two
+/// writes (the key's CDS set, its CDNSKEY not): the next look that reads it makes it
+/// whole, as the zone wants it then (the oracle of every tick), and settles the call.
+#[test]
+fn a_cds_setting_half_applied_is_made_whole_at_the_next_look() {
+    use Op::*;
+    let mut ops = vec![
+        CdsHalfApplied,
+        Intent(dnssec_warden::lifecycle::Intent::Enabled, false),
+    ];
+    for _ in 0..6 {
+        ops.extend([Tick, Advance(3600)]);
+    }
+    ops.extend([
+        Tick,
+        Tick,
+        Publish(0),
+        Publish(1),
+        Tick,
+        Advance(3600),
+        Tick,
+    ]);
+    check(ops, 300, Start::Provider, (86_400, 3600), Backend::Sqlite).unwrap();
 }
 
 fn delegation_cases() -> u32 {
@@ -1167,4 +1262,28 @@ fn dnssec_switched_off_behind_the_daemon_withdraws_the_cds() {
         Tick,
     ];
     found_with_a_registry(ops);
+}
+
+/// Found by the delegation property: moving in with the old DS at both parent servers,
+/// it is withdrawn at one; the first look (the provider failing, so nothing adopted) sees
+/// it at the other; it is removed there; the next look adopts the zone as `disabled`;
+/// then `enable`. The DS that first look saw must be waited out before the NS change
+/// (rule 9): adoption into `disabled` must not forget it.
+#[test]
+fn a_ds_seen_before_the_zone_was_adopted_is_waited_out_before_the_ns_change() {
+    use Op::*;
+    use dnssec_warden::lifecycle::Intent as I;
+    let ops = vec![
+        Withdraw(0),
+        ProviderFails(1),
+        Tick,
+        RemoveOld(1),
+        Intent(I::None, false),
+        Tick,
+        Intent(I::Enabled, false),
+    ];
+    let start = Start::MovingIn { old_ds: true };
+    if let Err(e) = check(ops, 300, start, (300, 300), Backend::Sqlite) {
+        panic!("{e}");
+    }
 }

@@ -1,40 +1,18 @@
 //! Issue 31, item 4: what an exec hook prints never reaches the daemon's streams as it
-//! is. A test binary of its own: it installs the process's one global log subscriber,
-//! which a unit test beside others running in parallel cannot do reliably (tracing caches
-//! each log site's interest for all threads).
+//! is. The lines are those the test's thread logs (`test_support::logs`): the hook runs on
+//! the test's current-thread runtime, and the tests beside it in this binary log on their
+//! own threads.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dnssec_warden::alert::exec::{OUTPUT_CAP, run};
-
-/// Every line logged, by any thread.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use dnssec_warden_test_support::logs;
 
 /// One daemon line, each stream an escaped field of at most `OUTPUT_CAP` bytes, however
 /// much the command printed; lines it prints that look like the daemon's stay inside it.
 #[tokio::test]
 async fn output_is_captured_bounded_and_escaped() {
-    let lines = Lines::default();
-    let sink = lines.clone();
-    tracing_subscriber::fmt()
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .init();
+    let lines = logs::capture();
     let forged = "2026-01-01T00:00:00.000000Z  WARN forged: DNSSEC switched off";
     let script = format!(
         "printf '%s\\n' '{forged}'; printf '%s\\n' '{forged}' >&2; \
@@ -47,7 +25,7 @@ async fn output_is_captured_bounded_and_escaped() {
     let started = std::time::Instant::now();
     run(&argv, &[], b"", Duration::from_secs(20)).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let log = lines.text();
     assert!(log.len() < 3 * OUTPUT_CAP, "{} bytes logged", log.len());
     let said: Vec<&str> = log.lines().filter(|l| l.contains("forged")).collect();
     assert_eq!(said.len(), 1, "one daemon line: {said:?}");

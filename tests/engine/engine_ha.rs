@@ -13,39 +13,11 @@ use dnssec_warden::store::{
     ClusterSettings, DatabaseSettings, Fenced, PostgresSettings, Store, StoreError,
 };
 use dnssec_warden_test_support::fake::FakeWorld;
+use dnssec_warden_test_support::logs;
 use dnssec_warden_test_support::postgres;
 use dnssec_warden_test_support::rig::{self, CrashSwitch, T0, ZONE, engine};
 
 const LEASE: Duration = Duration::from_millis(3_000);
-
-/// What the code under test logs on this thread while a [`LogLines::subscriber`] is the
-/// default (plain text, no colours).
-#[derive(Clone, Default)]
-struct LogLines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogLines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogLines {
-    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
-        let sink = self.clone();
-        tracing_subscriber::fmt()
-            .with_writer(move || sink.clone())
-            .with_ansi(false)
-            .finish()
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
     let mut store = Store::connect(settings).await.expect("PostgreSQL store");
@@ -123,10 +95,9 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
     // refused, and it performs nothing. The refusal is said (one warning naming the zone,
     // the stale epoch and what was refused) and counted (issue 31, item 9).
     assert!(a_store.holds(ZONE));
-    let lines = LogLines::default();
-    let resumed = {
-        let _log = tracing::subscriber::set_default(lines.subscriber());
-        a.step_zone(ZONE).await
+    let (resumed, lines) = {
+        let lines = logs::capture();
+        (a.step_zone(ZONE).await, lines.text())
     };
     assert!(
         matches!(resumed, Err(EngineError::Store(StoreError::LeaseLost(ref z))) if z == ZONE),
@@ -134,7 +105,6 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
     );
     assert!(!a_store.holds(ZONE), "the refusal ends A's belief");
     let said: Vec<String> = lines
-        .text()
         .lines()
         .filter(|l| l.contains("fenced"))
         .map(str::to_string)

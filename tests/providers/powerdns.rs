@@ -13,7 +13,8 @@ use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{
-    CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider, ProviderError,
+    CdsHalves, CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider,
+    ProviderError,
 };
 use dnssec_warden::secret::Secret;
 
@@ -183,7 +184,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Nothing)
+        Some(CdsHalves::whole(CdsPublication::Nothing))
     );
     assert!(pdns.served("cds.test.", "CDS").is_empty());
 
@@ -194,7 +195,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Key)
+        Some(CdsHalves::whole(CdsPublication::Key))
     );
     // The server publishes the CDS of the key the client hands over, and its CDNSKEY.
     let ds = &key.ds;
@@ -224,7 +225,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Delete)
+        Some(CdsHalves::whole(CdsPublication::Delete))
     );
     assert_eq!(
         pdns.served("cds.test.", "CDS"),
@@ -242,7 +243,7 @@ async fn the_cds_publication_is_set_read_and_served() {
         Provider::cds_publication(&client, "cds.test")
             .await
             .unwrap(),
-        Some(CdsPublication::Nothing)
+        Some(CdsHalves::whole(CdsPublication::Nothing))
     );
     assert!(pdns.served("cds.test.", "CDS").is_empty());
 
@@ -656,4 +657,346 @@ async fn foreign_keys_no_validator_should_check_are_refused_before_any_request()
             "the provider's API cannot publish another signer's DNSKEY for ex.test".into()
         )
     );
+}
+
+/// The zone metadata of `zone` as the server stores it, each kind's values.
+async fn metadata(client: &PowerDnsClient, zone: &str) -> CdsHalves {
+    Provider::cds_publication(client, zone)
+        .await
+        .unwrap_or_else(|e| panic!("the CDS setting of {zone} is read: {e}"))
+        .expect("PowerDNS controls the CDS")
+}
+
+/// Rule 11 and 14 under a lost answer: the proxy answers 502 after the server applied the
+/// first of the two writes of a CDS setting (`PUBLISH-CDS`), so `PUBLISH-CDNSKEY` is
+/// never written. The client reads the half-applied setting as such (not as a setting
+/// "the daemon does not make"), and the engine, at its next look, says the call was half
+/// applied and sets the setting whole again.
+#[tokio::test]
+async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
+    use dnssec_warden::engine::Engine;
+    use dnssec_warden::engine::Notifier;
+    use dnssec_warden::lifecycle::{Clock, ManualClock, Policy};
+    use dnssec_warden_test_support::fake::{FakeWorld, PROVIDER_NS};
+    use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule};
+    use dnssec_warden_test_support::rig::{T0, ZONE};
+    use std::sync::Arc;
+
+    let pdns = Pdns::start();
+    let direct = pdns.client(API_KEY);
+    direct
+        .create_zone(ZONE, &PROVIDER_NS)
+        .await
+        .expect("the zone is created");
+    let proxy = FaultProxy::start(pdns.server.base_url().parse().expect("a URL"))
+        .await
+        .expect("the proxy starts");
+    let proxied = PowerDnsClient::new(
+        &PowerDnsSettings {
+            base_url: proxy.url(),
+            server_id: "localhost".into(),
+            request_timeout: Duration::from_secs(5),
+            max_attempts: 2,
+            retry_budget: Duration::from_secs(5),
+        },
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    let lose_first_write = || {
+        proxy.add_fault(
+            Rule::new(Fault::AfterForward {
+                status: 502,
+                delay: Duration::ZERO,
+            })
+            .on(&format!(
+                "/api/v1/servers/localhost/zones/{ZONE}/metadata/PUBLISH-CDS"
+            )),
+        );
+    };
+
+    // The client: the call is of unknown outcome, and the setting reads half applied.
+    lose_first_write();
+    let lost = Provider::set_cds_publication(&proxied, ZONE, CdsPublication::Key, &allowed)
+        .await
+        .unwrap_err();
+    assert_eq!(lost.class(), ErrorClass::Unknown, "{lost}");
+    let read = Provider::cds_publication(&direct, ZONE).await;
+    assert_eq!(
+        read,
+        Ok(Some(CdsHalves {
+            cds: CdsPublication::Key,
+            cdnskey: CdsPublication::Nothing,
+        })),
+        "a setting of the daemon's, half applied"
+    );
+    proxy.clear_faults();
+    Provider::set_cds_publication(&direct, ZONE, CdsPublication::Key, &allowed)
+        .await
+        .unwrap();
+
+    // The engine: a zone without intent at a provider that does not sign wants no CDS;
+    // its withdrawal loses its answer after the first write, and the next look settles
+    // the call as half applied and withdraws the other half.
+    let clock = ManualClock::starting_at(T0);
+    let world = FakeWorld::new(ZONE, 2, 2, clock.clone());
+    let store = dnssec_warden::store::Store::open_in_memory()
+        .await
+        .expect("a store");
+    store.ensure_zone(ZONE, T0).await.expect("the zone's row");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(proxied),
+        Arc::new(world),
+        Arc::new(clock.clone()),
+        Policy::default(),
+        Notifier::default(),
+    );
+    lose_first_write();
+    engine.tick().await.expect("a tick");
+    assert_eq!(
+        metadata(&direct, ZONE).await,
+        CdsHalves {
+            cds: CdsPublication::Nothing,
+            cdnskey: CdsPublication::Key,
+        },
+        "the withdrawal's first write took effect, its answer lost"
+    );
+    proxy.clear_faults();
+    let next = store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+    clock.set(next.max(clock.now()));
+    engine.tick().await.expect("a tick");
+    assert_eq!(
+        metadata(&direct, ZONE).await,
+        CdsHalves::whole(CdsPublication::Nothing),
+        "made whole at the next look"
+    );
+    let reasons: Vec<String> = store
+        .events(ZONE)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("the call to withdraw the CDS was half applied")),
+        "the lost call settled as half applied: {reasons:#?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "half applied (CDS none, CDNSKEY the key's), a setting of the daemon's whose answer was lost between its two writes: completed, set whole to no CDS or CDNSKEY"
+        )),
+        "the repair said: {reasons:#?}"
+    );
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.contains("not a setting the daemon makes")),
+        "{reasons:#?}"
+    );
+}
+
+/// A client of `pdns` at `base_url` with `server_id`.
+fn client_at(base_url: &str, server_id: &str) -> PowerDnsClient {
+    let settings = PowerDnsSettings {
+        base_url: base_url.parse().expect("a URL"),
+        server_id: server_id.into(),
+        request_timeout: Duration::from_secs(5),
+        max_attempts: 2,
+        retry_budget: Duration::from_secs(5),
+    };
+    PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client")
+}
+
+/// What 4.7 answers, found on the real server: for an unknown server id, the plain-text
+/// `404 Not Found` for every path under `/api/v1/servers/{id}/` (the zone list, a search
+/// by name, a zone, `/config`); for a zone missing on the right server, an empty search
+/// (and a 404 only for the zone's own path). The former is the account's configuration,
+/// said as such, never a zone missing; the latter stays "not found".
+#[tokio::test]
+async fn a_server_id_the_api_does_not_know_is_the_accounts_fault_not_a_missing_zone() {
+    let pdns = Pdns::start();
+    let right = pdns.client(API_KEY);
+    right
+        .create_zone("there.test", &["ns1.pdns.test"])
+        .await
+        .unwrap();
+    // The right server: a missing zone is not found, the account is fine.
+    let missing = Provider::zone(&right, "nothere.test").await.unwrap_err();
+    assert!(matches!(missing, ProviderError::NotFound(_)), "{missing:?}");
+    right
+        .check_server()
+        .await
+        .expect("the server id is the API's");
+    assert!(!right.account_condition().holding());
+
+    let wrong = client_at(&pdns.server.base_url(), "nosuch");
+    for (what, err) in [
+        ("zone", Provider::zone(&wrong, "there.test").await.err()),
+        ("listing", Provider::zone_flags(&wrong).await.err()),
+        (
+            "key",
+            Provider::dnssec_key(&wrong, "there.test").await.err(),
+        ),
+        (
+            "cds",
+            Provider::cds_publication(&wrong, "there.test").await.err(),
+        ),
+        (
+            "direct-dnskey",
+            Provider::foreign_dnskeys_supported(&wrong, "there.test")
+                .await
+                .err(),
+        ),
+        ("server", wrong.check_server().await.err()),
+    ] {
+        let err = err.unwrap_or_else(|| panic!("{what}: answered under an unknown server id"));
+        let ProviderError::Misconfigured { key, message } = &err else {
+            panic!("{what}: {err:?}, not the account's misconfiguration");
+        };
+        assert_eq!(*key, "server_id", "{what}");
+        assert!(
+            message.contains(r#"has no server "nosuch" (it has "localhost")"#),
+            "{what}: {message}"
+        );
+        assert_eq!(err.class(), ErrorClass::NotPerformed, "{what}");
+        assert!(
+            err.to_string()
+                .starts_with(dnssec_warden::provider::ACCOUNT_MISCONFIGURED),
+            "{err}"
+        );
+        assert!(!err.to_string().contains(API_KEY));
+    }
+    let condition = wrong.account_condition();
+    assert!(condition.holding(), "the daemon-wide condition holds");
+    // A switch is never sent: the zone is looked up first.
+    let off = Provider::set_dnssec(&wrong, "there.test", true, &allowed)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(off, ProviderError::Misconfigured { .. }),
+        "{off:?}"
+    );
+
+    // A base URL that is no PowerDNS API at all is the base URL's fault.
+    let elsewhere = client_at(&format!("{}nothere/", pdns.server.base_url()), "localhost");
+    let err = Provider::zone(&elsewhere, "there.test").await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ProviderError::Misconfigured {
+                key: "base_url",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+/// The running daemon's engine over an account whose `server_id` the API does not know:
+/// the daemon-wide `provider_account_misconfigured` holds, and the zone (adopted before,
+/// when the account was right) keeps its state, with no "missing at the provider" (its
+/// hold, its critical alert) on it.
+#[tokio::test]
+async fn a_wrong_server_id_changes_no_zone_and_is_one_condition() {
+    use dnssec_warden::engine::{Engine, Notifier};
+    use dnssec_warden::lifecycle::{AlertKind, Clock, ManualClock, Policy, State};
+    use dnssec_warden_test_support::fake::{FakeWorld, PROVIDER_NS};
+    use dnssec_warden_test_support::rig::{T0, ZONE};
+    use std::sync::Arc;
+
+    let pdns = Pdns::start();
+    let right = pdns.client(API_KEY);
+    right.create_zone(ZONE, &PROVIDER_NS).await.unwrap();
+    let clock = ManualClock::starting_at(T0);
+    let world = FakeWorld::new(ZONE, 2, 2, clock.clone());
+    let store = dnssec_warden::store::Store::open_in_memory()
+        .await
+        .expect("a store");
+    store.ensure_zone(ZONE, T0).await.expect("the zone's row");
+    let engine = |client: PowerDnsClient| {
+        Engine::new(
+            store.clone(),
+            Arc::new(client),
+            Arc::new(world.clone()),
+            Arc::new(clock.clone()),
+            Policy::default(),
+            Notifier::default(),
+        )
+    };
+    engine(right).tick().await.expect("a tick");
+    let before = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(before.zone.state, Some(State::Disabled));
+
+    let wrong = client_at(&pdns.server.base_url(), "nosuch");
+    let condition = wrong.account_condition();
+    let wrong_engine = engine(wrong);
+    for _ in 0..3 {
+        let next = store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+        clock.set(next.max(clock.now()));
+        wrong_engine.tick().await.expect("a tick");
+    }
+    let after = store.zone(ZONE).await.unwrap().unwrap();
+    assert_eq!(after.zone.state, Some(State::Disabled), "no state changed");
+    assert!(
+        after.last_observed_at > before.last_observed_at,
+        "the zone was looked at"
+    );
+    let held = format!("{:?}", after.zone.facts.held_by);
+    assert!(!held.contains("has no zone"), "{held}");
+    let alerts = store.open_alerts(Some(ZONE)).await.unwrap();
+    assert!(
+        alerts
+            .iter()
+            .all(|a| a.kind != AlertKind::ZoneMissingAtProvider),
+        "{alerts:?}"
+    );
+    assert!(condition.holding(), "provider_account_misconfigured holds");
+    let events = store.events(ZONE).await.unwrap();
+    assert!(
+        events.iter().all(|e| !e.reason.contains("has no zone")),
+        "{:?}",
+        events.iter().map(|e| &e.reason).collect::<Vec<_>>()
+    );
+}
+
+/// `check-config` through the real binary asks the PowerDNS account whether its server
+/// id is the API's: a wrong one fails the file (exit 2) naming the key of its block and
+/// the ids the API has; the right one passes.
+#[test]
+fn check_config_names_a_server_id_the_api_does_not_know() {
+    let pdns = Pdns::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("api-key");
+    std::fs::write(&key, format!("{API_KEY}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let config = dir.path().join("config.toml");
+    let write = |server_id: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[providers.pdns]\nkind = \"powerdns\"\nbase_url = \"{}\"\napi_key_file = {key:?}\n\
+                 server_id = \"{server_id}\"\n[database]\npath = {:?}\n[zones]\nnames = [\"ex.test\"]\n",
+                pdns.server.base_url(),
+                dir.path().join("state.db")
+            ),
+        )
+        .unwrap();
+    };
+    write("nosuch");
+    let (code, out, err) = dnssec_warden_test_support::daemon::run(&config, &["check-config"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("key `providers.pdns.server_id`"), "{err}");
+    assert!(
+        err.contains(r#"has no server "nosuch" (it has "localhost")"#),
+        "{err}"
+    );
+    write("localhost");
+    let (code, out, err) = dnssec_warden_test_support::daemon::run(&config, &["check-config"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(": OK"), "{out}");
 }

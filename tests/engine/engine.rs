@@ -683,7 +683,164 @@ async fn a_step_that_panics_ends_alone_and_is_tried_again_later() {
     assert_eq!(rig.state().await, Some(State::Disabled));
 }
 
+/// The policy of a parent `test.` that is told of a changed CDS by NOTIFY(CDS) to
+/// 127.0.0.53 port 5300 (as its DSYNC record would say).
+fn notified_parent() -> dnssec_warden::lifecycle::Policy {
+    use dnssec_warden::lifecycle::parent_way::{DsPathSetting, ParentWay};
+    let mut policy = rig::policy();
+    policy.parents.parents.insert(
+        "test.".into(),
+        ParentWay {
+            ds_path: DsPathSetting::Notify,
+            notify_target: Some("127.0.0.53".into()),
+            notify_port: 5300,
+            ..ParentWay::default()
+        },
+    );
+    policy
+}
+
+/// A zone whose provider publishes the CDS its API is set to, under that parent, brought
+/// to `awaiting_ds` with the DS request the registry's: the CDS of the key is set, and the
+/// next look is the one at which every child address serves it.
+async fn awaiting_the_registry() -> Rig {
+    let mut rig = Rig::with_policy(2, 2, notified_parent()).await;
+    {
+        let mut w = rig.world.lock();
+        w.cds_control = true;
+        w.cds_served = true;
+    }
+    rig.run_for(1).await;
+    intent(&rig, Intent::Enabled).await;
+    assert!(rig.run_until(State::AwaitingDs, 20).await);
+    let waiting = rig.waiting_for().await;
+    assert!(waiting.contains("the registry of test."), "{waiting}");
+    assert!(
+        rig.world.notifies().is_empty(),
+        "no child address served the CDS yet: {:?}",
+        rig.world.notifies()
+    );
+    rig
+}
+
+/// NOTIFY(CDS) is an effect like the others: nothing is sent by a step that dies before
+/// its commit, nor by one that dies right after it (the row is owed); the restarted
+/// step's newer commit voids the owed row and sends one NOTIFY, not a stale one besides;
+/// the history says it was sent and what came of it, and the next step reads that back
+/// (the wait names it), sending no other within the registry's scan period.
+async fn a_notify_is_sent_after_the_commit_and_never_before() {
+    let mut rig = awaiting_the_registry().await;
+    // This look sees the CDS at every child address: the NOTIFY is due, and the step
+    // dies before anything is written.
+    rig.crash.arm(CrashPoint::Observed);
+    rig.tick().await;
+    assert_eq!(rig.crash.armed(), None, "the crash point was reached");
+    assert!(
+        rig.world.notifies().is_empty(),
+        "no NOTIFY before the commit: {:?}",
+        rig.world.notifies()
+    );
+    rig.crash.arm(CrashPoint::Committed);
+    rig.tick().await;
+    assert_eq!(rig.crash.armed(), None);
+    assert!(rig.world.notifies().is_empty(), "committed, not sent");
+    let owed = rig.store.pending_effects(ZONE).await.unwrap();
+    assert!(
+        matches!(
+            owed.as_slice(),
+            [item] if matches!(item.effect, dnssec_warden::lifecycle::Effect::NotifyCds(_))
+        ),
+        "{owed:?}"
+    );
+    rig.tick().await;
+    let sent = rig.world.notifies();
+    assert_eq!(sent.len(), 1, "one NOTIFY, none stale besides: {sent:?}");
+    assert_eq!(sent[0].1, ZONE);
+    assert_eq!(sent[0].2, "127.0.0.53:5300".parse().unwrap());
+    assert!(rig.store.pending_effects(ZONE).await.unwrap().is_empty());
+    assert_eq!(
+        rig.effect_events("NOTIFY(CDS) for the key").await,
+        1,
+        "{:#?}",
+        rig.reasons().await
+    );
+    assert!(
+        rig.reasons()
+            .await
+            .iter()
+            .any(|r| r.starts_with("NOTIFY(CDS) for the key")
+                && r.ends_with("(127.0.0.53 port 5300): acknowledged")),
+        "{:#?}",
+        rig.reasons().await
+    );
+    // The next look reads what came of it from the outbox.
+    rig.run_for(2).await;
+    let facts = rig.store.zone(ZONE).await.unwrap().unwrap().zone.facts;
+    let last = facts.cds_notified.expect("the last NOTIFY in the facts");
+    assert!(last.acknowledged, "{last:?}");
+    let waiting = rig.waiting_for().await;
+    assert!(
+        waiting.contains("NOTIFY(CDS) sent at") && waiting.contains(": acknowledged"),
+        "{waiting}"
+    );
+    rig.run_for(5).await;
+    assert_eq!(
+        rig.world.notifies().len(),
+        1,
+        "not again within the scan period"
+    );
+    // The registry acts on it.
+    assert!(rig.world.registry_scan(3600));
+    assert!(rig.run_until(State::Active, 20).await);
+    rig.assert_audit_chain().await;
+}
+
+/// A NOTIFY that is not answered is said (its row failed, the history and the wait with
+/// the real answer) and sent again at the zone's next look, which comes when it would
+/// have come anyway; a step that dies after sending it leaves it owed, and it goes again.
+async fn a_notify_not_acknowledged_is_said_and_sent_again_at_the_next_look() {
+    let mut rig = awaiting_the_registry().await;
+    rig.world.lock().notify_answer = dnssec_warden::dns::notify::NotifyOutcome::NoAnswer;
+    rig.tick().await;
+    assert_eq!(rig.world.notifies().len(), 1);
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    assert!(
+        row.next_check_at >= rig.world.clock.now().plus(rig.policy.poll_waiting),
+        "the next look not pulled in by the NOTIFY's failure"
+    );
+    assert!(
+        rig.reasons()
+            .await
+            .iter()
+            .any(|r| r.starts_with("NOTIFY(CDS) for the key")
+                && r.ends_with(": no answer to 1 attempts")),
+        "{:#?}",
+        rig.reasons().await
+    );
+    rig.world.clock.set(row.next_check_at);
+    rig.tick().await;
+    assert_eq!(rig.world.notifies().len(), 2, "again at the next look");
+    let waiting = rig.waiting_for().await;
+    assert!(waiting.contains("no answer to 1 attempts"), "{waiting}");
+    // Sent, then the step dies before its row is marked: owed, and it goes again.
+    rig.world.lock().notify_answer = dnssec_warden::dns::notify::NotifyOutcome::Acknowledged;
+    let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+    rig.world.clock.set(row.next_check_at);
+    rig.crash.arm(CrashPoint::EffectPerformed);
+    rig.tick().await;
+    assert_eq!(rig.crash.armed(), None);
+    assert_eq!(rig.world.notifies().len(), 3);
+    rig.tick().await;
+    assert_eq!(rig.world.notifies().len(), 4, "owed: sent again");
+    rig.run_for(3).await;
+    assert_eq!(rig.world.notifies().len(), 4, "acknowledged: not again");
+    let facts = rig.store.zone(ZONE).await.unwrap().unwrap().zone.facts;
+    assert!(facts.cds_notified.is_some_and(|n| n.acknowledged));
+}
+
 on_both_backends!(
+    a_notify_is_sent_after_the_commit_and_never_before,
+    a_notify_not_acknowledged_is_said_and_sent_again_at_the_next_look,
     a_step_that_panics_ends_alone_and_is_tried_again_later,
     full_lifecycle_on_and_off_in_milliseconds,
     the_guard_refuses_when_the_ds_reappears_just_before_the_call,

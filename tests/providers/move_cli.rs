@@ -190,4 +190,31 @@ async fn a_signed_move_between_two_powerdns_accounts_is_declared_and_shown() {
     let (code, _, err) = run(&config, &["move", "m.test", "--to", "pdns-b"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("is declared already"), "{err}");
+
+    // `disable` during the move is refused with the move's phase, its accounts and what
+    // to do instead; nothing is recorded (the move would go on and ask for a DS).
+    let (code, out, err) = run(&config, &["disable", "m.test"]);
+    assert_eq!(code, 1, "{out}{err}");
+    for says in [
+        "m.test.: `disable` is refused during a signed move (from provider pdns-a to provider pdns-b, phase signing_at_target)",
+        "a safe abort of a move is not built",
+        "then disable it at provider pdns-b (nothing was recorded)",
+    ] {
+        assert!(err.contains(says), "{says:?} not in {err}");
+    }
+    // `enable` is harmless and says so: the intent is enabled throughout a move, and the
+    // zone at both accounts is the move, not a zone to delete from one of them.
+    let (code, out, err) = run(&config, &["enable", "m.test"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("m.test.: intent enabled already: the zone is in a signed move from provider pdns-a to provider pdns-b (phase signing_at_target)"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was recorded"), "{out}");
+    let (_, out, _) = run(&config, &["status", "m.test", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(status["intent"], "enabled");
+    assert_eq!(status["signed_move"]["phase"], "signing_at_target");
+    let (_, history, _) = run(&config, &["history", "m.test"]);
+    assert!(!history.contains("asked to disable"), "{history}");
 }
