@@ -49,7 +49,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::lifecycle::{AlertKind, Clock, State};
-use crate::store::{Store, StoreError};
+use crate::store::{DaemonAlertRow, Fenced, Store, StoreError, ZoneHealth};
+use crate::time::Timestamp;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
@@ -260,7 +261,8 @@ fn look_totals(out: &mut String, totals: crate::dns::observe::tally::LookTotals)
     sample(out, name, &[], totals.disagreed as f64);
 }
 
-/// The exposition text (format 0.0.4).
+/// The exposition text (format 0.0.4): what the database holds read first, then one
+/// family (or a few of one concern) at a time, in the order a scrape has always seen them.
 pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreError> {
     let now = clock.now();
     let zones = store.zone_health().await?;
@@ -268,118 +270,145 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     let daemon = store.daemon_alerts_open().await?;
     let undelivered = store.undelivered_alert_notifications().await?;
     let mut out = String::new();
+    store_write_failing(&mut out, store);
+    dns_totals(&mut out, crate::dns::net::query::process_totals());
+    look_totals(&mut out, crate::dns::observe::tally::look_totals());
+    zones_per_state(&mut out, &zones);
+    zones_per_account(&mut out, &zones);
+    // Several daemons on PostgreSQL: who steps how many zones, and how many wait for a
+    // holder (non-zero for longer than a lease: no daemon is taking them).
+    if let Some(me) = store.holder() {
+        let leases = store.lease_counts().await?;
+        leases_held(&mut out, me, &leases, zones.len());
+    }
+    if let Some(fenced) = store.fenced() {
+        fenced_total(&mut out, fenced);
+    }
+    alerts_open(&mut out, &alerts, &daemon, now);
+    daemon_conditions(&mut out, &daemon);
+    notifications_undelivered(&mut out, undelivered);
+    observation_failing(&mut out, &zones, now);
+    observation_ages(&mut out, &zones, now);
+    Ok(out)
+}
 
+/// `dnssec_warden_store_write_failing`, from this process's own writes.
+fn store_write_failing(out: &mut String, store: &Store) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_store_write_failing",
         "1 while writes to the database fail (disk full, I/O error); the daemon retries.",
     );
     let failing = store.write_failure().is_some();
     sample(
-        &mut out,
+        out,
         "dnssec_warden_store_write_failing",
         &[],
         if failing { 1.0 } else { 0.0 },
     );
+}
 
-    dns_totals(&mut out, crate::dns::net::query::process_totals());
-    look_totals(&mut out, crate::dns::observe::tally::look_totals());
-
+/// `dnssec_warden_zones{state}`: every state, `unobserved` last.
+fn zones_per_state(out: &mut String, zones: &[ZoneHealth]) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_zones",
         "Zones per lifecycle state (unobserved: not yet adopted).",
     );
     for state in State::ALL.iter().map(|s| Some(*s)).chain([None]) {
         let n = zones.iter().filter(|z| z.state == state).count();
         let label = state.map(State::as_str).unwrap_or("unobserved");
-        sample(
-            &mut out,
-            "dnssec_warden_zones",
-            &[("state", label)],
-            n as f64,
-        );
+        sample(out, "dnssec_warden_zones", &[("state", label)], n as f64);
     }
+}
 
+/// `dnssec_warden_provider_zones{provider}`, by account name.
+fn zones_per_account(out: &mut String, zones: &[ZoneHealth]) {
     let mut accounts: std::collections::BTreeMap<&str, usize> = Default::default();
     for account in zones.iter().filter_map(|z| z.account.as_deref()) {
         *accounts.entry(account).or_default() += 1;
     }
     family(
-        &mut out,
+        out,
         "dnssec_warden_provider_zones",
         "Zones per provider account, as their last look found them.",
     );
     for (account, n) in accounts {
         sample(
-            &mut out,
+            out,
             "dnssec_warden_provider_zones",
             &[("provider", account)],
             n as f64,
         );
     }
+}
 
-    // Several daemons on PostgreSQL: who steps how many zones, and how many wait for a
-    // holder (non-zero for longer than a lease: no daemon is taking them).
-    if let Some(me) = store.holder() {
-        let leases = store.lease_counts().await?;
-        family(
-            &mut out,
-            "dnssec_warden_leases_held",
-            "Zones each daemon holds a current lease on (holder: node/pid; this daemon: self=\"1\").",
-        );
-        for (holder, n) in &leases {
-            let this = if holder == me { "1" } else { "0" };
-            sample(
-                &mut out,
-                "dnssec_warden_leases_held",
-                &[("holder", holder), ("self", this)],
-                *n as f64,
-            );
-        }
-        if !leases.iter().any(|(h, _)| h == me) {
-            sample(
-                &mut out,
-                "dnssec_warden_leases_held",
-                &[("holder", me), ("self", "1")],
-                0.0,
-            );
-        }
-        family(
-            &mut out,
-            "dnssec_warden_zones_unheld",
-            "Zones no daemon holds a current lease on.",
-        );
-        let held: i64 = leases.iter().map(|(_, n)| n).sum();
-        sample(
-            &mut out,
-            "dnssec_warden_zones_unheld",
-            &[],
-            (zones.len() as i64 - held).max(0) as f64,
-        );
-    }
-    if let Some(fenced) = store.fenced() {
-        let _ = writeln!(
-            out,
-            "# HELP dnssec_warden_fenced_total What this daemon's fence refused since it started: \
-             writes, provider calls and notifications of zones whose lease was no longer its own."
-        );
-        let _ = writeln!(out, "# TYPE dnssec_warden_fenced_total counter");
-        for (what, n) in fenced {
-            sample(
-                &mut out,
-                "dnssec_warden_fenced_total",
-                &[("what", what.as_str())],
-                n as f64,
-            );
-        }
-    }
-
+/// `dnssec_warden_leases_held{holder,self}` (this daemon always, at 0 when it holds
+/// none) and `dnssec_warden_zones_unheld`.
+fn leases_held(out: &mut String, me: &str, leases: &[(String, i64)], zones: usize) {
     family(
-        &mut out,
-        "dnssec_warden_alerts_open",
-        "Open alerts per kind.",
+        out,
+        "dnssec_warden_leases_held",
+        "Zones each daemon holds a current lease on (holder: node/pid; this daemon: self=\"1\").",
     );
+    for (holder, n) in leases {
+        let this = if holder == me { "1" } else { "0" };
+        sample(
+            out,
+            "dnssec_warden_leases_held",
+            &[("holder", holder), ("self", this)],
+            *n as f64,
+        );
+    }
+    if !leases.iter().any(|(h, _)| h == me) {
+        sample(
+            out,
+            "dnssec_warden_leases_held",
+            &[("holder", me), ("self", "1")],
+            0.0,
+        );
+    }
+    family(
+        out,
+        "dnssec_warden_zones_unheld",
+        "Zones no daemon holds a current lease on.",
+    );
+    let held: i64 = leases.iter().map(|(_, n)| n).sum();
+    sample(
+        out,
+        "dnssec_warden_zones_unheld",
+        &[],
+        (zones as i64 - held).max(0) as f64,
+    );
+}
+
+/// `dnssec_warden_fenced_total{what}`: a counter of this process.
+fn fenced_total(out: &mut String, fenced: Vec<(Fenced, u64)>) {
+    let _ = writeln!(
+        out,
+        "# HELP dnssec_warden_fenced_total What this daemon's fence refused since it started: \
+         writes, provider calls and notifications of zones whose lease was no longer its own."
+    );
+    let _ = writeln!(out, "# TYPE dnssec_warden_fenced_total counter");
+    for (what, n) in fenced {
+        sample(
+            out,
+            "dnssec_warden_fenced_total",
+            &[("what", what.as_str())],
+            n as f64,
+        );
+    }
+}
+
+/// `dnssec_warden_alerts_open{kind,severity}`: every kind; a daemon-wide one once it
+/// alerts.
+fn alerts_open(
+    out: &mut String,
+    alerts: &[(AlertKind, i64)],
+    daemon: &[DaemonAlertRow],
+    now: Timestamp,
+) {
+    family(out, "dnssec_warden_alerts_open", "Open alerts per kind.");
     for kind in AlertKind::ALL {
         let alerting = daemon
             .iter()
@@ -394,58 +423,68 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
             ("kind", kind.as_str()),
             ("severity", kind.severity().as_str()),
         ];
-        sample(&mut out, "dnssec_warden_alerts_open", &labels, n as f64);
+        sample(out, "dnssec_warden_alerts_open", &labels, n as f64);
     }
+}
 
+/// `dnssec_warden_daemon_condition{kind}`: the daemon-wide conditions holding now.
+fn daemon_conditions(out: &mut String, daemon: &[DaemonAlertRow]) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_daemon_condition",
         "Daemon-wide conditions holding now (1 per host for a host's own), alerting or not yet.",
     );
     for kind in AlertKind::DAEMON_WIDE {
         let n = daemon.iter().filter(|a| a.kind == *kind).count();
         sample(
-            &mut out,
+            out,
             "dnssec_warden_daemon_condition",
             &[("kind", kind.as_str())],
             n as f64,
         );
     }
+}
 
+/// `dnssec_warden_alert_notifications_undelivered`.
+fn notifications_undelivered(out: &mut String, undelivered: i64) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_alert_notifications_undelivered",
         "Alert notifications (opening or resolved) some sink has not yet taken.",
     );
     sample(
-        &mut out,
+        out,
         "dnssec_warden_alert_notifications_undelivered",
         &[],
         undelivered as f64,
     );
+}
 
+/// The incomplete observations: how many zones have one, and per zone how many in a row
+/// and since when.
+fn observation_failing(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_zones_observation_failing",
         "Zones whose last observation was incomplete (provider or a parent server unknown).",
     );
     let failing = zones.iter().filter(|z| z.failures > 0).count();
     sample(
-        &mut out,
+        out,
         "dnssec_warden_zones_observation_failing",
         &[],
         failing as f64,
     );
 
     family(
-        &mut out,
+        out,
         "dnssec_warden_zone_observation_failures",
         "Incomplete observations of the zone in a row.",
     );
-    for z in &zones {
+    for z in zones {
         let labels = [("zone", z.name.as_str())];
         sample(
-            &mut out,
+            out,
             "dnssec_warden_zone_observation_failures",
             &labels,
             z.failures as f64,
@@ -453,25 +492,28 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     }
 
     family(
-        &mut out,
+        out,
         "dnssec_warden_zone_observation_failing_seconds",
         "How long the zone's observations have been incomplete (0: the last one was complete).",
     );
-    for z in &zones {
+    for z in zones {
         let secs = z
             .failing_since
             .map_or(0.0, |at| now.since(at).as_secs_f64());
         let labels = [("zone", z.name.as_str())];
         sample(
-            &mut out,
+            out,
             "dnssec_warden_zone_observation_failing_seconds",
             &labels,
             secs,
         );
     }
+}
 
+/// Per zone: the age of its last look, and of its last complete one.
+fn observation_ages(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
     family(
-        &mut out,
+        out,
         "dnssec_warden_zone_last_observation_age_seconds",
         "Seconds since the zone was last observed, completely or not (absent: never).",
     );
@@ -480,7 +522,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
             let labels = [("zone", z.name.as_str())];
             let age = now.since(at).as_secs_f64();
             sample(
-                &mut out,
+                out,
                 "dnssec_warden_zone_last_observation_age_seconds",
                 &labels,
                 age,
@@ -489,7 +531,7 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     }
 
     family(
-        &mut out,
+        out,
         "dnssec_warden_zone_last_complete_observation_age_seconds",
         "Seconds since the last complete observation of the zone; while observations fail, \
          at least the time they have been failing (absent: never observed).",
@@ -504,14 +546,13 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
             let labels = [("zone", z.name.as_str())];
             let age = now.since(at).as_secs_f64();
             sample(
-                &mut out,
+                out,
                 "dnssec_warden_zone_last_complete_observation_age_seconds",
                 &labels,
                 age,
             );
         }
     }
-    Ok(out)
 }
 
 fn family(out: &mut String, name: &str, help: &str) {

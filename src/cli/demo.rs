@@ -123,17 +123,73 @@ struct Mover {
     delegated_a: Option<(Instant, Vec<String>)>,
 }
 
+/// The demo, step by step: the simulated world and its configuration, the engine on it,
+/// the operator's enables, the story told from the audit trail until every zone is where
+/// it should be, the ending; with `keep`, the world stays up until Ctrl-C.
 pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
     let started = Instant::now();
     // The same moment on the daemon's clock, to show its facts in the demo's seconds.
     let started_at = SystemClock.now();
     let api_key = format!("demo-{:016x}", fastrand::u64(..));
+    let (sim, lab, old_key) = start_world(&api_key).await?;
+    let (dir, settings) = write_config(&sim, &lab, &api_key)?;
+    // The demo's engine is a daemon on this database as long as it runs (with --keep,
+    // until Ctrl-C): a `run` on the same config must find it taken.
+    let mut lock = crate::cli::daemon::lock(&settings.database).await?;
+
+    let store = Store::connect(&settings.database).await?;
+    if let Some(path) = settings.database.sqlite_path() {
+        lock.hold_database(path)?;
+    }
+    let clock = SystemClock;
+    for zone in ZONES {
+        store.ensure_zone(zone, clock.now()).await?;
+    }
+    let policy: Policy = settings.timing.clone();
+    let engine = start_engine(&settings, &store, &sim, api_key, &policy)?;
+
+    let say = |out: &mut dyn Write, text: &str| {
+        let _ = writeln!(out, "[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
+        let _ = out.flush();
+    };
+    print_world(out, &sim, &lab, &old_key, &settings);
+    enable_zones(out, &say, &store, &clock).await?;
+
+    // The engine starts after the intents are in: a zone it met first without one would
+    // be adopted as found and only then set on its path, and the story would vary by run.
+    let (stop, stopped) = watch::channel(false);
+    let running = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.run(stopped, Duration::from_millis(100)).await })
+    };
+
+    let outcome = tell_the_story(
+        out, &say, &store, &lab, &clock, &policy, started, started_at,
+    )
+    .await?;
+
+    if outcome.is_ok() {
+        print_ending(out, &store, &sim, &policy, started).await?;
+    }
+
+    if keep && outcome.is_ok() {
+        keep_the_world(out, dir).await;
+    }
+    let _ = stop.send(true);
+    let _ = running.await;
+    store.close().await;
+    outcome
+}
+
+/// The provider simulator and the lab DNS hierarchy, with the three zones: two at the
+/// provider, and one moving in, still signed by the old provider with the returned key.
+async fn start_world(api_key: &str) -> Result<(ProviderSim, LabDns, LabKey), DemoError> {
     let sim = ProviderSim::start(
         "127.0.0.1:0"
             .parse()
             .map_err(|_| DemoError::Config("address".into()))?,
         SimOptions {
-            api_keys: vec![api_key.clone()],
+            api_keys: vec![api_key.to_string()],
             ds_ttl: 2,
             name_server_ttl: 1,
             name_servers: dnssec_warden_lab::dns::NAME_SERVERS
@@ -164,8 +220,17 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
     lab.set_dnskey_ttl(MOVING, 1)?;
     lab.set_old_zone_ttl(MOVING, 2)?;
     lab.set_old_dnskey_ttl(MOVING, 1)?;
+    Ok((sim, lab, old_key))
+}
 
-    // A real configuration file, so that `status` and `check` work on it with --keep.
+/// A real configuration file, so that `status` and `check` work on it with --keep: in a
+/// temporary directory (returned: it goes when dropped), and read back as the daemon reads
+/// it.
+fn write_config(
+    sim: &ProviderSim,
+    lab: &LabDns,
+    api_key: &str,
+) -> Result<(tempfile::TempDir, Settings), DemoError> {
     let dir = tempfile::Builder::new()
         .prefix("dnssec-warden-demo-")
         .tempdir()?;
@@ -187,18 +252,18 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
     );
     std::fs::write(&config_path, &config)?;
     let settings = Settings::load(&config_path).map_err(|e| DemoError::Config(e.to_string()))?;
-    // The demo's engine is a daemon on this database as long as it runs (with --keep,
-    // until Ctrl-C): a `run` on the same config must find it taken.
-    let mut lock = crate::cli::daemon::lock(&settings.database).await?;
+    Ok((dir, settings))
+}
 
-    let store = Store::connect(&settings.database).await?;
-    if let Some(path) = settings.database.sqlite_path() {
-        lock.hold_database(path)?;
-    }
-    let clock = SystemClock;
-    for zone in ZONES {
-        store.ensure_zone(zone, clock.now()).await?;
-    }
+/// The real engine on the demo's database: the real API client to the simulator, the
+/// real DNS observer on the lab hierarchy.
+fn start_engine(
+    settings: &Settings,
+    store: &Store,
+    sim: &ProviderSim,
+    api_key: String,
+    policy: &Policy,
+) -> Result<Arc<Engine<GcoreClient, DnsObserver>>, DemoError> {
     let provider = Arc::new(GcoreClient::with_policy(
         sim.base_url(),
         Credentials::ApiKey(Secret::new(api_key)),
@@ -211,20 +276,24 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
     )?);
     let observer =
         Arc::new(DnsObserver::new(&settings.dns).map_err(|e| DemoError::Config(e.to_string()))?);
-    let policy: Policy = settings.timing.clone();
-    let engine = Arc::new(Engine::new(
+    Ok(Arc::new(Engine::new(
         store.clone(),
         provider,
         observer,
         Arc::new(SystemClock),
         policy.clone(),
         Notifier::default(),
-    ));
+    )))
+}
 
-    let say = |out: &mut dyn Write, text: &str| {
-        let _ = writeln!(out, "[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
-        let _ = out.flush();
-    };
+/// The world the demo runs in, as the first lines say it.
+fn print_world(
+    out: &mut dyn Write,
+    sim: &ProviderSim,
+    lab: &LabDns,
+    old_key: &LabKey,
+    settings: &Settings,
+) {
     let _ = writeln!(
         out,
         "dnssec-warden demo: a provider, a DNS hierarchy and a registrar, simulated on loopback.\n\
@@ -241,7 +310,15 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
         old_key.dnskey().key_tag(),
         settings.database.describe(),
     );
+}
 
+/// The operator enables DNSSEC on the three zones.
+async fn enable_zones(
+    out: &mut dyn Write,
+    say: &impl Fn(&mut dyn Write, &str),
+    store: &Store,
+    clock: &dyn Clock,
+) -> Result<(), DemoError> {
     say(
         out,
         &format!(
@@ -259,15 +336,24 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
             )
             .await?;
     }
+    Ok(())
+}
 
-    // The engine starts after the intents are in: a zone it met first without one would
-    // be adopted as found and only then set on its path, and the story would vary by run.
-    let (stop, stopped) = watch::channel(false);
-    let running = {
-        let engine = engine.clone();
-        tokio::spawn(async move { engine.run(stopped, Duration::from_millis(100)).await })
-    };
-
+/// The story as it happens: every tenth of a second, each zone's new audit lines
+/// printed and its registrar's turn; once both zones are active the operator disables
+/// them. `Ok(outcome)`: the story ended, with every zone where it should be or stuck past
+/// the deadline; `Err`: the database could not be read, and the demo stops at once.
+#[allow(clippy::too_many_arguments)]
+async fn tell_the_story(
+    out: &mut dyn Write,
+    say: &impl Fn(&mut dyn Write, &str),
+    store: &Store,
+    lab: &LabDns,
+    clock: &dyn Clock,
+    policy: &Policy,
+    started: Instant,
+    started_at: Timestamp,
+) -> Result<Result<(), DemoError>, DemoError> {
     let mut registrar: HashMap<&str, RegistrarState> = HashMap::new();
     let mut mover = Mover::default();
     let mut seen_event: HashMap<&str, i64> = HashMap::new();
@@ -283,30 +369,7 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
         }
         let mut states = Vec::new();
         for zone in ZONES {
-            // Print every new line of the audit trail.
-            for e in store.events(zone).await? {
-                let last = seen_event.entry(zone).or_insert(0);
-                if e.id <= *last {
-                    continue;
-                }
-                *last = e.id;
-                let line = match (e.kind.as_str(), &e.from, &e.to) {
-                    ("transition", from, Some(to)) => format!(
-                        "{zone:<12} {} -> {to}: {}",
-                        from.as_deref().unwrap_or("(new)"),
-                        e.reason
-                    ),
-                    ("intent", _, _) => continue,
-                    (kind, _, _) => format!("{zone:<12} [{kind}] {}", e.reason),
-                };
-                say(out, &line);
-                if zone == MOVING
-                    && e.kind == crate::store::EventKind::Effect
-                    && let Some(request) = Request::parse(zone, &e.reason)
-                {
-                    mover.queue.push_back((Instant::now(), request));
-                }
-            }
+            print_new_events(out, say, store, zone, &mut seen_event, &mut mover).await?;
             let row = store.zone(zone).await?;
             let state = row.as_ref().and_then(|r| r.zone.state);
             if zone == MOVING {
@@ -314,46 +377,20 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
                     && moving_state != state
                     && let Some(facts) = row.as_ref().map(|r| &r.zone.facts)
                 {
-                    say(out, &rule_9_check(facts, &policy, started_at));
+                    say(out, &rule_9_check(facts, policy, started_at));
                 }
                 moving_state = state;
-                mover_step(out, &say, &lab, &mut mover)?;
+                mover_step(out, say, lab, &mut mover)?;
                 continue;
             }
             let ds_line = row.and_then(|r| r.zone.facts.ds_line);
             states.push(state);
             let reg = registrar.entry(zone).or_default();
-            registrar_step(
-                out,
-                &say,
-                &store,
-                &lab,
-                zone,
-                state,
-                ds_line.as_deref(),
-                reg,
-            )
-            .await?;
+            registrar_step(out, say, store, lab, zone, state, ds_line.as_deref(), reg).await?;
         }
         if !disabling && states.iter().all(|s| *s == Some(State::Active)) {
             disabling = true;
-            say(
-                out,
-                &format!(
-                    "operator: dnssec-warden disable {PROMPT}; dnssec-warden disable {FORGETFUL}"
-                ),
-            );
-            for zone in [PROMPT, FORGETFUL] {
-                store
-                    .set_intent(
-                        zone,
-                        Intent::Disabled,
-                        false,
-                        "operator asked to disable DNSSEC (demo)",
-                        clock.now(),
-                    )
-                    .await?;
-            }
+            disable_zones(out, say, store, clock).await?;
         }
         if disabling
             && states.iter().all(|s| *s == Some(State::Disabled))
@@ -362,62 +399,131 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
             break Ok(());
         }
     };
+    Ok(outcome)
+}
 
-    if outcome.is_ok() {
-        let _ = writeln!(out, "\nFinal status:");
-        if let Some(text) = crate::cli::status::status_text(&store, None, &policy).await? {
-            let _ = write!(out, "{text}");
+/// Prints every new line of `zone`'s audit trail; a request of the daemon for the zone
+/// moving in goes to its registrar's queue.
+async fn print_new_events(
+    out: &mut dyn Write,
+    say: &impl Fn(&mut dyn Write, &str),
+    store: &Store,
+    zone: &'static str,
+    seen_event: &mut HashMap<&str, i64>,
+    mover: &mut Mover,
+) -> Result<(), DemoError> {
+    for e in store.events(zone).await? {
+        let last = seen_event.entry(zone).or_insert(0);
+        if e.id <= *last {
+            continue;
         }
-        let _ = writeln!(out, "\nHistory of {FORGETFUL}:");
-        let _ = write!(
-            out,
-            "{}",
-            crate::cli::status::history_text(&store, FORGETFUL).await?
-        );
-        let _ = writeln!(out, "\nHistory of {MOVING}:");
-        let _ = write!(
-            out,
-            "{}",
-            crate::cli::status::history_text(&store, MOVING).await?
-        );
-        let calls: Vec<String> = sim
-            .handle()
-            .calls()
-            .iter()
-            .filter(|c| c.path.ends_with("/dnssec"))
-            .map(|c| format!("  {} {} {} -> {}", c.method, c.path, c.body, c.status))
-            .collect();
-        let _ = writeln!(
-            out,
-            "\nDNSSEC switches the provider received:\n{}",
-            calls.join("\n")
-        );
-        let _ = writeln!(
-            out,
-            "\n{PROMPT} and {FORGETFUL} went on and off without a moment of failed validation: DNSSEC was switched off only after every parent server had dropped the DS and its TTL had passed.\n\
-             {MOVING} moved in in the safe order (safety rule 9): the old provider's DS went first and its TTL was waited out before the NS change, and the new DS was announced only after every TLD server delegated to the provider and the old delegation's NS TTL had passed. Finished in {:.1}s.",
-            started.elapsed().as_secs_f64()
-        );
+        *last = e.id;
+        let line = match (e.kind.as_str(), &e.from, &e.to) {
+            ("transition", from, Some(to)) => format!(
+                "{zone:<12} {} -> {to}: {}",
+                from.as_deref().unwrap_or("(new)"),
+                e.reason
+            ),
+            ("intent", _, _) => continue,
+            (kind, _, _) => format!("{zone:<12} [{kind}] {}", e.reason),
+        };
+        say(out, &line);
+        if zone == MOVING
+            && e.kind == crate::store::EventKind::Effect
+            && let Some(request) = Request::parse(zone, &e.reason)
+        {
+            mover.queue.push_back((Instant::now(), request));
+        }
     }
+    Ok(())
+}
 
-    if keep && outcome.is_ok() {
-        let dir_path: PathBuf = dir.keep();
-        let _ = writeln!(
-            out,
-            "\n--keep: the world stays up until Ctrl-C. Try:\n  \
-             dnssec-warden status --config {0}\n  \
-             dnssec-warden history {PROMPT} --config {0}\n  \
-             dnssec-warden check {PROMPT} --config {0}\n  \
-             dnssec-warden enable {PROMPT} --config {0}   (the engine here acts on it)",
-            dir_path.join("config.toml").display()
-        );
-        let _ = out.flush();
-        let _ = tokio::signal::ctrl_c().await;
+/// The operator disables DNSSEC on the two zones that went on.
+async fn disable_zones(
+    out: &mut dyn Write,
+    say: &impl Fn(&mut dyn Write, &str),
+    store: &Store,
+    clock: &dyn Clock,
+) -> Result<(), DemoError> {
+    say(
+        out,
+        &format!("operator: dnssec-warden disable {PROMPT}; dnssec-warden disable {FORGETFUL}"),
+    );
+    for zone in [PROMPT, FORGETFUL] {
+        store
+            .set_intent(
+                zone,
+                Intent::Disabled,
+                false,
+                "operator asked to disable DNSSEC (demo)",
+                clock.now(),
+            )
+            .await?;
     }
-    let _ = stop.send(true);
-    let _ = running.await;
-    store.close().await;
-    outcome
+    Ok(())
+}
+
+/// The end of a story that finished: the final status, two zones' histories, the
+/// DNSSEC switches the provider received, and what it showed.
+async fn print_ending(
+    out: &mut dyn Write,
+    store: &Store,
+    sim: &ProviderSim,
+    policy: &Policy,
+    started: Instant,
+) -> Result<(), DemoError> {
+    let _ = writeln!(out, "\nFinal status:");
+    if let Some(text) = crate::cli::status::status_text(store, None, policy).await? {
+        let _ = write!(out, "{text}");
+    }
+    let _ = writeln!(out, "\nHistory of {FORGETFUL}:");
+    let _ = write!(
+        out,
+        "{}",
+        crate::cli::status::history_text(store, FORGETFUL).await?
+    );
+    let _ = writeln!(out, "\nHistory of {MOVING}:");
+    let _ = write!(
+        out,
+        "{}",
+        crate::cli::status::history_text(store, MOVING).await?
+    );
+    let calls: Vec<String> = sim
+        .handle()
+        .calls()
+        .iter()
+        .filter(|c| c.path.ends_with("/dnssec"))
+        .map(|c| format!("  {} {} {} -> {}", c.method, c.path, c.body, c.status))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nDNSSEC switches the provider received:\n{}",
+        calls.join("\n")
+    );
+    let _ = writeln!(
+        out,
+        "\n{PROMPT} and {FORGETFUL} went on and off without a moment of failed validation: DNSSEC was switched off only after every parent server had dropped the DS and its TTL had passed.\n\
+         {MOVING} moved in in the safe order (safety rule 9): the old provider's DS went first and its TTL was waited out before the NS change, and the new DS was announced only after every TLD server delegated to the provider and the old delegation's NS TTL had passed. Finished in {:.1}s.",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `--keep`: the demo's directory kept, and the world up until Ctrl-C, with commands to
+/// try on it.
+async fn keep_the_world(out: &mut dyn Write, dir: tempfile::TempDir) {
+    let dir_path: PathBuf = dir.keep();
+    let _ = writeln!(
+        out,
+        "\n--keep: the world stays up until Ctrl-C. Try:\n  \
+         dnssec-warden status --config {0}\n  \
+         dnssec-warden history {PROMPT} --config {0}\n  \
+         dnssec-warden check {PROMPT} --config {0}\n  \
+         dnssec-warden enable {PROMPT} --config {0}   (the engine here acts on it)",
+        dir_path.join("config.toml").display()
+    );
+    let _ = out.flush();
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The moving zone's DS announcement against safety rule 9, from the daemon's facts, in

@@ -10,7 +10,10 @@ use super::policy::Policy;
 use super::rules::{delegation_hold_until, ds_request_at, removal_request_at};
 use super::state::State;
 use crate::dns::delegation::{self, DelegationMatch, DelegationVerdict};
-use crate::dns::{DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict};
+use crate::dns::{
+    ChildView, DsAnswer, Evidence, ParentDsVerdict, ParentView, ServedKeys, ValidationVerdict,
+};
+use crate::dnssec::DnssecKey;
 use crate::time::Timestamp;
 
 /// What one observation says about the alert conditions.
@@ -29,6 +32,8 @@ pub struct Judgement {
 
 /// Judges every alert condition for `zone`, now in `state` with `facts` (the step's
 /// outcome), on `obs`. Pure: the caller applies `partial_since` and the deadlines.
+///
+/// One step per condition, in the order the checks are listed.
 pub fn judge(
     zone: &Zone,
     state: Option<State>,
@@ -36,117 +41,240 @@ pub fn judge(
     obs: &Observation,
     policy: &Policy,
 ) -> Judgement {
-    let mut checks = Vec::new();
-    let mut deadlines = Vec::new();
-    let mut partial_since = facts.partial_since;
-    let now = obs.at;
-    let parent = obs.parent.as_ref().ok();
-    let deleg = &obs.delegation;
-    let child = obs.child.as_ref().ok();
-    let key = match &obs.provider {
-        ProviderView::On(key) => Some(key),
-        _ => None,
-    };
-    let since = if state == zone.state { zone.since } else { now };
+    let case = Case::new(zone, state, facts, obs, policy);
     let signals = super::cds::judge(zone, state, facts, obs);
-    let zone = zone.name.as_str();
-
-    // While the registry is given its time to act on the CDS, its deadline is the one
-    // that counts (`ds_scan_overdue` once it passed); the registrar's counts from the ask.
-    let at_registrar = facts.registry_since.is_none();
-    let overdue = match (state, ds_request_at(facts)) {
-        (Some(State::AwaitingDs), Some(at))
-            if at_registrar && now.since(at) >= policy.ds_overdue_after =>
-        {
-            let there = published(parent);
-            Some(match &facts.ds_to_enter {
-                Some(line) => format!(
-                    "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). Enter it at the registrar: {line}"
-                ),
-                None => format!(
-                    "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
-                ),
-            })
-        }
-        _ => None,
+    let mut out = Judgement {
+        checks: Vec::new(),
+        deadlines: Vec::new(),
+        partial_since: facts.partial_since,
     };
-    checks.push(AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue));
+    out.checks.push(case.ds_unpublished_overdue());
+    out.checks.push(case.ds_removal_overdue());
+    out.checks.push(case.ds_scan_overdue());
+    if let Some(parent) = case.parent {
+        case.at_the_parent(parent, &mut out);
+    }
+    out.checks.extend(case.validation_failed());
+    out.checks.extend(case.signatures_expiring());
+    let failing = case.observation_failing(&mut out.deadlines);
+    out.checks.push(failing);
+    out.checks.extend(case.evidence_unvalidated());
+    out.checks
+        .extend(missing_at_provider(case.zone, obs, case.deleg));
+    if facts.failing_since.is_none() {
+        let stalled = case.wait_stalled(&mut out.deadlines);
+        out.checks.push(stalled);
+    }
+    out.checks.push(case.registrar_hook_failed());
+    out.checks.extend(signals);
+    out
+}
 
-    let removal_at = removal_request_at(facts, since);
-    let removal = (state == Some(State::AwaitingDsRemoval)
-        && at_registrar
-        && now.since(removal_at) >= policy.ds_removal_overdue_after)
-        .then(|| {
-            let records = parent.map(parent_ds_lines).unwrap_or_default();
-            let remove = if records.is_empty() {
-                facts.ds_line.as_deref().unwrap_or("(the zone's DS)").to_string()
-            } else {
-                records.join("; ")
-            };
-            format!(
-                "{zone}: a DS is still published at the parent since {since}. Remove it at the registrar: {remove}"
-            )
-        });
-    checks.push(AlertCheck::new(AlertKind::DsRemovalOverdue, removal));
+/// What every condition is judged on: the zone as the step leaves it, and this look's
+/// parts that can be read (an unknown part judges nothing).
+struct Case<'a> {
+    /// The zone's name, as the messages write it.
+    zone: &'a str,
+    state: Option<State>,
+    /// Since when the zone is in `state`: now when the step moved it.
+    since: Timestamp,
+    facts: &'a Facts,
+    obs: &'a Observation,
+    policy: &'a Policy,
+    now: Timestamp,
+    parent: Option<&'a ParentView>,
+    deleg: &'a delegation::DelegationAssessment,
+    child: Option<&'a ChildView>,
+    /// The provider's key, while DNSSEC is on there.
+    key: Option<&'a DnssecKey>,
+    /// The registry is not being given its time to act on the CDS: the registrar's
+    /// deadlines count.
+    at_registrar: bool,
+}
 
-    let scan = match (state, facts.registry_missed_at) {
-        (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(at)) => {
-            let path = facts.ds_path.as_ref();
-            let what = if state == Some(State::AwaitingDs) {
-                "published the DS from the child's CDS"
-            } else {
-                "removed the DS on the child's CDS delete request"
-            };
-            Some(format!(
-                "{zone}: {} has not {what} within its period ({}); asked at the registrar at {at}",
-                super::registry::registry_of(path),
-                super::registry::route_text(path, facts.cds_notified.as_ref())
-            ))
+impl<'a> Case<'a> {
+    fn new(
+        zone: &'a Zone,
+        state: Option<State>,
+        facts: &'a Facts,
+        obs: &'a Observation,
+        policy: &'a Policy,
+    ) -> Self {
+        let now = obs.at;
+        let key = match &obs.provider {
+            ProviderView::On(key) => Some(&**key),
+            _ => None,
+        };
+        Case {
+            zone: zone.name.as_str(),
+            state,
+            since: if state == zone.state { zone.since } else { now },
+            facts,
+            obs,
+            policy,
+            now,
+            parent: obs.parent.as_ref().ok(),
+            deleg: &obs.delegation,
+            child: obs.child.as_ref().ok(),
+            key,
+            at_registrar: facts.registry_since.is_none(),
         }
-        _ => None,
-    };
-    checks.push(AlertCheck::new(AlertKind::DsScanOverdue, scan));
+    }
 
-    let provider_off = matches!(obs.provider, ProviderView::Off);
-    let provider_known = matches!(obs.provider, ProviderView::On(_) | ProviderView::Off);
-    if let Some(parent) = parent {
-        let moved = delegation_changed(zone, facts, obs, parent, deleg, policy);
+    /// `ds_unpublished_overdue`: while the registry is given its time to act on the CDS,
+    /// its deadline is the one that counts (`ds_scan_overdue` once it passed); the
+    /// registrar's counts from the ask.
+    fn ds_unpublished_overdue(&self) -> AlertCheck {
+        let (zone, facts, now, parent) = (self.zone, self.facts, self.now, self.parent);
+        let overdue = match (self.state, ds_request_at(facts)) {
+            (Some(State::AwaitingDs), Some(at))
+                if self.at_registrar && now.since(at) >= self.policy.ds_overdue_after =>
+            {
+                let there = published(parent);
+                Some(match &facts.ds_to_enter {
+                    Some(line) => format!(
+                        "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). Enter it at the registrar: {line}"
+                    ),
+                    None => format!(
+                        "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). The DS is not shown while not every name server can be seen serving the key: run `dnssec-warden check {zone}`"
+                    ),
+                })
+            }
+            _ => None,
+        };
+        AlertCheck::new(AlertKind::DsUnpublishedOverdue, overdue)
+    }
+
+    /// `ds_removal_overdue`: a DS still published long after its removal was asked.
+    fn ds_removal_overdue(&self) -> AlertCheck {
+        let (zone, facts, since, parent) = (self.zone, self.facts, self.since, self.parent);
+        let removal_at = removal_request_at(facts, since);
+        let removal = (self.state == Some(State::AwaitingDsRemoval)
+            && self.at_registrar
+            && self.now.since(removal_at) >= self.policy.ds_removal_overdue_after)
+            .then(|| {
+                let records = parent.map(parent_ds_lines).unwrap_or_default();
+                let remove = if records.is_empty() {
+                    facts.ds_line.as_deref().unwrap_or("(the zone's DS)").to_string()
+                } else {
+                    records.join("; ")
+                };
+                format!(
+                    "{zone}: a DS is still published at the parent since {since}. Remove it at the registrar: {remove}"
+                )
+            });
+        AlertCheck::new(AlertKind::DsRemovalOverdue, removal)
+    }
+
+    /// `ds_scan_overdue`: the registry missed its period to act on the child's CDS.
+    fn ds_scan_overdue(&self) -> AlertCheck {
+        let (zone, state, facts) = (self.zone, self.state, self.facts);
+        let scan = match (state, facts.registry_missed_at) {
+            (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(at)) => {
+                let path = facts.ds_path.as_ref();
+                let what = if state == Some(State::AwaitingDs) {
+                    "published the DS from the child's CDS"
+                } else {
+                    "removed the DS on the child's CDS delete request"
+                };
+                Some(format!(
+                    "{zone}: {} has not {what} within its period ({}); asked at the registrar at {at}",
+                    super::registry::registry_of(path),
+                    super::registry::route_text(path, facts.cds_notified.as_ref())
+                ))
+            }
+            _ => None,
+        };
+        AlertCheck::new(AlertKind::DsScanOverdue, scan)
+    }
+
+    /// What the parent's answers say: a changed delegation, DNSSEC off under a DS, a DS
+    /// that matches no served key, one validators cannot use, stale ones beside a good
+    /// one, and parent servers that disagree.
+    fn at_the_parent(&self, parent: &ParentView, out: &mut Judgement) {
+        let (zone, facts, obs, deleg) = (self.zone, self.facts, self.obs, self.deleg);
+        let moved = delegation_changed(zone, facts, obs, parent, deleg, self.policy);
         let moved_firing = moved.as_ref().is_some_and(|c| c.firing.is_some());
         if let Some(check) = moved {
-            checks.push(check);
+            out.checks.push(check);
         }
         // Only a parent that may send resolvers to the provider's servers makes the
         // provider's switch matter.
         let foreign = deleg.verdict == DelegationVerdict::Foreign;
+        out.checks
+            .extend(self.dnssec_off_with_ds(parent, moved_firing, foreign));
+        let served = self.served_keys();
+        let verdict = parent.verdict(&served);
+        out.checks
+            .extend(self.ds_mismatch(parent, verdict, &served, moved_firing, foreign));
+        out.checks.extend(self.ds_unsupported(parent));
+        if let Some(check) = stale_ds(zone, parent, &served, verdict, self.key) {
+            out.checks.push(check);
+        }
+        self.partial_propagation(parent, verdict, out);
+    }
+
+    /// `dnssec_off_with_ds`: the provider switched DNSSEC off while the parent still
+    /// publishes a DS.
+    fn dnssec_off_with_ds(
+        &self,
+        parent: &ParentView,
+        moved_firing: bool,
+        foreign: bool,
+    ) -> Option<AlertCheck> {
+        let zone = self.zone;
+        let provider_off = matches!(self.obs.provider, ProviderView::Off);
+        let provider_known = matches!(self.obs.provider, ProviderView::On(_) | ProviderView::Off);
         if moved_firing {
             // Said by `delegation_changed_with_ds`, worded for what really happened.
+            None
         } else if provider_known && foreign {
-            checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
+            Some(AlertCheck::clear(AlertKind::DnssecOffWithDs))
         } else if provider_known {
             if provider_off && parent.any_present() {
-                checks.push(AlertCheck::firing(
+                Some(AlertCheck::firing(
                     AlertKind::DnssecOffWithDs,
                     format!(
                         "{zone}: DNSSEC is off at the provider while the parent still publishes DS {}: validating resolvers fail the domain now. Switch DNSSEC back on at the provider, or remove the DS at the registrar and wait out its TTL",
                         published(Some(parent))
                     ),
-                ));
+                ))
             } else if !provider_off || !parent.any_unknown() {
-                checks.push(AlertCheck::clear(AlertKind::DnssecOffWithDs));
+                Some(AlertCheck::clear(AlertKind::DnssecOffWithDs))
+            } else {
+                None
             }
+        } else {
+            None
         }
-        // The evidence a DS is judged against: what the child's addresses served. While
-        // no child view exists, the provider's key stands in to recognise a match (for
-        // `partial`), never to call a DS wrong.
-        let served = match (child, key) {
+    }
+
+    /// The evidence a DS is judged against: what the child's addresses served. While
+    /// no child view exists, the provider's key stands in to recognise a match (for
+    /// `partial`), never to call a DS wrong.
+    fn served_keys(&self) -> ServedKeys {
+        match (self.child, self.key) {
             (Some(child), _) => child.served_keys(),
             (None, Some(key)) => ServedKeys::assumed(vec![key.dnskey.clone()]),
             (None, None) => ServedKeys::default(),
-        };
-        let verdict = parent.verdict(&served);
+        }
+    }
+
+    /// `ds_mismatch`: the parent publishes a DS that matches no key the name servers
+    /// serve.
+    fn ds_mismatch(
+        &self,
+        parent: &ParentView,
+        verdict: ParentDsVerdict,
+        served: &ServedKeys,
+        moved_firing: bool,
+        foreign: bool,
+    ) -> Option<AlertCheck> {
+        let (zone, facts, now, key) = (self.zone, self.facts, self.now, self.key);
+        let provider_off = matches!(self.obs.provider, ProviderView::Off);
         match verdict {
             // `mismatch` already needs a child address that answered (known evidence).
-            _ if moved_firing => {}
+            _ if moved_firing => None,
             ParentDsVerdict::Mismatch if !provider_off || foreign => {
                 let servers = if foreign {
                     format!(
@@ -167,45 +295,59 @@ pub fn judge(
                     ),
                     _ => String::new(),
                 };
-                checks.push(AlertCheck::firing(
+                Some(AlertCheck::firing(
                     AlertKind::DsMismatch,
                     format!(
                         "{zone}: the parent publishes DS {} which matches no key {servers} serve: validation fails.{expected}",
                         published(Some(parent)),
                     ),
-                ));
+                ))
             }
-            ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => {}
+            ParentDsVerdict::Unknown | ParentDsVerdict::Mismatch => None,
             // No DS anywhere: nothing can mismatch, whatever the child said.
-            ParentDsVerdict::AllAbsent => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+            ParentDsVerdict::AllAbsent => Some(AlertCheck::clear(AlertKind::DsMismatch)),
             // A match seen only against the provider's key, or no child address
             // answered: the child evidence is unknown; the alert is not judged.
-            _ if !served.known => {}
-            _ => checks.push(AlertCheck::clear(AlertKind::DsMismatch)),
+            _ if !served.known => None,
+            _ => Some(AlertCheck::clear(AlertKind::DsMismatch)),
         }
-        // A DS set of only algorithms or digest types validators do not implement:
-        // validators treat the zone as insecure (RFC 4035 5.2, RFC 6840 5.2). Not an
-        // outage (so not `ds_mismatch`), but no chain of trust either: a warning.
+    }
+
+    /// `ds_unsupported`: a DS set of only algorithms or digest types validators do not
+    /// implement: validators treat the zone as insecure (RFC 4035 5.2, RFC 6840 5.2). Not
+    /// an outage (so not `ds_mismatch`), but no chain of trust either: a warning.
+    fn ds_unsupported(&self, parent: &ParentView) -> Option<AlertCheck> {
+        let zone = self.zone;
         if parent.any_unsupported_only() {
             let ds: Vec<String> = parent.distinct_ds().iter().map(|d| d.to_string()).collect();
-            checks.push(AlertCheck::firing(
+            Some(AlertCheck::firing(
                 AlertKind::DsUnsupported,
                 format!(
                     "{zone}: the parent publishes DS {} whose every record uses an algorithm or digest type validators do not implement: validators treat the zone as insecure. Replace it at the registrar with the DS `dnssec-warden status {zone}` shows to enter",
                     ds.join(", "),
                 ),
-            ));
+            ))
         } else if !parent.any_unknown() {
-            checks.push(AlertCheck::clear(AlertKind::DsUnsupported));
+            Some(AlertCheck::clear(AlertKind::DsUnsupported))
+        } else {
+            None
         }
-        if let Some(check) = stale_ds(zone, parent, &served, verdict, key.map(|k| &**k)) {
-            checks.push(check);
-        }
+    }
+
+    /// `partial_propagation_stuck`: parent servers disagree about the DS for too long;
+    /// `partial_since` set while they disagree, cleared once they agree.
+    fn partial_propagation(
+        &self,
+        parent: &ParentView,
+        verdict: ParentDsVerdict,
+        out: &mut Judgement,
+    ) {
+        let (zone, now, policy) = (self.zone, self.now, self.policy);
         match verdict {
             ParentDsVerdict::Partial => {
-                let since = *partial_since.get_or_insert(now);
+                let since = *out.partial_since.get_or_insert(now);
                 let stuck = now.since(since) >= policy.partial_stuck_after;
-                checks.push(AlertCheck::new(
+                out.checks.push(AlertCheck::new(
                     AlertKind::PartialPropagationStuck,
                     stuck.then(|| {
                         let without: Vec<String> = parent
@@ -222,30 +364,44 @@ pub fn judge(
                     }),
                 ));
                 if !stuck {
-                    deadlines.push(since.plus(policy.partial_stuck_after));
+                    out.deadlines.push(since.plus(policy.partial_stuck_after));
                 }
             }
             ParentDsVerdict::Unknown => {}
             _ => {
-                partial_since = None;
-                checks.push(AlertCheck::clear(AlertKind::PartialPropagationStuck));
+                out.partial_since = None;
+                out.checks
+                    .push(AlertCheck::clear(AlertKind::PartialPropagationStuck));
             }
         }
     }
 
-    match obs.validation {
-        ValidationVerdict::Bogus => checks.push(AlertCheck::firing(
-            AlertKind::ValidationFailed,
-            format!("{zone}: validation fails (bogus): resolvers answer SERVFAIL for the domain. Run `dnssec-warden check {zone}`"),
-        )),
-        ValidationVerdict::Secure | ValidationVerdict::Insecure => {
-            checks.push(AlertCheck::clear(AlertKind::ValidationFailed))
+    /// `validation_failed`: the validating resolvers answer bogus.
+    fn validation_failed(&self) -> Option<AlertCheck> {
+        let zone = self.zone;
+        match self.obs.validation {
+            ValidationVerdict::Bogus => Some(AlertCheck::firing(
+                AlertKind::ValidationFailed,
+                format!(
+                    "{zone}: validation fails (bogus): resolvers answer SERVFAIL for the domain. Run `dnssec-warden check {zone}`"
+                ),
+            )),
+            ValidationVerdict::Secure | ValidationVerdict::Insecure => {
+                Some(AlertCheck::clear(AlertKind::ValidationFailed))
+            }
+            ValidationVerdict::Unknown => None,
         }
-        ValidationVerdict::Unknown => {}
     }
 
-    if let Some(child) = child {
-        let horizon = now.plus(policy.signatures_expiring_within).unix_secs();
+    /// `signatures_expiring`: a signature over the DNSKEY set ends within the warning's
+    /// horizon; judged on the child's answers only.
+    fn signatures_expiring(&self) -> Option<AlertCheck> {
+        let (zone, facts, deleg) = (self.zone, self.facts, self.deleg);
+        let child = self.child?;
+        let horizon = self
+            .now
+            .plus(self.policy.signatures_expiring_within)
+            .unix_secs();
         let firing = child.earliest_expiration().and_then(|exp| {
             (i64::from(exp) <= horizon).then(|| {
                 let who = if deleg.verdict == DelegationVerdict::Foreign {
@@ -262,66 +418,73 @@ pub fn judge(
                 )
             })
         });
-        checks.push(AlertCheck::new(AlertKind::SignaturesExpiring, firing));
+        Some(AlertCheck::new(AlertKind::SignaturesExpiring, firing))
     }
 
-    let failing = facts.failing_since.and_then(|since| {
-        (now.since(since) >= policy.observation_failing_after).then(|| {
-            let why = match (&obs.provider, &obs.parent, &obs.zone_ttl_error) {
-                (ProviderView::Unknown(e), _, _) => format!("provider: {e}"),
-                (ProviderView::Missing, _, _) => format!("the provider has no zone {zone}"),
-                (_, _, Some(e)) => format!("provider: {e}"),
-                (_, Err(e), _) => format!("parent: {e}"),
-                (_, Ok(parent), _) => match parent.answers.iter().find_map(|a| match &a.answer {
-                    DsAnswer::Unknown(reason) => {
-                        Some(format!("parent server {} ({}): {reason}", a.server, a.addr))
-                    }
-                    _ => None,
-                }) {
-                    Some(first) => first,
-                    None => "some parent server gives no answer".to_string(),
-                },
-            };
-            format!(
-                "{zone}: no complete observation since {since} ({why}); no decision can be taken"
-            )
-        })
-    });
-    if let Some(since) = facts.failing_since
-        && failing.is_none()
-    {
-        deadlines.push(since.plus(policy.observation_failing_after));
+    /// `observation_failing`: no complete observation for too long, with the first
+    /// reason; until then, the moment it would fire is a deadline.
+    fn observation_failing(&self, deadlines: &mut Vec<Timestamp>) -> AlertCheck {
+        let (zone, facts, obs, now, policy) =
+            (self.zone, self.facts, self.obs, self.now, self.policy);
+        let failing = facts.failing_since.and_then(|since| {
+            (now.since(since) >= policy.observation_failing_after).then(|| {
+                let why = match (&obs.provider, &obs.parent, &obs.zone_ttl_error) {
+                    (ProviderView::Unknown(e), _, _) => format!("provider: {e}"),
+                    (ProviderView::Missing, _, _) => format!("the provider has no zone {zone}"),
+                    (_, _, Some(e)) => format!("provider: {e}"),
+                    (_, Err(e), _) => format!("parent: {e}"),
+                    (_, Ok(parent), _) => match parent.answers.iter().find_map(|a| match &a.answer {
+                        DsAnswer::Unknown(reason) => {
+                            Some(format!("parent server {} ({}): {reason}", a.server, a.addr))
+                        }
+                        _ => None,
+                    }) {
+                        Some(first) => first,
+                        None => "some parent server gives no answer".to_string(),
+                    },
+                };
+                format!(
+                    "{zone}: no complete observation since {since} ({why}); no decision can be taken"
+                )
+            })
+        });
+        if let Some(since) = facts.failing_since
+            && failing.is_none()
+        {
+            deadlines.push(since.plus(policy.observation_failing_after));
+        }
+        AlertCheck::new(AlertKind::ObservationFailing, failing)
     }
-    checks.push(AlertCheck::new(AlertKind::ObservationFailing, failing));
 
-    // Safety rule 10 with `dns.require_validated_evidence`: an unsigned parent stops the
-    // decisions; said while it does, cleared once the evidence is validated.
-    if let Some(parent) = parent {
+    /// `evidence_unvalidated`: safety rule 10 with `dns.require_validated_evidence`: an
+    /// unsigned parent stops the decisions; said while it does, cleared once the evidence
+    /// is validated.
+    fn evidence_unvalidated(&self) -> Option<AlertCheck> {
+        let zone = self.zone;
+        let parent = self.parent?;
         match &parent.evidence {
-            Evidence::Insecure(why) if policy.require_validated_evidence => {
-                checks.push(AlertCheck::firing(
+            Evidence::Insecure(why) if self.policy.require_validated_evidence => {
+                Some(AlertCheck::firing(
                     AlertKind::EvidenceUnvalidated,
                     format!(
                         "{zone}: the parent zone {} is not signed ({why}), and dns.require_validated_evidence is set: no decision that can take the domain down is taken on its answers; the zone waits",
                         parent.parent
                     ),
-                ));
+                ))
             }
-            Evidence::Unchecked => {}
-            _ => checks.push(AlertCheck::clear(AlertKind::EvidenceUnvalidated)),
+            Evidence::Unchecked => None,
+            _ => Some(AlertCheck::clear(AlertKind::EvidenceUnvalidated)),
         }
     }
 
-    if let Some(check) = missing_at_provider(zone, obs, deleg) {
-        checks.push(check);
-    }
-
-    // A wait that does not end by itself is said once it lasts (rule 11); one that
-    // rests on incomplete observations is `observation_failing`'s.
-    if facts.failing_since.is_none() {
+    /// `wait_stalled`: a wait that does not end by itself is said once it lasts (rule 11);
+    /// one that rests on incomplete observations is `observation_failing`'s (the caller
+    /// asks only without one).
+    fn wait_stalled(&self, deadlines: &mut Vec<Timestamp>) -> AlertCheck {
+        let (zone, state, facts, now) = (self.zone, self.state, self.facts, self.now);
         let stalled = match (&facts.held_by, facts.held_since) {
             (Some(hold), Some(held)) => {
-                let until = held.plus(policy.observation_failing_after);
+                let until = held.plus(self.policy.observation_failing_after);
                 if now < until {
                     deadlines.push(until);
                     None
@@ -336,35 +499,32 @@ pub fn judge(
             }
             _ => None,
         };
-        checks.push(AlertCheck::new(AlertKind::WaitStalled, stalled));
+        AlertCheck::new(AlertKind::WaitStalled, stalled)
     }
 
-    // Only while the zone waits on the registrar: once it moved on, the hook's job is
-    // done (or was done by hand).
-    let hook = match (state, &obs.registrar_hook_failed) {
-        (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(error)) => Some(format!(
-            "{zone}: the registrar hook failed ({error}); the DS request did not reach the registrar automatically. {}",
-            match state {
-                Some(State::AwaitingDs) => format!(
-                    "Enter the DS by hand: {}",
-                    facts.ds_to_enter.as_deref().unwrap_or(
-                        "(not shown while not every name server serves the key: see status)"
-                    )
-                ),
-                _ => format!(
-                    "Remove the DS by hand: {}",
-                    published(obs.parent.as_ref().ok())
-                ),
-            }
-        )),
-        _ => None,
-    };
-    checks.push(AlertCheck::new(AlertKind::RegistrarHookFailed, hook));
-    checks.extend(signals);
-    Judgement {
-        checks,
-        deadlines,
-        partial_since,
+    /// `registrar_hook_failed`: only while the zone waits on the registrar: once it moved
+    /// on, the hook's job is done (or was done by hand).
+    fn registrar_hook_failed(&self) -> AlertCheck {
+        let (zone, state, facts, obs) = (self.zone, self.state, self.facts, self.obs);
+        let hook = match (state, &obs.registrar_hook_failed) {
+            (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(error)) => Some(format!(
+                "{zone}: the registrar hook failed ({error}); the DS request did not reach the registrar automatically. {}",
+                match state {
+                    Some(State::AwaitingDs) => format!(
+                        "Enter the DS by hand: {}",
+                        facts.ds_to_enter.as_deref().unwrap_or(
+                            "(not shown while not every name server serves the key: see status)"
+                        )
+                    ),
+                    _ => format!(
+                        "Remove the DS by hand: {}",
+                        published(obs.parent.as_ref().ok())
+                    ),
+                }
+            )),
+            _ => None,
+        };
+        AlertCheck::new(AlertKind::RegistrarHookFailed, hook)
     }
 }
 

@@ -76,24 +76,42 @@ fn hold_accounts(zone: &Zone, hold: &Hold) -> Vec<String> {
     }
 }
 
+/// What the zone's state waits for: one step a state, each reading its arms in order.
 fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
-    let f = &zone.facts;
-    let provider_ns = f
+    match zone.state {
+        None => wait("the first observation", "daemon", None),
+        Some(State::Disabled) => disabled(zone),
+        Some(State::AwaitingDelegation) => awaiting_delegation(zone),
+        Some(State::Enabling) => enabling(zone, policy),
+        Some(State::AwaitingDs) => awaiting_ds(zone, policy),
+        Some(State::DsObserved) => wait("validation to confirm the chain", "daemon", None),
+        Some(State::Active) => match zone.intent {
+            Intent::Disabled => wait("the daemon to start the disable", "daemon", None),
+            _ => wait("nothing (DNSSEC active)", "nobody", None),
+        },
+        Some(State::AwaitingDsRemoval) => awaiting_ds_removal(zone, policy),
+        Some(State::TtlWait) => ttl_wait(zone, policy),
+        Some(State::Disabling) => wait("the provider to switch DNSSEC off", "provider", None),
+    }
+}
+
+/// The provider's name servers, as a wait names them.
+fn provider_ns(zone: &Zone) -> String {
+    zone.facts
         .provider_ns
         .as_deref()
         .map(hosts)
-        .unwrap_or_else(|| "(the provider lists none: see `check`)".to_string());
-    let delegation_hold = delegation_hold_until(f, policy);
-    match (zone.state, zone.intent) {
-        (None, _) => wait("the first observation", "daemon", None),
-        (Some(State::Disabled), Intent::Enabled) => {
-            wait("the daemon to switch DNSSEC on", "daemon", None)
-        }
-        (Some(State::Disabled), _)
-            if matches!(
-                f.delegation,
-                Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
-            ) =>
+        .unwrap_or_else(|| "(the provider lists none: see `check`)".to_string())
+}
+
+fn disabled(zone: &Zone) -> Waiting {
+    let f = &zone.facts;
+    match zone.intent {
+        Intent::Enabled => wait("the daemon to switch DNSSEC on", "daemon", None),
+        _ if matches!(
+            f.delegation,
+            Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
+        ) =>
         {
             wait(
                 format!(
@@ -104,8 +122,15 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
                 None,
             )
         }
-        (Some(State::Disabled), _) => wait("nothing (DNSSEC off)", "nobody", None),
-        (Some(State::AwaitingDelegation), _) if f.moving_in => wait(
+        _ => wait("nothing (DNSSEC off)", "nobody", None),
+    }
+}
+
+fn awaiting_delegation(zone: &Zone) -> Waiting {
+    let f = &zone.facts;
+    let provider_ns = provider_ns(zone);
+    match zone.intent {
+        _ if f.moving_in => wait(
             format!(
                 "the NS at the registrar to be changed to: {provider_ns} (every parent server must delegate to exactly these; the old delegation: {})",
                 hosts(&f.old_ns)
@@ -113,7 +138,7 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
             "registrar",
             None,
         ),
-        (Some(State::AwaitingDelegation), Intent::None) => wait(
+        Intent::None => wait(
             format!(
                 "the operator: the parent delegates to {}, not to the provider's name servers ({provider_ns}); `enable` or `disable` starts the move in",
                 hosts(&f.old_ns)
@@ -121,38 +146,41 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
             "operator",
             None,
         ),
-        (Some(State::AwaitingDelegation), _) => wait(
+        _ => wait(
             "a complete look at the parent to start the move in",
             "daemon",
             None,
         ),
-        (Some(State::Enabling), Intent::Enabled) if f.provider_off_since.is_some() => wait(
+    }
+}
+
+fn enabling(zone: &Zone, policy: &Policy) -> Waiting {
+    let f = &zone.facts;
+    let delegation_hold = delegation_hold_until(f, policy);
+    match zone.intent {
+        Intent::Enabled if f.provider_off_since.is_some() => wait(
             "the provider to switch DNSSEC on (it says off; asked again)",
             "provider",
             None,
         ),
-        (Some(State::Enabling), _) if f.provider_off_since.is_some() => wait(
+        _ if f.provider_off_since.is_some() => wait(
             "the operator: DNSSEC is off at the provider (switched off outside dnssec-warden); `enable` switches it on again, `disable` finishes switching off",
             "operator",
             None,
         ),
-        (Some(State::Enabling), _)
-            if delegation_hold.is_some_and(|until| until > zone.since) =>
-        {
-            match f.hold_until {
-                Some(until) if Some(until) > delegation_hold => wait(
-                    "the propagation hold after every name server served the key",
-                    "ttl",
-                    Some(until),
-                ),
-                _ => wait(
-                    "the old delegation to expire from resolvers' caches (safety rule 9), and every name server to serve the provider's key",
-                    "ttl",
-                    delegation_hold,
-                ),
-            }
-        }
-        (Some(State::Enabling), _) => match f.hold_until {
+        _ if delegation_hold.is_some_and(|until| until > zone.since) => match f.hold_until {
+            Some(until) if Some(until) > delegation_hold => wait(
+                "the propagation hold after every name server served the key",
+                "ttl",
+                Some(until),
+            ),
+            _ => wait(
+                "the old delegation to expire from resolvers' caches (safety rule 9), and every name server to serve the provider's key",
+                "ttl",
+                delegation_hold,
+            ),
+        },
+        _ => match f.hold_until {
             Some(until) => wait(
                 "the propagation hold after every name server served the key",
                 "ttl",
@@ -164,53 +192,57 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
                 None,
             ),
         },
-        (Some(State::AwaitingDs), _) if f.registry_since.is_some() => {
-            let path = f.ds_path.as_ref();
-            wait(
-                format!(
-                    "{} to publish the DS from the child's CDS ({}){}",
-                    registry_of(path),
-                    route_text(path, f.cds_notified.as_ref()),
-                    f.ds_to_enter
-                        .as_deref()
-                        .map(|line| format!(": {line}"))
-                        .unwrap_or_default()
-                ),
-                "registry",
-                f.registry_since.map(|since| {
-                    deadline(path, since, f.ds_first_seen_at.is_none(), policy)
-                }),
-            )
-        }
-        (Some(State::AwaitingDsRemoval), _) if f.registry_since.is_some() && !f.moving_in => {
-            let path = f.ds_path.as_ref();
-            wait(
-                format!(
-                    "{} to remove the DS on the child's CDS delete request ({})",
-                    registry_of(path),
-                    route_text(path, f.cds_notified.as_ref())
-                ),
-                "registry",
-                f.registry_since
-                    .map(|since| deadline(path, since, false, policy)),
-            )
-        }
-        (Some(State::AwaitingDs), _) => wait(
-            match &f.ds_to_enter {
-                Some(line) => format!("the DS at every parent server: {line}"),
-                // Safety rule 8: never shown unless the provider signs with it and every
-                // child address served it at the last look.
-                None => "the DS at every parent server (not shown while not every name server can be seen serving the key: run `check`)".to_string(),
-            },
-            "registrar",
-            ds_request_at(f).map(|at| at.plus(policy.ds_overdue_after)),
-        ),
-        (Some(State::DsObserved), _) => wait("validation to confirm the chain", "daemon", None),
-        (Some(State::Active), Intent::Disabled) => {
-            wait("the daemon to start the disable", "daemon", None)
-        }
-        (Some(State::Active), _) => wait("nothing (DNSSEC active)", "nobody", None),
-        (Some(State::AwaitingDsRemoval), _) if f.moving_in => wait(
+    }
+}
+
+fn awaiting_ds(zone: &Zone, policy: &Policy) -> Waiting {
+    let f = &zone.facts;
+    if f.registry_since.is_some() {
+        let path = f.ds_path.as_ref();
+        return wait(
+            format!(
+                "{} to publish the DS from the child's CDS ({}){}",
+                registry_of(path),
+                route_text(path, f.cds_notified.as_ref()),
+                f.ds_to_enter
+                    .as_deref()
+                    .map(|line| format!(": {line}"))
+                    .unwrap_or_default()
+            ),
+            "registry",
+            f.registry_since
+                .map(|since| deadline(path, since, f.ds_first_seen_at.is_none(), policy)),
+        );
+    }
+    wait(
+        match &f.ds_to_enter {
+            Some(line) => format!("the DS at every parent server: {line}"),
+            // Safety rule 8: never shown unless the provider signs with it and every
+            // child address served it at the last look.
+            None => "the DS at every parent server (not shown while not every name server can be seen serving the key: run `check`)".to_string(),
+        },
+        "registrar",
+        ds_request_at(f).map(|at| at.plus(policy.ds_overdue_after)),
+    )
+}
+
+fn awaiting_ds_removal(zone: &Zone, policy: &Policy) -> Waiting {
+    let f = &zone.facts;
+    if f.registry_since.is_some() && !f.moving_in {
+        let path = f.ds_path.as_ref();
+        return wait(
+            format!(
+                "{} to remove the DS on the child's CDS delete request ({})",
+                registry_of(path),
+                route_text(path, f.cds_notified.as_ref())
+            ),
+            "registry",
+            f.registry_since
+                .map(|since| deadline(path, since, false, policy)),
+        );
+    }
+    if f.moving_in {
+        return wait(
             format!(
                 "moving in: the old DS to be removed at the registrar and gone from every parent server: {}",
                 if f.ds_to_remove.is_empty() {
@@ -221,22 +253,27 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
             ),
             "registrar",
             Some(zone.since.plus(policy.ds_removal_overdue_after)),
-        ),
-        (Some(State::TtlWait), _) if f.moving_in => wait(
+        );
+    }
+    wait(
+        "the DS to be removed at the registrar and gone from every parent server",
+        "registrar",
+        Some(removal_request_at(f, zone.since).plus(policy.ds_removal_overdue_after)),
+    )
+}
+
+fn ttl_wait(zone: &Zone, policy: &Policy) -> Waiting {
+    let f = &zone.facts;
+    if f.moving_in {
+        return wait(
             "moving in: the old DS TTL and margin to pass; then the NS can move",
             "ttl",
             disable_deadline(f, policy),
-        ),
-        (Some(State::AwaitingDsRemoval), _) => wait(
-            "the DS to be removed at the registrar and gone from every parent server",
-            "registrar",
-            Some(removal_request_at(f, zone.since).plus(policy.ds_removal_overdue_after)),
-        ),
-        (Some(State::TtlWait), _) => wait(
-            "the DS TTL and margin to pass",
-            "ttl",
-            disable_deadline(f, policy),
-        ),
-        (Some(State::Disabling), _) => wait("the provider to switch DNSSEC off", "provider", None),
+        );
     }
+    wait(
+        "the DS TTL and margin to pass",
+        "ttl",
+        disable_deadline(f, policy),
+    )
 }
