@@ -1,5 +1,5 @@
 //! `cargo bench --bench validator`: what one observation of a KeyTrap world costs us
-//! (issue 32 item 1). Every child address answers its DNSKEY with 300 copies of the key
+//! (KeyTrap). Every child address answers its DNSKEY with 300 copies of the key
 //! and 300 garbage RRSIGs carrying its tag before the valid one, and its SOA with 450
 //! garbage RRSIGs (CVE-2023-50387's shape). One look as the engine makes it at a zone in
 //! `ds_observed` (the validated parent view, the child view, the validation probe), at 2

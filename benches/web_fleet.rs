@@ -1,5 +1,6 @@
 //! `cargo bench --bench web_fleet`: the web console's fleet page over 100,000 zones
-//! (`BENCH_WEB_ZONES` changes the count), issue 38's goal: served in at most 100 ms.
+//! (`BENCH_WEB_ZONES` changes the count), against the goal of docs/benchmarks.md for the
+//! fleet page.
 //!
 //! A SQLite store is filled with the zones in every state (a tenth waiting on the
 //! operator, one in fifty with an open alert), the console is served on loopback from it

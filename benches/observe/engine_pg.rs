@@ -1,8 +1,9 @@
-//! The engine pass of `cargo bench --bench observe` on PostgreSQL (issue 15): the same
-//! zones, the same provider simulator and Knot TLD, stepped by one daemon and then by two
-//! sharing the zones by leases (each with its own store connection, provider client and
-//! observer, as two hosts would have; here they share the two cores). A throwaway cluster
-//! (the test-support crate's `postgres`), stopped by PID at the end. Prints figures only.
+//! The engine pass of `cargo bench --bench observe` on PostgreSQL (several daemons,
+//! DESIGN.md section 10): the same zones, the same provider simulator and Knot TLD, stepped
+//! by one daemon and then by two sharing the zones by leases (each with its own store
+//! connection, provider client and observer, as two hosts would have; here they share the
+//! two cores). A throwaway cluster (the test-support crate's `postgres`), stopped by PID at
+//! the end. Prints figures only.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

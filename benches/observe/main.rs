@@ -12,9 +12,9 @@
 //! (the address that showed a cut is not asked its NS again in the same observation).
 //! Before this split, `observe_ratio_to_floor` was that cold ratio.
 //! Each routine pass runs three rounds (`cold`, `warm`, `cold2`, `warm2`, …) and dnsperf
-//! runs three times; both ratios are the best round over the best floor run, since this
-//! machine's speed drifts by 20-30 % between minutes and one run of each side gave ratios
-//! 15 % apart. The first round over the first floor run (the figure before 2026-11-26) is
+//! runs three times; both ratios are the best round over the best floor run, since the
+//! machine's speed drifts between minutes (docs/benchmarks.md) and one run of each side is
+//! no stable ratio. The first round over the first floor run (the figure before 2026-11-26) is
 //! printed beside them.
 //!
 //! Profiling: `BENCH_CHILD_PERF=<file>` records the observation child with `perf record

@@ -102,7 +102,7 @@ pub struct Prepared {
     /// secret file).
     pub warnings: Vec<String>,
     /// With IPv6 in `dns.address_families`: whether this host has an IPv6 route
-    /// (`dns::ipv6::route`); `None` when IPv6 is not used.
+    /// (`dns::net::ipv6::route`); `None` when IPv6 is not used.
     pub ipv6_route: Option<Result<(), String>>,
 }
 

@@ -17,7 +17,7 @@ fn key_of(text: &str) -> String {
     err.key().map(str::to_string).unwrap_or(message)
 }
 
-/// Issue 36: named provider blocks beside the old `[provider]`, each with its kind.
+/// Several accounts: named provider blocks beside the old `[provider]`, each with its kind.
 #[test]
 fn provider_blocks_are_named_and_typed() {
     let s = parse(

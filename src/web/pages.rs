@@ -20,7 +20,8 @@ pub struct Viewer<'a> {
     pub csrf: &'a str,
 }
 
-/// What the switch may record, each in the words of the interface document.
+/// What the switch may record, each confirmed in the words of the provider's own rules for
+/// the switch (docs/gcore-api.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Switch {
     Enable,

@@ -1,6 +1,7 @@
-//! Issue 11 through the real binary, no network: one zone-name rule for the file and the
-//! command line, one exit-code rule for every command, warnings about world-readable
-//! secrets, and relative paths resolved against the configuration file's directory.
+//! The command line's rules through the real binary, no network: one zone-name rule for the
+//! file and the command line, one exit-code rule for every command, warnings about
+//! world-readable secrets, and relative paths resolved against the configuration file's
+//! directory.
 //!
 //! Exit codes: 0 done; 1 the command ran and the answer is "no" or it failed at run time
 //! (an unknown zone, an inconsistent chain, a database or provider failure, a daemon
@@ -261,11 +262,12 @@ fn relative_paths_are_relative_to_the_config_file() {
     assert!(!dir.path().join("state").exists());
 }
 
-/// Issue 31, defect 10: with IPv6 in `dns.address_families` (the default) on a host without
-/// an IPv6 route, `check-config` says so and names the key to set; with IPv4 only it says
-/// nothing. The test host may well have IPv6, so the missing route is forced by the test
-/// builds' `DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE` (which stands in for the routing table's
-/// answer only: the message and the rule are the product's).
+/// A host without IPv6 is said once, not as every zone unknown: with IPv6 in
+/// `dns.address_families` (the default) on a host without an IPv6 route, `check-config`
+/// says so and names the key to set; with IPv4 only it says nothing. The test host may well
+/// have IPv6, so the missing route is forced by the test builds'
+/// `DNSSEC_WARDEN_TEST_NO_IPV6_ROUTE` (which stands in for the routing table's answer only:
+/// the message and the rule are the product's).
 #[test]
 fn check_config_says_a_host_without_ipv6_and_the_key_to_set() {
     let s = setup("names = [\"example.org\"]");
@@ -318,7 +320,7 @@ fn web_user(args: &[&str], password: &[u8]) -> (i32, String, String) {
     )
 }
 
-/// Issue 38: `web-user` prints a line the console's users file takes, whose hash is the
+/// `web-user` prints a line the console's users file takes, whose hash is the
 /// password piped in (its line end dropped); a name, role or password that cannot be used
 /// exits 2 saying why, and never repeats the password.
 #[test]

@@ -43,7 +43,8 @@ fn the_example_config_parses_with_its_documented_defaults() {
     );
 }
 
-/// Issue 17: what one observation may spend, as `[dns]` keys.
+/// What one observation may spend (a hostile delegation must not exhaust the daemon), as
+/// `[dns]` keys.
 #[test]
 fn the_observation_budget_is_configured_in_the_dns_section() {
     let path = Path::new("budget.toml");

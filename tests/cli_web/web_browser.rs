@@ -1,4 +1,4 @@
-//! The web console in a real browser, through the real binary (issue 38): `dnssec-warden
+//! The web console in a real browser, through the real binary: `dnssec-warden
 //! run` with a `[web]` block, over the provider simulator and the lab DNS hierarchy
 //! (test-support's `LabWorld`, in-process: no Knot, no block of its own), driven by
 //! headless Debian chromium over WebDriver (test-support/src/browser.rs). One browser

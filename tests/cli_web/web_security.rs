@@ -1,4 +1,4 @@
-//! The web console as a production admin surface, over real HTTP (issue 38): every
+//! The web console as a production admin surface, over real HTTP: every
 //! security rule, against the console served in-process on loopback with its own store
 //! and a clock the test moves. The browser's view is `tests/cli_web/web_browser.rs`.
 

@@ -395,10 +395,10 @@ async fn check_agrees_with_kdig_under_a_knot_parent() {
     }
 }
 
-/// A Knot hierarchy for issue 14: `.` (NSEC) and `test.` (signed as `tld`, or unsigned
-/// with no DS at the root) at 127.0.54.1; `signed.test.` (with its DS), `pending.test.`
-/// (signed, no DS yet) and `plain.test.` (unsigned, no DS) at 127.0.54.2. Returns what keeps it alive and the observer's
-/// settings.
+/// A Knot hierarchy for validated parent answers (safety rule 10): `.` (NSEC) and `test.`
+/// (signed as `tld`, or unsigned with no DS at the root) at 127.0.54.1; `signed.test.`
+/// (with its DS), `pending.test.` (signed, no DS yet) and `plain.test.` (unsigned, no DS)
+/// at 127.0.54.2. Returns what keeps it alive and the observer's settings.
 async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
     let port = free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -497,10 +497,11 @@ async fn tld_keys(server: SocketAddr) -> Vec<dnssec_warden::dnssec::Dnskey> {
         .collect()
 }
 
-/// Issue 14 against Knot: the TLD signed with NSEC, with NSEC3, with NSEC3 opt-out:
-/// "present" (signed.test.) and "absent" (plain.test.) validated at the parent; an
-/// NXDOMAIN's proof (NSEC cover and wildcard, or the NSEC3 closest-encloser proof) valid
-/// for its name; and an unsigned TLD gives the answers as `insecure` evidence.
+/// Validated parent answers (safety rule 10) against Knot: the TLD signed with NSEC, with
+/// NSEC3, with NSEC3 opt-out: "present" (signed.test.) and "absent" (plain.test.) validated
+/// at the parent; an NXDOMAIN's proof (NSEC cover and wildcard, or the NSEC3
+/// closest-encloser proof) valid for its name; and an unsigned TLD gives the answers as
+/// `insecure` evidence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validated_parent_views_under_knot_tlds() {
     for tld in [

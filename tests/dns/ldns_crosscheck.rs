@@ -67,7 +67,7 @@ fn our_ds_equals_ldns_key2ds() {
     assert_eq!(compared, 15);
 }
 
-/// Issue 34 item 8: the lab's DNSSEC arithmetic (`lab/src/dnssec.rs`, which builds the
+/// The lab's DNSSEC arithmetic (`lab/src/dnssec.rs`, which builds the
 /// worlds the daemon is tested against) is held to the same independent oracle: were it a
 /// copy of the product's with the same mistake, every lab test would pass on it.
 #[test]

@@ -564,9 +564,9 @@ impl Setup {
     }
 }
 
-/// Issue 17: a glueless fan-out of 8 names per zone around a cycle of five zones took
-/// 49 MB (16 names: 600 MB) from 13 queries, for it started 8^4 lookups at once. The
-/// observation's budget of host lookups ends it: unknown, with the reason, never an answer.
+/// A glueless fan-out of 8 names per zone around a cycle of five zones starts 8^4 lookups
+/// from a handful of queries, its memory growing with each level. The observation's budget
+/// of host lookups ends it: unknown, with the reason, never an answer.
 #[tokio::test]
 async fn a_glueless_fan_out_ends_in_unknown_budget_exhausted() {
     let s = setup();
@@ -664,7 +664,7 @@ async fn the_answer_that_showed_the_cut_is_its_servers_ns_answer() {
     assert_eq!(asked.len(), 4, "{asked:?}");
 }
 
-/// Issue 17: the reason a server has no address is kept, not hidden behind "the zone has
+/// The reason a server has no address is kept, not hidden behind "the zone has
 /// no server address".
 #[tokio::test]
 async fn a_glueless_cycle_says_it_nests_too_deep() {
@@ -676,7 +676,7 @@ async fn a_glueless_cycle_says_it_nests_too_deep() {
     assert!(detail.contains("nest too deep"), "{detail}");
 }
 
-/// Issue 17: a parent server whose addresses are silent is not waited out one address
+/// A parent server whose addresses are silent is not waited out one address
 /// after another: eleven silent servers before the one that answers cost about one query
 /// timeout, not eleven times the attempts.
 #[tokio::test(start_paused = true)]
@@ -700,7 +700,7 @@ async fn silent_servers_are_asked_in_parallel() {
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
-/// Issue 17: an observation has a wall time (60 s by default): twelve parent servers
+/// An observation has a wall time (60 s by default): twelve parent servers
 /// silent for 30 s a query end it there, unknown with the reason, not after 12 minutes.
 #[tokio::test(start_paused = true)]
 async fn an_observation_ends_at_its_time_budget() {
@@ -715,7 +715,7 @@ async fn an_observation_ends_at_its_time_budget() {
     assert!(took <= Duration::from_secs(61), "took {took:?}");
 }
 
-/// Issue 17: a delegation to more name servers than `dns.max_ns_per_delegation` is
+/// A delegation to more name servers than `dns.max_ns_per_delegation` is
 /// unknown with the reason; never asked in part (a subset could look unanimous).
 #[tokio::test]
 async fn a_delegation_beyond_the_name_server_cap_is_unknown() {

@@ -106,9 +106,9 @@ async fn one_look_asks_each_question_once() {
     );
 }
 
-/// Issue 17, item 1: the parent serves the right DS, every child address is silent,
-/// REFUSED, lame (up or sideways) or has no address. Nothing is known about the child, so
-/// nothing is a mismatch.
+/// A child outage is no wrong DS: the parent serves the right DS, every child address is
+/// silent, REFUSED, lame (up or sideways) or has no address. Nothing is known about the
+/// child, so nothing is a mismatch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_outage_is_unknown_never_a_wrong_ds() {
     let (dns, observer) = world().await;
@@ -156,7 +156,7 @@ async fn a_child_outage_is_unknown_never_a_wrong_ds() {
     );
 }
 
-/// Item 1, the other side: one child address answers with its key set, the DS matches
+/// The other side: one child address answers with its key set, the DS matches
 /// nothing in it: a mismatch is certain even while the other child address is silent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_ds_beside_a_silent_child_server_is_still_a_mismatch() {
@@ -174,7 +174,8 @@ async fn a_wrong_ds_beside_a_silent_child_server_is_still_a_mismatch() {
     assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::Mismatch);
 }
 
-/// Item 2: a NODATA without a question section is tied to our question by its ID alone.
+/// An answer tied to our question: a NODATA without a question section is tied to our
+/// question by its ID alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodata_without_question_is_unknown() {
     let (dns, observer) = world().await;
@@ -195,7 +196,7 @@ async fn a_nodata_without_question_is_unknown() {
     assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::Unknown);
 }
 
-/// Item 2, the allowed case: FORMERR and NOTIMP may come back without the question; they
+/// The allowed case: FORMERR and NOTIMP may come back without the question; they
 /// are unknown for their RCODE, not for a mismatch of questions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notimp_without_question_is_unknown_for_its_rcode() {
@@ -213,7 +214,7 @@ async fn a_notimp_without_question_is_unknown_for_its_rcode() {
     );
 }
 
-/// Item 3: TC=1 over TCP: the answer is incomplete, so a NODATA in it is no "no DS".
+/// TC=1 over TCP: the answer is incomplete, so a NODATA in it is no "no DS".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_truncated_answer_over_tcp_is_unknown() {
     let (dns, observer) = world().await;
@@ -233,7 +234,7 @@ async fn a_truncated_answer_over_tcp_is_unknown() {
     assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::Unknown);
 }
 
-/// Item 4: a DNSKEY answer holding other records (a CNAME at the apex, DNSKEYs of another
+/// A DNSKEY answer holding other records (a CNAME at the apex, DNSKEYs of another
 /// name) plus the SOA is no "unsigned", and the zone is not "cleanly insecure".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dnskey_answer_with_other_records_is_unknown_not_unsigned() {
@@ -264,7 +265,7 @@ async fn a_dnskey_answer_with_other_records_is_unknown_not_unsigned() {
     }
 }
 
-/// Item 5: a DS set with only unsupported algorithms or digest types makes the zone
+/// A DS set with only unsupported algorithms or digest types makes the zone
 /// insecure to validators; it is not an outage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ds_set_nothing_supports_is_insecure_not_an_outage() {
@@ -309,7 +310,7 @@ async fn a_ds_set_nothing_supports_is_insecure_not_an_outage() {
     assert_eq!(parent_verdict(&observer).await, ParentDsVerdict::Unknown);
 }
 
-/// Item 6a: a parent server that refers the zone to its name servers and answers
+/// A parent server that refers the zone to its name servers and answers
 /// NXDOMAIN for its DS contradicts itself: unknown, not "no DS".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nxdomain_for_the_ds_after_a_referral_is_a_contradiction() {
@@ -332,7 +333,7 @@ async fn nxdomain_for_the_ds_after_a_referral_is_a_contradiction() {
     assert!(!view.all_absent());
 }
 
-/// Item 6b: error messages name what is wrong.
+/// Error messages name what is wrong.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_name_what_is_wrong() {
     let (dns, observer) = world().await;
@@ -383,7 +384,7 @@ async fn errors_name_what_is_wrong() {
     assert!(err.reason.contains("too deep"), "{err}");
 }
 
-/// Item 6c: the validator asks every parent address, not the first that answers.
+/// The validator asks every parent address, not the first that answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validation_rests_on_every_parent_address() {
     // The second TLD server publishes a DS for another key: resolvers asking it fail.
@@ -407,7 +408,7 @@ async fn validation_rests_on_every_parent_address() {
     assert_eq!(probes[0].verdict, ValidationVerdict::Unknown, "{probes:?}");
 }
 
-// Delegation awareness (issue 13, items 1 and 5): whom each parent address sends
+// Delegation awareness (safety rule 9): whom each parent address sends
 // resolvers to, asked beside the DS; unknown never counts.
 
 /// The child's own NS set, as the TLD delegates it by default.
@@ -786,7 +787,7 @@ async fn check_json_reports_the_delegation() {
     assert!(json["parent_ds"].is_string() && json["validation"].is_string());
 }
 
-// Issue 14: validated parent answers (safety rule 10).
+// Validated parent answers (safety rule 10).
 
 fn bogus_reason(answer: &DsAnswer) -> Option<String> {
     match answer {
@@ -1289,7 +1290,7 @@ mod nxdomain_proofs {
     }
 }
 
-/// Issue 31, item 1 (safety rule 4): a child server that serves the zone's key in a DNSKEY
+/// Safety rule 4: a child server that serves the zone's key in a DNSKEY
 /// set without a valid signature by it (stripped, by another key, expired, not yet valid)
 /// does not "serve" the key; the same set with its signature does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1349,7 +1350,7 @@ async fn a_key_is_served_only_in_a_set_it_validly_signs() {
     assert!(child.all_serve(&key), "{child:?}");
 }
 
-/// Issue 32, item 1 (KeyTrap, CVE-2023-50387): every child address answers the DNSKEY
+/// KeyTrap (CVE-2023-50387): every child address answers the DNSKEY
 /// question (over TCP: the answer is too large for UDP) with 300 copies of the key and
 /// 300 garbage RRSIGs with its tag before the valid one, and its SOA with 450 garbage
 /// RRSIGs. Unbound and BIND since their 2024 fixes give up after a few checks; so do we:
@@ -1397,7 +1398,7 @@ async fn a_keytrap_child_costs_a_bounded_number_of_checks_and_is_never_secure() 
     );
 }
 
-/// Issue 32, item 5: a child that repeats every record of its DNSKEY and SOA answers,
+/// A child that repeats every record of its DNSKEY and SOA answers,
 /// signed over the set without duplicates (RFC 4034 section 6.3): Unbound validates it,
 /// and so do we; the key is served (one key, not two).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1427,7 +1428,7 @@ async fn repeated_records_still_validate() {
     }
 }
 
-/// Issue 32, item 2: a right SHA-1 DS beside a wrong SHA-256 DS for the same key. RFC 4509
+/// A right SHA-1 DS beside a wrong SHA-256 DS for the same key. RFC 4509
 /// section 3 has validators ignore SHA-1 when SHA-256 is present, and Unbound answers
 /// SERVFAIL ("DS hash mismatches key"): the set is a mismatch and the chain bogus, never
 /// `all_match` and `secure`. The right SHA-1 alone still validates.
@@ -1453,7 +1454,7 @@ async fn a_ds_set_is_judged_by_the_digest_validators_use() {
     assert_eq!(probes[0].verdict, ValidationVerdict::Secure, "{probes:?}");
 }
 
-/// Issue 32, item 4: the parent denies the DS with NSEC3 of 200 iterations. RFC 9276
+/// The parent denies the DS with NSEC3 of 200 iterations. RFC 9276
 /// section 3.2 lets validators treat it as insecure, and Unbound answers NOERROR without
 /// AD: our validator says `insecure` with the reason, never `bogus` (no false outage
 /// page); the evidence stays unknown for decisions (such a denial proves no "no DS"), and
@@ -1489,7 +1490,7 @@ async fn costly_nsec3_at_the_parent_is_insecure_not_bogus() {
     assert!(!advice.contains("bogus"), "{advice}");
 }
 
-/// Issue 32, item 6: a stale or unrelated root key in `dns.trust_anchor_file` (here the
+/// A stale or unrelated root key in `dns.trust_anchor_file` (here the
 /// IANA root's DS, which the lab root does not serve). It is the operator's anchor that is
 /// wrong, not the domain: validation is unknown with the reason naming the file, never
 /// `bogus` ("resolvers answer SERVFAIL"), and no validated evidence is claimed.
@@ -1530,7 +1531,7 @@ async fn a_wrong_trust_anchor_is_a_configuration_fault_not_an_outage() {
     assert_eq!(good.check_trust_anchors().await, AnchorCheck::Served);
 }
 
-/// Issue 32, item 3: both TLD servers name the same hosts, but one's glue for
+/// Glue that differs: both TLD servers name the same hosts, but one's glue for
 /// `ns2.child.test.` points at another server (here `ns1.elsewhere.test.`'s address,
 /// which serves the child zone without its key's signatures). Resolvers that parent
 /// server refers fail. The disagreement is shown at that parent address (its delegation
@@ -1576,7 +1577,7 @@ async fn glue_that_differs_between_parent_servers_is_seen_and_asked() {
     assert!(advice(&json).contains("glue"), "{json:#}");
 }
 
-/// Issue 32, a smaller defect: a server that answers FORMERR (without an OPT) to every
+/// A server that answers FORMERR (without an OPT) to every
 /// query with EDNS. RFC 6891 sections 7 and 6.2.2: it does not implement EDNS, and may be
 /// asked again without; Unbound does so ("attempt without EDNS"). Without EDNS there is
 /// no DO bit, so its answers carry no RRSIGs: what needs them is unknown, never proven,
@@ -1678,7 +1679,7 @@ async fn a_server_without_edns_is_asked_without_it_and_proves_nothing() {
     );
 }
 
-/// Issue 32, a smaller defect: the parent denies the DS with NSEC3 records of a hash
+/// The parent denies the DS with NSEC3 records of a hash
 /// algorithm no validator knows (2; only 1, SHA-1, is assigned). RFC 5155 section 8.1:
 /// validators must ignore such records, so the answer is no malformed message but one
 /// whose denial nothing proves: unknown for decisions (`bogus_proof`, naming the
@@ -1795,9 +1796,9 @@ async fn a_sample_asks_one_address_of_each_side_and_rotates() {
     );
 }
 
-/// Issue 35: a parent address that slips (response rate limiting: TC=1 and empty over
-/// UDP) is asked over TCP, where its answer counts, and its pace is slowed: the querier
-/// says so in its counters (the metrics endpoint's `dnssec_warden_dns_server_backoffs_total`).
+/// A parent address that slips (response rate limiting: TC=1 and empty over UDP) is asked
+/// over TCP, where its answer counts, and its pace is slowed: the querier says so in its
+/// counters (the metrics endpoint's `dnssec_warden_dns_server_backoffs_total`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slipping_server_is_asked_over_tcp_and_slowed() {
     let (dns, observer) = world().await;

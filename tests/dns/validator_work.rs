@@ -1,4 +1,4 @@
-//! Issue 32, items 1 and 5: the work one answer can cost our validator is bounded the way
+//! The work one answer can cost our validator is bounded the way
 //! Unbound and BIND bounded theirs after KeyTrap (CVE-2023-50387): records de-duplicated
 //! first, at most `MAX_SIGNATURES_PER_RRSET` signatures tried over one RRset and
 //! `MAX_KEYS_PER_TAG` keys per signature, every check charged to the observation's budget

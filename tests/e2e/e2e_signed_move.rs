@@ -12,9 +12,9 @@
 //! each test has its own 127.0.B.x block (91-95), so they run in parallel; they need port
 //! 53 (root), as in CI.
 //!
-//! The variants: the plain move (its phases' durations printed, for the README's table),
-//! a slow registrar, one parent server lagging behind the other for every change, and
-//! kill -9 of the daemon at random moments (the seed printed; `E2E_SEED` replays it).
+//! The variants: the plain move (its phases' durations printed, beside docs/operations.md's
+//! table), a slow registrar, one parent server lagging behind the other for every change,
+//! and kill -9 of the daemon at random moments (the seed printed; `E2E_SEED` replays it).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -808,8 +808,9 @@ fn second_of_day(at: &str) -> Option<i64> {
     Some((h * 3600.0 + m * 60.0 + s) as i64)
 }
 
-/// (a) The plain move: the registrar acts at once at both TLD servers. Prints each
-/// phase's duration (the README's table), as the test saw it and as the history has it.
+/// (a) The plain move: the registrar acts at once at both TLD servers. Prints each phase's
+/// duration (beside docs/operations.md's table), as the test saw it and as the history has
+/// it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_move_between_two_powerdns_stays_secure() {
     let started = Instant::now();

@@ -1,6 +1,7 @@
-//! Issue 11 through the real binary: `dnssec-warden run` against the provider simulator
+//! Faults through the real binary: `dnssec-warden run` against the provider simulator
 //! behind a fault-injecting proxy, the lab DNS hierarchy for the name servers. Each test is
-//! one fault class; the daemon must keep running, keep its word true, and say what is wrong.
+//! one fault class; the daemon must keep running, keep its word true, and say what is
+//! wrong.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -220,7 +221,7 @@ async fn a_hanging_provider_neither_kills_nor_blocks_the_daemon() {
     assert!(asked.elapsed() < Duration::from_secs(20));
 }
 
-/// Issue 31, item 1 through the binary (safety rule 4): the provider's name servers serve
+/// Safety rule 4 through the binary: the provider's name servers serve
 /// its key, but every signature over the DNSKEY set has expired. The key is not "served":
 /// no hold, no DS announced, the wait names what is wrong; once the signatures are good
 /// again, the DS is announced.
@@ -318,7 +319,7 @@ async fn wait_file(path: &Path, needle: &str, n: usize, within: Duration) -> boo
     false
 }
 
-/// Issue 31, defect 3: a zone listing that answers the same full page forever
+/// A zone listing that answers the same full page forever
 /// (`total_amount` 1e9) froze every settled zone and was said nowhere. The listing is cut
 /// where its page repeats; the zones already known keep being stepped; it is said once in
 /// the log, in `status`, in the metrics, and is one alert once it has lasted
@@ -426,7 +427,7 @@ async fn a_listing_that_never_ends_is_cut_and_known_zones_keep_stepping() {
     assert!(wait_file(&hooks, "-resolved zone_listing_failing", 1, LONG).await);
 }
 
-/// Issue 31, defect 5: every call answered 401 (a revoked API key) made the daemon ask
+/// Every call answered 401 (a revoked API key) made the daemon ask
 /// again at every step and log a line per 401. Calls back off (1 s, 2 s, 4 s, … up to
 /// 10 min), failing at once unsent meanwhile; it is one alert (`provider_auth_failing`),
 /// one WARN line, status says the account is refused; an accepted answer ends it.
@@ -501,7 +502,7 @@ async fn a_revoked_credential_backs_off_and_is_one_alert() {
     .await;
 }
 
-/// Issue 31, defect 10: a host without IPv6, with IPv6 in `dns.address_families` (the
+/// A host without IPv6, with IPv6 in `dns.address_families` (the
 /// default), stalls every zone that needs every parent address, and only the config
 /// comment said so. It is said once at start (WARN, naming the key to set), in `status`
 /// (the daemon's conditions, and "this host's IPv6" as what a waiting zone waits on), in
@@ -573,10 +574,10 @@ async fn a_host_without_ipv6_is_said_once_for_the_host() {
     );
 }
 
-/// Issue 32, item 6 through the binary: `dns.trust_anchor_file` holds a key the root does
-/// not serve (the IANA root's DS in the lab). It is the operator's anchor that is wrong,
-/// not the domains: one critical daemon-wide `trust_anchor_mismatch` naming the file,
-/// said once; the zone's validation is unknown, never `validation_failed`.
+/// A wrong trust anchor through the binary: `dns.trust_anchor_file` holds a key the root
+/// does not serve (the IANA root's DS in the lab). It is the operator's anchor that is
+/// wrong, not the domains: one critical daemon-wide `trust_anchor_mismatch` naming the
+/// file, said once; the zone's validation is unknown, never `validation_failed`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_trust_anchor_is_one_configuration_alert_not_a_zone_outage() {
     let zone = "anchored.test.";
@@ -614,7 +615,7 @@ async fn a_wrong_trust_anchor_is_one_configuration_alert_not_a_zone_outage() {
     assert_eq!(daemon.log().matches(said).count(), 1, "{}", daemon.log());
 }
 
-/// Issue 31, item 2 (safety rule 11): "DNSSEC on" forwarded to the provider (it took
+/// Safety rule 11: "DNSSEC on" forwarded to the provider (it took
 /// effect) and answered 502; before the retry, another zone's 429 arms the shared
 /// `Retry-After` hold beyond the call's budget. The history must never say the call was
 /// not sent or not performed, and once the hold has passed, that it took effect.
@@ -683,9 +684,10 @@ async fn a_switch_sent_then_held_by_another_zones_retry_after_is_settled_as_take
     assert_eq!(patches(), 1, "it took effect: never asked again");
 }
 
-/// Issue 31, item 4: a registrar hook that prints lines looking like the daemon's, and
-/// 3 MB on each stream. The daemon's log (`--log-format json`) stays the daemon's: every
-/// line is one JSON object, the hook's output one escaped field of one of them, bounded.
+/// The daemon's log must stay its own: a registrar hook that prints lines looking like the
+/// daemon's, and 3 MB on each stream. The daemon's log (`--log-format json`) stays the
+/// daemon's: every line is one JSON object, the hook's output one escaped field of one of
+/// them, bounded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hooks_output_is_one_bounded_escaped_field_of_the_daemons_log() {
     let zone = "loud.test.";

@@ -175,9 +175,9 @@ async fn paused_daemon_is_fenced(point: &str) {
             writers[&zone]
         );
     }
-    // A says what its fence refused (issue 31, item 9): one warning naming the zone, its
-    // stale epoch and what was refused (at "observed", the step's write; at "committed",
-    // the provider call; at "effect_performed", recording the call's outcome).
+    // A says what its fence refused, so that an operator sees it: one warning naming the
+    // zone, its stale epoch and what was refused (at "observed", the step's write; at
+    // "committed", the provider call; at "effect_performed", recording the call's outcome).
     let said = &world.daemons[a].log()[a_log_at_cont..];
     let what = match point {
         "observed" => "step",

@@ -1,4 +1,4 @@
-//! Issue 11, through the real binary: a `systemctl reload` (SIGHUP) with a file that parses
+//! Through the real binary: a `systemctl reload` (SIGHUP) with a file that parses
 //! but cannot run (secret file missing or empty, trust anchor file missing, no
 //! `[provider]`) is refused and the daemon keeps running on what it had; and
 //! `demo --keep` holds the database lock, so a `run` on its configuration is refused.

@@ -1,4 +1,4 @@
-//! Issue 33, items 3 and 9, through the real binary: alert sinks that never answer or
+//! Through the real binary: alert sinks that never answer or
 //! fail forever hold up neither the registrar hook, another sink, a zone's transition,
 //! nor the shutdown; a failing sink backs off, says so once, alerts
 //! (`alert_sink_failing`) to the other sinks, and catches up when it recovers.

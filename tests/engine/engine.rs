@@ -517,9 +517,10 @@ async fn a_forged_no_ds_never_counts_as_gone() {
     assert!(rig.run_until(State::TtlWait, 3).await);
 }
 
-/// Issue 16: a settled zone is looked at through the paged zone listing; the provider is
-/// asked about it only when something changed. Switched off behind the daemon's back, the
-/// listing's flag says so and the zone is asked about at its next poll.
+/// A fleet must not cost the provider a call a zone: a settled zone is looked at through
+/// the paged zone listing; the provider is asked about it only when something changed.
+/// Switched off behind the daemon's back, the listing's flag says so and the zone is asked
+/// about at its next poll.
 async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     let mut rig = Rig::new(2, 2).await;
     to_active(&mut rig, 3600).await;

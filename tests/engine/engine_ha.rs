@@ -93,7 +93,8 @@ async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_
 
     // A resumes the step it was in (it still believes it holds the zone): every write is
     // refused, and it performs nothing. The refusal is said (one warning naming the zone,
-    // the stale epoch and what was refused) and counted (issue 31, item 9).
+    // the stale epoch and what was refused) and counted, so that an operator sees a fenced
+    // daemon.
     assert!(a_store.holds(ZONE));
     let (resumed, lines) = {
         let lines = logs::capture();

@@ -310,7 +310,7 @@ async fn a_foreign_healthy_zone_with_no_intent_raises_nothing() {
     }
 }
 
-/// Issue 13: DNSSEC off at the provider plus the old DS at the parent is no
+/// Moving in: DNSSEC off at the provider plus the old DS at the parent is no
 /// `dnssec_off_with_ds` while the zone is delegated elsewhere (the old provider signs
 /// and the chain validates), with no intent and during a move in alike.
 async fn the_provider_off_under_the_old_ds_of_a_foreign_zone_is_no_dnssec_off_with_ds() {
@@ -328,7 +328,7 @@ async fn the_provider_off_under_the_old_ds_of_a_foreign_zone_is_no_dnssec_off_wi
     assert!(rig.world.switches().is_empty());
 }
 
-/// The wrong order (issue 13): the NS changed to the provider while the old DS stays at
+/// The wrong order of a move: the NS changed to the provider while the old DS stays at
 /// the parent. Resolvers that follow the new delegation fail validation: critical
 /// `delegation_changed_with_ds` within one step, naming the DS to remove.
 async fn ns_changed_while_the_old_ds_stays_is_critical_within_one_step() {
@@ -423,7 +423,7 @@ async fn a_delegation_change_after_a_completed_disable_is_only_noted() {
     rig.assert_audit_chain().await;
 }
 
-/// Issue 13 item 4: a DS set that matches the served key but also holds a DS for a key
+/// A DS set that matches the served key but also holds a DS for a key
 /// nobody serves is `ds_stale` (a warning) naming the stale record; no mismatch.
 async fn a_stale_ds_beside_the_matching_one_is_a_warning_naming_it() {
     let mut rig = Rig::with_policy(2, 2, policy()).await;

@@ -1,7 +1,7 @@
-//! Issue 31, item 4: what an exec hook prints never reaches the daemon's streams as it
-//! is. The lines are those the test's thread logs (`test_support::logs`): the hook runs on
-//! the test's current-thread runtime, and the tests beside it in this binary log on their
-//! own threads.
+//! The daemon's log must stay its own: what an exec hook prints never reaches the daemon's
+//! streams as it is. The lines are those the test's thread logs (`test_support::logs`): the
+//! hook runs on the test's current-thread runtime, and the tests beside it in this binary
+//! log on their own threads.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! The provider client against the provider simulator, over real HTTP on loopback; the
-//! hardening tests (issue 11) through the fault proxy of `test-support/src/fault_proxy.rs`.
+//! hardening tests through the fault proxy of `test-support/src/fault_proxy.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -821,7 +821,7 @@ async fn a_malformed_body_is_a_decode_error_with_an_excerpt() {
     ));
 }
 
-// ---- hardening (issue 11), through the fault proxy ----------------------------------------
+// ---- hardening, through the fault proxy -------------------------------------------------
 
 /// A simulator with `zones`, the fault proxy in front of it, and a client of the proxy.
 async fn proxied(zones: &[&str]) -> (ProviderSim, FaultProxy) {
@@ -864,9 +864,10 @@ fn redirect_to(status: u16, target: &FaultProxy) -> fault_proxy::Fault {
     }
 }
 
-/// Item 1: 127.0.0.1 redirects to 127.0.0.2, which redirects to itself once (the hop on
-/// which a following client sent the key again). The second host must never see the API
-/// key, a bearer token or the password; the client stops at the first 3xx, naming it.
+/// No redirect is followed: 127.0.0.1 redirects to 127.0.0.2, which redirects to itself
+/// once (the hop on which a following client sent the key again). The second host must
+/// never see the API key, a bearer token or the password; the client stops at the first
+/// 3xx, naming it.
 #[tokio::test]
 async fn redirects_are_not_followed_and_never_carry_a_credential() {
     let (sim, proxy) = proxied(&["example.com"]).await;
@@ -915,7 +916,7 @@ async fn redirects_are_not_followed_and_never_carry_a_credential() {
     assert_eq!(second.total_calls(), 0, "no redirect is followed at all");
 }
 
-/// Item 2: a 429 with `Retry-After: 2` for one zone holds every zone's call until then.
+/// A 429 with `Retry-After: 2` for one zone holds every zone's call until then.
 #[tokio::test]
 async fn a_retry_after_holds_every_call_of_the_client() {
     let zones = ["a.example", "b.example", "c.example", "d.example"];
@@ -951,7 +952,7 @@ async fn a_retry_after_holds_every_call_of_the_client() {
     assert_eq!(proxy.total_calls(), 5, "one 429, then each zone once");
 }
 
-/// Item 2: a hold beyond the call's budget (an HTTP-date 30 s ahead) fails at once, as
+/// A hold beyond the call's budget (an HTTP-date 30 s ahead) fails at once, as
 /// "rate limited until T", without asking the provider.
 #[tokio::test]
 async fn a_hold_beyond_the_budget_fails_fast_without_asking() {
@@ -989,7 +990,7 @@ async fn a_hold_beyond_the_budget_fails_fast_without_asking() {
     );
 }
 
-/// Item 3: an endless answer (256 MiB, no Content-Length) stops at the cap, for API calls
+/// An endless answer (256 MiB, no Content-Length) stops at the cap, for API calls
 /// and for the login call; far less than the whole body is taken from the server.
 #[tokio::test]
 async fn huge_answers_stop_at_the_cap() {
@@ -1018,7 +1019,7 @@ async fn huge_answers_stop_at_the_cap() {
     ));
 }
 
-/// Item 4: answers with every optional field `null`, then without them: nothing breaks,
+/// Answers with every optional field `null`, then without them: nothing breaks,
 /// and a zone whose `dnssec_enabled` is missing is unknown, not "off".
 #[tokio::test]
 async fn null_laden_and_missing_fields_do_not_break_us() {
@@ -1078,7 +1079,7 @@ async fn null_laden_and_missing_fields_do_not_break_us() {
     drop(sim);
 }
 
-/// Item 4: one zone entry that cannot be read (no name) does not hide the others.
+/// One zone entry that cannot be read (no name) does not hide the others.
 #[tokio::test]
 async fn one_unreadable_zone_does_not_fail_the_listing() {
     let (_sim, proxy) = proxied(&["a.example", "b.example", "c.example"]).await;
@@ -1103,7 +1104,7 @@ async fn one_unreadable_zone_does_not_fail_the_listing() {
     assert_eq!(names, ["a.example", "c.example"]);
 }
 
-/// Item 5: a refresh answer with `access` alone is used, and the refresh token in hand is
+/// A refresh answer with `access` alone is used, and the refresh token in hand is
 /// kept for the next renewal.
 #[tokio::test]
 async fn a_refresh_answer_with_access_only_keeps_the_refresh_token() {
@@ -1138,7 +1139,7 @@ async fn a_refresh_answer_with_access_only_keeps_the_refresh_token() {
     assert_eq!(sim.handle().token_counts(), (2, 1));
 }
 
-/// Item 5: a refresh answer that cannot be read means a new login, not a failed call.
+/// A refresh answer that cannot be read means a new login, not a failed call.
 #[tokio::test]
 async fn an_unreadable_refresh_answer_means_a_new_login() {
     let (sim, proxy) = proxied(&["example.com"]).await;
@@ -1154,7 +1155,7 @@ async fn an_unreadable_refresh_answer_means_a_new_login() {
     assert_eq!(sim.handle().token_counts().0, 2, "logged in again");
 }
 
-/// Item 6: every call says `Accept: application/json`, login and refresh included.
+/// Every call says `Accept: application/json`, login and refresh included.
 #[tokio::test]
 async fn every_call_accepts_json() {
     let (sim, proxy) = proxied(&["example.com"]).await;
@@ -1178,7 +1179,7 @@ async fn every_call_accepts_json() {
     }
 }
 
-/// Item 7: the provider refuses "DNSSEC off" with 409 while its own scan sees a DS. That
+/// The provider refuses "DNSSEC off" with 409 while its own scan sees a DS. That
 /// is a refusal (try again later), never success, and the client never adds
 /// `force_disable`.
 #[tokio::test]
@@ -1215,7 +1216,7 @@ async fn a_409_on_dnssec_off_is_a_refusal_and_never_forced() {
     );
 }
 
-/// Item 8: a 2xx whose body is `{"error": …}` is an error with an unknown outcome, never
+/// A 2xx whose body is `{"error": …}` is an error with an unknown outcome, never
 /// success; so is a 5xx on the PATCH and malformed JSON in a 2xx; a 404 is "not found".
 #[tokio::test]
 async fn outcome_classes_of_provider_answers() {
@@ -1356,7 +1357,7 @@ fn dns_requests(sim: &ProviderSim) -> u64 {
         .sum()
 }
 
-/// Issue 31, defect 5: an account revoked while the client runs (every call, refresh and
+/// An account revoked while the client runs (every call, refresh and
 /// login refused) is asked with exponential backoff, not at the login limit: calls meanwhile
 /// fail at once, unsent, and the daemon-wide condition holds until an answer accepts the
 /// credentials again.
@@ -1425,7 +1426,7 @@ async fn a_refused_api_key_is_asked_with_backoff_and_recovers() {
     assert!(!c.auth_condition().holding());
 }
 
-/// Issue 31, item 2 (safety rule 11): a PATCH forwarded to the provider (it took effect)
+/// Safety rule 11: a PATCH forwarded to the provider (it took effect)
 /// and answered 502; before the retry, another zone's 429 arms the shared `Retry-After`
 /// hold beyond the call's budget. The call must stay "outcome unknown", never "not
 /// sent"; so must one whose retry is refused (409) after a 502, for neither proves the

@@ -153,7 +153,7 @@ fn config_at(dir: &Path, url: &str, password: &Path) -> PathBuf {
     config(&sub, url, password)
 }
 
-/// Issue 33 item 11: a command held up by a lock another session holds says so after
+/// A command held up by a lock another session holds says so after
 /// 10 s, naming it, instead of "pool timed out while waiting for an open connection".
 #[tokio::test]
 async fn a_command_behind_a_table_lock_says_what_holds_it() {
@@ -193,7 +193,7 @@ async fn a_command_behind_a_table_lock_says_what_holds_it() {
     let _ = locker.close().await;
 }
 
-/// Issue 33: `status` judges a lease by the database's clock, which wrote it. With the
+/// `status` judges a lease by the database's clock, which wrote it. With the
 /// database's clock ten minutes behind this host's, a held lease is still shown.
 #[tokio::test]
 async fn status_shows_a_lease_by_the_database_clock() {

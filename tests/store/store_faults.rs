@@ -1,4 +1,4 @@
-//! The database under faults (issue 11): a transaction SQLite rolled back by itself, a
+//! The database under faults: a transaction SQLite rolled back by itself, a
 //! full disk and the space freed again, the file removed or replaced under a running
 //! store, an empty file at start, and read-only openers that never create a database.
 

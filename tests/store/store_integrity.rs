@@ -1,4 +1,4 @@
-//! Issue 33: the SQLite file set under an adversarial operator. An older copy restored in
+//! The SQLite file set under an adversarial operator. An older copy restored in
 //! place, another database copied over it, the write-ahead log or its index removed, a
 //! damaged file, the lock file removed: each is noticed before the next write, the daemon
 //! stops with one message naming the file, and nothing recorded is lost (DESIGN.md, "The
@@ -379,7 +379,7 @@ async fn a_damaged_database_stops_the_daemon_with_one_message() {
     stopped_saying(&mut again, "damaged");
 }
 
-/// Issue 33 item 11: a database file the daemon may not write (0444, the daemon not
+/// A database file the daemon may not write (0444, the daemon not
 /// root) is said as such at start, once, with what to check; not "retrying, the daemon
 /// goes on once it can write" and then an exit. Needs root (to run the daemon as
 /// `nobody` with `setpriv`); skipped otherwise.

@@ -1,4 +1,4 @@
-//! Issue 33, item 10: a database a newer dnssec-warden migrated. Every command that
+//! A database a newer dnssec-warden migrated. Every command that
 //! opens it says so with the path and both schema numbers, instead of reading it
 //! silently (`status`, `history`), failing on sqlx's "migration N was previously applied
 //! but is missing" (`run`, `enable`), or saying OK (`check-config`).

@@ -9,7 +9,8 @@ use std::time::Duration;
 use super::{MAX_NAME_LEN, lock};
 use crate::time::Timestamp;
 
-/// Login attempts in all per second (the interface document's limit).
+/// Login attempts in all per second: the provider's API allows its own logins no more
+/// (docs/gcore-api.md), and the console keeps to the same bound.
 pub const LOGINS_PER_SECOND: usize = 5;
 /// Consecutive failures of a user name or an address before each attempt must wait.
 pub const FREE_FAILURES: u32 = 3;
