@@ -63,7 +63,10 @@ async fn the_commands_work_on_postgresql_and_never_print_its_password() {
     no_password(&(out + &err));
     let (code, out, err) = run(&config, &["check-config"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(&format!("schema {migrations} (current)")), "{out}");
+    assert!(
+        out.contains(&format!("schema {migrations} (current)")),
+        "{out}"
+    );
     let (code, out, err) = run(&config, &["status", "example.com", "--json"]);
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
