@@ -100,9 +100,13 @@ enum Command {
     /// The whole lifecycle of two zones in a simulated world on loopback (no setup).
     #[cfg(feature = "demo")]
     Demo {
-        /// Leave the world running afterwards, to try `status` and `check` on it.
+        /// Leave the world running afterwards, to try `status` and `check` on it, and
+        /// serve the web console on loopback for it with a one-time user (printed).
         #[arg(long)]
         keep: bool,
+        /// The console's port with --keep (on 127.0.0.1); a free one by default.
+        #[arg(long, requires = "keep", value_name = "PORT")]
+        console_port: Option<u16>,
     },
     /// Pieces of the simulated world, to run on their own.
     #[cfg(feature = "demo")]
@@ -280,8 +284,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ))
         }
         #[cfg(feature = "demo")]
-        Command::Demo { keep } => {
-            blocking::demo(&rt, out, keep)?;
+        Command::Demo { keep, console_port } => {
+            blocking::demo(&rt, out, keep, console_port)?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "demo")]

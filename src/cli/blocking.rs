@@ -88,10 +88,15 @@ pub fn check(
     rt.block_on(commands::check(config, zone, json, out))
 }
 
-/// `demo [--keep]`.
+/// `demo [--keep [--console-port N]]`.
 #[cfg(feature = "demo")]
-pub fn demo(rt: &Runtime, out: &mut dyn Write, keep: bool) -> Result<(), super::demo::DemoError> {
-    rt.block_on(super::demo::run(out, keep))
+pub fn demo(
+    rt: &Runtime,
+    out: &mut dyn Write,
+    keep: bool,
+    console_port: Option<u16>,
+) -> Result<(), super::demo::DemoError> {
+    rt.block_on(super::demo::run(out, keep, console_port))
 }
 
 /// `lab provider`: the provider simulator, until a signal stops it.

@@ -62,6 +62,11 @@ pub enum DemoError {
     /// The lock on the demo's database, as `run` takes it.
     #[error(transparent)]
     Lock(#[from] crate::cli::daemon::DaemonError),
+    /// The console of `--keep`: its one-time user, or serving it.
+    #[error("the web console: {0}")]
+    ConsoleUser(#[from] crate::web::auth::AuthError),
+    #[error(transparent)]
+    Console(#[from] crate::web::server::WebError),
 }
 
 /// What the simulated registrar has done for a zone.
@@ -125,8 +130,13 @@ struct Mover {
 
 /// The demo, step by step: the simulated world and its configuration, the engine on it,
 /// the operator's enables, the story told from the audit trail until every zone is where
-/// it should be, the ending; with `keep`, the world stays up until Ctrl-C.
-pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
+/// it should be, the ending; with `keep`, the world stays up, its console served (on
+/// `console_port`, else a free port), until Ctrl-C.
+pub async fn run(
+    out: &mut dyn Write,
+    keep: bool,
+    console_port: Option<u16>,
+) -> Result<(), DemoError> {
     let started = Instant::now();
     // The same moment on the daemon's clock, to show its facts in the demo's seconds.
     let started_at = SystemClock.now();
@@ -172,13 +182,15 @@ pub async fn run(out: &mut dyn Write, keep: bool) -> Result<(), DemoError> {
         print_ending(out, &store, &sim, &policy, started).await?;
     }
 
-    if keep && outcome.is_ok() {
-        keep_the_world(out, dir).await;
-    }
+    let kept = if keep && outcome.is_ok() {
+        keep_the_world(out, dir, &store, console_port).await
+    } else {
+        Ok(())
+    };
     let _ = stop.send(true);
     let _ = running.await;
     store.close().await;
-    outcome
+    outcome.and(kept)
 }
 
 /// The provider simulator and the lab DNS hierarchy, with the three zones: two at the
@@ -509,21 +521,113 @@ async fn print_ending(
     Ok(())
 }
 
-/// `--keep`: the demo's directory kept, and the world up until Ctrl-C, with commands to
-/// try on it.
-async fn keep_the_world(out: &mut dyn Write, dir: tempfile::TempDir) {
+/// The one user of the console `--keep` serves.
+const CONSOLE_USER: &str = "demo";
+
+/// `--keep`: the demo's directory kept, the world up and the product's web console on
+/// it (loopback, a one-time operator) until Ctrl-C or SIGTERM, with commands to try.
+async fn keep_the_world(
+    out: &mut dyn Write,
+    dir: tempfile::TempDir,
+    store: &Store,
+    console_port: Option<u16>,
+) -> Result<(), DemoError> {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::signal::unix::{SignalKind, signal};
+    // Before anything is served: from here a signal ends the demo through this function,
+    // which takes the users file with it.
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
     let dir_path: PathBuf = dir.keep();
+    // The world kept is its user's alone: the console's users file goes in it.
+    std::fs::set_permissions(&dir_path, std::fs::Permissions::from_mode(0o700))?;
+    let config = dir_path.join("config.toml");
+    let users = OneTimeUsers(dir_path.join("web-users"));
+    let (console, password) = open_console(&config, &users.0, store, console_port).await?;
+    // The one line that holds the password: it is in no log and no file.
     let _ = writeln!(
         out,
-        "\n--keep: the world stays up until Ctrl-C. Try:\n  \
-         dnssec-warden status --config {0}\n  \
-         dnssec-warden history {PROMPT} --config {0}\n  \
-         dnssec-warden check {PROMPT} --config {0}\n  \
-         dnssec-warden enable {PROMPT} --config {0}   (the engine here acts on it)",
-        dir_path.join("config.toml").display()
+        "\n--keep: the world stays up until Ctrl-C. Its web console (the daemon's own, on loopback):\n  \
+         console        http://{}/\n  \
+         user           {CONSOLE_USER}   (operator: it may press the switch)\n  \
+         password       {}   (made for this run: its users file goes at Ctrl-C)\n\
+         Or try:\n  \
+         dnssec-warden status --config {2}\n  \
+         dnssec-warden history {PROMPT} --config {2}\n  \
+         dnssec-warden check {PROMPT} --config {2}\n  \
+         dnssec-warden enable {PROMPT} --config {2}   (the engine here acts on it)",
+        console.addr,
+        password.expose(),
+        config.display()
     );
     let _ = out.flush();
-    let _ = tokio::signal::ctrl_c().await;
+    drop(password);
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+    console.stop();
+    drop(users);
+    Ok(())
+}
+
+/// The users file of `--keep`'s console, removed when dropped (the demo's end, or an
+/// error before it): the rest of the demo's directory stays, the one-time user does not.
+struct OneTimeUsers(PathBuf);
+
+impl Drop for OneTimeUsers {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Serves the console as `run` does with `[web]`: a fresh operator with a random
+/// password in a users file only the user can read, `[web]` added to the demo's config
+/// (so `check-config` sees what is served), the settings read back from it.
+async fn open_console(
+    config: &std::path::Path,
+    users: &std::path::Path,
+    store: &Store,
+    port: Option<u16>,
+) -> Result<(crate::web::server::WebServer, Secret), DemoError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let password = Secret::new(crate::web::auth::random_password()?);
+    let hash = {
+        let password = password.clone();
+        tokio::task::spawn_blocking(move || crate::web::auth::hash_password(password.expose()))
+            .await
+            .map_err(|e| DemoError::Config(format!("hashing the console's password: {e}")))??
+    };
+    // create_new: never through a link or over a file put there before.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(users)?;
+    writeln!(file, "{CONSOLE_USER}:operator:{hash}")?;
+    drop(file);
+    let mut text = std::fs::read_to_string(config)?;
+    // Port 0: a free one, which the demo prints.
+    text.push_str(&format!(
+        "# The console of `demo --keep`, its address printed by the demo.\n\
+         [web]\nlisten = \"127.0.0.1:{}\"\nusers = {users:?}\n",
+        port.unwrap_or(0)
+    ));
+    std::fs::write(config, text)?;
+    let settings = Settings::load(config).map_err(|e| DemoError::Config(e.to_string()))?;
+    let web = settings
+        .web
+        .as_ref()
+        .ok_or_else(|| DemoError::Config("the demo's [web] was not read back".into()))?;
+    let console = crate::web::server::serve(
+        web,
+        store.clone(),
+        Arc::new(SystemClock),
+        &settings.timing,
+        &settings.providers,
+    )
+    .await?;
+    Ok((console, password))
 }
 
 /// The moving zone's DS announcement against safety rule 9, from the daemon's facts, in

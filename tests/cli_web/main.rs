@@ -10,6 +10,7 @@ mod browser_harness;
 mod cli_rules;
 mod config_files;
 mod demo;
+mod demo_console;
 mod layers;
 mod prometheus_rules;
 mod systemd_unit;

@@ -46,7 +46,7 @@ const UPDATE_DOCS_ENV: &str = "DNSSEC_WARDEN_UPDATE_DOCS";
 
 /// Polls `check` every 200 ms until it gives `Some`; fails after `within`, saying `what`
 /// and the last thing seen.
-async fn eventually<T>(
+pub(crate) async fn eventually<T>(
     what: &str,
     within: Duration,
     mut check: impl AsyncFnMut() -> Result<T, String>,
@@ -66,7 +66,7 @@ async fn eventually<T>(
 }
 
 /// The intent events of the zone's history (`history --json`), their reasons.
-fn intent_events(config: &Path, zone: &str) -> Vec<String> {
+pub(crate) fn intent_events(config: &Path, zone: &str) -> Vec<String> {
     let (ok, out, err) = cli(config, &["history", zone, "--json"]);
     assert!(ok, "history: {err}");
     let history: Value = serde_json::from_str(&out).unwrap();
@@ -80,7 +80,7 @@ fn intent_events(config: &Path, zone: &str) -> Vec<String> {
 }
 
 /// The zone names in the `#zones` table, as its links show them.
-async fn listed(b: &Browser) -> Vec<String> {
+pub(crate) async fn listed(b: &Browser) -> Vec<String> {
     let mut names = Vec::new();
     for link in b.find_all("#zones a.zone").await.unwrap() {
         names.push(link.text().await.unwrap());
@@ -109,7 +109,7 @@ async fn fetch(b: &Browser, path: &str, init: Value) -> (u64, String) {
 }
 
 /// Clicks a copy button and returns what the clipboard then holds.
-async fn copy(b: &Browser, button: &str) -> String {
+pub(crate) async fn copy(b: &Browser, button: &str) -> String {
     b.set_clipboard_text("not the record").await.unwrap();
     b.click(button).await.unwrap();
     let copied = eventually("the copy button finishing", SHORT, async || {
@@ -133,7 +133,7 @@ fn write_users(path: &Path) {
 }
 
 /// Logs in from the login page (the current page must be it).
-async fn log_in(b: &Browser, user: &str, password: &str) {
+pub(crate) async fn log_in(b: &Browser, user: &str, password: &str) {
     b.fill("form.login input[name=user]", user).await.unwrap();
     b.fill("form.login input[name=password]", password)
         .await

@@ -35,7 +35,7 @@ pub use proxy::ProxyAuth;
 pub use sessions::{Session, Sessions};
 pub use users::{
     LineProblem, MAX_M_COST, MAX_NAME_LEN, MAX_P_COST, MAX_PASSWORD_BYTES, MAX_T_COST,
-    MIN_PASSWORD_CHARS, Users, hash_password, valid_user_name,
+    MIN_PASSWORD_CHARS, Users, hash_password, random_password, valid_user_name,
 };
 
 /// Why an authentication input was refused. Never carries a password or a hash.

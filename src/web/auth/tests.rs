@@ -248,6 +248,26 @@ fn a_password_verifies_for_its_user_only() {
 }
 
 #[test]
+fn a_made_password_is_24_url_safe_characters_never_the_same_and_hashes() {
+    let made: Vec<String> = (0..16).map(|_| random_password().unwrap()).collect();
+    for p in &made {
+        assert_eq!(p.len(), 24, "{p}");
+        assert!(
+            p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "{p}"
+        );
+    }
+    let distinct: std::collections::HashSet<_> = made.iter().collect();
+    assert_eq!(distinct.len(), made.len());
+    // Long enough for the users file's own rule.
+    assert!(made[0].chars().count() >= MIN_PASSWORD_CHARS);
+    let users = Users::parse(&format!("demo:operator:{}\n", cheap(&made[0])), "u").unwrap();
+    assert_eq!(users.verify("demo", &made[0]), Some(Role::Operator));
+    assert_eq!(users.verify("demo", &made[1]), None);
+}
+
+#[test]
 fn a_password_over_the_length_bound_is_refused_without_hashing() {
     let long = "x".repeat(MAX_PASSWORD_BYTES + 1);
     let users = Users::parse(&format!("alice:viewer:{}\n", cheap(&long)), "u").unwrap();

@@ -10,7 +10,7 @@ use argon2::password_hash::{
 };
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD_NO_PAD;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use ring::rand::SystemRandom;
 use thiserror::Error;
 
@@ -93,6 +93,13 @@ pub fn hash_password(password: &str) -> Result<String, AuthError> {
         .hash_password(password.as_bytes(), &salt)
         .map_err(AuthError::Hash)?;
     Ok(hash.to_string())
+}
+
+/// A password for a user made by the program itself (`demo --keep`'s console): 18 bytes
+/// of the OS generator as 24 characters of base64url, nothing to type wrong or quote.
+pub fn random_password() -> Result<String, AuthError> {
+    let bytes = random_bytes::<18>(&SystemRandom::new())?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// One user of the users file.
