@@ -265,10 +265,10 @@ mod tests {
 
     #[test]
     fn every_kind_is_listed_once_and_its_block_names_its_keys() {
-        assert_eq!(KINDS, ["gcore", "powerdns"]);
-        for kind in KINDS {
+        for (i, kind) in KINDS.iter().enumerate() {
+            assert!(!KINDS[..i].contains(kind), "{kind} twice");
             let fields = Block::fields(kind);
-            assert!(fields.contains(&"base_url"), "{kind}: {fields:?}");
+            assert!(!fields.is_empty(), "{kind}");
             assert!(!fields.contains(&"kind"), "{kind}: {fields:?}");
         }
         assert!(Block::fields("powerdns").contains(&"server_id"));
