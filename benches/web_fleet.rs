@@ -165,10 +165,8 @@ async fn bench() -> Result<(), String> {
     let settings = WebSettings {
         listen: "127.0.0.1:0".parse().map_err(|_| "an address")?,
         users: Some(users),
-        tls: None,
-        proxy: None,
         session_lifetime: Duration::from_secs(3600),
-        session_idle: Duration::from_secs(3600),
+        ..WebSettings::default()
     };
     let store = Store::open(&db).await.map_err(|e| e.to_string())?;
     let server = serve(

@@ -254,8 +254,9 @@ pub struct MoveDeclared {
 #[derive(Debug, Clone)]
 struct MoveSide {
     account: String,
-    /// The account's kind (`powerdns`, `gcore`): what a refusal says it lacks.
-    kind: &'static str,
+    /// What its kind lacks to publish another signer's DNSKEY, when it says it cannot
+    /// (the provider's own sentence, `registry::Kind::FOREIGN_DNSKEYS_WHY`).
+    foreign_dnskeys_why: &'static str,
     foreign_dnskeys: Result<bool, String>,
     /// The key it signs the zone with; `None`: DNSSEC off there.
     key: Result<Option<Dnskey>, String>,
@@ -274,15 +275,6 @@ fn insecure_way(source: &str, target: &str) -> String {
          name servers, and once the old delegation has expired delete it from {source} and \
          `enable` it (nothing was recorded)"
     )
-}
-
-/// What an account of `kind` lacks to publish another signer's DNSKEY.
-fn foreign_dnskeys_why(kind: &str) -> &'static str {
-    match kind {
-        "powerdns" => "the PowerDNS server needs direct-dnskey=yes in its pdns.conf",
-        "gcore" => "the Gcore API cannot at all",
-        _ => "its API cannot",
-    }
 }
 
 /// The account the zone moves from: of the accounts asked, exactly two hold the zone and
@@ -341,7 +333,7 @@ fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnske
             return Err(IntentError::MoveUnsupported {
                 zone: zone.to_string(),
                 account: side.account.clone(),
-                why: foreign_dnskeys_why(side.kind),
+                why: side.foreign_dnskeys_why,
                 insecure: insecure(),
             });
         }
@@ -451,7 +443,7 @@ fn check_direction(
 /// Asks one account what [`check_sides`] decides on, the three questions at once.
 async fn ask_side<P: Provider>(
     account: &str,
-    kind: &'static str,
+    foreign_dnskeys_why: &'static str,
     client: &P,
     zone: &str,
 ) -> MoveSide {
@@ -462,7 +454,7 @@ async fn ask_side<P: Provider>(
     );
     MoveSide {
         account: account.to_string(),
-        kind,
+        foreign_dnskeys_why,
         foreign_dnskeys: foreign.map_err(|e| e.to_string()),
         key: match key {
             Ok(key) => Ok(Some(key.dnskey)),
@@ -522,11 +514,11 @@ pub async fn declare_move(
     let asked = fleet.ask_every_account(zone).await;
     let found: Vec<&str> = asked.found.iter().map(|&i| fleet.name(i)).collect();
     let source = move_source(zone, to, &found, &asked.unknown)?;
-    let kind_of = |name: &str| {
+    let why_of = |name: &str| {
         providers
             .iter()
             .find(|p| p.name == name)
-            .map_or("", |p| p.options.kind())
+            .map_or("", |p| p.options.foreign_dnskeys_why())
     };
     // Both names came from the configuration just built from.
     let (Some(source_client), Some(target_client)) =
@@ -539,8 +531,13 @@ pub async fn declare_move(
         });
     };
     let (source_side, target_side) = futures::join!(
-        ask_side(&source, kind_of(&source), source_client, zone),
-        ask_side(to, target_config.options.kind(), target_client, zone)
+        ask_side(&source, why_of(&source), source_client, zone),
+        ask_side(
+            to,
+            target_config.options.foreign_dnskeys_why(),
+            target_client,
+            zone
+        )
     );
     let source_key = check_sides(zone, &source_side, &target_side)?;
     check_direction(
@@ -578,11 +575,14 @@ pub async fn declare_move(
 mod tests {
     use super::*;
     use crate::dnssec::test_key;
+    use crate::provider::gcore::GcoreClient;
+    use crate::provider::powerdns::PowerDnsClient;
+    use crate::provider::registry::Kind;
 
-    fn side(account: &str, kind: &'static str, ns: &[&str]) -> MoveSide {
+    fn side(account: &str, ns: &[&str]) -> MoveSide {
         MoveSide {
             account: account.to_string(),
-            kind,
+            foreign_dnskeys_why: PowerDnsClient::FOREIGN_DNSKEYS_WHY,
             foreign_dnskeys: Ok(true),
             key: Ok(Some(test_key())),
             name_servers: Ok(Some(ns.iter().map(|n| n.to_string()).collect())),
@@ -591,8 +591,8 @@ mod tests {
 
     fn pair() -> (MoveSide, MoveSide) {
         (
-            side("a", "powerdns", &["ns1.a.test.", "ns2.a.test."]),
-            side("b", "powerdns", &["ns1.b.test.", "ns2.b.test."]),
+            side("a", &["ns1.a.test.", "ns2.a.test."]),
+            side("b", &["ns1.b.test.", "ns2.b.test."]),
         )
     }
 
@@ -663,7 +663,7 @@ mod tests {
             ..pair().0
         };
         let target = MoveSide {
-            kind: "gcore",
+            foreign_dnskeys_why: GcoreClient::FOREIGN_DNSKEYS_WHY,
             foreign_dnskeys: Ok(false),
             ..pair().1
         };

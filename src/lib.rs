@@ -6,6 +6,7 @@ pub mod alert_kind;
 pub mod cli;
 pub mod condition;
 pub mod config;
+pub mod de;
 pub mod dns;
 pub mod dnssec;
 pub mod engine;

@@ -39,8 +39,8 @@ async fn daemon(
     let mut store = Store::connect(database).await.map_err(err)?;
     store
         .join_cluster(&ClusterSettings {
-            node: node.into(),
             lease: Duration::from_secs(30),
+            ..ClusterSettings::new(node)
         })
         .map_err(err)?;
     Ok(Engine::new(
@@ -73,10 +73,9 @@ pub async fn engine_pass_postgres(settings: &Settings, zones: &[String]) -> Res<
     let cluster = postgres::Cluster::start();
     let mut rate = 0.0;
     for daemons in [1usize, 2] {
-        let database = DatabaseSettings::Postgres(PostgresSettings {
-            url: cluster.database().await.parse().map_err(err)?,
-            password: None,
-        });
+        let database = DatabaseSettings::Postgres(PostgresSettings::new(
+            cluster.database().await.parse().map_err(err)?,
+        ));
         let mut engines = Vec::new();
         for i in 0..daemons {
             engines.push(daemon(settings, &database, &format!("bench{i}")).await?);

@@ -86,13 +86,10 @@ fn settings(port: u16) -> DnsSettings {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(2),
         query_attempts: 3,
-        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
         // The pass against dnsperf's floor measures the observer's own cost, unpaced: at
         // the default pace, 10,000 zones at one TLD address take minutes by design.
         max_qps_per_server: dnssec_warden::dns::net::query::MAX_QPS_PER_SERVER,
-        address_families: Default::default(),
-        budget: Default::default(),
-        require_validated_evidence: false,
+        ..DnsSettings::default()
     }
 }
 

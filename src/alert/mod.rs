@@ -65,6 +65,29 @@ pub struct WebhookSettings {
     pub backoff: Duration,
 }
 
+/// Default of a webhook's `timeout`.
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of a webhook's `max_attempts`.
+pub const DEFAULT_WEBHOOK_ATTEMPTS: u32 = 3;
+/// Default of a webhook's `backoff`.
+pub const DEFAULT_WEBHOOK_BACKOFF: Duration = Duration::from_secs(1);
+/// Default of an exec sink's `timeout`.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl WebhookSettings {
+    /// A webhook to `url` without headers, every other key at its default.
+    pub fn new(name: impl Into<String>, url: url::Url) -> Self {
+        Self {
+            name: name.into(),
+            url,
+            headers: Vec::new(),
+            timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            max_attempts: DEFAULT_WEBHOOK_ATTEMPTS,
+            backoff: DEFAULT_WEBHOOK_BACKOFF,
+        }
+    }
+}
+
 // Webhook URLs and headers often carry tokens (Slack's URL is the secret): never printed.
 impl std::fmt::Debug for WebhookSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,6 +112,17 @@ pub struct ExecSettings {
     pub name: String,
     pub command: Vec<String>,
     pub timeout: Duration,
+}
+
+impl ExecSettings {
+    /// `command` as a sink, its timeout the default.
+    pub fn new(name: impl Into<String>, command: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            command,
+            timeout: DEFAULT_EXEC_TIMEOUT,
+        }
+    }
 }
 
 /// The registrar hook: run when a DS should be published or withdrawn.

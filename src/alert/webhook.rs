@@ -307,12 +307,13 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         let hook = Webhook::new(&WebhookSettings {
-            name: "alerts.webhook[0]".into(),
-            url: format!("http://{addr}/hook").parse().unwrap(),
             headers: vec![("X-Token".into(), "s3cr3t-t0ken".into())],
-            timeout: Duration::from_secs(10),
             max_attempts: 1,
             backoff: Duration::from_millis(10),
+            ..WebhookSettings::new(
+                "alerts.webhook[0]",
+                format!("http://{addr}/hook").parse().unwrap(),
+            )
         })
         .unwrap();
         let err = hook.send(&event()).await.unwrap_err().to_string();
@@ -359,14 +360,14 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         let hook = Webhook::new(&WebhookSettings {
-            name: "alerts.webhook[0]".into(),
-            url: format!("http://alertuser:hunter2%70ass@{addr}/hook")
-                .parse()
-                .unwrap(),
-            headers: vec![],
-            timeout: Duration::from_secs(10),
             max_attempts: 1,
             backoff: Duration::from_millis(10),
+            ..WebhookSettings::new(
+                "alerts.webhook[0]",
+                format!("http://alertuser:hunter2%70ass@{addr}/hook")
+                    .parse()
+                    .unwrap(),
+            )
         })
         .unwrap();
         let err = hook.send(&event()).await.unwrap_err().to_string();
@@ -388,12 +389,13 @@ mod tests {
     async fn a_failure_says_its_real_cause() {
         let hook = |addr: std::net::SocketAddr| {
             Webhook::new(&WebhookSettings {
-                name: "alerts.webhook[0]".into(),
-                url: format!("http://{addr}/hook").parse().unwrap(),
-                headers: Vec::new(),
                 timeout: Duration::from_millis(300),
                 max_attempts: 1,
                 backoff: Duration::from_millis(10),
+                ..WebhookSettings::new(
+                    "alerts.webhook[0]",
+                    format!("http://{addr}/hook").parse().unwrap(),
+                )
             })
             .unwrap()
         };
@@ -448,12 +450,13 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         let hook = Webhook::new(&WebhookSettings {
-            name: "alerts.webhook[0]".into(),
-            url: format!("http://{addr}/hook").parse().unwrap(),
-            headers: Vec::new(),
             timeout: Duration::from_secs(5),
             max_attempts: 2,
             backoff: Duration::from_millis(10),
+            ..WebhookSettings::new(
+                "alerts.webhook[0]",
+                format!("http://{addr}/hook").parse().unwrap(),
+            )
         })
         .unwrap();
         hook.send(&event()).await.unwrap();

@@ -11,7 +11,6 @@ use dnssec_warden_lab::dns::{LabDns, ROOT};
 use dnssec_warden_lab::{ProviderSim, SimOptions};
 
 use crate::dns::DnsSettings;
-use crate::dns::net::query::DEFAULT_QUERIES_PER_SERVER;
 use crate::dnssec::{Dnskey, Ds};
 
 /// The observer's settings for the lab hierarchy.
@@ -32,11 +31,7 @@ impl LabSettings for LabDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(400),
             query_attempts: 2,
-            queries_per_server: DEFAULT_QUERIES_PER_SERVER,
-            max_qps_per_server: crate::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
-            address_families: Default::default(),
-            budget: Default::default(),
-            require_validated_evidence: false,
+            ..DnsSettings::default()
         }
     }
 

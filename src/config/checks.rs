@@ -4,19 +4,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use url::Url;
-
-use super::file::{
-    ClusterFile, DatabaseFile, ParentFile, ProviderFile, ProviderKind, SettingsFile, WebFile,
-    ZonesFile,
-};
+use super::file::{ClusterFile, DatabaseFile, ParentFile, SettingsFile, WebFile, ZonesFile};
 use super::{ConfigError, MetricsSettings, Settings, ZoneSelection};
 use crate::alert::RegistrarSettings;
+use crate::de::{FileDir, KeyError};
 use crate::lifecycle::Policy;
 use crate::lifecycle::parent_way::{DsPathSetting, ParentWay, ParentWays};
 use crate::provider::fleet::{ProviderConfig, ProviderOptions};
-use crate::provider::gcore::{CredentialSource, ProviderSettings};
-use crate::provider::powerdns::PowerDnsSettings;
+use crate::provider::gcore::GcoreClient;
+use crate::provider::registry::Kind;
+use crate::provider::{Block, KINDS};
 use crate::secret::SecretSource;
 use crate::store::{ClusterSettings, DEFAULT_DATABASE_PATH, DatabaseSettings, PostgresSettings};
 use crate::web::{ProxySettings, TlsFiles, WebSettings};
@@ -29,15 +26,14 @@ pub(super) struct CrossChecks {
 }
 
 impl CrossChecks {
+    /// The file's directory: a relative path in the file is taken from there.
+    fn dir(&self) -> FileDir<'_> {
+        FileDir(self.file.parent())
+    }
+
     /// A path from the file: a relative one is taken relative to the file's directory.
     fn path(&self, path: PathBuf) -> PathBuf {
-        if path.is_absolute() {
-            return path;
-        }
-        match self.file.parent() {
-            Some(dir) => dir.join(path),
-            None => path,
-        }
+        self.dir().path(path)
     }
 
     fn err(&self, key: &str, message: impl Into<String>) -> ConfigError {
@@ -292,12 +288,13 @@ impl CrossChecks {
     /// `[provider]` (named after its kind) and each `[providers.NAME]`.
     fn providers(
         &self,
-        legacy: Option<ProviderFile>,
-        named: std::collections::BTreeMap<String, ProviderFile>,
+        legacy: Option<toml::Table>,
+        named: std::collections::BTreeMap<String, toml::Table>,
     ) -> Result<Vec<ProviderConfig>, ConfigError> {
         let mut all = Vec::new();
         if let Some(raw) = legacy {
-            let name = raw.kind.name().to_string();
+            let options = self.provider("provider", raw)?;
+            let name = options.kind().to_string();
             if named.contains_key(&name) {
                 return Err(self.err(
                     &format!("providers.{name}"),
@@ -309,7 +306,7 @@ impl CrossChecks {
             all.push(ProviderConfig {
                 name,
                 block: "provider".into(),
-                options: self.provider("provider", raw)?,
+                options,
             });
         }
         for (name, raw) in named {
@@ -329,89 +326,54 @@ impl CrossChecks {
         Ok(all)
     }
 
-    /// One provider block. Exactly one credential source: for Gcore an API key, or a
-    /// username with a password; for PowerDNS an API key.
-    fn provider(&self, stem: &str, raw: ProviderFile) -> Result<ProviderOptions, ConfigError> {
+    /// One provider block, read as its `kind`'s (Gcore without one, as `[provider]`
+    /// always was): its keys by its own type, then its own checks across them.
+    fn provider(&self, stem: &str, mut raw: toml::Table) -> Result<ProviderOptions, ConfigError> {
         let key = |k: &str| format!("{stem}.{k}");
-        let api_key = self.one_source(
-            &key("api_key"),
-            raw.api_key_file,
-            raw.api_key_env,
-            raw.api_key_credential,
-        )?;
-        let password = self.one_source(
-            &key("password"),
-            raw.password_file,
-            raw.password_env,
-            raw.password_credential,
-        )?;
-        if raw.kind == ProviderKind::Powerdns {
-            if raw.username.is_some() || password.is_some() {
+        let kind = match raw.remove("kind") {
+            None => GcoreClient::KIND.to_string(),
+            Some(toml::Value::String(kind)) => kind,
+            Some(other) => {
                 return Err(self.err(
-                    &key("username"),
-                    "PowerDNS takes an API key (api_key_file, api_key_env or api_key_credential), not a login",
-                ));
-            }
-            let Some(api_key) = api_key else {
-                return Err(self.err(
-                    &key("api_key_file"),
-                    "no credentials: set api_key_file, api_key_env or api_key_credential (the api-key of pdns.conf)",
-                ));
-            };
-            let Some(base_url) = raw.base_url else {
-                return Err(self.err(
-                    &key("base_url"),
-                    "is missing: PowerDNS's webserver, e.g. \"http://127.0.0.1:8081/\"",
-                ));
-            };
-            return Ok(ProviderOptions::PowerDns {
-                settings: PowerDnsSettings {
-                    base_url,
-                    server_id: raw.server_id.unwrap_or_else(|| "localhost".into()),
-                    request_timeout: raw.request_timeout,
-                    max_attempts: raw.max_attempts,
-                    retry_budget: raw.retry_budget,
-                },
-                api_key,
-            });
-        }
-        if raw.server_id.is_some() {
-            return Err(self.err(&key("server_id"), "applies to kind = \"powerdns\" only"));
-        }
-        let credentials = match (api_key, raw.username, password) {
-            (Some(key), None, None) => CredentialSource::ApiKey(key),
-            (None, Some(username), Some(password)) => {
-                CredentialSource::Login { username, password }
-            }
-            (None, Some(_), None) => {
-                return Err(self.err(
-                    &key("username"),
-                    "needs password_file, password_env or password_credential",
-                ));
-            }
-            (None, None, Some(_)) => {
-                return Err(self.err(&key("username"), "is missing (a password is set)"));
-            }
-            (Some(_), _, _) => {
-                return Err(self.err(
-                    &key("api_key_file"),
-                    "give either an API key or username + password, not both",
-                ));
-            }
-            (None, None, None) => {
-                return Err(self.err(
-                    &key("api_key_file"),
-                    "no credentials: set api_key_file, api_key_env, api_key_credential, or username with a password source",
+                    &key("kind"),
+                    format!("must be a string, not {}", other.type_str()),
                 ));
             }
         };
-        Ok(ProviderOptions::Gcore(ProviderSettings {
-            base_url: raw.base_url.unwrap_or_else(default_base_url),
-            credentials,
-            request_timeout: raw.request_timeout,
-            max_attempts: raw.max_attempts,
-            retry_budget: raw.retry_budget,
-        }))
+        let mut track = serde_path_to_error::Track::new();
+        let block = Block::read(
+            &kind,
+            serde_path_to_error::Deserializer::new(raw, &mut track),
+        );
+        let block = match block {
+            Some(Ok(block)) => block,
+            None => {
+                let error = <toml::de::Error as serde::de::Error>::unknown_variant(&kind, KINDS);
+                return Err(self.err(&key("kind"), error.message().trim()));
+            }
+            Some(Err(error)) => {
+                let field = track.path().to_string();
+                // A key not of this kind's block but of another's: say whose.
+                let known = |k: &str| Block::fields(k).contains(&field.as_str());
+                let others: Vec<String> = KINDS
+                    .iter()
+                    .filter(|k| !known(&kind) && known(k))
+                    .map(|k| format!("kind = {k:?}"))
+                    .collect();
+                let message = match others.is_empty() {
+                    true => error.message().trim().to_string(),
+                    false => format!("applies to {} only", others.join(" or ")),
+                };
+                let at = match field.as_str() {
+                    "" | "." => stem.to_string(),
+                    field => key(field),
+                };
+                return Err(self.err(&at, message));
+            }
+        };
+        block
+            .settings(self.dir())
+            .map_err(|KeyError { key: k, message }| self.err(&key(&k), message))
     }
 
     /// At most one of the three ways to give a secret.
@@ -422,21 +384,9 @@ impl CrossChecks {
         env: Option<String>,
         credential: Option<String>,
     ) -> Result<Option<SecretSource>, ConfigError> {
-        let mut found: Vec<SecretSource> = [
-            file.map(|p| SecretSource::File(self.path(p))),
-            env.map(SecretSource::Env),
-            credential.map(SecretSource::Credential),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if found.len() > 1 {
-            return Err(self.err(
-                &format!("{stem}_file"),
-                format!("set only one of {stem}_file, {stem}_env, {stem}_credential"),
-            ));
-        }
-        Ok(found.pop())
+        self.dir()
+            .one_secret(stem, file, env, credential)
+            .map_err(|e| self.err(&e.key, e.message))
     }
 
     /// `names` or `all`; duplicates are found after normalisation: `bücher.example` and
@@ -496,8 +446,4 @@ fn valid_provider_name(name: &str) -> bool {
             .bytes()
             .next()
             .is_some_and(|b| b.is_ascii_alphanumeric())
-}
-
-fn default_base_url() -> Url {
-    Url::parse("https://api.gcore.com").expect("a constant URL")
 }

@@ -1,5 +1,6 @@
-//! The `deserialize_with` helpers: each one type of value, and what is wrong with it on
-//! its own. The key is added by `serde_path_to_error`.
+//! The `deserialize_with` helpers of `config`'s own sections: each one type of value, and
+//! what is wrong with it on its own. The key is added by `serde_path_to_error`. Those a
+//! provider's block reads too are `crate::de`'s, named here as well.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -10,6 +11,9 @@ use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use url::Url;
 
+pub use crate::de::{
+    credential_name, env_name, http_url, in_range, non_empty_path, secret_file, secs,
+};
 use crate::dns::AddressFamilies;
 use crate::dns::net::budget::MAX_OBSERVATION_TIMEOUT;
 use crate::time::format::positive_duration as duration;
@@ -38,28 +42,6 @@ pub fn notify_target<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, 
     ZoneName::parse(&text)
         .map(|name| Some(name.as_str().to_string()))
         .map_err(|e| D::Error::custom(format!("not an address or a host name: {e}")))
-}
-
-pub fn secs<const N: u64>() -> Duration {
-    Duration::from_secs(N)
-}
-
-pub fn int<const N: u64, T: TryFrom<u64> + Default>() -> T {
-    T::try_from(N).unwrap_or_default()
-}
-
-/// An integer in `MIN..=MAX` (`MAX = u64::MAX`: no upper bound).
-pub fn in_range<'de, const MIN: u64, const MAX: u64, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Copy + TryInto<u64>,
-{
-    let value = T::deserialize(d)?;
-    match value.try_into() {
-        Ok(v) if (MIN..=MAX).contains(&v) => Ok(value),
-        _ if MAX == u64::MAX => Err(D::Error::custom(format!("must be at least {MIN}"))),
-        _ => Err(D::Error::custom(format!("must be {MIN} to {MAX}"))),
-    }
 }
 
 /// `dns.observation_timeout`: at most [`MAX_OBSERVATION_TIMEOUT`].
@@ -92,39 +74,6 @@ pub fn address_families<'de, D: Deserializer<'de>>(d: D) -> Result<AddressFamili
         return Err(D::Error::custom("needs \"ipv4\", \"ipv6\" or both"));
     }
     Ok(out)
-}
-
-/// An http:// or https:// URL with a host. It may hold a token (a Slack webhook): the
-/// message says what is wrong and never echoes it, as `Url`'s own serde impl would.
-pub fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Url, D::Error> {
-    let text = String::deserialize(d)?;
-    let url = Url::parse(&text).map_err(|e| D::Error::custom(format!("not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(D::Error::custom(
-            "must be an http:// or https:// URL with a host",
-        ));
-    }
-    Ok(url)
-}
-
-/// [`http_url`] for an optional key.
-pub fn some_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Url>, D::Error> {
-    http_url(d).map(Some)
-}
-
-/// `server_id` of a PowerDNS block: one path segment.
-pub fn server_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let text = String::deserialize(d)?;
-    if text.is_empty()
-        || !text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        return Err(D::Error::custom(
-            "must be a server id such as \"localhost\" (letters, digits, '-', '_', '.')",
-        ));
-    }
-    Ok(Some(text))
 }
 
 /// `metrics.listen`: `IP:port`. Parsed here rather than by serde's own impl, whose
@@ -183,14 +132,6 @@ pub fn empty_is_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>,
     Ok((!path.as_os_str().is_empty()).then_some(path))
 }
 
-pub fn non_empty_path<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    let path = PathBuf::deserialize(d)?;
-    if path.as_os_str().is_empty() {
-        return Err(D::Error::custom("is empty"));
-    }
-    Ok(path)
-}
-
 pub fn some_non_empty_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
     non_empty_path(d).map(Some)
 }
@@ -212,34 +153,6 @@ pub fn postgres_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Url>, D::E
         ));
     }
     Ok(Some(url))
-}
-
-pub fn secret_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
-    non_empty_path(d).map(Some)
-}
-
-pub fn env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let var = String::deserialize(d)?;
-    if var.is_empty() || var.contains('=') {
-        return Err(D::Error::custom("is not a variable name"));
-    }
-    Ok(Some(var))
-}
-
-pub fn credential_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let name = String::deserialize(d)?;
-    if name.is_empty() || name.contains('/') {
-        return Err(D::Error::custom("must be a credential name without '/'"));
-    }
-    Ok(Some(name))
-}
-
-pub fn username<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let name = String::deserialize(d)?;
-    if name.trim().is_empty() {
-        return Err(D::Error::custom("is empty"));
-    }
-    Ok(Some(name))
 }
 
 /// A command line: at least the program (`command[0]`, not blank), then its arguments.

@@ -91,16 +91,16 @@ pub(super) struct WebhookFile {
     #[serde(default, deserialize_with = "de::headers")]
     pub(super) headers: Vec<(String, String)>,
     /// Time limit of one attempt.
-    #[serde(default = "de::secs::<10>", deserialize_with = "duration")]
+    #[serde(default = "webhook_timeout", deserialize_with = "duration")]
     pub(super) timeout: Duration,
     /// Attempts per notification and tick, the first included.
     #[serde(
-        default = "de::int::<3, _>",
+        default = "webhook_attempts",
         deserialize_with = "de::in_range::<1, 10, _, _>"
     )]
     pub(super) max_attempts: u32,
     /// Wait before the first retry; doubled for each further one.
-    #[serde(default = "de::secs::<1>", deserialize_with = "duration")]
+    #[serde(default = "webhook_backoff", deserialize_with = "duration")]
     pub(super) backoff: Duration,
 }
 
@@ -110,8 +110,21 @@ pub(super) struct WebhookFile {
 pub(super) struct ExecFile {
     #[serde(deserialize_with = "de::command")]
     pub(super) command: Vec<String>,
-    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
+    #[serde(default = "exec_timeout", deserialize_with = "duration")]
     pub(super) timeout: Duration,
+}
+
+fn webhook_timeout() -> Duration {
+    crate::alert::DEFAULT_WEBHOOK_TIMEOUT
+}
+fn webhook_attempts() -> u32 {
+    crate::alert::DEFAULT_WEBHOOK_ATTEMPTS
+}
+fn webhook_backoff() -> Duration {
+    crate::alert::DEFAULT_WEBHOOK_BACKOFF
+}
+fn exec_timeout() -> Duration {
+    crate::alert::DEFAULT_EXEC_TIMEOUT
 }
 
 #[derive(Deserialize)]
@@ -123,13 +136,14 @@ pub(super) struct RegistrarFile {
     pub(super) timeout: Duration,
 }
 
-/// The file as written: every section typed; `[provider]` and `[zones]` still hold the
+/// The file as written: every section typed but the provider blocks, read by their
+/// `kind` afterwards (each provider's folder types its own block); `[zones]` still holds
 /// keys that are only meaningful together.
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct SettingsFile {
-    pub(super) provider: Option<ProviderFile>,
-    pub(super) providers: std::collections::BTreeMap<String, ProviderFile>,
+    pub(super) provider: Option<toml::Table>,
+    pub(super) providers: std::collections::BTreeMap<String, toml::Table>,
     pub(super) database: DatabaseFile,
     pub(super) dns: DnsFile,
     pub(super) timing: Policy,
@@ -217,44 +231,6 @@ pub(super) struct MetricsFile {
     pub(super) listen: Option<SocketAddr>,
 }
 
-/// `[provider]` or `[providers.NAME]`: the credentials are several keys of which exactly
-/// one source is set.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ProviderFile {
-    #[serde(default)]
-    pub(super) kind: ProviderKind,
-    /// Gcore's own API when absent; PowerDNS has no default.
-    #[serde(default, deserialize_with = "de::some_http_url")]
-    pub(super) base_url: Option<Url>,
-    /// PowerDNS only: the `{server_id}` of `/api/v1/servers/{server_id}`.
-    #[serde(default, deserialize_with = "de::server_id")]
-    pub(super) server_id: Option<String>,
-    #[serde(default, deserialize_with = "de::secret_file")]
-    pub(super) api_key_file: Option<PathBuf>,
-    #[serde(default, deserialize_with = "de::env_name")]
-    pub(super) api_key_env: Option<String>,
-    #[serde(default, deserialize_with = "de::credential_name")]
-    pub(super) api_key_credential: Option<String>,
-    #[serde(default, deserialize_with = "de::username")]
-    pub(super) username: Option<String>,
-    #[serde(default, deserialize_with = "de::secret_file")]
-    pub(super) password_file: Option<PathBuf>,
-    #[serde(default, deserialize_with = "de::env_name")]
-    pub(super) password_env: Option<String>,
-    #[serde(default, deserialize_with = "de::credential_name")]
-    pub(super) password_credential: Option<String>,
-    #[serde(default = "de::secs::<30>", deserialize_with = "duration")]
-    pub(super) request_timeout: Duration,
-    #[serde(
-        default = "de::int::<5, _>",
-        deserialize_with = "de::in_range::<1, {u64::MAX}, _, _>"
-    )]
-    pub(super) max_attempts: u32,
-    #[serde(default = "de::secs::<120>", deserialize_with = "duration")]
-    pub(super) retry_budget: Duration,
-}
-
 /// `[database]`: `path` or `url`, and the password's source for `url`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -269,24 +245,6 @@ pub(super) struct DatabaseFile {
     pub(super) password_env: Option<String>,
     #[serde(default, deserialize_with = "de::credential_name")]
     pub(super) password_credential: Option<String>,
-}
-
-/// `kind` of a provider block.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum ProviderKind {
-    #[default]
-    Gcore,
-    Powerdns,
-}
-
-impl ProviderKind {
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Self::Gcore => "gcore",
-            Self::Powerdns => "powerdns",
-        }
-    }
 }
 
 /// `[dns]` as written, the budget's keys beside the others.

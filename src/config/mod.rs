@@ -12,7 +12,9 @@
 //! Adding a key: one field with its serde attributes in its section's struct in `file` (a
 //! default, and a `deserialize_with` helper from `de` when the value has a form or a
 //! range), and a doc line with the default in `config.example.toml`. Only a rule involving
-//! two keys belongs in `CrossChecks`.
+//! two keys belongs in `CrossChecks`. A provider block's keys are its provider's own
+//! (`provider::registry::Kind`): `[provider]` and `[providers.NAME]` are read here as
+//! tables, then by their `kind` as that provider's block.
 //!
 //! - `file`: each section as written, its values checked one by one as they are read;
 //! - `de`: the `deserialize_with` helpers, one kind of value each;

@@ -3,6 +3,7 @@ use std::time::Duration;
 use super::*;
 use crate::provider::fleet::ProviderOptions;
 use crate::provider::gcore::{CredentialSource, Credentials};
+use crate::provider::powerdns::PowerDnsAccount;
 use crate::secret::{SecretError, SecretSource};
 use crate::store::DEFAULT_LEASE;
 
@@ -31,7 +32,7 @@ fn provider_blocks_are_named_and_typed() {
     let names: Vec<&str> = s.providers.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["gcore", "other", "pdns-main"]);
     match &s.providers[2].options {
-        ProviderOptions::PowerDns { settings, api_key } => {
+        ProviderOptions::PowerDns(PowerDnsAccount { settings, api_key }) => {
             assert_eq!(settings.base_url.as_str(), "http://127.0.0.1:8081/");
             assert_eq!(settings.server_id, "localhost");
             assert_eq!(

@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use futures::future::join_all;
 
 use super::gcore::{GcoreClient, ProviderSettings};
-use super::powerdns::{PowerDnsClient, PowerDnsSettings};
+use super::registry::{Kind, SetupError};
+pub use super::{Client, ProviderOptions};
 use super::{
-    DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit, foreign_dnskey_set,
+    DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, Registered, SendPermit,
+    foreign_dnskey_set,
 };
 use crate::condition::Condition;
 use crate::dnssec::{CdsHalves, CdsPublication, Dnskey, DnssecKey, fqdn};
@@ -38,16 +40,6 @@ pub struct ProviderConfig {
     pub options: ProviderOptions,
 }
 
-/// What a client of each kind needs.
-#[derive(Debug, Clone)]
-pub enum ProviderOptions {
-    Gcore(ProviderSettings),
-    PowerDns {
-        settings: PowerDnsSettings,
-        api_key: SecretSource,
-    },
-}
-
 /// Why an account's client could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderSetupError {
@@ -60,67 +52,56 @@ pub enum ProviderSetupError {
 impl ProviderOptions {
     /// The `kind` as the configuration writes it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Gcore(_) => "gcore",
-            Self::PowerDns { .. } => "powerdns",
-        }
+        on_options!(self, |_s: K| K::KIND)
+    }
+
+    /// Why an account of this kind cannot publish another signer's DNSKEY, when it says
+    /// it cannot: what a refused signed move tells the operator.
+    pub fn foreign_dnskeys_why(&self) -> &'static str {
+        on_options!(self, |_s: K| K::FOREIGN_DNSKEYS_WHY)
+    }
+
+    /// Where the account's secrets live.
+    pub fn secret_sources(&self) -> Vec<&SecretSource> {
+        on_options!(self, |s: K| K::secret_sources(s))
+    }
+
+    /// The account's client, its secrets read.
+    fn build(&self) -> Result<Client, SetupError> {
+        on_options!(self, |s: K| K::build(s).map(Client::from))
     }
 }
 
 impl ProviderConfig {
+    /// The settings of an account of kind `K` (`None`: it is of another kind).
+    pub fn settings<K: Registered>(&self) -> Option<&K::Settings> {
+        K::settings_in(&self.options)
+    }
+
     /// The Gcore settings, for an account of that kind.
     pub fn gcore(&self) -> Option<&ProviderSettings> {
-        match &self.options {
-            ProviderOptions::Gcore(s) => Some(s),
-            ProviderOptions::PowerDns { .. } => None,
-        }
+        self.settings::<GcoreClient>()
     }
 
     /// Secret files any user of the machine can read (see
     /// [`SecretSource::exposure_warning`]), each naming the account.
     pub fn exposure_warnings(&self) -> Vec<String> {
-        let warnings = match &self.options {
-            ProviderOptions::Gcore(s) => s.credentials.exposure_warnings(),
-            ProviderOptions::PowerDns { api_key, .. } => {
-                api_key.exposure_warning().into_iter().collect()
-            }
-        };
-        warnings
+        self.options
+            .secret_sources()
             .into_iter()
+            .filter_map(SecretSource::exposure_warning)
             .map(|w| format!("provider {}: {w}", self.name))
             .collect()
     }
 
     /// The account's client, its secrets read.
     pub fn client(&self) -> Result<Client, ProviderSetupError> {
-        let secret = |error| ProviderSetupError::Secret {
-            name: self.name.clone(),
-            error,
-        };
-        let client = |error| ProviderSetupError::Client {
-            name: self.name.clone(),
-            error,
-        };
-        Ok(match &self.options {
-            ProviderOptions::Gcore(s) => {
-                let credentials = s.credentials.load().map_err(secret)?;
-                Client::Gcore(GcoreClient::new(s, credentials).map_err(client)?)
-            }
-            ProviderOptions::PowerDns { settings, api_key } => {
-                let key = api_key.load().map_err(secret)?;
-                Client::PowerDns(PowerDnsClient::new(settings, key).map_err(client)?)
-            }
+        let name = self.name.clone();
+        self.options.build().map_err(|e| match e {
+            SetupError::Secret(error) => ProviderSetupError::Secret { name, error },
+            SetupError::Client(error) => ProviderSetupError::Client { name, error },
         })
     }
-}
-
-/// One account's client, whichever its kind. A handful live for the daemon's life:
-/// their size difference costs nothing.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-pub enum Client {
-    Gcore(GcoreClient),
-    PowerDns(PowerDnsClient),
 }
 
 impl Provider for Client {
@@ -130,16 +111,10 @@ impl Provider for Client {
     }
 
     async fn zone(&self, zone: &str) -> Result<HostedZone, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::zone(c, zone).await,
-            Self::PowerDns(c) => Provider::zone(c, zone).await,
-        }
+        on_client!(self, |c| Provider::zone(c, zone).await)
     }
     async fn zone_flags(&self) -> Result<Vec<ListedZone>, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::zone_flags(c).await,
-            Self::PowerDns(c) => Provider::zone_flags(c).await,
-        }
+        on_client!(self, |c| Provider::zone_flags(c).await)
     }
     async fn set_dnssec(
         &self,
@@ -147,28 +122,17 @@ impl Provider for Client {
         enabled: bool,
         may_send: SendPermit<'_>,
     ) -> Result<DnssecSwitched, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::set_dnssec(c, zone, enabled, may_send).await,
-            Self::PowerDns(c) => Provider::set_dnssec(c, zone, enabled, may_send).await,
-        }
+        on_client!(self, |c| Provider::set_dnssec(c, zone, enabled, may_send)
+            .await)
     }
     async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::dnssec_key(c, zone).await,
-            Self::PowerDns(c) => Provider::dnssec_key(c, zone).await,
-        }
+        on_client!(self, |c| Provider::dnssec_key(c, zone).await)
     }
     async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::largest_ttl(c, zone).await,
-            Self::PowerDns(c) => Provider::largest_ttl(c, zone).await,
-        }
+        on_client!(self, |c| Provider::largest_ttl(c, zone).await)
     }
     async fn cds_publication(&self, zone: &str) -> Result<Option<CdsHalves>, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::cds_publication(c, zone).await,
-            Self::PowerDns(c) => Provider::cds_publication(c, zone).await,
-        }
+        on_client!(self, |c| Provider::cds_publication(c, zone).await)
     }
     async fn set_cds_publication(
         &self,
@@ -176,22 +140,16 @@ impl Provider for Client {
         to: CdsPublication,
         may_send: SendPermit<'_>,
     ) -> Result<(), ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
-            Self::PowerDns(c) => Provider::set_cds_publication(c, zone, to, may_send).await,
-        }
+        on_client!(self, |c| Provider::set_cds_publication(
+            c, zone, to, may_send
+        )
+        .await)
     }
     async fn foreign_dnskeys_supported(&self, zone: &str) -> Result<bool, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::foreign_dnskeys_supported(c, zone).await,
-            Self::PowerDns(c) => Provider::foreign_dnskeys_supported(c, zone).await,
-        }
+        on_client!(self, |c| Provider::foreign_dnskeys_supported(c, zone).await)
     }
     async fn foreign_dnskeys(&self, zone: &str) -> Result<Option<Vec<Dnskey>>, ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::foreign_dnskeys(c, zone).await,
-            Self::PowerDns(c) => Provider::foreign_dnskeys(c, zone).await,
-        }
+        on_client!(self, |c| Provider::foreign_dnskeys(c, zone).await)
     }
     async fn set_foreign_dnskeys(
         &self,
@@ -200,33 +158,25 @@ impl Provider for Client {
         ttl: u32,
         may_send: SendPermit<'_>,
     ) -> Result<(), ProviderError> {
-        match self {
-            Self::Gcore(c) => Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await,
-            Self::PowerDns(c) => Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await,
-        }
+        on_client!(self, |c| {
+            Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await
+        })
     }
 }
 
 impl Client {
     /// The account's daemon-wide conditions: the provider refusing its credentials, for
-    /// the kinds that log in (a PowerDNS key refused is a 401 on each call, said by the
-    /// zones' observations); its configuration naming what the provider does not have
+    /// the kinds that log in; its configuration naming what the provider does not have
     /// (a PowerDNS `server_id` the API does not know).
     pub fn account_conditions(&self) -> Vec<Arc<Condition>> {
-        match self {
-            Self::Gcore(c) => vec![c.auth_condition()],
-            Self::PowerDns(c) => vec![c.account_condition()],
-        }
+        on_client!(self, |c| Kind::account_conditions(c))
     }
 
     /// What the provider says of the account's configuration, where its API can say it
     /// without a zone (`check-config`): `Misconfigured` names the key at fault. Other
     /// failures (a provider that cannot be reached) say nothing of the file.
     pub async fn check_account(&self) -> Result<(), ProviderError> {
-        match self {
-            Self::Gcore(_) => Ok(()),
-            Self::PowerDns(c) => c.check_server().await,
-        }
+        on_client!(self, |c| Kind::check_account(c).await)
     }
 }
 

@@ -1,17 +1,27 @@
 //! The managed DNS provider: the [`Provider`] trait the engine depends on (so that it can
 //! be tested with fakes, and a second provider added), its errors and their classes, and
-//! one implementation per provider API in its own folder ([`gcore`], [`powerdns`]), and
-//! [`fleet`]: several accounts in one daemon, each zone's calls at the account holding it.
+//! one implementation per provider API in its own folder ([`gcore`], [`powerdns`]), each
+//! listed once below ([`registry`]), and [`fleet`]: several accounts in one daemon, each
+//! zone's calls at the account holding it.
 //!
 //! The trait speaks the daemon's terms ([`HostedZone`], [`ListedZone`], the signing key
 //! [`DnssecKey`] checked against its own public key by whoever implements it); each API's
 //! own shapes stay in its folder.
 
 mod error;
-pub mod fleet;
-pub mod gcore;
 mod http;
+pub mod registry;
+
+// The providers: a folder each, and its line in the list.
+pub mod gcore;
 pub mod powerdns;
+registry::providers! {
+    Gcore(gcore::GcoreClient),
+    PowerDns(powerdns::PowerDnsClient),
+}
+
+// After the list: it uses the dispatch the list generates.
+pub mod fleet;
 
 use serde::Deserialize;
 

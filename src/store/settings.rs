@@ -22,6 +22,16 @@ pub struct ClusterSettings {
     pub lease: Duration,
 }
 
+impl ClusterSettings {
+    /// The daemon `node`, every other key at its default.
+    pub fn new(node: impl Into<String>) -> Self {
+        Self {
+            node: node.into(),
+            lease: DEFAULT_LEASE,
+        }
+    }
+}
+
 /// `[database]`: the SQLite file (`path`, the default) or a PostgreSQL server (`url`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DatabaseSettings {
@@ -67,4 +77,14 @@ pub struct PostgresSettings {
     /// `postgres://user@host:port/database?sslmode=…`, without a password.
     pub url: Url,
     pub password: Option<SecretSource>,
+}
+
+impl PostgresSettings {
+    /// The server at `url`, without a password source.
+    pub fn new(url: Url) -> Self {
+        Self {
+            url,
+            password: None,
+        }
+    }
 }

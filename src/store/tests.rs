@@ -539,10 +539,7 @@ use crate::secret::SecretSource;
 
 async fn postgres_settings(cluster: &pg_support::Cluster) -> DatabaseSettings {
     let url = cluster.database().await;
-    DatabaseSettings::Postgres(PostgresSettings {
-        url: url.parse().unwrap(),
-        password: None,
-    })
+    DatabaseSettings::Postgres(PostgresSettings::new(url.parse().unwrap()))
 }
 
 async fn postgres_store(cluster: &pg_support::Cluster) -> Store {
@@ -1001,8 +998,8 @@ async fn postgres_migrates_only_when_asked() {
     assert!(err.to_string().contains("read-only"), "{err}");
 
     let missing = PostgresSettings {
-        url: pg.url.clone(),
         password: Some(SecretSource::File("/nonexistent/pg-password".into())),
+        ..PostgresSettings::new(pg.url.clone())
     };
     let err = Store::connect(&DatabaseSettings::Postgres(missing))
         .await
@@ -1039,10 +1036,9 @@ async fn postgres_migration_5_gives_each_last_observation_its_brief() {
         }
         pool.close().await;
     }
-    let store = Store::connect(&DatabaseSettings::Postgres(PostgresSettings {
-        url: url.parse().unwrap(),
-        password: None,
-    }))
+    let store = Store::connect(&DatabaseSettings::Postgres(PostgresSettings::new(
+        url.parse().unwrap(),
+    )))
     .await
     .unwrap();
     assert_briefs_after_migration(&store).await;
@@ -1096,8 +1092,8 @@ async fn daemon_store(settings: &DatabaseSettings, node: &str, lease_ms: u64) ->
     let mut store = Store::connect(settings).await.unwrap();
     store
         .join_cluster(&super::ClusterSettings {
-            node: node.into(),
             lease: Duration::from_millis(lease_ms),
+            ..super::ClusterSettings::new(node)
         })
         .unwrap();
     store

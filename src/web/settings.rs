@@ -20,6 +20,21 @@ pub struct WebSettings {
     pub session_idle: Duration,
 }
 
+/// The defaults of every key but the users (none: `config` asks for a users file or a
+/// proxy): on loopback, without TLS.
+impl Default for WebSettings {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN,
+            users: None,
+            tls: None,
+            proxy: None,
+            session_lifetime: DEFAULT_SESSION_LIFETIME,
+            session_idle: DEFAULT_SESSION_IDLE,
+        }
+    }
+}
+
 /// The certificate chain and private key (PEM files), re-read on SIGHUP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsFiles {

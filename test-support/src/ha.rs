@@ -319,10 +319,11 @@ impl HaWorld {
     }
 
     fn settings(&self) -> dnssec_warden::store::DatabaseSettings {
-        dnssec_warden::store::DatabaseSettings::Postgres(dnssec_warden::store::PostgresSettings {
-            url: self.db_url.parse().expect("the cluster's URL"),
-            password: None,
-        })
+        dnssec_warden::store::DatabaseSettings::Postgres(
+            dnssec_warden::store::PostgresSettings::new(
+                self.db_url.parse().expect("the cluster's URL"),
+            ),
+        )
     }
 
     /// The simulator's successful DNSSEC switches per zone: (on, off) times.

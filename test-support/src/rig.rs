@@ -113,10 +113,9 @@ pub async fn new_store() -> (Store, Option<Arc<postgres::Cluster>>) {
         ),
         Backend::Postgres => {
             let cluster = postgres::Cluster::shared();
-            let settings = DatabaseSettings::Postgres(PostgresSettings {
-                url: cluster.database().await.parse().expect("the cluster's URL"),
-                password: None,
-            });
+            let settings = DatabaseSettings::Postgres(PostgresSettings::new(
+                cluster.database().await.parse().expect("the cluster's URL"),
+            ));
             let store = Store::connect(&settings)
                 .await
                 .unwrap_or_else(|e| panic!("PostgreSQL store: {e}\n{}", cluster.log()));

@@ -505,11 +505,7 @@ impl ScriptedDns {
             validating_resolvers: Vec::new(),
             query_timeout: Duration::from_millis(300),
             query_attempts: 1,
-            queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
-            max_qps_per_server: dnssec_warden::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
-            address_families: Default::default(),
-            budget: Default::default(),
-            require_validated_evidence: false,
+            ..DnsSettings::default()
         }
     }
 

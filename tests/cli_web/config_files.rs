@@ -276,6 +276,7 @@ fn check_config_reads_the_secret_but_never_prints_it() {
 #[test]
 fn the_example_second_provider_parses_once_uncommented() {
     use dnssec_warden::provider::fleet::ProviderOptions;
+    use dnssec_warden::provider::powerdns::PowerDnsAccount;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let start = text.find("# [providers.pdns]").expect("the example block");
@@ -291,7 +292,7 @@ fn the_example_second_provider_parses_once_uncommented() {
     let names: Vec<&str> = settings.providers.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["gcore", "pdns"]);
     match &settings.providers[1].options {
-        ProviderOptions::PowerDns { settings, .. } => {
+        ProviderOptions::PowerDns(PowerDnsAccount { settings, .. }) => {
             assert_eq!(settings.base_url.as_str(), "http://127.0.0.1:8081/");
             assert_eq!(settings.server_id, "localhost");
         }

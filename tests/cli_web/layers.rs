@@ -18,6 +18,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("zone_name", 0),
     // Daemon-wide conditions, kept by the DNS observer and the provider client.
     ("condition", 1),
+    // The file's values, read by config's sections and by each provider's own block.
+    ("de", 1),
     // What the world says: the public DNS, the provider.
     ("dns", 2),
     ("provider", 3),

@@ -33,10 +33,7 @@ fn settings(dir: &Path) -> WebSettings {
     WebSettings {
         listen: "127.0.0.1:0".parse().unwrap(),
         users: Some(dir.join("web-users")),
-        tls: None,
-        proxy: None,
-        session_lifetime: Duration::from_secs(8 * 3600),
-        session_idle: Duration::from_secs(3600),
+        ..WebSettings::default()
     }
 }
 

@@ -475,11 +475,7 @@ async fn knot_tld(tld: Denial) -> (tempfile::TempDir, Knots, u16, DnsSettings) {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(1),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
-        max_qps_per_server: dnssec_warden::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
-        address_families: Default::default(),
-        budget: Default::default(),
-        require_validated_evidence: false,
+        ..DnsSettings::default()
     };
     (dir, knots, port, settings)
 }

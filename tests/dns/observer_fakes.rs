@@ -248,16 +248,10 @@ fn setup_with(adjust: impl FnOnce(&mut DnsSettings)) -> Setup {
     world.hosting.insert(CHILD.into(), [ZONE.into()].into());
     let mut settings = DnsSettings {
         root_hints: vec![ROOT.into()],
-        port: 53,
-        trust_anchor_file: None,
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_millis(100),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
-        max_qps_per_server: dnssec_warden::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
-        address_families: Default::default(),
-        budget: Default::default(),
-        require_validated_evidence: false,
+        ..DnsSettings::default()
     };
     adjust(&mut settings);
     let fake = Arc::new(Fake {

@@ -23,8 +23,8 @@ async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
     let mut store = Store::connect(settings).await.expect("PostgreSQL store");
     store
         .join_cluster(&ClusterSettings {
-            node: node.into(),
             lease: LEASE,
+            ..ClusterSettings::new(node)
         })
         .expect("joined");
     store
@@ -33,10 +33,9 @@ async fn daemon(settings: &DatabaseSettings, node: &str) -> Store {
 #[tokio::test]
 async fn a_daemon_resuming_after_its_lease_ran_out_is_fenced_and_the_taker_acts_once() {
     let cluster = postgres::Cluster::shared();
-    let settings = DatabaseSettings::Postgres(PostgresSettings {
-        url: cluster.database().await.parse().expect("URL"),
-        password: None,
-    });
+    let settings = DatabaseSettings::Postgres(PostgresSettings::new(
+        cluster.database().await.parse().expect("URL"),
+    ));
     let world = FakeWorld::new(ZONE, 2, 2, ManualClock::starting_at(T0));
     let policy = rig::policy();
     let a_store = daemon(&settings, "a").await;
@@ -171,10 +170,7 @@ async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
     const OTHER: &str = "other.test.";
     let cluster = postgres::Cluster::shared();
     let url = cluster.database().await;
-    let settings = DatabaseSettings::Postgres(PostgresSettings {
-        url: url.parse().expect("URL"),
-        password: None,
-    });
+    let settings = DatabaseSettings::Postgres(PostgresSettings::new(url.parse().expect("URL")));
     let clock = ManualClock::starting_at(T0);
     let a_store = daemon(&settings, "a").await;
     let b_store = daemon(&settings, "b").await;
@@ -200,9 +196,9 @@ async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
     let sent = dir.path().join("sent");
     let stall = (LEASE + Duration::from_millis(1_500)).as_secs_f64();
     let alerts = AlertSettings {
-        execs: vec![ExecSettings {
-            name: "alerts.exec[0]".into(),
-            command: vec![
+        execs: vec![ExecSettings::new(
+            "alerts.exec[0]",
+            vec![
                 "sh".into(),
                 "-c".into(),
                 format!(
@@ -214,8 +210,7 @@ async fn a_round_of_alerts_stops_sending_for_zones_whose_lease_ran_out() {
                     sent.display()
                 ),
             ],
-            timeout: Duration::from_secs(30),
-        }],
+        )],
         ..AlertSettings::default()
     };
     let notifier = |store: &Store| {

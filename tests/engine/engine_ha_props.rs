@@ -101,9 +101,9 @@ impl Cluster {
         let mut store = Store::connect(&self.settings).await.expect("store");
         store
             .join_cluster(&ClusterSettings {
-                node: format!("d{}", self.started),
                 // Never runs out by itself within a case: only `Expire` ends a lease.
                 lease: Duration::from_secs(600),
+                ..ClusterSettings::new(format!("d{}", self.started))
             })
             .expect("joined");
         let crash = CrashSwitch::default();
@@ -310,10 +310,7 @@ fn check(ops: Vec<Op>, ttl: u32) -> Result<(), TestCaseError> {
     runtime.block_on(async {
         let pg = postgres::Cluster::shared();
         let url = pg.database().await;
-        let settings = DatabaseSettings::Postgres(PostgresSettings {
-            url: url.parse().unwrap(),
-            password: None,
-        });
+        let settings = DatabaseSettings::Postgres(PostgresSettings::new(url.parse().unwrap()));
         let world = FakeWorld::new(ZONE, 2, 2, ManualClock::starting_at(T0));
         // Coarse polls keep a day of waiting to a few dozen ticks.
         let policy = Policy {

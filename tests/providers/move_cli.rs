@@ -26,11 +26,10 @@ fn allowed() -> PermitAnswer<'static> {
 
 fn client(pdns: &Pdns) -> PowerDnsClient {
     let settings = PowerDnsSettings {
-        base_url: pdns.base_url().parse().expect("a URL"),
-        server_id: "localhost".into(),
         request_timeout: std::time::Duration::from_secs(5),
         max_attempts: 2,
         retry_budget: std::time::Duration::from_secs(5),
+        ..PowerDnsSettings::new(pdns.base_url().parse().expect("a URL"))
     };
     PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client")
 }

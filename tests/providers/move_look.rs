@@ -67,11 +67,10 @@ struct World {
 
 fn client(pdns: &Pdns) -> PowerDnsClient {
     let settings = PowerDnsSettings {
-        base_url: pdns.base_url().parse().expect("a URL"),
-        server_id: "localhost".into(),
         request_timeout: Duration::from_secs(5),
         max_attempts: 2,
         retry_budget: Duration::from_secs(5),
+        ..PowerDnsSettings::new(pdns.base_url().parse().expect("a URL"))
     };
     PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client")
 }
@@ -205,11 +204,7 @@ async fn world() -> (World, PowerDnsClient, PowerDnsClient) {
         validating_resolvers: Vec::new(),
         query_timeout: Duration::from_secs(1),
         query_attempts: 2,
-        queries_per_server: dnssec_warden::dns::net::query::DEFAULT_QUERIES_PER_SERVER,
-        max_qps_per_server: dnssec_warden::dns::net::query::DEFAULT_MAX_QPS_PER_SERVER,
-        address_families: Default::default(),
-        budget: Default::default(),
-        require_validated_evidence: false,
+        ..DnsSettings::default()
     };
     let w = World {
         port,

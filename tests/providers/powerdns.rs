@@ -54,11 +54,10 @@ impl Pdns {
 
     fn client(&self, key: &str) -> PowerDnsClient {
         let settings = PowerDnsSettings {
-            base_url: self.server.base_url().parse().expect("a URL"),
-            server_id: "localhost".into(),
             request_timeout: Duration::from_secs(5),
             max_attempts: 2,
             retry_budget: Duration::from_secs(5),
+            ..PowerDnsSettings::new(self.server.base_url().parse().expect("a URL"))
         };
         PowerDnsClient::new(&settings, Secret::new(key.into())).expect("a client")
     }
@@ -589,11 +588,10 @@ async fn foreign_keys_no_validator_should_check_are_refused_before_any_request()
         .parse()
         .unwrap();
     let settings = PowerDnsSettings {
-        base_url: nowhere.clone(),
-        server_id: "localhost".into(),
         request_timeout: Duration::from_secs(2),
         max_attempts: 1,
         retry_budget: Duration::from_secs(2),
+        ..PowerDnsSettings::new(nowhere.clone())
     };
     let pdns = Client::PowerDns(
         PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client"),
@@ -693,11 +691,10 @@ async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
         .expect("the proxy starts");
     let proxied = PowerDnsClient::new(
         &PowerDnsSettings {
-            base_url: proxy.url(),
-            server_id: "localhost".into(),
             request_timeout: Duration::from_secs(5),
             max_attempts: 2,
             retry_budget: Duration::from_secs(5),
+            ..PowerDnsSettings::new(proxy.url())
         },
         Secret::new(API_KEY.into()),
     )
@@ -800,11 +797,11 @@ async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
 /// A client of `pdns` at `base_url` with `server_id`.
 fn client_at(base_url: &str, server_id: &str) -> PowerDnsClient {
     let settings = PowerDnsSettings {
-        base_url: base_url.parse().expect("a URL"),
         server_id: server_id.into(),
         request_timeout: Duration::from_secs(5),
         max_attempts: 2,
         retry_budget: Duration::from_secs(5),
+        ..PowerDnsSettings::new(base_url.parse().expect("a URL"))
     };
     PowerDnsClient::new(&settings, Secret::new(API_KEY.into())).expect("a client")
 }

@@ -205,14 +205,11 @@ async fn status_shows_a_lease_by_the_database_clock() {
     use sqlx::Connection as _;
     let cluster = postgres::Cluster::shared();
     let url = cluster.database().await;
-    let settings = DatabaseSettings::Postgres(PostgresSettings {
-        url: url.parse().unwrap(),
-        password: None,
-    });
+    let settings = DatabaseSettings::Postgres(PostgresSettings::new(url.parse().unwrap()));
     let mut a = Store::connect(&settings).await.unwrap();
     a.join_cluster(&ClusterSettings {
-        node: "a".into(),
         lease: Duration::from_secs(30),
+        ..ClusterSettings::new("a")
     })
     .unwrap();
     let zone = "clock.example.";

@@ -1,13 +1,13 @@
 //! The Gcore-style DNS API v2 (docs/gcore-api.md: what the client sends and accepts):
 //! [`GcoreClient`] behind the [`Provider`](super::Provider) trait, the API's
-//! JSON shapes, and the client's settings.
+//! JSON shapes, the client's settings and its block.
 
 mod client;
 mod settings;
 mod types;
 
 pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_LIMIT};
-pub use settings::{CredentialSource, Credentials, ProviderSettings};
+pub use settings::{CredentialSource, Credentials, DEFAULT_BASE_URL, ProviderSettings};
 pub use types::{
     CreatedZone, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec, ResourceRecord,
     Rrset, RrsetBody, ZoneRecordSummary,

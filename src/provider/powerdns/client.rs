@@ -12,13 +12,13 @@
 //! lifecycle does not name.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::header::HeaderName;
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use super::PowerDnsSettings;
 use super::types::{ConfigSetting, Cryptokey, PdnsZone, ZoneEntry};
 use crate::alert_kind::AlertKind;
 use crate::condition::Condition;
@@ -53,22 +53,6 @@ struct Metadata {
 
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
-
-/// Where the API is and how patient the client is. The API key is read separately (a
-/// secret source), as for every provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PowerDnsSettings {
-    /// The webserver's base URL, `http://127.0.0.1:8081/`.
-    pub base_url: Url,
-    /// The server id in `/api/v1/servers/{server_id}`: `localhost` for a single server.
-    pub server_id: String,
-    /// Time limit of one HTTP attempt.
-    pub request_timeout: Duration,
-    /// Attempts per call, the first one included.
-    pub max_attempts: u32,
-    /// Total time one call may spend on retries.
-    pub retry_budget: Duration,
-}
 
 pub struct PowerDnsClient {
     http: Http,
