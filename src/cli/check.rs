@@ -296,6 +296,11 @@ fn advise_parent_ds(r: &CheckReport, advice: &mut Vec<String>) {
         .as_ref()
         .is_none_or(|c| c.any_unknown() && c.served_keys().keys.is_empty());
     let said: &str = match r.parent_ds {
+        // Judged against one name server set of several: the split's advice says
+        // whether each referral validates.
+        ParentDsVerdict::AllMatch | ParentDsVerdict::Mismatch if r.delegation_split.is_some() => {
+            return;
+        }
         ParentDsVerdict::AllMatch if r.validation == ValidationVerdict::Secure => {
             "The chain of trust is complete and validates. Nothing to do."
         }
@@ -321,9 +326,6 @@ fn advise_parent_ds(r: &CheckReport, advice: &mut Vec<String>) {
         ParentDsVerdict::Mismatch if unsigned => {
             "OUTAGE: the parent publishes a DS but the zone is not signed. Validating resolvers fail it. Remove the DS at the registrar now, or switch DNSSEC back on at the provider."
         }
-        // Judged against one name server set of several: the split's advice says which
-        // referral fails and what is safe; correcting the DS could break the other.
-        ParentDsVerdict::Mismatch if r.delegation_split.is_some() => return,
         ParentDsVerdict::Mismatch => {
             "OUTAGE RISK: a DS at the parent matches no key the zone serves. Correct the DS at the registrar to the provider's current DS."
         }
@@ -536,7 +538,7 @@ fn advise_split(zone: &str, s: &DelegationSplit) -> String {
         .collect();
     let safe = match good.first() {
         Some(g) => format!(
-            "Safe action: make every referral validate before anything else changes: publish at the registrar the DS of {} beside the DS of {} (keep both), or have {} serve the zone signed with {}; keep both name server sets serving the zone, and ask the registrar or registry why the NS change has not reached {}. Remove the extra DS only once every parent server delegates to {}.",
+            "Safe action: make every referral validate before anything else changes: publish at the registrar the DS of {} beside the DS of {} (keep both), or have {} serve the zone signed with {}; keep both name server sets serving the zone, and ask the registrar or registry why the NS change has not reached {}. Remove the extra DS only once every parent server delegates to {} (check again then).",
             key_tags(&failing.iter().flat_map(|p| p.key_tags.iter().copied()).collect::<Vec<_>>()),
             key_tags(&g.key_tags),
             failing
@@ -761,7 +763,7 @@ fn render_delegation(out: &mut String, r: &CheckReport) {
 fn render_split(out: &mut String, s: &DelegationSplit) {
     let _ = writeln!(
         out,
-        "delegation split: the parent's servers send resolvers to {} name server sets:",
+        "delegation split: the parent's servers send resolvers to {} name server sets (parent_ds and validation above judge one of them only):",
         s.paths.len() + s.not_followed
     );
     for p in &s.paths {

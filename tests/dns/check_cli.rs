@@ -349,4 +349,5 @@ async fn check_says_a_half_done_ns_change_that_breaks_one_referral() {
     );
     assert!(text.contains("OUTAGE"), "{text}");
     assert!(text.contains("keep both"), "{text}");
+    assert!(!text.contains("Nothing to do"), "{text}");
 }
