@@ -400,7 +400,7 @@ fn zone_lines(
         .unwrap_or_default();
     // The provider waited on, by the name of the account the wait is on.
     let on = w.party();
-    let cell = zone_cell(out, &z.name.to_string())?;
+    let cell = zone_cell(out, z.name.as_ref())?;
     writeln!(
         out,
         "{:<ZONE_WIDTH$} {:<STATE_WIDTH$} {:<10} {:<22} {} [on: {on}]{}",
