@@ -952,4 +952,59 @@ mod tests {
         assert_eq!(json["delegation"], "unknown");
         assert_eq!(json["delegation_servers"][0]["unknown"], "timeout");
     }
+
+    /// A split is said whatever its referrals give: an outage with the safe action when
+    /// one fails, a wait when each validates; never "Nothing to do".
+    #[test]
+    fn a_split_delegation_is_said_with_what_it_means() {
+        use crate::dns::observe::split::ParentAddress;
+        let path = |ns: &str, server: &str, outcome, tags: Vec<u16>| ReferralPath {
+            ns: delegation::ns_set([ns]),
+            parents: vec![ParentAddress {
+                server: server.into(),
+                addr: std::net::IpAddr::from([127, 0, 0, 10]),
+            }],
+            key_tags: tags,
+            parent_ds: ParentDsVerdict::AllMatch,
+            outcome,
+            child: None,
+            error: None,
+        };
+        let mut r = report(Vec::new(), None);
+        r.parent_ds = ParentDsVerdict::AllMatch;
+        r.validation = ValidationVerdict::Secure;
+        r.delegation_split = Some(DelegationSplit {
+            paths: vec![
+                path(
+                    "ns1.new.net",
+                    "a.nic.test.",
+                    PathOutcome::Validates,
+                    vec![1],
+                ),
+                path(
+                    "ns1.old.net",
+                    "b.nic.test.",
+                    PathOutcome::Validates,
+                    vec![2],
+                ),
+            ],
+            not_followed: 0,
+        });
+        let advice = advise(&r).join("\n");
+        assert!(
+            advice.contains("Every referral validates") && !advice.contains("OUTAGE"),
+            "{advice}"
+        );
+        assert!(!advice.contains("Nothing to do"), "{advice}");
+        if let Some(split) = r.delegation_split.as_mut() {
+            split.paths[1].outcome = PathOutcome::Fails;
+        }
+        let advice = advise(&r).join("\n");
+        assert!(
+            advice.contains("OUTAGE for part of the resolvers")
+                && advice.contains("b.nic.test. (127.0.0.10) to ns1.old.net. get key tag 2")
+                && advice.contains("the DS of key tag 2 beside the DS of key tag 1 (keep both)"),
+            "{advice}"
+        );
+    }
 }
