@@ -336,7 +336,7 @@ pub async fn write_status_text(
     daemon_lines(&mut *out, &daemon, now)?;
     writeln!(
         out,
-        "{:<28} {:<20} {:<10} {:<22} WAITING FOR",
+        "{:<ZONE_WIDTH$} {:<STATE_WIDTH$} {:<10} {:<22} WAITING FOR",
         "ZONE", "STATE", "INTENT", "SINCE"
     )?;
     let mut any = false;
@@ -364,6 +364,25 @@ pub async fn write_status_text(
     Ok(true)
 }
 
+/// The ZONE column's width: most names fit. A longer one (a name may have 253
+/// characters) is written whole on a line of its own, and its row follows with the column
+/// blank, so that the columns never shift. Whole rather than cut with an ellipsis: an
+/// operator greps and copies zone names, and a cut name matches neither (two long names
+/// with one beginning would even read the same); `grep -A1 NAME` gives its row.
+const ZONE_WIDTH: usize = 28;
+/// The STATE column's width: the longest state name and a space.
+const STATE_WIDTH: usize = 20;
+
+/// The zone's cell of its row: the name, or nothing once it was written on a line of
+/// its own (see [`ZONE_WIDTH`]).
+fn zone_cell(out: &mut dyn std::io::Write, name: &str) -> std::io::Result<String> {
+    if name.chars().count() > ZONE_WIDTH {
+        writeln!(out, "{name}")?;
+        return Ok(String::new());
+    }
+    Ok(name.to_string())
+}
+
 /// One zone's lines of the status table.
 fn zone_lines(
     out: &mut dyn std::io::Write,
@@ -381,10 +400,11 @@ fn zone_lines(
         .unwrap_or_default();
     // The provider waited on, by the name of the account the wait is on.
     let on = w.party();
+    let cell = zone_cell(out, z.name.as_ref())?;
     writeln!(
         out,
-        "{:<28} {:<20} {:<10} {:<22} {} [on: {on}]{}",
-        z.name,
+        "{:<ZONE_WIDTH$} {:<STATE_WIDTH$} {:<10} {:<22} {} [on: {on}]{}",
+        cell,
         z.state.map_or("(not observed yet)", State::as_str),
         z.intent.as_str(),
         z.since.to_string(),
@@ -393,14 +413,14 @@ fn zone_lines(
     )?;
     if let Some(error) = row.provider_error() {
         match row.account() {
-            Some(name) => writeln!(out, "{:<28} PROVIDER {name}: {error}", "")?,
-            None => writeln!(out, "{:<28} PROVIDER: {error}", "")?,
+            Some(name) => writeln!(out, "{:<ZONE_WIDTH$} PROVIDER {name}: {error}", "")?,
+            None => writeln!(out, "{:<ZONE_WIDTH$} PROVIDER: {error}", "")?,
         }
     }
     if let Some(m) = &z.facts.signed_move {
         writeln!(
             out,
-            "{:<28} SIGNED MOVE: {} -> {}, phase {}",
+            "{:<ZONE_WIDTH$} SIGNED MOVE: {} -> {}, phase {}",
             "",
             m.source,
             m.target,
@@ -410,14 +430,14 @@ fn zone_lines(
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
             out,
-            "{:<28} HELD BY: {} since {} (epoch {})",
+            "{:<ZONE_WIDTH$} HELD BY: {} since {} (epoch {})",
             "", l.holder, l.since, l.epoch
         )?;
     }
     if let (Some("insecure"), why) = row.evidence() {
         writeln!(
             out,
-            "{:<28} EVIDENCE: unvalidated (the parent zone is unsigned: {})",
+            "{:<ZONE_WIDTH$} EVIDENCE: unvalidated (the parent zone is unsigned: {})",
             "",
             why.unwrap_or("provably insecure")
         )?;
@@ -426,13 +446,13 @@ fn zone_lines(
     if let (Some(State::Enabling | State::AwaitingDs | State::AwaitingDsRemoval), Some(path)) =
         (z.state, &z.facts.ds_path)
     {
-        writeln!(out, "{:<28} PARENT: {}", "", path.describe())?;
+        writeln!(out, "{:<ZONE_WIDTH$} PARENT: {}", "", path.describe())?;
     }
     // Said whenever the parent does not (only) send resolvers to the provider.
     if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) = z.facts.delegation {
         writeln!(
             out,
-            "{:<28} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
+            "{:<ZONE_WIDTH$} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
             "",
             crate::dns::delegation::describe(&z.facts.old_ns),
             z.facts
@@ -444,7 +464,7 @@ fn zone_lines(
     for a in alerts {
         writeln!(
             out,
-            "{:<28} ALERT {} ({}) since {}: {}",
+            "{:<ZONE_WIDTH$} ALERT {} ({}) since {}: {}",
             "",
             a.kind,
             a.severity.as_str(),
@@ -635,5 +655,50 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    /// Whatever a zone name's length (up to 253 characters), every row's STATE starts
+    /// under the header's, and each name is written whole where it is written.
+    #[tokio::test]
+    async fn the_columns_line_up_whatever_the_name() {
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let now = SystemClock.now();
+        let label = |c: char, n: usize| c.to_string().repeat(n);
+        // 63 + 1 + 63 + 1 + 63 + 1 + 56 + 1 + 4 characters, and the root's dot.
+        let longest = format!(
+            "{}.{}.{}.{}.test.",
+            label('a', 63),
+            label('b', 63),
+            label('c', 63),
+            label('d', 56)
+        );
+        assert_eq!(longest.trim_end_matches('.').len(), 253);
+        let forty = format!("{}.test.", label('f', 34));
+        assert_eq!(forty.len(), 40);
+        for zone in [longest.as_str(), forty.as_str(), "s.test."] {
+            store.ensure_zone(zone, now).await.unwrap();
+        }
+        let text = status_text(&store, None, &policy).await.unwrap().unwrap();
+        let column = text.lines().next().and_then(|h| h.find("STATE"));
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("(not observed yet)"))
+            .collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        for row in rows {
+            assert_eq!(row.find("(not observed yet)"), column, "{text}");
+        }
+        for zone in [&longest, &forty] {
+            assert!(
+                text.lines().any(|l| l == zone.as_str()),
+                "{zone} whole:\n{text}"
+            );
+        }
+        assert!(text.lines().any(|l| l.starts_with("s.test. ")), "{text}");
+        // Every state name fits its column.
+        for state in State::ALL {
+            assert!(state.as_str().len() < STATE_WIDTH, "{state}");
+        }
     }
 }

@@ -284,3 +284,70 @@ async fn check_says_the_parents_way_for_the_ds() {
         "{out}"
     );
 }
+
+/// A registrar's NS change that reached one TLD server only: TLD server A delegates to
+/// the provider's servers (the new key, whose DS both TLD servers publish), B still to
+/// the old provider's servers, which serve the old key. Every resolver that follows B's
+/// referral fails validation; `check` asks the servers each parent address delegates
+/// to, says the split (which parent server sends where, which key each set serves, what
+/// it means and what is safe) and exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_a_half_done_ns_change_that_breaks_one_referral() {
+    use dnssec_warden_lab::dns::{NAME_SERVERS, OLD_NAME_SERVERS};
+    let lab = LabDns::start().await.unwrap();
+    let old = LabKey::generate(257).unwrap();
+    let new = LabKey::generate(257).unwrap();
+    lab.add_moving_child("split.test", &old, KeySource::Static(new.clone()))
+        .unwrap();
+    lab.delegate("split.test", TldServers::A, &NAME_SERVERS)
+        .unwrap();
+    lab.publish_ds("split.test", TldServers::Both, &new.dnskey())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = config(dir.path(), &lab, "");
+
+    let (code, json) = check(&conf, "split.test").await;
+    assert_ne!(
+        code, 0,
+        "a split that fails one referral is no consistent chain: {json:#}"
+    );
+    assert_eq!(json["consistent"], false, "{json:#}");
+    let split = &json["delegation_split"];
+    let paths = split["paths"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(paths.len(), 2, "{json:#}");
+    let path = |ns: &str| {
+        paths
+            .iter()
+            .find(|p| p["ns"][0] == ns)
+            .unwrap_or_else(|| panic!("no path to {ns}: {json:#}"))
+    };
+    let (to_new, to_old) = (path(NAME_SERVERS[0]), path(OLD_NAME_SERVERS[0]));
+    assert_eq!(to_new["parents"][0]["server"], "a.nic.test.", "{json:#}");
+    assert_eq!(to_old["parents"][0]["server"], "b.nic.test.", "{json:#}");
+    assert_eq!(to_new["key_tags"][0], new.dnskey().key_tag(), "{json:#}");
+    assert_eq!(to_old["key_tags"][0], old.dnskey().key_tag(), "{json:#}");
+    assert_eq!(to_new["outcome"], "validates", "{json:#}");
+    assert_eq!(to_old["outcome"], "fails", "{json:#}");
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dnssec-warden"))
+        .arg("--config")
+        .arg(&conf)
+        .args(["check", "split.test"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    let tag = old.dnskey().key_tag();
+    assert!(
+        text.contains(&format!(
+            "  b.nic.test. 127.0.53.3 -> ns1.old.test., ns2.old.test.: serves key tag {tag}; the DS there names none of its keys: resolvers following this referral FAIL validation"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("OUTAGE"), "{text}");
+    assert!(text.contains("keep both"), "{text}");
+    assert!(!text.contains("Nothing to do"), "{text}");
+}

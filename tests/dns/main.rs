@@ -15,5 +15,6 @@ mod observer_fakes;
 mod observer_lab;
 mod observer_scripted;
 mod registry_lab;
+mod silent_servers;
 mod transport;
 mod validator_work;

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod ipv6;
 pub mod notify;
 pub mod query;
+pub mod silence;
 pub mod transport;
 pub mod wire;
 

@@ -14,6 +14,7 @@ use hickory_proto::rr::{Name, RecordType};
 use tokio::sync::{Semaphore, oneshot};
 
 use super::ipv6::Ipv6Health;
+use super::silence::Silence;
 use super::transport::{ExchangeError, NetTransport, Transport};
 use super::wire;
 
@@ -176,6 +177,8 @@ struct Shared<T> {
     paced_wait_micros: AtomicU64,
     backoffs: AtomicU64,
     ipv6: Ipv6Health,
+    /// Server addresses that stopped answering, said once an episode.
+    silence: Silence,
 }
 
 /// What stands between a question and one server address: its cap on queries in flight,
@@ -403,6 +406,7 @@ impl<T: Transport> Querier<T> {
             paced_wait_micros: AtomicU64::new(0),
             backoffs: AtomicU64::new(0),
             ipv6: Ipv6Health::default(),
+            silence: Silence::default(),
         }))
     }
 
@@ -576,7 +580,7 @@ impl<T: Transport> Shared<T> {
         } = *question;
         let gate = self.server_gate(server.ip());
         let mut last = ExchangeError::Timeout;
-        for _ in 0..self.limits.attempts {
+        for attempt in 1..=self.limits.attempts {
             let mut query = wire::build_query(qname, qtype, recursion);
             query.metadata.checking_disabled = checking_disabled;
             let result = {
@@ -632,15 +636,23 @@ impl<T: Transport> Shared<T> {
                 None => {}
             }
             match result {
-                Ok(answer) => return Ok(Arc::new(answer)),
+                Ok(answer) => {
+                    self.silence.answered(server);
+                    return Ok(Arc::new(answer));
+                }
                 // A garbled answer will be garbled again; only silence and network
                 // errors are worth another try.
                 Err(ExchangeError::Malformed(detail)) => {
                     return Err(ExchangeError::Malformed(detail));
                 }
-                Err(other) => last = other,
+                Err(other) => {
+                    self.silence.attempt_failed(server, attempt, &other);
+                    last = other;
+                }
             }
         }
+        self.silence
+            .failed(server, &format!("{qname} {qtype}"), &last);
         Err(last)
     }
 }

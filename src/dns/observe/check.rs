@@ -6,6 +6,7 @@ use super::delegation::NsAnswer;
 use super::model::{
     ChildView, DsyncView, Evidence, ParentDsVerdict, ParentView, UnknownReason, VerdictReason,
 };
+use super::split::DelegationSplit;
 use super::{ObserveError, Observer};
 use crate::dns::validate::{ValidationProbe, ValidationVerdict, combine_validation};
 
@@ -30,11 +31,16 @@ pub struct Look {
     /// The DSYNC records the parent publishes for the zone (RFC 9859), or why they are
     /// not known: which way the parent wants the DS signalled, a hint only.
     pub dsync: Result<DsyncView, ObserveError>,
+    /// Parent addresses delegating to different NS sets: each set's servers asked, and
+    /// whether each referral validates. `None` when they agree.
+    pub split: Option<DelegationSplit>,
 }
 
 /// Observes `zone` once: the validated parent view (the routine one, said to be
 /// unchecked, when the parent's keys cannot be established), the child view with its
-/// CDS/CDNSKEY signals, every validator's view, and the parent's DSYNC records.
+/// CDS/CDNSKEY signals, every validator's view, and the parent's DSYNC records. Where
+/// parent addresses delegate to different NS sets, the servers of each set are asked too
+/// (the child view follows one of them only).
 pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
     let (parent, child, mut probes, dsync) = futures::join!(
         observer.parent_validated(zone),
@@ -83,9 +89,16 @@ pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
         Some(a) => (a.verdict, a.reasons),
         None => (ParentDsVerdict::Unknown, vec![VerdictReason::ParentUnknown]),
     };
+    let split = match &parent {
+        Some(p) => super::split::follow(observer, zone, p, child.as_ref()).await,
+        None => None,
+    };
     let validation = combine_validation(&probes);
     let unsigned = child.as_ref().is_some_and(|c| c.all_unsigned());
+    // A split is never consistent: resolvers reach different keys by the parent server
+    // they happen to ask, and the next NS change at the lagging server changes that.
     let consistent = !glue_differs
+        && split.is_none()
         && match parent_ds {
             ParentDsVerdict::AllMatch => validation == ValidationVerdict::Secure,
             ParentDsVerdict::AllAbsent => unsigned || validation == ValidationVerdict::Insecure,
@@ -107,5 +120,6 @@ pub async fn look<O: Observer>(observer: &O, zone: &str) -> Look {
         validation_probes: probes,
         errors,
         dsync,
+        split,
     }
 }

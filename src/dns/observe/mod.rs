@@ -11,6 +11,7 @@ pub mod observer;
 pub mod resolvers;
 pub mod settings;
 pub mod signals;
+pub mod split;
 pub mod tally;
 
 use self::model::{ChildView, DsyncView, ParentView};
