@@ -8,6 +8,12 @@
 //!  <child>.test.   ns2.provider.test.    127.0.53.5        hosts every child zone
 //!  <moving>.test.  ns1.old.test.         127.0.53.6        the "old provider": its own copy
 //!                  ns2.old.test.         127.0.53.7        of a zone moving in (own key, NS)
+//!  <child>.test.   ns1.west.test.        127.0.53.8        two PowerDNS-like accounts
+//!                  ns2.west.test.        127.0.53.9        (`pdns_sim`), "west" and "east",
+//!                  ns1.east.test.        127.0.53.10       each serving its own copy of the
+//!                  ns2.east.test.        127.0.53.11       zones it holds (own key, own NS)
+//!  (registry)      registry.nic.test.    127.0.53.12       the registry's address: its
+//!                                                          UPDATEs, its NOTIFY sockets
 //! ```
 //! Every server listens on the same port (chosen free at start, UDP and TCP), so the
 //! observer reaches all of them with `dns.port`. A child zone's key comes from a
@@ -31,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use resolver::{LabResolver, RESOLVER};
-pub use zone::{Delegation, Fault, KeyFn, KeySource, World, ZoneData};
+pub use zone::{ApexSource, Delegation, Fault, KeyFn, KeySource, World, ZoneData};
 
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::keys::LabKey;
@@ -52,6 +58,28 @@ pub const NAME_SERVERS: [&str; 2] = ["ns1.provider.test.", "ns2.provider.test."]
 
 /// The old provider's name servers: a zone moving in starts delegated to them.
 pub const OLD_NAME_SERVERS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+
+/// The PowerDNS-like accounts and their name servers (see [`LabDns::add_account_child`]).
+pub const ACCOUNTS: [(&str, [(&str, Ipv4Addr); 2]); 2] = [
+    (
+        "west",
+        [
+            ("ns1.west.test.", Ipv4Addr::new(127, 0, 53, 8)),
+            ("ns2.west.test.", Ipv4Addr::new(127, 0, 53, 9)),
+        ],
+    ),
+    (
+        "east",
+        [
+            ("ns1.east.test.", Ipv4Addr::new(127, 0, 53, 10)),
+            ("ns2.east.test.", Ipv4Addr::new(127, 0, 53, 11)),
+        ],
+    ),
+];
+
+/// The registry's address and name in `test.` ([`crate::registry`]; no lab server).
+pub const REGISTRY: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 12);
+pub const REGISTRY_NAME: &str = "registry.nic.test.";
 
 /// Bound from the start (answering REFUSED while they host nothing); their addresses are
 /// records of `test.` only once a zone moving in names them.
@@ -123,6 +151,11 @@ impl LabDns {
             world.hosts.insert(host.to_string(), *ip);
         }
         world.old_servers = [OLD_1, OLD_2].map(IpAddr::from).into();
+        for (account, hosts) in ACCOUNTS {
+            for (_, ip) in hosts {
+                world.account_servers.insert(ip.into(), account.to_string());
+            }
+        }
         let mut root = ZoneData::new(
             ".",
             &["a.root-servers.test."],
@@ -242,6 +275,16 @@ impl LabDns {
         ]
     }
 
+    /// The servers of the account `account` ([`ACCOUNTS`]); none for another name.
+    pub fn account_addrs(&self, account: &str) -> Vec<SocketAddr> {
+        ACCOUNTS
+            .iter()
+            .filter(|(a, _)| *a == account)
+            .flat_map(|(_, hosts)| hosts.iter())
+            .map(|(_, ip)| SocketAddr::new((*ip).into(), self.port))
+            .collect()
+    }
+
     /// The lab root's DS, in a file in zone-file form.
     pub fn trust_anchor_path(&self) -> PathBuf {
         self.anchor_dir.path().join("lab-root.ds")
@@ -337,6 +380,158 @@ impl LabDns {
         for ip in TldServers::Both.addrs() {
             delegation.ds.insert(ip, vec![ds.clone()]);
         }
+        Ok(())
+    }
+
+    /// Adds `zone` (below `test.`) at the PowerDNS-like account `account` ([`ACCOUNTS`]):
+    /// its servers serve their own copy, whose apex NS names them, signed by `key`, with
+    /// what `apex` publishes besides (stored DNSKEYs, CDS/CDNSKEY). Where `test.` has no
+    /// delegation for it yet, both TLD servers delegate it to the account without a DS;
+    /// a delegation already there (the zone held by another account) is left as it is.
+    pub fn add_account_child(
+        &self,
+        account: &str,
+        zone: &str,
+        key: KeySource,
+        apex: ApexSource,
+    ) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        if !crate::wire::is_subdomain(&name, TLD) || name == TLD || name == PROVIDER_ZONE {
+            return Err(LabDnsError::BadChild(zone.into()));
+        }
+        let Some((_, hosts)) = ACCOUNTS.iter().find(|(a, _)| *a == account) else {
+            return Err(LabDnsError::NoSuchZone(format!("account {account}")));
+        };
+        let ns: Vec<&str> = hosts.iter().map(|(h, _)| *h).collect();
+        let mut data = ZoneData::new(&name, &ns, key);
+        data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+        data.apex = Some(apex);
+        let mut world = self.world();
+        world
+            .account_zones
+            .entry(account.to_string())
+            .or_default()
+            .insert(name.clone(), data);
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        for (host, ip) in hosts {
+            let key = (host.to_string(), hickory_proto::rr::RecordType::A);
+            if !tld.records.contains_key(&key) {
+                tld.add_a(host, *ip);
+            }
+        }
+        tld.delegations.entry(name).or_insert_with(|| Delegation {
+            ns: ns.iter().map(|h| h.to_string()).collect(),
+            ns_ttl: 300,
+            ds: HashMap::new(),
+            ds_ttl: 3600,
+        });
+        Ok(())
+    }
+
+    /// Removes the account's copy of `zone` (the zone deleted there): its servers refuse
+    /// it from now on. The delegation is left as the registrar left it.
+    pub fn remove_account_child(&self, account: &str, zone: &str) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        world
+            .account_zones
+            .get_mut(account)
+            .and_then(|zones| zones.remove(&name))
+            .map(drop)
+            .ok_or(LabDnsError::NoSuchZone(name))
+    }
+
+    fn with_account_zone(
+        &self,
+        account: &str,
+        zone: &str,
+        f: impl FnOnce(&mut ZoneData),
+    ) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        let data = world
+            .account_zones
+            .get_mut(account)
+            .and_then(|zones| zones.get_mut(&name))
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        f(data);
+        Ok(())
+    }
+
+    /// TTL of an account's copy's own records (SOA, apex NS, A).
+    pub fn set_account_zone_ttl(
+        &self,
+        account: &str,
+        zone: &str,
+        ttl: u32,
+    ) -> Result<(), LabDnsError> {
+        self.with_account_zone(account, zone, |z| z.ttl = ttl)
+    }
+
+    /// DNSKEY TTL of an account's copy.
+    pub fn set_account_dnskey_ttl(
+        &self,
+        account: &str,
+        zone: &str,
+        ttl: u32,
+    ) -> Result<(), LabDnsError> {
+        self.with_account_zone(account, zone, |z| z.dnskey_ttl = ttl)
+    }
+
+    /// Lets the TLD servers take RFC 2136 UPDATEs of their delegations' DS from `source`
+    /// (a registry's address, [`REGISTRY`]).
+    pub fn allow_updates_from(&self, source: IpAddr) {
+        self.world().update_from.insert(source);
+    }
+
+    /// Publishes in `test.` the DSYNC record (RFC 9859) of the child `zone`,
+    /// `<label>._dsync.test. DSYNC CDS 1 <port> <target>`: NOTIFY its CDS to `target`
+    /// (given the address `ip` in `test.`) at `port`. (Per child: the lab synthesises no
+    /// wildcard.)
+    pub fn publish_dsync(
+        &self,
+        zone: &str,
+        target: &str,
+        ip: Ipv4Addr,
+        port: u16,
+    ) -> Result<(), LabDnsError> {
+        use hickory_proto::rr::rdata::NULL;
+        use hickory_proto::rr::{RData, RecordType};
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        let target =
+            crate::dnssec::fqdn(target).map_err(|_| LabDnsError::BadChild(target.into()))?;
+        let Some(label) = name
+            .strip_suffix(&format!(".{TLD}"))
+            .filter(|l| !l.contains('.'))
+        else {
+            return Err(LabDnsError::BadChild(zone.into()));
+        };
+        let mut rdata = crate::registry::msg::TYPE_CDS.to_be_bytes().to_vec();
+        rdata.push(crate::registry::DSYNC_SCHEME_NOTIFY);
+        rdata.extend_from_slice(&port.to_be_bytes());
+        rdata.extend_from_slice(
+            &crate::dnssec::name_to_wire(&target)
+                .map_err(|_| LabDnsError::BadChild(target.clone()))?,
+        );
+        let mut world = self.world();
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        if !tld.records.contains_key(&(target.clone(), RecordType::A)) {
+            tld.add_a(&target, ip);
+        }
+        let code = RecordType::Unknown(crate::registry::TYPE_DSYNC);
+        tld.records.insert(
+            (format!("{label}._dsync.{TLD}"), code),
+            vec![RData::Unknown {
+                code,
+                rdata: NULL::with(rdata),
+            }],
+        );
         Ok(())
     }
 
@@ -600,7 +795,8 @@ async fn bind_all(
         drop(probe);
         let mut running = HashMap::new();
         let mut ok = true;
-        for (_, ip) in HOSTS.iter().chain(OLD_HOSTS) {
+        let accounts = ACCOUNTS.iter().flat_map(|(_, hosts)| hosts.iter());
+        for (_, ip) in HOSTS.iter().chain(OLD_HOSTS).chain(accounts) {
             match server::start(SocketAddr::new((*ip).into(), port), world.clone()).await {
                 Ok(r) => {
                     running.insert(IpAddr::from(*ip), r);
