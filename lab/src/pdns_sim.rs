@@ -619,9 +619,7 @@ fn zone_call(
                     "DELETE" => changes.push(((name, rtype), None)),
                     "REPLACE" => {
                         let Some(ttl) = set.get("ttl").and_then(Value::as_u64) else {
-                            return done(unprocessable(&format!(
-                                "Key 'ttl' not present or not a Number"
-                            )));
+                            return done(unprocessable("Key 'ttl' not present or not a Number"));
                         };
                         let contents: Vec<String> = set
                             .get("records")

@@ -1051,4 +1051,204 @@ mod tests {
             assert_eq!(keys_of(&answer), vec![old_key.dnskey().public_key]);
         }
     }
+
+    fn ask_dnssec(lab: &LabDns, server: Ipv4Addr, name: &str, rtype: RecordType) -> Message {
+        let qname = crate::wire::parse_name(name).expect("a name");
+        let query = crate::wire::build_query(&qname, rtype, true);
+        lab.world()
+            .respond(server.into(), &query)
+            .expect("the lab answers")
+    }
+
+    fn account_ip(account: &str, i: usize) -> Ipv4Addr {
+        ACCOUNTS
+            .iter()
+            .find(|(a, _)| *a == account)
+            .map(|(_, hosts)| hosts[i].1)
+            .expect("an account")
+    }
+
+    #[tokio::test]
+    async fn an_account_serves_its_own_copy_with_stored_keys_and_its_cds() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        let own = LabKey::generate(257).expect("a key");
+        let other = LabKey::generate(257).expect("a key");
+        let stored = other.dnskey();
+        let apex = ApexSource(Arc::new(move |_| crate::pdns_sim::Apex {
+            stored_dnskeys: vec![stored.clone()],
+            cds_digests: vec![DigestType::Sha256],
+            cdnskey: true,
+            delete: false,
+        }));
+        lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
+            .expect("a zone at west");
+        // Delegated to west's servers, with their addresses in test.
+        let referral = ask(&lab, TLD_A, ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&referral.authorities),
+            strings(&["ns1.west.test.", "ns2.west.test."])
+        );
+        let a = ask(&lab, TLD_B, "ns2.west.test.", RecordType::A);
+        assert_eq!(glue_answers(&a), vec![account_ip("west", 1)]);
+        for i in 0..2 {
+            let server = account_ip("west", i);
+            let dnskey = ask_dnssec(&lab, server, ZONE, RecordType::DNSKEY);
+            let mut keys = keys_of(&dnskey);
+            keys.sort();
+            let mut want = vec![own.dnskey().public_key, other.dnskey().public_key];
+            want.sort();
+            assert_eq!(keys, want);
+            // One signature over the set: the account's own key's.
+            let tags: Vec<u16> = dnskey
+                .answers
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::DNSSEC(DNSSECRData::RRSIG(sig)) => Some(sig.input().key_tag),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(tags, vec![own.dnskey().key_tag()]);
+            let cds = ask(&lab, server, ZONE, RecordType::CDS);
+            let ds = own.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+            let served: Vec<u16> = cds
+                .answers
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::DNSSEC(DNSSECRData::CDS(c)) => Some(c.key_tag()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(served, vec![ds.key_tag]);
+            let cdnskey = ask(&lab, server, ZONE, RecordType::CDNSKEY);
+            let served = cdnskey
+                .answers
+                .iter()
+                .filter(|r| r.record_type() == RecordType::CDNSKEY)
+                .count();
+            assert_eq!(served, 1, "{cdnskey:?}");
+        }
+        // The other account's servers do not hold it.
+        let refused = ask(&lab, account_ip("east", 0), ZONE, RecordType::SOA);
+        assert_eq!(
+            refused.metadata.response_code,
+            hickory_proto::op::ResponseCode::Refused
+        );
+        // A second account's copy leaves the delegation as it was; removing the first
+        // makes its servers refuse the zone.
+        lab.add_account_child(
+            "east",
+            ZONE,
+            KeySource::Unsigned,
+            ApexSource(Arc::new(|_| Default::default())),
+        )
+        .expect("a copy at east");
+        let referral = ask(&lab, TLD_B, ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&referral.authorities),
+            strings(&["ns1.west.test.", "ns2.west.test."])
+        );
+        let east = ask(&lab, account_ip("east", 1), ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&east.answers),
+            strings(&["ns1.east.test.", "ns2.east.test."])
+        );
+        lab.remove_account_child("west", ZONE).expect("removed");
+        let gone = ask(&lab, account_ip("west", 0), ZONE, RecordType::SOA);
+        assert_eq!(
+            gone.metadata.response_code,
+            hickory_proto::op::ResponseCode::Refused
+        );
+    }
+
+    #[tokio::test]
+    async fn the_tld_servers_take_a_ds_update_from_the_registry_only() {
+        use crate::registry::msg;
+        let lab = LabDns::start().await.expect("the lab starts");
+        lab.add_child(ZONE, KeySource::Unsigned).expect("a child");
+        let key = LabKey::generate(257).expect("a key");
+        let ds = key.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+        let tld = crate::dnssec::name_to_wire(TLD).expect("wire");
+        let child = crate::dnssec::name_to_wire(ZONE).expect("wire");
+        let update = msg::update_ds(7, &tld, &child, 2, &[ds.rdata()]).expect("an UPDATE");
+        let registry = IpAddr::from(REGISTRY);
+        let rcode = |answer: Option<Vec<u8>>| {
+            msg::parse(&answer.expect("an answer"))
+                .expect("a message")
+                .rcode()
+        };
+        // Not from the registry: refused, nothing changed.
+        lab.allow_updates_from(registry);
+        let stranger = IpAddr::from(Ipv4Addr::LOCALHOST);
+        let answer = lab.world().update(TLD_A.into(), stranger, &update);
+        assert_eq!(rcode(answer), msg::RCODE_REFUSED);
+        assert!(lab.ds(ZONE).iter().all(|(_, d)| d.is_empty()));
+        // A server that does not host test.: not authoritative.
+        let answer = lab.world().update(PROVIDER_1.into(), registry, &update);
+        assert_eq!(rcode(answer), msg::RCODE_NOTAUTH);
+        // From the registry, at one server: that server's DS set only, at the TTL sent.
+        let answer = lab.world().update(TLD_A.into(), registry, &update);
+        assert_eq!(rcode(answer), msg::RCODE_NOERROR);
+        assert_eq!(
+            lab.ds(ZONE),
+            vec![
+                (IpAddr::from(TLD_A), vec![ds.clone()]),
+                (IpAddr::from(TLD_B), vec![])
+            ]
+        );
+        let served = ask(&lab, TLD_A, ZONE, RecordType::DS);
+        assert!(served.answers.iter().all(|r| r.ttl == 2), "{served:?}");
+        // A delete of the RRset with nothing added removes it.
+        let delete = msg::update_ds(8, &tld, &child, 2, &[]).expect("an UPDATE");
+        let answer = lab.world().update(TLD_A.into(), registry, &delete);
+        assert_eq!(rcode(answer), msg::RCODE_NOERROR);
+        assert!(lab.ds(ZONE).iter().all(|(_, d)| d.is_empty()));
+    }
+
+    #[tokio::test]
+    async fn the_registry_publishes_an_accounts_cds_through_the_lab_tld() {
+        use crate::registry::{Registry, RegistryConfig, What};
+        let lab = LabDns::start().await.expect("the lab starts");
+        let own = LabKey::generate(257).expect("a key");
+        let apex = ApexSource(Arc::new(|_| crate::pdns_sim::Apex {
+            cds_digests: vec![DigestType::Sha256],
+            cdnskey: true,
+            ..Default::default()
+        }));
+        lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
+            .expect("a zone at west");
+        lab.allow_updates_from(REGISTRY.into());
+        let mut config =
+            RegistryConfig::new(TLD, lab.tld_addrs().to_vec(), REGISTRY.into(), lab.port());
+        config.children = vec![ZONE.into()];
+        config.bootstrap_period = Duration::ZERO;
+        config.scan_interval = Duration::from_secs(3600);
+        config.notify_port = Some(0);
+        let registry = Registry::start(config).await.expect("the registry starts");
+        let port = registry.notify_addr().expect("a NOTIFY socket").port();
+        lab.publish_dsync(ZONE, REGISTRY_NAME, REGISTRY, port)
+            .expect("a DSYNC record");
+        let what = registry.scan(ZONE).await;
+        assert!(matches!(what, What::Published(_)), "{what}");
+        let ds = own.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+        for (_, set) in lab.ds(ZONE) {
+            assert_eq!(set, vec![ds.clone()]);
+        }
+        // The DSYNC record names the registry's NOTIFY socket.
+        let label = ZONE.trim_end_matches(".test.");
+        let dsync = ask(
+            &lab,
+            TLD_B,
+            &format!("{label}._dsync.test."),
+            RecordType::Unknown(crate::registry::TYPE_DSYNC),
+        );
+        let rdata = match dsync.answers.first().map(|r| &r.data) {
+            Some(RData::Unknown { rdata, .. }) => rdata.anything.to_vec(),
+            other => panic!("no DSYNC: {other:?}"),
+        };
+        let mut want = crate::registry::msg::TYPE_CDS.to_be_bytes().to_vec();
+        want.push(crate::registry::DSYNC_SCHEME_NOTIFY);
+        want.extend_from_slice(&port.to_be_bytes());
+        want.extend_from_slice(&crate::dnssec::name_to_wire(REGISTRY_NAME).expect("wire"));
+        assert_eq!(rdata, want);
+    }
 }
