@@ -223,6 +223,8 @@ struct Progress {
     /// The validating resolver's verdicts on the moving zone: (secure, other).
     verdicts: (u32, u32),
     not_secure: Vec<String>,
+    /// The last verdict other than "secure" printed (the same one is not printed again).
+    last_not_secure: Option<String>,
 }
 
 /// The second act: the operator's steps, the story from the audit trail, the registry's
@@ -335,10 +337,8 @@ pub async fn run(
         }
     };
     probe(out, say, &resolver, &mut p, true).await;
-    for zone in [CDS_ZONE] {
-        let verdict = combine_validation(&resolver.validation(zone).await);
-        say(out, &format!("resolver: {zone} is {verdict}"));
-    }
+    let verdict = combine_validation(&resolver.validation(CDS_ZONE).await);
+    say(out, &format!("resolver: {CDS_ZONE} is {verdict}"));
     let (secure, other) = p.verdicts;
     let _ = writeln!(
         out,
@@ -486,17 +486,24 @@ async fn probe(
     let probes = resolver.validation(MOVING).await;
     let verdict = combine_validation(&probes);
     let detail: Vec<&str> = probes.iter().map(|x| x.detail.as_str()).collect();
+    let mut repeated = false;
     if verdict == ValidationVerdict::Secure {
         p.verdicts.0 += 1;
+        p.last_not_secure = None;
     } else {
         p.verdicts.1 += 1;
-        p.not_secure.push(format!(
+        let seen = format!(
             "{verdict} in {} ({})",
             p.phase.as_deref().unwrap_or("-"),
             detail.join("; ")
-        ));
+        );
+        repeated = p.last_not_secure.as_ref() == Some(&seen);
+        if !repeated {
+            p.not_secure.push(seen.clone());
+        }
+        p.last_not_secure = Some(seen);
     }
-    if shown || verdict != ValidationVerdict::Secure {
+    if shown || (verdict != ValidationVerdict::Secure && !repeated) {
         let phase = p
             .phase
             .as_deref()
