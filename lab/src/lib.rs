@@ -1,6 +1,7 @@
 //! The simulated world dnssec-warden runs against in the demo and in tests: a provider API
-//! simulator, a signed DNS hierarchy on loopback and a lab Unbound. Nothing here touches a
-//! real provider or a real registry; everything listens on loopback.
+//! simulator, a PowerDNS API simulator, a signed DNS hierarchy on loopback, a registry that
+//! scans CDS and a lab Unbound. Nothing here touches a real provider or a real registry;
+//! everything listens on loopback.
 //!
 //! This crate depends on no product code. Its wire types (the provider API's JSON), its
 //! DNSSEC records ([`dnssec::Dnskey`], [`dnssec::Ds`]) and their arithmetic are its own, so
@@ -9,6 +10,7 @@
 pub mod dns;
 pub mod dnssec;
 pub mod keys;
+pub mod pdns_sim;
 pub mod provider_sim;
 pub mod registry;
 mod timefmt;

@@ -269,9 +269,8 @@ impl Registry {
         let mut tasks = JoinSet::new();
         let mut notify_addr = None;
         if let Some(port) = inner.config.notify_port {
-            let udp = UdpSocket::bind(SocketAddr::new(inner.config.source, port)).await?;
+            let (udp, tcp) = bind_notify(SocketAddr::new(inner.config.source, port)).await?;
             let addr = udp.local_addr()?;
-            let tcp = TcpListener::bind(addr).await?;
             notify_addr = Some(addr);
             let (i, t) = (inner.clone(), tx.clone());
             tasks.spawn(async move { serve_udp(udp, i, t).await });
@@ -330,6 +329,24 @@ impl Registry {
     pub async fn scan(&self, child: &str) -> What {
         self.inner.scan(child).await
     }
+}
+
+/// The NOTIFY sockets, UDP and TCP on one port. Port 0: the port the kernel picks for UDP
+/// may be taken for TCP (by another test's connection, say), so another is tried.
+async fn bind_notify(at: SocketAddr) -> std::io::Result<(UdpSocket, TcpListener)> {
+    const TRIES: u32 = 20;
+    let mut last = None;
+    for _ in 0..TRIES {
+        let udp = UdpSocket::bind(at).await?;
+        match TcpListener::bind(udp.local_addr()?).await {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(e) if at.port() == 0 && e.kind() == std::io::ErrorKind::AddrInUse => {
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no port for the NOTIFY sockets")))
 }
 
 /// The periodic passes and the NOTIFY queue, one scan at a time.

@@ -8,7 +8,9 @@
 //! out, the NS changed at one TLD server then the other, the new DS announced only after
 //! the old delegation expired, `active`. The simulated registrar does what the daemon
 //! asks, reading its requests from the audit trail. Timings are compressed: a day of
-//! waiting takes seconds. The story is printed from the audit trail as it happens.
+//! waiting takes seconds. The story is printed from the audit trail as it happens. The
+//! second act (`demo_act2`) follows on the same world and engine: a zone enabled through a
+//! registry that reads CDS, and a signed move between two PowerDNS accounts.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,15 +20,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::cli::demo_act2::{self, Act2};
 use crate::config::Settings;
 use crate::dns::DnsObserver;
 use crate::dnssec::DsLine;
 use crate::engine::{Engine, Notifier};
 use crate::lifecycle::{AlertKind, Clock, Facts, Intent, Policy, State, SystemClock, Timestamp};
-use crate::provider::gcore::Credentials;
-use crate::provider::gcore::GcoreClient;
-use crate::provider::{ProviderError, RetryPolicy};
-use crate::secret::Secret;
+use crate::provider::ProviderError;
+use crate::provider::fleet::Providers;
 use crate::store::{Store, StoreError};
 use dnssec_warden_lab::dns::{KeySource, LabDns, LabDnsError, TldServers};
 use dnssec_warden_lab::keys::LabKey;
@@ -142,7 +143,8 @@ pub async fn run(
     let started_at = SystemClock.now();
     let api_key = format!("demo-{:016x}", fastrand::u64(..));
     let (sim, lab, old_key) = start_world(&api_key).await?;
-    let (dir, settings) = write_config(&sim, &lab, &api_key)?;
+    let act2 = Act2::start(&lab).await?;
+    let (dir, settings) = write_config(&sim, &lab, &act2, &api_key)?;
     // The demo's engine is a daemon on this database as long as it runs (with --keep,
     // until Ctrl-C): a `run` on the same config must find it taken.
     let mut lock = crate::cli::daemon::lock(&settings.database).await?;
@@ -156,13 +158,13 @@ pub async fn run(
         store.ensure_zone(zone, clock.now()).await?;
     }
     let policy: Policy = settings.timing.clone();
-    let engine = start_engine(&settings, &store, &sim, api_key, &policy)?;
+    let engine = start_engine(&settings, &store, &policy)?;
 
     let say = |out: &mut dyn Write, text: &str| {
         let _ = writeln!(out, "[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
         let _ = out.flush();
     };
-    print_world(out, &sim, &lab, &old_key, &settings);
+    print_world(out, &sim, &lab, &old_key, &act2, &settings);
     enable_zones(out, &say, &store, &clock).await?;
 
     // The engine starts after the intents are in: a zone it met first without one would
@@ -173,10 +175,13 @@ pub async fn run(
         tokio::spawn(async move { engine.run(stopped, Duration::from_millis(100)).await })
     };
 
-    let outcome = tell_the_story(
+    let mut outcome = tell_the_story(
         out, &say, &store, &lab, &clock, &policy, started, started_at,
     )
     .await?;
+    if outcome.is_ok() {
+        outcome = demo_act2::run(out, &say, &store, &lab, &act2, &settings, &clock).await?;
+    }
 
     if outcome.is_ok() {
         print_ending(out, &store, &sim, &policy, started).await?;
@@ -241,6 +246,7 @@ async fn start_world(api_key: &str) -> Result<(ProviderSim, LabDns, LabKey), Dem
 fn write_config(
     sim: &ProviderSim,
     lab: &LabDns,
+    act2: &Act2,
     api_key: &str,
 ) -> Result<(tempfile::TempDir, Settings), DemoError> {
     let dir = tempfile::Builder::new()
@@ -252,40 +258,36 @@ fn write_config(
     let config = format!(
         "# Written by `dnssec-warden demo`: the simulated world on loopback.\n\
          [provider]\nbase_url = \"{}\"\napi_key_file = {:?}\nrequest_timeout = \"2s\"\nmax_attempts = 2\nretry_budget = \"4s\"\n\
+         {}\
          [database]\npath = {:?}\n\
          {}\
          [timing]\npoll_waiting = \"250ms\"\npoll_active = \"1s\"\npropagation_margin = \"1s\"\n\
          ds_overdue_after = \"4s\"\nds_removal_overdue_after = \"20s\"\nretry_base = \"250ms\"\nassumed_ds_ttl = \"2s\"\nassumed_ns_ttl = \"2s\"\n\
-         [zones]\nnames = [\"{PROMPT}\", \"{FORGETFUL}\", \"{MOVING}\"]\n",
+         [zones]\nnames = [\"{PROMPT}\", \"{FORGETFUL}\", \"{MOVING}\", \"{}\", \"{}\"]\n",
         sim.base_url(),
         key_file,
+        act2.config_section(dir.path())?,
         dir.path().join("state.db"),
         lab.config_section(),
+        demo_act2::ZONES[0],
+        demo_act2::ZONES[1],
     );
     std::fs::write(&config_path, &config)?;
     let settings = Settings::load(&config_path).map_err(|e| DemoError::Config(e.to_string()))?;
     Ok((dir, settings))
 }
 
-/// The real engine on the demo's database: the real API client to the simulator, the
-/// real DNS observer on the lab hierarchy.
+/// The real engine on the demo's database: the real API clients of every account in the
+/// configuration (the Gcore simulator, the two PowerDNS simulators), the real DNS
+/// observer on the lab hierarchy.
 fn start_engine(
     settings: &Settings,
     store: &Store,
-    sim: &ProviderSim,
-    api_key: String,
     policy: &Policy,
-) -> Result<Arc<Engine<GcoreClient, DnsObserver>>, DemoError> {
-    let provider = Arc::new(GcoreClient::with_policy(
-        sim.base_url(),
-        Credentials::ApiKey(Secret::new(api_key)),
-        RetryPolicy {
-            max_attempts: 2,
-            budget: Duration::from_secs(4),
-            ..RetryPolicy::default()
-        },
-        Duration::from_secs(2),
-    )?);
+) -> Result<Arc<Engine<Providers, DnsObserver>>, DemoError> {
+    let provider = Arc::new(
+        Providers::build(&settings.providers).map_err(|e| DemoError::Config(e.to_string()))?,
+    );
     let observer =
         Arc::new(DnsObserver::new(&settings.dns).map_err(|e| DemoError::Config(e.to_string()))?);
     Ok(Arc::new(Engine::new(
@@ -304,22 +306,30 @@ fn print_world(
     sim: &ProviderSim,
     lab: &LabDns,
     old_key: &LabKey,
+    act2: &Act2,
     settings: &Settings,
 ) {
     let _ = writeln!(
         out,
-        "dnssec-warden demo: a provider, a DNS hierarchy and a registrar, simulated on loopback.\n\
+        "dnssec-warden demo: provider accounts, a DNS hierarchy, a registrar and a registry, simulated on loopback.\n\
          Timings are compressed: the DS TTL is 2 s, the old delegation's NS TTL 2 s, the margin 1 s, 'overdue' is 4 s.\n  \
-         provider API   {}\n  DNS            root {}, TLD test. on two servers, provider name servers {}, old provider's {} (port {})\n  \
+         provider API   gcore (Gcore-style API {})\n  DNS            root {}, TLD test. on two servers, provider name servers {}, old provider's {} (port {})\n  \
          zones          {PROMPT} (a prompt registrar), {FORGETFUL} (a registrar that forgets),\n                 \
-         {MOVING} (moving in: signed at the old provider, its DS key tag {} at the parent)\n  \
-         database       {}\n",
+         {MOVING} (moving in: signed at the old provider, its DS key tag {} at the parent)\n\
+         {}  \
+         database       {}\n\n\
+         Act one: three zones at the gcore account; the registrar is simulated and does what the daemon asks.\n\
+         - {PROMPT} and {FORGETFUL} go on, then off. Watch: the DS is asked for only once every name server serves the key,\n  \
+         and DNSSEC goes off only after every TLD server dropped the DS and its TTL passed. {FORGETFUL}'s registrar forgets: an alert.\n\
+         - {MOVING} moves in from an old provider that signs it. Watch the safe order: the old DS removed and waited out,\n  \
+         then the NS change, then the new DS.\n",
         sim.base_url(),
         dnssec_warden_lab::dns::ROOT,
         dnssec_warden_lab::dns::NAME_SERVERS.join(" "),
         dnssec_warden_lab::dns::OLD_NAME_SERVERS.join(" "),
         lab.provider_addrs()[0].port(),
         old_key.dnskey().key_tag(),
+        act2.describe(),
         settings.database.describe(),
     );
 }

@@ -6,6 +6,8 @@ pub mod commands;
 pub mod daemon;
 #[cfg(feature = "demo")]
 pub mod demo;
+#[cfg(feature = "demo")]
+pub mod demo_act2;
 pub mod intent;
 #[cfg(feature = "demo")]
 pub mod lab;

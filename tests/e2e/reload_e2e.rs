@@ -135,8 +135,9 @@ fn demo_keep_holds_the_lock_against_a_second_engine() {
             }
         }
     });
+    // The whole demo (both acts) runs before it offers the config.
     let config = rx
-        .recv_timeout(Duration::from_secs(90))
+        .recv_timeout(Duration::from_secs(150))
         .unwrap_or_else(|_| panic!("demo --keep never offered its config\n{}", demo.log()));
     assert!(demo.alive());
 

@@ -2,7 +2,9 @@
 //! the sqlite3 backend), started here on loopback ports of its own and stopped by its PID:
 //! the zone, its name servers and largest TTL, DNSSEC on with the key the server then
 //! serves over DNS, off again, and the server's refusals as typed errors; another signer's
-//! DNSKEY (RFC 8901 model 2) stored, served beside the zone's own key and signed by it.
+//! DNSKEY (RFC 8901 model 2) stored, served beside the zone's own key and signed by it;
+//! and the lab's PowerDNS simulator (`dnssec_warden_lab::pdns_sim`, the demo's second
+//! act) answering the same sequence of the client's calls as the real server does.
 
 use std::process::Command;
 use std::time::Duration;
@@ -996,4 +998,286 @@ fn check_config_names_a_server_id_the_api_does_not_know() {
     let (code, out, err) = dnssec_warden_test_support::daemon::run(&config, &["check-config"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(": OK"), "{out}");
+}
+
+/// The variant of a client error, for comparing the two servers' refusals (their words
+/// and addresses differ).
+fn variant(e: &ProviderError) -> String {
+    let debug = format!("{e:?}");
+    debug
+        .split(['(', ' ', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The client's calls the daemon makes, in the order a zone's life and a signed move
+/// make them, against one server; each outcome in words that do not depend on the keys
+/// the server made (the same sequence must read the same on both servers).
+async fn transcript(client: &PowerDnsClient, stranger: &PowerDnsClient) -> Vec<String> {
+    const ZONE: &str = "cmp.test";
+    let mut t = Vec::new();
+    let mut note = |what: &str, outcome: String| t.push(format!("{what}: {outcome}"));
+    let shown =
+        |r: Result<String, ProviderError>| r.unwrap_or_else(|e| format!("error {}", variant(&e)));
+    note(
+        "check_server",
+        shown(client.check_server().await.map(|()| "ok".into())),
+    );
+    note(
+        "zone before it exists",
+        shown(Provider::zone(client, ZONE).await.map(|z| format!("{z:?}"))),
+    );
+    note(
+        "create",
+        shown(
+            client
+                .create_zone(ZONE, &["ns1.pdns.test", "NS2.pdns.test."])
+                .await
+                .map(|z| format!("{} dnssec {:?}", z.name, z.dnssec)),
+        ),
+    );
+    note(
+        "create again",
+        shown(
+            client
+                .create_zone(ZONE, &["ns1.pdns.test"])
+                .await
+                .map(|z| z.name),
+        ),
+    );
+    note(
+        "zone",
+        shown(Provider::zone(client, ZONE).await.map(|z| format!("{z:?}"))),
+    );
+    note(
+        "zone_flags",
+        shown(Provider::zone_flags(client).await.map(|z| format!("{z:?}"))),
+    );
+    note(
+        "largest_ttl",
+        shown(
+            Provider::largest_ttl(client, ZONE)
+                .await
+                .map(|t| format!("{t:?}")),
+        ),
+    );
+    note(
+        "dnssec_key while off",
+        shown(
+            Provider::dnssec_key(client, ZONE)
+                .await
+                .map(|_| "a key".into()),
+        ),
+    );
+    note(
+        "cds_publication while off",
+        shown(
+            Provider::cds_publication(client, ZONE)
+                .await
+                .map(|c| format!("{c:?}")),
+        ),
+    );
+    let on = Provider::set_dnssec(client, ZONE, true, &allowed).await;
+    let key = Provider::dnssec_key(client, ZONE).await;
+    note(
+        "set_dnssec on",
+        shown(on.map(|s| {
+            format!(
+                "key given {}, the one dnssec_key reads: {}",
+                s.key.is_some(),
+                s.key.as_ref() == key.as_ref().ok()
+            )
+        })),
+    );
+    note(
+        "dnssec_key",
+        shown(key.map(|k| {
+            format!(
+                "{} flags {} alg {} DS digest {}",
+                k.zone, k.dnskey.flags, k.dnskey.algorithm, k.ds.digest_type
+            )
+        })),
+    );
+    note(
+        "zone once signed",
+        shown(
+            Provider::zone(client, ZONE)
+                .await
+                .map(|z| format!("{:?}", z.dnssec_enabled)),
+        ),
+    );
+    for to in [
+        CdsPublication::Key,
+        CdsPublication::Delete,
+        CdsPublication::Nothing,
+    ] {
+        let set = Provider::set_cds_publication(client, ZONE, to, &allowed).await;
+        note(
+            &format!("set_cds_publication {to:?}"),
+            shown(set.map(|()| "ok".into())),
+        );
+        note(
+            "cds_publication",
+            shown(
+                Provider::cds_publication(client, ZONE)
+                    .await
+                    .map(|c| format!("{c:?}")),
+            ),
+        );
+    }
+    note(
+        "foreign_dnskeys_supported",
+        shown(
+            Provider::foreign_dnskeys_supported(client, ZONE)
+                .await
+                .map(|s| s.to_string()),
+        ),
+    );
+    let other = fresh_key(257);
+    let set =
+        Provider::set_foreign_dnskeys(client, ZONE, std::slice::from_ref(&other), 3600, &allowed)
+            .await;
+    note("set_foreign_dnskeys one", shown(set.map(|()| "ok".into())));
+    note(
+        "foreign_dnskeys",
+        shown(
+            Provider::foreign_dnskeys(client, ZONE)
+                .await
+                .map(|k| format!("the key set: {}", k == Some(vec![other.clone()]))),
+        ),
+    );
+    note(
+        "largest_ttl with a stored key",
+        shown(
+            Provider::largest_ttl(client, ZONE)
+                .await
+                .map(|t| format!("{t:?}")),
+        ),
+    );
+    note(
+        "dnssec_key beside a stored key",
+        shown(
+            Provider::dnssec_key(client, ZONE)
+                .await
+                .map(|k| format!("the stored key is not it: {}", k.dnskey != other)),
+        ),
+    );
+    let cleared = Provider::set_foreign_dnskeys(client, ZONE, &[], 3600, &allowed).await;
+    note(
+        "set_foreign_dnskeys none",
+        shown(cleared.map(|()| "ok".into())),
+    );
+    let again = Provider::set_foreign_dnskeys(client, ZONE, &[], 3600, &allowed).await;
+    note(
+        "set_foreign_dnskeys none again",
+        shown(again.map(|()| "ok".into())),
+    );
+    note(
+        "foreign_dnskeys",
+        shown(
+            Provider::foreign_dnskeys(client, ZONE)
+                .await
+                .map(|k| format!("{k:?}")),
+        ),
+    );
+    let denied_call = Provider::set_dnssec(client, ZONE, false, &denied).await;
+    note(
+        "set_dnssec off, not permitted",
+        shown(denied_call.map(|_| "sent".into())),
+    );
+    let off = Provider::set_dnssec(client, ZONE, false, &allowed).await;
+    note(
+        "set_dnssec off",
+        shown(off.map(|s| format!("key {:?}", s.key))),
+    );
+    note(
+        "dnssec_key once off",
+        shown(
+            Provider::dnssec_key(client, ZONE)
+                .await
+                .map(|_| "a key".into()),
+        ),
+    );
+    note(
+        "a zone nobody has",
+        shown(
+            Provider::zone(client, "nobody.test.")
+                .await
+                .map(|z| format!("{z:?}")),
+        ),
+    );
+    note(
+        "another API key",
+        shown(
+            Provider::zone(stranger, ZONE)
+                .await
+                .map(|z| format!("{z:?}")),
+        ),
+    );
+    t
+}
+
+#[tokio::test]
+async fn the_lab_simulator_answers_the_clients_calls_as_the_real_server_does() {
+    use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
+    let real = Pdns::start_with(DIRECT);
+    let sim = PdnsSim::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        SimOptions {
+            api_key: API_KEY.into(),
+            // The lab's pdns.conf: default-ttl 2.
+            ttl: 2,
+            direct_dnskey: true,
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("the simulator starts");
+    let sim_client = |key: &str, server_id: &str| {
+        PowerDnsClient::new(
+            &PowerDnsSettings {
+                base_url: sim.base_url(),
+                server_id: server_id.into(),
+                request_timeout: Duration::from_secs(5),
+                max_attempts: 2,
+                retry_budget: Duration::from_secs(5),
+            },
+            Secret::new(key.into()),
+        )
+        .expect("a client")
+    };
+    let of_real = transcript(&real.client(API_KEY), &real.client("not-the-key")).await;
+    let of_sim = transcript(
+        &sim_client(API_KEY, "localhost"),
+        &sim_client("not-the-key", "localhost"),
+    )
+    .await;
+    assert_eq!(
+        of_sim,
+        of_real,
+        "the simulator (left) and pdns_server (right) differ:\n{}",
+        of_sim
+            .iter()
+            .zip(&of_real)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("  sim:  {a}\n  real: {b}\n"))
+            .collect::<String>()
+    );
+    // An unknown server id: the account's fault at both, naming the key.
+    let wrong_real = client_at(&real.server.base_url(), "nope");
+    let wrong_sim = sim_client(API_KEY, "nope");
+    for client in [&wrong_real, &wrong_sim] {
+        let e = Provider::zone(client, "cmp.test.").await;
+        assert!(
+            matches!(
+                &e,
+                Err(ProviderError::Misconfigured {
+                    key: "server_id",
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+    }
 }

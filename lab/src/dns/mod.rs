@@ -8,6 +8,12 @@
 //!  <child>.test.   ns2.provider.test.    127.0.53.5        hosts every child zone
 //!  <moving>.test.  ns1.old.test.         127.0.53.6        the "old provider": its own copy
 //!                  ns2.old.test.         127.0.53.7        of a zone moving in (own key, NS)
+//!  <child>.test.   ns1.west.test.        127.0.53.8        two PowerDNS-like accounts
+//!                  ns2.west.test.        127.0.53.9        (`pdns_sim`), "west" and "east",
+//!                  ns1.east.test.        127.0.53.10       each serving its own copy of the
+//!                  ns2.east.test.        127.0.53.11       zones it holds (own key, own NS)
+//!  (registry)      registry.nic.test.    127.0.53.12       the registry's address: its
+//!                                                          UPDATEs, its NOTIFY sockets
 //! ```
 //! Every server listens on the same port (chosen free at start, UDP and TCP), so the
 //! observer reaches all of them with `dns.port`. A child zone's key comes from a
@@ -31,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use resolver::{LabResolver, RESOLVER};
-pub use zone::{Delegation, Fault, KeyFn, KeySource, World, ZoneData};
+pub use zone::{ApexSource, Delegation, Fault, KeyFn, KeySource, World, ZoneData};
 
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::keys::LabKey;
@@ -52,6 +58,28 @@ pub const NAME_SERVERS: [&str; 2] = ["ns1.provider.test.", "ns2.provider.test."]
 
 /// The old provider's name servers: a zone moving in starts delegated to them.
 pub const OLD_NAME_SERVERS: [&str; 2] = ["ns1.old.test.", "ns2.old.test."];
+
+/// The PowerDNS-like accounts and their name servers (see [`LabDns::add_account_child`]).
+pub const ACCOUNTS: [(&str, [(&str, Ipv4Addr); 2]); 2] = [
+    (
+        "west",
+        [
+            ("ns1.west.test.", Ipv4Addr::new(127, 0, 53, 8)),
+            ("ns2.west.test.", Ipv4Addr::new(127, 0, 53, 9)),
+        ],
+    ),
+    (
+        "east",
+        [
+            ("ns1.east.test.", Ipv4Addr::new(127, 0, 53, 10)),
+            ("ns2.east.test.", Ipv4Addr::new(127, 0, 53, 11)),
+        ],
+    ),
+];
+
+/// The registry's address and name in `test.` ([`crate::registry`]; no lab server).
+pub const REGISTRY: Ipv4Addr = Ipv4Addr::new(127, 0, 53, 12);
+pub const REGISTRY_NAME: &str = "registry.nic.test.";
 
 /// Bound from the start (answering REFUSED while they host nothing); their addresses are
 /// records of `test.` only once a zone moving in names them.
@@ -123,6 +151,11 @@ impl LabDns {
             world.hosts.insert(host.to_string(), *ip);
         }
         world.old_servers = [OLD_1, OLD_2].map(IpAddr::from).into();
+        for (account, hosts) in ACCOUNTS {
+            for (_, ip) in hosts {
+                world.account_servers.insert(ip.into(), account.to_string());
+            }
+        }
         let mut root = ZoneData::new(
             ".",
             &["a.root-servers.test."],
@@ -242,6 +275,16 @@ impl LabDns {
         ]
     }
 
+    /// The servers of the account `account` ([`ACCOUNTS`]); none for another name.
+    pub fn account_addrs(&self, account: &str) -> Vec<SocketAddr> {
+        ACCOUNTS
+            .iter()
+            .filter(|(a, _)| *a == account)
+            .flat_map(|(_, hosts)| hosts.iter())
+            .map(|(_, ip)| SocketAddr::new((*ip).into(), self.port))
+            .collect()
+    }
+
     /// The lab root's DS, in a file in zone-file form.
     pub fn trust_anchor_path(&self) -> PathBuf {
         self.anchor_dir.path().join("lab-root.ds")
@@ -337,6 +380,158 @@ impl LabDns {
         for ip in TldServers::Both.addrs() {
             delegation.ds.insert(ip, vec![ds.clone()]);
         }
+        Ok(())
+    }
+
+    /// Adds `zone` (below `test.`) at the PowerDNS-like account `account` ([`ACCOUNTS`]):
+    /// its servers serve their own copy, whose apex NS names them, signed by `key`, with
+    /// what `apex` publishes besides (stored DNSKEYs, CDS/CDNSKEY). Where `test.` has no
+    /// delegation for it yet, both TLD servers delegate it to the account without a DS;
+    /// a delegation already there (the zone held by another account) is left as it is.
+    pub fn add_account_child(
+        &self,
+        account: &str,
+        zone: &str,
+        key: KeySource,
+        apex: ApexSource,
+    ) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        if !crate::wire::is_subdomain(&name, TLD) || name == TLD || name == PROVIDER_ZONE {
+            return Err(LabDnsError::BadChild(zone.into()));
+        }
+        let Some((_, hosts)) = ACCOUNTS.iter().find(|(a, _)| *a == account) else {
+            return Err(LabDnsError::NoSuchZone(format!("account {account}")));
+        };
+        let ns: Vec<&str> = hosts.iter().map(|(h, _)| *h).collect();
+        let mut data = ZoneData::new(&name, &ns, key);
+        data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
+        data.apex = Some(apex);
+        let mut world = self.world();
+        world
+            .account_zones
+            .entry(account.to_string())
+            .or_default()
+            .insert(name.clone(), data);
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        for (host, ip) in hosts {
+            let key = (host.to_string(), hickory_proto::rr::RecordType::A);
+            if !tld.records.contains_key(&key) {
+                tld.add_a(host, *ip);
+            }
+        }
+        tld.delegations.entry(name).or_insert_with(|| Delegation {
+            ns: ns.iter().map(|h| h.to_string()).collect(),
+            ns_ttl: 300,
+            ds: HashMap::new(),
+            ds_ttl: 3600,
+        });
+        Ok(())
+    }
+
+    /// Removes the account's copy of `zone` (the zone deleted there): its servers refuse
+    /// it from now on. The delegation is left as the registrar left it.
+    pub fn remove_account_child(&self, account: &str, zone: &str) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        world
+            .account_zones
+            .get_mut(account)
+            .and_then(|zones| zones.remove(&name))
+            .map(drop)
+            .ok_or(LabDnsError::NoSuchZone(name))
+    }
+
+    fn with_account_zone(
+        &self,
+        account: &str,
+        zone: &str,
+        f: impl FnOnce(&mut ZoneData),
+    ) -> Result<(), LabDnsError> {
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::NoSuchZone(zone.into()))?;
+        let mut world = self.world();
+        let data = world
+            .account_zones
+            .get_mut(account)
+            .and_then(|zones| zones.get_mut(&name))
+            .ok_or(LabDnsError::NoSuchZone(name))?;
+        f(data);
+        Ok(())
+    }
+
+    /// TTL of an account's copy's own records (SOA, apex NS, A).
+    pub fn set_account_zone_ttl(
+        &self,
+        account: &str,
+        zone: &str,
+        ttl: u32,
+    ) -> Result<(), LabDnsError> {
+        self.with_account_zone(account, zone, |z| z.ttl = ttl)
+    }
+
+    /// DNSKEY TTL of an account's copy.
+    pub fn set_account_dnskey_ttl(
+        &self,
+        account: &str,
+        zone: &str,
+        ttl: u32,
+    ) -> Result<(), LabDnsError> {
+        self.with_account_zone(account, zone, |z| z.dnskey_ttl = ttl)
+    }
+
+    /// Lets the TLD servers take RFC 2136 UPDATEs of their delegations' DS from `source`
+    /// (a registry's address, [`REGISTRY`]).
+    pub fn allow_updates_from(&self, source: IpAddr) {
+        self.world().update_from.insert(source);
+    }
+
+    /// Publishes in `test.` the DSYNC record (RFC 9859) of the child `zone`,
+    /// `<label>._dsync.test. DSYNC CDS 1 <port> <target>`: NOTIFY its CDS to `target`
+    /// (given the address `ip` in `test.`) at `port`. (Per child: the lab synthesises no
+    /// wildcard.)
+    pub fn publish_dsync(
+        &self,
+        zone: &str,
+        target: &str,
+        ip: Ipv4Addr,
+        port: u16,
+    ) -> Result<(), LabDnsError> {
+        use hickory_proto::rr::rdata::NULL;
+        use hickory_proto::rr::{RData, RecordType};
+        let name = crate::dnssec::fqdn(zone).map_err(|_| LabDnsError::BadChild(zone.into()))?;
+        let target =
+            crate::dnssec::fqdn(target).map_err(|_| LabDnsError::BadChild(target.into()))?;
+        let Some(label) = name
+            .strip_suffix(&format!(".{TLD}"))
+            .filter(|l| !l.contains('.'))
+        else {
+            return Err(LabDnsError::BadChild(zone.into()));
+        };
+        let mut rdata = crate::registry::msg::TYPE_CDS.to_be_bytes().to_vec();
+        rdata.push(crate::registry::DSYNC_SCHEME_NOTIFY);
+        rdata.extend_from_slice(&port.to_be_bytes());
+        rdata.extend_from_slice(
+            &crate::dnssec::name_to_wire(&target)
+                .map_err(|_| LabDnsError::BadChild(target.clone()))?,
+        );
+        let mut world = self.world();
+        let tld = world
+            .zones
+            .get_mut(TLD)
+            .ok_or_else(|| LabDnsError::NoSuchZone(TLD.into()))?;
+        if !tld.records.contains_key(&(target.clone(), RecordType::A)) {
+            tld.add_a(&target, ip);
+        }
+        let code = RecordType::Unknown(crate::registry::TYPE_DSYNC);
+        tld.records.insert(
+            (format!("{label}._dsync.{TLD}"), code),
+            vec![RData::Unknown {
+                code,
+                rdata: NULL::with(rdata),
+            }],
+        );
         Ok(())
     }
 
@@ -600,7 +795,8 @@ async fn bind_all(
         drop(probe);
         let mut running = HashMap::new();
         let mut ok = true;
-        for (_, ip) in HOSTS.iter().chain(OLD_HOSTS) {
+        let accounts = ACCOUNTS.iter().flat_map(|(_, hosts)| hosts.iter());
+        for (_, ip) in HOSTS.iter().chain(OLD_HOSTS).chain(accounts) {
             match server::start(SocketAddr::new((*ip).into(), port), world.clone()).await {
                 Ok(r) => {
                     running.insert(IpAddr::from(*ip), r);
@@ -854,5 +1050,205 @@ mod tests {
             let answer = Message::from_vec(&buf[..len]).expect("a message");
             assert_eq!(keys_of(&answer), vec![old_key.dnskey().public_key]);
         }
+    }
+
+    fn ask_dnssec(lab: &LabDns, server: Ipv4Addr, name: &str, rtype: RecordType) -> Message {
+        let qname = crate::wire::parse_name(name).expect("a name");
+        let query = crate::wire::build_query(&qname, rtype, true);
+        lab.world()
+            .respond(server.into(), &query)
+            .expect("the lab answers")
+    }
+
+    fn account_ip(account: &str, i: usize) -> Ipv4Addr {
+        ACCOUNTS
+            .iter()
+            .find(|(a, _)| *a == account)
+            .map(|(_, hosts)| hosts[i].1)
+            .expect("an account")
+    }
+
+    #[tokio::test]
+    async fn an_account_serves_its_own_copy_with_stored_keys_and_its_cds() {
+        let lab = LabDns::start().await.expect("the lab starts");
+        let own = LabKey::generate(257).expect("a key");
+        let other = LabKey::generate(257).expect("a key");
+        let stored = other.dnskey();
+        let apex = ApexSource(Arc::new(move |_| crate::pdns_sim::Apex {
+            stored_dnskeys: vec![stored.clone()],
+            cds_digests: vec![DigestType::Sha256],
+            cdnskey: true,
+            delete: false,
+        }));
+        lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
+            .expect("a zone at west");
+        // Delegated to west's servers, with their addresses in test.
+        let referral = ask(&lab, TLD_A, ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&referral.authorities),
+            strings(&["ns1.west.test.", "ns2.west.test."])
+        );
+        let a = ask(&lab, TLD_B, "ns2.west.test.", RecordType::A);
+        assert_eq!(glue_answers(&a), vec![account_ip("west", 1)]);
+        for i in 0..2 {
+            let server = account_ip("west", i);
+            let dnskey = ask_dnssec(&lab, server, ZONE, RecordType::DNSKEY);
+            let mut keys = keys_of(&dnskey);
+            keys.sort();
+            let mut want = vec![own.dnskey().public_key, other.dnskey().public_key];
+            want.sort();
+            assert_eq!(keys, want);
+            // One signature over the set: the account's own key's.
+            let tags: Vec<u16> = dnskey
+                .answers
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::DNSSEC(DNSSECRData::RRSIG(sig)) => Some(sig.input().key_tag),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(tags, vec![own.dnskey().key_tag()]);
+            let cds = ask(&lab, server, ZONE, RecordType::CDS);
+            let ds = own.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+            let served: Vec<u16> = cds
+                .answers
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::DNSSEC(DNSSECRData::CDS(c)) => Some(c.key_tag()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(served, vec![ds.key_tag]);
+            let cdnskey = ask(&lab, server, ZONE, RecordType::CDNSKEY);
+            let served = cdnskey
+                .answers
+                .iter()
+                .filter(|r| r.record_type() == RecordType::CDNSKEY)
+                .count();
+            assert_eq!(served, 1, "{cdnskey:?}");
+        }
+        // The other account's servers do not hold it.
+        let refused = ask(&lab, account_ip("east", 0), ZONE, RecordType::SOA);
+        assert_eq!(
+            refused.metadata.response_code,
+            hickory_proto::op::ResponseCode::Refused
+        );
+        // A second account's copy leaves the delegation as it was; removing the first
+        // makes its servers refuse the zone.
+        lab.add_account_child(
+            "east",
+            ZONE,
+            KeySource::Unsigned,
+            ApexSource(Arc::new(|_| Default::default())),
+        )
+        .expect("a copy at east");
+        let referral = ask(&lab, TLD_B, ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&referral.authorities),
+            strings(&["ns1.west.test.", "ns2.west.test."])
+        );
+        let east = ask(&lab, account_ip("east", 1), ZONE, RecordType::NS);
+        assert_eq!(
+            ns_of(&east.answers),
+            strings(&["ns1.east.test.", "ns2.east.test."])
+        );
+        lab.remove_account_child("west", ZONE).expect("removed");
+        let gone = ask(&lab, account_ip("west", 0), ZONE, RecordType::SOA);
+        assert_eq!(
+            gone.metadata.response_code,
+            hickory_proto::op::ResponseCode::Refused
+        );
+    }
+
+    #[tokio::test]
+    async fn the_tld_servers_take_a_ds_update_from_the_registry_only() {
+        use crate::registry::msg;
+        let lab = LabDns::start().await.expect("the lab starts");
+        lab.add_child(ZONE, KeySource::Unsigned).expect("a child");
+        let key = LabKey::generate(257).expect("a key");
+        let ds = key.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+        let tld = crate::dnssec::name_to_wire(TLD).expect("wire");
+        let child = crate::dnssec::name_to_wire(ZONE).expect("wire");
+        let update = msg::update_ds(7, &tld, &child, 2, &[ds.rdata()]).expect("an UPDATE");
+        let registry = IpAddr::from(REGISTRY);
+        let rcode = |answer: Option<Vec<u8>>| {
+            msg::parse(&answer.expect("an answer"))
+                .expect("a message")
+                .rcode()
+        };
+        // Not from the registry: refused, nothing changed.
+        lab.allow_updates_from(registry);
+        let stranger = IpAddr::from(Ipv4Addr::LOCALHOST);
+        let answer = lab.world().update(TLD_A.into(), stranger, &update);
+        assert_eq!(rcode(answer), msg::RCODE_REFUSED);
+        assert!(lab.ds(ZONE).iter().all(|(_, d)| d.is_empty()));
+        // A server that does not host test.: not authoritative.
+        let answer = lab.world().update(PROVIDER_1.into(), registry, &update);
+        assert_eq!(rcode(answer), msg::RCODE_NOTAUTH);
+        // From the registry, at one server: that server's DS set only, at the TTL sent.
+        let answer = lab.world().update(TLD_A.into(), registry, &update);
+        assert_eq!(rcode(answer), msg::RCODE_NOERROR);
+        assert_eq!(
+            lab.ds(ZONE),
+            vec![
+                (IpAddr::from(TLD_A), vec![ds.clone()]),
+                (IpAddr::from(TLD_B), vec![])
+            ]
+        );
+        let served = ask(&lab, TLD_A, ZONE, RecordType::DS);
+        assert!(served.answers.iter().all(|r| r.ttl == 2), "{served:?}");
+        // A delete of the RRset with nothing added removes it.
+        let delete = msg::update_ds(8, &tld, &child, 2, &[]).expect("an UPDATE");
+        let answer = lab.world().update(TLD_A.into(), registry, &delete);
+        assert_eq!(rcode(answer), msg::RCODE_NOERROR);
+        assert!(lab.ds(ZONE).iter().all(|(_, d)| d.is_empty()));
+    }
+
+    #[tokio::test]
+    async fn the_registry_publishes_an_accounts_cds_through_the_lab_tld() {
+        use crate::registry::{Registry, RegistryConfig, What};
+        let lab = LabDns::start().await.expect("the lab starts");
+        let own = LabKey::generate(257).expect("a key");
+        let apex = ApexSource(Arc::new(|_| crate::pdns_sim::Apex {
+            cds_digests: vec![DigestType::Sha256],
+            cdnskey: true,
+            ..Default::default()
+        }));
+        lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
+            .expect("a zone at west");
+        lab.allow_updates_from(REGISTRY.into());
+        let mut config =
+            RegistryConfig::new(TLD, lab.tld_addrs().to_vec(), REGISTRY.into(), lab.port());
+        config.children = vec![ZONE.into()];
+        config.bootstrap_period = Duration::ZERO;
+        config.scan_interval = Duration::from_secs(3600);
+        config.notify_port = Some(0);
+        let registry = Registry::start(config).await.expect("the registry starts");
+        let port = registry.notify_addr().expect("a NOTIFY socket").port();
+        lab.publish_dsync(ZONE, REGISTRY_NAME, REGISTRY, port)
+            .expect("a DSYNC record");
+        let what = registry.scan(ZONE).await;
+        assert!(matches!(what, What::Published(_)), "{what}");
+        let ds = own.dnskey().to_ds(ZONE, DigestType::Sha256).expect("a DS");
+        for (_, set) in lab.ds(ZONE) {
+            assert_eq!(set, vec![ds.clone()]);
+        }
+        // The DSYNC record names the registry's NOTIFY socket.
+        let label = ZONE.trim_end_matches(".test.");
+        let dsync = ask(
+            &lab,
+            TLD_B,
+            &format!("{label}._dsync.test."),
+            RecordType::Unknown(crate::registry::TYPE_DSYNC),
+        );
+        let rdata = match dsync.answers.first().map(|r| &r.data) {
+            Some(RData::Unknown { rdata, .. }) => rdata.anything.to_vec(),
+            other => panic!("no DSYNC: {other:?}"),
+        };
+        let mut want = crate::registry::msg::TYPE_CDS.to_be_bytes().to_vec();
+        want.push(crate::registry::DSYNC_SCHEME_NOTIFY);
+        want.extend_from_slice(&port.to_be_bytes());
+        want.extend_from_slice(&crate::dnssec::name_to_wire(REGISTRY_NAME).expect("wire"));
+        assert_eq!(rdata, want);
     }
 }

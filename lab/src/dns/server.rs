@@ -52,12 +52,43 @@ fn respond(world: &Mutex<World>, server: SocketAddr, query: &[u8]) -> Option<(Me
     world.respond(server.ip(), &query).map(|m| (m, limit))
 }
 
+/// An RFC 2136 UPDATE's answer (a registry writing a DS); `None` for any other message,
+/// which [`respond`] answers.
+fn update(
+    world: &Mutex<World>,
+    server: SocketAddr,
+    peer: SocketAddr,
+    msg: &[u8],
+) -> Option<Vec<u8>> {
+    let opcode = msg.get(2).map(|b| (b >> 3) & 0xf)?;
+    if opcode != crate::registry::msg::OPCODE_UPDATE {
+        return None;
+    }
+    let mut world = world.lock().unwrap_or_else(|p| p.into_inner());
+    // An UPDATE that cannot be answered gets a FORMERR rather than silence.
+    world.update(server.ip(), peer.ip(), msg).or_else(|| {
+        let id = u16::from_be_bytes([*msg.first()?, *msg.get(1)?]);
+        let flags = u16::from_be_bytes([msg[2], *msg.get(3)?]);
+        Some(crate::registry::msg::answer(
+            id,
+            flags,
+            crate::registry::msg::RCODE_FORMERR,
+            false,
+            &[],
+        ))
+    })
+}
+
 async fn serve_udp(socket: UdpSocket, addr: SocketAddr, world: Arc<Mutex<World>>) {
     let mut buf = vec![0u8; 65_535];
     loop {
         let Ok((len, peer)) = socket.recv_from(&mut buf).await else {
             continue;
         };
+        if let Some(answer) = buf.get(..len).and_then(|m| update(&world, addr, peer, m)) {
+            let _ = socket.send_to(&answer, peer).await;
+            continue;
+        }
         let Some((answer, limit)) = buf.get(..len).and_then(|q| respond(&world, addr, q)) else {
             continue;
         };
@@ -86,9 +117,9 @@ async fn serve_tcp(listener: TcpListener, addr: SocketAddr, world: Arc<Mutex<Wor
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
+                if let Ok((stream, peer)) = accepted {
                     let world = world.clone();
-                    connections.spawn(async move { serve_connection(stream, addr, world).await });
+                    connections.spawn(async move { serve_connection(stream, addr, peer, world).await });
                 }
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -96,7 +127,12 @@ async fn serve_tcp(listener: TcpListener, addr: SocketAddr, world: Arc<Mutex<Wor
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, addr: SocketAddr, world: Arc<Mutex<World>>) {
+async fn serve_connection(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    peer: SocketAddr,
+    world: Arc<Mutex<World>>,
+) {
     // A few queries per connection at most, then the client reconnects.
     for _ in 0..16 {
         let mut len = [0u8; 2];
@@ -106,6 +142,17 @@ async fn serve_connection(mut stream: TcpStream, addr: SocketAddr, world: Arc<Mu
         let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
         if stream.read_exact(&mut query).await.is_err() {
             return;
+        }
+        if let Some(answer) = update(&world, addr, peer, &query) {
+            let Ok(n) = u16::try_from(answer.len()) else {
+                return;
+            };
+            let mut framed = n.to_be_bytes().to_vec();
+            framed.extend_from_slice(&answer);
+            if stream.write_all(&framed).await.is_err() {
+                return;
+            }
+            continue;
         }
         let Some((answer, _)) = respond(&world, addr, &query) else {
             // Silence, as a dropped UDP query: hold the connection until the client gives up.

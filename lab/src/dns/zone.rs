@@ -56,6 +56,29 @@ impl KeySource {
     pub fn provider(sim: crate::SimHandle) -> Self {
         Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
     }
+
+    /// The PowerDNS simulator's key.
+    pub fn pdns(sim: crate::pdns_sim::PdnsHandle) -> Self {
+        Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
+    }
+}
+
+/// What a PowerDNS-like account publishes at a zone's apex besides its signing key, asked
+/// on every query (e.g. [`crate::pdns_sim::PdnsHandle::apex`]).
+#[derive(Clone)]
+pub struct ApexSource(pub Arc<dyn Fn(&str) -> crate::pdns_sim::Apex + Send + Sync>);
+
+impl std::fmt::Debug for ApexSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApexSource")
+    }
+}
+
+impl ApexSource {
+    /// The PowerDNS simulator's stored DNSKEYs and CDS/CDNSKEY publication.
+    pub fn pdns(sim: crate::pdns_sim::PdnsHandle) -> Self {
+        Self(Arc::new(move |zone| sim.apex(zone)))
+    }
 }
 
 /// What a server does instead of answering.
@@ -96,6 +119,8 @@ pub struct ZoneData {
     pub cds_at: HashMap<IpAddr, Vec<Ds>>,
     /// Fixed RRSIG (inception, expiration); default: an hour ago to two weeks ahead.
     pub signature_window: Option<(u32, u32)>,
+    /// Stored DNSKEYs and CDS/CDNSKEY from a PowerDNS-like account, asked per query.
+    pub apex: Option<ApexSource>,
 }
 
 impl ZoneData {
@@ -112,6 +137,7 @@ impl ZoneData {
             cds_delete: false,
             cds_at: HashMap::new(),
             signature_window: None,
+            apex: None,
         };
         if let Some(apex) = wire::parse_name(name) {
             let host = |s: &str| wire::parse_name(s).unwrap_or_else(Name::root);
@@ -189,7 +215,17 @@ pub struct World {
     pub old_servers: BTreeSet<IpAddr>,
     /// Queries the lab's servers have read (benchmarks count what an observer asks).
     pub queries: u64,
+    /// The servers of each PowerDNS-like account: server -> account.
+    pub account_servers: HashMap<IpAddr, String>,
+    /// Each account's copies of the zones it holds (own keys, own apex NS): account ->
+    /// zone -> data. Its servers answer from these only.
+    pub account_zones: BTreeMap<String, BTreeMap<String, ZoneData>>,
+    /// Sources whose RFC 2136 UPDATEs of a delegation's DS the servers take (a registry).
+    pub update_from: BTreeSet<IpAddr>,
 }
+
+/// No zones: what a server of an account holding nothing answers from.
+const NO_ZONES: &BTreeMap<String, ZoneData> = &BTreeMap::new();
 
 fn now() -> u32 {
     SystemTime::now()
@@ -351,8 +387,14 @@ impl World {
         // The most specific hosted zone: walk up from the name (a few map lookups, so a
         // server hosting 10,000 zones, as in the benchmark, stays fast).
         let hosted = self.hosting.get(&server);
-        let old = self.old_servers.contains(&server);
-        let zones = if old { &self.old_zones } else { &self.zones };
+        let account = self.account_servers.get(&server);
+        // The old provider's and an account's servers serve every zone of their own.
+        let old = self.old_servers.contains(&server) || account.is_some();
+        let zones = match account {
+            Some(a) => self.account_zones.get(a).unwrap_or(NO_ZONES),
+            None if old => &self.old_zones,
+            None => &self.zones,
+        };
         let mut at = qname.clone();
         let mut found = None;
         for _ in 0..128 {
@@ -385,6 +427,84 @@ impl World {
         };
         self.answer_in_zone(server, zone, key.as_ref(), &qname, qtype, &mut answer);
         Some(answer.message)
+    }
+
+    /// The answer `server` gives an RFC 2136 UPDATE (`bytes`) from `peer`: only of
+    /// delegations' DS RRsets in a zone it hosts, from a source in `update_from` (as the
+    /// TLD's ACL for its registry); every change checked before any is made, then each
+    /// made on this server only (each TLD server is updated on its own). `None`: not an
+    /// UPDATE that can be answered.
+    pub fn update(&mut self, server: IpAddr, peer: IpAddr, bytes: &[u8]) -> Option<Vec<u8>> {
+        use crate::registry::msg;
+        let m = msg::parse(bytes)?;
+        let question = bytes.get(12..m.question_end).unwrap_or_default();
+        let answer = |rcode| {
+            Some(msg::answer(
+                m.id,
+                m.flags,
+                rcode,
+                rcode == msg::RCODE_NOERROR,
+                question,
+            ))
+        };
+        if m.is_response() || m.opcode() != msg::OPCODE_UPDATE {
+            return None;
+        }
+        if !self.update_from.contains(&peer) {
+            return answer(msg::RCODE_REFUSED);
+        }
+        let Some((zone_wire, _, _)) = &m.question else {
+            return answer(msg::RCODE_FORMERR);
+        };
+        let zone_name = msg::name_text(zone_wire);
+        let hosted = self
+            .hosting
+            .get(&server)
+            .is_some_and(|h| h.contains(&zone_name));
+        let Some(zone) = self.zones.get_mut(&zone_name).filter(|_| hosted) else {
+            return answer(msg::RCODE_NOTAUTH);
+        };
+        // Per delegation: cleared first (a delete of the RRset), then these added.
+        let mut changes: BTreeMap<String, (bool, Vec<Ds>, Option<u32>)> = BTreeMap::new();
+        for rr in &m.authority {
+            let owner = msg::name_text(&rr.owner);
+            if rr.rtype != msg::TYPE_DS || !zone.delegations.contains_key(&owner) {
+                return answer(msg::RCODE_REFUSED);
+            }
+            let change = changes.entry(owner).or_default();
+            match rr.class {
+                msg::CLASS_ANY if rr.rdata.is_empty() => change.0 = true,
+                msg::CLASS_IN => {
+                    let Some(ds) = Ds::from_rdata(&rr.rdata) else {
+                        return answer(msg::RCODE_FORMERR);
+                    };
+                    change.1.push(ds);
+                    change.2 = Some(rr.ttl);
+                }
+                _ => return answer(msg::RCODE_REFUSED),
+            }
+        }
+        for (owner, (clear, add, ttl)) in changes {
+            let Some(d) = zone.delegations.get_mut(&owner) else {
+                continue;
+            };
+            let set = d.ds.entry(server).or_default();
+            if clear {
+                set.clear();
+            }
+            for ds in add {
+                if !set.contains(&ds) {
+                    set.push(ds);
+                }
+            }
+            if set.is_empty() {
+                d.ds.remove(&server);
+            }
+            if let Some(ttl) = ttl {
+                d.ds_ttl = ttl;
+            }
+        }
+        answer(msg::RCODE_NOERROR)
     }
 
     fn answer_in_zone(
@@ -506,6 +626,9 @@ impl World {
             if let Some(k) = key {
                 data.insert(RecordType::DNSKEY, vec![dnskey_rdata(&k.dnskey())]);
             }
+            if let Some(apex) = &zone.apex {
+                Self::pdns_apex(&zone.name, key, &(apex.0)(&zone.name), &mut data);
+            }
             if zone.cds_delete {
                 data.insert(
                     RecordType::CDS,
@@ -544,6 +667,77 @@ impl World {
             }
         }
         data
+    }
+
+    /// A PowerDNS-like apex: the stored DNSKEYs beside the signing key (served unsigned
+    /// while the zone is), the CDS and CDNSKEY of the signing key as published, or the
+    /// delete request.
+    fn pdns_apex(
+        zone: &str,
+        key: Option<&LabKey>,
+        apex: &crate::pdns_sim::Apex,
+        data: &mut BTreeMap<RecordType, Vec<RData>>,
+    ) {
+        if !apex.stored_dnskeys.is_empty() {
+            let set = data.entry(RecordType::DNSKEY).or_default();
+            for k in &apex.stored_dnskeys {
+                let rdata = dnskey_rdata(k);
+                if !set.contains(&rdata) {
+                    set.push(rdata);
+                }
+            }
+        }
+        if apex.delete {
+            data.insert(
+                RecordType::CDS,
+                vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+                    0,
+                    None,
+                    HDigest::from(0),
+                    vec![0],
+                )))],
+            );
+            data.insert(
+                RecordType::CDNSKEY,
+                vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+                    0,
+                    None,
+                    vec![0],
+                )))],
+            );
+            return;
+        }
+        // The server publishes CDS/CDNSKEY only for the keys it signs with.
+        let Some(key) = key.map(LabKey::dnskey) else {
+            return;
+        };
+        let cds: Vec<RData> = apex
+            .cds_digests
+            .iter()
+            .filter_map(|d| key.to_ds(zone, *d).ok())
+            .map(|d| {
+                let ds = wire::to_hickory_ds(&d);
+                RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+                    ds.key_tag(),
+                    Some(ds.algorithm()),
+                    ds.digest_type(),
+                    ds.digest().to_vec(),
+                )))
+            })
+            .collect();
+        if !cds.is_empty() {
+            data.insert(RecordType::CDS, cds);
+        }
+        if apex.cdnskey {
+            data.insert(
+                RecordType::CDNSKEY,
+                vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+                    key.flags,
+                    Some(Algorithm::from_u8(key.algorithm)),
+                    key.public_key.clone(),
+                )))],
+            );
+        }
     }
 
     /// NODATA or NXDOMAIN, with the SOA and, in a signed zone, the NSEC proofs.

@@ -1,0 +1,711 @@
+//! A PowerDNS Authoritative API simulator over real HTTP on loopback: the part of the API
+//! dnssec-warden uses (DESIGN.md section 7, "PowerDNS Authoritative"), with the answers
+//! the real server gives (tests/providers/powerdns.rs runs the same client calls against
+//! `pdns_server` and against this simulator and compares them).
+//!
+//! One server id (`localhost` unless set), the `X-API-Key` header, zones found by name
+//! (`GET /zones?zone=`) and named by their id; `PUT /zones/{id} {"dnssec": …}` makes one
+//! ECDSA P-256 CSK or deletes every key; the keystore at `/cryptokeys` (never among the
+//! zone's record sets); the `PUBLISH-CDS`/`PUBLISH-CDNSKEY` metadata; other signers'
+//! DNSKEY records stored at the apex with `PATCH`, served only with `direct-dnskey=yes`
+//! (`/config` says which). A 404 is the plain text `Not Found`, for an unknown zone's path
+//! and for every path under an unknown server id; invalid input is a 422 with
+//! `{"error": …}`. The lab's name servers serve what the simulator holds
+//! ([`PdnsHandle::apex`], [`PdnsHandle::signing_key`]).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use url::Url;
+
+use crate::dnssec::{DigestType, Dnskey};
+use crate::keys::LabKey;
+use crate::provider_sim::CallRecord;
+
+/// The simulator's settings.
+#[derive(Debug, Clone)]
+pub struct PdnsOptions {
+    /// The `api-key` of pdns.conf.
+    pub api_key: String,
+    /// The one server id of the API.
+    pub server_id: String,
+    /// The apex NS every new zone gets.
+    pub name_servers: Vec<String>,
+    /// The TTL of the zone's own records (SOA, NS); stored DNSKEYs are served at it too,
+    /// as the real server serves them at its keys' TTL.
+    pub ttl: u32,
+    /// `direct-dnskey`: stored DNSKEY records are served beside the keystore's.
+    pub direct_dnskey: bool,
+}
+
+impl Default for PdnsOptions {
+    fn default() -> Self {
+        Self {
+            api_key: String::new(),
+            server_id: "localhost".into(),
+            name_servers: vec!["ns1.example.net.".into(), "ns2.example.net.".into()],
+            ttl: 3600,
+            direct_dnskey: true,
+        }
+    }
+}
+
+/// What the simulated server publishes at a zone's apex besides its own key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Apex {
+    /// DNSKEY records stored as records (served only with `direct-dnskey`).
+    pub stored_dnskeys: Vec<Dnskey>,
+    /// `PUBLISH-CDS`: the digest types of the CDS of the entry point (empty: none).
+    pub cds_digests: Vec<DigestType>,
+    /// `PUBLISH-CDNSKEY` `1`: the CDNSKEY of the entry point.
+    pub cdnskey: bool,
+    /// `PUBLISH-CDS` or `PUBLISH-CDNSKEY` `0`: the RFC 8078 delete request.
+    pub delete: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Rrset {
+    ttl: u32,
+    contents: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Zone {
+    id: String,
+    name: String,
+    serial: u32,
+    /// The keystore's one CSK while DNSSEC is on, and its id.
+    key: Option<(u64, LabKey)>,
+    metadata: BTreeMap<String, Vec<String>>,
+    /// Record sets stored through the API besides SOA and NS: (owner, type) -> set.
+    rrsets: BTreeMap<(String, String), Rrset>,
+    ns: Vec<String>,
+}
+
+struct PdnsState {
+    options: PdnsOptions,
+    zones: BTreeMap<String, Zone>,
+    next_key_id: u64,
+    calls: Vec<CallRecord>,
+}
+
+fn absolute(name: &str) -> String {
+    let name = name.trim().to_ascii_lowercase();
+    if name.ends_with('.') {
+        name
+    } else {
+        format!("{name}.")
+    }
+}
+
+/// The presentation form PowerDNS gives a DNSKEY: `257 3 13 <base64>`.
+fn dnskey_text(key: &Dnskey) -> String {
+    format!(
+        "{} {} {} {}",
+        key.flags,
+        key.protocol,
+        key.algorithm,
+        base64::engine::general_purpose::STANDARD.encode(&key.public_key)
+    )
+}
+
+fn parse_dnskey(text: &str) -> Option<Dnskey> {
+    let mut fields = text.split_whitespace();
+    let flags = fields.next()?.parse().ok()?;
+    let protocol = fields.next()?.parse().ok()?;
+    let algorithm = fields.next()?.parse().ok()?;
+    let key: String = fields.collect();
+    let public_key = base64::engine::general_purpose::STANDARD
+        .decode(key.as_bytes())
+        .ok()?;
+    (!public_key.is_empty()).then_some(Dnskey {
+        flags,
+        protocol,
+        algorithm,
+        public_key,
+    })
+}
+
+impl Zone {
+    fn apex(&self, direct_dnskey: bool) -> Apex {
+        let stored_dnskeys = if direct_dnskey {
+            self.rrsets
+                .get(&(self.name.clone(), "DNSKEY".into()))
+                .map(|s| s.contents.iter().filter_map(|c| parse_dnskey(c)).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let values = |kind: &str| self.metadata.get(kind).cloned().unwrap_or_default();
+        let (cds, cdnskey) = (values("PUBLISH-CDS"), values("PUBLISH-CDNSKEY"));
+        let delete = cds.iter().chain(&cdnskey).any(|v| v == "0");
+        let cds_digests = if delete {
+            Vec::new()
+        } else {
+            cds.iter()
+                .flat_map(|v| v.split(','))
+                .filter_map(|d| d.trim().parse::<u8>().ok())
+                .filter_map(|d| DigestType::from_code(d).ok())
+                .collect()
+        };
+        Apex {
+            stored_dnskeys,
+            cds_digests,
+            cdnskey: !delete && cdnskey.iter().any(|v| v == "1"),
+            delete,
+        }
+    }
+
+    fn entry(&self) -> Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "kind": "Native",
+            "url": format!("/api/v1/servers/localhost/zones/{}", self.id),
+            "serial": self.serial,
+            "dnssec": self.key.is_some(),
+        })
+    }
+
+    fn to_json(&self, ttl: u32) -> Value {
+        let soa = format!(
+            "{} hostmaster.{} {} 10800 3600 604800 3600",
+            self.ns.first().cloned().unwrap_or_else(|| ".".into()),
+            self.name,
+            self.serial
+        );
+        let record = |c: &String| json!({ "content": c, "disabled": false });
+        let mut rrsets = vec![
+            json!({ "name": self.name, "type": "SOA", "ttl": ttl, "records": [record(&soa)], "comments": [] }),
+            json!({ "name": self.name, "type": "NS", "ttl": ttl,
+                    "records": self.ns.iter().map(record).collect::<Vec<_>>(), "comments": [] }),
+        ];
+        for ((owner, rtype), set) in &self.rrsets {
+            rrsets.push(json!({ "name": owner, "type": rtype, "ttl": set.ttl,
+                "records": set.contents.iter().map(record).collect::<Vec<_>>(), "comments": [] }));
+        }
+        let mut zone = self.entry();
+        zone["rrsets"] = Value::Array(rrsets);
+        zone
+    }
+
+    fn cryptokeys(&self) -> Value {
+        let Some((id, key)) = &self.key else {
+            return json!([]);
+        };
+        let dnskey = key.dnskey();
+        let ds: Vec<String> = [DigestType::Sha1, DigestType::Sha256, DigestType::Sha384]
+            .into_iter()
+            .filter_map(|d| dnskey.to_ds(&self.name, d).ok())
+            .map(|ds| ds.to_string().to_ascii_lowercase())
+            .collect();
+        json!([{
+            "type": "Cryptokey",
+            "id": id,
+            "keytype": "csk",
+            "active": true,
+            "published": true,
+            "dnskey": dnskey_text(&dnskey),
+            "ds": ds,
+            "flags": dnskey.flags,
+            "algorithm": "ECDSAP256SHA256",
+            "bits": 256,
+        }])
+    }
+}
+
+impl PdnsState {
+    fn create(&mut self, name: &str) -> Option<&Zone> {
+        let name = absolute(name);
+        if self.zones.contains_key(&name) {
+            return None;
+        }
+        let zone = Zone {
+            id: name.clone(),
+            name: name.clone(),
+            serial: 1,
+            key: None,
+            metadata: BTreeMap::new(),
+            rrsets: BTreeMap::new(),
+            ns: self
+                .options
+                .name_servers
+                .iter()
+                .map(|n| absolute(n))
+                .collect(),
+        };
+        self.zones.insert(name.clone(), zone);
+        self.zones.get(&name)
+    }
+
+    fn sign(&mut self, zone: &str) -> Result<(), String> {
+        let id = self.next_key_id + 1;
+        let z = self
+            .zones
+            .get_mut(&absolute(zone))
+            .ok_or_else(|| format!("no zone {zone}"))?;
+        if z.key.is_none() {
+            let key = LabKey::generate(257).map_err(|e| e.to_string())?;
+            z.key = Some((id, key));
+            z.serial += 1;
+            self.next_key_id = id;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone)]
+struct Shared(Arc<Mutex<PdnsState>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, PdnsState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running simulator; dropping it stops the server.
+pub struct PdnsSim {
+    addr: SocketAddr,
+    handle: PdnsHandle,
+    server: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for PdnsSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PdnsSim").field("addr", &self.addr).finish()
+    }
+}
+
+impl PdnsSim {
+    /// Starts serving on `listen` (port 0 picks a free one).
+    pub async fn start(listen: SocketAddr, options: PdnsOptions) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let shared = Shared(Arc::new(Mutex::new(PdnsState {
+            options,
+            zones: BTreeMap::new(),
+            next_key_id: 0,
+            calls: Vec::new(),
+        })));
+        let app = Router::new().fallback(serve).with_state(shared.clone());
+        let server = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "PowerDNS simulator stopped");
+            }
+        });
+        Ok(Self {
+            addr,
+            handle: PdnsHandle(shared),
+            server,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/`, the account's `base_url`.
+    pub fn base_url(&self) -> Url {
+        Url::parse(&format!("http://{}/", self.addr)).expect("a socket address makes a URL")
+    }
+
+    pub fn handle(&self) -> PdnsHandle {
+        self.handle.clone()
+    }
+}
+
+impl Drop for PdnsSim {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// The lab's lever on a running simulator, and what its name servers serve.
+#[derive(Clone)]
+pub struct PdnsHandle(Shared);
+
+impl PdnsHandle {
+    /// Creates a zone, as `POST /zones` would; false if it exists.
+    pub fn add_zone(&self, name: &str) -> bool {
+        self.0.lock().create(name).is_some()
+    }
+
+    /// Deletes a zone, as `DELETE /zones/{id}` would; false if there was none.
+    pub fn delete_zone(&self, name: &str) -> bool {
+        self.0.lock().zones.remove(&absolute(name)).is_some()
+    }
+
+    pub fn has_zone(&self, name: &str) -> bool {
+        self.0.lock().zones.contains_key(&absolute(name))
+    }
+
+    /// Signs the zone (`pdnsutil secure-zone`); an error if there is no such zone.
+    pub fn secure_zone(&self, name: &str) -> Result<(), String> {
+        self.0.lock().sign(name)
+    }
+
+    /// The key the zone is signed with, while it is.
+    pub fn signing_key(&self, zone: &str) -> Option<LabKey> {
+        let state = self.0.lock();
+        state
+            .zones
+            .get(&absolute(zone))
+            .and_then(|z| z.key.as_ref().map(|(_, k)| k.clone()))
+    }
+
+    /// What the zone's apex publishes besides the signing key.
+    pub fn apex(&self, zone: &str) -> Apex {
+        let state = self.0.lock();
+        state
+            .zones
+            .get(&absolute(zone))
+            .map(|z| z.apex(state.options.direct_dnskey))
+            .unwrap_or_default()
+    }
+
+    /// Every state-changing call so far, oldest first.
+    pub fn calls(&self) -> Vec<CallRecord> {
+        self.0.lock().calls.clone()
+    }
+}
+
+// ---- the HTTP surface ----------------------------------------------------------------
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "Not Found",
+    )
+        .into_response()
+}
+
+fn json_reply(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn unprocessable(message: &str) -> Response {
+    json_reply(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({ "error": message }),
+    )
+}
+
+fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn serve(State(shared): State<Shared>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or_default().to_string();
+    let headers = request.headers().clone();
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    let response = answer(&shared, &method, &path, &query, &headers, &body);
+    if method != Method::GET {
+        let logged = serde_json::from_slice(&body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+        shared.lock().calls.push(CallRecord {
+            at: SystemTime::now(),
+            method: method.to_string(),
+            path,
+            body: logged,
+            status: response.status().as_u16(),
+        });
+    }
+    response
+}
+
+fn answer(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
+    let mut state = shared.lock();
+    let key_ok = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|k| !state.options.api_key.is_empty() && k == state.options.api_key);
+    if !key_ok {
+        return (StatusCode::UNAUTHORIZED, Body::from("Unauthorized")).into_response();
+    }
+    let segments: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| {
+            url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                .next()
+                .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
+        })
+        .collect();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let server = json!({
+        "type": "Server", "id": state.options.server_id, "daemon_type": "authoritative",
+        "version": "4.7.3-lab", "url": format!("/api/v1/servers/{}", state.options.server_id),
+        "config_url": format!("/api/v1/servers/{}/config{{/config_setting}}", state.options.server_id),
+        "zones_url": format!("/api/v1/servers/{}/zones{{/zone}}", state.options.server_id),
+    });
+    let rest = match segments.as_slice() {
+        ["api", "v1", "servers"] if method == Method::GET => {
+            return json_reply(StatusCode::OK, json!([server]));
+        }
+        ["api", "v1", "servers", id, rest @ ..] if *id == state.options.server_id => rest,
+        _ => return not_found(),
+    };
+    let ttl = state.options.ttl;
+    match (method.clone(), rest) {
+        (Method::GET, []) => json_reply(StatusCode::OK, server),
+        (Method::GET, ["config"]) => {
+            let direct = if state.options.direct_dnskey {
+                "yes"
+            } else {
+                "no"
+            };
+            json_reply(
+                StatusCode::OK,
+                json!([
+                    { "type": "ConfigSetting", "name": "api", "value": "yes" },
+                    { "type": "ConfigSetting", "name": "api-key", "value": "***" },
+                    { "type": "ConfigSetting", "name": "direct-dnskey", "value": direct },
+                ]),
+            )
+        }
+        (Method::GET, ["zones"]) => {
+            let wanted = url::form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == "zone")
+                .map(|(_, v)| absolute(&v));
+            let zones: Vec<Value> = state
+                .zones
+                .values()
+                .filter(|z| wanted.as_ref().is_none_or(|w| *w == z.name))
+                .map(Zone::entry)
+                .collect();
+            json_reply(StatusCode::OK, Value::Array(zones))
+        }
+        (Method::POST, ["zones"]) => {
+            let Ok(form) = serde_json::from_slice::<Value>(body) else {
+                return unprocessable("the body is not JSON");
+            };
+            let Some(name) = form.get("name").and_then(Value::as_str) else {
+                return unprocessable("the zone needs a name");
+            };
+            if !name.ends_with('.') {
+                return unprocessable(&format!("DNS Name '{name}' is not canonical"));
+            }
+            let ns: Option<Vec<String>> = form
+                .get("nameservers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(absolute).collect());
+            let name = absolute(name);
+            if state.create(&name).is_none() {
+                return json_reply(
+                    StatusCode::CONFLICT,
+                    json!({ "error": format!("Domain '{name}' already exists") }),
+                );
+            }
+            let Some(zone) = state.zones.get_mut(&name) else {
+                return not_found();
+            };
+            if let Some(ns) = ns.filter(|n| !n.is_empty()) {
+                zone.ns = ns;
+            }
+            json_reply(StatusCode::CREATED, zone.to_json(ttl))
+        }
+        (method, ["zones", id, rest @ ..]) => {
+            let PdnsState {
+                zones, next_key_id, ..
+            } = &mut *state;
+            let Some(zone) = zones.values_mut().find(|z| z.id == *id) else {
+                return not_found();
+            };
+            let reply = zone_call(zone, &method, rest, body, ttl, next_key_id);
+            if let ZoneReply::Deleted(name) = &reply {
+                zones.remove(name);
+            }
+            reply.into_response()
+        }
+        _ => not_found(),
+    }
+}
+
+enum ZoneReply {
+    Done(Response),
+    Deleted(String),
+}
+
+impl IntoResponse for ZoneReply {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Done(r) => r,
+            Self::Deleted(_) => no_content(),
+        }
+    }
+}
+
+fn zone_call(
+    zone: &mut Zone,
+    method: &Method,
+    rest: &[&str],
+    body: &Bytes,
+    ttl: u32,
+    next_key_id: &mut u64,
+) -> ZoneReply {
+    let done = ZoneReply::Done;
+    let form = || serde_json::from_slice::<Value>(body).ok();
+    match (method.clone(), rest) {
+        (Method::GET, []) => done(json_reply(StatusCode::OK, zone.to_json(ttl))),
+        (Method::DELETE, []) => ZoneReply::Deleted(zone.name.clone()),
+        (Method::PUT, []) => {
+            let Some(form) = form() else {
+                return done(unprocessable("the body is not JSON"));
+            };
+            match form.get("dnssec").map(Value::as_bool) {
+                Some(Some(true)) if zone.key.is_none() => match LabKey::generate(257) {
+                    Ok(key) => {
+                        *next_key_id += 1;
+                        zone.key = Some((*next_key_id, key));
+                        zone.serial += 1;
+                    }
+                    Err(e) => return done(unprocessable(&e.to_string())),
+                },
+                Some(Some(false)) => {
+                    // Every key of the zone, at once.
+                    if zone.key.take().is_some() {
+                        zone.serial += 1;
+                    }
+                }
+                Some(Some(true)) | None => {}
+                Some(None) => return done(unprocessable("'dnssec' must be a boolean")),
+            }
+            done(no_content())
+        }
+        (Method::PATCH, []) => {
+            let Some(sets) =
+                form().and_then(|f| f.get("rrsets").and_then(Value::as_array).cloned())
+            else {
+                return done(unprocessable("No rrsets given in patch request"));
+            };
+            let mut changes = Vec::new();
+            for set in &sets {
+                let name = set.get("name").and_then(Value::as_str).map(absolute);
+                let rtype = set
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_uppercase);
+                let change = set
+                    .get("changetype")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_uppercase);
+                let (Some(name), Some(rtype), Some(change)) = (name, rtype, change) else {
+                    return done(unprocessable("an RRset needs name, type and changetype"));
+                };
+                if !(name == zone.name || name.ends_with(&format!(".{}", zone.name))) {
+                    return done(unprocessable(&format!(
+                        "RRset {name} IN {rtype}: Name is out of zone"
+                    )));
+                }
+                match change.as_str() {
+                    "DELETE" => changes.push(((name, rtype), None)),
+                    "REPLACE" => {
+                        let Some(ttl) = set.get("ttl").and_then(Value::as_u64) else {
+                            return done(unprocessable("Key 'ttl' not present or not a Number"));
+                        };
+                        let contents: Vec<String> = set
+                            .get("records")
+                            .and_then(Value::as_array)
+                            .map(|r| {
+                                r.iter()
+                                    .filter_map(|x| x.get("content").and_then(Value::as_str))
+                                    .map(str::to_string)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        if rtype == "DNSKEY"
+                            && let Some(bad) = contents.iter().find(|c| parse_dnskey(c).is_none())
+                        {
+                            return done(unprocessable(&format!(
+                                "Record {name}/DNSKEY '{bad}': Parsing record content failed"
+                            )));
+                        }
+                        let mut unique = contents;
+                        unique.dedup();
+                        changes.push((
+                            (name, rtype),
+                            Some(Rrset {
+                                ttl: u32::try_from(ttl).unwrap_or(u32::MAX),
+                                contents: unique,
+                            }),
+                        ));
+                    }
+                    other => {
+                        return done(unprocessable(&format!(
+                            "Changetype '{other}' not understood"
+                        )));
+                    }
+                }
+            }
+            for (at, set) in changes {
+                match set {
+                    Some(set) if !set.contents.is_empty() => {
+                        zone.rrsets.insert(at, set);
+                    }
+                    _ => {
+                        zone.rrsets.remove(&at);
+                    }
+                }
+            }
+            zone.serial += 1;
+            done(no_content())
+        }
+        (Method::GET, ["cryptokeys"]) => done(json_reply(StatusCode::OK, zone.cryptokeys())),
+        (Method::GET, ["metadata"]) => {
+            let all: Vec<Value> = zone
+                .metadata
+                .iter()
+                .map(|(k, v)| json!({ "type": "Metadata", "kind": k, "metadata": v }))
+                .collect();
+            done(json_reply(StatusCode::OK, Value::Array(all)))
+        }
+        (Method::GET, ["metadata", kind]) => {
+            let values = zone.metadata.get(*kind).cloned().unwrap_or_default();
+            done(json_reply(
+                StatusCode::OK,
+                json!({ "type": "Metadata", "kind": kind, "metadata": values }),
+            ))
+        }
+        (Method::PUT, ["metadata", kind]) => {
+            let values: Option<Vec<String>> = form().and_then(|f| {
+                f.get("metadata").and_then(Value::as_array).map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+            });
+            let Some(values) = values else {
+                return done(unprocessable("the metadata must be a list of strings"));
+            };
+            zone.metadata.insert(kind.to_string(), values.clone());
+            done(json_reply(
+                StatusCode::OK,
+                json!({ "type": "Metadata", "kind": kind, "metadata": values }),
+            ))
+        }
+        (Method::DELETE, ["metadata", kind]) => {
+            zone.metadata.remove(*kind);
+            done(json_reply(StatusCode::OK, json!({})))
+        }
+        _ => done(not_found()),
+    }
+}
