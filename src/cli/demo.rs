@@ -28,6 +28,7 @@ use crate::engine::{Engine, Notifier};
 use crate::lifecycle::{AlertKind, Clock, Facts, Intent, Policy, State, SystemClock, Timestamp};
 use crate::provider::ProviderError;
 use crate::provider::fleet::Providers;
+use crate::secret::Secret;
 use crate::store::{Store, StoreError};
 use dnssec_warden_lab::dns::{KeySource, LabDns, LabDnsError, TldServers};
 use dnssec_warden_lab::keys::LabKey;
