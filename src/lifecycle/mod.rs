@@ -37,6 +37,8 @@ mod tests_cds;
 #[cfg(test)]
 mod tests_evidence;
 #[cfg(test)]
+mod tests_facts;
+#[cfg(test)]
 mod tests_move;
 #[cfg(test)]
 mod tests_moving;
