@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod cds;
 pub mod facts;
 pub mod guard;
+pub mod hold;
 pub mod model;
 pub mod moving;
 pub mod parent_way;

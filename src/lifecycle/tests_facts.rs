@@ -2,7 +2,11 @@
 //! of `Facts` in memory. Today's rows must read back, and a step must write what the rows
 //! of older builds hold, to the byte: no migration.
 
-use super::facts::{Facts, Hold, Party};
+use super::facts::{
+    DelegationFacts, Facts, HealthFacts, LifecycleFacts, MoveInFacts, ParentWayFacts,
+    RoutineLookFacts, WaitFacts,
+};
+use super::hold::{Hold, Party};
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
 use super::sample::SettledView;
 use super::signed_move::Move;
@@ -14,44 +18,57 @@ use crate::time::Timestamp;
 fn every() -> Facts {
     let t = |ms| Some(Timestamp(ms));
     Facts {
-        ds_line: Some("DS A".into()),
-        ds_to_enter: Some("DS B".into()),
-        dnskey_to_enter: Some("DNSKEY A".into()),
-        provider_off_since: t(1),
-        dnskey_everywhere_at: t(2),
-        hold_until: t(3),
-        ds_announced_at: t(4),
-        ds_first_seen_at: t(5),
-        t_gone: t(6),
-        gone_confirmed_at: t(7),
-        max_ds_ttl: Some(8),
-        max_dnskey_ttl: Some(9),
-        ds_seen_at: t(10),
-        partial_since: t(11),
-        failing_since: t(12),
-        failures: 13,
-        provider_ns: Some(vec!["ns1.".into(), "ns2.".into()]),
-        delegation: Some(DelegationVerdict::Mixed),
-        seen_at_provider: true,
-        old_ns: vec!["old.".into()],
-        old_ns_ttl: Some(14),
-        delegated_at: t(15),
-        elsewhere_seen: true,
-        moving_in: true,
-        ds_to_remove: vec!["DS C".into()],
-        delegation_requested: true,
-        served_keys_when_asked: Some("257/13/1".into()),
-        held_by: Some(Hold::new("the provider", Party::Provider).at(Some("a".into()))),
-        held_since: t(16),
-        settled_view: Some(SettledView {
+lifecycle: LifecycleFacts {
+ds_line: Some("DS A".into()),
+ds_to_enter: Some("DS B".into()),
+dnskey_to_enter: Some("DNSKEY A".into()),
+provider_off_since: t(1),
+dnskey_everywhere_at: t(2),
+hold_until: t(3),
+ds_announced_at: t(4),
+ds_first_seen_at: t(5),
+t_gone: t(6),
+gone_confirmed_at: t(7),
+max_ds_ttl: Some(8),
+max_dnskey_ttl: Some(9),
+ds_seen_at: t(10)
+},
+health: HealthFacts {
+partial_since: t(11),
+failing_since: t(12),
+failures: 13
+},
+delegation: DelegationFacts {
+provider_ns: Some(vec!["ns1.".into(), "ns2.".into()]),
+verdict: Some(DelegationVerdict::Mixed),
+seen_at_provider: true,
+old_ns: vec!["old.".into()],
+old_ns_ttl: Some(14),
+delegated_at: t(15),
+elsewhere_seen: true
+},
+move_in: MoveInFacts {
+moving_in: true,
+ds_to_remove: vec!["DS C".into()],
+delegation_requested: true
+},
+routine: RoutineLookFacts {
+served_keys_when_asked: Some("257/13/1".into()),
+settled_view: Some(SettledView {
             parent_ds: "ds".into(),
             child_keys: "keys".into(),
-        }),
-        ds_path: Some(resolve("ch.", &Default::default(), &DsyncHint::None)),
-        ds_path_at: t(17),
-        registry_since: t(18),
-        registry_missed_at: t(19),
-        cds_notified: Some(CdsNotified {
+        })
+},
+wait: WaitFacts {
+held_by: Some(Hold::new("the provider", Party::Provider).at(Some("a".into()))),
+held_since: t(16)
+},
+parent_way: ParentWayFacts {
+ds_path: Some(resolve("ch.", &Default::default(), &DsyncHint::None)),
+ds_path_at: t(17),
+registry_since: t(18),
+registry_missed_at: t(19),
+cds_notified: Some(CdsNotified {
             at: Timestamp(20),
             target: "scanner.ch.".into(),
             addr: Some("127.0.0.9".into()),
@@ -59,8 +76,9 @@ fn every() -> Facts {
             signal: "delete".into(),
             acknowledged: true,
             outcome: "acknowledged".into(),
-        }),
-        signed_move: Some(
+        })
+},
+signed_move: Some(
             Move::new(
                 "example.com.",
                 Dnskey::parse_text(
@@ -69,8 +87,8 @@ fn every() -> Facts {
                 .expect("a DNSKEY"),
             )
             .between("a", "b"),
-        ),
-    }
+        )
+}
 }
 
 /// `every()` as the store writes it: the fields in this order, flat, none nested.
@@ -152,14 +170,35 @@ fn a_row_of_a_few_facts_reads_each_into_its_place() {
     );
     let every = every();
     let expected = Facts {
-        registry_since: every.registry_since,
-        t_gone: every.t_gone,
-        failures: every.failures,
-        held_by: Some(Hold::new("the provider", Party::Provider)),
-        old_ns: every.old_ns,
-        moving_in: every.moving_in,
-        max_ds_ttl: every.max_ds_ttl,
-        settled_view: every.settled_view,
+        lifecycle: LifecycleFacts {
+            t_gone: every.lifecycle.t_gone,
+            max_ds_ttl: every.lifecycle.max_ds_ttl,
+            ..LifecycleFacts::default()
+        },
+        health: HealthFacts {
+            failures: every.health.failures,
+            ..HealthFacts::default()
+        },
+        delegation: DelegationFacts {
+            old_ns: every.delegation.old_ns,
+            ..DelegationFacts::default()
+        },
+        move_in: MoveInFacts {
+            moving_in: every.move_in.moving_in,
+            ..MoveInFacts::default()
+        },
+        routine: RoutineLookFacts {
+            settled_view: every.routine.settled_view,
+            ..RoutineLookFacts::default()
+        },
+        wait: WaitFacts {
+            held_by: Some(Hold::new("the provider", Party::Provider)),
+            ..WaitFacts::default()
+        },
+        parent_way: ParentWayFacts {
+            registry_since: every.parent_way.registry_since,
+            ..ParentWayFacts::default()
+        },
         ..Facts::default()
     };
     let read = serde_json::from_str::<Facts>(row).unwrap();
