@@ -234,7 +234,7 @@ async fn corrupt_names_are_named() {
         .unwrap();
     let err = store.zone(ZONE).await.unwrap_err();
     assert!(
-        matches!(&err, StoreError::Corrupt(w) if w.contains("facts.lifecycle.hold_until")),
+        matches!(&err, StoreError::Corrupt(w) if w.contains("facts.hold_until")),
         "{err}"
     );
     sqlx::query("INSERT INTO events (zone, at, kind, reason) VALUES (?, 1, 'gossip', 'x')")
@@ -915,7 +915,7 @@ async fn postgres_schema_keeps_the_views_constraints_and_the_append_only_trail()
         .unwrap();
     let err = store.zone(ZONE).await.unwrap_err();
     assert!(
-        matches!(&err, StoreError::Corrupt(w) if w.contains("facts.lifecycle.hold_until")),
+        matches!(&err, StoreError::Corrupt(w) if w.contains("facts.hold_until")),
         "{err}"
     );
     sqlx::query("INSERT INTO events (zone, at, kind, reason) VALUES ($1, 1, 'gossip', 'x')")
