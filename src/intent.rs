@@ -404,7 +404,7 @@ fn check_sides(zone: &str, source: &MoveSide, target: &MoveSide) -> Result<Dnske
 
 /// The move goes from the account the daemon last saw serving the zone: refused when
 /// that was the target, by the account its last look was made at, or by the name servers
-/// the provider listed then (`facts.provider_ns`, kept when a later look could not tell
+/// the provider listed then (`facts.delegation.provider_ns`, kept when a later look could not tell
 /// the holder). Two accounts both signing the zone otherwise leave the direction to the
 /// operator's word, and a move the wrong way would ask for the NS change to servers that
 /// are the delegation already.
@@ -543,7 +543,7 @@ pub async fn declare_move(
     check_direction(
         zone,
         row.account(),
-        row.zone.facts.provider_ns.as_deref(),
+        row.zone.facts.delegation.provider_ns.as_deref(),
         &source_side,
         &target_side,
     )?;
@@ -556,8 +556,8 @@ pub async fn declare_move(
     let mv = Move::new(&fqdn_zone, source_key)
         .between(&source, to)
         .seeded(Ttls {
-            dnskey: facts.max_dnskey_ttl.unwrap_or(0),
-            ds: facts.max_ds_ttl.unwrap_or(0),
+            dnskey: facts.lifecycle.max_dnskey_ttl.unwrap_or(0),
+            ds: facts.lifecycle.max_ds_ttl.unwrap_or(0),
             parent_ns: 0,
             apex_ns: 0,
         });

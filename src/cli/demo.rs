@@ -406,7 +406,7 @@ async fn tell_the_story(
                 mover_step(out, say, lab, &mut mover)?;
                 continue;
             }
-            let ds_line = row.and_then(|r| r.zone.facts.ds_line);
+            let ds_line = row.and_then(|r| r.zone.facts.lifecycle.ds_line);
             states.push(state);
             let reg = registrar.entry(zone).or_default();
             registrar_step(out, say, store, lab, zone, state, ds_line.as_deref(), reg).await?;
@@ -647,14 +647,16 @@ async fn open_console(
 fn rule_9_check(facts: &Facts, policy: &Policy, started_at: Timestamp) -> String {
     let secs = |t: Timestamp| t.since(started_at).as_secs_f64();
     let zone = MOVING;
-    let Some(delegated) = facts.delegated_at else {
+    let Some(delegated) = facts.delegation.delegated_at else {
         return format!("{zone:<12} [rule 9] the DS was announced, but no T_delegated is recorded");
     };
     let ttl = facts
+        .delegation
         .old_ns_ttl
         .map_or(policy.assumed_ns_ttl, |t| Duration::from_secs(u64::from(t)));
     let earliest = delegated.plus(ttl).plus(policy.propagation_margin);
     let announced = facts
+        .lifecycle
         .ds_announced_at
         .map_or("(not recorded)".to_string(), |t| format!("{:.1}s", secs(t)));
     format!(

@@ -176,10 +176,10 @@ fn zone_json<'a>(
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
         daemon: None,
-        delegation: z.facts.delegation.map_or("unknown", |d| d.as_str()),
-        dnskey_to_enter: z.facts.dnskey_to_enter.as_deref(),
-        ds: z.facts.ds_line.as_deref(),
-        ds_to_enter: z.facts.ds_to_enter.as_deref(),
+        delegation: z.facts.delegation.verdict.map_or("unknown", |d| d.as_str()),
+        dnskey_to_enter: z.facts.lifecycle.dnskey_to_enter.as_deref(),
+        ds: z.facts.lifecycle.ds_line.as_deref(),
+        ds_to_enter: z.facts.lifecycle.ds_to_enter.as_deref(),
         evidence: row.evidence().0,
         intent: z.intent.as_str(),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
@@ -194,10 +194,10 @@ fn zone_json<'a>(
             until: l.until.to_string(),
         }),
         next_check: row.next_check_at.to_string(),
-        parent_path: z.facts.ds_path.as_ref(),
+        parent_path: z.facts.parent_way.ds_path.as_ref(),
         provider: row.account(),
         provider_error: row.provider_error(),
-        provider_ns: z.facts.provider_ns.as_deref(),
+        provider_ns: z.facts.delegation.provider_ns.as_deref(),
         signed_move: z.facts.signed_move.as_ref().map(|m| MoveJson {
             phase: m.phase.name(),
             source: &m.source,
@@ -444,18 +444,21 @@ fn zone_lines(
     }
     // Where a DS request is made or waits: which way it goes to the parent, and why.
     if let (Some(State::Enabling | State::AwaitingDs | State::AwaitingDsRemoval), Some(path)) =
-        (z.state, &z.facts.ds_path)
+        (z.state, &z.facts.parent_way.ds_path)
     {
         writeln!(out, "{:<ZONE_WIDTH$} PARENT: {}", "", path.describe())?;
     }
     // Said whenever the parent does not (only) send resolvers to the provider.
-    if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) = z.facts.delegation {
+    if let Some(d @ (DelegationVerdict::Foreign | DelegationVerdict::Mixed)) =
+        z.facts.delegation.verdict
+    {
         writeln!(
             out,
             "{:<ZONE_WIDTH$} DELEGATION: {d} (elsewhere: {}; the provider's: {})",
             "",
-            crate::dns::delegation::describe(&z.facts.old_ns),
+            crate::dns::delegation::describe(&z.facts.delegation.old_ns),
             z.facts
+                .delegation
                 .provider_ns
                 .as_deref()
                 .map_or_else(|| "unknown".to_string(), crate::dns::delegation::describe)

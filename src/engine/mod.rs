@@ -218,6 +218,7 @@ fn log_decision(row: &crate::store::ZoneRow, decision: &Decision) {
             "signed move: {}",
             decision
                 .facts
+                .wait
                 .held_by
                 .as_ref()
                 .map_or("", |h| h.what.as_str())

@@ -7,7 +7,7 @@
 //! call, as the disable guard does for rule 1.
 
 use crate::dns::Observer;
-use crate::lifecycle::facts::Party;
+use crate::lifecycle::hold::Party;
 use crate::lifecycle::moving::{self, MoveSeen, Stands};
 use crate::lifecycle::signed_move::{self, Move, MoveLook, Phase};
 use crate::lifecycle::{Decision, Effect, MoveCall, MoveRequest, Timestamp};
@@ -235,7 +235,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let facts = &row.zone.facts;
         Ok(moving::request_stands(
             facts.signed_move.as_ref(),
-            facts.held_by.as_ref(),
+            facts.wait.held_by.as_ref(),
             request,
         ))
     }
@@ -362,6 +362,7 @@ fn move_text(seen: &MoveSeen, mv: &Move, decision: &Decision, at: Timestamp) -> 
             next,
             decision
                 .facts
+                .wait
                 .held_by
                 .as_ref()
                 .map_or("", |h| h.what.as_str()),

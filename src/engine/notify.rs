@@ -350,8 +350,8 @@ impl Notifier {
                         .map(str::to_string);
                     (
                         r.zone.state.map(|s| State::as_str(s).to_string()),
-                        r.zone.facts.ds_line,
-                        r.zone.facts.ds_to_enter,
+                        r.zone.facts.lifecycle.ds_line,
+                        r.zone.facts.lifecycle.ds_to_enter,
                         account,
                     )
                 });

@@ -46,7 +46,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     // The provider's name servers (safety rule 9): asked at every look at a zone that
     // waits or is not delegated to them; a steady zone delegated to them uses the set
     // remembered, and asks again only when the parent disagrees with it.
-    let remembered = zone.facts.provider_ns.clone();
+    let remembered = zone.facts.delegation.provider_ns.clone();
     let settled = look.settled;
     let name_servers = async {
         if settled {
@@ -218,10 +218,12 @@ fn unchanged_view(
             .then_some(ProviderView::Off),
         (Some(State::Active), Some(true)) => {
             let child = child.filter(|c| !c.any_unknown())?;
-            if zone.facts.served_keys_when_asked.as_deref() != Some(&served_fingerprint(child)) {
+            if zone.facts.routine.served_keys_when_asked.as_deref()
+                != Some(&served_fingerprint(child))
+            {
                 return None;
             }
-            let line = DsLine::parse(zone.facts.ds_line.as_deref()?).ok()?;
+            let line = DsLine::parse(zone.facts.lifecycle.ds_line.as_deref()?).ok()?;
             let dnskey = child.answers.iter().find_map(|a| match &a.answer {
                 DnskeyAnswer::Keys(k) => k
                     .keys

@@ -46,7 +46,7 @@ pub fn judge(
     let mut out = Judgement {
         checks: Vec::new(),
         deadlines: Vec::new(),
-        partial_since: facts.partial_since,
+        partial_since: facts.health.partial_since,
     };
     out.checks.push(case.ds_unpublished_overdue());
     out.checks.push(case.ds_removal_overdue());
@@ -61,7 +61,7 @@ pub fn judge(
     out.checks.extend(case.evidence_unvalidated());
     out.checks
         .extend(missing_at_provider(case.zone, obs, case.deleg));
-    if facts.failing_since.is_none() {
+    if facts.health.failing_since.is_none() {
         let stalled = case.wait_stalled(&mut out.deadlines);
         out.checks.push(stalled);
     }
@@ -117,7 +117,7 @@ impl<'a> Case<'a> {
             deleg: &obs.delegation,
             child: obs.child.as_ref().ok(),
             key,
-            at_registrar: facts.registry_since.is_none(),
+            at_registrar: facts.parent_way.registry_since.is_none(),
         }
     }
 
@@ -131,7 +131,7 @@ impl<'a> Case<'a> {
                 if self.at_registrar && now.since(at) >= self.policy.ds_overdue_after =>
             {
                 let there = published(parent);
-                Some(match &facts.ds_to_enter {
+                Some(match &facts.lifecycle.ds_to_enter {
                     Some(line) => format!(
                         "{zone}: the DS announced at {at} is still not published by every parent server (the parent publishes: {there}). Enter it at the registrar: {line}"
                     ),
@@ -148,14 +148,14 @@ impl<'a> Case<'a> {
     /// `ds_removal_overdue`: a DS still published long after its removal was asked.
     fn ds_removal_overdue(&self) -> AlertCheck {
         let (zone, facts, since, parent) = (self.zone, self.facts, self.since, self.parent);
-        let removal_at = removal_request_at(facts, since);
+        let removal_at = removal_request_at(&facts.parent_way, since);
         let removal = (self.state == Some(State::AwaitingDsRemoval)
             && self.at_registrar
             && self.now.since(removal_at) >= self.policy.ds_removal_overdue_after)
             .then(|| {
                 let records = parent.map(parent_ds_lines).unwrap_or_default();
                 let remove = if records.is_empty() {
-                    facts.ds_line.as_deref().unwrap_or("(the zone's DS)").to_string()
+                    facts.lifecycle.ds_line.as_deref().unwrap_or("(the zone's DS)").to_string()
                 } else {
                     records.join("; ")
                 };
@@ -169,9 +169,9 @@ impl<'a> Case<'a> {
     /// `ds_scan_overdue`: the registry missed its period to act on the child's CDS.
     fn ds_scan_overdue(&self) -> AlertCheck {
         let (zone, state, facts) = (self.zone, self.state, self.facts);
-        let scan = match (state, facts.registry_missed_at) {
+        let scan = match (state, facts.parent_way.registry_missed_at) {
             (Some(State::AwaitingDs | State::AwaitingDsRemoval), Some(at)) => {
-                let path = facts.ds_path.as_ref();
+                let path = facts.parent_way.ds_path.as_ref();
                 let what = if state == Some(State::AwaitingDs) {
                     "published the DS from the child's CDS"
                 } else {
@@ -180,7 +180,7 @@ impl<'a> Case<'a> {
                 Some(format!(
                     "{zone}: {} has not {what} within its period ({}); asked at the registrar at {at}",
                     super::registry::registry_of(path),
-                    super::registry::route_text(path, facts.cds_notified.as_ref())
+                    super::registry::route_text(path, facts.parent_way.cds_notified.as_ref())
                 ))
             }
             _ => None,
@@ -279,7 +279,7 @@ impl<'a> Case<'a> {
                 let servers = if foreign {
                     format!(
                         "the name servers the parent delegates to ({}, not the provider's)",
-                        delegation::describe(&facts.old_ns)
+                        delegation::describe(&facts.delegation.old_ns)
                     )
                 } else {
                     "the zone's name servers".to_string()
@@ -407,7 +407,7 @@ impl<'a> Case<'a> {
                 let who = if deleg.verdict == DelegationVerdict::Foreign {
                     format!(
                         "the operator of the name servers the parent delegates to ({}, not the provider's)",
-                        delegation::describe(&facts.old_ns)
+                        delegation::describe(&facts.delegation.old_ns)
                     )
                 } else {
                     "the provider".to_string()
@@ -426,7 +426,7 @@ impl<'a> Case<'a> {
     fn observation_failing(&self, deadlines: &mut Vec<Timestamp>) -> AlertCheck {
         let (zone, facts, obs, now, policy) =
             (self.zone, self.facts, self.obs, self.now, self.policy);
-        let failing = facts.failing_since.and_then(|since| {
+        let failing = facts.health.failing_since.and_then(|since| {
             (now.since(since) >= policy.observation_failing_after).then(|| {
                 let why = match (&obs.provider, &obs.parent, &obs.zone_ttl_error) {
                     (ProviderView::Unknown(e), _, _) => format!("provider: {e}"),
@@ -448,7 +448,7 @@ impl<'a> Case<'a> {
                 )
             })
         });
-        if let Some(since) = facts.failing_since
+        if let Some(since) = facts.health.failing_since
             && failing.is_none()
         {
             deadlines.push(since.plus(policy.observation_failing_after));
@@ -482,7 +482,7 @@ impl<'a> Case<'a> {
     /// asks only without one).
     fn wait_stalled(&self, deadlines: &mut Vec<Timestamp>) -> AlertCheck {
         let (zone, state, facts, now) = (self.zone, self.state, self.facts, self.now);
-        let stalled = match (&facts.held_by, facts.held_since) {
+        let stalled = match (&facts.wait.held_by, facts.wait.held_since) {
             (Some(hold), Some(held)) => {
                 let until = held.plus(self.policy.observation_failing_after);
                 if now < until {
@@ -512,7 +512,7 @@ impl<'a> Case<'a> {
                 match state {
                     Some(State::AwaitingDs) => format!(
                         "Enter the DS by hand: {}",
-                        facts.ds_to_enter.as_deref().unwrap_or(
+                        facts.lifecycle.ds_to_enter.as_deref().unwrap_or(
                             "(not shown while not every name server serves the key: see status)"
                         )
                     ),
@@ -640,9 +640,9 @@ fn delegation_changed(
             ),
         ));
     }
-    let during_move = facts.moving_in
+    let during_move = facts.move_in.moving_in
         || deleg.verdict == DelegationVerdict::Mixed
-        || delegation_hold_until(facts, policy).is_some_and(|until| obs.at < until);
+        || delegation_hold_until(&facts.delegation, policy).is_some_and(|until| obs.at < until);
     let to_provider = deleg.servers.iter().any(|s| {
         matches!(
             s.matches,
@@ -661,7 +661,7 @@ fn delegation_changed(
                 servers_matching(deleg, &[DelegationMatch::Provider, DelegationMatch::Mixed]),
                 delegation::describe(provider_ns),
                 published(Some(parent)),
-                delegation::describe(&facts.old_ns)
+                delegation::describe(&facts.delegation.old_ns)
             ),
         ));
     }

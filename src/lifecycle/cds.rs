@@ -164,7 +164,7 @@ pub fn judge(
     }
     let correcting = state != zone.state
         || matches!(obs.cds, CdsSetting::HalfApplied(_))
-        || matches!(obs.cds, CdsSetting::Set(now) if now != cds_wanted(zone.intent, state, facts));
+        || matches!(obs.cds, CdsSetting::Set(now) if now != cds_wanted(zone.intent, state, &facts.lifecycle));
     let name = zone.name.as_str();
     let reading = read(name, obs);
     let inconsistent = match &reading {

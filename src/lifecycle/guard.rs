@@ -77,12 +77,13 @@ pub fn may_disable(
             }
         }
     }
-    let until = disable_deadline(facts, policy).ok_or(GuardRefusal::NoTGone)?;
+    let until = disable_deadline(&facts.lifecycle, policy).ok_or(GuardRefusal::NoTGone)?;
     if now < until {
         return Err(GuardRefusal::TooEarly { until, now });
     }
-    if !facts.seen_at_provider {
-        let judged = delegation::assess(&parent.delegations, facts.provider_ns.as_deref());
+    if !facts.delegation.seen_at_provider {
+        let judged =
+            delegation::assess(&parent.delegations, facts.delegation.provider_ns.as_deref());
         if judged.verdict != DelegationVerdict::Provider {
             let why = match judged
                 .servers

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod cds;
 pub mod facts;
 pub mod guard;
+pub mod hold;
 pub mod model;
 pub mod moving;
 pub mod parent_way;
@@ -36,6 +37,8 @@ mod tests;
 mod tests_cds;
 #[cfg(test)]
 mod tests_evidence;
+#[cfg(test)]
+mod tests_facts;
 #[cfg(test)]
 mod tests_move;
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! and its party in `held_by`, a note per phase, lateness judged (rule 11), the alert,
 //! the effects as outbox rows, and the move's end. Pure, as `step` is.
 
-use super::facts::{Hold, Party};
+use super::hold::{Hold, Party};
 use super::model::{AlertCheck, AuditNote, Decision, Effect, MoveCall, MoveRequest, Zone};
 use super::policy::Policy;
 use super::signed_move::{
@@ -112,15 +112,15 @@ fn stepped(
     facts.signed_move = Some(planned.next.clone());
     // Something holds a move until it ends; `held_since` counts from its phase's start,
     // so that a phase that lasts is said.
-    if planned.next.phase != mv.phase || facts.held_by.is_none() {
-        facts.held_since = Some(now);
+    if planned.next.phase != mv.phase || facts.wait.held_by.is_none() {
+        facts.wait.held_since = Some(now);
     }
-    let since = *facts.held_since.get_or_insert(now);
+    let since = *facts.wait.held_since.get_or_insert(now);
     let on_account = account
         .as_deref()
         .map(|a| format!(" (on provider {a})"))
         .unwrap_or_default();
-    facts.held_by = Some(Hold::new(planned.waiting.clone(), planned.on).at(account));
+    facts.wait.held_by = Some(Hold::new(planned.waiting.clone(), planned.on).at(account));
     let mut notes = Vec::new();
     if planned.next.phase != mv.phase {
         notes.push(AuditNote {
@@ -239,12 +239,12 @@ fn effect_row(mv: &Move, effect: &MoveEffect, target_ns: &[String]) -> Option<Ef
 fn ended(zone: &Zone, mv: &Move, key: &DnssecKey, now: Timestamp) -> Decision {
     let mut facts = zone.facts.clone();
     facts.signed_move = None;
-    facts.held_by = None;
-    facts.held_since = None;
-    facts.settled_view = None;
-    facts.served_keys_when_asked = None;
-    facts.provider_ns = None;
-    facts.delegated_at = mv.delegated_at;
+    facts.wait.held_by = None;
+    facts.wait.held_since = None;
+    facts.routine.settled_view = None;
+    facts.routine.served_keys_when_asked = None;
+    facts.delegation.provider_ns = None;
+    facts.delegation.delegated_at = mv.delegated_at;
     // The key as the lifecycle follows it: the DS line of the key the move had the parent
     // publish, in the form `step` computes (so a key the target rolled to since is a key
     // change to `step`, announced in the safe order, and the parent's DS no longer
@@ -254,7 +254,7 @@ fn ended(zone: &Zone, mv: &Move, key: &DnssecKey, now: Timestamp) -> Decision {
         Some(moved) => moved_ds(moved, key).unwrap_or_else(|| key.ds.clone()),
         None => key.ds.clone(),
     };
-    facts.ds_line = Some(
+    facts.lifecycle.ds_line = Some(
         DsLine {
             owner: key.zone.clone(),
             ttl: key.ds_ttl,
@@ -264,10 +264,10 @@ fn ended(zone: &Zone, mv: &Move, key: &DnssecKey, now: Timestamp) -> Decision {
     );
     // The largest TTLs seen bound later waits (rule 2): the move's count too.
     let larger = |known: Option<u32>, seen: u32| known.max(Some(seen).filter(|t| *t > 0));
-    facts.max_dnskey_ttl = larger(facts.max_dnskey_ttl, mv.ttls.dnskey);
-    facts.max_ds_ttl = larger(facts.max_ds_ttl, mv.ttls.ds);
-    facts.ds_to_enter = None;
-    facts.dnskey_to_enter = None;
+    facts.lifecycle.max_dnskey_ttl = larger(facts.lifecycle.max_dnskey_ttl, mv.ttls.dnskey);
+    facts.lifecycle.max_ds_ttl = larger(facts.lifecycle.max_ds_ttl, mv.ttls.ds);
+    facts.lifecycle.ds_to_enter = None;
+    facts.lifecycle.dnskey_to_enter = None;
     Decision {
         state: zone.state,
         facts,

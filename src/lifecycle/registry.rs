@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::cds::{CdsReading, read};
-use super::facts::Facts;
+use super::facts::ParentWayFacts;
 use super::model::{Observation, ProviderView, Zone};
 pub use super::parent_way::{CdsNotified, NotifyPlan, PATH_REFRESH};
 use super::parent_way::{DsPath, ParentPath, duration_text};
@@ -25,7 +25,9 @@ const DEFAULT_SCAN_PERIOD: Duration = Duration::from_secs(86_400);
 /// The path the zone's DS request would take now: the one resolved at this look, else the
 /// one remembered.
 pub fn path<'a>(zone: &'a Zone, obs: &'a Observation) -> Option<&'a ParentPath> {
-    obs.ds_path.as_ref().or(zone.facts.ds_path.as_ref())
+    obs.ds_path
+        .as_ref()
+        .or(zone.facts.parent_way.ds_path.as_ref())
 }
 
 /// The registry acts on the child's signals for this request: the parent's path scans
@@ -158,7 +160,7 @@ pub fn route_text(path: Option<&ParentPath>, notified: Option<&CdsNotified>) -> 
 pub fn notify_due(
     zone: &str,
     state: Option<State>,
-    facts: &Facts,
+    facts: &ParentWayFacts,
     obs: &Observation,
     policy: &Policy,
 ) -> Option<NotifyPlan> {

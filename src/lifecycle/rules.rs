@@ -2,7 +2,7 @@
 //! all apply, each written once here (DESIGN.md's safety rules 2, 9 and 10), and which
 //! looks must be validated.
 
-use super::facts::Facts;
+use super::facts::{DelegationFacts, Facts, LifecycleFacts, ParentWayFacts};
 use super::model::Zone;
 use super::policy::Policy;
 use super::state::{Intent, State};
@@ -15,7 +15,7 @@ use crate::time::Timestamp;
 /// then trust the key for the DNSKEY TTL and fail unsigned answers until then (seen with
 /// Unbound in the end-to-end suite). A TTL never seen gets the assumed one: a DS may have
 /// been published and withdrawn while a parent server could not be observed.
-pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+pub fn disable_deadline(facts: &LifecycleFacts, policy: &Policy) -> Option<Timestamp> {
     let secs = |ttl: Option<u32>| {
         ttl.map_or(policy.assumed_ds_ttl, |t| {
             std::time::Duration::from_secs(u64::from(t))
@@ -30,7 +30,7 @@ pub fn disable_deadline(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
 
 /// `T_delegated + old NS TTL + margin` (safety rule 9), or `None` when the delegation was
 /// not seen coming to the provider. An old NS TTL never seen gets the assumed one.
-pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp> {
+pub fn delegation_hold_until(facts: &DelegationFacts, policy: &Policy) -> Option<Timestamp> {
     facts.delegated_at.map(|at| {
         let ttl = facts.old_ns_ttl.map_or(policy.assumed_ns_ttl, |t| {
             std::time::Duration::from_secs(u64::from(t))
@@ -44,7 +44,7 @@ pub fn delegation_hold_until(facts: &Facts, policy: &Policy) -> Option<Timestamp
 /// exactly while its DS may be announced (`ds_to_enter`, rules 4, 8 and 9) on the way to
 /// `active` and in it, unless the intent is `disabled`; the delete request only with the
 /// intent `disabled`, from `awaiting_ds_removal` until DNSSEC is off; nothing otherwise.
-pub fn cds_wanted(intent: Intent, state: Option<State>, facts: &Facts) -> CdsPublication {
+pub fn cds_wanted(intent: Intent, state: Option<State>, facts: &LifecycleFacts) -> CdsPublication {
     match (intent, state) {
         (Intent::Disabled, Some(State::AwaitingDsRemoval | State::TtlWait | State::Disabling)) => {
             CdsPublication::Delete
@@ -72,7 +72,10 @@ pub fn evidence_acceptable(evidence: &Evidence, policy: &Policy) -> bool {
 /// When the DS was asked for at the registrar: at its announcement, or once the registry
 /// was late to act on the child's CDS. What `ds_unpublished_overdue` counts from.
 pub fn ds_request_at(facts: &Facts) -> Option<Timestamp> {
-    match (facts.ds_announced_at, facts.registry_missed_at) {
+    match (
+        facts.lifecycle.ds_announced_at,
+        facts.parent_way.registry_missed_at,
+    ) {
         (Some(a), Some(m)) => Some(a.max(m)),
         (a, m) => a.or(m),
     }
@@ -80,7 +83,7 @@ pub fn ds_request_at(facts: &Facts) -> Option<Timestamp> {
 
 /// When the DS removal was asked for at the registrar: on entering the state (`since`),
 /// or once the registry was late to act on the CDS delete request.
-pub fn removal_request_at(facts: &Facts, since: Timestamp) -> Timestamp {
+pub fn removal_request_at(facts: &ParentWayFacts, since: Timestamp) -> Timestamp {
     facts.registry_missed_at.unwrap_or(since)
 }
 
@@ -123,13 +126,13 @@ impl Look {
             ) => true,
             None => zone.intent != Intent::None,
             Some(_) => matches!(
-                zone.facts.delegation,
+                zone.facts.delegation.verdict,
                 Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
             ),
         };
         let settled = zone.state.is_some_and(State::is_steady)
-            && zone.facts.delegation == Some(DelegationVerdict::Provider)
-            && zone.facts.provider_ns.is_some();
+            && zone.facts.delegation.verdict == Some(DelegationVerdict::Provider)
+            && zone.facts.delegation.provider_ns.is_some();
         Self {
             validated_parent,
             validation: matches!(
@@ -142,6 +145,7 @@ impl Look {
             ds_path: may_request_ds(zone)
                 && zone
                     .facts
+                    .parent_way
                     .ds_path_at
                     .is_none_or(|at| now >= at.plus(super::parent_way::PATH_REFRESH)),
         }

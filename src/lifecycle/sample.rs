@@ -44,13 +44,13 @@ pub fn may_sample(
     let f = &zone.facts;
     quiet
         && intent_agrees
-        && f.settled_view.is_some()
-        && f.delegation == Some(DelegationVerdict::Provider)
-        && f.provider_ns.is_some()
-        && f.held_by.is_none()
-        && f.failures == 0
-        && f.partial_since.is_none()
-        && !f.moving_in
+        && f.routine.settled_view.is_some()
+        && f.delegation.verdict == Some(DelegationVerdict::Provider)
+        && f.delegation.provider_ns.is_some()
+        && f.wait.held_by.is_none()
+        && f.health.failures == 0
+        && f.health.partial_since.is_none()
+        && !f.move_in.moving_in
         && last_full_look.is_some_and(|at| now.since(at) < policy.full_look_every)
 }
 
@@ -91,7 +91,7 @@ fn unanimous(mut items: impl Iterator<Item = Option<String>>) -> Option<String> 
 /// changed).
 pub fn disagreement(zone: &Zone, sample: &Sample, policy: &Policy) -> Option<String> {
     let f = &zone.facts;
-    let Some(view) = &f.settled_view else {
+    let Some(view) = &f.routine.settled_view else {
         return Some("no settled view to compare with".into());
     };
     let on = match zone.state {
@@ -121,12 +121,12 @@ pub fn disagreement(zone: &Zone, sample: &Sample, policy: &Policy) -> Option<Str
             ));
         }
         if let DsAnswer::Present { ttl, .. } = a.answer
-            && f.max_ds_ttl.is_none_or(|max| ttl > max)
+            && f.lifecycle.max_ds_ttl.is_none_or(|max| ttl > max)
         {
             return Some(format!("parent address {} gives a longer DS TTL", a.addr));
         }
     }
-    if delegation::assess(&parent.delegations, f.provider_ns.as_deref()).verdict
+    if delegation::assess(&parent.delegations, f.delegation.provider_ns.as_deref()).verdict
         != DelegationVerdict::Provider
     {
         return Some("the parent sample does not delegate to the provider".into());
@@ -148,7 +148,7 @@ pub fn disagreement(zone: &Zone, sample: &Sample, policy: &Policy) -> Option<Str
             ));
         }
         if let DnskeyAnswer::Keys(k) = &a.answer {
-            if f.max_dnskey_ttl.is_none_or(|max| k.ttl > max) {
+            if f.lifecycle.max_dnskey_ttl.is_none_or(|max| k.ttl > max) {
                 return Some(format!(
                     "name server address {} gives a longer DNSKEY TTL",
                     a.addr

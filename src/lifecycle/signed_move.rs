@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::facts::Party;
+use super::hold::Party;
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::time::Timestamp;
 

@@ -6,7 +6,8 @@
 //! is (safety rule 3).
 
 use super::alerts;
-use super::facts::{Facts, Hold, Party};
+use super::facts::{Facts, HealthFacts, LifecycleFacts};
+use super::hold::{Hold, Party};
 use super::model::{
     AuditNote, CdsSetting, Decision, Effect, Observation, ProviderView, Zone, parent_ds_lines,
     served_fingerprint,
@@ -40,7 +41,7 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
         notes: Vec::new(),
         deadlines: Vec::new(),
     };
-    run.facts.held_by = None;
+    run.facts.wait.held_by = None;
     run.track_health();
     run.track_ttl();
     run.track_served_keys();
@@ -59,19 +60,19 @@ pub fn step(zone: &Zone, obs: &Observation, policy: &Policy) -> Decision {
     }
     // After the transition: entering `disabled` forgets what came before, not this look.
     if run.parent().is_some_and(ParentView::any_present) {
-        run.facts.ds_seen_at = Some(run.now);
+        run.facts.lifecycle.ds_seen_at = Some(run.now);
     }
     run.track_instruction();
     run.track_cds();
     run.track_notify();
     run.track_missing();
-    run.facts.held_since = match run.facts.held_by {
-        Some(_) => Some(run.facts.held_since.unwrap_or(run.now)),
+    run.facts.wait.held_since = match run.facts.wait.held_by {
+        Some(_) => Some(run.facts.wait.held_since.unwrap_or(run.now)),
         None => None,
     };
     let judgement = alerts::judge(zone, run.state, &run.facts, obs, policy);
-    run.facts.partial_since = judgement.partial_since;
-    run.facts.settled_view = sample::settled_view(run.state, obs);
+    run.facts.health.partial_since = judgement.partial_since;
+    run.facts.routine.settled_view = sample::settled_view(run.state, obs);
     run.deadlines.extend(judgement.deadlines);
     let wake_at = run.wake_at();
     Decision {
@@ -127,18 +128,18 @@ impl Run<'_> {
         });
         if from != Some(to) {
             // The registry's part belongs to the state's DS request.
-            self.facts.registry_since = None;
-            self.facts.registry_missed_at = None;
-            self.facts.cds_notified = None;
+            self.facts.parent_way.registry_since = None;
+            self.facts.parent_way.registry_missed_at = None;
+            self.facts.parent_way.cds_notified = None;
         }
         self.state = Some(to);
         if to != State::AwaitingDelegation {
-            self.facts.delegation_requested = false;
+            self.facts.move_in.delegation_requested = false;
         }
         match to {
             State::AwaitingDsRemoval => {
-                self.facts.t_gone = None;
-                self.facts.gone_confirmed_at = None;
+                self.facts.lifecycle.t_gone = None;
+                self.facts.lifecycle.gone_confirmed_at = None;
             }
             State::Disabled => {
                 // A new lifecycle starts from here: nothing of the old one applies but
@@ -147,24 +148,24 @@ impl Run<'_> {
                 // a move in must still wait it out (rule 9).
                 let f = std::mem::take(&mut self.facts);
                 let adopted = from.is_none();
+                let seen = &f.lifecycle;
                 self.facts = Facts {
-                    ds_seen_at: f.ds_seen_at.filter(|_| adopted),
-                    max_ds_ttl: f.max_ds_ttl.filter(|_| adopted),
-                    max_dnskey_ttl: f.max_dnskey_ttl.filter(|_| adopted),
-                    failing_since: f.failing_since,
-                    failures: f.failures,
-                    provider_ns: f.provider_ns,
+                    lifecycle: LifecycleFacts {
+                        ds_seen_at: seen.ds_seen_at.filter(|_| adopted),
+                        max_ds_ttl: seen.max_ds_ttl.filter(|_| adopted),
+                        max_dnskey_ttl: seen.max_dnskey_ttl.filter(|_| adopted),
+                        ..LifecycleFacts::default()
+                    },
+                    health: HealthFacts {
+                        partial_since: None,
+                        ..f.health
+                    },
                     delegation: f.delegation,
-                    seen_at_provider: f.seen_at_provider,
-                    old_ns: f.old_ns,
-                    old_ns_ttl: f.old_ns_ttl,
-                    delegated_at: f.delegated_at,
-                    elsewhere_seen: f.elsewhere_seen,
                     ..Facts::default()
                 };
             }
             State::Enabling | State::AwaitingDs | State::DsObserved | State::Active => {
-                self.facts.moving_in = false;
+                self.facts.move_in.moving_in = false;
             }
             _ => {}
         }
@@ -184,11 +185,11 @@ impl Run<'_> {
             && self.obs.zone_ttl_error.is_none()
             && self.parent_known().is_some();
         if complete {
-            self.facts.failing_since = None;
-            self.facts.failures = 0;
+            self.facts.health.failing_since = None;
+            self.facts.health.failures = 0;
         } else {
-            self.facts.failing_since.get_or_insert(self.now);
-            self.facts.failures = self.facts.failures.saturating_add(1);
+            self.facts.health.failing_since.get_or_insert(self.now);
+            self.facts.health.failures = self.facts.health.failures.saturating_add(1);
         }
     }
 
@@ -198,7 +199,7 @@ impl Run<'_> {
         if !self.obs.provider_asked {
             return;
         }
-        self.facts.served_keys_when_asked = match (&self.obs.provider, self.child()) {
+        self.facts.routine.served_keys_when_asked = match (&self.obs.provider, self.child()) {
             (ProviderView::On(_), Some(child)) if !child.any_unknown() => {
                 Some(served_fingerprint(child))
             }
@@ -209,32 +210,40 @@ impl Run<'_> {
     /// Remembers the largest DS and DNSKEY TTLs served (safety rule 2).
     fn track_ttl(&mut self) {
         if let Some(ttl) = self.parent().and_then(ParentView::max_ds_ttl) {
-            self.facts.max_ds_ttl = Some(self.facts.max_ds_ttl.map_or(ttl, |m| m.max(ttl)));
+            self.facts.lifecycle.max_ds_ttl =
+                Some(self.facts.lifecycle.max_ds_ttl.map_or(ttl, |m| m.max(ttl)));
         }
         if let Some(ttl) = self.child().and_then(ChildView::max_dnskey_ttl) {
-            self.facts.max_dnskey_ttl = Some(self.facts.max_dnskey_ttl.map_or(ttl, |m| m.max(ttl)));
+            self.facts.lifecycle.max_dnskey_ttl = Some(
+                self.facts
+                    .lifecycle
+                    .max_dnskey_ttl
+                    .map_or(ttl, |m| m.max(ttl)),
+            );
         }
     }
 
     /// Keeps `ds_to_enter` and `provider_off_since` true to this observation.
     fn track_instruction(&mut self) {
-        if self.facts.moving_in && self.state == Some(State::AwaitingDsRemoval) {
+        if self.facts.move_in.moving_in && self.state == Some(State::AwaitingDsRemoval) {
             if let Some(parent) = self.parent() {
                 let lines = parent_ds_lines(parent);
                 if !lines.is_empty() || !parent.any_unknown() {
-                    self.facts.ds_to_remove = lines;
+                    self.facts.move_in.ds_to_remove = lines;
                 }
             }
         } else {
-            self.facts.ds_to_remove.clear();
+            self.facts.move_in.ds_to_remove.clear();
         }
-        self.facts.ds_to_enter = match self.state {
+        self.facts.lifecycle.ds_to_enter = match self.state {
             Some(State::AwaitingDs | State::DsObserved | State::Active) => {
                 match enterable_ds(&self.facts, self.obs, self.policy) {
                     Ok(line) => Some(line),
                     Err(hold) => {
-                        if self.state == Some(State::AwaitingDs) && self.facts.held_by.is_none() {
-                            self.facts.held_by = Some(Hold::new(
+                        if self.state == Some(State::AwaitingDs)
+                            && self.facts.wait.held_by.is_none()
+                        {
+                            self.facts.wait.held_by = Some(Hold::new(
                                 format!(
                                     "the DS at every parent server; it is not shown to enter now: {}",
                                     hold.what
@@ -248,27 +257,31 @@ impl Run<'_> {
             }
             _ => None,
         };
-        self.facts.dnskey_to_enter = match (&self.facts.ds_to_enter, &self.obs.provider) {
-            (Some(_), ProviderView::On(key)) => Some(key.dnskey_line()),
-            _ => None,
-        };
+        self.facts.lifecycle.dnskey_to_enter =
+            match (&self.facts.lifecycle.ds_to_enter, &self.obs.provider) {
+                (Some(_), ProviderView::On(key)) => Some(key.dnskey_line()),
+                _ => None,
+            };
         let enable_path = matches!(
             self.state,
             Some(State::Enabling | State::AwaitingDs | State::DsObserved | State::Active)
         );
         match &self.obs.provider {
             ProviderView::Off if enable_path => {
-                self.facts.provider_off_since.get_or_insert(self.now);
+                self.facts
+                    .lifecycle
+                    .provider_off_since
+                    .get_or_insert(self.now);
             }
             ProviderView::Unknown(_) | ProviderView::Missing if enable_path => {}
-            _ => self.facts.provider_off_since = None,
+            _ => self.facts.lifecycle.provider_off_since = None,
         }
     }
 
     /// Safety rule 14: the provider's CDS/CDNSKEY setting brought to what the zone's
     /// intent, state and instruction allow, where it was read at this look.
     fn track_cds(&mut self) {
-        let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts);
+        let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts.lifecycle);
         match &self.obs.cds {
             CdsSetting::Set(now) if *now != to => self.effects.push(Effect::SetCds { to }),
             // One of the daemon's own settings, half applied (an answer lost between its
@@ -296,7 +309,7 @@ impl Run<'_> {
     /// where the parent still delegates to the provider, the domain is down: alerted).
     fn track_missing(&mut self) {
         if matches!(self.obs.provider, ProviderView::Missing) {
-            self.facts.held_by = Some(Hold::new(
+            self.facts.wait.held_by = Some(Hold::new(
                 format!(
                     "the provider, which answers that it has no zone {} (deleted there?); re-create it there, or remove the zone from [zones]",
                     self.zone.name
@@ -341,6 +354,7 @@ impl Run<'_> {
             (State::AwaitingDs, ProviderView::Unknown(_) | ProviderView::Missing) => {
                 let Some(line) = self
                     .facts
+                    .lifecycle
                     .ds_line
                     .as_deref()
                     .and_then(|l| crate::dnssec::DsLine::parse(l).ok())
@@ -394,9 +408,9 @@ impl Run<'_> {
     /// was announced in this state, at the registrar hook.
     fn withdraw_instruction(&mut self, state: State, why: String) {
         let told = self.withdraw_given_ds(state);
-        self.facts.dnskey_everywhere_at = None;
-        self.facts.hold_until = None;
-        self.facts.ds_to_enter = None;
+        self.facts.lifecycle.dnskey_everywhere_at = None;
+        self.facts.lifecycle.hold_until = None;
+        self.facts.lifecycle.ds_to_enter = None;
         self.go(State::Enabling, format!("{why}{told}"));
     }
 
@@ -406,7 +420,7 @@ impl Run<'_> {
         if state != State::AwaitingDs {
             return String::new();
         }
-        let line = self.facts.ds_line.clone();
+        let line = self.facts.lifecycle.ds_line.clone();
         let told = format!(
             "; the DS instruction is withdrawn: do not enter {} at the registrar, and remove it if it was entered",
             line.as_deref().unwrap_or("(none)")
@@ -438,6 +452,7 @@ impl Run<'_> {
 
     fn provider_ns_text(&self) -> String {
         self.facts
+            .delegation
             .provider_ns
             .as_deref()
             .map(delegation::describe)
@@ -449,39 +464,41 @@ impl Run<'_> {
     /// apex NS TTL), which bound how long resolvers may still follow it.
     fn track_delegation(&mut self) {
         if let Some(ns) = &self.obs.provider_ns {
-            self.facts.provider_ns = Some(ns.clone());
+            self.facts.delegation.provider_ns = Some(ns.clone());
         }
         let verdict = self.verdict();
-        let before = self.facts.delegation;
+        let before = self.facts.delegation.verdict;
         // Certain evidence counts even beside an unknown answer: one parent address that
         // delegates elsewhere may have sent resolvers there.
         if self.obs.delegation.any_elsewhere() {
-            self.facts.delegated_at = None;
-            self.facts.elsewhere_seen = true;
-            let mut old: Vec<String> = self.facts.old_ns.clone();
+            self.facts.delegation.delegated_at = None;
+            self.facts.delegation.elsewhere_seen = true;
+            let mut old: Vec<String> = self.facts.delegation.old_ns.clone();
             for set in self.obs.delegation.elsewhere_sets() {
                 old.extend(set);
             }
-            self.facts.old_ns = delegation::ns_set(old);
+            self.facts.delegation.old_ns = delegation::ns_set(old);
             let mut ttl = self.obs.delegation.elsewhere_ttl();
             // The servers the child view asked are the old ones when they are not
             // exactly the provider's: their apex NS TTL counts too.
-            if let (Some(child), Some(ns)) = (self.child(), &self.facts.provider_ns) {
+            if let (Some(child), Some(ns)) = (self.child(), &self.facts.delegation.provider_ns) {
                 let asked = delegation::ns_set(child.answers.iter().map(|a| &a.server));
                 if &asked != ns {
                     ttl = ttl.max(delegation::max_ttl(&child.apex_ns));
                 }
             }
             if let Some(ttl) = ttl {
-                self.facts.old_ns_ttl = Some(self.facts.old_ns_ttl.map_or(ttl, |m| m.max(ttl)));
+                self.facts.delegation.old_ns_ttl =
+                    Some(self.facts.delegation.old_ns_ttl.map_or(ttl, |m| m.max(ttl)));
             }
         }
         if verdict == DelegationVerdict::Provider {
-            if self.facts.elsewhere_seen && self.facts.delegated_at.is_none() {
-                self.facts.delegated_at = Some(self.now);
+            if self.facts.delegation.elsewhere_seen && self.facts.delegation.delegated_at.is_none()
+            {
+                self.facts.delegation.delegated_at = Some(self.now);
             }
-            self.facts.elsewhere_seen = false;
-            self.facts.seen_at_provider = true;
+            self.facts.delegation.elsewhere_seen = false;
+            self.facts.delegation.seen_at_provider = true;
         }
         if verdict == DelegationVerdict::Unknown {
             return;
@@ -494,19 +511,19 @@ impl Run<'_> {
                 ),
                 DelegationVerdict::Foreign => format!(
                     "every parent server now delegates elsewhere: {}",
-                    delegation::describe(&self.facts.old_ns)
+                    delegation::describe(&self.facts.delegation.old_ns)
                 ),
                 _ => "parent servers now disagree about the delegation (some delegate to the provider's name servers, some elsewhere)".to_string(),
             };
             self.note(format!("the delegation changed: {now_to}"));
         }
-        self.facts.delegation = Some(verdict);
+        self.facts.delegation.verdict = Some(verdict);
     }
 
     /// The end of the delegation hold (safety rule 9): `T_delegated + old NS TTL +
     /// margin`, if the delegation was seen coming to the provider.
     fn delegation_hold(&self) -> Option<Timestamp> {
-        delegation_hold_until(&self.facts, self.policy)
+        delegation_hold_until(&self.facts.delegation, self.policy)
     }
 
     /// May the provider's DS be announced now (safety rule 9)? Every parent address
@@ -528,7 +545,7 @@ impl Run<'_> {
     /// Handles a zone some parent address delegates elsewhere, before the intent and
     /// the provider are looked at. True if it moved (or deliberately held) the zone.
     fn follow_delegation(&mut self, state: State) -> bool {
-        if self.facts.moving_in || state == State::AwaitingDelegation || !self.elsewhere() {
+        if self.facts.move_in.moving_in || state == State::AwaitingDelegation || !self.elsewhere() {
             return false;
         }
         let intent = self.zone.intent;
@@ -536,7 +553,7 @@ impl Run<'_> {
             State::Disabled => {
                 let moving_in = match intent {
                     Intent::Enabled => true,
-                    Intent::Disabled => !self.facts.seen_at_provider,
+                    Intent::Disabled => !self.facts.delegation.seen_at_provider,
                     Intent::None => false,
                 };
                 if moving_in {
@@ -562,7 +579,7 @@ impl Run<'_> {
             // end asks for the NS change; with no intent the zone is only watched; on
             // `enable` it leaves for `enabling`, which starts the move in at its next look.
             State::AwaitingDsRemoval | State::TtlWait | State::Disabling
-                if !self.facts.seen_at_provider && intent != Intent::Enabled =>
+                if !self.facts.delegation.seen_at_provider && intent != Intent::Enabled =>
             {
                 if intent == Intent::None {
                     self.leave_for_delegation(
@@ -573,9 +590,9 @@ impl Run<'_> {
                 }
                 let why = format!(
                     "moving in: the parent delegates to {}, and never delegated to the provider's name servers everywhere; DNSSEC is not switched off before it does",
-                    delegation::describe(&self.facts.old_ns)
+                    delegation::describe(&self.facts.delegation.old_ns)
                 );
-                self.facts.moving_in = true;
+                self.facts.move_in.moving_in = true;
                 if state == State::Disabling {
                     self.go(
                         State::TtlWait,
@@ -598,10 +615,10 @@ impl Run<'_> {
     /// `awaiting_ds` (safety rule 8).
     fn leave_for_delegation(&mut self, state: State, why: &str) {
         let told = self.withdraw_given_ds(state);
-        self.facts.dnskey_everywhere_at = None;
-        self.facts.hold_until = None;
-        self.facts.ds_to_enter = None;
-        let elsewhere = delegation::describe(&self.facts.old_ns);
+        self.facts.lifecycle.dnskey_everywhere_at = None;
+        self.facts.lifecycle.hold_until = None;
+        self.facts.lifecycle.ds_to_enter = None;
+        let elsewhere = delegation::describe(&self.facts.delegation.old_ns);
         self.go(
             State::AwaitingDelegation,
             format!("the parent delegates to {elsewhere}: {why}{told}"),
@@ -618,19 +635,19 @@ impl Run<'_> {
             // Wait for a complete look at the parent before asking anything.
             return;
         }
-        self.facts.moving_in = true;
+        self.facts.move_in.moving_in = true;
         if present {
             let records = parent.map(|p| parent_ds_lines(&p)).unwrap_or_default();
             if state == State::AwaitingDs {
-                self.facts.ds_to_enter = None;
+                self.facts.lifecycle.ds_to_enter = None;
             }
-            self.facts.dnskey_everywhere_at = None;
-            self.facts.hold_until = None;
+            self.facts.lifecycle.dnskey_everywhere_at = None;
+            self.facts.lifecycle.hold_until = None;
             self.go(
                 State::AwaitingDsRemoval,
                 format!(
                     "moving in: the parent delegates to {} and publishes a DS; it must go first (safety rule 9). Remove at the registrar: {}",
-                    delegation::describe(&self.facts.old_ns),
+                    delegation::describe(&self.facts.delegation.old_ns),
                     records.join("; ")
                 ),
             );
@@ -650,9 +667,10 @@ impl Run<'_> {
     /// to servers that do not serve its key. The move in's NS change waits it out first
     /// (safety rule 9), as the disable waits before "DNSSEC off" (rule 2).
     fn ds_wait_owed(&self) -> bool {
-        self.facts.ds_seen_at.is_some_and(|seen| {
-            let waited = self.facts.t_gone.is_some_and(|gone| gone > seen)
-                && disable_deadline(&self.facts, self.policy).is_some_and(|end| self.now >= end);
+        self.facts.lifecycle.ds_seen_at.is_some_and(|seen| {
+            let waited = self.facts.lifecycle.t_gone.is_some_and(|gone| gone > seen)
+                && disable_deadline(&self.facts.lifecycle, self.policy)
+                    .is_some_and(|end| self.now >= end);
             !waited
         })
     }
@@ -663,18 +681,19 @@ impl Run<'_> {
         let told = self.withdraw_given_ds(state);
         let seen = self
             .facts
+            .lifecycle
             .ds_seen_at
             .map_or_else(String::new, |t| format!(" at {t}"));
-        self.facts.moving_in = true;
-        self.facts.dnskey_everywhere_at = None;
-        self.facts.hold_until = None;
-        self.facts.ds_to_enter = None;
+        self.facts.move_in.moving_in = true;
+        self.facts.lifecycle.dnskey_everywhere_at = None;
+        self.facts.lifecycle.hold_until = None;
+        self.facts.lifecycle.ds_to_enter = None;
         self.gone_now();
         self.go(
             State::TtlWait,
             format!(
                 "moving in: the parent delegates to {} and publishes no DS now, but a DS was published{seen}: resolvers may still hold it, so its TTL is waited out before the NS change is asked for (safety rule 9){told}",
-                delegation::describe(&self.facts.old_ns)
+                delegation::describe(&self.facts.delegation.old_ns)
             ),
         );
     }
@@ -690,8 +709,13 @@ impl Run<'_> {
             self.note("moving in: the NS change is asked for once every parent server proves that no DS is published");
             return;
         }
-        self.facts.delegation_requested = true;
-        let ns = self.facts.provider_ns.clone().unwrap_or_default();
+        self.facts.move_in.delegation_requested = true;
+        let ns = self
+            .facts
+            .delegation
+            .provider_ns
+            .clone()
+            .unwrap_or_default();
         self.note(format!(
             "moving in: change the NS at the registrar to: {}",
             self.provider_ns_text()
@@ -703,8 +727,8 @@ impl Run<'_> {
     /// Waits for every parent address to delegate to the provider's name servers; then
     /// the move in ends as the operator's intent says.
     fn awaiting_delegation(&mut self) {
-        if self.facts.moving_in
-            && !self.facts.delegation_requested
+        if self.facts.move_in.moving_in
+            && !self.facts.move_in.delegation_requested
             && self.verdict() != DelegationVerdict::Provider
             && self.parent_known().is_some_and(ParentView::all_absent)
             && self.evidence_ok()
@@ -715,7 +739,7 @@ impl Run<'_> {
             }
             self.ask_for_delegation();
         }
-        if self.facts.moving_in && self.parent().is_some_and(ParentView::any_present) {
+        if self.facts.move_in.moving_in && self.parent().is_some_and(ParentView::any_present) {
             let records = self.parent().map(parent_ds_lines).unwrap_or_default();
             self.go(
                 State::AwaitingDsRemoval,
@@ -729,7 +753,7 @@ impl Run<'_> {
             });
             return;
         }
-        if !self.facts.moving_in && self.elsewhere() {
+        if !self.facts.move_in.moving_in && self.elsewhere() {
             if matches!(self.zone.intent, Intent::Enabled | Intent::Disabled) {
                 // The operator's word starts the move in from here.
                 self.start_move_in(State::AwaitingDelegation);
@@ -739,13 +763,13 @@ impl Run<'_> {
         if self.verdict() != DelegationVerdict::Provider {
             return;
         }
-        if self.facts.moving_in
+        if self.facts.move_in.moving_in
             && !(self.parent_known().is_some_and(ParentView::all_absent) && self.evidence_ok())
         {
             // The move in ends on "no DS" everywhere, validated (rule 10).
             return;
         }
-        let was_moving = std::mem::take(&mut self.facts.moving_in);
+        let was_moving = std::mem::take(&mut self.facts.move_in.moving_in);
         let reason = "every parent server delegates to the provider's name servers";
         match (self.zone.intent, &self.obs.provider) {
             (Intent::Enabled, provider) => {
@@ -770,7 +794,7 @@ impl Run<'_> {
                     format!("{reason}; the operator's intent is disabled: switching DNSSEC off the safe way, once no parent server publishes a DS"),
                 );
             }
-            (Intent::Disabled, _) => self.facts.moving_in = was_moving,
+            (Intent::Disabled, _) => self.facts.move_in.moving_in = was_moving,
             (Intent::None, _) => self.adopt(),
         }
     }
@@ -801,7 +825,7 @@ impl Run<'_> {
                 State::Disabled,
                 format!(
                     "adopted: DNSSEC is off at the provider, and the parent delegates to {}, not to the provider's name servers",
-                    delegation::describe(&self.facts.old_ns)
+                    delegation::describe(&self.facts.delegation.old_ns)
                 ),
             ),
             ProviderView::Off => self.go(State::Disabled, "adopted: DNSSEC is off at the provider"),
@@ -809,7 +833,7 @@ impl Run<'_> {
                 State::AwaitingDelegation,
                 format!(
                     "adopted: DNSSEC is on at the provider, but the parent delegates to {}: nothing is asked until `enable` or `disable` starts the move in",
-                    delegation::describe(&self.facts.old_ns)
+                    delegation::describe(&self.facts.delegation.old_ns)
                 ),
             ),
             ProviderView::On(key) => {
@@ -818,9 +842,9 @@ impl Run<'_> {
                     self.note("cannot adopt yet: the parent's DS answers are incomplete");
                     return;
                 };
-                self.facts.ds_line = Some(key.ds_line().to_string());
+                self.facts.lifecycle.ds_line = Some(key.ds_line().to_string());
                 if parent.all_point_at(&key.dnskey) {
-                    self.facts.ds_first_seen_at = Some(self.now);
+                    self.facts.lifecycle.ds_first_seen_at = Some(self.now);
                     self.go(
                         State::Active,
                         "adopted: DNSSEC is on and every parent server publishes a matching DS",
@@ -843,7 +867,7 @@ impl Run<'_> {
 
     /// Starts the path the operator asked for; true if it moved the zone.
     fn apply_intent(&mut self, state: State) -> bool {
-        if self.facts.moving_in {
+        if self.facts.move_in.moving_in {
             // The move in ends as the intent says (`awaiting_delegation`).
             return false;
         }
@@ -910,8 +934,8 @@ impl Run<'_> {
     /// provider publishes (rule 14), where it acts on it; else at the registrar.
     fn request_removal(&mut self) {
         if self.by_registry(CdsPublication::Delete) {
-            self.facts.registry_since = Some(self.now);
-            let path = self.facts.ds_path.clone();
+            self.facts.parent_way.registry_since = Some(self.now);
+            let path = self.facts.parent_way.ds_path.clone();
             let path = path.as_ref();
             self.note(format!(
                 "the DS removal goes to {} by the CDS delete request ({}): nothing to do at the registrar unless it has not acted by {}",
@@ -924,7 +948,7 @@ impl Run<'_> {
             }
         }
         self.effects.push(Effect::RequestDsRemoval {
-            ds_line: self.facts.ds_line.clone(),
+            ds_line: self.facts.lifecycle.ds_line.clone(),
         });
     }
 
@@ -932,10 +956,10 @@ impl Run<'_> {
     /// (rule 14), where it takes it; else to the registrar.
     fn announce(&mut self, key: &DnssecKey, reason: &str) {
         let line = key.ds_line().to_string();
-        self.facts.ds_line = Some(line.clone());
-        self.facts.ds_announced_at = Some(self.now);
+        self.facts.lifecycle.ds_line = Some(line.clone());
+        self.facts.lifecycle.ds_announced_at = Some(self.now);
         if self.by_registry(CdsPublication::Key) {
-            let path = self.facts.ds_path.clone();
+            let path = self.facts.parent_way.ds_path.clone();
             let path = path.as_ref();
             let first = self.first_ds();
             self.go(
@@ -947,7 +971,7 @@ impl Run<'_> {
                     registry::deadline(path, self.now, first, self.policy)
                 ),
             );
-            self.facts.registry_since = Some(self.now);
+            self.facts.parent_way.registry_since = Some(self.now);
             if !path.is_some_and(|p| p.call_registrar_hook) {
                 return;
             }
@@ -960,7 +984,7 @@ impl Run<'_> {
     /// The registry acts on the child's signal for this request (`registry::takes_request`).
     fn by_registry(&self, wanted: CdsPublication) -> bool {
         registry::takes_request(
-            self.facts.ds_path.as_ref(),
+            self.facts.parent_way.ds_path.as_ref(),
             wanted,
             self.first_ds(),
             self.zone.name.as_str(),
@@ -971,18 +995,18 @@ impl Run<'_> {
     /// The DS was not seen at the parent in this lifecycle: it would be the zone's
     /// first, which some registries take only after a while, or not at all.
     fn first_ds(&self) -> bool {
-        self.facts.ds_first_seen_at.is_none()
+        self.facts.lifecycle.ds_first_seen_at.is_none()
     }
 
     /// The resolved path into the facts, and the last NOTIFY(CDS) performed with it (the
     /// outbox's word, which the history has as the effect's outcome already).
     fn track_registry(&mut self) {
         if let Some(path) = &self.obs.ds_path {
-            self.facts.ds_path = Some(path.clone());
-            self.facts.ds_path_at = Some(self.now);
+            self.facts.parent_way.ds_path = Some(path.clone());
+            self.facts.parent_way.ds_path_at = Some(self.now);
         }
         if let Some(sent) = &self.obs.cds_notify {
-            self.facts.cds_notified = Some(sent.clone());
+            self.facts.parent_way.cds_notified = Some(sent.clone());
         }
     }
 
@@ -992,7 +1016,7 @@ impl Run<'_> {
         if let Some(plan) = registry::notify_due(
             self.zone.name.as_str(),
             self.state,
-            &self.facts,
+            &self.facts.parent_way,
             self.obs,
             self.policy,
         ) {
@@ -1005,17 +1029,17 @@ impl Run<'_> {
     /// registry can no longer act at all (`registry::cannot_act`), at once. True: the
     /// registrar is to be asked now.
     fn registry_late(&mut self, wanted: CdsPublication, first_ds: bool) -> bool {
-        let Some(since) = self.facts.registry_since else {
+        let Some(since) = self.facts.parent_way.registry_since else {
             return false;
         };
-        let path = self.facts.ds_path.clone();
+        let path = self.facts.parent_way.ds_path.clone();
         // Rule 14 withdraws the signal once the intent turns against the request (the
         // key's CDS on `disabled`, the delete request off it): no signal for the registry.
         // (A withheld instruction withdraws the key's too, but only for a while: the
         // caller asks only while it stands.)
         let withdrawn = self.obs.cds.controlled()
             && (self.zone.intent == Intent::Disabled) != (wanted == CdsPublication::Delete);
-        let cannot = if self.facts.moving_in {
+        let cannot = if self.facts.move_in.moving_in {
             // The registry reads the CDS at the servers the parent delegates to, some of
             // them the old provider's.
             Some(
@@ -1031,7 +1055,7 @@ impl Run<'_> {
             registry::cannot_act(path.as_ref(), wanted, first_ds, self.obs)
         };
         if let Some(why) = cannot {
-            self.facts.registry_since = None;
+            self.facts.parent_way.registry_since = None;
             self.note(format!(
                 "{} cannot act on the child's CDS now ({why}): asking at the registrar",
                 registry::registry_of(path.as_ref())
@@ -1043,8 +1067,8 @@ impl Run<'_> {
             self.deadlines.push(due);
             return false;
         }
-        self.facts.registry_since = None;
-        self.facts.registry_missed_at = Some(self.now);
+        self.facts.parent_way.registry_since = None;
+        self.facts.parent_way.registry_missed_at = Some(self.now);
         self.note(format!(
             "{} has not acted on the child's CDS since {since}: asking at the registrar",
             registry::registry_of(path.as_ref())
@@ -1056,6 +1080,7 @@ impl Run<'_> {
     /// The provider switched keys since this one was followed.
     fn key_changed(&self, key: &DnssecKey) -> bool {
         self.facts
+            .lifecycle
             .ds_line
             .as_ref()
             .is_some_and(|line| *line != key.ds_line().to_string())
@@ -1091,7 +1116,7 @@ impl Run<'_> {
                 return;
             }
             ProviderView::Unknown(e) => {
-                self.facts.held_by = Some(Hold::new(
+                self.facts.wait.held_by = Some(Hold::new(
                     format!("the provider's DNSSEC answer, which fails: {e}"),
                     Party::Provider,
                 ));
@@ -1100,20 +1125,20 @@ impl Run<'_> {
             ProviderView::Missing => return,
         };
         if self.key_changed(&key) {
-            self.facts.dnskey_everywhere_at = None;
-            self.facts.hold_until = None;
+            self.facts.lifecycle.dnskey_everywhere_at = None;
+            self.facts.lifecycle.hold_until = None;
             self.note(format!("the provider's key is now {}", key.ds_line()));
         }
-        self.facts.ds_line = Some(key.ds_line().to_string());
+        self.facts.lifecycle.ds_line = Some(key.ds_line().to_string());
         if !self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
             let why = self.not_served_why(&key);
-            if self.facts.dnskey_everywhere_at.take().is_some() {
+            if self.facts.lifecycle.dnskey_everywhere_at.take().is_some() {
                 self.note(format!(
                     "a name server stopped serving the key: the propagation hold starts over ({why})"
                 ));
             }
-            self.facts.hold_until = None;
-            self.facts.held_by = Some(Hold::new(
+            self.facts.lifecycle.hold_until = None;
+            self.facts.wait.held_by = Some(Hold::new(
                 format!(
                     "every name server to serve the provider's key {} in a DNSKEY set signed by it (safety rule 4): {why}",
                     key.key_tag()
@@ -1122,7 +1147,7 @@ impl Run<'_> {
             ));
             return;
         }
-        let hold_until = match self.facts.hold_until {
+        let hold_until = match self.facts.lifecycle.hold_until {
             Some(at) => at,
             None => {
                 let dnskey_ttl = self
@@ -1137,7 +1162,7 @@ impl Run<'_> {
                         .zone_ttl_error
                         .clone()
                         .unwrap_or_else(|| "not known".to_string());
-                    self.facts.held_by = Some(Hold::new(
+                    self.facts.wait.held_by = Some(Hold::new(
                         format!(
                             "the zone's largest TTL, which the propagation hold needs (safety rule 4): {why}"
                         ),
@@ -1150,8 +1175,8 @@ impl Run<'_> {
                     .now
                     .plus_secs(longest)
                     .plus(self.policy.propagation_margin);
-                self.facts.dnskey_everywhere_at = Some(self.now);
-                self.facts.hold_until = Some(at);
+                self.facts.lifecycle.dnskey_everywhere_at = Some(self.now);
+                self.facts.lifecycle.hold_until = Some(at);
                 self.note(format!(
                     "every name server serves key {}, in a DNSKEY set signed by it; holding until {at} (TTL {longest}s + margin)",
                     key.key_tag()
@@ -1167,7 +1192,7 @@ impl Run<'_> {
         } else if self.now < hold_until {
             self.deadlines.push(hold_until);
         } else if self.verdict() != DelegationVerdict::Provider {
-            self.facts.held_by = Some(Hold::new(
+            self.facts.wait.held_by = Some(Hold::new(
                 format!(
                     "every parent server to delegate to the provider's name servers ({}); at this look the delegation is {}",
                     self.provider_ns_text(),
@@ -1197,7 +1222,7 @@ impl Run<'_> {
             && parent.all_point_at(&key.dnskey)
             && self.evidence_ok()
         {
-            self.facts.ds_first_seen_at = Some(self.now);
+            self.facts.lifecycle.ds_first_seen_at = Some(self.now);
             self.go(
                 State::DsObserved,
                 "every parent server publishes a DS matching the key",
@@ -1209,11 +1234,11 @@ impl Run<'_> {
         // on what withholds it.
         if enterable_ds(&self.facts, self.obs, self.policy).is_ok()
             && self.registry_late(CdsPublication::Key, self.first_ds())
-            && let Some(line) = self.facts.ds_line.clone()
+            && let Some(line) = self.facts.lifecycle.ds_line.clone()
         {
             self.effects.push(Effect::AnnounceDs { ds_line: line });
         }
-        if self.facts.registry_since.is_none()
+        if self.facts.parent_way.registry_since.is_none()
             && let Some(at) = rules::ds_request_at(&self.facts)
         {
             self.deadlines.push(at.plus(self.policy.ds_overdue_after));
@@ -1241,7 +1266,7 @@ impl Run<'_> {
         }
         if !self.child().is_some_and(|c| c.all_serve(&key.dnskey)) {
             let why = self.not_served_why(&key);
-            self.facts.held_by = Some(Hold::new(
+            self.facts.wait.held_by = Some(Hold::new(
                 format!("every name server to serve the key, signed by it: {why}"),
                 Party::Provider,
             ));
@@ -1256,7 +1281,7 @@ impl Run<'_> {
         match (&parent.evidence, &self.obs.validation) {
             (_, ValidationVerdict::Bogus) => {
                 // Alerted (`validation_failed`); wait for it to clear.
-                self.facts.held_by = Some(Hold::new(
+                self.facts.wait.held_by = Some(Hold::new(
                     "validation to stop failing: validators answer SERVFAIL for the zone (see its alerts)",
                     Party::Provider,
                 ));
@@ -1273,7 +1298,7 @@ impl Run<'_> {
                 ),
             ),
             (_, verdict) => {
-                self.facts.held_by = Some(Hold::new(
+                self.facts.wait.held_by = Some(Hold::new(
                     format!(
                         "validation to confirm the chain of trust (the parent is signed; validation says {verdict} at this look; asked again)"
                     ),
@@ -1295,7 +1320,7 @@ impl Run<'_> {
             return;
         }
         if self.parent_known().is_some_and(ParentView::all_absent) {
-            self.facts.ds_line = Some(key.ds_line().to_string());
+            self.facts.lifecycle.ds_line = Some(key.ds_line().to_string());
             if self.child().is_some_and(|c| c.all_serve(&key.dnskey)) && self.may_announce() {
                 self.announce(&key, "the DS disappeared from every parent server");
             } else {
@@ -1314,9 +1339,9 @@ impl Run<'_> {
             && self.evidence_ok()
         {
             self.gone_now();
-            let ttl = match self.facts.max_ds_ttl {
+            let ttl = match self.facts.lifecycle.max_ds_ttl {
                 Some(ttl) => format!("{ttl}s, the largest seen"),
-                None if self.facts.ds_announced_at.is_some() => {
+                None if self.facts.lifecycle.ds_announced_at.is_some() => {
                     format!(
                         "never seen: assuming {}s",
                         self.policy.assumed_ds_ttl.as_secs()
@@ -1332,12 +1357,12 @@ impl Run<'_> {
         }
         if self.registry_late(CdsPublication::Delete, false) {
             self.effects.push(Effect::RequestDsRemoval {
-                ds_line: self.facts.ds_line.clone(),
+                ds_line: self.facts.lifecycle.ds_line.clone(),
             });
         }
-        if self.facts.registry_since.is_none() {
+        if self.facts.parent_way.registry_since.is_none() {
             self.deadlines.push(
-                rules::removal_request_at(&self.facts, self.zone.since)
+                rules::removal_request_at(&self.facts.parent_way, self.zone.since)
                     .plus(self.policy.ds_removal_overdue_after),
             );
         }
@@ -1345,8 +1370,8 @@ impl Run<'_> {
 
     /// `T_gone`: every parent address answers "no DS" at this look.
     fn gone_now(&mut self) {
-        self.facts.t_gone = Some(self.now);
-        self.facts.gone_confirmed_at = Some(self.now);
+        self.facts.lifecycle.t_gone = Some(self.now);
+        self.facts.lifecycle.gone_confirmed_at = Some(self.now);
     }
 
     /// Rule 2 holds `T_gone` only while looks keep confirming the DS gone: after a
@@ -1357,14 +1382,18 @@ impl Run<'_> {
         if !self.parent_known().is_some_and(ParentView::all_absent) || !self.evidence_ok() {
             return false;
         }
-        let last = self.facts.gone_confirmed_at.or(self.facts.t_gone);
-        self.facts.gone_confirmed_at = Some(self.now);
+        let last = self
+            .facts
+            .lifecycle
+            .gone_confirmed_at
+            .or(self.facts.lifecycle.t_gone);
+        self.facts.lifecycle.gone_confirmed_at = Some(self.now);
         let gap = self.policy.gone_confirmation_gap();
         match last {
             Some(last) if self.now < last.plus(gap) => false,
             _ => {
                 let since = last.map_or_else(|| "ever".to_string(), |t| format!("since {t}"));
-                self.facts.t_gone = Some(self.now);
+                self.facts.lifecycle.t_gone = Some(self.now);
                 self.note(format!(
                     "no look confirmed the DS gone at every parent server {since} (longer than {}s): a DS may have come and gone unseen, so the wait counts from this look",
                     gap.as_secs()
@@ -1391,7 +1420,7 @@ impl Run<'_> {
             // Restarted at every look, the wait never ends (looks always further apart
             // than the gap: a daemon behind its schedule, a poll longer than its pace
             // allows): held, so that `wait_stalled` says so once it lasts (rule 11).
-            self.facts.held_by = Some(Hold::new(
+            self.facts.wait.held_by = Some(Hold::new(
                 format!(
                     "looks confirming the DS gone at every parent server at most {}s apart (this one came later, so the TTL wait starts again; if it keeps happening, the daemon looks less often than timing.poll_waiting: lengthen it, or raise dns.max_qps_per_server if the parents allow)",
                     self.policy.gone_confirmation_gap().as_secs()
@@ -1399,7 +1428,7 @@ impl Run<'_> {
                 Party::Daemon,
             ));
         }
-        let Some(deadline) = disable_deadline(&self.facts, self.policy) else {
+        let Some(deadline) = disable_deadline(&self.facts.lifecycle, self.policy) else {
             return;
         };
         if self.now >= deadline && !self.evidence_ok() {
@@ -1407,14 +1436,14 @@ impl Run<'_> {
             // validated evidence (rule 10); the guard checks again.
             return;
         }
-        if self.now >= deadline && self.facts.moving_in {
+        if self.now >= deadline && self.facts.move_in.moving_in {
             self.go(
                 State::AwaitingDelegation,
                 "the old DS TTL and margin have passed since the DS was gone everywhere: the zone is insecure, and the NS can move",
             );
             self.ask_for_delegation();
         } else if self.now >= deadline
-            && !self.facts.seen_at_provider
+            && !self.facts.delegation.seen_at_provider
             && self.obs.provider != ProviderView::Off
         {
             self.hold_for_delegation();
@@ -1459,7 +1488,7 @@ impl Run<'_> {
                 State::TtlWait,
                 "the DS TTL and margin are waited out again before DNSSEC is switched off",
             );
-        } else if !self.facts.seen_at_provider {
+        } else if !self.facts.delegation.seen_at_provider {
             self.hold_for_delegation();
         } else if let ProviderView::On(_) = self.obs.provider {
             self.effects.push(Effect::DisableDnssec);
@@ -1472,7 +1501,7 @@ impl Run<'_> {
     /// switched off until a look sees every address delegate to the provider (or one
     /// delegate elsewhere, which makes it the move in's: `follow_delegation`).
     fn hold_for_delegation(&mut self) {
-        self.facts.held_by = Some(Hold::new(
+        self.facts.wait.held_by = Some(Hold::new(
             format!(
                 "every parent server to answer that it delegates to the provider's name servers ({}): the zone was never delegated to them everywhere, and DNSSEC is not switched off while it may be moving in (the delegation is {} at this look)",
                 self.provider_ns_text(),
@@ -1493,8 +1522,11 @@ impl Run<'_> {
                 .next_settled_look(self.zone.name.as_str(), self.now),
             _ => self.now.plus(self.policy.poll_waiting),
         };
-        if self.facts.failures > 0 {
-            wake = wake.min(self.now.plus(self.policy.backoff(self.facts.failures)));
+        if self.facts.health.failures > 0 {
+            wake = wake.min(
+                self.now
+                    .plus(self.policy.backoff(self.facts.health.failures)),
+            );
         }
         for deadline in &self.deadlines {
             if *deadline > self.now {
@@ -1544,14 +1576,21 @@ pub(super) fn enterable_ds(
             Party::Daemon,
         ));
     }
-    if let Some(until) = delegation_hold_until(facts, policy).filter(|until| obs.at < *until) {
+    if let Some(until) =
+        delegation_hold_until(&facts.delegation, policy).filter(|until| obs.at < *until)
+    {
         return Err(Hold::new(
             format!("the old delegation may be cached until {until} (safety rule 9)"),
             Party::Ttl,
         ));
     }
     let line = key.ds_line().to_string();
-    if facts.ds_line.as_deref().is_some_and(|l| l != line) {
+    if facts
+        .lifecycle
+        .ds_line
+        .as_deref()
+        .is_some_and(|l| l != line)
+    {
         return Err(Hold::new(
             format!("the provider's key changed to {line}"),
             Party::Provider,

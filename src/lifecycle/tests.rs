@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::facts::{DelegationFacts, LifecycleFacts};
 use super::*;
 use crate::dns::{
     ChildKeys, ChildView, DnskeyAnswer, DsAnswer, NsAnswer, ParentView, Published, ServerAnswer,
@@ -329,7 +330,7 @@ fn enable_path_end_to_end() {
     );
     assert_eq!(d.state, Some(State::Enabling));
     assert!(d.effects.is_empty());
-    assert_eq!(z.facts.hold_until, None);
+    assert_eq!(z.facts.lifecycle.hold_until, None);
 
     // Everywhere: the hold is max(DNSKEY TTL 300, zone TTL 600) + 1 h margin.
     let d = w.run(
@@ -338,7 +339,7 @@ fn enable_path_end_to_end() {
     );
     assert_eq!(d.state, Some(State::Enabling));
     let hold = t.plus(Duration::from_secs(600)).plus(HOUR);
-    assert_eq!(z.facts.hold_until, Some(hold));
+    assert_eq!(z.facts.lifecycle.hold_until, Some(hold));
     assert_eq!(d.wake_at, hold.min(t.plus(w.policy.poll_waiting)));
 
     // Just before the hold ends: still nothing.
@@ -455,7 +456,7 @@ fn a_lagging_child_restarts_the_hold() {
         &mut z,
         &w.obs(T0, Some(true), &[P::No], &[C::Serves, C::Serves]),
     );
-    let first = z.facts.hold_until.unwrap();
+    let first = z.facts.lifecycle.hold_until.unwrap();
     w.run(
         &mut z,
         &w.obs(
@@ -465,13 +466,13 @@ fn a_lagging_child_restarts_the_hold() {
             &[C::Serves, C::Refused],
         ),
     );
-    assert_eq!(z.facts.hold_until, None);
+    assert_eq!(z.facts.lifecycle.hold_until, None);
     let t = T0.plus(HOUR * 2);
     w.run(
         &mut z,
         &w.obs(t, Some(true), &[P::No], &[C::Serves, C::Serves]),
     );
-    assert!(z.facts.hold_until.unwrap() > first);
+    assert!(z.facts.lifecycle.hold_until.unwrap() > first);
 }
 
 #[test]
@@ -486,7 +487,7 @@ fn a_lost_enable_call_is_asked_again() {
 fn disable_path_end_to_end_with_the_ds_reappearing() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::Disabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let serve = [C::Serves, C::Serves];
 
     let d = w.run(
@@ -498,7 +499,7 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
         d.effects[..],
         [Effect::RequestDsRemoval { ds_line: Some(_) }]
     ));
-    assert_eq!(z.facts.max_ds_ttl, Some(7200));
+    assert_eq!(z.facts.lifecycle.max_ds_ttl, Some(7200));
 
     // Removed at one server only; then one server silent: no progress either way.
     let t = T0.plus(HOUR);
@@ -513,18 +514,21 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
 
     let d = w.run(&mut z, &w.obs(t, Some(true), &[P::No, P::No], &serve));
     assert_eq!(d.state, Some(State::TtlWait));
-    assert_eq!(z.facts.t_gone, Some(t));
-    assert_eq!(z.facts.max_dnskey_ttl, Some(300));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(t));
+    assert_eq!(z.facts.lifecycle.max_dnskey_ttl, Some(300));
     let deadline = t.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
-    assert_eq!(disable_deadline(&z.facts, &w.policy), Some(deadline));
+    assert_eq!(
+        disable_deadline(&z.facts.lifecycle, &w.policy),
+        Some(deadline)
+    );
 
     // The DS comes back: back to waiting for its removal, and T_gone is forgotten.
     let t2 = t.plus(HOUR);
     let d = w.run(&mut z, &w.obs(t2, Some(true), &[P::No, P::Ds(300)], &serve));
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
-    assert_eq!(z.facts.t_gone, None);
+    assert_eq!(z.facts.lifecycle.t_gone, None);
     assert_eq!(
-        z.facts.max_ds_ttl,
+        z.facts.lifecycle.max_ds_ttl,
         Some(7200),
         "the largest TTL seen is kept"
     );
@@ -544,7 +548,7 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
         ),
     );
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
-    assert_eq!(z.facts.t_gone, None);
+    assert_eq!(z.facts.lifecycle.t_gone, None);
 
     let t3 = t2b.plus(HOUR * 2);
     w.run(&mut z, &w.obs(t3, Some(true), &[P::No, P::No], &serve));
@@ -586,7 +590,10 @@ fn disable_path_end_to_end_with_the_ds_reappearing() {
         &w.obs(deadline, Some(false), &[P::No, P::No], &[C::Unsigned]),
     );
     assert_eq!(d.state, Some(State::Disabled));
-    assert_eq!(z.facts.max_ds_ttl, None, "a new lifecycle starts clean");
+    assert_eq!(
+        z.facts.lifecycle.max_ds_ttl, None,
+        "a new lifecycle starts clean"
+    );
 }
 
 /// A switch-on overtaken by a disable before it was sent (its daemon paused, the intent
@@ -601,7 +608,7 @@ fn an_enable_never_sent_ends_disabled_without_a_call() {
     assert!(d.effects.is_empty());
     let d = w.run(&mut z, &w.obs(T0, Some(false), &[P::No, P::No], &unsigned));
     assert_eq!(d.state, Some(State::TtlWait));
-    let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).expect("a deadline once gone");
     w.poll_until(&mut z, T0, deadline, |t| {
         w.obs(t, Some(false), &[P::No, P::No], &unsigned)
     });
@@ -615,10 +622,10 @@ fn an_enable_never_sent_ends_disabled_without_a_call() {
     // The provider cannot be asked at the deadline: the wait is over, the call waits
     // for an answer saying the zone is signed.
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     let look = |t| w.obs(t, Some(true), &[P::No, P::No], &[C::Serves]);
     w.run(&mut z, &look(T0));
-    let deadline = disable_deadline(&z.facts, &w.policy).expect("a deadline once gone");
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).expect("a deadline once gone");
     w.poll_until(&mut z, T0, deadline, look);
     let d = w.run(
         &mut z,
@@ -658,23 +665,23 @@ fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
 
     // Looks within the gap keep T_gone.
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     w.run(&mut z, &look(T0));
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     w.poll_until(&mut z, T0, deadline, look);
-    assert_eq!(z.facts.t_gone, Some(T0));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(T0));
     let d = w.run(&mut z, &look(deadline));
     assert_eq!(d.state, Some(State::Disabling));
 
     // The daemon was down past the deadline: no switch-off, the wait starts again.
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     w.run(&mut z, &look(T0));
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     let d = w.run(&mut z, &look(deadline));
     assert_eq!(d.state, Some(State::TtlWait));
     assert!(d.effects.is_empty(), "{:?}", d.effects);
-    assert_eq!(z.facts.t_gone, Some(deadline));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(deadline));
     assert!(
         d.notes
             .iter()
@@ -682,11 +689,11 @@ fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
         "{:?}",
         d.notes
     );
-    assert!(disable_deadline(&z.facts, &w.policy).unwrap() > deadline);
+    assert!(disable_deadline(&z.facts.lifecycle, &w.policy).unwrap() > deadline);
 
     // A silent parent server confirms nothing: the gap runs from the last look that did.
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     w.run(&mut z, &look(T0));
     let silent = |t| w.obs(t, Some(true), &[P::No, P::Timeout], &serve);
     let mut at = T0;
@@ -694,14 +701,14 @@ fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
         at = at.plus(w.policy.poll_waiting);
         w.run(&mut z, &silent(at));
     }
-    assert_eq!(z.facts.t_gone, Some(T0));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(T0));
     w.run(&mut z, &look(at));
-    assert_eq!(z.facts.t_gone, Some(at));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(at));
 
     // In `disabling`, before the provider said off: back to the wait, no call.
     let mut z = zone(Some(State::Disabling), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
-    z.facts.gone_confirmed_at = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
+    z.facts.lifecycle.gone_confirmed_at = Some(T0);
     let d = w.run(&mut z, &look(T0.plus(gap)));
     assert_eq!(d.state, Some(State::TtlWait));
     assert!(
@@ -711,8 +718,8 @@ fn a_gap_in_confirming_looks_restarts_the_disable_wait() {
     );
     // ... but a provider that says off is off: the zone is disabled.
     let mut z = zone(Some(State::Disabling), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
-    z.facts.gone_confirmed_at = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
+    z.facts.lifecycle.gone_confirmed_at = Some(T0);
     let d = w.run(
         &mut z,
         &w.obs(T0.plus(gap), Some(false), &[P::No, P::No], &[C::Unsigned]),
@@ -729,7 +736,7 @@ fn a_ttl_wait_restarted_at_every_look_is_said_and_ends_once_looks_are_on_time() 
     let gap = w.policy.gone_confirmation_gap();
     let look = |t| w.obs(t, Some(true), &[P::No, P::No], &[C::Serves]);
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     w.run(&mut z, &look(T0));
     let late = gap.saturating_add(w.policy.poll_waiting);
     let mut at = T0;
@@ -754,7 +761,7 @@ fn a_ttl_wait_restarted_at_every_look_is_said_and_ends_once_looks_are_on_time() 
     let message = stalled.expect("wait_stalled fires while every look restarts the wait");
     assert!(message.contains("timing.poll_waiting"), "{message}");
     // Looks on time: the wait ends at its deadline, and the alert with the hold.
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     w.poll_until(&mut z, at, deadline, look);
     let d = w.run(&mut z, &look(deadline));
     assert_eq!(d.state, Some(State::Disabling));
@@ -765,8 +772,8 @@ fn a_ttl_wait_restarted_at_every_look_is_said_and_ends_once_looks_are_on_time() 
 fn a_mismatching_ds_while_awaiting_is_alerted_and_nothing_else() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-    z.facts.ds_announced_at = Some(T0);
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_announced_at = Some(T0);
     let d = w.run(
         &mut z,
         &w.obs(T0, Some(true), &[P::WrongDs, P::WrongDs], &[C::Serves]),
@@ -794,7 +801,7 @@ fn dnssec_off_behind_our_back_with_a_ds_is_critical_and_not_fixed_by_guessing() 
     for intent in [Intent::None, Intent::Enabled] {
         for state in [State::Active, State::AwaitingDs, State::DsObserved] {
             let mut z = zone(Some(state), intent);
-            z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+            z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
             let d = w.run(
                 &mut z,
                 &w.obs(T0, Some(false), &[P::Ds(60), P::No], &[C::Unsigned]),
@@ -806,7 +813,7 @@ fn dnssec_off_behind_our_back_with_a_ds_is_critical_and_not_fixed_by_guessing() 
                 d.effects,
                 if withdraw {
                     vec![Effect::RequestDsRemoval {
-                        ds_line: z.facts.ds_line.clone(),
+                        ds_line: z.facts.lifecycle.ds_line.clone(),
                     }]
                 } else {
                     vec![]
@@ -864,15 +871,15 @@ fn a_ds_instruction_is_never_stale() {
     let line = provider_key(&w.key).ds_line().to_string();
     let awaiting = || {
         let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-        z.facts.ds_line = Some(line.clone());
-        z.facts.ds_announced_at = Some(T0);
+        z.facts.lifecycle.ds_line = Some(line.clone());
+        z.facts.lifecycle.ds_announced_at = Some(T0);
         z
     };
     let late = T0.plus(HOUR * 25);
     let shows_ds = |z: &Zone, d: &Decision| {
         let waiting = super::waiting::describe(z, &w.policy).what;
         let alert = firing(d, AlertKind::DsUnpublishedOverdue).unwrap_or_default();
-        z.facts.ds_to_enter.is_some() || waiting.contains(&line) || alert.contains(&line)
+        z.facts.lifecycle.ds_to_enter.is_some() || waiting.contains(&line) || alert.contains(&line)
     };
 
     // Every child serves the key: the instruction stands, in status and in the alert.
@@ -881,8 +888,16 @@ fn a_ds_instruction_is_never_stale() {
         &mut z,
         &w.obs(late, Some(true), &[P::No], &[C::Serves, C::Serves]),
     );
-    assert_eq!(z.facts.ds_to_enter.as_deref(), Some(line.as_str()));
-    let dnskey = z.facts.dnskey_to_enter.clone().unwrap_or_default();
+    assert_eq!(
+        z.facts.lifecycle.ds_to_enter.as_deref(),
+        Some(line.as_str())
+    );
+    let dnskey = z
+        .facts
+        .lifecycle
+        .dnskey_to_enter
+        .clone()
+        .unwrap_or_default();
     assert!(
         dnskey.starts_with(&format!("{ZONE} IN DNSKEY 257 3 13 ")),
         "{dnskey}"
@@ -896,7 +911,10 @@ fn a_ds_instruction_is_never_stale() {
     );
     assert_eq!(d.state, Some(State::Enabling));
     assert!(!shows_ds(&z, &d));
-    assert_eq!(z.facts.dnskey_to_enter, None, "withdrawn with the DS");
+    assert_eq!(
+        z.facts.lifecycle.dnskey_to_enter, None,
+        "withdrawn with the DS"
+    );
     assert_eq!(firing(&d, AlertKind::DsUnpublishedOverdue), None);
     assert!(
         judged(&d, AlertKind::DsUnpublishedOverdue),
@@ -933,7 +951,7 @@ fn a_ds_instruction_is_never_stale() {
 
     // The provider re-keyed: the old DS is withdrawn.
     let mut z = awaiting();
-    z.facts.ds_line = Some(provider_key(&w.other).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.other).ds_line().to_string());
     let d = w.run(&mut z, &w.obs(late, Some(true), &[P::No], &[C::Serves]));
     assert_eq!(d.state, Some(State::Enabling));
     assert!(matches!(
@@ -943,7 +961,7 @@ fn a_ds_instruction_is_never_stale() {
 
     // Active, the DS vanished, a child no longer serves the key: no announcement.
     let mut z = zone(Some(State::Active), Intent::None);
-    z.facts.ds_line = Some(line.clone());
+    z.facts.lifecycle.ds_line = Some(line.clone());
     let d = w.run(
         &mut z,
         &w.obs(T0, Some(true), &[P::No], &[C::Serves, C::Unsigned]),
@@ -987,7 +1005,7 @@ fn intent_flips_mid_way_are_explicit_transitions() {
     z.ds_never_submitted = true;
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No, P::No], &serve));
     assert_eq!(d.state, Some(State::TtlWait));
-    assert_eq!(z.facts.t_gone, Some(T0));
+    assert_eq!(z.facts.lifecycle.t_gone, Some(T0));
     // ... and the parent does not contradict it.
     let mut z = zone(Some(State::AwaitingDs), Intent::Disabled);
     z.ds_never_submitted = true;
@@ -1090,8 +1108,8 @@ fn overdue_alerts_fire_after_their_thresholds_and_resolve() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
     let line = provider_key(&w.key).ds_line().to_string();
-    z.facts.ds_line = Some(line.clone());
-    z.facts.ds_announced_at = Some(T0);
+    z.facts.lifecycle.ds_line = Some(line.clone());
+    z.facts.lifecycle.ds_announced_at = Some(T0);
     let d = w.run(
         &mut z,
         &w.obs(T0.plus(HOUR * 23), Some(true), &[P::No], &[C::Serves]),
@@ -1129,7 +1147,7 @@ fn overdue_alerts_fire_after_their_thresholds_and_resolve() {
 fn partial_propagation_stuck_and_observation_failing() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let d = w.run(
         &mut z,
         &w.obs(T0, Some(true), &[P::Ds(60), P::No], &[C::Serves]),
@@ -1157,9 +1175,9 @@ fn partial_propagation_stuck_and_observation_failing() {
     assert_eq!(firing(&d, AlertKind::PartialPropagationStuck), None);
 
     let mut z = zone(Some(State::TtlWait), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
     let d = w.run(&mut z, &w.obs(T0, None, &[P::No], &[C::Serves]));
-    assert_eq!(z.facts.failures, 1);
+    assert_eq!(z.facts.health.failures, 1);
     assert_eq!(
         d.wake_at,
         T0.plus(w.policy.retry_base),
@@ -1180,7 +1198,7 @@ fn partial_propagation_stuck_and_observation_failing() {
         &w.obs(T0.plus(HOUR), Some(true), &[P::No], &[C::Serves]),
     );
     assert_eq!(firing(&d, AlertKind::ObservationFailing), None);
-    assert_eq!(z.facts.failures, 0);
+    assert_eq!(z.facts.health.failures, 0);
 }
 
 #[test]
@@ -1203,7 +1221,7 @@ fn signatures_near_expiry_are_reported() {
 fn a_provider_rekey_restarts_the_announcement() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.other).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.other).ds_line().to_string());
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
     assert_eq!(d.state, Some(State::Enabling));
 }
@@ -1213,11 +1231,17 @@ fn the_guard_refuses_unless_every_address_says_gone_and_the_ttl_passed() {
     let w = World::new();
     let policy = Policy::default();
     let facts = Facts {
-        t_gone: Some(T0),
-        max_ds_ttl: Some(7200),
-        max_dnskey_ttl: Some(300),
-        // Once delegated to the provider everywhere: no delegation to prove.
-        seen_at_provider: true,
+        lifecycle: LifecycleFacts {
+            t_gone: Some(T0),
+            max_ds_ttl: Some(7200),
+            max_dnskey_ttl: Some(300),
+            ..LifecycleFacts::default()
+        },
+        delegation: DelegationFacts {
+            // Once delegated to the provider everywhere: no delegation to prove.
+            seen_at_provider: true,
+            ..DelegationFacts::default()
+        },
         ..Facts::default()
     };
     // A resolver may hold the DS for its TTL, then the DNSKEY it validated for its own.
@@ -1259,11 +1283,17 @@ fn the_guard_refuses_a_zone_never_delegated_to_the_provider_unless_every_address
     let w = World::new();
     let policy = Policy::default();
     let facts = Facts {
-        t_gone: Some(T0),
-        max_ds_ttl: Some(7200),
-        max_dnskey_ttl: Some(300),
-        provider_ns: Some(vec![OURS.into()]),
-        seen_at_provider: false,
+        lifecycle: LifecycleFacts {
+            t_gone: Some(T0),
+            max_ds_ttl: Some(7200),
+            max_dnskey_ttl: Some(300),
+            ..LifecycleFacts::default()
+        },
+        delegation: DelegationFacts {
+            provider_ns: Some(vec![OURS.into()]),
+            seen_at_provider: false,
+            ..DelegationFacts::default()
+        },
         ..Facts::default()
     };
     let after = T0.plus(Duration::from_secs(7200 + 300)).plus(HOUR);
@@ -1290,10 +1320,8 @@ fn the_guard_refuses_a_zone_never_delegated_to_the_provider_unless_every_address
         Ok(())
     );
     // The provider's name servers not known: nothing is the provider's.
-    let unlisted = Facts {
-        provider_ns: None,
-        ..facts.clone()
-    };
+    let mut unlisted = facts.clone();
+    unlisted.delegation.provider_ns = None;
     assert!(matches!(
         may_disable(&look(&[D::Ours, D::Ours]), &unlisted, after, &policy),
         Err(GuardRefusal::NotDelegatedHere(_))
@@ -1304,7 +1332,7 @@ fn the_guard_refuses_a_zone_never_delegated_to_the_provider_unless_every_address
 fn a_failed_registrar_hook_alerts_while_the_registrar_is_awaited() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut o = w.obs(T0, Some(true), &[P::No], &[C::Serves]);
     o.registrar_hook_failed = Some("exit status: 3".into());
     let d = w.run(&mut z, &o);
@@ -1329,11 +1357,11 @@ fn no_hold_starts_while_the_zones_largest_ttl_is_unknown() {
     obs.zone_max_ttl = None;
     let d = w.run(&mut z, &obs);
     assert_eq!(
-        d.facts.hold_until, None,
+        d.facts.lifecycle.hold_until, None,
         "a hold too short for the zone's TTLs"
     );
     let d = w.run(&mut z, &w.obs(T0, Some(true), &[P::No], &[C::Serves]));
-    assert!(d.facts.hold_until.is_some());
+    assert!(d.facts.lifecycle.hold_until.is_some());
 }
 
 /// Every child address unknown (silent, REFUSED, lame, no address) is
@@ -1344,7 +1372,7 @@ fn a_child_outage_neither_fires_nor_clears_ds_mismatch() {
     for parent in [[P::Ds(60), P::Ds(60)], [P::WrongDs, P::WrongDs]] {
         for state in [State::Active, State::AwaitingDs, State::DsObserved] {
             let mut z = zone(Some(state), Intent::Enabled);
-            z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+            z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
             let d = w.run(
                 &mut z,
                 &w.obs(T0, Some(true), &parent, &[C::Refused, C::Refused]),
@@ -1387,7 +1415,7 @@ fn a_child_outage_neither_fires_nor_clears_ds_mismatch() {
 fn a_ds_nothing_supports_is_a_warning_not_a_mismatch() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let d = w.run(
         &mut z,
         &w.obs(
@@ -1413,7 +1441,7 @@ fn a_ds_nothing_supports_is_a_warning_not_a_mismatch() {
 fn alert_judgement_is_pure_and_step_applies_it() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let obs = w.obs(T0, Some(true), &[P::Ds(60), P::No], &[C::Serves]);
     let facts = z.facts.clone();
     let j = judge(&z, z.state, &facts, &obs, &w.policy);
@@ -1426,13 +1454,13 @@ fn alert_judgement_is_pure_and_step_applies_it() {
     );
     assert_eq!(facts, z.facts, "judge reads the facts, never writes them");
     let d = step(&z, &obs, &w.policy);
-    assert_eq!(d.facts.partial_since, j.partial_since);
+    assert_eq!(d.facts.health.partial_since, j.partial_since);
     assert_eq!(d.alerts, j.checks);
     assert!(d.wake_at <= T0.plus(w.policy.partial_stuck_after));
 
     // Agreement ends the episode; an unknown parent keeps it.
     let mut z2 = z.clone();
-    z2.facts.partial_since = Some(T0);
+    z2.facts.health.partial_since = Some(T0);
     let agreed = w.obs(T0, Some(true), &[P::Ds(60), P::Ds(60)], &[C::Serves]);
     assert_eq!(
         judge(&z2, z2.state, &z2.facts, &agreed, &w.policy).partial_since,
@@ -1540,7 +1568,10 @@ fn a_key_served_without_a_valid_self_signature_is_never_announced() {
             let at = T0.plus(std::time::Duration::from_secs(hours * 3600));
             let d = w.run(&mut z, &w.obs(at, Some(true), &[P::No, P::No], children));
             assert_eq!(d.state, Some(State::Enabling));
-            assert_eq!(d.facts.hold_until, None, "no hold on an unsigned key");
+            assert_eq!(
+                d.facts.lifecycle.hold_until, None,
+                "no hold on an unsigned key"
+            );
             assert!(d.effects.is_empty(), "{:?}", d.effects);
             assert!(
                 d.notes.iter().all(|n| !n.reason.contains("serves key")),
@@ -1581,7 +1612,7 @@ fn a_key_served_without_a_valid_self_signature_is_never_announced() {
     );
     assert_eq!(d.state, Some(State::Enabling), "{:?}", d.notes);
     assert!(d.notes[0].reason.contains("withdrawn"), "{:?}", d.notes);
-    assert_eq!(d.facts.ds_to_enter, None);
+    assert_eq!(d.facts.lifecycle.ds_to_enter, None);
 }
 
 /// `active` means validated `secure` where the parent is signed;
@@ -1594,7 +1625,7 @@ fn active_needs_secure_under_a_signed_parent() {
     let serves = [C::Serves, C::Serves];
     for verdict in [ValidationVerdict::Unknown, ValidationVerdict::Insecure] {
         let mut z = zone(Some(State::DsObserved), Intent::Enabled);
-        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
         let mut o = w.obs(T0, Some(true), &ds, &serves);
         o.validation = verdict;
         let d = w.run(&mut z, &o);
@@ -1621,7 +1652,7 @@ fn active_needs_secure_under_a_signed_parent() {
     }
     // An unsigned parent: settled without a chain, and said so.
     let mut z = zone(Some(State::DsObserved), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut o = w.obs(T0, Some(true), &ds, &serves);
     o.validation = ValidationVerdict::Insecure;
     if let Ok(p) = &mut o.parent {
@@ -1633,7 +1664,7 @@ fn active_needs_secure_under_a_signed_parent() {
     assert!(d.notes[0].reason.contains("is not signed"), "{:?}", d.notes);
     // A key no longer signed holds the zone in `ds_observed` whatever validation says.
     let mut z = zone(Some(State::DsObserved), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut o = w.obs(T0, Some(true), &ds, &[C::Serves, C::ServesUnsigned]);
     o.validation = ValidationVerdict::Secure;
     let d = w.run(&mut z, &o);
@@ -1646,7 +1677,7 @@ fn active_needs_secure_under_a_signed_parent() {
 fn a_zone_missing_at_the_provider_under_its_delegation_is_critical() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut o = w.obs(
         T0,
         Some(true),
@@ -1677,7 +1708,7 @@ fn a_zone_missing_at_the_provider_under_its_delegation_is_critical() {
     );
     assert!(judged(&d, AlertKind::ZoneMissingAtProvider));
     assert_eq!(firing(&d, AlertKind::ZoneMissingAtProvider), None);
-    assert_eq!(d.facts.held_by, None);
+    assert_eq!(d.facts.wait.held_by, None);
 }
 
 /// Every wait names what really holds it: the failing RRset listing
@@ -1691,8 +1722,8 @@ fn a_wait_names_the_call_that_holds_it() {
     obs.zone_max_ttl = None;
     obs.zone_ttl_error = Some("the provider's RRset listing failed: HTTP 404".into());
     let d = w.run(&mut z, &obs);
-    assert_eq!(d.facts.hold_until, None);
-    assert_eq!(d.facts.failures, 1, "an incomplete observation");
+    assert_eq!(d.facts.lifecycle.hold_until, None);
+    assert_eq!(d.facts.health.failures, 1, "an incomplete observation");
     let waiting = super::waiting::describe(&z, &w.policy);
     assert!(
         waiting.what.contains("RRset listing failed: HTTP 404"),
@@ -1707,7 +1738,7 @@ fn a_wait_names_the_call_that_holds_it() {
 
     // `awaiting_ds` with the provider's DS failing its own key (rule 5): named.
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut obs = w.obs(T0, None, &[P::No, P::No], &[C::Serves, C::Serves]);
     obs.provider = ProviderView::Unknown(
         "the provider's DS does not match its own key (safety rule 5)".into(),
@@ -1735,7 +1766,7 @@ fn an_announced_key_not_served_is_withdrawn_while_the_provider_cannot_be_asked()
     let w = World::new();
     let announced = || {
         let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
         z
     };
     let mut z = announced();

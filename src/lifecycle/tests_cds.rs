@@ -270,11 +270,11 @@ fn the_cds_of_the_key_is_published_exactly_while_its_ds_may_be_announced() {
     let served = [C::Serves, C::Serves];
     // Awaiting the DS, every name server serving the key: the DS may be announced.
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_announced_at = Some(T0);
+    z.facts.lifecycle.ds_announced_at = Some(T0);
     let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &served);
     obs.cds = CdsSetting::Set(CdsPublication::Nothing);
     let d = step(&z, &obs, &w.policy);
-    assert!(d.facts.ds_to_enter.is_some(), "{:?}", d.facts);
+    assert!(d.facts.lifecycle.ds_to_enter.is_some(), "{:?}", d.facts);
     assert_eq!(cds_effect(&d), Some(CdsPublication::Key));
     // Already set: nothing to do.
     obs.cds = CdsSetting::Set(CdsPublication::Key);
@@ -284,7 +284,7 @@ fn the_cds_of_the_key_is_published_exactly_while_its_ds_may_be_announced() {
     let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::OldKey]);
     obs.cds = CdsSetting::Set(CdsPublication::Key);
     let d = step(&z, &obs, &w.policy);
-    assert!(d.facts.ds_to_enter.is_none());
+    assert!(d.facts.lifecycle.ds_to_enter.is_none());
     assert_eq!(cds_effect(&d), Some(CdsPublication::Nothing));
     // Not read, not controlled, or unreadable: nothing is set on it.
     for cds in [

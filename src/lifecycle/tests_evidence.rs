@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::facts::{DelegationFacts, LifecycleFacts};
 use super::tests::{C, HOUR, P, T0, World, firing, provider_key, zone};
 use super::*;
 use crate::dns::{DsAnswer, Evidence, UnknownReason};
@@ -15,8 +16,8 @@ fn with_evidence(mut obs: Observation, evidence: Evidence) -> Observation {
 
 fn removing() -> Zone {
     let mut z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
-    z.facts.ds_line = Some("child.test. 3600 IN DS 1 13 2 AA".into());
-    z.facts.max_ds_ttl = Some(3600);
+    z.facts.lifecycle.ds_line = Some("child.test. 3600 IN DS 1 13 2 AA".into());
+    z.facts.lifecycle.max_ds_ttl = Some(3600);
     z
 }
 
@@ -30,7 +31,7 @@ fn t_gone_needs_validated_evidence() {
     let mut z = removing();
     let d = w.run(&mut z, &with_evidence(absent.clone(), Evidence::Unchecked));
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
-    assert_eq!(z.facts.t_gone, None);
+    assert_eq!(z.facts.lifecycle.t_gone, None);
 
     let mut z = removing();
     let d = w.run(&mut z, &absent);
@@ -81,7 +82,7 @@ fn a_bogus_proof_is_unknown_and_never_gone() {
     let mut z = removing();
     let d = w.run(&mut z, &obs);
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
-    assert_eq!(z.facts.t_gone, None);
+    assert_eq!(z.facts.lifecycle.t_gone, None);
 }
 
 /// The DS counts as published everywhere only on validated answers.
@@ -90,8 +91,8 @@ fn ds_observed_needs_validated_evidence() {
     let w = World::new();
     let awaiting = || {
         let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-        z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-        z.facts.ds_announced_at = Some(T0);
+        z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+        z.facts.lifecycle.ds_announced_at = Some(T0);
         z
     };
     let published = w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(3600)], &[C::Serves]);
@@ -112,14 +113,20 @@ fn ds_observed_needs_validated_evidence() {
 fn the_guard_needs_validated_evidence() {
     let w = World::new();
     let mut facts = Facts {
-        t_gone: Some(T0),
-        max_ds_ttl: Some(60),
-        max_dnskey_ttl: Some(60),
-        // Once delegated to the provider everywhere: no delegation to prove.
-        seen_at_provider: true,
+        lifecycle: LifecycleFacts {
+            t_gone: Some(T0),
+            max_ds_ttl: Some(60),
+            max_dnskey_ttl: Some(60),
+            ..LifecycleFacts::default()
+        },
+        delegation: DelegationFacts {
+            // Once delegated to the provider everywhere: no delegation to prove.
+            seen_at_provider: true,
+            ..DelegationFacts::default()
+        },
         ..Facts::default()
     };
-    facts.failures = 0;
+    facts.health.failures = 0;
     let later = T0.plus(HOUR * 3).plus(Duration::from_secs(1));
     let view = |e: Evidence| {
         let mut p = w.parent(&[P::No, P::No]);

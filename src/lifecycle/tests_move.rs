@@ -58,7 +58,7 @@ fn moving_in_walks_the_safe_order() {
         &w.obs_delegating(T0, Some(false), &old_ds, &old, &[C::OldKey]),
     );
     assert_eq!(d.state, Some(State::AwaitingDsRemoval));
-    assert!(z.facts.moving_in);
+    assert!(z.facts.move_in.moving_in);
     let old_line = w
         .other
         .to_ds(ZONE, crate::dnssec::DigestType::Sha256)
@@ -74,8 +74,8 @@ fn moving_in_walks_the_safe_order() {
         "a healthy foreign zone: {:?}",
         any_firing(&d)
     );
-    assert_eq!(z.facts.old_ns, vec![OLD.to_string()]);
-    assert_eq!(z.facts.old_ns_ttl, Some(7200));
+    assert_eq!(z.facts.delegation.old_ns, vec![OLD.to_string()]);
+    assert_eq!(z.facts.delegation.old_ns_ttl, Some(7200));
     let waiting = super::waiting::describe(&z, &w.policy);
     assert!(
         waiting.what.contains(&old_line.to_string()),
@@ -91,7 +91,7 @@ fn moving_in_walks_the_safe_order() {
     );
     assert_eq!(d.state, Some(State::TtlWait));
     assert!(d.effects.is_empty());
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     assert_eq!(deadline, t1.plus(secs(3600 + 900)).plus(HOUR));
     w.poll_until(&mut z, t1, deadline, |t| {
         w.obs_delegating(t, Some(false), &[P::No, P::No], &old, &[C::OldKey])
@@ -126,10 +126,10 @@ fn moving_in_walks_the_safe_order() {
     );
     assert_eq!(d.state, Some(State::AwaitingDelegation));
     assert_eq!(
-        z.facts.delegation,
+        z.facts.delegation.verdict,
         Some(crate::dns::DelegationVerdict::Mixed)
     );
-    assert_eq!(z.facts.delegated_at, None);
+    assert_eq!(z.facts.delegation.delegated_at, None);
     // An unknown answer never completes it.
     let d = w.run(
         &mut z,
@@ -151,8 +151,8 @@ fn moving_in_walks_the_safe_order() {
         &w.obs_delegating(t3, Some(false), &[P::No, P::No], &ours, &[C::Unsigned]),
     );
     assert_eq!(d.state, Some(State::Enabling));
-    assert_eq!(z.facts.delegated_at, Some(t3));
-    assert!(!z.facts.moving_in);
+    assert_eq!(z.facts.delegation.delegated_at, Some(t3));
+    assert!(!z.facts.move_in.moving_in);
     let d = w.run(
         &mut z,
         &w.obs_delegating(t3, Some(false), &[P::No, P::No], &ours, &[C::Unsigned]),
@@ -166,7 +166,7 @@ fn moving_in_walks_the_safe_order() {
         &w.obs_delegating(t3, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
     );
     assert_eq!(d.state, Some(State::Enabling));
-    let usual = z.facts.hold_until.unwrap();
+    let usual = z.facts.lifecycle.hold_until.unwrap();
     let rule9 = t3.plus(secs(7200)).plus(HOUR);
     assert!(usual < rule9);
     let d = w.run(
@@ -179,7 +179,7 @@ fn moving_in_walks_the_safe_order() {
         "not before the old delegation expired"
     );
     assert!(d.effects.is_empty());
-    assert_eq!(z.facts.ds_to_enter, None);
+    assert_eq!(z.facts.lifecycle.ds_to_enter, None);
     assert_eq!(d.wake_at, rule9.min(usual.plus(w.policy.poll_waiting)));
     let waiting = super::waiting::describe(&z, &w.policy);
     assert_eq!(waiting.until, Some(rule9), "{waiting:?}");
@@ -190,7 +190,7 @@ fn moving_in_walks_the_safe_order() {
     );
     assert_eq!(d.state, Some(State::AwaitingDs));
     assert!(matches!(d.effects[..], [Effect::AnnounceDs { .. }]));
-    assert!(z.facts.ds_to_enter.is_some());
+    assert!(z.facts.lifecycle.ds_to_enter.is_some());
 }
 
 /// A parent server that goes back to the old delegation while the zone is on the enable
@@ -200,9 +200,9 @@ fn a_delegation_that_goes_back_withdraws_the_instruction() {
     let w = World::new();
     let line = provider_key(&w.key).ds_line().to_string();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(line.clone());
-    z.facts.ds_announced_at = Some(T0);
-    z.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
+    z.facts.lifecycle.ds_line = Some(line.clone());
+    z.facts.lifecycle.ds_announced_at = Some(T0);
+    z.facts.delegation.verdict = Some(crate::dns::DelegationVerdict::Provider);
     let d = w.run(
         &mut z,
         &w.obs_delegating(
@@ -214,8 +214,8 @@ fn a_delegation_that_goes_back_withdraws_the_instruction() {
         ),
     );
     assert_eq!(d.state, Some(State::AwaitingDelegation));
-    assert!(z.facts.moving_in);
-    assert_eq!(z.facts.ds_to_enter, None);
+    assert!(z.facts.move_in.moving_in);
+    assert_eq!(z.facts.lifecycle.ds_to_enter, None);
     assert!(d.effects.contains(&Effect::RequestDsRemoval {
         ds_line: Some(line)
     }));
@@ -234,7 +234,7 @@ fn a_delegation_that_goes_back_withdraws_the_instruction() {
         ),
     );
     assert_eq!(d.state, Some(State::Enabling));
-    assert_eq!(z.facts.delegated_at, Some(t));
+    assert_eq!(z.facts.delegation.delegated_at, Some(t));
     let d = w.run(
         &mut z,
         &w.obs_delegating(
@@ -246,7 +246,7 @@ fn a_delegation_that_goes_back_withdraws_the_instruction() {
         ),
     );
     assert!(d.effects.is_empty());
-    assert_eq!(z.facts.ds_to_enter, None);
+    assert_eq!(z.facts.lifecycle.ds_to_enter, None);
 }
 
 /// The NS changed to the provider while the old DS stays: critical at once, worded as
@@ -293,12 +293,12 @@ fn ns_changed_before_the_old_ds_went_is_critical_at_once() {
 fn moving_out() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::None);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     w.run(
         &mut z,
         &w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(3600)], &[C::Serves]),
     );
-    assert!(z.facts.ds_to_enter.is_some());
+    assert!(z.facts.lifecycle.ds_to_enter.is_some());
     let d = w.run(
         &mut z,
         &w.obs_delegating(
@@ -312,7 +312,7 @@ fn moving_out() {
     assert_eq!(d.state, Some(State::Active));
     assert!(firing(&d, AlertKind::DelegationChangedWithDs).is_some());
     assert_eq!(
-        z.facts.ds_to_enter, None,
+        z.facts.lifecycle.ds_to_enter, None,
         "the DS is not 'to enter' elsewhere"
     );
 
@@ -322,7 +322,7 @@ fn moving_out() {
         &mut z,
         &w.obs(T0, Some(false), &[P::No, P::No], &[C::Unsigned]),
     );
-    assert!(z.facts.seen_at_provider);
+    assert!(z.facts.delegation.seen_at_provider);
     let d = w.run(
         &mut z,
         &w.obs_delegating(
@@ -409,7 +409,7 @@ fn foreign_zones_without_and_with_intent_disabled() {
 fn a_stale_ds_beside_the_right_one_is_a_warning_naming_it() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::None);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
     let mut obs = w.obs(T0, Some(true), &[P::Ds(3600), P::Ds(3600)], &[C::Serves]);
     let stale = w
         .other
@@ -435,7 +435,7 @@ fn a_stale_ds_beside_the_right_one_is_a_warning_naming_it() {
 fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
     let w = World::new();
     let mut z = zone(Some(State::Enabling), Intent::Enabled);
-    z.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
+    z.facts.delegation.verdict = Some(crate::dns::DelegationVerdict::Provider);
     let d = w.run(
         &mut z,
         &w.obs_delegating(
@@ -446,7 +446,7 @@ fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
             &[C::Serves],
         ),
     );
-    assert_eq!(z.facts.old_ns_ttl, Some(7200));
+    assert_eq!(z.facts.delegation.old_ns_ttl, Some(7200));
     assert_eq!(d.state, Some(State::AwaitingDelegation), "certain evidence");
     let t = T0.plus(secs(60));
     let ours = [D::Ours, D::Ours];
@@ -455,16 +455,19 @@ fn an_old_delegation_beside_an_unknown_answer_still_starts_the_hold() {
         &w.obs_delegating(t, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
     );
     assert_eq!(d.state, Some(State::Enabling));
-    assert_eq!(z.facts.delegated_at, Some(t));
+    assert_eq!(z.facts.delegation.delegated_at, Some(t));
     let rule9 = t.plus(secs(7200)).plus(HOUR);
-    assert_eq!(delegation_hold_until(&z.facts, &w.policy), Some(rule9));
+    assert_eq!(
+        delegation_hold_until(&z.facts.delegation, &w.policy),
+        Some(rule9)
+    );
     // The usual hold starts now and ends long before the delegation hold.
     let d = w.run(
         &mut z,
         &w.obs_delegating(t, Some(true), &[P::No, P::No], &ours, &[C::Serves]),
     );
     assert_eq!(d.state, Some(State::Enabling));
-    let usual = z.facts.hold_until.unwrap();
+    let usual = z.facts.lifecycle.hold_until.unwrap();
     assert!(usual < rule9);
     let d = w.run(
         &mut z,
@@ -495,8 +498,8 @@ fn a_disable_that_finds_a_move_in_switches_nothing_off() {
         &w.obs_delegating(T0, Some(true), &no, &mixed, &child),
     );
     assert_eq!(d.state, Some(State::TtlWait));
-    assert!(z.facts.moving_in);
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    assert!(z.facts.move_in.moving_in);
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     w.poll_until(&mut z, T0, deadline, |t| {
         w.obs_delegating(t, Some(true), &no, &mixed, &child)
     });
@@ -514,8 +517,8 @@ fn a_disable_that_finds_a_move_in_switches_nothing_off() {
 
     // Found in `disabling`: back to the wait, nothing switched off.
     let mut z = zone(Some(State::Disabling), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
-    z.facts.gone_confirmed_at = Some(T0);
+    z.facts.lifecycle.t_gone = Some(T0);
+    z.facts.lifecycle.gone_confirmed_at = Some(T0);
     let t = T0.plus(secs(60));
     let d = w.run(
         &mut z,
@@ -527,13 +530,13 @@ fn a_disable_that_finds_a_move_in_switches_nothing_off() {
         "{:?}",
         d.effects
     );
-    assert!(z.facts.moving_in);
+    assert!(z.facts.move_in.moving_in);
 
     // Moving out: the disable is the safe exit.
     let mut z = zone(Some(State::Disabling), Intent::Disabled);
-    z.facts.t_gone = Some(T0);
-    z.facts.gone_confirmed_at = Some(T0);
-    z.facts.seen_at_provider = true;
+    z.facts.lifecycle.t_gone = Some(T0);
+    z.facts.lifecycle.gone_confirmed_at = Some(T0);
+    z.facts.delegation.seen_at_provider = true;
     let d = w.run(
         &mut z,
         &w.obs_delegating(t, Some(true), &no, &mixed, &child),
@@ -567,13 +570,13 @@ fn a_move_in_waits_out_a_ds_seen_before_it_started() {
         // Signing on the enable path; off in `disabled`.
         let on = Some(state != State::Disabled);
         let mut z = zone(Some(state), intent);
-        z.facts.seen_at_provider = false;
+        z.facts.delegation.seen_at_provider = false;
         let d = w.run(
             &mut z,
             &w.obs_delegating(T0, on, &old_ds, &before, &[C::OldKey]),
         );
         assert_eq!(d.state, Some(state), "{case}: the DS seen, nothing moves");
-        assert_eq!(z.facts.ds_seen_at, Some(T0), "{case}");
+        assert_eq!(z.facts.lifecycle.ds_seen_at, Some(T0), "{case}");
         // The operator's word, the old DS removed, the delegation seen: a move in, with
         // no DS published at this look.
         z.intent = match intent {
@@ -583,7 +586,7 @@ fn a_move_in_waits_out_a_ds_seen_before_it_started() {
         let t1 = T0.plus(HOUR);
         let d = w.run(&mut z, &w.obs_delegating(t1, on, &no, &old, &[C::OldKey]));
         assert_eq!(d.state, Some(State::TtlWait), "{case}: {:?}", d.notes);
-        assert!(z.facts.moving_in, "{case}");
+        assert!(z.facts.move_in.moving_in, "{case}");
         assert!(
             !d.effects
                 .iter()
@@ -591,7 +594,7 @@ fn a_move_in_waits_out_a_ds_seen_before_it_started() {
             "{case}: NS change asked for within the DS's TTL: {:?}",
             d.effects
         );
-        let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+        let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
         assert!(deadline > t1.plus(secs(3600)), "{case}");
         w.poll_until(&mut z, t1, deadline, |t| {
             w.obs_delegating(t, on, &no, &old, &[C::OldKey])
@@ -643,7 +646,7 @@ fn a_ds_seen_before_adoption_is_waited_out_before_the_ns_change() {
         &w.obs_delegating(T0, None, &[P::No, P::WrongDs], &old, &[C::OldKey]),
     );
     assert_eq!(d.state, None, "{:?}", d.notes);
-    assert_eq!(z.facts.ds_seen_at, Some(T0));
+    assert_eq!(z.facts.lifecycle.ds_seen_at, Some(T0));
     // The next look, the old DS gone: adopted as a foreign zone, DNSSEC off.
     let t1 = T0.plus(secs(60));
     let d = w.run(
@@ -651,7 +654,11 @@ fn a_ds_seen_before_adoption_is_waited_out_before_the_ns_change() {
         &w.obs_delegating(t1, Some(false), &no, &old, &[C::OldKey]),
     );
     assert_eq!(d.state, Some(State::Disabled), "{:?}", d.notes);
-    assert_eq!(z.facts.ds_seen_at, Some(T0), "adoption forgot the DS seen");
+    assert_eq!(
+        z.facts.lifecycle.ds_seen_at,
+        Some(T0),
+        "adoption forgot the DS seen"
+    );
     // `enable`, and the move in starts: the DS seen is waited out first.
     z.intent = Intent::Enabled;
     let t2 = t1.plus(secs(60));
@@ -667,7 +674,7 @@ fn a_ds_seen_before_adoption_is_waited_out_before_the_ns_change() {
         "NS change asked for within the DS's TTL: {:?}",
         d.effects
     );
-    let deadline = disable_deadline(&z.facts, &w.policy).unwrap();
+    let deadline = disable_deadline(&z.facts.lifecycle, &w.policy).unwrap();
     w.poll_until(&mut z, t2, deadline, |t| {
         w.obs_delegating(t, Some(false), &no, &old, &[C::OldKey])
     });
@@ -696,15 +703,15 @@ fn a_disable_never_delegated_to_the_provider_waits_for_the_delegation() {
     let child = [C::Serves];
     for state in [State::TtlWait, State::Disabling] {
         let mut z = zone(Some(state), Intent::Disabled);
-        z.facts.t_gone = Some(T0);
-        z.facts.max_ds_ttl = Some(60);
-        z.facts.max_dnskey_ttl = Some(60);
+        z.facts.lifecycle.t_gone = Some(T0);
+        z.facts.lifecycle.max_ds_ttl = Some(60);
+        z.facts.lifecycle.max_dnskey_ttl = Some(60);
         // Well past the wait (the child's DNSKEY TTL counts too), looks having kept
         // confirming the DS gone (rule 2).
-        let end = disable_deadline(&z.facts, &w.policy)
+        let end = disable_deadline(&z.facts.lifecycle, &w.policy)
             .unwrap()
             .plus(HOUR * 2);
-        z.facts.gone_confirmed_at = Some(Timestamp(end.0 - 60_000));
+        z.facts.lifecycle.gone_confirmed_at = Some(Timestamp(end.0 - 60_000));
         let d = w.run(
             &mut z,
             &w.obs_delegating(end, Some(true), &no, &[D::Ours, D::Lost], &child),
@@ -715,8 +722,8 @@ fn a_disable_never_delegated_to_the_provider_waits_for_the_delegation() {
             "{state:?}: {:?}",
             d.effects
         );
-        assert!(!z.facts.seen_at_provider);
-        let held = z.facts.held_by.as_ref().map(|h| h.what.clone());
+        assert!(!z.facts.delegation.seen_at_provider);
+        let held = z.facts.wait.held_by.as_ref().map(|h| h.what.clone());
         assert!(
             held.as_deref().is_some_and(|h| h.contains("moving in")),
             "{state:?}: {held:?} {:?}",

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::facts::{Hold, Party};
+use super::facts::LifecycleFacts;
+use super::hold::{Hold, Party};
 use super::moving::{MoveSeen, Stands, decide, request_stands, serving_account};
 use super::signed_move::{Move, Phase, Ttls};
 use super::*;
@@ -47,9 +48,12 @@ fn moving(phase: Phase) -> Move {
 
 fn zone_in(mv: &Move) -> Zone {
     let facts = Facts {
+        lifecycle: LifecycleFacts {
+            max_dnskey_ttl: Some(60),
+            max_ds_ttl: Some(60),
+            ..LifecycleFacts::default()
+        },
         signed_move: Some(mv.clone()),
-        max_dnskey_ttl: Some(60),
-        max_ds_ttl: Some(60),
         ..Facts::default()
     };
     Zone {
@@ -95,7 +99,12 @@ fn a_move_held_on_a_person_is_alerted_and_waits_on_them() {
         Some(&mv),
         "held: no phase change"
     );
-    let hold = d.facts.held_by.as_ref().expect("a move is always held");
+    let hold = d
+        .facts
+        .wait
+        .held_by
+        .as_ref()
+        .expect("a move is always held");
     assert_eq!(hold.on, Party::Operator);
     assert!(hold.what.contains("not configured"), "{hold:?}");
     let alert = firing(&d, AlertKind::SignedMoveHeld).expect("signed_move_held fires");
@@ -114,7 +123,7 @@ fn an_account_that_cannot_be_asked_holds_without_an_alert() {
     };
     let d = run(&zone, &seen, T0);
     assert_eq!(
-        d.facts.held_by.as_ref().map(|h| h.on),
+        d.facts.wait.held_by.as_ref().map(|h| h.on),
         Some(Party::Provider)
     );
     assert_eq!(firing(&d, AlertKind::SignedMoveHeld), None);
@@ -126,8 +135,8 @@ fn a_phase_that_lasts_past_its_bound_is_said_and_not_before() {
     // A registrar's phase: late after `ds_overdue_after` from the phase's start.
     let mv = moving(Phase::AwaitingBothDs);
     let mut zone = zone_in(&mv);
-    zone.facts.held_by = Some(Hold::new("the registrar", Party::Registrar));
-    zone.facts.held_since = Some(T0);
+    zone.facts.wait.held_by = Some(Hold::new("the registrar", Party::Registrar));
+    zone.facts.wait.held_since = Some(T0);
     let seen = MoveSeen::Held {
         why: "provider tgt: 503".into(),
         on: Party::Provider,
@@ -136,7 +145,7 @@ fn a_phase_that_lasts_past_its_bound_is_said_and_not_before() {
     let early = run(&zone, &seen, T0.plus(policy.ds_overdue_after));
     assert_eq!(firing(&early, AlertKind::WaitStalled), None);
     assert_eq!(
-        early.facts.held_since,
+        early.facts.wait.held_since,
         Some(T0),
         "the phase's start is kept"
     );
@@ -150,8 +159,8 @@ fn a_phase_that_lasts_past_its_bound_is_said_and_not_before() {
     // A phase of the daemon's own: late after its hold and `observation_failing_after`.
     let mv = moving(Phase::RetiringOldKey);
     let mut zone = zone_in(&mv);
-    zone.facts.held_by = Some(Hold::new("resolvers", Party::Ttl));
-    zone.facts.held_since = Some(T0);
+    zone.facts.wait.held_by = Some(Hold::new("resolvers", Party::Ttl));
+    zone.facts.wait.held_since = Some(T0);
     let bound = super::signed_move::phase_hold(&mv, &policy.move_policy())
         + policy.observation_failing_after;
     assert_eq!(
@@ -176,17 +185,18 @@ fn the_end_makes_the_zone_the_targets_with_the_moved_keys_ds() {
     };
     let d = run(&zone, &seen, T0);
     assert_eq!(d.facts.signed_move, None);
-    assert_eq!(d.facts.held_by, None);
+    assert_eq!(d.facts.wait.held_by, None);
     let line = d
         .facts
+        .lifecycle
         .ds_line
         .as_deref()
         .expect("the followed key's DS line");
     let ds = key(2).to_ds(ZONE, DigestType::Sha256).expect("DS");
     assert!(line.ends_with(&ds.to_string()), "{line}");
     // Rule 2: the move's TTLs bound later waits.
-    assert_eq!(d.facts.max_ds_ttl, Some(7200));
-    assert_eq!(d.facts.max_dnskey_ttl, Some(300));
+    assert_eq!(d.facts.lifecycle.max_ds_ttl, Some(7200));
+    assert_eq!(d.facts.lifecycle.max_dnskey_ttl, Some(300));
     assert!(d.alerts.iter().all(|a| a.firing.is_none()));
     assert_eq!(d.wake_at, T0, "looked at again at once, as an active zone");
     assert!(d.notes[0].reason.contains("ended"), "{:?}", d.notes);
@@ -199,7 +209,7 @@ fn a_target_that_rolled_since_ends_on_the_key_the_parent_was_given() {
         target_key: Ok(provider_key(&key(3))),
     };
     let d = run(&zone, &seen, T0);
-    let line = d.facts.ds_line.as_deref().expect("a DS line");
+    let line = d.facts.lifecycle.ds_line.as_deref().expect("a DS line");
     let moved = key(2).to_ds(ZONE, DigestType::Sha256).expect("DS");
     assert!(line.ends_with(&moved.to_string()), "{line}");
 }
@@ -212,7 +222,7 @@ fn an_end_whose_key_cannot_be_read_holds_on_the_target() {
     };
     let d = run(&zone, &seen, T0);
     assert!(d.facts.signed_move.is_some(), "the move has not ended");
-    let hold = d.facts.held_by.expect("held");
+    let hold = d.facts.wait.held_by.expect("held");
     assert_eq!(hold.on, Party::Provider);
     assert!(hold.what.contains("provider tgt: timed out"), "{hold:?}");
 }

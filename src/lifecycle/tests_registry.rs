@@ -51,8 +51,8 @@ fn notified() -> ParentPath {
 /// path `path` resolved at this look.
 fn ready_to_announce(w: &World, path: ParentPath, cds: CdsSetting) -> (Zone, Observation) {
     let mut z = zone(Some(State::Enabling), Intent::Enabled);
-    z.facts.hold_until = Some(T0);
-    z.facts.dnskey_everywhere_at = Some(T0);
+    z.facts.lifecycle.hold_until = Some(T0);
+    z.facts.lifecycle.dnskey_everywhere_at = Some(T0);
     let mut obs = w.obs(T0, Some(true), &[P::No, P::No], &[C::Serves, C::Serves]);
     obs.cds = cds;
     obs.ds_path = Some(path);
@@ -78,7 +78,7 @@ fn the_ds_goes_by_the_registry_and_the_registrar_is_asked_only_once_it_is_late()
         }],
         "the CDS announces it; nobody at the registrar is asked"
     );
-    assert_eq!(z.facts.registry_since, Some(T0));
+    assert_eq!(z.facts.parent_way.registry_since, Some(T0));
     let margin = w.policy.propagation_margin;
     let due = T0.plus(3 * DAY + margin);
     let waiting = waiting::describe(&z, &w.policy);
@@ -112,7 +112,7 @@ fn the_ds_goes_by_the_registry_and_the_registrar_is_asked_only_once_it_is_late()
         "{:?}",
         d.alerts
     );
-    assert_eq!(z.facts.registry_since, None);
+    assert_eq!(z.facts.parent_way.registry_since, None);
     assert_eq!(waiting::describe(&z, &w.policy).on, "registrar");
     // The registrar's overdue period counts from that ask, not from the CDS.
     let d = w.run(&mut z, &look(due.plus(Duration::from_secs(60))));
@@ -139,7 +139,7 @@ fn the_registrar_is_asked_where_the_registry_cannot_act_or_is_asked_besides() {
     let (mut z, obs) = ready_to_announce(&w, registrar, CdsSetting::Set(CdsPublication::Nothing));
     let d = w.run(&mut z, &obs);
     assert!(announced(&d));
-    assert_eq!(z.facts.registry_since, None);
+    assert_eq!(z.facts.parent_way.registry_since, None);
 
     // A registry that scans, but the provider's CDS is not controlled and none is served.
     let (mut z, obs) = ready_to_announce(&w, scanning(), CdsSetting::Uncontrolled);
@@ -153,7 +153,7 @@ fn the_registrar_is_asked_where_the_registry_cannot_act_or_is_asked_besides() {
     with_signals(&mut obs, &[ours.clone(), ours]);
     let d = w.run(&mut z, &obs);
     assert!(!announced(&d));
-    assert_eq!(z.facts.registry_since, Some(T0));
+    assert_eq!(z.facts.parent_way.registry_since, Some(T0));
 
     // A registry that takes no first DS from the CDS.
     let no_first = path(
@@ -181,7 +181,7 @@ fn the_registrar_is_asked_where_the_registry_cannot_act_or_is_asked_besides() {
     let d = w.run(&mut z, &obs);
     assert!(announced(&d));
     assert_eq!(
-        z.facts.registry_since,
+        z.facts.parent_way.registry_since,
         Some(T0),
         "still the registry's to act"
     );
@@ -191,8 +191,8 @@ fn the_registrar_is_asked_where_the_registry_cannot_act_or_is_asked_besides() {
 fn the_removal_goes_by_the_cds_delete_request_and_to_the_registrar_once_late() {
     let w = World::new();
     let mut z = zone(Some(State::Active), Intent::Disabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-    z.facts.ds_first_seen_at = Some(T0);
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_first_seen_at = Some(T0);
     let look = |at: Timestamp, cds: CdsPublication| {
         let mut obs = w.obs(
             at,
@@ -256,8 +256,8 @@ fn notifies(d: &Decision) -> Vec<&NotifyPlan> {
 fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.registry_since = Some(T0);
-    z.facts.ds_path = Some(notified());
+    z.facts.parent_way.registry_since = Some(T0);
+    z.facts.parent_way.ds_path = Some(notified());
     let ours = cds(&[&w.key], true);
     let both = [ours.clone(), ours.clone()];
     let look = |at: Timestamp, signals: &[Signals], last: Option<&CdsNotified>| {
@@ -282,7 +282,7 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
         "due once every address serves the key's CDS: the decision's one effect"
     );
     assert_eq!(
-        d.facts.cds_notified, None,
+        d.facts.parent_way.cds_notified, None,
         "decided, not sent: nothing is known of it yet"
     );
     assert!(
@@ -313,7 +313,7 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
     let d = w.run(&mut z, &look(T0.plus(HOUR), &both, Some(&acked)));
     assert!(notifies(&d).is_empty(), "{:?}", d.effects);
     assert_eq!(
-        z.facts.cds_notified,
+        z.facts.parent_way.cds_notified,
         Some(acked.clone()),
         "kept in the facts"
     );
@@ -335,13 +335,13 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
     assert_eq!(notifies(&d), [&plan]);
 
     let unanswered = sent(false);
-    z.facts.cds_notified = None;
+    z.facts.parent_way.cds_notified = None;
     let d = w.run(
         &mut z,
         &look(T0.plus(Duration::from_secs(1)), &both, Some(&unanswered)),
     );
     assert!(notifies(&d).is_empty(), "not within the retry time");
-    assert_eq!(z.facts.cds_notified, Some(unanswered.clone()));
+    assert_eq!(z.facts.parent_way.cds_notified, Some(unanswered.clone()));
     let waiting = waiting::describe(&z, &w.policy);
     assert!(
         waiting.what.contains("no answer to 3 attempts"),
@@ -357,7 +357,7 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
 
     // Nothing while the request is not the registry's.
     let mut registrar = z.clone();
-    registrar.facts.registry_since = None;
+    registrar.facts.parent_way.registry_since = None;
     let d = step(&registrar, &look(T0.plus(DAY), &both, None), &w.policy);
     assert!(notifies(&d).is_empty());
     // Nothing at a look that leaves the state: the DS arrived.
@@ -368,7 +368,7 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
     assert_eq!(d.state, Some(State::DsObserved));
     assert!(notifies(&d).is_empty(), "{:?}", d.effects);
     assert_eq!(
-        d.facts.cds_notified, None,
+        d.facts.parent_way.cds_notified, None,
         "the state's NOTIFY forgotten with it"
     );
 }
@@ -379,10 +379,10 @@ fn a_notify_is_decided_once_the_child_serves_the_signal_and_again_only_when_due(
 fn the_removal_is_notified_once_the_delete_request_is_served() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDsRemoval), Intent::Disabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-    z.facts.ds_first_seen_at = Some(T0);
-    z.facts.registry_since = Some(T0);
-    z.facts.ds_path = Some(notified());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_first_seen_at = Some(T0);
+    z.facts.parent_way.registry_since = Some(T0);
+    z.facts.parent_way.ds_path = Some(notified());
     let look = |signals: &[Signals]| {
         let mut obs = w.obs(
             T0.plus(HOUR),
@@ -413,7 +413,7 @@ fn the_removal_is_notified_once_the_delete_request_is_served() {
 fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
     let mut z = zone(Some(State::Enabling), Intent::Enabled);
     assert!(Look::at(&z, T0).ds_path);
-    z.facts.ds_path_at = Some(T0);
+    z.facts.parent_way.ds_path_at = Some(T0);
     assert!(!Look::at(&z, T0.plus(Duration::from_secs(600))).ds_path);
     assert!(Look::at(&z, T0.plus(HOUR)).ds_path);
     let active = zone(Some(State::Active), Intent::Enabled);
@@ -426,9 +426,9 @@ fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
     // Settled, yet about to ask for the DS's removal: the provider's CDS setting is read,
     // so the request can go by the CDS delete request.
     let mut settled = leaving.clone();
-    settled.facts.delegation = Some(crate::dns::DelegationVerdict::Provider);
-    settled.facts.provider_ns = Some(vec!["ns1.test.".into()]);
-    settled.facts.ds_path_at = Some(T0);
+    settled.facts.delegation.verdict = Some(crate::dns::DelegationVerdict::Provider);
+    settled.facts.delegation.provider_ns = Some(vec!["ns1.test.".into()]);
+    settled.facts.parent_way.ds_path_at = Some(T0);
     let look = Look::at(&settled, T0);
     assert!(look.settled && !look.ds_path && look.cds());
     let mut quiet = settled.clone();
@@ -440,10 +440,10 @@ fn the_parents_path_is_looked_up_where_a_ds_request_may_go_at_most_hourly() {
 fn an_instruction_withheld_for_a_while_leaves_the_request_with_the_registry() {
     let w = World::new();
     let mut z = zone(Some(State::AwaitingDs), Intent::Enabled);
-    z.facts.ds_line = Some(provider_key(&w.key).ds_line().to_string());
-    z.facts.ds_announced_at = Some(T0);
-    z.facts.registry_since = Some(T0);
-    z.facts.ds_path = Some(scanning());
+    z.facts.lifecycle.ds_line = Some(provider_key(&w.key).ds_line().to_string());
+    z.facts.lifecycle.ds_announced_at = Some(T0);
+    z.facts.parent_way.registry_since = Some(T0);
+    z.facts.parent_way.ds_path = Some(scanning());
     // A child server lagged at the last look: the instruction was withheld and rule 14
     // withdrew the key's CDS. Now every server serves the key again.
     let mut obs = w.obs(
@@ -461,7 +461,7 @@ fn an_instruction_withheld_for_a_while_leaves_the_request_with_the_registry() {
         }],
         "the CDS is published again; nobody at the registrar is asked"
     );
-    assert_eq!(z.facts.registry_since, Some(T0));
+    assert_eq!(z.facts.parent_way.registry_since, Some(T0));
     // The intent turned: the registry is no longer counted on.
     z.intent = Intent::Disabled;
     let d = w.run(&mut z, &obs);

@@ -57,7 +57,12 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
     let w = World::new();
     let p = &w.policy;
     let z = settled_active(&w);
-    let view = z.facts.settled_view.clone().expect("a unanimous full look");
+    let view = z
+        .facts
+        .routine
+        .settled_view
+        .clone()
+        .expect("a unanimous full look");
     assert_ne!(view.parent_ds, "none");
     let next = T0.plus(HOUR);
     assert!(may_sample(&z, true, Some(T0), next, p));
@@ -106,7 +111,7 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
         let mut obs = routine(w.obs(T0.plus(HOUR), Some(true), &parent, &child));
         obs.validation = ValidationVerdict::Secure;
         w.run(&mut z, &obs);
-        assert_eq!(z.facts.settled_view, None, "case {i}");
+        assert_eq!(z.facts.routine.settled_view, None, "case {i}");
         assert!(!may_sample(&z, true, Some(T0), next, p));
     }
     // An `active` zone that does not validate as secure, whose provider was not heard, or
@@ -121,7 +126,7 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
             &[C::Serves],
         )),
     );
-    assert_eq!(z.facts.settled_view, None);
+    assert_eq!(z.facts.routine.settled_view, None);
     for on in [None, Some(true)] {
         let mut z = settled_active(&w);
         let mut obs = w.obs(
@@ -133,7 +138,7 @@ fn only_a_quiet_settled_zone_after_a_unanimous_full_look_is_sampled() {
         obs.provider_asked = true;
         obs.validation = ValidationVerdict::Secure;
         w.run(&mut z, &obs);
-        assert_eq!(z.facts.settled_view, None, "{on:?}");
+        assert_eq!(z.facts.routine.settled_view, None, "{on:?}");
     }
 }
 
@@ -233,10 +238,10 @@ fn a_sample_agrees_only_with_what_every_address_said() {
 
     // A zone with no standard is never taken as agreeing.
     let mut bare = z.clone();
-    bare.facts.settled_view = None;
+    bare.facts.routine.settled_view = None;
     let agreeing = sample(&w, Some(true), &[P::Ds(3600)], &ours, &[C::Serves]);
     assert!(disagreement(&bare, &agreeing, p).is_some());
-    bare.facts.settled_view = Some(SettledView {
+    bare.facts.routine.settled_view = Some(SettledView {
         parent_ds: "none".into(),
         child_keys: "none".into(),
     });

@@ -1,6 +1,6 @@
 //! In plain words: what a zone waits for, and on whom. For `status`.
 
-use super::facts::{Hold, Party};
+use super::hold::{Hold, Party};
 use super::model::Zone;
 use super::policy::Policy;
 use super::registry::{deadline, registry_of, route_text};
@@ -52,7 +52,7 @@ fn wait(what: impl Into<String>, on: &'static str, until: Option<Timestamp>) -> 
 /// what its state waits for.
 pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
     let by_state = describe_state(zone, policy);
-    match &zone.facts.held_by {
+    match &zone.facts.wait.held_by {
         Some(hold) if zone.state.is_some() => Waiting {
             what: hold.what.clone(),
             on: hold.on.as_str(),
@@ -98,6 +98,7 @@ fn describe_state(zone: &Zone, policy: &Policy) -> Waiting {
 /// The provider's name servers, as a wait names them.
 fn provider_ns(zone: &Zone) -> String {
     zone.facts
+        .delegation
         .provider_ns
         .as_deref()
         .map(hosts)
@@ -109,14 +110,14 @@ fn disabled(zone: &Zone) -> Waiting {
     match zone.intent {
         Intent::Enabled => wait("the daemon to switch DNSSEC on", "daemon", None),
         _ if matches!(
-            f.delegation,
+            f.delegation.verdict,
             Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)
         ) =>
         {
             wait(
                 format!(
                     "nothing (DNSSEC off; the parent delegates to {}, not to the provider's name servers)",
-                    hosts(&f.old_ns)
+                    hosts(&f.delegation.old_ns)
                 ),
                 "nobody",
                 None,
@@ -130,10 +131,10 @@ fn awaiting_delegation(zone: &Zone) -> Waiting {
     let f = &zone.facts;
     let provider_ns = provider_ns(zone);
     match zone.intent {
-        _ if f.moving_in => wait(
+        _ if f.move_in.moving_in => wait(
             format!(
                 "the NS at the registrar to be changed to: {provider_ns} (every parent server must delegate to exactly these; the old delegation: {})",
-                hosts(&f.old_ns)
+                hosts(&f.delegation.old_ns)
             ),
             "registrar",
             None,
@@ -141,7 +142,7 @@ fn awaiting_delegation(zone: &Zone) -> Waiting {
         Intent::None => wait(
             format!(
                 "the operator: the parent delegates to {}, not to the provider's name servers ({provider_ns}); `enable` or `disable` starts the move in",
-                hosts(&f.old_ns)
+                hosts(&f.delegation.old_ns)
             ),
             "operator",
             None,
@@ -156,31 +157,33 @@ fn awaiting_delegation(zone: &Zone) -> Waiting {
 
 fn enabling(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
-    let delegation_hold = delegation_hold_until(f, policy);
+    let delegation_hold = delegation_hold_until(&f.delegation, policy);
     match zone.intent {
-        Intent::Enabled if f.provider_off_since.is_some() => wait(
+        Intent::Enabled if f.lifecycle.provider_off_since.is_some() => wait(
             "the provider to switch DNSSEC on (it says off; asked again)",
             "provider",
             None,
         ),
-        _ if f.provider_off_since.is_some() => wait(
+        _ if f.lifecycle.provider_off_since.is_some() => wait(
             "the operator: DNSSEC is off at the provider (switched off outside dnssec-warden); `enable` switches it on again, `disable` finishes switching off",
             "operator",
             None,
         ),
-        _ if delegation_hold.is_some_and(|until| until > zone.since) => match f.hold_until {
-            Some(until) if Some(until) > delegation_hold => wait(
-                "the propagation hold after every name server served the key",
-                "ttl",
-                Some(until),
-            ),
-            _ => wait(
-                "the old delegation to expire from resolvers' caches (safety rule 9), and every name server to serve the provider's key",
-                "ttl",
-                delegation_hold,
-            ),
-        },
-        _ => match f.hold_until {
+        _ if delegation_hold.is_some_and(|until| until > zone.since) => {
+            match f.lifecycle.hold_until {
+                Some(until) if Some(until) > delegation_hold => wait(
+                    "the propagation hold after every name server served the key",
+                    "ttl",
+                    Some(until),
+                ),
+                _ => wait(
+                    "the old delegation to expire from resolvers' caches (safety rule 9), and every name server to serve the provider's key",
+                    "ttl",
+                    delegation_hold,
+                ),
+            }
+        }
+        _ => match f.lifecycle.hold_until {
             Some(until) => wait(
                 "the propagation hold after every name server served the key",
                 "ttl",
@@ -197,25 +200,27 @@ fn enabling(zone: &Zone, policy: &Policy) -> Waiting {
 
 fn awaiting_ds(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
-    if f.registry_since.is_some() {
-        let path = f.ds_path.as_ref();
+    if f.parent_way.registry_since.is_some() {
+        let path = f.parent_way.ds_path.as_ref();
         return wait(
             format!(
                 "{} to publish the DS from the child's CDS ({}){}",
                 registry_of(path),
-                route_text(path, f.cds_notified.as_ref()),
-                f.ds_to_enter
+                route_text(path, f.parent_way.cds_notified.as_ref()),
+                f.lifecycle
+                    .ds_to_enter
                     .as_deref()
                     .map(|line| format!(": {line}"))
                     .unwrap_or_default()
             ),
             "registry",
-            f.registry_since
-                .map(|since| deadline(path, since, f.ds_first_seen_at.is_none(), policy)),
+            f.parent_way
+                .registry_since
+                .map(|since| deadline(path, since, f.lifecycle.ds_first_seen_at.is_none(), policy)),
         );
     }
     wait(
-        match &f.ds_to_enter {
+        match &f.lifecycle.ds_to_enter {
             Some(line) => format!("the DS at every parent server: {line}"),
             // Safety rule 8: never shown unless the provider signs with it and every
             // child address served it at the last look.
@@ -228,27 +233,28 @@ fn awaiting_ds(zone: &Zone, policy: &Policy) -> Waiting {
 
 fn awaiting_ds_removal(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
-    if f.registry_since.is_some() && !f.moving_in {
-        let path = f.ds_path.as_ref();
+    if f.parent_way.registry_since.is_some() && !f.move_in.moving_in {
+        let path = f.parent_way.ds_path.as_ref();
         return wait(
             format!(
                 "{} to remove the DS on the child's CDS delete request ({})",
                 registry_of(path),
-                route_text(path, f.cds_notified.as_ref())
+                route_text(path, f.parent_way.cds_notified.as_ref())
             ),
             "registry",
-            f.registry_since
+            f.parent_way
+                .registry_since
                 .map(|since| deadline(path, since, false, policy)),
         );
     }
-    if f.moving_in {
+    if f.move_in.moving_in {
         return wait(
             format!(
                 "moving in: the old DS to be removed at the registrar and gone from every parent server: {}",
-                if f.ds_to_remove.is_empty() {
+                if f.move_in.ds_to_remove.is_empty() {
                     "(none seen at the last look)".to_string()
                 } else {
-                    f.ds_to_remove.join("; ")
+                    f.move_in.ds_to_remove.join("; ")
                 }
             ),
             "registrar",
@@ -258,22 +264,22 @@ fn awaiting_ds_removal(zone: &Zone, policy: &Policy) -> Waiting {
     wait(
         "the DS to be removed at the registrar and gone from every parent server",
         "registrar",
-        Some(removal_request_at(f, zone.since).plus(policy.ds_removal_overdue_after)),
+        Some(removal_request_at(&f.parent_way, zone.since).plus(policy.ds_removal_overdue_after)),
     )
 }
 
 fn ttl_wait(zone: &Zone, policy: &Policy) -> Waiting {
     let f = &zone.facts;
-    if f.moving_in {
+    if f.move_in.moving_in {
         return wait(
             "moving in: the old DS TTL and margin to pass; then the NS can move",
             "ttl",
-            disable_deadline(f, policy),
+            disable_deadline(&f.lifecycle, policy),
         );
     }
     wait(
         "the DS TTL and margin to pass",
         "ttl",
-        disable_deadline(f, policy),
+        disable_deadline(&f.lifecycle, policy),
     )
 }

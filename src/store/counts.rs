@@ -72,8 +72,8 @@ impl Store {
                     state: super::rows::parse_state(r.state.as_deref())?,
                     name: r.name,
                     last_observed_at: r.last_observed_at.map(Timestamp),
-                    failures: i64::from(facts.failures),
-                    failing_since: facts.failing_since,
+                    failures: i64::from(facts.health.failures),
+                    failing_since: facts.health.failing_since,
                     account: brief_account(r.last_brief.as_deref()),
                 })
             })

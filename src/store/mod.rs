@@ -687,15 +687,18 @@ impl Store {
             }
             let mut facts = row.zone.facts;
             let mut mv = mv.clone();
-            mv.ttls.dnskey = mv.ttls.dnskey.max(facts.max_dnskey_ttl.unwrap_or(0));
-            mv.ttls.ds = mv.ttls.ds.max(facts.max_ds_ttl.unwrap_or(0));
+            mv.ttls.dnskey = mv
+                .ttls
+                .dnskey
+                .max(facts.lifecycle.max_dnskey_ttl.unwrap_or(0));
+            mv.ttls.ds = mv.ttls.ds.max(facts.lifecycle.max_ds_ttl.unwrap_or(0));
             facts.signed_move = Some(mv);
             // Until the daemon's first look at the move, `status` says what it waits for.
-            facts.held_by = Some(crate::lifecycle::facts::Hold::new(
+            facts.wait.held_by = Some(crate::lifecycle::hold::Hold::new(
                 "the daemon's first look at the signed move",
-                crate::lifecycle::facts::Party::Daemon,
+                crate::lifecycle::hold::Party::Daemon,
             ));
-            facts.held_since = Some(now);
+            facts.wait.held_since = Some(now);
             let facts = serde_json::to_string(&facts)
                 .map_err(|e| StoreError::Corrupt(format!("zone {zone}: facts: {e}")))?;
             let written = on_backend!(self, |b| b

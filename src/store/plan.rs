@@ -148,7 +148,7 @@ impl<'a> StepPlan<'a> {
             notify: EffectKind::NotifyCds.as_str(),
             announce: EffectKind::AnnounceDs.as_str(),
             announce_kept: decision.state == Some(State::AwaitingDs),
-            ds_line: decision.facts.ds_line.as_deref(),
+            ds_line: decision.facts.lifecycle.ds_line.as_deref(),
             delegation: EffectKind::RequestDelegation.as_str(),
             delegation_kept: decision.state == Some(State::AwaitingDelegation),
         });

@@ -9,18 +9,28 @@ use strum::VariantArray;
 
 use super::rows::parse_facts;
 use super::*;
+use crate::lifecycle::facts::{
+    DelegationFacts, HealthFacts, LifecycleFacts, MoveInFacts, ParentWayFacts, RoutineLookFacts,
+    WaitFacts,
+};
 use crate::lifecycle::{AlertKind, AuditNote, Decision, Effect, EffectKind, Facts};
 
 const ZONE: &str = "example.com.";
 
 fn facts() -> Facts {
     Facts {
-        ds_line: Some("example.com. 3600 IN DS 1 13 2 AB".into()),
-        ds_to_enter: Some("example.com. 3600 IN DS 1 13 2 AB".into()),
-        ds_announced_at: Some(Timestamp(5_000)),
-        max_ds_ttl: Some(3600),
-        failing_since: Some(Timestamp(7_000)),
-        failures: 3,
+        lifecycle: LifecycleFacts {
+            ds_line: Some("example.com. 3600 IN DS 1 13 2 AB".into()),
+            ds_to_enter: Some("example.com. 3600 IN DS 1 13 2 AB".into()),
+            ds_announced_at: Some(Timestamp(5_000)),
+            max_ds_ttl: Some(3600),
+            ..LifecycleFacts::default()
+        },
+        health: HealthFacts {
+            failing_since: Some(Timestamp(7_000)),
+            failures: 3,
+            ..HealthFacts::default()
+        },
         ..Facts::default()
     }
 }
@@ -122,52 +132,17 @@ fn string_forms_round_trip_and_agree_with_serde() {
 fn facts_are_stored_without_their_defaults_and_read_back_whole() {
     assert_eq!(serde_json::to_string(&Facts::default()).unwrap(), "{}");
     let t = |ms| Some(Timestamp(ms));
-    let every = Facts {
-        ds_line: Some("DS A".into()),
-        ds_to_enter: Some("DS A".into()),
-        dnskey_to_enter: Some("DNSKEY A".into()),
-        provider_off_since: t(1),
-        dnskey_everywhere_at: t(2),
-        hold_until: t(3),
-        ds_announced_at: t(4),
-        ds_first_seen_at: t(5),
-        t_gone: t(6),
-        gone_confirmed_at: t(61),
-        max_ds_ttl: Some(7),
-        max_dnskey_ttl: Some(8),
-        ds_seen_at: t(62),
-        partial_since: t(9),
-        failing_since: t(10),
-        failures: 11,
-        provider_ns: Some(vec!["ns1.".into()]),
-        delegation: Some(crate::dns::delegation::DelegationVerdict::Mixed),
-        seen_at_provider: true,
-        old_ns: vec!["old.".into()],
-        old_ns_ttl: Some(12),
-        delegated_at: t(13),
-        elsewhere_seen: true,
-        moving_in: true,
-        ds_to_remove: vec!["DS B".into()],
-        delegation_requested: true,
-        served_keys_when_asked: Some("257/13/1".into()),
-        held_by: Some(crate::lifecycle::facts::Hold::new(
-            "the provider",
-            crate::lifecycle::facts::Party::Provider,
-        )),
-        held_since: t(14),
-        settled_view: Some(crate::lifecycle::sample::SettledView {
+    let every = Facts { lifecycle: LifecycleFacts { ds_line: Some("DS A".into()), ds_to_enter: Some("DS A".into()), dnskey_to_enter: Some("DNSKEY A".into()), provider_off_since: t(1), dnskey_everywhere_at: t(2), hold_until: t(3), ds_announced_at: t(4), ds_first_seen_at: t(5), t_gone: t(6), gone_confirmed_at: t(61), max_ds_ttl: Some(7), max_dnskey_ttl: Some(8), ds_seen_at: t(62) }, health: HealthFacts { partial_since: t(9), failing_since: t(10), failures: 11 }, delegation: DelegationFacts { provider_ns: Some(vec!["ns1.".into()]), verdict: Some(crate::dns::delegation::DelegationVerdict::Mixed), seen_at_provider: true, old_ns: vec!["old.".into()], old_ns_ttl: Some(12), delegated_at: t(13), elsewhere_seen: true }, move_in: MoveInFacts { moving_in: true, ds_to_remove: vec!["DS B".into()], delegation_requested: true }, routine: RoutineLookFacts { served_keys_when_asked: Some("257/13/1".into()), settled_view: Some(crate::lifecycle::sample::SettledView {
             parent_ds: "none".into(),
             child_keys: "none".into(),
-        }),
-        ds_path: Some(crate::lifecycle::parent_way::resolve(
+        }) }, wait: WaitFacts { held_by: Some(crate::lifecycle::hold::Hold::new(
+            "the provider",
+            crate::lifecycle::hold::Party::Provider,
+        )), held_since: t(14) }, parent_way: ParentWayFacts { ds_path: Some(crate::lifecycle::parent_way::resolve(
             "ch.",
             &Default::default(),
             &crate::lifecycle::parent_way::DsyncHint::None,
-        )),
-        ds_path_at: t(15),
-        registry_since: t(16),
-        registry_missed_at: t(17),
-        cds_notified: Some(crate::lifecycle::registry::CdsNotified {
+        )), ds_path_at: t(15), registry_since: t(16), registry_missed_at: t(17), cds_notified: Some(crate::lifecycle::registry::CdsNotified {
             at: Timestamp(18),
             target: "scanner.ch.".into(),
             addr: Some("127.0.0.9".into()),
@@ -175,8 +150,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
             signal: "delete".into(),
             acknowledged: true,
             outcome: "acknowledged".into(),
-        }),
-        signed_move: Some(
+        }) }, signed_move: Some(
             crate::lifecycle::signed_move::Move::new(
                 "example.com.",
                 crate::dnssec::Dnskey::parse_text(
@@ -185,8 +159,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 .unwrap(),
             )
             .between("a", "b"),
-        ),
-    };
+        ) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
@@ -198,7 +171,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
 fn facts_missing_from_the_json_read_as_defaults_and_unknown_ones_are_ignored() {
     assert_eq!(parse_facts(ZONE, "{}").unwrap(), Facts::default());
     let f = parse_facts(ZONE, r#"{"t_gone": 12, "retired_fact": true}"#).unwrap();
-    assert_eq!(f.t_gone, Some(Timestamp(12)));
+    assert_eq!(f.lifecycle.t_gone, Some(Timestamp(12)));
     match parse_facts(ZONE, r#"{"failures": -1}"#) {
         Err(StoreError::Corrupt(what)) => assert!(what.contains("example.com.: facts"), "{what}"),
         other => panic!("{other:?}"),
@@ -363,13 +336,19 @@ async fn migration_4_moves_the_fact_columns_into_json() {
     assert_eq!(
         row.zone.facts,
         Facts {
-            ds_line: Some("DS A".into()),
-            ds_to_enter: Some("DS A".into()),
-            ds_announced_at: Some(Timestamp(5_000)),
-            max_ds_ttl: Some(3600),
-            max_dnskey_ttl: Some(300),
-            failures: 2,
-            failing_since: Some(Timestamp(7_000)),
+            lifecycle: LifecycleFacts {
+                ds_line: Some("DS A".into()),
+                ds_to_enter: Some("DS A".into()),
+                ds_announced_at: Some(Timestamp(5_000)),
+                max_ds_ttl: Some(3600),
+                max_dnskey_ttl: Some(300),
+                ..LifecycleFacts::default()
+            },
+            health: HealthFacts {
+                failures: 2,
+                failing_since: Some(Timestamp(7_000)),
+                ..HealthFacts::default()
+            },
             ..Facts::default()
         }
     );
@@ -1930,14 +1909,14 @@ async fn a_signed_move_is_declared_once_at_the_rows_version(store: &Store) {
     // The wait `status` shows until the daemon's first look, and the rest of the facts
     // as they were.
     assert_eq!(
-        after.zone.facts.held_by.as_ref().map(|h| h.on),
-        Some(crate::lifecycle::facts::Party::Daemon)
+        after.zone.facts.wait.held_by.as_ref().map(|h| h.on),
+        Some(crate::lifecycle::hold::Party::Daemon)
     );
-    assert_eq!(after.zone.facts.held_since, Some(now));
+    assert_eq!(after.zone.facts.wait.held_since, Some(now));
     let mut rest = after.zone.facts.clone();
     rest.signed_move = None;
-    rest.held_by = None;
-    rest.held_since = None;
+    rest.wait.held_by = None;
+    rest.wait.held_since = None;
     assert_eq!(rest, facts());
     assert_eq!(after.zone.state, Some(State::Active));
     assert_eq!(after.next_check_at, now);

@@ -51,7 +51,12 @@ impl Line {
             state: row.zone.state,
             intent: row.zone.intent,
             provider: row.account().map(str::to_string),
-            delegation: row.zone.facts.delegation.map_or("unknown", |d| d.as_str()),
+            delegation: row
+                .zone
+                .facts
+                .delegation
+                .verdict
+                .map_or("unknown", |d| d.as_str()),
             waiting_party: waiting.party(),
             waiting_for: waiting.what,
             waiting_on: waiting.on,

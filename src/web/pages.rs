@@ -340,19 +340,19 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                 tr { th { "Waiting for" } td { (z.waiting.what) (until(z.waiting.until, z.now)) } }
                 tr { th { "Waiting on" } td #waiting-on { (z.waiting.party()) } }
                 tr { th { "Provider" } td { (row.account().unwrap_or("(one provider)")) @if let Some(e) = row.provider_error() { " " span.error { "failing: " (e) } } } }
-                tr { th { "Delegation" } td { (facts.delegation.map_or("unknown", |d| d.as_str())) @if let Some(ns) = &facts.provider_ns { span.muted { " (the provider's name servers: " (ns.join(", ")) ")" } } } }
+                tr { th { "Delegation" } td { (facts.delegation.verdict.map_or("unknown", |d| d.as_str())) @if let Some(ns) = &facts.delegation.provider_ns { span.muted { " (the provider's name servers: " (ns.join(", ")) ")" } } } }
                 tr { th { "Evidence" } td { (evidence_text(row)) } }
-                @if let Some(path) = &facts.ds_path { tr { th { "The parent's way" } td { (path.describe()) } } }
+                @if let Some(path) = &facts.parent_way.ds_path { tr { th { "The parent's way" } td { (path.describe()) } } }
                 @if let Some(mv) = &facts.signed_move { tr { th { "Signed move" } td #signed-move { "from provider " (mv.source) " to provider " (mv.target) ", phase " code { (mv.phase.name()) } } } }
                 tr { th { "Last full look" } td { @if let Some(t) = row.last_observed_at { (time(t)) } @else { "none yet" } } }
                 tr { th { "Next check" } td { (time(row.next_check_at)) } }
             }
-            @if let Some(ds) = &facts.ds_to_enter {
+            @if let Some(ds) = &facts.lifecycle.ds_to_enter {
                 section.box.enter #enter {
                     h2 { "Enter at the registrar" }
                     p { "The DS record for the parent zone (or the DNSKEY, for registrars that ask for the key):" }
                     div.copy-row { code #ds-line { (ds) } button type="button" data-copy="ds-line" { "Copy DS" } }
-                    @if let Some(key) = &facts.dnskey_to_enter {
+                    @if let Some(key) = &facts.lifecycle.dnskey_to_enter {
                         div.copy-row { code #dnskey-line { (key) } button type="button" data-copy="dnskey-line" { "Copy DNSKEY" } }
                     }
                 }
@@ -611,6 +611,7 @@ pub fn confirm(viewer: &Viewer, zone: &str, state: Option<State>, switch: Switch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lifecycle::facts::LifecycleFacts;
     use crate::lifecycle::{Facts, Zone};
     use crate::zone_name::ZoneName;
 
@@ -673,9 +674,12 @@ mod tests {
         let shown = row(
             State::AwaitingDs,
             Facts {
-                ds_line: Some(DS.into()),
-                ds_to_enter: Some(DS.into()),
-                dnskey_to_enter: Some("shop.test. IN DNSKEY 257 3 13 AAAA".into()),
+                lifecycle: LifecycleFacts {
+                    ds_line: Some(DS.into()),
+                    ds_to_enter: Some(DS.into()),
+                    dnskey_to_enter: Some("shop.test. IN DNSKEY 257 3 13 AAAA".into()),
+                    ..LifecycleFacts::default()
+                },
                 ..Facts::default()
             },
         );
@@ -688,7 +692,10 @@ mod tests {
         let withheld = row(
             State::AwaitingDs,
             Facts {
-                ds_line: Some(DS.into()),
+                lifecycle: LifecycleFacts {
+                    ds_line: Some(DS.into()),
+                    ..LifecycleFacts::default()
+                },
                 ..Facts::default()
             },
         );

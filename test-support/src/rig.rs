@@ -309,7 +309,8 @@ impl Rig {
     pub async fn poll_to_disable_deadline(&mut self) -> Timestamp {
         loop {
             let zone = self.store.zone(ZONE).await.unwrap().unwrap();
-            let deadline = disable_deadline(&zone.zone.facts, &self.policy).expect("a T_gone");
+            let deadline =
+                disable_deadline(&zone.zone.facts.lifecycle, &self.policy).expect("a T_gone");
             if zone.next_check_at >= deadline {
                 self.world.clock.set(deadline);
                 return deadline;
@@ -343,12 +344,12 @@ impl Rig {
         }
         // The DNSKEY form is the same instruction: shown exactly when the DS is.
         assert_eq!(
-            row.zone.facts.dnskey_to_enter.is_some(),
-            row.zone.facts.ds_to_enter.is_some(),
+            row.zone.facts.lifecycle.dnskey_to_enter.is_some(),
+            row.zone.facts.lifecycle.ds_to_enter.is_some(),
             "the DNSKEY form shown without its DS, or the DS without it: {:?}",
             row.zone.facts
         );
-        let mut shown: Vec<String> = row.zone.facts.ds_to_enter.into_iter().collect();
+        let mut shown: Vec<String> = row.zone.facts.lifecycle.ds_to_enter.into_iter().collect();
         // A DS told "to enter" follows one of these phrases (status, alerts); the DS
         // records named for removal, or as what the parent publishes, are not.
         const TO_ENTER: [&str; 3] = [

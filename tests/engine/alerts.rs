@@ -143,7 +143,7 @@ async fn hours(rig: &mut Rig, n: usize, step: Duration) {
 
 async fn ds_line(rig: &Rig) -> String {
     let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-    row.zone.facts.ds_line.expect("a DS line")
+    row.zone.facts.lifecycle.ds_line.expect("a DS line")
 }
 
 async fn open(rig: &Rig, kind: AlertKind) -> bool {

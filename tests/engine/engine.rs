@@ -153,7 +153,7 @@ async fn the_guard_refuses_before_the_ttl_has_passed() {
     // Jump the row straight to `disabling` with T_gone = now: a corrupted or buggy state.
     let row = rig.store.zone_for_step(ZONE).await.unwrap().unwrap();
     let mut facts = row.row.zone.facts.clone();
-    facts.t_gone = Some(rig.world.clock.now());
+    facts.lifecycle.t_gone = Some(rig.world.clock.now());
     let decision = dnssec_warden::lifecycle::Decision {
         state: Some(State::Disabling),
         facts,
@@ -198,7 +198,7 @@ async fn a_provider_failure_changes_no_state_and_backs_off() {
     }
     assert_eq!(rig.state().await, Some(State::AwaitingDs));
     let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-    assert!(row.zone.facts.failures >= 1);
+    assert!(row.zone.facts.health.failures >= 1);
     assert!(
         row.next_check_at < rig.world.clock.now().plus(Duration::from_secs(300)),
         "retried sooner than the poll interval"
@@ -509,7 +509,7 @@ async fn a_forged_no_ds_never_counts_as_gone() {
     }
     assert_eq!(rig.state().await, Some(State::AwaitingDsRemoval));
     let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-    assert_eq!(row.zone.facts.t_gone, None);
+    assert_eq!(row.zone.facts.lifecycle.t_gone, None);
     assert!(rig.world.dnssec_on());
     // The forger gone and the DS really removed: now it counts.
     rig.world.lock().parents[0].forged_absent = false;
@@ -541,7 +541,7 @@ async fn a_steady_poll_asks_the_provider_nothing_until_something_changes() {
     assert_eq!(rig.state().await, Some(State::Active));
     let row = rig.store.zone(ZONE).await.unwrap().unwrap();
     assert_eq!(
-        row.zone.facts.ds_to_enter, None,
+        row.zone.facts.lifecycle.ds_to_enter, None,
         "not confirmed by the provider: not shown"
     );
 
@@ -651,7 +651,7 @@ async fn a_settled_zone_is_watched_from_samples_and_drift_is_seen_at_the_next_po
                 row.zone.state
             );
         } else {
-            assert!(row.zone.facts.partial_since.is_some(), "{drift}");
+            assert!(row.zone.facts.health.partial_since.is_some(), "{drift}");
         }
     }
 }
@@ -777,7 +777,10 @@ async fn a_notify_is_sent_after_the_commit_and_never_before() {
     // The next look reads what came of it from the outbox.
     rig.run_for(2).await;
     let facts = rig.store.zone(ZONE).await.unwrap().unwrap().zone.facts;
-    let last = facts.cds_notified.expect("the last NOTIFY in the facts");
+    let last = facts
+        .parent_way
+        .cds_notified
+        .expect("the last NOTIFY in the facts");
     assert!(last.acknowledged, "{last:?}");
     let waiting = rig.waiting_for().await;
     assert!(
@@ -836,7 +839,12 @@ async fn a_notify_not_acknowledged_is_said_and_sent_again_at_the_next_look() {
     rig.run_for(3).await;
     assert_eq!(rig.world.notifies().len(), 4, "acknowledged: not again");
     let facts = rig.store.zone(ZONE).await.unwrap().unwrap().zone.facts;
-    assert!(facts.cds_notified.is_some_and(|n| n.acknowledged));
+    assert!(
+        facts
+            .parent_way
+            .cds_notified
+            .is_some_and(|n| n.acknowledged)
+    );
 }
 
 on_both_backends!(

@@ -375,7 +375,7 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
             let wanted = dnssec_warden::lifecycle::rules::cds_wanted(
                 row.zone.intent,
                 row.zone.state,
-                &row.zone.facts,
+                &row.zone.facts.lifecycle,
             );
             if (cds, cdnskey) != (wanted, wanted) {
                 let trail = trail(rig).await;
@@ -562,7 +562,7 @@ async fn settle(
                 .zone(ZONE)
                 .await
                 .unwrap()
-                .is_some_and(|r| r.zone.facts.registry_since.is_some());
+                .is_some_and(|r| r.zone.facts.parent_way.registry_since.is_some());
         if parent == ParentKind::Registry {
             let acted = rig.world.registry_scan(ttl);
             stuck_on_registry = if on_registry && !acted {
@@ -1037,8 +1037,8 @@ fn check_drift(
         if everywhere {
             let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
             // A state, an alert, or (a zone that decides nothing on it) the delegation.
-            let moved_away =
-                row.zone.facts.delegation != Some(dnssec_warden::dns::DelegationVerdict::Provider);
+            let moved_away = row.zone.facts.delegation.verdict
+                != Some(dnssec_warden::dns::DelegationVerdict::Provider);
             prop_assert!(
                 row.zone.state != Some(settled) || !open.is_empty() || moved_away,
                 "{drift:?}: seen, but the zone's word did not change"

@@ -218,8 +218,8 @@ impl MoveRig {
         let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
         let mut facts = read.row.zone.facts.clone();
         if shape.seeded {
-            facts.max_dnskey_ttl = Some(shape.dnskey_ttl[SOURCE]);
-            facts.max_ds_ttl = Some(shape.ds_ttl);
+            facts.lifecycle.max_dnskey_ttl = Some(shape.dnskey_ttl[SOURCE]);
+            facts.lifecycle.max_ds_ttl = Some(shape.ds_ttl);
         }
         let decision = Decision {
             state: Some(State::Active),
@@ -399,7 +399,7 @@ impl MoveRig {
         format!(
             "audit trail:\n{}\nheld by: {:?}\nworld:\n{}",
             events.join("\n"),
-            row.zone.facts.held_by,
+            row.zone.facts.wait.held_by,
             self.world.story()
         )
     }
@@ -615,7 +615,7 @@ fn done_waits_on_the_operator_and_is_alerted_when_it_lasts() {
             rig.poll().await;
         }
         let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-        let held = row.zone.facts.held_by.clone().unwrap();
+        let held = row.zone.facts.wait.held_by.clone().unwrap();
         let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
         eprintln!(
             "held_by: {held:?}\nopen alerts: {:?}",
@@ -645,7 +645,7 @@ fn an_account_that_cannot_be_asked_is_what_the_move_waits_on() {
         rig.world.lock().accounts[SOURCE].failures = 1_000;
         rig.unanswered_looks(1).await;
         let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-        let held = row.zone.facts.held_by.clone().unwrap();
+        let held = row.zone.facts.wait.held_by.clone().unwrap();
         assert_eq!(held.on.as_str(), "provider", "{held:?}");
         assert!(held.what.contains("provider a"), "{held:?}");
     });
@@ -665,7 +665,7 @@ fn a_registrar_that_never_acts_is_alerted() {
         eprintln!(
             "phase {:?} held_by {:?}",
             row.zone.facts.signed_move.as_ref().map(|m| m.phase),
-            row.zone.facts.held_by
+            row.zone.facts.wait.held_by
         );
         assert_eq!(rig.phase().await, Some(Phase::AwaitingBothDs));
         assert!(
@@ -705,7 +705,7 @@ fn a_roll_at_the_target_after_done_stays_alerted_once_the_source_is_deleted() {
         eprintln!(
             "after the deletion: move {:?}, held_by {:?}, alerts {:?}",
             row.zone.facts.signed_move.as_ref().map(|m| m.phase),
-            row.zone.facts.held_by,
+            row.zone.facts.wait.held_by,
             open.iter()
                 .map(|a| (a.kind, &a.message))
                 .collect::<Vec<_>>()
@@ -810,7 +810,7 @@ fn each_phase_names_the_account_its_provider_wait_is_on() {
             rig.tick().await.unwrap();
             rig.poll().await;
             let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-            let Some(held) = row.zone.facts.held_by.clone() else {
+            let Some(held) = row.zone.facts.wait.held_by.clone() else {
                 continue;
             };
             let Some(phase) = row.zone.facts.signed_move.as_ref().map(|m| m.phase) else {

@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use dnssec_warden::lifecycle::facts::LifecycleFacts;
 use dnssec_warden::lifecycle::{AuditNote, Decision, Facts, Intent, State, Timestamp};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{PermitAnswer, Provider};
@@ -63,8 +64,11 @@ async fn seed_active(db: &Path) {
     let active = Decision {
         state: Some(State::Active),
         facts: Facts {
-            max_dnskey_ttl: Some(60),
-            max_ds_ttl: Some(120),
+            lifecycle: LifecycleFacts {
+                max_dnskey_ttl: Some(60),
+                max_ds_ttl: Some(120),
+                ..LifecycleFacts::default()
+            },
             ..Facts::default()
         },
         effects: Vec::new(),

@@ -942,7 +942,7 @@ async fn a_wrong_server_id_changes_no_zone_and_is_one_condition() {
         after.last_observed_at > before.last_observed_at,
         "the zone was looked at"
     );
-    let held = format!("{:?}", after.zone.facts.held_by);
+    let held = format!("{:?}", after.zone.facts.wait.held_by);
     assert!(!held.contains("has no zone"), "{held}");
     let alerts = store.open_alerts(Some(ZONE)).await.unwrap();
     assert!(

@@ -115,8 +115,8 @@ impl<'a> Model<'a> {
         let look_at = input.zone.last_observed_at.map(ms);
         let waiting = input.zone.waiting(input.policy, None);
         let wait = current_wait(zone, input.policy, &waiting, now);
-        let hold = zone.facts.held_by.as_ref().map(|hold| Bar {
-            start: ms(zone.facts.held_since.unwrap_or(zone.since)).min(now),
+        let hold = zone.facts.wait.held_by.as_ref().map(|hold| Bar {
+            start: ms(zone.facts.wait.held_since.unwrap_or(zone.since)).min(now),
             end: None,
             label: format!("held: {} (on {})", hold.what, hold.on.as_str()),
             class: "tl-hold",
@@ -233,9 +233,9 @@ fn segments<'a>(zone: &Zone, kept: &'a [EventRow], now: i64) -> Vec<Segment<'a>>
 fn ds_marks(zone: &Zone, kept: &[EventRow]) -> Vec<Mark> {
     let f = &zone.facts;
     let mut marks: Vec<Mark> = [
-        (f.ds_first_seen_at, MarkKind::Everywhere),
-        (f.t_gone, MarkKind::Gone),
-        (f.ds_seen_at, MarkKind::LastSeen),
+        (f.lifecycle.ds_first_seen_at, MarkKind::Everywhere),
+        (f.lifecycle.t_gone, MarkKind::Gone),
+        (f.lifecycle.ds_seen_at, MarkKind::LastSeen),
     ]
     .into_iter()
     .filter_map(|(at, kind)| {
@@ -346,16 +346,24 @@ fn current_wait(zone: &Zone, policy: &Policy, waiting: &Waiting, now: i64) -> Op
     let f = &zone.facts;
     let until = waiting.until;
     let began = match zone.state {
-        Some(State::TtlWait) => f.t_gone,
-        Some(State::Enabling) if until.is_some() && until == f.hold_until => f.dnskey_everywhere_at,
-        Some(State::Enabling) if until.is_some() && until == delegation_hold_until(f, policy) => {
-            f.delegated_at
+        Some(State::TtlWait) => f.lifecycle.t_gone,
+        Some(State::Enabling) if until.is_some() && until == f.lifecycle.hold_until => {
+            f.lifecycle.dnskey_everywhere_at
         }
-        Some(State::AwaitingDs) => f.registry_since.or_else(|| ds_request_at(f)),
-        Some(State::AwaitingDsRemoval) if f.registry_since.is_some() && !f.moving_in => {
-            f.registry_since
+        Some(State::Enabling)
+            if until.is_some() && until == delegation_hold_until(&f.delegation, policy) =>
+        {
+            f.delegation.delegated_at
         }
-        Some(State::AwaitingDsRemoval) if !f.moving_in => Some(removal_request_at(f, zone.since)),
+        Some(State::AwaitingDs) => f.parent_way.registry_since.or_else(|| ds_request_at(f)),
+        Some(State::AwaitingDsRemoval)
+            if f.parent_way.registry_since.is_some() && !f.move_in.moving_in =>
+        {
+            f.parent_way.registry_since
+        }
+        Some(State::AwaitingDsRemoval) if !f.move_in.moving_in => {
+            Some(removal_request_at(&f.parent_way, zone.since))
+        }
         _ => None,
     };
     let end = until.map(ms);
@@ -375,20 +383,20 @@ fn ttl_waits(zone: &Zone, policy: &Policy) -> Vec<Bar> {
     let f = &zone.facts;
     [
         (
-            f.dnskey_everywhere_at,
-            f.hold_until,
+            f.lifecycle.dnskey_everywhere_at,
+            f.lifecycle.hold_until,
             "propagation hold (rule 4): every name server serves the key",
             "tl-ttl tl-ttl-propagation",
         ),
         (
-            f.delegated_at,
-            delegation_hold_until(f, policy),
+            f.delegation.delegated_at,
+            delegation_hold_until(&f.delegation, policy),
             "delegation hold (rule 9): the old NS TTL and margin",
             "tl-ttl tl-ttl-delegation",
         ),
         (
-            f.t_gone,
-            disable_deadline(f, policy),
+            f.lifecycle.t_gone,
+            disable_deadline(&f.lifecycle, policy),
             "disable wait (rule 2): T_gone + DS TTL + DNSKEY TTL + margin",
             "tl-ttl tl-ttl-disable",
         ),

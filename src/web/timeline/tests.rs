@@ -2,7 +2,8 @@ use super::layout::{Scale, ticks};
 use super::*;
 use crate::dns::{DsAnswer, Evidence, ParentView, ServerAnswer, UnknownReason};
 use crate::dnssec::DsLine;
-use crate::lifecycle::facts::{Hold, Party};
+use crate::lifecycle::facts::{LifecycleFacts, WaitFacts};
+use crate::lifecycle::hold::{Hold, Party};
 use crate::lifecycle::model::Zone;
 use crate::lifecycle::rules::disable_deadline;
 use crate::lifecycle::{Facts, Intent, State};
@@ -175,13 +176,16 @@ fn state_widths_are_in_proportion_to_durations() {
 /// in looks (rule 2): `T_gone` at `T0`, both TTLs an hour, the default margin an hour.
 fn in_ttl_wait() -> (ZoneRow, Vec<EventRow>, Timestamp) {
     let facts = Facts {
-        t_gone: Some(Timestamp(T0)),
-        gone_confirmed_at: Some(Timestamp(T0)),
-        max_ds_ttl: Some(3600),
-        max_dnskey_ttl: Some(3600),
+        lifecycle: LifecycleFacts {
+            t_gone: Some(Timestamp(T0)),
+            gone_confirmed_at: Some(Timestamp(T0)),
+            max_ds_ttl: Some(3600),
+            max_dnskey_ttl: Some(3600),
+            ..LifecycleFacts::default()
+        },
         ..Facts::default()
     };
-    let until = disable_deadline(&facts, &Policy::default()).unwrap();
+    let until = disable_deadline(&facts.lifecycle, &Policy::default()).unwrap();
     assert_eq!(until, Timestamp(T0 + 3 * HOUR));
     let events = vec![
         go(T0 - 2 * DAY, None, "active"),
@@ -258,7 +262,10 @@ fn text_from_the_rows_is_escaped() {
         Some(State::Active),
         T0,
         Facts {
-            held_by: Some(Hold::new(evil, Party::Provider)),
+            wait: WaitFacts {
+                held_by: Some(Hold::new(evil, Party::Provider)),
+                ..WaitFacts::default()
+            },
             ..Facts::default()
         },
     );
@@ -351,13 +358,18 @@ fn degenerate_histories_render() {
                 Some(State::TtlWait),
                 i64::MAX,
                 Facts {
-                    t_gone: Some(Timestamp(i64::MIN)),
-                    max_ds_ttl: Some(u32::MAX),
-                    hold_until: Some(Timestamp(i64::MAX)),
-                    dnskey_everywhere_at: Some(Timestamp(-1)),
-                    held_by: Some(Hold::new("x", Party::Ttl)),
-                    held_since: Some(Timestamp(i64::MAX)),
-                    ds_seen_at: Some(Timestamp(i64::MIN)),
+                    lifecycle: LifecycleFacts {
+                        t_gone: Some(Timestamp(i64::MIN)),
+                        max_ds_ttl: Some(u32::MAX),
+                        hold_until: Some(Timestamp(i64::MAX)),
+                        dnskey_everywhere_at: Some(Timestamp(-1)),
+                        ds_seen_at: Some(Timestamp(i64::MIN)),
+                        ..LifecycleFacts::default()
+                    },
+                    wait: WaitFacts {
+                        held_by: Some(Hold::new("x", Party::Ttl)),
+                        held_since: Some(Timestamp(i64::MAX)),
+                    },
                     ..Facts::default()
                 },
             ),
@@ -374,7 +386,10 @@ fn degenerate_histories_render() {
                 Some(State::AwaitingDs),
                 0,
                 Facts {
-                    ds_announced_at: Some(Timestamp(MAX_MS)),
+                    lifecycle: LifecycleFacts {
+                        ds_announced_at: Some(Timestamp(MAX_MS)),
+                        ..LifecycleFacts::default()
+                    },
                     ..Facts::default()
                 },
             ),
@@ -531,8 +546,11 @@ fn the_parent_rows_read_the_stored_observation() {
 #[test]
 fn ds_marks_come_from_the_facts_and_the_transitions_that_mean_them() {
     let facts = Facts {
-        t_gone: Some(Timestamp(T0 + 5 * HOUR)),
-        ds_seen_at: Some(Timestamp(T0 + 4 * HOUR)),
+        lifecycle: LifecycleFacts {
+            t_gone: Some(Timestamp(T0 + 5 * HOUR)),
+            ds_seen_at: Some(Timestamp(T0 + 4 * HOUR)),
+            ..LifecycleFacts::default()
+        },
         ..Facts::default()
     };
     let events = [
@@ -560,11 +578,13 @@ fn ds_marks_come_from_the_facts_and_the_transitions_that_mean_them() {
 #[test]
 fn a_hold_and_an_open_wait_run_to_now() {
     let facts = Facts {
-        held_by: Some(Hold::new(
-            "the provider's RRset listing fails",
-            Party::Provider,
-        )),
-        held_since: Some(Timestamp(T0 + HOUR)),
+        wait: WaitFacts {
+            held_by: Some(Hold::new(
+                "the provider's RRset listing fails",
+                Party::Provider,
+            )),
+            held_since: Some(Timestamp(T0 + HOUR)),
+        },
         ..Facts::default()
     };
     let zone = row(Some(State::Enabling), T0, facts);
@@ -750,15 +770,18 @@ fn renders_a_realistic_history() {
 
     // Mid-disable: in `ttl_wait` past its deadline (the daemon was down).
     let facts = Facts {
-        t_gone: Some(Timestamp(gone)),
-        gone_confirmed_at: Some(Timestamp(gone + 3 * HOUR)),
-        max_ds_ttl: Some(86_400),
-        max_dnskey_ttl: Some(3600),
-        ds_first_seen_at: Some(Timestamp(m(11 + 30 * 60))),
-        ds_announced_at: Some(Timestamp(m(11 + 2 * 60 + 5))),
-        ds_seen_at: Some(Timestamp(gone - 5 * MINUTE)),
-        dnskey_everywhere_at: Some(Timestamp(m(11 + 5))),
-        hold_until: Some(Timestamp(m(11 + 2 * 60 + 5))),
+        lifecycle: LifecycleFacts {
+            t_gone: Some(Timestamp(gone)),
+            gone_confirmed_at: Some(Timestamp(gone + 3 * HOUR)),
+            max_ds_ttl: Some(86_400),
+            max_dnskey_ttl: Some(3600),
+            ds_first_seen_at: Some(Timestamp(m(11 + 30 * 60))),
+            ds_announced_at: Some(Timestamp(m(11 + 2 * 60 + 5))),
+            ds_seen_at: Some(Timestamp(gone - 5 * MINUTE)),
+            dnskey_everywhere_at: Some(Timestamp(m(11 + 5))),
+            hold_until: Some(Timestamp(m(11 + 2 * 60 + 5))),
+            ..LifecycleFacts::default()
+        },
         ..Facts::default()
     };
     let mut mid = row(Some(State::TtlWait), gone, facts);
