@@ -2,7 +2,7 @@
 //! the printed address, user and password work, and nothing else of them is left behind.
 //!
 //! - in chromium (test-support/src/browser.rs): the one-time operator logs in, sees the
-//!   fleet with the demo's three zones (and by OCR), opens the zone that moved in and its
+//!   fleet with the demo's five zones (and by OCR), opens the zone that moved in and its
 //!   timeline, presses the switch on a zone the demo turned off and confirms: the intent
 //!   is recorded in the demo's database, the demo's engine acts on it, and the zone's DS
 //!   to enter shows with its copy button (the clipboard read back); Ctrl-C (SIGINT, by
@@ -25,7 +25,14 @@ use dnssec_warden_test_support::pdns::free_port;
 
 use super::web_browser::{copy, eventually, intent_events, listed, log_in};
 
-const ZONES: [&str; 3] = ["alpha.test.", "beta.test.", "gamma.test."];
+/// The demo's zones: act one's three, act two's two, as the fleet sorts them.
+const ZONES: [&str; 5] = [
+    "alpha.test.",
+    "beta.test.",
+    "delta.test.",
+    "echo.test.",
+    "gamma.test.",
+];
 /// The demo's story takes well under a minute (its own deadline is 55 s).
 const STORY: Duration = Duration::from_secs(120);
 const SHORT: Duration = Duration::from_secs(10);
@@ -219,14 +226,14 @@ async fn demo_keep_serves_the_console_to_a_browser_until_ctrl_c() {
     let who = b.text("header .who").await.unwrap();
     assert!(who.contains("demo (operator)"), "{who}");
 
-    // The fleet: the demo's three zones.
+    // The fleet: the demo's five zones.
     assert_eq!(listed(&b).await, ZONES);
     b.in_viewport(&["#zones"]).await.unwrap();
     let fleet = b.screenshot("demo-fleet").await.unwrap();
     screenshot_shows(&fleet.path, &ZONES).unwrap();
 
     // The zone that moved in: active, its page with its timeline.
-    let gamma = ZONES[2];
+    let gamma = "gamma.test.";
     b.submit(&format!("#zones a.zone[href=\"/zones/{gamma}\"]"))
         .await
         .unwrap();
@@ -240,7 +247,7 @@ async fn demo_keep_serves_the_console_to_a_browser_until_ctrl_c() {
     assert!(history.contains("awaiting_delegation"), "{history}");
 
     // The switch: the demo turned alpha off; the operator turns it on again, confirming.
-    let alpha = ZONES[0];
+    let alpha = "alpha.test.";
     let before = intent_events(config, alpha);
     b.goto(&format!("{base}/zones/{alpha}")).await.unwrap();
     assert_eq!(b.text("h1 .state").await.unwrap(), "disabled");
