@@ -141,8 +141,9 @@ fn stepped(
     } else {
         AlertCheck::firing(AlertKind::SignedMoveHeld, planned.alerts.join("; "))
     };
-    let stalled = match late_after(&planned.next, policy, move_policy) {
-        late if now.since(since) > late => AlertCheck::firing(
+    let (from, late) = late_from(&planned.next, since, policy, move_policy);
+    let stalled = match late {
+        late if now.since(from) > late => AlertCheck::firing(
             AlertKind::WaitStalled,
             format!(
                 "{}: the signed move has been in {} since {since}, waiting for {}{on_account}",
@@ -168,16 +169,31 @@ fn stepped(
     }
 }
 
-/// Rule 11: a wait that does not end by itself is said. A phase waiting on the registrar
-/// or the operator is late after `ds_overdue_after`; any other after its own hold and
-/// `observation_failing_after` (a hold that keeps restarting).
-fn late_after(mv: &Move, policy: &Policy, move_policy: &MovePolicy) -> std::time::Duration {
-    match mv.phase {
-        Phase::AwaitingBothDs
-        | Phase::AwaitingDelegation
-        | Phase::AwaitingOldDsRemoval
-        | Phase::Done => policy.ds_overdue_after,
-        _ => signed_move::phase_hold(mv, move_policy) + policy.observation_failing_after,
+/// Rule 11: a wait that does not end by itself is said: from when, and after how long. A
+/// phase waiting on the registrar or the operator is late after `ds_overdue_after` from
+/// its start; any other after its own hold and `observation_failing_after` (a hold that
+/// keeps restarting). A registrar's phase whose change the parent confirmed waits on its
+/// own hold from then, so that the DS TTL waited out after a timely registrar is not
+/// counted against the registrar.
+fn late_from(
+    mv: &Move,
+    since: Timestamp,
+    policy: &Policy,
+    move_policy: &MovePolicy,
+) -> (Timestamp, std::time::Duration) {
+    let own = || signed_move::phase_hold(mv, move_policy) + policy.observation_failing_after;
+    match (mv.phase, mv.confirmed_at) {
+        (Phase::AwaitingBothDs | Phase::AwaitingOldDsRemoval, Some(confirmed)) => {
+            (confirmed, own())
+        }
+        (
+            Phase::AwaitingBothDs
+            | Phase::AwaitingDelegation
+            | Phase::AwaitingOldDsRemoval
+            | Phase::Done,
+            _,
+        ) => (since, policy.ds_overdue_after),
+        _ => (since, own()),
     }
 }
 

@@ -176,6 +176,51 @@ fn a_phase_that_lasts_past_its_bound_is_said_and_not_before() {
     );
 }
 
+/// A registrar that acted in time is not said late while the daemon waits out the DS TTL
+/// after it: once the parent confirmed the change, the phase is late only after its own
+/// hold and `observation_failing_after` from the confirmation (found by the demo: a move
+/// whose DS TTL outlasted `ds_overdue_after` was alerted as stalled on the registrar).
+#[test]
+fn a_registrar_phase_confirmed_in_time_is_not_late_during_its_hold() {
+    let policy = Policy::default();
+    let move_policy = policy.move_policy();
+    for phase in [Phase::AwaitingBothDs, Phase::AwaitingOldDsRemoval] {
+        let mut mv = moving(phase);
+        mv.ttls.ds = 2 * 86_400;
+        let confirmed = T0.plus(policy.ds_overdue_after - Duration::from_secs(3600));
+        mv.confirmed_at = Some(confirmed);
+        mv.last_confirmed = Some(confirmed);
+        let mut zone = zone_in(&mv);
+        zone.facts.wait.held_by = Some(Hold::new("resolvers", Party::Ttl));
+        zone.facts.wait.held_since = Some(T0);
+        let seen = MoveSeen::Held {
+            why: "provider tgt: 503".into(),
+            on: Party::Provider,
+            account: Some("tgt".into()),
+        };
+        let past_overdue = T0.plus(policy.ds_overdue_after + Duration::from_secs(1));
+        assert_eq!(
+            firing(&run(&zone, &seen, past_overdue), AlertKind::WaitStalled),
+            None,
+            "{phase:?}: the registrar acted in time"
+        );
+        let bound =
+            super::signed_move::phase_hold(&mv, &move_policy) + policy.observation_failing_after;
+        assert_eq!(
+            firing(
+                &run(&zone, &seen, confirmed.plus(bound)),
+                AlertKind::WaitStalled
+            ),
+            None
+        );
+        let said = run(&zone, &seen, confirmed.plus(bound + Duration::from_secs(1)));
+        assert!(
+            firing(&said, AlertKind::WaitStalled).is_some(),
+            "{phase:?}: a hold that outlasts itself is said"
+        );
+    }
+}
+
 #[test]
 fn the_end_makes_the_zone_the_targets_with_the_moved_keys_ds() {
     let mv = moving(Phase::Done);
