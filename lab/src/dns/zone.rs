@@ -630,23 +630,7 @@ impl World {
                 Self::pdns_apex(&zone.name, key, &(apex.0)(&zone.name), &mut data);
             }
             if zone.cds_delete {
-                data.insert(
-                    RecordType::CDS,
-                    vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
-                        0,
-                        None,
-                        HDigest::from(0),
-                        vec![0],
-                    )))],
-                );
-                data.insert(
-                    RecordType::CDNSKEY,
-                    vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
-                        0,
-                        None,
-                        vec![0],
-                    )))],
-                );
+                insert_cds_delete(&mut data);
             }
             if let Some(cds) = zone.cds_at.get(&server).filter(|c| !c.is_empty()) {
                 data.insert(
@@ -688,23 +672,7 @@ impl World {
             }
         }
         if apex.delete {
-            data.insert(
-                RecordType::CDS,
-                vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
-                    0,
-                    None,
-                    HDigest::from(0),
-                    vec![0],
-                )))],
-            );
-            data.insert(
-                RecordType::CDNSKEY,
-                vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
-                    0,
-                    None,
-                    vec![0],
-                )))],
-            );
+            insert_cds_delete(data);
             return;
         }
         // The server publishes CDS/CDNSKEY only for the keys it signs with.
@@ -821,6 +789,27 @@ impl World {
             )))],
         )
     }
+}
+
+/// RFC 8078's "delete DNSSEC" sentinel as the apex's CDS and CDNSKEY sets.
+fn insert_cds_delete(data: &mut BTreeMap<RecordType, Vec<RData>>) {
+    data.insert(
+        RecordType::CDS,
+        vec![RData::DNSSEC(DNSSECRData::CDS(CDS::new(
+            0,
+            None,
+            HDigest::from(0),
+            vec![0],
+        )))],
+    );
+    data.insert(
+        RecordType::CDNSKEY,
+        vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+            0,
+            None,
+            vec![0],
+        )))],
+    );
 }
 
 #[cfg(test)]
