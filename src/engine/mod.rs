@@ -96,17 +96,33 @@ impl StopAt {
         })
     }
 
-    fn reached(&self, point: CrashPoint, zone: &str) {
+    /// Stops the process here, and returns only once it has been continued. A stop sent
+    /// with kill(2) reaches the other threads a moment after the call returns, long enough
+    /// for this task to begin its next transaction and be stopped inside it; so the task
+    /// waits for the SIGCONT that ends the stop (listened for before stopping).
+    async fn reached(&self, point: CrashPoint, zone: &str) {
         if point != self.point || self.zone.as_deref().is_some_and(|z| z != zone) {
             return;
         }
         if self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
+        use rustix::process::{Signal, getpid, kill_process};
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut continued = match signal(SignalKind::from_raw(Signal::CONT.as_raw())) {
+            Ok(continued) => continued,
+            Err(error) => {
+                tracing::error!(%error, "test hook: cannot listen for SIGCONT; not stopping");
+                return;
+            }
+        };
         tracing::warn!(zone, ?point, "test hook: stopping this process (SIGSTOP)");
-        let _ = std::process::Command::new("kill")
-            .args(["-STOP", &std::process::id().to_string()])
-            .status();
+        if let Err(error) = kill_process(getpid(), Signal::STOP) {
+            tracing::error!(%error, "test hook: SIGSTOP not sent");
+            return;
+        }
+        continued.recv().await;
+        tracing::warn!(zone, ?point, "test hook: continued (SIGCONT)");
     }
 }
 
@@ -730,7 +746,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
         log_decision(row, &decision);
         #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(CrashPoint::Committed, name)?;
+        self.crash_point(CrashPoint::Committed, name).await?;
         // Effects are added only by steps, and this zone's are not concurrent: with none
         // owed at the read and none decided now, there is nothing to perform.
         if read.pending_effects || !decision.effects.is_empty() {
@@ -772,7 +788,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         }
         log_provider_change(row, &observation.provider);
         #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(CrashPoint::Observed, name)?;
+        self.crash_point(CrashPoint::Observed, name).await?;
         let decision = step(&row.zone, &observation, &self.policy);
         let summary = summarize(&observation, self.provider.account(name).as_deref());
         Ok(Ok((decision, summary, observation.at)))
@@ -833,9 +849,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     }
 
     #[cfg(any(test, feature = "test-hooks"))]
-    fn crash_point(&self, point: CrashPoint, zone: &str) -> Result<(), EngineError> {
+    async fn crash_point(&self, point: CrashPoint, zone: &str) -> Result<(), EngineError> {
         if let Some(stop) = &self.stop_at {
-            stop.reached(point, zone);
+            stop.reached(point, zone).await;
         }
         match &self.crash {
             Some(hook) if hook(point) => Err(EngineError::Crashed(point)),
@@ -1141,7 +1157,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 }
             };
             #[cfg(any(test, feature = "test-hooks"))]
-            self.crash_point(CrashPoint::EffectPerformed, zone)?;
+            self.crash_point(CrashPoint::EffectPerformed, zone).await?;
             self.effect_ended_with(zone, &item, status, note, outcome.as_deref())
                 .await?;
         }

@@ -85,7 +85,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             self.settle_unknown_move_calls(name, mv, look).await?;
         }
         #[cfg(any(test, feature = "test-hooks"))]
-        self.crash_point(super::CrashPoint::Observed, name)?;
+        self.crash_point(super::CrashPoint::Observed, name).await?;
         let at = self.clock.now();
         let decision = moving::decide(
             &read.row.zone,
