@@ -56,7 +56,62 @@ cargo build --no-default-features --locked
 # providers, cli_web, e2e; each main.rs says what it covers): one test binary per file
 # was most of the build's link time, and the files of one group run beside each other.
 # One group or one file: `cargo test --test e2e`, `cargo test --test e2e e2e_knot::`.
-cargo test --workspace --lib --bins --tests --locked
+#
+# Built once by cargo, then run here in two lanes at once, as cargo would run each (from
+# its package's folder): the engine group's property tests keep both cores busy, the
+# other lane mostly waits on servers and timers. Each binary's output is printed whole
+# when both lanes are done, then one line per binary: its result and its time.
+artifacts=$(mktemp)
+logs=$(mktemp -d)
+trap 'rm -rf "$artifacts" "$logs"' EXIT
+cargo test --workspace --lib --bins --tests --locked --no-run \
+    --message-format=json-render-diagnostics >"$artifacts"
+python3 - "$artifacts" >"$logs/binaries" <<'PY'
+import json, os, sys
+for line in open(sys.argv[1]):
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable") \
+            and message["profile"]["test"]:
+        target = message["target"]
+        label = f"{target['name']}-{target['kind'][0]}"
+        print(label, os.path.dirname(message["manifest_path"]), message["executable"])
+PY
+run_binaries() {
+    local label dir exe start status
+    while read -r label dir exe; do
+        echo "tests/run.sh: $label started"
+        start=$(date +%s)
+        status=0
+        (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1 || status=$?
+        echo "$label $status $(($(date +%s) - start))" >>"$logs/results"
+        echo "tests/run.sh: $label finished (exit $status)"
+    done
+}
+# The end-to-end group last in its lane: by then the engine group is (nearly) done, and
+# its real daemons' timers do not share the cores with the property tests for long.
+{ grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
+engine_lane=$!
+{
+    grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true
+    grep '^e2e-test ' "$logs/binaries" || true
+} | run_binaries &
+other_lane=$!
+wait "$engine_lane" "$other_lane"
+failed=0
+while read -r label _ _; do
+    echo "==== $label"
+    cat "$logs/$label.log"
+done <"$logs/binaries"
+echo "==== tests/run.sh: each test binary's result and time"
+while read -r label status seconds; do
+    echo "$label: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (exit $status)") in $seconds s"
+    [[ $status -eq 0 ]] || failed=1
+done <"$logs/results"
+if [[ $(wc -l <"$logs/results") -ne $(wc -l <"$logs/binaries") ]]; then
+    echo "tests/run.sh: a test binary did not report" >&2
+    failed=1
+fi
+((failed == 0)) || exit 1
 cargo test --workspace --doc --locked
 # The Debian package: built, linted, installed, checked, purged (root only; it says so
 # and skips otherwise, and never touches a dnssec-warden it did not install). Packed from
