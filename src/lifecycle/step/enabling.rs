@@ -1,6 +1,7 @@
 //! The enable path: `enabling` (every name server serves the key, then the propagation
 //! hold), `awaiting_ds`, `ds_observed` (the chain of trust), and `active`, which watches
-//! its DS and its key. The DS line rules 8 and 9 allow showing.
+//! its DS and its key; `enterable_ds`, the DS line rules 8 and 9 allow showing (which
+//! `track` shows, and `awaiting_ds` asks the registrar with).
 
 use super::Run;
 use crate::dns::delegation::DelegationVerdict;
