@@ -147,6 +147,17 @@ fn the_scan_sees_an_import_upwards() {
 /// The files of `src/lifecycle/` (its tests left out) a file names by `super::NAME` or
 /// `crate::lifecycle::NAME` in its code.
 fn core_imports(text: &str, files: &[String]) -> Vec<String> {
+    imports_by(text, files, &["super::", "crate::lifecycle::"])
+}
+
+/// The same for a file inside a folder module of the core (`step/adopt.rs`), whose
+/// `super::` is its folder: the core's other files it names as `crate::lifecycle::NAME`
+/// or `super::super::NAME`.
+fn folder_imports(text: &str, files: &[String]) -> Vec<String> {
+    imports_by(text, files, &["super::super::", "crate::lifecycle::"])
+}
+
+fn imports_by(text: &str, files: &[String], prefixes: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
         let code = line.trim_start();
@@ -157,7 +168,7 @@ fn core_imports(text: &str, files: &[String]) -> Vec<String> {
             continue;
         }
         let code = code.split(" //").next().unwrap_or(code);
-        for prefix in ["super::", "crate::lifecycle::"] {
+        for prefix in prefixes {
             let mut rest = code;
             while let Some(at) = rest.find(prefix) {
                 let after = &rest[at + prefix.len()..];
@@ -192,11 +203,18 @@ fn core_imports(text: &str, files: &[String]) -> Vec<String> {
 #[test]
 fn the_core_has_no_import_circle() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lifecycle");
+    // A module is a file (`rules.rs`) or a folder (`step/`, its `mod.rs` and the files
+    // below it): one node, whose imports are all its files'.
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("src/lifecycle is readable")
         .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let stem = name.strip_suffix(".rs")?.to_string();
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            let stem = match name.strip_suffix(".rs") {
+                Some(stem) => stem.to_string(),
+                None if e.path().join("mod.rs").is_file() => name,
+                None => return None,
+            };
             (!stem.starts_with("tests") && stem != "mod").then_some(stem)
         })
         .collect();
@@ -204,12 +222,30 @@ fn the_core_has_no_import_circle() {
     let graph: BTreeMap<String, Vec<String>> = names
         .iter()
         .map(|n| {
-            let text = std::fs::read_to_string(dir.join(format!("{n}.rs")))
-                .expect("a source file is readable");
-            let deps = core_imports(&text, &names)
-                .into_iter()
-                .filter(|d| d != n)
-                .collect();
+            let folder = dir.join(n);
+            let mut deps = if folder.is_dir() {
+                let text = std::fs::read_to_string(folder.join("mod.rs"))
+                    .expect("a source file is readable");
+                let mut deps = core_imports(&text, &names);
+                let mut inner = Vec::new();
+                rust_files(&folder, &mut inner);
+                for file in inner {
+                    let file_name = file.file_name().and_then(|f| f.to_str()).unwrap_or("");
+                    if file_name == "mod.rs" || file_name.starts_with("tests") {
+                        continue;
+                    }
+                    let text = std::fs::read_to_string(&file).expect("a source file is readable");
+                    deps.extend(folder_imports(&text, &names));
+                }
+                deps
+            } else {
+                let text = std::fs::read_to_string(dir.join(format!("{n}.rs")))
+                    .expect("a source file is readable");
+                core_imports(&text, &names)
+            };
+            deps.sort();
+            deps.dedup();
+            deps.retain(|d| d != n);
             (n.clone(), deps)
         })
         .collect();
@@ -245,4 +281,13 @@ fn the_circle_scan_reads_grouped_imports() {
     let names = ["facts", "model", "state"].map(String::from);
     let text = "use super::{facts::Facts, model};\n// super::state in a comment\nfn f() { crate::lifecycle::state::x(); }\n";
     assert_eq!(core_imports(text, &names), ["facts", "model", "state"]);
+    // Inside a folder module, `super::` is the folder: only its `super::super::` names
+    // the core's files.
+    let inner =
+        "use super::Run;\nuse super::super::facts::Facts;\nuse crate::lifecycle::{model, state};\n";
+    assert_eq!(folder_imports(inner, &names), ["facts", "model", "state"]);
+    assert_eq!(
+        folder_imports("use super::state;\n", &names),
+        Vec::<String>::new()
+    );
 }
