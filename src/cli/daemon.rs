@@ -192,9 +192,12 @@ impl Prepared {
     }
 }
 
+/// What ended one configuration's run.
 enum Next {
     Stop,
     Reload(Box<Prepared>),
+    /// The engine's loop returned by itself.
+    Ended,
 }
 
 /// A SQLite file has one daemon: an exclusive lock on the database file itself, held for
@@ -365,6 +368,69 @@ fn reload(config: &Path, running: &Settings) -> Result<Prepared, PrepareError> {
 
 pub async fn run(config: &Path) -> Result<(), DaemonError> {
     let mut prepared = Prepared::load(config)?;
+    let (_lock, store, leases) = open_database(&prepared).await?;
+    let mut signals = Signals::install()?;
+    tracing::info!(config = %config.display(), database = %prepared.settings.database.describe(), "dnssec-warden starting");
+    prepared.log_warnings();
+    // Outside the reload loop: a new [metrics] address takes a restart.
+    let _metrics = match &prepared.settings.metrics {
+        Some(m) => {
+            Some(crate::metrics::serve(m.listen, store.clone(), Arc::new(SystemClock)).await?)
+        }
+        None => None,
+    };
+    // Outside the reload loop too: a reload re-reads its users file and certificate.
+    let web = match &prepared.settings.web {
+        Some(w) => Some(
+            crate::web::server::serve(
+                w,
+                store.clone(),
+                Arc::new(SystemClock),
+                &prepared.policy,
+                &prepared.settings.providers,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let mut ready = false;
+    loop {
+        match run_configuration(config, &prepared, &store, &mut signals, &mut ready).await? {
+            Next::Ended => return Ok(()),
+            Next::Stop => {
+                tracing::info!("stopping: the step in flight is finished");
+                if let Some(keeper) = leases {
+                    keeper.abort();
+                    match store.leave_cluster().await {
+                        Ok(n) => tracing::info!(zones = n, "handed the zone leases back"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not hand the leases back; they run out by themselves")
+                        }
+                    }
+                }
+                store.close().await;
+                return Ok(());
+            }
+            Next::Reload(new) => {
+                prepared = *new;
+                if let (Some(server), Some(settings)) = (&web, &prepared.settings.web)
+                    && let Err(error) =
+                        server.reload(settings, &prepared.policy, &prepared.settings.providers)
+                {
+                    tracing::error!(%error, "web console: reload failed; keeping its running users and certificate");
+                }
+                tracing::info!("configuration reloaded");
+                prepared.log_warnings();
+            }
+        }
+    }
+}
+
+/// The daemon's lock, its store checked at start, and (several daemons on PostgreSQL)
+/// the task keeping its zone leases, the first round taken before the first tick.
+async fn open_database(
+    prepared: &Prepared,
+) -> Result<(DaemonLock, Store, Option<tokio::task::JoinHandle<()>>), DaemonError> {
     let mut lock = lock(&prepared.settings.database).await?;
     let mut store = open_store(&prepared.settings).await?;
     if let Some(path) = prepared.settings.database.sqlite_path() {
@@ -393,129 +459,105 @@ pub async fn run(config: &Path) -> Result<(), DaemonError> {
         }
         None => None,
     };
-    let store = store;
-    let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
-    let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
-    tracing::info!(config = %config.display(), database = %prepared.settings.database.describe(), "dnssec-warden starting");
-    prepared.log_warnings();
-    // Outside the reload loop: a new [metrics] address takes a restart.
-    let _metrics = match &prepared.settings.metrics {
-        Some(m) => {
-            Some(crate::metrics::serve(m.listen, store.clone(), Arc::new(SystemClock)).await?)
-        }
-        None => None,
-    };
-    // Outside the reload loop too: a reload re-reads its users file and certificate.
-    let web = match &prepared.settings.web {
-        Some(w) => Some(
-            crate::web::server::serve(
-                w,
-                store.clone(),
-                Arc::new(SystemClock),
-                &prepared.policy,
-                &prepared.settings.providers,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    let mut ready = false;
-    loop {
-        // One zone listing for the engine and the zone keeper (per configuration: a
-        // reload may name another provider).
-        let listing = Arc::new(match prepared.settings.zones {
-            ZoneSelection::All => ZoneListing::watched(),
-            ZoneSelection::Names(_) => ZoneListing::default(),
-        });
-        let engine = prepared.engine(store.clone()).with_listing(listing.clone());
-        // Each sink's worker, for this configuration: a reload or a stop ends them.
-        let sink_workers = prepared.notifier.start(&store);
-        let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
-        if !ready {
-            systemd::ready();
-            ready = true;
-        }
-        let alerts = keep_daemon_alerts(
-            store.clone(),
-            prepared.notifier.clone(),
-            daemon_conditions(&prepared, &listing, &store),
-        );
-        let anchors = keep_trust_anchors_checked(prepared.observer.clone());
-        let conditions = tokio::spawn(async move {
-            tokio::join!(alerts, anchors);
-        });
-        let zones = tokio::spawn(keep_zones(
-            prepared.settings.zones.clone(),
-            store.clone(),
-            prepared.provider.clone(),
-            listing,
-            prepared.policy.clone(),
-        ));
-        let (stop, stopped) = watch::channel(false);
-        let running = engine.run(stopped, INTENT_POLL);
-        tokio::pin!(running);
-        // Until a stop, or a reload whose file passed every start-up check: a file that
-        // fails leaves the engine running undisturbed on what it had.
-        let next = loop {
-            tokio::select! {
-                result = &mut running => {
-                    zones.abort();
-                    conditions.abort();
-                    supervisor.abort();
-                    return result.map_err(DaemonError::from);
-                }
-                _ = term.recv() => break Next::Stop,
-                _ = int.recv() => break Next::Stop,
-                Some(()) = hup.recv() => match reload(config, &prepared.settings) {
-                    Ok(new) => break Next::Reload(Box::new(new)),
-                    Err(e) => tracing::error!(
-                        error = %e,
-                        "configuration reload failed; keeping the running configuration"
-                    ),
-                },
-            }
-        };
-        // Let the step in flight finish; no new one starts.
-        if matches!(next, Next::Stop) {
-            systemd::stopping();
-        }
-        let _ = stop.send(true);
-        let finished = running.await;
-        zones.abort();
-        conditions.abort();
-        supervisor.abort();
-        // What a sink was sending stays owed in its queue.
-        drop(sink_workers);
-        finished?;
-        match next {
-            Next::Stop => {
-                tracing::info!("stopping: the step in flight is finished");
-                if let Some(keeper) = leases {
-                    keeper.abort();
-                    match store.leave_cluster().await {
-                        Ok(n) => tracing::info!(zones = n, "handed the zone leases back"),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "could not hand the leases back; they run out by themselves")
-                        }
-                    }
-                }
-                store.close().await;
-                return Ok(());
-            }
-            Next::Reload(new) => {
-                prepared = *new;
-                if let (Some(server), Some(settings)) = (&web, &prepared.settings.web)
-                    && let Err(error) =
-                        server.reload(settings, &prepared.policy, &prepared.settings.providers)
-                {
-                    tracing::error!(%error, "web console: reload failed; keeping its running users and certificate");
-                }
-                tracing::info!("configuration reloaded");
-                prepared.log_warnings();
-            }
-        }
+    Ok((lock, store, leases))
+}
+
+/// The signals the daemon answers: SIGTERM and SIGINT stop it, SIGHUP reloads its file.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Self, DaemonError> {
+        Ok(Self {
+            term: signal(SignalKind::terminate()).map_err(DaemonError::Signal)?,
+            int: signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?,
+            hup: signal(SignalKind::hangup()).map_err(DaemonError::Signal)?,
+        })
     }
+}
+
+/// One configuration's run: the engine and what runs beside it (the sinks' workers, the
+/// watchdog's supervisor, the daemon-wide conditions, the zone keeper), until a stop, a
+/// reload, or the engine's own end. `ready` is told to systemd once, at the first
+/// configuration.
+async fn run_configuration(
+    config: &Path,
+    prepared: &Prepared,
+    store: &Store,
+    signals: &mut Signals,
+    ready: &mut bool,
+) -> Result<Next, DaemonError> {
+    // One zone listing for the engine and the zone keeper (per configuration: a
+    // reload may name another provider).
+    let listing = Arc::new(match prepared.settings.zones {
+        ZoneSelection::All => ZoneListing::watched(),
+        ZoneSelection::Names(_) => ZoneListing::default(),
+    });
+    let engine = prepared.engine(store.clone()).with_listing(listing.clone());
+    // Each sink's worker, for this configuration: a reload or a stop ends them.
+    let sink_workers = prepared.notifier.start(store);
+    let supervisor = tokio::spawn(supervise(engine.heartbeat(), store.clone()));
+    if !*ready {
+        systemd::ready();
+        *ready = true;
+    }
+    let alerts = keep_daemon_alerts(
+        store.clone(),
+        prepared.notifier.clone(),
+        daemon_conditions(prepared, &listing, store),
+    );
+    let anchors = keep_trust_anchors_checked(prepared.observer.clone());
+    let conditions = tokio::spawn(async move {
+        tokio::join!(alerts, anchors);
+    });
+    let zones = tokio::spawn(keep_zones(
+        prepared.settings.zones.clone(),
+        store.clone(),
+        prepared.provider.clone(),
+        listing,
+        prepared.policy.clone(),
+    ));
+    let (stop, stopped) = watch::channel(false);
+    let running = engine.run(stopped, INTENT_POLL);
+    tokio::pin!(running);
+    // Until a stop, or a reload whose file passed every start-up check: a file that
+    // fails leaves the engine running undisturbed on what it had.
+    let next = loop {
+        tokio::select! {
+            result = &mut running => {
+                zones.abort();
+                conditions.abort();
+                supervisor.abort();
+                result?;
+                return Ok(Next::Ended);
+            }
+            _ = signals.term.recv() => break Next::Stop,
+            _ = signals.int.recv() => break Next::Stop,
+            Some(()) = signals.hup.recv() => match reload(config, &prepared.settings) {
+                Ok(new) => break Next::Reload(Box::new(new)),
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "configuration reload failed; keeping the running configuration"
+                ),
+            },
+        }
+    };
+    // Let the step in flight finish; no new one starts.
+    if matches!(next, Next::Stop) {
+        systemd::stopping();
+    }
+    let _ = stop.send(true);
+    let finished = running.await;
+    zones.abort();
+    conditions.abort();
+    supervisor.abort();
+    // What a sink was sending stays owed in its queue.
+    drop(sink_workers);
+    finished?;
+    Ok(next)
 }
 
 /// A daemon-wide condition as `keep_daemon_alerts` writes it.

@@ -4,10 +4,14 @@
 use serde::Serialize;
 
 use crate::dns::delegation::{self, DelegationVerdict};
-use crate::dns::{DnskeyAnswer, Observer, ValidationVerdict, combine_validation};
+use crate::dns::{
+    ChildView, DnskeyAnswer, DsyncView, ObserveError, Observer, ParentView, ValidationVerdict,
+    combine_validation,
+};
 use crate::dnssec::DnssecKey;
 use crate::dnssec::DsLine;
 use crate::lifecycle::model::served_fingerprint;
+use crate::lifecycle::parent_way::ParentPath;
 use crate::lifecycle::rules::Look;
 use crate::lifecycle::sample::Sample;
 use crate::lifecycle::{CdsSetting, Clock, Observation, Policy, ProviderView, State, Zone};
@@ -29,6 +33,84 @@ pub(super) async fn observe<P: Provider, O: Observer>(
 ) -> Observation {
     let name = zone.name.as_str();
     let look = Look::at(zone, clock.now());
+    // A settled zone seen in the paged listing asks the provider nothing when nothing
+    // changed (provider calls per steady poll near zero); it is asked below
+    // only when the listing's flag or the served key set says something did.
+    let listed = listed.filter(|_| look.settled);
+    let asked = ask(
+        provider,
+        observer,
+        name,
+        &look,
+        listed.is_some(),
+        unknown_calls,
+    )
+    .await;
+    let unchanged = listed.and_then(|z| {
+        unchanged_view(
+            zone,
+            z,
+            asked.parent.as_ref().ok(),
+            asked.child.as_ref().ok(),
+        )
+    });
+    let provider_asked = unchanged.is_none();
+    let provider_view = provider_view(provider, name, unchanged, asked.dnssec).await;
+    let provider_ns = provider_ns(
+        provider,
+        zone,
+        look.settled,
+        asked.name_servers,
+        &asked.parent,
+    )
+    .await;
+    let (zone_max_ttl, zone_ttl_error) = ttl_read(asked.rrsets);
+    let ds_path = ds_path(observer, asked.dsync.as_ref(), &asked.parent, policy).await;
+    Observation {
+        // Taken after the answers: a "gone" seen now was true no later than now.
+        at: clock.now(),
+        provider: provider_view,
+        zone_max_ttl,
+        zone_ttl_error,
+        provider_ns,
+        provider_asked,
+        parent: asked.parent.map_err(|e| e.to_string()),
+        child: asked.child.map_err(|e| e.to_string()),
+        validation: asked.validation,
+        // Filled in by the engine from the outbox.
+        registrar_hook_failed: None,
+        cds: asked.cds,
+        ds_path,
+        cds_notify: None,
+        delegation: Default::default(),
+    }
+    .assessed()
+}
+
+/// What one look asks at once: the provider's answers (`None`: not asked at this look)
+/// and the public DNS's.
+struct Asked {
+    dnssec: Option<Result<DnssecKey, ProviderError>>,
+    rrsets: Option<Result<Option<u32>, ProviderError>>,
+    name_servers: Option<Result<HostedZone, ProviderError>>,
+    parent: Result<ParentView, ObserveError>,
+    child: Result<ChildView, ObserveError>,
+    validation: ValidationVerdict,
+    cds: CdsSetting,
+    dsync: Option<Result<DsyncView, ObserveError>>,
+}
+
+/// Asks, concurrently, what `look` says this look needs. `listed`: the zone's flag is at
+/// hand from the listing, so its DNSSEC key is asked only if the answers disagree with
+/// what is remembered (then by [`provider_view`]).
+async fn ask<P: Provider, O: Observer>(
+    provider: &P,
+    observer: &O,
+    name: &str,
+    look: &Look,
+    listed: bool,
+    unknown_calls: bool,
+) -> Asked {
     let parent_view = async {
         if look.validated_parent {
             observer.parent_validated(name).await
@@ -46,10 +128,8 @@ pub(super) async fn observe<P: Provider, O: Observer>(
     // The provider's name servers (safety rule 9): asked at every look at a zone that
     // waits or is not delegated to them; a steady zone delegated to them uses the set
     // remembered, and asks again only when the parent disagrees with it.
-    let remembered = zone.facts.delegation.provider_ns.clone();
-    let settled = look.settled;
     let name_servers = async {
-        if settled {
+        if look.settled {
             None
         } else {
             Some(provider.zone(name).await)
@@ -62,12 +142,8 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             ValidationVerdict::Unknown
         }
     };
-    // A settled zone seen in the paged listing asks the provider nothing when nothing
-    // changed (provider calls per steady poll near zero); it is asked below
-    // only when the listing's flag or the served key set says something did.
-    let listed = listed.filter(|_| settled);
     let dnssec = async {
-        if listed.is_some() {
+        if listed {
             None
         } else {
             Some(provider.dnssec_key(name).await)
@@ -105,35 +181,70 @@ pub(super) async fn observe<P: Provider, O: Observer>(
         cds,
         dsync
     );
-    let unchanged =
-        listed.and_then(|z| unchanged_view(zone, z, parent.as_ref().ok(), child.as_ref().ok()));
-    let provider_asked = unchanged.is_none();
-    let dnssec = match (unchanged, dnssec) {
-        (Some(view), _) => Ok(view),
-        (None, Some(asked)) => Err(asked),
-        (None, None) => Err(provider.dnssec_key(name).await),
+    Asked {
+        dnssec,
+        rrsets,
+        name_servers,
+        parent,
+        child,
+        validation,
+        cds,
+        dsync,
+    }
+}
+
+/// What the provider says of the zone's DNSSEC: the listing's word where the answers
+/// agree with what is remembered (`unchanged`), else the key asked at the look, else
+/// asked now.
+async fn provider_view<P: Provider>(
+    provider: &P,
+    name: &str,
+    unchanged: Option<ProviderView>,
+    asked: Option<Result<DnssecKey, ProviderError>>,
+) -> ProviderView {
+    let key = match (unchanged, asked) {
+        (Some(view), _) => return view,
+        (None, Some(asked)) => asked,
+        (None, None) => provider.dnssec_key(name).await,
     };
-    let mut provider_ns = match name_servers {
+    match key {
+        Ok(key) => ProviderView::On(Box::new(key)),
+        Err(ProviderError::DnssecDisabled) => ProviderView::Off,
+        Err(ProviderError::NotFound(_)) => ProviderView::Missing,
+        Err(e) => ProviderView::Unknown(e.to_string()),
+    }
+}
+
+/// The provider's name servers: as asked at the look, else the set remembered; a
+/// settled zone whose parent does not delegate to that set asks the provider again.
+async fn provider_ns<P: Provider>(
+    provider: &P,
+    zone: &Zone,
+    settled: bool,
+    asked: Option<Result<HostedZone, ProviderError>>,
+    parent: &Result<ParentView, ObserveError>,
+) -> Option<Vec<String>> {
+    let remembered = zone.facts.delegation.provider_ns.clone();
+    let mut provider_ns = match asked {
         Some(Ok(z)) => z.name_servers.or(remembered),
         _ => remembered,
     };
     if settled
-        && let Ok(view) = &parent
+        && let Ok(view) = parent
         && delegation::assess(&view.delegations, provider_ns.as_deref()).verdict
             != DelegationVerdict::Provider
-        && let Ok(z) = provider.zone(name).await
+        && let Ok(z) = provider.zone(zone.name.as_str()).await
         && let Some(ns) = z.name_servers
     {
         provider_ns = Some(ns);
     }
-    let provider = match dnssec {
-        Ok(view) => view,
-        Err(Ok(key)) => ProviderView::On(Box::new(key)),
-        Err(Err(ProviderError::DnssecDisabled)) => ProviderView::Off,
-        Err(Err(ProviderError::NotFound(_))) => ProviderView::Missing,
-        Err(Err(e)) => ProviderView::Unknown(e.to_string()),
-    };
-    let (zone_max_ttl, zone_ttl_error) = match rrsets {
+    provider_ns
+}
+
+/// The zone's largest TTL from the provider's RRset listing, or why it is not known
+/// (`None, None`: not asked at this look).
+fn ttl_read(rrsets: Option<Result<Option<u32>, ProviderError>>) -> (Option<u32>, Option<String>) {
+    match rrsets {
         None => (None, None),
         Some(Ok(Some(ttl))) => (Some(ttl), None),
         Some(Ok(None)) => (
@@ -144,9 +255,18 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             None,
             Some(format!("the provider's RRset listing failed: {e}")),
         ),
-    };
-    // The parent's name: the DSYNC lookup's, else the DS look's.
-    let ds_path = match (&dsync, &parent) {
+    }
+}
+
+/// The parent's way for a DS, where this look asked for its DSYNC. The parent's name:
+/// the DSYNC lookup's, else the DS look's.
+async fn ds_path<O: Observer>(
+    observer: &O,
+    dsync: Option<&Result<DsyncView, ObserveError>>,
+    parent: &Result<ParentView, ObserveError>,
+    policy: &Policy,
+) -> Option<ParentPath> {
+    match (dsync, parent) {
         (Some(Ok(view)), _) => {
             Some(resolve_path(observer, &view.parent, Ok(view), &policy.parents).await)
         }
@@ -154,26 +274,7 @@ pub(super) async fn observe<P: Provider, O: Observer>(
             Some(resolve_path(observer, &p.parent, Err(e), &policy.parents).await)
         }
         _ => None,
-    };
-    Observation {
-        // Taken after the answers: a "gone" seen now was true no later than now.
-        at: clock.now(),
-        provider,
-        zone_max_ttl,
-        zone_ttl_error,
-        provider_ns,
-        provider_asked,
-        parent: parent.map_err(|e| e.to_string()),
-        child: child.map_err(|e| e.to_string()),
-        validation,
-        // Filled in by the engine from the outbox.
-        registrar_hook_failed: None,
-        cds,
-        ds_path,
-        cds_notify: None,
-        delegation: Default::default(),
     }
-    .assessed()
 }
 
 /// A settled zone's sampled look (DESIGN.md section 4): the listing's flag, and the

@@ -2,33 +2,31 @@
 //!
 //! One private path, [`GcoreClient::call`], carries every request: it adds the
 //! `Authorization` header, retries what is worth retrying, renews bearer tokens once on a
-//! 401, and turns statuses into [`ProviderError`]s.
+//! 401 (the authorization and its tokens: `super::auth`), and turns statuses into
+//! [`ProviderError`]s.
 //!
 //! Hardening, in the HTTP layer every client shares (`provider::http`):
 //! redirects are never followed; a `Retry-After` holds every call of the client (all
 //! zones) until it has passed; no answer body is read beyond [`MAX_BODY_BYTES`]; every
 //! request says `Accept: application/json`.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 use url::Url;
 
+use super::auth::{Auth, AuthBackoff};
 use super::settings::{Credentials, ProviderSettings};
 use super::types::{CreatedZone, NewZone, ParentDsHint, ProviderZone, RawDnssec, Rrset, RrsetBody};
-use crate::alert_kind::AlertKind;
 use crate::condition::Condition;
 use crate::dnssec::DnssecKey;
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
-    ACCOUNT_REFUSED, Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError,
-    SendPermit,
+    Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit,
 };
 use crate::retry::RetryPolicy;
 use crate::secret::{Secret, redact};
@@ -41,126 +39,14 @@ pub const PAGE_LIMIT: usize = 100;
 pub const MAX_PAGES: usize = 10_000;
 /// The longest one listing pages on.
 pub const PAGED_BUDGET: Duration = Duration::from_secs(600);
-/// The login endpoint allows at most this many requests per second (DESIGN.md section 7).
-pub const LOGINS_PER_SECOND: usize = 5;
-/// The first wait after the provider refuses the account's credentials; each refusal in
-/// a row doubles it, up to [`AUTH_BACKOFF_CEILING`].
-pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_secs(1);
-/// The longest wait between two tries of refused credentials: a revoked account is asked
-/// a few times an hour, never at the login limit (an account lockout waiting to happen).
-pub const AUTH_BACKOFF_CEILING: Duration = Duration::from_secs(600);
 /// Longest body excerpt an error carries.
 const EXCERPT_CHARS: usize = 160;
 pub struct GcoreClient {
     http: Http,
     base: Url,
-    auth: Auth,
+    pub(super) auth: Auth,
     /// While the provider refuses the account's credentials, calls wait.
-    backoff: AuthBackoff,
-}
-
-/// Backing off after the provider refused the account's credentials (401 after renewal,
-/// a refused login): every call fails at once, unsent, until the wait is over; the next
-/// refusal doubles the wait (calls in flight together count once), any answer that
-/// accepts the credentials ends it. Said as the daemon-wide `provider_auth_failing`.
-struct AuthBackoff {
-    state: std::sync::Mutex<BackoffState>,
-    refused: Arc<Condition>,
-}
-
-#[derive(Default)]
-struct BackoffState {
-    failures: u32,
-    /// Until when calls wait (the monotonic clock, and the wall clock to say it).
-    until: Option<(Instant, SystemTime)>,
-    cause: String,
-}
-
-impl AuthBackoff {
-    fn new() -> Self {
-        Self {
-            state: std::sync::Mutex::default(),
-            refused: Arc::new(Condition::new(AlertKind::ProviderAuthFailing)),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BackoffState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// An error, without a request, while backing off.
-    fn gate(&self) -> Result<(), ProviderError> {
-        let state = self.lock();
-        match state.until {
-            Some((at, until)) if at > Instant::now() => Err(ProviderError::AuthBackoff {
-                until,
-                cause: state.cause.clone(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    fn refused(&self, cause: &str) {
-        let mut state = self.lock();
-        let now = Instant::now();
-        if state.until.is_some_and(|(at, _)| at > now) {
-            return;
-        }
-        state.failures = state.failures.saturating_add(1);
-        let doublings = state.failures.saturating_sub(1).min(20);
-        let wait = AUTH_BACKOFF_FIRST
-            .saturating_mul(1 << doublings)
-            .min(AUTH_BACKOFF_CEILING);
-        state.until = Some((now + wait, SystemTime::now() + wait));
-        state.cause = cause.to_string();
-        drop(state);
-        self.refused.holds(format!(
-            "{ACCOUNT_REFUSED} ({cause}): provider calls back off, from {} s doubling to {} min \
-             between tries; check the account and its credentials in [provider]",
-            AUTH_BACKOFF_FIRST.as_secs(),
-            AUTH_BACKOFF_CEILING.as_secs() / 60
-        ));
-    }
-
-    fn accepted(&self) {
-        {
-            let mut state = self.lock();
-            if state.failures > 0 {
-                *state = BackoffState::default();
-            }
-        }
-        self.refused.clear();
-    }
-}
-
-enum Auth {
-    ApiKey(Secret),
-    Login(LoginAuth),
-}
-
-struct LoginAuth {
-    username: String,
-    password: Secret,
-    tokens: Mutex<Tokens>,
-    limiter: LoginLimiter,
-}
-
-/// The current token pair; `generation` grows with every renewal so that concurrent
-/// requests hit by the same expiry renew once, not once each.
-#[derive(Default)]
-struct Tokens {
-    access: Option<Secret>,
-    refresh: Option<Secret>,
-    generation: u64,
-}
-
-/// A login or refresh answer. A refresh answer may carry `access` alone (the provider's
-/// SDK allows it): the refresh token in hand then stays.
-#[derive(Deserialize)]
-struct TokenPair {
-    access: String,
-    #[serde(default)]
-    refresh: Option<String>,
+    pub(super) backoff: AuthBackoff,
 }
 
 /// One page of a listing: the entries read, how many the page had, `total_amount`, and
@@ -212,19 +98,10 @@ impl GcoreClient {
         request_timeout: Duration,
     ) -> Result<Self, ProviderError> {
         let http = Http::new(retry, request_timeout)?;
-        let auth = match credentials {
-            Credentials::ApiKey(key) => Auth::ApiKey(key),
-            Credentials::Login { username, password } => Auth::Login(LoginAuth {
-                username,
-                password,
-                tokens: Mutex::new(Tokens::default()),
-                limiter: LoginLimiter::default(),
-            }),
-        };
         Ok(Self {
             http,
             base,
-            auth,
+            auth: Auth::new(credentials),
             backoff: AuthBackoff::new(),
         })
     }
@@ -559,7 +436,7 @@ impl GcoreClient {
 
     /// Sends one request through the shared HTTP layer ([`Http::send`]: retries, the
     /// `Retry-After` hold, the caller's permission), with this API's `Authorization`.
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: &Method,
         url: &Url,
@@ -585,7 +462,11 @@ impl GcoreClient {
         self.check_with(reply, &self.secrets())
     }
 
-    fn check_with(&self, reply: Reply, secrets: &[String]) -> Result<bytes::Bytes, ProviderError> {
+    pub(super) fn check_with(
+        &self,
+        reply: Reply,
+        secrets: &[String],
+    ) -> Result<bytes::Bytes, ProviderError> {
         let status = reply.status.as_u16();
         if reply.status.is_success() {
             if reply.truncated {
@@ -610,102 +491,7 @@ impl GcoreClient {
         Err(reply.status_error(message))
     }
 
-    /// The `Authorization` value for the next request, logging in first if needed.
-    async fn authorization(&self) -> Result<(Secret, u64), ProviderError> {
-        match &self.auth {
-            Auth::ApiKey(key) => Ok((Secret::new(format!("APIKey {}", key.expose())), 0)),
-            Auth::Login(login) => {
-                let mut tokens = login.tokens.lock().await;
-                if tokens.access.is_none() {
-                    // Another call's refusal while this one waited for the tokens.
-                    self.backoff.gate()?;
-                    self.login(login, &mut tokens).await?;
-                }
-                Ok(bearer(&tokens))
-            }
-        }
-    }
-
-    /// After a 401: refresh once; if that fails, log in again.
-    async fn renew(&self, login: &LoginAuth, seen: u64) -> Result<(Secret, u64), ProviderError> {
-        let mut tokens = login.tokens.lock().await;
-        if tokens.generation != seen && tokens.access.is_some() {
-            // Another request renewed while this one waited.
-            return Ok(bearer(&tokens));
-        }
-        // Another request's renewal was refused while this one waited.
-        self.backoff.gate()?;
-        if let Some(refresh) = tokens.refresh.take() {
-            let body = serde_json::json!({ "refresh": refresh.expose() });
-            let url = self.url(&["iam", "auth", "jwt", "refresh"], &[], &[])?;
-            match self
-                .send(&Method::POST, &url, Some(&body), None, None, None)
-                .await
-            {
-                Ok(reply) if reply.status.is_success() => {
-                    let secrets = self.secrets_with(&tokens, Some(&refresh));
-                    match self
-                        .check_with(reply, &secrets)
-                        .and_then(|body| token_pair(&body))
-                    {
-                        Ok(pair) => {
-                            store(&mut tokens, pair, Some(refresh));
-                            return Ok(bearer(&tokens));
-                        }
-                        Err(err) => tracing::debug!(
-                            error = %err,
-                            "cannot read the token refresh answer; logging in again"
-                        ),
-                    }
-                }
-                Ok(reply) => {
-                    tracing::debug!(
-                        status = reply.status.as_u16(),
-                        "token refresh refused; logging in again"
-                    );
-                }
-                Err(err) => tracing::debug!(error = %err, "token refresh failed; logging in again"),
-            }
-        }
-        self.login(login, &mut tokens).await?;
-        Ok(bearer(&tokens))
-    }
-
-    async fn login(&self, login: &LoginAuth, tokens: &mut Tokens) -> Result<(), ProviderError> {
-        login.limiter.acquire().await;
-        // Within an episode of refusals, `provider_auth_failing` says it once.
-        if self.backoff.refused.holding() {
-            tracing::debug!("logging in to the provider");
-        } else {
-            tracing::info!("logging in to the provider");
-        }
-        let body = serde_json::json!({
-            "username": login.username,
-            "password": login.password.expose(),
-        });
-        let url = self.url(&["iam", "auth", "jwt", "login"], &[], &[])?;
-        let reply = self
-            .send(&Method::POST, &url, Some(&body), None, None, None)
-            .await?;
-        let secrets = self.secrets_with(tokens, None);
-        match reply.status.as_u16() {
-            400 | 401 | 403 => {
-                tokens.access = None;
-                tokens.refresh = None;
-                Err(ProviderError::LoginFailed(error_message(
-                    &reply.body,
-                    &secrets,
-                )))
-            }
-            _ => {
-                let body = self.check_with(reply, &secrets)?;
-                store(tokens, token_pair(&body)?, None);
-                Ok(())
-            }
-        }
-    }
-
-    fn url(
+    pub(super) fn url(
         &self,
         prefix: &[&str],
         segments: &[&str],
@@ -725,38 +511,6 @@ impl GcoreClient {
                 .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
         Ok(url)
-    }
-
-    /// [`Self::secrets`] while the token lock is held (where `try_lock` would miss them),
-    /// with a refresh token taken out of `tokens`.
-    fn secrets_with(&self, tokens: &Tokens, taken: Option<&Secret>) -> Vec<String> {
-        let mut all = match &self.auth {
-            Auth::ApiKey(key) => vec![key.expose().to_string()],
-            Auth::Login(login) => vec![login.password.expose().to_string()],
-        };
-        all.extend(
-            [&tokens.access, &tokens.refresh]
-                .into_iter()
-                .flatten()
-                .chain(taken)
-                .map(|s| s.expose().to_string()),
-        );
-        all
-    }
-
-    /// Everything that must never appear in an error or a log line.
-    fn secrets(&self) -> Vec<String> {
-        match &self.auth {
-            Auth::ApiKey(key) => vec![key.expose().to_string()],
-            Auth::Login(login) => {
-                let mut all = vec![login.password.expose().to_string()];
-                if let Ok(tokens) = login.tokens.try_lock() {
-                    all.extend(tokens.access.iter().map(|s| s.expose().to_string()));
-                    all.extend(tokens.refresh.iter().map(|s| s.expose().to_string()));
-                }
-                all
-            }
-        }
     }
 }
 
@@ -792,27 +546,6 @@ impl Provider for GcoreClient {
         let sets = GcoreClient::list_rrsets(self, zone).await?;
         Ok(Rrset::largest_ttl(&sets))
     }
-}
-
-/// Keeps a new pair; without a new refresh token, `kept` (the one just used) stays.
-fn store(tokens: &mut Tokens, pair: TokenPair, kept: Option<Secret>) {
-    tokens.access = Some(Secret::new(pair.access));
-    tokens.refresh = pair.refresh.map(Secret::new).or(kept);
-    tokens.generation += 1;
-}
-
-/// A login or refresh answer. Its body holds tokens, so a failure carries no excerpt and
-/// no serde text (which may quote a value), only where reading stopped.
-fn token_pair(body: &[u8]) -> Result<TokenPair, ProviderError> {
-    serde_json::from_slice::<TokenPair>(body).map_err(|e| ProviderError::Decode {
-        what: format!(
-            "the token answer is not {{\"access\", \"refresh\"}} ({:?} at line {} column {})",
-            e.classify(),
-            e.line(),
-            e.column()
-        ),
-        excerpt: "[withheld: token answer]".into(),
-    })
 }
 
 /// Follows `offset` page by page, the offset moving by the entries, kept or not.
@@ -926,11 +659,6 @@ fn digest(body: &[u8]) -> u64 {
     hasher.finish()
 }
 
-fn bearer(tokens: &Tokens) -> (Secret, u64) {
-    let access = tokens.access.as_ref().map(Secret::expose).unwrap_or("");
-    (Secret::new(format!("Bearer {access}")), tokens.generation)
-}
-
 /// The provider names zones and RRsets without the trailing dot.
 fn api_name(name: &str) -> &str {
     name.strip_suffix('.').unwrap_or(name)
@@ -965,7 +693,7 @@ fn excerpt(body: &[u8], secrets: &[String]) -> String {
 
 /// The provider's message: `{"error":…}`, the login form `{"errors":{"errors":[…]}}`, a
 /// `detail`, or else an excerpt of the body.
-fn error_message(body: &[u8], secrets: &[String]) -> String {
+pub(super) fn error_message(body: &[u8], secrets: &[String]) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     let found = parsed.as_ref().and_then(|v| {
         v.get("error")
@@ -987,38 +715,6 @@ fn error_message(body: &[u8], secrets: &[String]) -> String {
     match found {
         Some(message) => redact(&message, &refs),
         None => excerpt(body, secrets),
-    }
-}
-
-/// Holds logins to [`LOGINS_PER_SECOND`] in any one-second window.
-#[derive(Default)]
-struct LoginLimiter {
-    recent: Mutex<VecDeque<Instant>>,
-}
-
-impl LoginLimiter {
-    async fn acquire(&self) {
-        loop {
-            let wait = {
-                let mut recent = self.recent.lock().await;
-                let now = Instant::now();
-                while recent
-                    .front()
-                    .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
-                {
-                    recent.pop_front();
-                }
-                if recent.len() < LOGINS_PER_SECOND {
-                    recent.push_back(now);
-                    return;
-                }
-                recent
-                    .front()
-                    .map(|t| Duration::from_secs(1).saturating_sub(now.duration_since(*t)))
-                    .unwrap_or_default()
-            };
-            tokio::time::sleep(wait).await;
-        }
     }
 }
 
@@ -1109,24 +805,6 @@ mod tests {
         assert_eq!(asked.load(Ordering::SeqCst), MAX_PAGES);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn login_limiter_allows_five_per_second() {
-        let limiter = LoginLimiter::default();
-        let start = Instant::now();
-        for _ in 0..LOGINS_PER_SECOND {
-            limiter.acquire().await;
-        }
-        assert_eq!(start.elapsed(), Duration::ZERO);
-        limiter.acquire().await;
-        assert!(start.elapsed() >= Duration::from_secs(1));
-        for _ in 0..4 {
-            limiter.acquire().await;
-        }
-        assert!(start.elapsed() < Duration::from_secs(2));
-        limiter.acquire().await;
-        assert!(start.elapsed() >= Duration::from_secs(2));
-    }
-
     #[test]
     fn a_2xx_error_body_is_found_and_an_empty_one_is_not() {
         assert_eq!(
@@ -1168,16 +846,6 @@ mod tests {
         let (zones, got, _) =
             zone_page::<ProviderZone>(br#"{"zones":[],"total_amount":0}"#, &[]).unwrap();
         assert!(zones.is_empty() && got == 0);
-    }
-
-    #[test]
-    fn a_token_answer_that_cannot_be_read_shows_no_token() {
-        let err = token_pair(br#"{"access": 12, "refresh": "eyJsecret"}"#)
-            .err()
-            .expect("not a pair");
-        assert!(!err.to_string().contains("eyJsecret"), "{err}");
-        let pair = token_pair(br#"{"access":"a1"}"#).expect("access alone");
-        assert_eq!(pair.refresh, None);
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! [`GcoreClient`] behind the [`Provider`](super::Provider) trait, the API's
 //! JSON shapes, the client's settings and its block.
 
+mod auth;
 mod client;
 mod settings;
 mod types;
 
-pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, LOGINS_PER_SECOND, PAGE_LIMIT};
+pub use auth::LOGINS_PER_SECOND;
+pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, PAGE_LIMIT};
 pub use settings::{CredentialSource, Credentials, DEFAULT_BASE_URL, ProviderSettings};
 pub use types::{
     CreatedZone, DnssecStatus, NewZone, ParentDsHint, ProviderZone, RawDnssec, ResourceRecord,
