@@ -546,7 +546,9 @@ async fn settle(
     let mut stuck_on_registry = 0;
     let mut before = seen(rig).await;
     for round in 0..200 {
-        let state = rig.state().await;
+        // One read of the zone serves the round's questions (nothing writes before the tick).
+        let row = rig.store.zone(ZONE).await.unwrap().expect("the zone");
+        let state = row.zone.state;
         // Done once the goal (or, with no intent, any steady state) held for a few looks,
         // at the provider's delegation (the goal's meaning).
         let settled = match goal {
@@ -565,13 +567,8 @@ async fn settle(
         // With a registry, the registrar acts only where the daemon asked it (the
         // request did not go to the registry, or the registry was late); while the daemon
         // waits on the registry, the registry must be able to act.
-        let on_registry = parent == ParentKind::Registry
-            && rig
-                .store
-                .zone(ZONE)
-                .await
-                .unwrap()
-                .is_some_and(|r| r.zone.facts.parent_way.registry_since.is_some());
+        let on_registry =
+            parent == ParentKind::Registry && row.zone.facts.parent_way.registry_since.is_some();
         if parent == ParentKind::Registry {
             let acted = rig.world.registry_scan(ttl);
             stuck_on_registry = if on_registry && !acted {
