@@ -833,6 +833,18 @@ impl Store {
     pub async fn events(&self, zone: &str) -> Result<Vec<EventRow>, StoreError> {
         on_backend!(self, |b| b.events(zone).await)
     }
+    /// For a test's copy of the audit trail, kept up to date without reading it whole:
+    /// the zone's events from the event `from` on (by id) and every earlier one that
+    /// repeated, with how many events the zone has, in one read (a copy holding that
+    /// many holds them all: events are never removed). No event from `from` on (a zone
+    /// without events) reads as a count of 0.
+    pub async fn events_from(
+        &self,
+        zone: &str,
+        from: i64,
+    ) -> Result<(Vec<EventRow>, i64), StoreError> {
+        on_backend!(self, |b| b.events_from(zone, from).await)
+    }
     /// Open alerts, of one zone or of all.
     pub async fn open_alerts(&self, zone: Option<&str>) -> Result<Vec<AlertRow>, StoreError> {
         on_backend!(self, |b| b.open_alerts(zone).await)

@@ -425,6 +425,14 @@ pub(super) struct RawEvent {
 from_row!(RawEvent { id, zone, at, kind, from_state, to_state, reason, repeats, last_at }
     or_default { holder, epoch });
 
+/// An event with how many events its zone has, both read by one statement.
+pub(super) struct RawCountedEvent {
+    pub(super) total: i64,
+    pub(super) event: RawEvent,
+}
+
+from_row!(RawCountedEvent { total } flatten { event: RawEvent });
+
 pub(super) struct RawAlert {
     id: i64,
     zone: String,

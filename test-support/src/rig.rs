@@ -10,7 +10,9 @@ use dnssec_warden::engine::{CrashPoint, Engine, Notifier, SinkWorkers};
 use dnssec_warden::lifecycle::{
     AlertKind, Clock, Intent, ManualClock, Policy, State, Timestamp, disable_deadline,
 };
-use dnssec_warden::store::{AlertRow, DatabaseSettings, PostgresSettings, Store};
+use dnssec_warden::store::{
+    AlertRow, DatabaseSettings, EventRow, PostgresSettings, Store, ZoneRow,
+};
 
 use crate::fake::FakeWorld;
 use crate::postgres;
@@ -124,6 +126,54 @@ pub async fn new_store() -> (Store, Option<Arc<postgres::Cluster>>) {
     }
 }
 
+/// The effect events of a DS announced ([`Rig::ds_announcements`]) and of the NS change
+/// asked for ([`Rig::delegation_requests`]) begin so.
+pub const DS_ANNOUNCED: &str = "ACTION NEEDED: enter this DS";
+pub const NS_CHANGE_ASKED: &str = "ACTION NEEDED: change the NS of";
+
+/// How many of `events` are effects beginning with `prefix`, counting repeats.
+pub fn effect_events(events: &[EventRow], prefix: &str) -> i64 {
+    events
+        .iter()
+        .filter(|e| e.kind == "effect" && e.reason.starts_with(prefix))
+        .map(|e| 1 + e.repeats)
+        .sum()
+}
+
+/// A zone's audit trail as [`Store::events`] reads it, kept in memory: each read fetches
+/// only the last event known and those after it, and the earlier ones whose repeat count
+/// may have grown ([`Store::events_from`]), and reads the whole trail again should the
+/// copy miss one (an event committed late, below one already read). Property tests read
+/// the trail after every step.
+#[derive(Debug, Default)]
+pub struct History {
+    events: Vec<EventRow>,
+}
+
+impl History {
+    /// The zone's events, oldest first, as they are now.
+    pub async fn read(&mut self, store: &Store, zone: &str) -> &[EventRow] {
+        let from = self.events.last().map_or(i64::MIN, |e| e.id);
+        let (rows, count) = store.events_from(zone, from).await.expect("the events");
+        if !self.merge(rows, count) {
+            self.events = store.events(zone).await.expect("the events");
+        }
+        &self.events
+    }
+
+    /// Takes the rows in; false if the copy is not the whole trail then.
+    fn merge(&mut self, rows: Vec<EventRow>, count: i64) -> bool {
+        for row in rows {
+            match self.events.binary_search_by_key(&row.id, |e| e.id) {
+                Ok(i) => self.events[i] = row,
+                Err(i) if i == self.events.len() => self.events.push(row),
+                Err(_) => return false,
+            }
+        }
+        i64::try_from(self.events.len()).is_ok_and(|n| n == count)
+    }
+}
+
 pub struct Rig {
     pub world: FakeWorld,
     pub store: Store,
@@ -134,6 +184,8 @@ pub struct Rig {
     pub notify: Option<(AlertSettings, Option<RegistrarSettings>)>,
     /// The sinks' workers (delivery is theirs, outside the steps); a restart ends them.
     pub workers: SinkWorkers,
+    /// The zone's audit trail as last read ([`Rig::with_events`]).
+    history: tokio::sync::Mutex<History>,
     /// The PostgreSQL cluster of the store, if it is one (last: dropped after the store).
     pub cluster: Option<Arc<postgres::Cluster>>,
 }
@@ -234,6 +286,7 @@ impl Rig {
             policy,
             notify,
             workers,
+            history: tokio::sync::Mutex::default(),
             cluster,
         }
     }
@@ -335,9 +388,15 @@ impl Rig {
     /// its `status` text, and its open alerts.
     pub async fn ds_shown_to_enter(&self) -> Vec<String> {
         let row = self.store.zone(ZONE).await.unwrap().unwrap();
+        let alerts = self.store.open_alerts(Some(ZONE)).await.unwrap();
+        self.ds_shown_in(row, alerts)
+    }
+
+    /// [`Rig::ds_shown_to_enter`] of the zone's row and open alerts read by the caller.
+    pub fn ds_shown_in(&self, row: ZoneRow, alerts: Vec<AlertRow>) -> Vec<String> {
         let mut texts =
             vec![dnssec_warden::lifecycle::waiting::describe(&row.zone, &self.policy).what];
-        for alert in self.store.open_alerts(Some(ZONE)).await.unwrap() {
+        for alert in alerts {
             if alert.kind != dnssec_warden::lifecycle::AlertKind::DsRemovalOverdue {
                 texts.push(alert.message);
             }
@@ -402,24 +461,24 @@ impl Rig {
 
     /// How many times a DS was announced ("enter this DS" delivered), counting repeats.
     pub async fn ds_announcements(&self) -> i64 {
-        self.effect_events("ACTION NEEDED: enter this DS").await
+        self.effect_events(DS_ANNOUNCED).await
     }
 
     /// How many times the NS change was asked for (a delivered "change the NS").
     pub async fn delegation_requests(&self) -> i64 {
-        self.effect_events("ACTION NEEDED: change the NS of").await
+        self.effect_events(NS_CHANGE_ASKED).await
     }
 
     /// How many effect events begin with `prefix`, counting repeats.
     pub async fn effect_events(&self, prefix: &str) -> i64 {
-        self.store
-            .events(ZONE)
+        self.with_events(|events| effect_events(events, prefix))
             .await
-            .unwrap()
-            .iter()
-            .filter(|e| e.kind == "effect" && e.reason.starts_with(prefix))
-            .map(|e| 1 + e.repeats)
-            .sum()
+    }
+
+    /// `f` of the zone's audit trail as it is now, oldest first ([`History`]).
+    pub async fn with_events<R>(&self, f: impl FnOnce(&[EventRow]) -> R) -> R {
+        let mut history = self.history.lock().await;
+        f(history.read(&self.store, ZONE).await)
     }
 
     /// Every audit event's reason (all kinds), oldest first.

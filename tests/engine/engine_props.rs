@@ -39,7 +39,8 @@ use std::time::Duration;
 
 use dnssec_warden::dnssec::CdsPublication;
 use dnssec_warden::engine::CrashPoint;
-use dnssec_warden::lifecycle::{Clock, Effect, Intent, ManualClock, Policy, State};
+use dnssec_warden::lifecycle::{Clock, Effect, Intent, ManualClock, Policy, State, Timestamp};
+use dnssec_warden::store::{EventRow, ZoneRow};
 use dnssec_warden_test_support::fake::{Delegation, FakeWorld};
 use dnssec_warden_test_support::postgres;
 use dnssec_warden_test_support::rig::{self, Backend, Rig, T0, ZONE};
@@ -234,6 +235,32 @@ struct Seen {
 }
 
 async fn seen(rig: &Rig) -> Seen {
+    seen_now(rig).await.0
+}
+
+/// What a check reads of the store, once for all its questions: nothing writes between
+/// them (these sequences run no sinks or hooks beside the engine, and the engine only
+/// within a tick).
+struct Read {
+    /// The zone's row.
+    row: ZoneRow,
+    /// [`said_not_sent`] of the audit trail.
+    said_not_sent: Option<String>,
+}
+
+/// [`Seen`] now, and the store as read for it.
+async fn seen_now(rig: &Rig) -> (Seen, Read) {
+    let sent = rig.world.lock().sent_unanswered.clone();
+    let (announcements, delegation_requests, said_not_sent) = rig
+        .with_events(|events| {
+            (
+                rig::effect_events(events, rig::DS_ANNOUNCED),
+                rig::effect_events(events, rig::NS_CHANGE_ASKED),
+                said_not_sent(&sent, events),
+            )
+        })
+        .await;
+    let row = rig.store.zone(ZONE).await.unwrap().expect("the zone");
     // One lock, released before anything else takes it.
     let (cds_sets, cds_reads, failures, halves_armed) = {
         let w = rig.world.lock();
@@ -244,15 +271,17 @@ async fn seen(rig: &Rig) -> Seen {
             w.cds_half_applied,
         )
     };
-    Seen {
-        observed: rig.last_observed().await,
-        announcements: rig.ds_announcements().await,
-        delegation_requests: rig.delegation_requests().await,
+    let seen = Seen {
+        observed: row.last_observed_at,
+        announcements,
+        delegation_requests,
         cds_sets,
         cds_reads,
         failures,
         halves_armed,
-    }
+    };
+    let read = Read { row, said_not_sent };
+    (seen, read)
 }
 
 /// The audit trail and the world's delegation log, for a failure's message.
@@ -276,7 +305,8 @@ async fn trail(rig: &Rig) -> String {
 
 /// The invariants checked after every operation (`before`: what was seen before it).
 async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, TestCaseError> {
-    let now = seen(rig).await;
+    let (now, read) = seen_now(rig).await;
+    let row = &read.row;
     let margin = rig.policy.propagation_margin;
     if now.announcements > before.announcements {
         // Safety rule 9: an "enter this DS" delivered now.
@@ -305,7 +335,8 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         }
     }
     if now.observed != before.observed {
-        let shown = rig.ds_shown_to_enter().await;
+        let alerts = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+        let shown = rig.ds_shown_in(row.clone(), alerts);
         if !shown.is_empty()
             && let Err(why) = rig.world.ds_announce_allowed(margin)
         {
@@ -328,12 +359,7 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
     // the delete request only on it.
     let sets: Vec<_> = rig.world.lock().cds_sets[before.cds_sets..].to_vec();
     for (at, to) in sets {
-        let intent = rig
-            .store
-            .zone(ZONE)
-            .await
-            .unwrap()
-            .map(|row| row.zone.intent);
+        let intent = Some(row.zone.intent);
         match to {
             CdsPublication::Key => {
                 let allowed = rig.world.ds_announce_allowed(margin);
@@ -360,9 +386,9 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
     // look: the fake counts the reads) withdraws what is no longer allowed, unless the
     // call failed (an injected provider failure) or is still owed (behind a notification
     // ahead of it, or the engine died before performing it).
-    let state = rig.state().await;
-    let read = now.cds_reads != before.cds_reads;
-    if now.observed != before.observed && read && before.failures == 0 && what == "Tick" {
+    let state = row.zone.state;
+    let cds_read = now.cds_reads != before.cds_reads;
+    if now.observed != before.observed && cds_read && before.failures == 0 && what == "Tick" {
         let (cds, cdnskey) = {
             let w = rig.world.lock();
             (w.cds, w.cdnskey)
@@ -370,8 +396,11 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         // Rules 11 and 14: a setting half applied (its answer lost between the two
         // writes) is whole again after the next step that read it, and as the zone
         // wants it now, unless this very step's setting was half applied again.
-        if before.halves_armed == 0 && !owed_cds(rig).await {
-            let row = rig.store.zone(ZONE).await.unwrap().expect("the zone");
+        let pending = rig.store.pending_effects(ZONE).await.unwrap();
+        let owed_cds = pending
+            .iter()
+            .any(|e| matches!(e.effect, Effect::SetCds { .. }));
+        if before.halves_armed == 0 && !owed_cds {
             let wanted = dnssec_warden::lifecycle::rules::cds_wanted(
                 row.zone.intent,
                 row.zone.state,
@@ -385,18 +414,9 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
                 );
             }
         }
-        let intent = rig
-            .store
-            .zone(ZONE)
-            .await
-            .unwrap()
-            .map(|row| row.zone.intent);
+        let intent = Some(row.zone.intent);
         let allowed = rig.world.ds_announce_allowed(margin);
-        let owed = rig
-            .store
-            .pending_effects(ZONE)
-            .await
-            .unwrap()
+        let owed = pending
             .iter()
             .any(|e| matches!(e.effect, Effect::SetCds { to } if to != cds));
         if cds == CdsPublication::Key
@@ -422,21 +442,11 @@ async fn check_invariants(rig: &Rig, before: Seen, what: &str) -> Result<Seen, T
         let trail = trail(rig).await;
         prop_assert!(false, "after {what}: {violations:?}; {trail}");
     }
-    if let Some(said) = said_not_sent(rig).await {
+    if let Some(said) = read.said_not_sent {
         let trail = trail(rig).await;
         prop_assert!(false, "after {what}: {said}; {trail}");
     }
     Ok(now)
-}
-
-/// A CDS setting still owed (behind a notification ahead of it, or not yet performed).
-async fn owed_cds(rig: &Rig) -> bool {
-    rig.store
-        .pending_effects(ZONE)
-        .await
-        .unwrap()
-        .iter()
-        .any(|e| matches!(e.effect, Effect::SetCds { .. }))
 }
 
 /// Rule 11 for the CDS setting: every setting left half applied (its answer lost) is
@@ -469,10 +479,9 @@ fn switch_action(enabled: bool) -> String {
 }
 
 /// Safety rule 11 against the ground truth: a switch that left the host (the fake
-/// performed it) recorded as not performed or refused by the call at that moment.
-async fn said_not_sent(rig: &Rig) -> Option<String> {
-    let sent = rig.world.lock().sent_unanswered.clone();
-    let events = rig.store.events(rig::ZONE).await.unwrap();
+/// performed it, `sent`) recorded in `events` as not performed or refused by the call at
+/// that moment.
+fn said_not_sent(sent: &[(Timestamp, bool)], events: &[EventRow]) -> Option<String> {
     sent.iter().find_map(|(at, enabled)| {
         let action = switch_action(*enabled);
         let untrue = [
@@ -537,7 +546,9 @@ async fn settle(
     let mut stuck_on_registry = 0;
     let mut before = seen(rig).await;
     for round in 0..200 {
-        let state = rig.state().await;
+        // One read of the zone serves the round's questions (nothing writes before the tick).
+        let row = rig.store.zone(ZONE).await.unwrap().expect("the zone");
+        let state = row.zone.state;
         // Done once the goal (or, with no intent, any steady state) held for a few looks,
         // at the provider's delegation (the goal's meaning).
         let settled = match goal {
@@ -556,13 +567,8 @@ async fn settle(
         // With a registry, the registrar acts only where the daemon asked it (the
         // request did not go to the registry, or the registry was late); while the daemon
         // waits on the registry, the registry must be able to act.
-        let on_registry = parent == ParentKind::Registry
-            && rig
-                .store
-                .zone(ZONE)
-                .await
-                .unwrap()
-                .is_some_and(|r| r.zone.facts.parent_way.registry_since.is_some());
+        let on_registry =
+            parent == ParentKind::Registry && row.zone.facts.parent_way.registry_since.is_some();
         if parent == ParentKind::Registry {
             let acted = rig.world.registry_scan(ttl);
             stuck_on_registry = if on_registry && !acted {

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqliteOwnedBuf, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use super::SqliteStore;
 use crate::store::StoreError;
@@ -212,6 +214,9 @@ impl SqliteStore {
     /// A private in-memory database (one connection, so it lives as long as the store):
     /// for tests that restart the engine many times over the same state. Its connection
     /// is never discarded on release (that would lose the database): no full-disk cover.
+    /// A copy of one database migrated once per process, with an identity of its own
+    /// drawn as the migration draws it: property tests open thousands, and migrating
+    /// each anew was most of their set-up.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new()
             .in_memory(true)
@@ -221,21 +226,53 @@ impl SqliteStore {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
+            // The one connection in memory: a ping before every use finds nothing a
+            // statement would not.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(|error| StoreError::Open {
                 path: ":memory:".into(),
                 error,
             })?;
-        SQLITE.migrator().await?.run(&pool).await?;
-        let (id,): (String,) = sqlx::query_as("SELECT id FROM database_meta WHERE single = 1")
-            .fetch_one(&pool)
+        let template = MIGRATED_IN_MEMORY
+            .get_or_try_init(migrated_in_memory)
             .await?;
+        let mut conn = pool.acquire().await?;
+        let copy = SqliteOwnedBuf::try_from(template.as_slice())?;
+        conn.deserialize(None, copy, false).await?;
+        let (id,): (String,) = sqlx::query_as(
+            "UPDATE database_meta SET id = lower(hex(randomblob(16))) WHERE single = 1 \
+             RETURNING id",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        drop(conn);
         Ok(Self {
             memory_id: Some(id.into()),
             ..Self::new(pool, None, Path::new(":memory:"))
         })
     }
+}
+
+/// The image of an in-memory database freshly migrated, made once per process.
+static MIGRATED_IN_MEMORY: tokio::sync::OnceCell<Vec<u8>> = tokio::sync::OnceCell::const_new();
+
+async fn migrated_in_memory() -> Result<Vec<u8>, StoreError> {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    let mut conn = SqliteConnectOptions::new()
+        .in_memory(true)
+        .foreign_keys(true)
+        .connect()
+        .await
+        .map_err(|error| StoreError::Open {
+            path: ":memory:".into(),
+            error,
+        })?;
+    SQLITE.migrator().await?.run(&mut conn).await?;
+    let image = conn.serialize(None).await?.to_vec();
+    conn.close().await?;
+    Ok(image)
 }
 
 /// A database the daemon made is never an empty file (SQLite writes its header at once in

@@ -9,7 +9,7 @@ use super::SqliteStore;
 use crate::lifecycle::{State, Timestamp};
 use crate::store::plan;
 use crate::store::rows::{
-    ALERT_COLUMNS, RawAlert, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
+    ALERT_COLUMNS, RawAlert, RawCountedEvent, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
 };
 use crate::store::{AlertRow, EventRow, StoreError, ZoneRow};
 
@@ -121,6 +121,33 @@ impl SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         raw.into_iter().map(EventRow::try_from).collect()
+    }
+
+    /// For a test's copy of the audit trail: the zone's events from the event `from` on
+    /// (by id) and every earlier one that repeated, with how many events the zone has, in
+    /// one statement.
+    pub async fn events_from(
+        &self,
+        zone: &str,
+        from: i64,
+    ) -> Result<(Vec<EventRow>, i64), StoreError> {
+        let raw: Vec<RawCountedEvent> = sqlx::query_as(
+            "SELECT e.id, e.zone, e.at, e.kind, e.from_state, e.to_state, e.reason, \
+             coalesce(r.count, 0) AS repeats, r.last_at, \
+             (SELECT count(*) FROM events WHERE zone = ?1) AS total FROM events e \
+             LEFT JOIN event_repeats r ON r.event_id = e.id \
+             WHERE e.zone = ?1 AND (e.id >= ?2 OR r.event_id IS NOT NULL) ORDER BY e.id",
+        )
+        .bind(zone)
+        .bind(from)
+        .fetch_all(&self.pool)
+        .await?;
+        let total = raw.first().map_or(0, |r| r.total);
+        let events = raw
+            .into_iter()
+            .map(|r| EventRow::try_from(r.event))
+            .collect::<Result<_, _>>()?;
+        Ok((events, total))
     }
 
     /// Open alerts, of one zone or of all.
