@@ -13,8 +13,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
+use base64::Engine as _;
+use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden::lifecycle::Timestamp;
 use dnssec_warden::store::Store;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
 
 /// FNV-1a, 64 bits: a hash that is the same in every build and on every host.
 pub fn fnv64(text: &str) -> u64 {
@@ -53,19 +59,49 @@ struct Seen {
 /// The worlds' keys are drawn at random: their tags, DS digests and DNSKEYs are written
 /// as labels in the order the record first names them (K1, H1, B1...), so that the same
 /// decisions read the same whatever keys were drawn.
+/// Keys the world made are numbered in the order the driver showed them (`know_keys`),
+/// whatever their tags: a list the product sorts by tag then reads the same.
 #[derive(Default)]
 struct Keys {
+    next: usize,
     tags: HashMap<String, usize>,
     digests: HashMap<String, usize>,
     blobs: HashMap<String, usize>,
 }
 
-fn label(map: &mut HashMap<String, usize>, token: &str, prefix: &str) -> String {
-    let next = map.len() + 1;
-    format!("{prefix}{}", *map.entry(token.to_string()).or_insert(next))
+fn label(next: &mut usize, map: &mut HashMap<String, usize>, token: &str, prefix: &str) -> String {
+    let n = *map.entry(token.to_string()).or_insert_with(|| {
+        *next += 1;
+        *next
+    });
+    format!("{prefix}{n}")
 }
 
 impl Keys {
+    /// A key's tag, DS digest (SHA-256) and DNSKEY, under one number.
+    fn know_key(&mut self, owner: &str, key: &Dnskey) {
+        let tag = key.key_tag().to_string();
+        let n = *self.tags.entry(tag).or_insert_with(|| {
+            self.next += 1;
+            self.next
+        });
+        self.blobs
+            .entry(base64::engine::general_purpose::STANDARD.encode(&key.public_key))
+            .or_insert(n);
+        if let Ok(ds) = key.to_ds(owner, DigestType::Sha256) {
+            self.digests.entry(hex(&ds.digest)).or_insert(n);
+        }
+    }
+
+    /// A DS record's tag and digest, under one number.
+    fn know_ds(&mut self, ds: &Ds) {
+        let n = *self.tags.entry(ds.key_tag.to_string()).or_insert_with(|| {
+            self.next += 1;
+            self.next
+        });
+        self.digests.entry(hex(&ds.digest)).or_insert(n);
+    }
+
     fn canon(&mut self, text: &str) -> String {
         let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
         let mut out = String::with_capacity(text.len());
@@ -87,9 +123,9 @@ impl Keys {
                     .chars()
                     .all(|c| c.is_ascii_digit() || ('A'..='F').contains(&c))
             {
-                out.push_str(&label(&mut self.digests, token, "H"));
+                out.push_str(&label(&mut self.next, &mut self.digests, token, "H"));
             } else if token.len() >= 60 {
-                out.push_str(&label(&mut self.blobs, token, "B"));
+                out.push_str(&label(&mut self.next, &mut self.blobs, token, "B"));
             } else if let Some((tag, more)) = token
                 .strip_prefix("257/13/")
                 .map(|tail| tail.split_once('/').unwrap_or((tail, "")))
@@ -97,7 +133,7 @@ impl Keys {
             {
                 // A served key: flags/algorithm/tag[/what].
                 out.push_str("257/13/");
-                out.push_str(&label(&mut self.tags, tag, "K"));
+                out.push_str(&label(&mut self.next, &mut self.tags, tag, "K"));
                 if !more.is_empty() {
                     out.push('/');
                     out.push_str(more);
@@ -111,7 +147,7 @@ impl Keys {
                         .any(|p| before.ends_with(p))
                     || (before.ends_with(" and ") && last_tag_end == Some(at - 5)))
             {
-                out.push_str(&label(&mut self.tags, token, "K"));
+                out.push_str(&label(&mut self.next, &mut self.tags, token, "K"));
                 last_tag_end = Some(at + len);
             } else {
                 out.push_str(token);
@@ -150,6 +186,17 @@ impl Recorder {
             steps: 0,
             states: BTreeSet::new(),
             phases: BTreeSet::new(),
+        }
+    }
+
+    /// The world's keys and DS records as they are now: each new one gets the next
+    /// number, so that labels follow the world's story and not the keys' random tags.
+    pub fn know_keys(&mut self, keys: &[Dnskey], ds: &[Ds]) {
+        for key in keys {
+            self.keys.know_key(&self.zone, key);
+        }
+        for d in ds {
+            self.keys.know_ds(d);
         }
     }
 

@@ -270,6 +270,22 @@ async fn apply(rig: &mut Rig, op: &Op, ttl: u32) {
     }
 }
 
+/// The fake world's keys and the DS records its parent servers publish, in a fixed order.
+fn know_keys(world: &FakeWorld, rec: &mut Recorder) {
+    let (keys, ds) = {
+        let s = world.lock();
+        let keys: Vec<_> = s.key.iter().chain([&s.old_key]).cloned().collect();
+        let ds: Vec<_> = s
+            .parents
+            .iter()
+            .filter_map(|p| p.ds.as_ref())
+            .flat_map(|(set, _)| set.iter().cloned())
+            .collect();
+        (keys, ds)
+    };
+    rec.know_keys(&keys, &ds);
+}
+
 /// Whether the zone waits on the parent's registry (its stored fact, by its stored name).
 async fn waits_on_registry(rig: &Rig) -> bool {
     let row = rig.store.zone(ZONE).await.unwrap();
@@ -325,6 +341,7 @@ async fn run_props_world(w: &PropsWorld) -> Recorder {
             last_intent = *intent;
         }
         let now = rig.world.clock.now();
+        know_keys(&rig.world, &mut rec);
         rec.snapshot(&rig.store, &format!("op {i} {op:?}"), now)
             .await;
     }
@@ -388,6 +405,7 @@ async fn settle(rig: &mut Rig, rec: &mut Recorder, w: &PropsWorld, last_intent: 
         }
         let now = rig.world.clock.now();
         rig.run_for(1).await;
+        know_keys(&rig.world, rec);
         rec.snapshot(&rig.store, &format!("settling {round}"), now)
             .await;
     }
@@ -595,6 +613,7 @@ mod moving {
                 .await
                 .unwrap();
             let ks = world.key(SOURCE).expect("the source signs");
+            let ks_known = ks.clone();
             let mv = Move::new(MOVE_ZONE, ks)
                 .between(ACCOUNTS[SOURCE], ACCOUNTS[TARGET])
                 .seeded(Ttls::default());
@@ -606,6 +625,7 @@ mod moving {
             let policy = policy();
             let engine = engine(&world, &store, &crash, &policy);
             let mut rec = Recorder::new(MOVE_ZONE, T0, header);
+            rec.know_keys(&[ks_known], &[]);
             rec.snapshot(&store, "declared", T0).await;
             MoveRig {
                 world,
@@ -635,6 +655,7 @@ mod moving {
             }
             assert!(self.engine.settle(Duration::from_secs(30)).await);
             self.registrar_acts().await;
+            self.know_keys();
             self.rec.snapshot(&self.store, label, now).await;
         }
 
@@ -698,7 +719,18 @@ mod moving {
                 }
             }
             let now = self.world.clock.now();
+            self.know_keys();
             self.rec.snapshot(&self.store, &label, now).await;
+        }
+
+        /// Both accounts' keys and what every parent address publishes now.
+        fn know_keys(&mut self) {
+            let keys: Vec<_> = [SOURCE, TARGET]
+                .iter()
+                .filter_map(|&a| self.world.key(a))
+                .collect();
+            let ds: Vec<_> = (0..3).flat_map(|i| self.world.parent_now(i).ds).collect();
+            self.rec.know_keys(&keys, &ds);
         }
 
         async fn target_unreachable_for_good(&self) -> bool {
