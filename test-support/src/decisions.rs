@@ -155,8 +155,39 @@ impl Keys {
             at += len;
             rest = &rest[len..];
         }
-        out
+        sort_served_keys(&out)
     }
+}
+
+/// A list of served keys (`257/13/K1,257/13/K2/unsigned`) is in the order of the keys'
+/// random tags: its items sorted by label, so that it reads the same whatever tags were
+/// drawn.
+fn sort_served_keys(text: &str) -> String {
+    const ITEM: &str = "257/13/K";
+    let item_len = |t: &str| {
+        t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '/'))
+            .unwrap_or(t.len())
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(ITEM) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let mut items = Vec::new();
+        loop {
+            let len = item_len(rest);
+            items.push(&rest[..len]);
+            rest = &rest[len..];
+            match rest.strip_prefix(',') {
+                Some(next) if next.starts_with(ITEM) => rest = next,
+                _ => break,
+            }
+        }
+        items.sort();
+        out.push_str(&items.join(","));
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Records one zone's steps in one world.
