@@ -142,9 +142,17 @@ impl Keys {
                 && token.chars().all(|c| c.is_ascii_digit())
                 && !after.starts_with(" 3 13 ")
                 && (after.starts_with(" 13 2 ")
-                    || ["DS ", "key ", "keys ", "DNSKEY ", "key tag ", "key_tag: "]
-                        .iter()
-                        .any(|p| before.ends_with(p))
+                    || [
+                        "DS ",
+                        "DS(",
+                        "key ",
+                        "keys ",
+                        "DNSKEY ",
+                        "key tag ",
+                        "key_tag: ",
+                    ]
+                    .iter()
+                    .any(|p| before.ends_with(p))
                     || (before.ends_with(" and ") && last_tag_end == Some(at - 5)))
             {
                 out.push_str(&label(&mut self.next, &mut self.tags, token, "K"));
