@@ -9,6 +9,7 @@
 //! in memory or a PostgreSQL database each on the shared cluster.
 
 mod alerts;
+mod decisions;
 mod engine;
 mod engine_ha;
 mod engine_ha_props;
