@@ -1,7 +1,8 @@
 //! The engine over the fake world (`test_support::fake`, `move_world`, `rig`), in process:
 //! whole lifecycles and moves on a manual clock, crashes, the property tests, two engines
 //! on one PostgreSQL database, alerts and their sinks, the metrics endpoint, what an exec
-//! hook prints. CPU rather than waits: the property tests' sequences are most of it.
+//! hook prints, and every decision of fixed-seed worlds compared with a golden record
+//! (`decisions`: a decision that moves fails it). CPU rather than waits: the property tests' sequences are most of it.
 //!
 //! One binary of a handful (tests/run.sh): the files below were test binaries of their
 //! own, and run here together, on threads, beside each other. Nothing of theirs is
