@@ -279,13 +279,19 @@ async fn a_zone_name_not_in_canonical_form_is_corrupt_data_named() {
     }
 }
 
+/// sqlx's migrator over one of the crate's migration directories, as sqlx reads it.
+async fn migrator_of(dir: &str) -> sqlx::migrate::Migrator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    sqlx::migrate::Migrator::new(path.as_path()).await.unwrap()
+}
+
 /// A new SQLite file at `path` with the first `n` migrations applied.
 async fn sqlite_at_schema(path: &Path, n: usize) -> SqlitePool {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true);
     let pool = SqlitePool::connect_with(options).await.unwrap();
-    let mut migrator = sqlx::migrate!("./migrations");
+    let mut migrator = migrator_of("migrations").await;
     migrator.migrations = migrator.migrations[..n].to_vec().into();
     migrator.run(&pool).await.unwrap();
     pool
@@ -999,7 +1005,7 @@ async fn postgres_migration_5_gives_each_last_observation_its_brief() {
     let url = cluster.database().await;
     {
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        let mut schema_4 = sqlx::migrate!("./migrations/postgres");
+        let mut schema_4 = migrator_of("migrations/postgres").await;
         schema_4.migrations = schema_4.migrations[..4].to_vec().into();
         schema_4.run(&pool).await.unwrap();
         for (name, whole, _) in observations_before_the_brief() {
