@@ -15,8 +15,8 @@ use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{
-    CdsHalves, CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider,
-    ProviderError,
+    CdsHalves, CdsPublication, ErrorClass, KeyAlgorithm, KeyKind, KeyState, MAX_FOREIGN_DNSKEYS,
+    NewKey, PermitAnswer, Provider, ProviderError,
 };
 use dnssec_warden::secret::Secret;
 
@@ -794,6 +794,266 @@ async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
             .any(|r| r.contains("not a setting the daemon makes")),
         "{reasons:#?}"
     );
+}
+
+// ---- the zone's keys (rollovers driven at the provider) --------------------------------
+
+const ON: KeyState = KeyState {
+    active: true,
+    published: true,
+};
+const PUBLISHED: KeyState = KeyState {
+    active: false,
+    published: true,
+};
+const SIGNING_UNPUBLISHED: KeyState = KeyState {
+    active: true,
+    published: false,
+};
+const OFF: KeyState = KeyState {
+    active: false,
+    published: false,
+};
+
+fn new_key(kind: KeyKind, algorithm: KeyAlgorithm, state: KeyState) -> NewKey {
+    NewKey {
+        kind,
+        algorithm,
+        state,
+    }
+}
+
+impl Pdns {
+    /// The key tags of the RRSIGs over `zone`'s `rtype` the server answers (DO set),
+    /// sorted.
+    fn rrsig_tags(&self, zone: &str, rtype: &str) -> Vec<u16> {
+        let out = Command::new("dig")
+            .args([
+                "+norec",
+                "+dnssec",
+                "+noall",
+                "+answer",
+                "+time=2",
+                "+tries=2",
+                "-p",
+                &self.dns.to_string(),
+                "@127.0.0.1",
+                zone,
+                rtype,
+            ])
+            .output()
+            .expect("dig runs (bind9-dnsutils)");
+        let mut tags: Vec<u16> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.get(3) == Some(&"RRSIG") && f.get(4) == Some(&rtype))
+            .filter_map(|f| f.get(10).and_then(|t| t.parse().ok()))
+            .collect();
+        tags.sort_unstable();
+        tags
+    }
+}
+
+/// Each key call against the real server, and what its name server then serves: a key
+/// published inactive is in the DNSKEY set and signs nothing, an active one signs, an
+/// active unpublished one signs with its DNSKEY not served; the key calls answer the
+/// keys in the daemon's terms, their tags those the server signs with.
+#[tokio::test]
+async fn a_zones_keys_are_listed_added_switched_and_deleted_as_the_server_serves_them() {
+    const Z: &str = "keys.test.";
+    let pdns = Pdns::start();
+    let client = pdns.client(API_KEY);
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    assert_eq!(Provider::keys(&client, Z).await, Ok(Some(vec![])));
+    Provider::set_dnssec(&client, Z, true, &allowed)
+        .await
+        .unwrap();
+    let signing = Provider::dnssec_key(&client, Z).await.unwrap();
+    let keys = Provider::keys(&client, Z).await.unwrap().unwrap();
+    let [csk] = keys.as_slice() else {
+        panic!("one CSK: {keys:?}")
+    };
+    assert!(csk.is_sep());
+    assert_eq!(csk.state, ON);
+    assert_eq!(csk.dnskey, signing.dnskey);
+    assert_eq!(Some(&csk.id), signing.uuid.as_ref());
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![csk.key_tag()]);
+
+    // A ZSK pre-published: served in the DNSKEY set, signing nothing.
+    let zsk = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((zsk.dnskey.flags, zsk.algorithm()), (256, 13));
+    assert_eq!(zsk.state, PUBLISHED);
+    assert_eq!(
+        Provider::keys(&client, Z).await.unwrap().unwrap(),
+        vec![csk.clone(), zsk.clone()]
+    );
+    let served = pdns.served_keys(Z).await;
+    assert!(served.has(&zsk.dnskey) && served.has(&csk.dnskey));
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![csk.key_tag()]);
+
+    // Active: it signs the zone's data, the CSK (a KSK now) only the DNSKEY set.
+    Provider::set_key_state(&client, Z, &zsk.id, ON, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![zsk.key_tag()]);
+    assert_eq!(pdns.served_keys(Z).await.signers, vec![csk.dnskey.clone()]);
+
+    // An Ed25519 KSK active and unpublished (an algorithm rollover's first step): its
+    // signatures served, its DNSKEY not.
+    let ed = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((ed.dnskey.flags, ed.algorithm()), (257, 15));
+    assert!(!pdns.served_keys(Z).await.has(&ed.dnskey));
+    assert!(pdns.rrsig_tags(Z, "DNSKEY").contains(&ed.key_tag()));
+    // Published too: a second entry point, which the signing key's read still refuses.
+    Provider::set_key_state(&client, Z, &ed.id, ON, &allowed)
+        .await
+        .unwrap();
+    let served = pdns.served_keys(Z).await;
+    assert!(served.has(&ed.dnskey));
+    assert!(served.signers.contains(&ed.dnskey), "{:?}", served.signers);
+    let two = Provider::dnssec_key(&client, Z).await;
+    assert!(
+        matches!(&two, Err(ProviderError::Invalid(m)) if m.contains("several")),
+        "{two:?}"
+    );
+
+    // RSA: 2048 bits asked for (exponent 65537, RFC 3110), neither signing nor served.
+    let rsa = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Zsk, KeyAlgorithm::RsaSha256, OFF),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((rsa.dnskey.flags, rsa.algorithm()), (256, 8));
+    assert_eq!(rsa.dnskey.public_key.len(), 4 + 256);
+    assert!(!pdns.served_keys(Z).await.has(&rsa.dnskey));
+
+    // Deleted: gone from the list and from DNS; a key the server does not have is a
+    // definite NotFound; an id that is no PowerDNS id is refused before any request.
+    Provider::delete_key(&client, Z, &ed.id, &allowed)
+        .await
+        .unwrap();
+    assert!(!pdns.served_keys(Z).await.has(&ed.dnskey));
+    assert!(!pdns.rrsig_tags(Z, "DNSKEY").contains(&ed.key_tag()));
+    let ids: Vec<String> = Provider::keys(&client, Z)
+        .await
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(ids, vec![csk.id.clone(), zsk.id.clone(), rsa.id.clone()]);
+    for gone in [
+        Provider::delete_key(&client, Z, &ed.id, &allowed).await,
+        Provider::set_key_state(&client, Z, &ed.id, ON, &allowed).await,
+    ] {
+        assert!(
+            matches!(&gone, Err(ProviderError::NotFound(m)) if m.contains(&ed.id)),
+            "{gone:?}"
+        );
+    }
+    let odd = Provider::set_key_state(&client, Z, "7abc", ON, &allowed).await;
+    assert!(matches!(odd, Err(ProviderError::Invalid(_))), "{odd:?}");
+    // Not permitted: nothing sent, nothing added.
+    let held = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Csk, KeyAlgorithm::EcdsaP256Sha256, ON),
+        &denied,
+    )
+    .await;
+    assert!(matches!(held, Err(ProviderError::NotSent(_))), "{held:?}");
+    assert_eq!(Provider::keys(&client, Z).await.unwrap().unwrap().len(), 3);
+}
+
+/// A key's POST whose answer is lost (a gateway's 502 after the server made the key, a
+/// timeout, a 503 that never reached it) is of unknown outcome, says so, and is never
+/// sent a second time: a second POST would make a second key. The keys, listed, settle
+/// it.
+#[tokio::test]
+async fn a_key_added_behind_a_lost_answer_is_sent_once_and_settled_by_the_listing() {
+    use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule};
+    const Z: &str = "lost.test.";
+    let pdns = Pdns::start();
+    let direct = pdns.client(API_KEY);
+    direct.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    Provider::set_dnssec(&direct, Z, true, &allowed)
+        .await
+        .unwrap();
+    let proxy = FaultProxy::start(pdns.server.base_url().parse().expect("a URL"))
+        .await
+        .expect("the proxy starts");
+    let proxied = PowerDnsClient::new(
+        &PowerDnsSettings {
+            request_timeout: Duration::from_secs(1),
+            max_attempts: 3,
+            retry_budget: Duration::from_secs(5),
+            ..PowerDnsSettings::new(proxy.url())
+        },
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    let path = format!("/api/v1/servers/localhost/zones/{Z}/cryptokeys");
+    let key = new_key(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED);
+    for (fault, made, said) in [
+        (
+            Fault::AfterForward {
+                status: 502,
+                delay: Duration::ZERO,
+            },
+            true,
+            "502",
+        ),
+        (
+            Fault::AfterForward {
+                status: 504,
+                delay: Duration::from_secs(3),
+            },
+            true,
+            "transport",
+        ),
+        (Fault::Status(503), false, "503"),
+    ] {
+        let before = Provider::keys(&direct, Z).await.unwrap().unwrap().len();
+        let posts = proxy.calls(&path);
+        proxy.add_fault(Rule::new(fault.clone()).on(&path).method("POST"));
+        let lost = Provider::add_key(&proxied, Z, key, &allowed)
+            .await
+            .unwrap_err();
+        proxy.clear_faults();
+        assert_eq!(lost.class(), ErrorClass::Unknown, "{fault:?}: {lost}");
+        assert!(
+            matches!(&lost, ProviderError::KeyMaybeAdded { zone, .. } if zone == Z),
+            "{lost:?}"
+        );
+        let text = lost.to_string();
+        assert!(
+            text.contains(said) && text.contains("list the zone's keys"),
+            "{text}"
+        );
+        assert_eq!(proxy.calls(&path), posts + 1, "{fault:?}: sent once");
+        let after = Provider::keys(&direct, Z).await.unwrap().unwrap().len();
+        assert_eq!(after, before + usize::from(made), "{fault:?}");
+    }
+    // The same client adds a key as asked once the way is clear.
+    let added = Provider::add_key(&proxied, Z, key, &allowed).await.unwrap();
+    assert_eq!(added.state, PUBLISHED);
 }
 
 /// A client of `pdns` at `base_url` with `server_id`.

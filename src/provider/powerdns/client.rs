@@ -319,9 +319,10 @@ impl PowerDnsClient {
         })
     }
 
-    /// `PUT /zones/{id}/cryptokeys/{key}` with both flags (4.7 refuses a body without
-    /// `active`, and keeps `published` as it was when it is missing): `204`. Repeating
-    /// it is harmless, so it is retried as any call.
+    /// `PUT /zones/{id}/cryptokeys/{key}` with both flags, always: 4.7 refuses a body
+    /// without a boolean `active`, and takes a `published` missing (or not a boolean) as
+    /// `true`, publishing the key. `204`. Repeating it is harmless, so it is retried as
+    /// any call.
     pub async fn set_key_state_with(
         &self,
         zone: &str,
