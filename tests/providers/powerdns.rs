@@ -16,7 +16,7 @@ use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{
     CdsHalves, CdsPublication, ErrorClass, KeyAlgorithm, KeyKind, KeyState, MAX_FOREIGN_DNSKEYS,
-    NewKey, PermitAnswer, Provider, ProviderError,
+    NewKey, PermitAnswer, Provider, ProviderError, ProviderKey,
 };
 use dnssec_warden::secret::Secret;
 
@@ -1441,6 +1441,86 @@ async fn transcript(client: &PowerDnsClient, stranger: &PowerDnsClient) -> Vec<S
                 .map(|k| format!("{k:?}")),
         ),
     );
+    // The keys of a rollover: each call, then the keys as listed, in words without the
+    // key material or the ids (each server makes its own).
+    let described = |k: &ProviderKey| {
+        format!(
+            "flags {} alg {} active {} published {} public key {} bytes",
+            k.dnskey.flags,
+            k.algorithm(),
+            k.state.active,
+            k.state.published,
+            k.dnskey.public_key.len()
+        )
+    };
+    let listed = |r: Result<Option<Vec<ProviderKey>>, ProviderError>| {
+        shown(r.map(|keys| {
+            keys.map_or("none".into(), |keys| {
+                keys.iter().map(described).collect::<Vec<_>>().join("; ")
+            })
+        }))
+    };
+    note("keys", listed(Provider::keys(client, ZONE).await));
+    let mut added = Vec::new();
+    for (kind, algorithm, state) in [
+        (KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED),
+        (KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED),
+        (KeyKind::Zsk, KeyAlgorithm::RsaSha256, OFF),
+    ] {
+        let key = Provider::add_key(client, ZONE, new_key(kind, algorithm, state), &allowed).await;
+        note(
+            &format!("add_key {kind:?} {algorithm:?} {state:?}"),
+            shown(key.as_ref().map(described).map_err(Clone::clone)),
+        );
+        added.extend(key.ok());
+    }
+    note("keys", listed(Provider::keys(client, ZONE).await));
+    if let [zsk, ed, _] = added.as_slice() {
+        let on = Provider::set_key_state(client, ZONE, &zsk.id, ON, &allowed).await;
+        note("set_key_state zsk on", shown(on.map(|()| "ok".into())));
+        let on = Provider::set_key_state(client, ZONE, &ed.id, ON, &allowed).await;
+        note("set_key_state ed25519 on", shown(on.map(|()| "ok".into())));
+        note("keys", listed(Provider::keys(client, ZONE).await));
+        note(
+            "dnssec_key beside a second entry point",
+            shown(
+                Provider::dnssec_key(client, ZONE)
+                    .await
+                    .map(|_| "a key".into()),
+            ),
+        );
+        let deleted = Provider::delete_key(client, ZONE, &ed.id, &allowed).await;
+        note("delete_key ed25519", shown(deleted.map(|()| "ok".into())));
+        let again = Provider::delete_key(client, ZONE, &ed.id, &allowed).await;
+        note(
+            "delete_key ed25519 again",
+            shown(again.map(|()| "ok".into())),
+        );
+        let gone = Provider::set_key_state(client, ZONE, &ed.id, OFF, &allowed).await;
+        note(
+            "set_key_state of a deleted key",
+            shown(gone.map(|()| "ok".into())),
+        );
+        note(
+            "dnssec_key once it is gone",
+            shown(
+                Provider::dnssec_key(client, ZONE)
+                    .await
+                    .map(|k| format!("flags {} alg {}", k.dnskey.flags, k.dnskey.algorithm)),
+            ),
+        );
+    }
+    let odd = Provider::delete_key(client, ZONE, "one", &allowed).await;
+    note("delete_key of no id", shown(odd.map(|()| "ok".into())));
+    let held = Provider::add_key(
+        client,
+        ZONE,
+        new_key(KeyKind::Csk, KeyAlgorithm::EcdsaP256Sha256, ON),
+        &denied,
+    )
+    .await;
+    note("add_key, not permitted", shown(held.map(|k| described(&k))));
+    note("keys", listed(Provider::keys(client, ZONE).await));
     let denied_call = Provider::set_dnssec(client, ZONE, false, &denied).await;
     note(
         "set_dnssec off, not permitted",
@@ -1459,6 +1539,7 @@ async fn transcript(client: &PowerDnsClient, stranger: &PowerDnsClient) -> Vec<S
                 .map(|_| "a key".into()),
         ),
     );
+    note("keys once off", listed(Provider::keys(client, ZONE).await));
     note(
         "a zone nobody has",
         shown(
