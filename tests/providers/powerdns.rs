@@ -1622,3 +1622,83 @@ async fn the_lab_simulator_answers_the_clients_calls_as_the_real_server_does() {
         );
     }
 }
+
+/// What the lab's name servers take from the simulator's keystore: the one P-256 key the
+/// lab's signer signs with (an active, published one, a SEP key first) and every other
+/// published key beside it; an unpublished key is not served.
+#[tokio::test]
+async fn the_simulator_hands_the_lab_its_signing_key_and_its_other_published_keys() {
+    use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
+    const Z: &str = "lab.test.";
+    let sim = PdnsSim::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        SimOptions {
+            api_key: API_KEY.into(),
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("the simulator starts");
+    let handle = sim.handle();
+    let client = PowerDnsClient::new(
+        &PowerDnsSettings::new(sim.base_url()),
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    assert!(handle.signing_key(Z).is_none());
+    Provider::set_dnssec(&client, Z, true, &allowed)
+        .await
+        .unwrap();
+    let csk = Provider::dnssec_key(&client, Z).await.unwrap().dnskey;
+    let signer = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| {
+        h.signing_key(Z).map(|k| {
+            let d = k.dnskey();
+            Dnskey {
+                flags: d.flags,
+                protocol: d.protocol,
+                algorithm: d.algorithm,
+                public_key: d.public_key,
+            }
+        })
+    };
+    let beside = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| -> Vec<Vec<u8>> {
+        h.apex(Z)
+            .keystore_dnskeys
+            .into_iter()
+            .map(|k| k.public_key)
+            .collect()
+    };
+    assert_eq!(signer(&handle), Some(csk.clone()));
+    assert!(beside(&handle).is_empty());
+    let add = |kind, algorithm, state| {
+        Provider::add_key(&client, Z, new_key(kind, algorithm, state), &allowed)
+    };
+    let zsk = add(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED)
+        .await
+        .unwrap();
+    let hidden = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED)
+        .await
+        .unwrap();
+    let ed = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, PUBLISHED)
+        .await
+        .unwrap();
+    assert_eq!(signer(&handle), Some(csk.clone()));
+    assert_eq!(
+        beside(&handle),
+        vec![zsk.dnskey.public_key.clone(), ed.dnskey.public_key.clone()]
+    );
+    assert!(!beside(&handle).contains(&hidden.dnskey.public_key));
+    // The CSK unpublished: the active ZSK is the one P-256 key the lab can sign with.
+    let csk_id = Provider::keys(&client, Z).await.unwrap().unwrap()[0]
+        .id
+        .clone();
+    Provider::set_key_state(&client, Z, &zsk.id, ON, &allowed)
+        .await
+        .unwrap();
+    Provider::set_key_state(&client, Z, &csk_id, SIGNING_UNPUBLISHED, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(signer(&handle), Some(zsk.dnskey.clone()));
+    assert_eq!(beside(&handle), vec![ed.dnskey.public_key.clone()]);
+}
