@@ -5,13 +5,23 @@
 //!
 //! One server id (`localhost` unless set), the `X-API-Key` header, zones found by name
 //! (`GET /zones?zone=`) and named by their id; `PUT /zones/{id} {"dnssec": …}` makes one
-//! ECDSA P-256 CSK or deletes every key; the keystore at `/cryptokeys` (never among the
-//! zone's record sets); the `PUBLISH-CDS`/`PUBLISH-CDNSKEY` metadata; other signers'
-//! DNSKEY records stored at the apex with `PATCH`, served only with `direct-dnskey=yes`
-//! (`/config` says which). A 404 is the plain text `Not Found`, for an unknown zone's path
-//! and for every path under an unknown server id; invalid input is a 422 with
-//! `{"error": …}`. The lab's name servers serve what the simulator holds
-//! ([`PdnsHandle::apex`], [`PdnsHandle::signing_key`]).
+//! ECDSA P-256 CSK (where no key is active) or deletes every key (where one is); the
+//! keystore at `/cryptokeys` (never among the zone's record sets): keys listed, added
+//! (`POST`, algorithms 8, 13 and 15, `active` and `published` as asked), their flags set
+//! (`PUT`) and deleted, as 4.7 answers each (DESIGN.md section 7); the
+//! `PUBLISH-CDS`/`PUBLISH-CDNSKEY` metadata; other signers' DNSKEY records stored at the
+//! apex with `PATCH`, served only with `direct-dnskey=yes` (`/config` says which). A 404
+//! is the plain text `Not Found`, for an unknown zone's path, an unknown key and every
+//! path under an unknown server id; invalid input is a 422 with `{"error": …}`. The lab's
+//! name servers serve what the simulator holds ([`PdnsHandle::apex`],
+//! [`PdnsHandle::signing_key`]).
+//!
+//! The lab's signer signs with one ECDSA P-256 key: the simulator hands it the zone's
+//! active, published P-256 key (a SEP key first), and publishes every other published key
+//! beside it ([`Apex::keystore_dnskeys`]). It cannot show a second key's signatures, an
+//! Ed25519 or RSA key's, nor a key that signs unpublished: such keys are held and answered
+//! by the API as the real server does, and their signatures are missing from the lab's
+//! answers. An RSA key's public part is a random modulus (the lab makes no RSA keys).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -69,6 +79,9 @@ pub struct Apex {
     pub cds_digests: Vec<DigestType>,
     /// `PUBLISH-CDNSKEY` `1`: the CDNSKEY of the entry point.
     pub cdnskey: bool,
+    /// The keystore's published keys but the one the lab signs with
+    /// ([`PdnsHandle::signing_key`]), served in the apex DNSKEY RRset beside it.
+    pub keystore_dnskeys: Vec<Dnskey>,
     /// `PUBLISH-CDS` or `PUBLISH-CDNSKEY` `0`: the RFC 8078 delete request.
     pub delete: bool,
 }
@@ -79,13 +92,39 @@ struct Rrset {
     contents: Vec<String>,
 }
 
+/// One key of a zone's keystore.
+#[derive(Debug, Clone)]
+struct SimKey {
+    id: u64,
+    dnskey: Dnskey,
+    /// The pair the lab's signer can sign with (ECDSA P-256 keys only).
+    signer: Option<LabKey>,
+    /// RSA: the size asked for; 256 otherwise, as 4.7 says.
+    bits: u32,
+    active: bool,
+    published: bool,
+}
+
+impl SimKey {
+    fn from_lab(id: u64, key: LabKey, active: bool, published: bool) -> Self {
+        Self {
+            id,
+            dnskey: key.dnskey(),
+            signer: Some(key),
+            bits: 256,
+            active,
+            published,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Zone {
     id: String,
     name: String,
     serial: u32,
-    /// The keystore's one CSK while DNSSEC is on, and its id.
-    key: Option<(u64, LabKey)>,
+    /// The keystore, in the order the keys were made.
+    keys: Vec<SimKey>,
     metadata: BTreeMap<String, Vec<String>>,
     /// Record sets stored through the API besides SOA and NS: (owner, type) -> set.
     rrsets: BTreeMap<(String, String), Rrset>,
@@ -137,6 +176,71 @@ fn parse_dnskey(text: &str) -> Option<Dnskey> {
 }
 
 impl Zone {
+    /// Signed, as 4.7 says it (`dnssec` of the zone): some key is active.
+    fn secured(&self) -> bool {
+        self.keys.iter().any(|k| k.active)
+    }
+
+    /// The key the lab's signer signs with: an active, published P-256 key, a SEP key
+    /// first.
+    fn lab_signer(&self) -> Option<&SimKey> {
+        let usable = || {
+            self.keys
+                .iter()
+                .filter(|k| k.active && k.published && k.signer.is_some())
+        };
+        usable()
+            .find(|k| k.dnskey.is_sep())
+            .or_else(|| usable().next())
+    }
+
+    /// 4.7's `keytype`: per algorithm, SEP keys are `ksk` and the others `zsk` where both
+    /// an active SEP and an active other key of it exist; every key is `csk` otherwise.
+    fn keytype(&self, key: &SimKey) -> &'static str {
+        let split = |sep: bool| {
+            self.keys.iter().any(|k| {
+                k.active && k.dnskey.algorithm == key.dnskey.algorithm && k.dnskey.is_sep() == sep
+            })
+        };
+        match (split(true) && split(false), key.dnskey.is_sep()) {
+            (false, _) => "csk",
+            (true, true) => "ksk",
+            (true, false) => "zsk",
+        }
+    }
+
+    fn key_json(&self, key: &SimKey, private: bool) -> Value {
+        let keytype = self.keytype(key);
+        let mut out = json!({
+            "type": "Cryptokey",
+            "id": key.id,
+            "keytype": keytype,
+            "active": key.active,
+            "published": key.published,
+            "dnskey": dnskey_text(&key.dnskey),
+            "flags": key.dnskey.flags,
+            "algorithm": algorithm_name(key.dnskey.algorithm),
+            "bits": key.bits,
+        });
+        // 4.7 lists no DS for a key it calls a ZSK.
+        if keytype != "zsk" {
+            let ds: Vec<String> = [DigestType::Sha1, DigestType::Sha256, DigestType::Sha384]
+                .into_iter()
+                .filter_map(|d| key.dnskey.to_ds(&self.name, d).ok())
+                .map(|ds| ds.to_string().to_ascii_lowercase())
+                .collect();
+            out["ds"] = json!(ds);
+        }
+        if private {
+            out["privatekey"] = json!(format!(
+                "Private-key-format: v1.2\nAlgorithm: {} ({})\nPrivateKey: (not given by the lab)\n",
+                key.dnskey.algorithm,
+                algorithm_name(key.dnskey.algorithm)
+            ));
+        }
+        out
+    }
+
     fn apex(&self, direct_dnskey: bool) -> Apex {
         let stored_dnskeys = if direct_dnskey {
             self.rrsets
@@ -158,11 +262,18 @@ impl Zone {
                 .filter_map(|d| DigestType::from_code(d).ok())
                 .collect()
         };
+        let signer = self.lab_signer().map(|k| k.id);
         Apex {
             stored_dnskeys,
             cds_digests,
             cdnskey: !delete && cdnskey.iter().any(|v| v == "1"),
             delete,
+            keystore_dnskeys: self
+                .keys
+                .iter()
+                .filter(|k| k.published && Some(k.id) != signer)
+                .map(|k| k.dnskey.clone())
+                .collect(),
         }
     }
 
@@ -173,7 +284,7 @@ impl Zone {
             "kind": "Native",
             "url": format!("/api/v1/servers/localhost/zones/{}", self.id),
             "serial": self.serial,
-            "dnssec": self.key.is_some(),
+            "dnssec": self.secured(),
         })
     }
 
@@ -200,28 +311,114 @@ impl Zone {
     }
 
     fn cryptokeys(&self) -> Value {
-        let Some((id, key)) = &self.key else {
-            return json!([]);
-        };
-        let dnskey = key.dnskey();
-        let ds: Vec<String> = [DigestType::Sha1, DigestType::Sha256, DigestType::Sha384]
-            .into_iter()
-            .filter_map(|d| dnskey.to_ds(&self.name, d).ok())
-            .map(|ds| ds.to_string().to_ascii_lowercase())
-            .collect();
-        json!([{
-            "type": "Cryptokey",
-            "id": id,
-            "keytype": "csk",
-            "active": true,
-            "published": true,
-            "dnskey": dnskey_text(&dnskey),
-            "ds": ds,
-            "flags": dnskey.flags,
-            "algorithm": "ECDSAP256SHA256",
-            "bits": 256,
-        }])
+        Value::Array(self.keys.iter().map(|k| self.key_json(k, false)).collect())
     }
+
+    /// `PUT /zones/{id} {"dnssec": true}`: a CSK where no key is active (4.7 leaves a
+    /// zone with an active key as it is).
+    fn secure(&mut self, next_key_id: &mut u64) -> Result<(), String> {
+        if !self.secured() {
+            let key = LabKey::generate(257).map_err(|e| e.to_string())?;
+            *next_key_id += 1;
+            self.keys
+                .push(SimKey::from_lab(*next_key_id, key, true, true));
+            self.serial += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The mnemonic 4.7 answers for an algorithm.
+fn algorithm_name(algorithm: u8) -> &'static str {
+    match algorithm {
+        8 => "RSASHA256",
+        13 => "ECDSAP256SHA256",
+        15 => "ED25519",
+        _ => "Unallocated/Reserved",
+    }
+}
+
+/// A new key as `POST /cryptokeys` asks for it, or the 422's message.
+fn new_key(form: &Value, id: u64) -> Result<SimKey, String> {
+    let flags = match form.get("keytype").and_then(Value::as_str) {
+        Some(t) if t.eq_ignore_ascii_case("ksk") || t.eq_ignore_ascii_case("csk") => 257,
+        Some(t) if t.eq_ignore_ascii_case("zsk") => 256,
+        Some(t) => return Err(format!("Invalid keytype {t}")),
+        None => return Err("Key 'keytype' not present or not a String".into()),
+    };
+    // 4.7 takes a flag that is not a boolean as its default.
+    let active = form.get("active").and_then(Value::as_bool).unwrap_or(false);
+    let published = form
+        .get("published")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let algorithm = match form.get("algorithm") {
+        Some(Value::Number(n)) => n.as_u64().and_then(|n| u8::try_from(n).ok()),
+        Some(Value::String(name)) => [8, 13, 15]
+            .into_iter()
+            .find(|a| algorithm_name(*a).eq_ignore_ascii_case(name)),
+        _ => None,
+    };
+    let bits = form.get("bits").and_then(Value::as_u64);
+    let fixed = |size: u64| match bits {
+        None => Ok(()),
+        Some(b) if b == size => Ok(()),
+        Some(_) => Err("The algorithm does not support the given bit size.".to_string()),
+    };
+    let (public_key, signer, bits) = match algorithm {
+        Some(13) => {
+            fixed(256)?;
+            let key = LabKey::generate(flags).map_err(|e| e.to_string())?;
+            (key.dnskey().public_key, Some(key), 256)
+        }
+        Some(15) => {
+            fixed(256)?;
+            use ring::signature::{Ed25519KeyPair, KeyPair as _};
+            let rng = ring::rand::SystemRandom::new();
+            let pkcs8 =
+                Ed25519KeyPair::generate_pkcs8(&rng).map_err(|_| "key generation failed")?;
+            let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+                .map_err(|_| "key generation failed".to_string())?;
+            (pair.public_key().as_ref().to_vec(), None, 256)
+        }
+        Some(8) => {
+            let Some(bits) = bits.filter(|b| (1024..=4096).contains(b) && b % 8 == 0) else {
+                return Err(
+                    "Creating an algorithm 8 (RSASHA256) key requires the size (in bits) to be passed."
+                        .into(),
+                );
+            };
+            // RFC 3110: exponent length 3, the exponent 65537, then the modulus (here
+            // random, its top bit and lowest bit set: no key the lab signs with).
+            let mut modulus: Vec<u8> = (0..bits / 8).map(|_| fastrand::u8(..)).collect();
+            if let Some(first) = modulus.first_mut() {
+                *first |= 0x80;
+            }
+            if let Some(last) = modulus.last_mut() {
+                *last |= 1;
+            }
+            let mut public_key = vec![3, 1, 0, 1];
+            public_key.extend(modulus);
+            (public_key, None, u32::try_from(bits).unwrap_or(u32::MAX))
+        }
+        other => {
+            let n = other.map_or(-1, i32::from);
+            return Err(format!("Can not guess key size for algorithm {n}"));
+        }
+    };
+    Ok(SimKey {
+        id,
+        dnskey: Dnskey {
+            flags,
+            protocol: 3,
+            algorithm: algorithm.unwrap_or_default(),
+            public_key,
+        },
+        signer,
+        bits,
+        active,
+        published,
+    })
 }
 
 impl PdnsState {
@@ -234,7 +431,7 @@ impl PdnsState {
             id: name.clone(),
             name: name.clone(),
             serial: 1,
-            key: None,
+            keys: Vec::new(),
             metadata: BTreeMap::new(),
             rrsets: BTreeMap::new(),
             ns: self
@@ -249,18 +446,11 @@ impl PdnsState {
     }
 
     fn sign(&mut self, zone: &str) -> Result<(), String> {
-        let id = self.next_key_id + 1;
         let z = self
             .zones
             .get_mut(&absolute(zone))
             .ok_or_else(|| format!("no zone {zone}"))?;
-        if z.key.is_none() {
-            let key = LabKey::generate(257).map_err(|e| e.to_string())?;
-            z.key = Some((id, key));
-            z.serial += 1;
-            self.next_key_id = id;
-        }
-        Ok(())
+        z.secure(&mut self.next_key_id)
     }
 }
 
@@ -350,13 +540,15 @@ impl PdnsHandle {
         self.0.lock().sign(name)
     }
 
-    /// The key the zone is signed with, while it is.
+    /// The key the lab's signer signs the zone with, while one is active: its active,
+    /// published ECDSA P-256 key, a SEP key first (the module's opening says what the
+    /// signer cannot show).
     pub fn signing_key(&self, zone: &str) -> Option<LabKey> {
         let state = self.0.lock();
         state
             .zones
             .get(&absolute(zone))
-            .and_then(|z| z.key.as_ref().map(|(_, k)| k.clone()))
+            .and_then(|z| z.lab_signer().and_then(|k| k.signer.clone()))
     }
 
     /// What the zone's apex publishes besides the signing key.
@@ -571,21 +763,18 @@ fn zone_call(
                 return done(unprocessable("the body is not JSON"));
             };
             match form.get("dnssec").map(Value::as_bool) {
-                Some(Some(true)) if zone.key.is_none() => match LabKey::generate(257) {
-                    Ok(key) => {
-                        *next_key_id += 1;
-                        zone.key = Some((*next_key_id, key));
-                        zone.serial += 1;
-                    }
-                    Err(e) => return done(unprocessable(&e.to_string())),
-                },
-                Some(Some(false)) => {
-                    // Every key of the zone, at once.
-                    if zone.key.take().is_some() {
-                        zone.serial += 1;
+                Some(Some(true)) => {
+                    if let Err(e) = zone.secure(next_key_id) {
+                        return done(unprocessable(&e));
                     }
                 }
-                Some(Some(true)) | None => {}
+                // Every key of the zone at once, where one is active (4.7 leaves a zone
+                // of inactive keys as it is).
+                Some(Some(false)) if zone.secured() => {
+                    zone.keys.clear();
+                    zone.serial += 1;
+                }
+                Some(Some(false)) | None => {}
                 Some(None) => return done(unprocessable("'dnssec' must be a boolean")),
             }
             done(no_content())
@@ -669,6 +858,60 @@ fn zone_call(
             done(no_content())
         }
         (Method::GET, ["cryptokeys"]) => done(json_reply(StatusCode::OK, zone.cryptokeys())),
+        (Method::POST, ["cryptokeys"]) => {
+            let Some(form) = form() else {
+                return done(unprocessable("the body is not JSON"));
+            };
+            match new_key(&form, *next_key_id + 1) {
+                Ok(key) => {
+                    *next_key_id += 1;
+                    zone.keys.push(key);
+                    zone.serial += 1;
+                    let answer = zone.keys.last().map(|k| zone.key_json(k, true));
+                    done(json_reply(StatusCode::CREATED, answer.unwrap_or_default()))
+                }
+                Err(e) => done(unprocessable(&e)),
+            }
+        }
+        (method, ["cryptokeys", key]) => {
+            // 4.7 answers a 500 for an id that is not a number.
+            let Ok(id) = key.parse::<u64>() else {
+                return done(
+                    (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response(),
+                );
+            };
+            let Some(at) = zone.keys.iter().position(|k| k.id == id) else {
+                return done(not_found());
+            };
+            match method {
+                Method::GET => {
+                    let answer = zone.key_json(&zone.keys[at], true);
+                    done(json_reply(StatusCode::OK, answer))
+                }
+                Method::PUT => {
+                    let form = form().unwrap_or(Value::Null);
+                    let Some(active) = form.get("active").and_then(Value::as_bool) else {
+                        return done(unprocessable("Key 'active' not present or not a Bool"));
+                    };
+                    // A `published` missing or not a boolean publishes the key.
+                    let published = form
+                        .get("published")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true);
+                    let key = &mut zone.keys[at];
+                    key.active = active;
+                    key.published = published;
+                    zone.serial += 1;
+                    done(no_content())
+                }
+                Method::DELETE => {
+                    zone.keys.remove(at);
+                    zone.serial += 1;
+                    done(no_content())
+                }
+                _ => done(not_found()),
+            }
+        }
         (Method::GET, ["metadata"]) => {
             let all: Vec<Value> = zone
                 .metadata

@@ -115,6 +115,17 @@ pub enum ProviderError {
         sent: Box<ProviderError>,
         then: Box<ProviderError>,
     },
+    /// Adding a key (a `POST`, which a second attempt would repeat as a second key) may
+    /// have taken effect: an attempt timed out or was reset after sending, the provider
+    /// answered a 5xx, or its answer could not be read or trusted (`cause`). Never sent
+    /// again: the zone's keys, listed, say whether the key exists.
+    #[error(
+        "adding a key to {zone} may have taken effect ({cause}); not sent again: list the zone's keys to settle whether it was added"
+    )]
+    KeyMaybeAdded {
+        zone: String,
+        cause: Box<ProviderError>,
+    },
     /// A call made of several requests (PowerDNS's CDS setting: `PUBLISH-CDS`, then
     /// `PUBLISH-CDNSKEY`) whose first took effect (`applied`) and whose next failed
     /// (`then`): the setting is half applied, which the next observation reads and settles.
@@ -223,7 +234,8 @@ impl ProviderError {
             | Self::Listing(_)
             | Self::DnssecMismatch { .. }
             | Self::SentBefore { .. }
-            | Self::PartlyApplied { .. } => ErrorClass::Unknown,
+            | Self::PartlyApplied { .. }
+            | Self::KeyMaybeAdded { .. } => ErrorClass::Unknown,
         }
     }
 
@@ -270,11 +282,12 @@ impl ProviderError {
             Self::SentBefore { then, .. } | Self::PartlyApplied { then, .. } => {
                 then.credentials_accepted()
             }
+            Self::KeyMaybeAdded { cause, .. } => cause.credentials_accepted(),
         }
     }
 
     /// Worth trying again later (the engine reschedules with backoff); a 4xx other than 408
-    /// and 429 is not.
+    /// and 429 is not, nor a key that may have been added (the keys are listed first).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,

@@ -21,8 +21,8 @@ use super::gcore::{GcoreClient, ProviderSettings};
 use super::registry::{Kind, SetupError};
 pub use super::{Client, ProviderOptions};
 use super::{
-    DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, Registered, SendPermit,
-    foreign_dnskey_set,
+    DnssecSwitched, HostedZone, KeyState, ListedZone, NewKey, Provider, ProviderError, ProviderKey,
+    Registered, SendPermit, foreign_dnskey_set,
 };
 use crate::condition::Condition;
 use crate::dnssec::{CdsHalves, CdsPublication, Dnskey, DnssecKey, fqdn};
@@ -161,6 +161,36 @@ impl Provider for Client {
         on_client!(self, |c| {
             Provider::set_foreign_dnskeys(c, zone, keys, ttl, may_send).await
         })
+    }
+    async fn keys(&self, zone: &str) -> Result<Option<Vec<ProviderKey>>, ProviderError> {
+        on_client!(self, |c| Provider::keys(c, zone).await)
+    }
+    async fn add_key(
+        &self,
+        zone: &str,
+        key: NewKey,
+        may_send: SendPermit<'_>,
+    ) -> Result<ProviderKey, ProviderError> {
+        on_client!(self, |c| Provider::add_key(c, zone, key, may_send).await)
+    }
+    async fn set_key_state(
+        &self,
+        zone: &str,
+        id: &str,
+        state: KeyState,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        on_client!(self, |c| {
+            Provider::set_key_state(c, zone, id, state, may_send).await
+        })
+    }
+    async fn delete_key(
+        &self,
+        zone: &str,
+        id: &str,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        on_client!(self, |c| Provider::delete_key(c, zone, id, may_send).await)
     }
 }
 
@@ -562,6 +592,46 @@ impl<P: Provider> Provider for Providers<P> {
 
     async fn dnssec_key(&self, zone: &str) -> Result<DnssecKey, ProviderError> {
         self.at_holder(zone, |c| c.dnssec_key(zone)).await
+    }
+
+    async fn keys(&self, zone: &str) -> Result<Option<Vec<ProviderKey>>, ProviderError> {
+        self.at_holder(zone, |c| c.keys(zone)).await
+    }
+
+    // Each key change as a switch (rule 13): only at the account the zone was looked at,
+    // still its one holder.
+    async fn add_key(
+        &self,
+        zone: &str,
+        key: NewKey,
+        may_send: SendPermit<'_>,
+    ) -> Result<ProviderKey, ProviderError> {
+        let now = self.switch_holder(zone).await?;
+        self.accounts[now].1.add_key(zone, key, may_send).await
+    }
+
+    async fn set_key_state(
+        &self,
+        zone: &str,
+        id: &str,
+        state: KeyState,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        let now = self.switch_holder(zone).await?;
+        self.accounts[now]
+            .1
+            .set_key_state(zone, id, state, may_send)
+            .await
+    }
+
+    async fn delete_key(
+        &self,
+        zone: &str,
+        id: &str,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        let now = self.switch_holder(zone).await?;
+        self.accounts[now].1.delete_key(zone, id, may_send).await
     }
 
     async fn largest_ttl(&self, zone: &str) -> Result<Option<u32>, ProviderError> {

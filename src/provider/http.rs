@@ -100,6 +100,11 @@ pub(super) struct Request<'a, 'p> {
     /// The credential's header (`Authorization`, `X-API-Key`), if any.
     pub credential: Option<(HeaderName, &'a Secret)>,
     pub may_send: Option<SendPermit<'p>>,
+    /// Whether the request may be sent again after an attempt that may have taken effect
+    /// (a 5xx, a timeout or reset after sending). False for a request a second copy of
+    /// which would do it twice (adding a key): only attempts that surely took no effect
+    /// (no connection, 408, 429) are repeated.
+    pub repeatable: bool,
 }
 
 /// A client's HTTP: the connection pool and the limits every call shares.
@@ -201,6 +206,7 @@ impl Http {
             body,
             credential,
             may_send,
+            repeatable,
         } = request;
         let started = Instant::now();
         let mut failed = 0;
@@ -268,6 +274,7 @@ impl Http {
                 Err(e) => Err(e),
             };
             failed += 1;
+            let mut took_effect = false;
             let (retry_after, this) = match outcome {
                 Ok(reply) if !is_retryable_status(reply.status.as_u16()) => {
                     self.answered(url);
@@ -278,10 +285,11 @@ impl Http {
                     if let Some(wait) = reply.retry_after {
                         self.gate.hold(wait);
                     }
-                    if let Some(attempts) = attempts.as_deref_mut()
-                        && let Err(e) = classify(reply.clone())
-                    {
-                        attempts.failed(&e);
+                    if let Err(e) = classify(reply.clone()) {
+                        took_effect = e.outcome_unknown();
+                        if let Some(attempts) = attempts.as_deref_mut() {
+                            attempts.failed(&e);
+                        }
                     }
                     (reply.retry_after, Ok(reply))
                 }
@@ -293,6 +301,7 @@ impl Http {
                     } else {
                         ProviderError::Transport(text)
                     };
+                    took_effect = error.outcome_unknown();
                     if let Some(attempts) = attempts.as_deref_mut() {
                         attempts.failed(&error);
                     }
@@ -300,6 +309,10 @@ impl Http {
                 }
             };
             let wait = self.retry.delay(failed, retry_after);
+            if took_effect && !repeatable {
+                tracing::debug!(%method, path = url.path(), attempt = failed, "provider call not repeated: the attempt may have taken effect");
+                return this;
+            }
             if !self.retry.allows(failed, started.elapsed(), wait) {
                 self.gave_up(method, url, failed, &this);
                 return this;
@@ -387,6 +400,67 @@ mod tests {
         }
     }
 
+    /// Answers every connection with `status`, counting the requests.
+    async fn answer_every(
+        listener: tokio::net::TcpListener,
+        status: &'static str,
+        seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let reply =
+                format!("HTTP/1.1 {status}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}");
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    }
+
+    /// A request that must not be done twice is not repeated after an answer that says
+    /// nothing of its effect (a 5xx); one that surely took no effect (a 429) is.
+    #[tokio::test]
+    async fn a_request_not_repeatable_is_sent_once_when_it_may_have_taken_effect() {
+        let retry = RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+            ..RetryPolicy::default()
+        };
+        let http = Http::new(retry, Duration::from_secs(2)).expect("a client");
+        for (status, repeatable, sent) in [
+            ("502 Bad Gateway", false, 1),
+            ("502 Bad Gateway", true, 3),
+            ("429 Too Many Requests", false, 3),
+        ] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a port");
+            let port = listener.local_addr().expect("its address").port();
+            let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let server = tokio::spawn(answer_every(listener, status, seen.clone()));
+            let url = Url::parse(&format!("http://127.0.0.1:{port}/keys")).expect("a URL");
+            let request = Request {
+                method: &Method::POST,
+                url: &url,
+                body: None,
+                credential: None,
+                may_send: None,
+                repeatable,
+            };
+            let classify = |r: Reply| Err(r.status_error(String::new()));
+            let mut attempts = Attempts::default();
+            let reply = http.send(&request, Some(&mut attempts), &classify).await;
+            assert!(reply.is_ok_and(|r| !r.status.is_success()), "{status}");
+            assert_eq!(
+                seen.load(std::sync::atomic::Ordering::SeqCst),
+                sent,
+                "{status}, repeatable {repeatable}"
+            );
+            server.abort();
+        }
+    }
+
     /// A provider that cannot be reached is said once per episode at warn, not at every
     /// attempt of every call; its return is said once too.
     #[tokio::test]
@@ -418,6 +492,7 @@ mod tests {
                 body: None,
                 credential: None,
                 may_send: None,
+                repeatable: true,
             };
             http.send(&request, None, &|r: Reply| Ok(r.body)).await
         };

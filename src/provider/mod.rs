@@ -72,6 +72,117 @@ pub struct HostedZone {
     pub name_servers: Option<Vec<String>>,
 }
 
+/// The kind of key a rollover adds: a key-signing key and a zone-signing key of a split
+/// pair, or a combined signing key. A KSK and a CSK are the same DNSKEY (flags 257, the
+/// SEP bit); a ZSK is flags 256.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    Ksk,
+    Zsk,
+    Csk,
+}
+
+impl KeyKind {
+    /// The DNSKEY flags a key of this kind carries.
+    pub fn flags(self) -> u16 {
+        match self {
+            Self::Ksk | Self::Csk => 257,
+            Self::Zsk => 256,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ksk => "ksk",
+            Self::Zsk => "zsk",
+            Self::Csk => "csk",
+        }
+    }
+}
+
+/// The algorithms a key may be added with: RSA/SHA-256 (8), for zones that stay with
+/// RSA; ECDSA P-256 (13) and Ed25519 (15), those RFC 8624 recommends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyAlgorithm {
+    RsaSha256,
+    EcdsaP256Sha256,
+    Ed25519,
+}
+
+impl KeyAlgorithm {
+    /// The DNSSEC algorithm number.
+    pub fn number(self) -> u8 {
+        match self {
+            Self::RsaSha256 => 8,
+            Self::EcdsaP256Sha256 => 13,
+            Self::Ed25519 => 15,
+        }
+    }
+
+    /// The algorithm of this number, if a key may be added with it.
+    pub fn from_number(number: u8) -> Option<Self> {
+        match number {
+            8 => Some(Self::RsaSha256),
+            13 => Some(Self::EcdsaP256Sha256),
+            15 => Some(Self::Ed25519),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a key signs the zone (`active`: its RRSIGs are served) and whether its DNSKEY
+/// is in the apex DNSKEY RRset (`published`), independently: a key published and not
+/// active is a pre-published key, one active and not published signs before its DNSKEY
+/// is seen (RFC 6781 section 4.1.4's conservative algorithm rollover).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyState {
+    pub active: bool,
+    pub published: bool,
+}
+
+/// A key to add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NewKey {
+    pub kind: KeyKind,
+    pub algorithm: KeyAlgorithm,
+    pub state: KeyState,
+}
+
+/// One of the zone's signing keys as the provider keeps them, in the daemon's terms: the
+/// provider's id for it (opaque, only ever handed back to the same provider), its DNSKEY
+/// as parsed from the provider's presentation form (flags, algorithm, key tag all read
+/// from the key itself, never from the provider's word; a field the provider gives
+/// beside it that disagrees is an error), and its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderKey {
+    pub id: String,
+    pub dnskey: Dnskey,
+    pub state: KeyState,
+}
+
+impl ProviderKey {
+    /// The SEP flag: a KSK or CSK, the key a DS names.
+    pub fn is_sep(&self) -> bool {
+        self.dnskey.is_sep()
+    }
+
+    pub fn algorithm(&self) -> u8 {
+        self.dnskey.algorithm
+    }
+
+    /// Recomputed from the key (RFC 4034 appendix B).
+    pub fn key_tag(&self) -> u16 {
+        self.dnskey.key_tag()
+    }
+}
+
+/// Why a provider whose API exposes no keys refuses a key call, before any request.
+pub fn keys_refused(api: &str, zone: &str) -> ProviderError {
+    ProviderError::Invalid(format!(
+        "{api} exposes no keys: a rollover of {zone} there is the provider's own"
+    ))
+}
+
 /// What the daemon needs from a provider, whichever its API. Zone names may carry the
 /// trailing dot.
 pub trait Provider: Send + Sync {
@@ -168,6 +279,54 @@ pub trait Provider: Send + Sync {
                 "the provider's API cannot publish another signer's DNSKEY for {zone}"
             )))
         }
+    }
+    /// The zone's signing keys as the provider keeps them, active or not, published or
+    /// not, each checked against its own public key; `Ok(None)` where the API exposes
+    /// none (the Gcore API), asking nothing. One key that does not parse or check fails
+    /// the whole listing, naming it: never left out.
+    fn keys(
+        &self,
+        _zone: &str,
+    ) -> impl Future<Output = Result<Option<Vec<ProviderKey>>, ProviderError>> + Send {
+        async { Ok(None) }
+    }
+    /// Adds a key of `key`'s kind, algorithm and state, answering it as the provider made
+    /// it; `may_send` as for [`Provider::set_dnssec`]. Never repeated once an attempt may
+    /// have taken effect (a second attempt would add a second key): such an outcome is
+    /// [`ProviderError::KeyMaybeAdded`], to be settled by listing the keys. A provider
+    /// whose API exposes no keys is refused before any request.
+    fn add_key(
+        &self,
+        zone: &str,
+        _key: NewKey,
+        _may_send: SendPermit<'_>,
+    ) -> impl Future<Output = Result<ProviderKey, ProviderError>> + Send {
+        let refused = keys_refused("the provider's API", zone);
+        async move { Err(refused) }
+    }
+    /// Sets whether the key `id` (as [`Provider::keys`] names it) signs and is published;
+    /// level-triggered, `may_send` as for [`Provider::set_dnssec`]. A key the provider does
+    /// not have is [`ProviderError::NotFound`].
+    fn set_key_state(
+        &self,
+        zone: &str,
+        _id: &str,
+        _state: KeyState,
+        _may_send: SendPermit<'_>,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        let refused = keys_refused("the provider's API", zone);
+        async move { Err(refused) }
+    }
+    /// Deletes the key `id`, with `may_send` as for [`Provider::set_dnssec`]. A key the
+    /// provider does not have (already deleted) is [`ProviderError::NotFound`].
+    fn delete_key(
+        &self,
+        zone: &str,
+        _id: &str,
+        _may_send: SendPermit<'_>,
+    ) -> impl Future<Output = Result<(), ProviderError>> + Send {
+        let refused = keys_refused("the provider's API", zone);
+        async move { Err(refused) }
     }
     /// The name of the configured account that holds the zone, as far as known without
     /// asking (`fleet::Providers`); `None` for a lone client.

@@ -15,8 +15,8 @@ use dnssec_warden::dnssec::Dnskey;
 use dnssec_warden::provider::fleet::{Client, Providers};
 use dnssec_warden::provider::powerdns::{PowerDnsClient, PowerDnsSettings};
 use dnssec_warden::provider::{
-    CdsHalves, CdsPublication, ErrorClass, MAX_FOREIGN_DNSKEYS, PermitAnswer, Provider,
-    ProviderError,
+    CdsHalves, CdsPublication, ErrorClass, KeyAlgorithm, KeyKind, KeyState, MAX_FOREIGN_DNSKEYS,
+    NewKey, PermitAnswer, Provider, ProviderError, ProviderKey,
 };
 use dnssec_warden::secret::Secret;
 
@@ -796,6 +796,266 @@ async fn a_cds_setting_half_applied_behind_a_lost_answer_is_made_whole() {
     );
 }
 
+// ---- the zone's keys (rollovers driven at the provider) --------------------------------
+
+const ON: KeyState = KeyState {
+    active: true,
+    published: true,
+};
+const PUBLISHED: KeyState = KeyState {
+    active: false,
+    published: true,
+};
+const SIGNING_UNPUBLISHED: KeyState = KeyState {
+    active: true,
+    published: false,
+};
+const OFF: KeyState = KeyState {
+    active: false,
+    published: false,
+};
+
+fn new_key(kind: KeyKind, algorithm: KeyAlgorithm, state: KeyState) -> NewKey {
+    NewKey {
+        kind,
+        algorithm,
+        state,
+    }
+}
+
+impl Pdns {
+    /// The key tags of the RRSIGs over `zone`'s `rtype` the server answers (DO set),
+    /// sorted.
+    fn rrsig_tags(&self, zone: &str, rtype: &str) -> Vec<u16> {
+        let out = Command::new("dig")
+            .args([
+                "+norec",
+                "+dnssec",
+                "+noall",
+                "+answer",
+                "+time=2",
+                "+tries=2",
+                "-p",
+                &self.dns.to_string(),
+                "@127.0.0.1",
+                zone,
+                rtype,
+            ])
+            .output()
+            .expect("dig runs (bind9-dnsutils)");
+        let mut tags: Vec<u16> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.get(3) == Some(&"RRSIG") && f.get(4) == Some(&rtype))
+            .filter_map(|f| f.get(10).and_then(|t| t.parse().ok()))
+            .collect();
+        tags.sort_unstable();
+        tags
+    }
+}
+
+/// Each key call against the real server, and what its name server then serves: a key
+/// published inactive is in the DNSKEY set and signs nothing, an active one signs, an
+/// active unpublished one signs with its DNSKEY not served; the key calls answer the
+/// keys in the daemon's terms, their tags those the server signs with.
+#[tokio::test]
+async fn a_zones_keys_are_listed_added_switched_and_deleted_as_the_server_serves_them() {
+    const Z: &str = "keys.test.";
+    let pdns = Pdns::start();
+    let client = pdns.client(API_KEY);
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    assert_eq!(Provider::keys(&client, Z).await, Ok(Some(vec![])));
+    Provider::set_dnssec(&client, Z, true, &allowed)
+        .await
+        .unwrap();
+    let signing = Provider::dnssec_key(&client, Z).await.unwrap();
+    let keys = Provider::keys(&client, Z).await.unwrap().unwrap();
+    let [csk] = keys.as_slice() else {
+        panic!("one CSK: {keys:?}")
+    };
+    assert!(csk.is_sep());
+    assert_eq!(csk.state, ON);
+    assert_eq!(csk.dnskey, signing.dnskey);
+    assert_eq!(Some(&csk.id), signing.uuid.as_ref());
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![csk.key_tag()]);
+
+    // A ZSK pre-published: served in the DNSKEY set, signing nothing.
+    let zsk = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((zsk.dnskey.flags, zsk.algorithm()), (256, 13));
+    assert_eq!(zsk.state, PUBLISHED);
+    assert_eq!(
+        Provider::keys(&client, Z).await.unwrap().unwrap(),
+        vec![csk.clone(), zsk.clone()]
+    );
+    let served = pdns.served_keys(Z).await;
+    assert!(served.has(&zsk.dnskey) && served.has(&csk.dnskey));
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![csk.key_tag()]);
+
+    // Active: it signs the zone's data, the CSK (a KSK now) only the DNSKEY set.
+    Provider::set_key_state(&client, Z, &zsk.id, ON, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(pdns.rrsig_tags(Z, "SOA"), vec![zsk.key_tag()]);
+    assert_eq!(pdns.served_keys(Z).await.signers, vec![csk.dnskey.clone()]);
+
+    // An Ed25519 KSK active and unpublished (an algorithm rollover's first step): its
+    // signatures served, its DNSKEY not.
+    let ed = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((ed.dnskey.flags, ed.algorithm()), (257, 15));
+    assert!(!pdns.served_keys(Z).await.has(&ed.dnskey));
+    assert!(pdns.rrsig_tags(Z, "DNSKEY").contains(&ed.key_tag()));
+    // Published too: a second entry point, which the signing key's read still refuses.
+    Provider::set_key_state(&client, Z, &ed.id, ON, &allowed)
+        .await
+        .unwrap();
+    let served = pdns.served_keys(Z).await;
+    assert!(served.has(&ed.dnskey));
+    assert!(served.signers.contains(&ed.dnskey), "{:?}", served.signers);
+    let two = Provider::dnssec_key(&client, Z).await;
+    assert!(
+        matches!(&two, Err(ProviderError::Invalid(m)) if m.contains("several")),
+        "{two:?}"
+    );
+
+    // RSA: 2048 bits asked for (exponent 65537, RFC 3110), neither signing nor served.
+    let rsa = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Zsk, KeyAlgorithm::RsaSha256, OFF),
+        &allowed,
+    )
+    .await
+    .unwrap();
+    assert_eq!((rsa.dnskey.flags, rsa.algorithm()), (256, 8));
+    assert_eq!(rsa.dnskey.public_key.len(), 4 + 256);
+    assert!(!pdns.served_keys(Z).await.has(&rsa.dnskey));
+
+    // Deleted: gone from the list and from DNS; a key the server does not have is a
+    // definite NotFound; an id that is no PowerDNS id is refused before any request.
+    Provider::delete_key(&client, Z, &ed.id, &allowed)
+        .await
+        .unwrap();
+    assert!(!pdns.served_keys(Z).await.has(&ed.dnskey));
+    assert!(!pdns.rrsig_tags(Z, "DNSKEY").contains(&ed.key_tag()));
+    let ids: Vec<String> = Provider::keys(&client, Z)
+        .await
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(ids, vec![csk.id.clone(), zsk.id.clone(), rsa.id.clone()]);
+    for gone in [
+        Provider::delete_key(&client, Z, &ed.id, &allowed).await,
+        Provider::set_key_state(&client, Z, &ed.id, ON, &allowed).await,
+    ] {
+        assert!(
+            matches!(&gone, Err(ProviderError::NotFound(m)) if m.contains(&ed.id)),
+            "{gone:?}"
+        );
+    }
+    let odd = Provider::set_key_state(&client, Z, "7abc", ON, &allowed).await;
+    assert!(matches!(odd, Err(ProviderError::Invalid(_))), "{odd:?}");
+    // Not permitted: nothing sent, nothing added.
+    let held = Provider::add_key(
+        &client,
+        Z,
+        new_key(KeyKind::Csk, KeyAlgorithm::EcdsaP256Sha256, ON),
+        &denied,
+    )
+    .await;
+    assert!(matches!(held, Err(ProviderError::NotSent(_))), "{held:?}");
+    assert_eq!(Provider::keys(&client, Z).await.unwrap().unwrap().len(), 3);
+}
+
+/// A key's POST whose answer is lost (a gateway's 502 after the server made the key, a
+/// timeout, a 503 that never reached it) is of unknown outcome, says so, and is never
+/// sent a second time: a second POST would make a second key. The keys, listed, settle
+/// it.
+#[tokio::test]
+async fn a_key_added_behind_a_lost_answer_is_sent_once_and_settled_by_the_listing() {
+    use dnssec_warden_test_support::fault_proxy::{Fault, FaultProxy, Rule};
+    const Z: &str = "lost.test.";
+    let pdns = Pdns::start();
+    let direct = pdns.client(API_KEY);
+    direct.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    Provider::set_dnssec(&direct, Z, true, &allowed)
+        .await
+        .unwrap();
+    let proxy = FaultProxy::start(pdns.server.base_url().parse().expect("a URL"))
+        .await
+        .expect("the proxy starts");
+    let proxied = PowerDnsClient::new(
+        &PowerDnsSettings {
+            request_timeout: Duration::from_secs(1),
+            max_attempts: 3,
+            retry_budget: Duration::from_secs(5),
+            ..PowerDnsSettings::new(proxy.url())
+        },
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    let path = format!("/api/v1/servers/localhost/zones/{Z}/cryptokeys");
+    let key = new_key(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED);
+    for (fault, made, said) in [
+        (
+            Fault::AfterForward {
+                status: 502,
+                delay: Duration::ZERO,
+            },
+            true,
+            "502",
+        ),
+        (
+            Fault::AfterForward {
+                status: 504,
+                delay: Duration::from_secs(3),
+            },
+            true,
+            "transport",
+        ),
+        (Fault::Status(503), false, "503"),
+    ] {
+        let before = Provider::keys(&direct, Z).await.unwrap().unwrap().len();
+        let posts = proxy.calls(&path);
+        proxy.add_fault(Rule::new(fault.clone()).on(&path).method("POST"));
+        let lost = Provider::add_key(&proxied, Z, key, &allowed)
+            .await
+            .unwrap_err();
+        proxy.clear_faults();
+        assert_eq!(lost.class(), ErrorClass::Unknown, "{fault:?}: {lost}");
+        assert!(
+            matches!(&lost, ProviderError::KeyMaybeAdded { zone, .. } if zone == Z),
+            "{lost:?}"
+        );
+        let text = lost.to_string();
+        assert!(
+            text.contains(said) && text.contains("list the zone's keys"),
+            "{text}"
+        );
+        assert_eq!(proxy.calls(&path), posts + 1, "{fault:?}: sent once");
+        let after = Provider::keys(&direct, Z).await.unwrap().unwrap().len();
+        assert_eq!(after, before + usize::from(made), "{fault:?}");
+    }
+    // The same client adds a key as asked once the way is clear.
+    let added = Provider::add_key(&proxied, Z, key, &allowed).await.unwrap();
+    assert_eq!(added.state, PUBLISHED);
+}
+
 /// A client of `pdns` at `base_url` with `server_id`.
 fn client_at(base_url: &str, server_id: &str) -> PowerDnsClient {
     let settings = PowerDnsSettings {
@@ -1181,6 +1441,86 @@ async fn transcript(client: &PowerDnsClient, stranger: &PowerDnsClient) -> Vec<S
                 .map(|k| format!("{k:?}")),
         ),
     );
+    // The keys of a rollover: each call, then the keys as listed, in words without the
+    // key material or the ids (each server makes its own).
+    let described = |k: &ProviderKey| {
+        format!(
+            "flags {} alg {} active {} published {} public key {} bytes",
+            k.dnskey.flags,
+            k.algorithm(),
+            k.state.active,
+            k.state.published,
+            k.dnskey.public_key.len()
+        )
+    };
+    let listed = |r: Result<Option<Vec<ProviderKey>>, ProviderError>| {
+        shown(r.map(|keys| {
+            keys.map_or("none".into(), |keys| {
+                keys.iter().map(described).collect::<Vec<_>>().join("; ")
+            })
+        }))
+    };
+    note("keys", listed(Provider::keys(client, ZONE).await));
+    let mut added = Vec::new();
+    for (kind, algorithm, state) in [
+        (KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED),
+        (KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED),
+        (KeyKind::Zsk, KeyAlgorithm::RsaSha256, OFF),
+    ] {
+        let key = Provider::add_key(client, ZONE, new_key(kind, algorithm, state), &allowed).await;
+        note(
+            &format!("add_key {kind:?} {algorithm:?} {state:?}"),
+            shown(key.as_ref().map(described).map_err(Clone::clone)),
+        );
+        added.extend(key.ok());
+    }
+    note("keys", listed(Provider::keys(client, ZONE).await));
+    if let [zsk, ed, _] = added.as_slice() {
+        let on = Provider::set_key_state(client, ZONE, &zsk.id, ON, &allowed).await;
+        note("set_key_state zsk on", shown(on.map(|()| "ok".into())));
+        let on = Provider::set_key_state(client, ZONE, &ed.id, ON, &allowed).await;
+        note("set_key_state ed25519 on", shown(on.map(|()| "ok".into())));
+        note("keys", listed(Provider::keys(client, ZONE).await));
+        note(
+            "dnssec_key beside a second entry point",
+            shown(
+                Provider::dnssec_key(client, ZONE)
+                    .await
+                    .map(|_| "a key".into()),
+            ),
+        );
+        let deleted = Provider::delete_key(client, ZONE, &ed.id, &allowed).await;
+        note("delete_key ed25519", shown(deleted.map(|()| "ok".into())));
+        let again = Provider::delete_key(client, ZONE, &ed.id, &allowed).await;
+        note(
+            "delete_key ed25519 again",
+            shown(again.map(|()| "ok".into())),
+        );
+        let gone = Provider::set_key_state(client, ZONE, &ed.id, OFF, &allowed).await;
+        note(
+            "set_key_state of a deleted key",
+            shown(gone.map(|()| "ok".into())),
+        );
+        note(
+            "dnssec_key once it is gone",
+            shown(
+                Provider::dnssec_key(client, ZONE)
+                    .await
+                    .map(|k| format!("flags {} alg {}", k.dnskey.flags, k.dnskey.algorithm)),
+            ),
+        );
+    }
+    let odd = Provider::delete_key(client, ZONE, "one", &allowed).await;
+    note("delete_key of no id", shown(odd.map(|()| "ok".into())));
+    let held = Provider::add_key(
+        client,
+        ZONE,
+        new_key(KeyKind::Csk, KeyAlgorithm::EcdsaP256Sha256, ON),
+        &denied,
+    )
+    .await;
+    note("add_key, not permitted", shown(held.map(|k| described(&k))));
+    note("keys", listed(Provider::keys(client, ZONE).await));
     let denied_call = Provider::set_dnssec(client, ZONE, false, &denied).await;
     note(
         "set_dnssec off, not permitted",
@@ -1199,6 +1539,7 @@ async fn transcript(client: &PowerDnsClient, stranger: &PowerDnsClient) -> Vec<S
                 .map(|_| "a key".into()),
         ),
     );
+    note("keys once off", listed(Provider::keys(client, ZONE).await));
     note(
         "a zone nobody has",
         shown(
@@ -1280,4 +1621,84 @@ async fn the_lab_simulator_answers_the_clients_calls_as_the_real_server_does() {
             "{e:?}"
         );
     }
+}
+
+/// What the lab's name servers take from the simulator's keystore: the one P-256 key the
+/// lab's signer signs with (an active, published one, a SEP key first) and every other
+/// published key beside it; an unpublished key is not served.
+#[tokio::test]
+async fn the_simulator_hands_the_lab_its_signing_key_and_its_other_published_keys() {
+    use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
+    const Z: &str = "lab.test.";
+    let sim = PdnsSim::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        SimOptions {
+            api_key: API_KEY.into(),
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("the simulator starts");
+    let handle = sim.handle();
+    let client = PowerDnsClient::new(
+        &PowerDnsSettings::new(sim.base_url()),
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    assert!(handle.signing_key(Z).is_none());
+    Provider::set_dnssec(&client, Z, true, &allowed)
+        .await
+        .unwrap();
+    let csk = Provider::dnssec_key(&client, Z).await.unwrap().dnskey;
+    let signer = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| {
+        h.signing_key(Z).map(|k| {
+            let d = k.dnskey();
+            Dnskey {
+                flags: d.flags,
+                protocol: d.protocol,
+                algorithm: d.algorithm,
+                public_key: d.public_key,
+            }
+        })
+    };
+    let beside = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| -> Vec<Vec<u8>> {
+        h.apex(Z)
+            .keystore_dnskeys
+            .into_iter()
+            .map(|k| k.public_key)
+            .collect()
+    };
+    assert_eq!(signer(&handle), Some(csk.clone()));
+    assert!(beside(&handle).is_empty());
+    let add = |kind, algorithm, state| {
+        Provider::add_key(&client, Z, new_key(kind, algorithm, state), &allowed)
+    };
+    let zsk = add(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED)
+        .await
+        .unwrap();
+    let hidden = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED)
+        .await
+        .unwrap();
+    let ed = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, PUBLISHED)
+        .await
+        .unwrap();
+    assert_eq!(signer(&handle), Some(csk.clone()));
+    assert_eq!(
+        beside(&handle),
+        vec![zsk.dnskey.public_key.clone(), ed.dnskey.public_key.clone()]
+    );
+    assert!(!beside(&handle).contains(&hidden.dnskey.public_key));
+    // The CSK unpublished: the active ZSK is the one P-256 key the lab can sign with.
+    let csk_id = Provider::keys(&client, Z).await.unwrap().unwrap()[0]
+        .id
+        .clone();
+    Provider::set_key_state(&client, Z, &zsk.id, ON, &allowed)
+        .await
+        .unwrap();
+    Provider::set_key_state(&client, Z, &csk_id, SIGNING_UNPUBLISHED, &allowed)
+        .await
+        .unwrap();
+    assert_eq!(signer(&handle), Some(zsk.dnskey.clone()));
+    assert_eq!(beside(&handle), vec![ed.dnskey.public_key.clone()]);
 }

@@ -1500,3 +1500,71 @@ async fn an_attempt_that_was_sent_keeps_the_call_unknown_whatever_follows() {
     let e = c.get_zone("nowhere.example").await.unwrap_err();
     assert_eq!(e.class(), ErrorClass::NotFound, "{e:?}");
 }
+
+/// The Gcore API exposes no keys: a rollover there is the provider's own. The key calls
+/// are refused with that reason before any request through the account's client (and its
+/// dispatch); the listing says "none" without asking. Through the fleet, only the zone's
+/// holder is looked up first (reads), as for every change (rule 13).
+#[tokio::test]
+async fn the_key_calls_are_refused_before_any_request() {
+    use dnssec_warden::provider::fleet::{Client, Providers};
+    use dnssec_warden::provider::{KeyAlgorithm, KeyKind, KeyState, NewKey};
+    fn allowed() -> PermitAnswer<'static> {
+        Box::pin(async { true })
+    }
+    let sim = sim(SimOptions::default()).await;
+    let proxy = FaultProxy::start(sim.base_url()).await.unwrap();
+    let gcore = GcoreClient::with_policy(
+        proxy.url(),
+        Credentials::ApiKey(Secret::new(KEY.into())),
+        quick_policy(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let key = NewKey {
+        kind: KeyKind::Csk,
+        algorithm: KeyAlgorithm::EcdsaP256Sha256,
+        state: KeyState {
+            active: true,
+            published: true,
+        },
+    };
+    let refused = |zone: &str, r: Result<(), ProviderError>| {
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&e, ProviderError::Invalid(m) if m.contains("the Gcore API exposes no keys") && m.contains(zone)),
+            "{e:?}"
+        );
+        assert_eq!(e.class(), ErrorClass::NotPerformed);
+    };
+    let client = Client::from(gcore);
+    let zone = "ex.test";
+    assert_eq!(Provider::keys(&client, zone).await, Ok(None));
+    refused(
+        zone,
+        Provider::add_key(&client, zone, key, &allowed)
+            .await
+            .map(drop),
+    );
+    refused(
+        zone,
+        Provider::set_key_state(&client, zone, "1", key.state, &allowed).await,
+    );
+    refused(
+        zone,
+        Provider::delete_key(&client, zone, "1", &allowed).await,
+    );
+    assert_eq!(proxy.total_calls(), 0, "nothing asked of the provider");
+
+    let fleet = Providers::new(vec![("gcore".to_string(), client)]);
+    let zone = "keys.test.";
+    assert!(sim.handle().add_zone(zone));
+    refused(
+        zone,
+        Provider::add_key(&fleet, zone, key, &allowed)
+            .await
+            .map(drop),
+    );
+    let methods: Vec<String> = proxy.requests().into_iter().map(|r| r.method).collect();
+    assert!(methods.iter().all(|m| m == "GET"), "{methods:?}");
+}

@@ -1079,6 +1079,7 @@ mod tests {
             cds_digests: vec![DigestType::Sha256],
             cdnskey: true,
             delete: false,
+            keystore_dnskeys: Vec::new(),
         }));
         lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
             .expect("a zone at west");

@@ -653,18 +653,19 @@ impl World {
         data
     }
 
-    /// A PowerDNS-like apex: the stored DNSKEYs beside the signing key (served unsigned
-    /// while the zone is), the CDS and CDNSKEY of the signing key as published, or the
-    /// delete request.
+    /// A PowerDNS-like apex: its keystore's other published keys and the stored DNSKEYs
+    /// beside the signing key (served unsigned while the zone is), the CDS and CDNSKEY of
+    /// the signing key as published, or the delete request.
     fn pdns_apex(
         zone: &str,
         key: Option<&LabKey>,
         apex: &crate::pdns_sim::Apex,
         data: &mut BTreeMap<RecordType, Vec<RData>>,
     ) {
-        if !apex.stored_dnskeys.is_empty() {
+        let beside = apex.keystore_dnskeys.iter().chain(&apex.stored_dnskeys);
+        if beside.clone().next().is_some() {
             let set = data.entry(RecordType::DNSKEY).or_default();
-            for k in &apex.stored_dnskeys {
+            for k in beside {
                 let rdata = dnskey_rdata(k);
                 if !set.contains(&rdata) {
                     set.push(rdata);

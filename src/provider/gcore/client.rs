@@ -26,7 +26,8 @@ use crate::condition::Condition;
 use crate::dnssec::DnssecKey;
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
-    Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit,
+    Attempts, DnssecSwitched, HostedZone, KeyState, ListedZone, NewKey, Provider, ProviderError,
+    ProviderKey, SendPermit, keys_refused,
 };
 use crate::retry::RetryPolicy;
 use crate::secret::{Secret, redact};
@@ -451,6 +452,7 @@ impl GcoreClient {
             body,
             credential: authorization.map(|a| (reqwest::header::AUTHORIZATION, a)),
             may_send,
+            repeatable: true,
         };
         self.http
             .send(&request, attempts, &|reply| self.check(reply))
@@ -546,7 +548,37 @@ impl Provider for GcoreClient {
         let sets = GcoreClient::list_rrsets(self, zone).await?;
         Ok(Rrset::largest_ttl(&sets))
     }
+    // The DNSSEC object shows one key and no call changes keys: a rollover there is the
+    // provider's own, seen by the observations only.
+    async fn add_key(
+        &self,
+        zone: &str,
+        _key: NewKey,
+        _may_send: SendPermit<'_>,
+    ) -> Result<ProviderKey, ProviderError> {
+        Err(keys_refused(KEYS_API, zone))
+    }
+    async fn set_key_state(
+        &self,
+        zone: &str,
+        _id: &str,
+        _state: KeyState,
+        _may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        Err(keys_refused(KEYS_API, zone))
+    }
+    async fn delete_key(
+        &self,
+        zone: &str,
+        _id: &str,
+        _may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        Err(keys_refused(KEYS_API, zone))
+    }
 }
+
+/// Who refuses the key calls.
+const KEYS_API: &str = "the Gcore API";
 
 /// Follows `offset` page by page, the offset moving by the entries, kept or not.
 /// Bounded whatever the provider answers: a `total_amount` beyond [`MAX_PAGES`] pages, a

@@ -25,8 +25,8 @@ use crate::condition::Condition;
 use crate::dnssec::{CdsHalves, CdsPublication, Dnskey, DnssecKey, fqdn};
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
-    Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, RetryPolicy,
-    SendPermit, foreign_dnskey_set,
+    Attempts, DnssecSwitched, HostedZone, KeyAlgorithm, KeyState, ListedZone, NewKey, Provider,
+    ProviderError, ProviderKey, RetryPolicy, SendPermit, foreign_dnskey_set,
 };
 use crate::secret::{Secret, redact};
 
@@ -170,7 +170,7 @@ impl PowerDnsClient {
         let asked = format!("/api/v1/servers/{}/{path}", self.server_id);
         let url = self.url_from(&["api", "v1", "servers"], &[]);
         let listed = match url {
-            Ok(url) => self.call_url(Method::GET, url, None, None).await,
+            Ok(url) => self.call_url(Method::GET, url, None, None, true).await,
             Err(e) => Err(e),
         };
         let servers: Result<Vec<ServerEntry>, ProviderError> = listed.and_then(|bytes| {
@@ -246,6 +246,125 @@ impl PowerDnsClient {
             None,
         )
         .await
+    }
+
+    /// The zone's keys in the daemon's terms, each checked ([`Cryptokey::provider_key`]),
+    /// in the order of their ids (4.7 lists them in no fixed order).
+    pub async fn list_keys(&self, zone: &str) -> Result<Vec<ProviderKey>, ProviderError> {
+        let entry = self.find_zone(zone).await?;
+        let mut keys: Vec<Cryptokey> = self
+            .json(
+                Method::GET,
+                &["zones", &entry.id, "cryptokeys"],
+                &[],
+                None,
+                None,
+            )
+            .await?;
+        keys.sort_by_key(|k| k.id);
+        keys.iter().map(|k| k.provider_key(&entry.name)).collect()
+    }
+
+    /// `POST /zones/{id}/cryptokeys`: a new key made by the server, answered `201` with
+    /// the key (and its private part, which is never read, kept or shown). Sent once:
+    /// an attempt that may have taken effect is not repeated, and any outcome but the
+    /// key read back as asked is [`ProviderError::KeyMaybeAdded`] (or a definite
+    /// refusal). RSA keys are asked for with 2048 bits (4.7 needs a size for them).
+    pub async fn add_key_with(
+        &self,
+        zone: &str,
+        key: NewKey,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<ProviderKey, ProviderError> {
+        let entry = self.find_zone(zone).await?;
+        let mut body = serde_json::json!({
+            "keytype": key.kind.name(),
+            "active": key.state.active,
+            "published": key.state.published,
+            "algorithm": key.algorithm.number(),
+        });
+        if key.algorithm == KeyAlgorithm::RsaSha256 {
+            body["bits"] = RSA_BITS.into();
+        }
+        let url = self.url(&["zones", &entry.id, "cryptokeys"], &[])?;
+        let answer = self
+            .call_url(Method::POST, url, Some(&body), may_send, false)
+            .await;
+        let added = answer.and_then(|bytes| {
+            let made: Cryptokey =
+                serde_json::from_slice(&bytes).map_err(|e| ProviderError::Decode {
+                    what: e.to_string(),
+                    excerpt: "(not shown: the answer carries the key's private part)".into(),
+                })?;
+            let made = made.provider_key(&entry.name)?;
+            let asked = (key.kind.flags(), key.algorithm.number(), key.state);
+            let got = (made.dnskey.flags, made.dnskey.algorithm, made.state);
+            if got != asked {
+                return Err(ProviderError::ErrorInSuccess {
+                    status: 201,
+                    message: format!(
+                        "key {} was made as flags {}, algorithm {}, {:?}; asked: flags {}, algorithm {}, {:?}",
+                        made.id, got.0, got.1, got.2, asked.0, asked.1, asked.2
+                    ),
+                });
+            }
+            Ok(made)
+        });
+        added.map_err(|e| match e.outcome_unknown() {
+            true => ProviderError::KeyMaybeAdded {
+                zone: entry.name.clone(),
+                cause: Box::new(e),
+            },
+            false => e,
+        })
+    }
+
+    /// `PUT /zones/{id}/cryptokeys/{key}` with both flags, always: 4.7 refuses a body
+    /// without a boolean `active`, and takes a `published` missing (or not a boolean) as
+    /// `true`, publishing the key. `204`. Repeating it is harmless, so it is retried as
+    /// any call.
+    pub async fn set_key_state_with(
+        &self,
+        zone: &str,
+        id: &str,
+        state: KeyState,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<(), ProviderError> {
+        let key = key_id(zone, id)?;
+        let entry = self.find_zone(zone).await?;
+        let body = serde_json::json!({ "active": state.active, "published": state.published });
+        self.call(
+            Method::PUT,
+            &["zones", &entry.id, "cryptokeys", &key],
+            &[],
+            Some(&body),
+            may_send,
+        )
+        .await
+        .map(drop)
+        .map_err(|e| key_missing(e, &entry.name, &key))
+    }
+
+    /// `DELETE /zones/{id}/cryptokeys/{key}`: `204`; a key the server does not have is
+    /// its plain-text `404`.
+    pub async fn delete_key_with(
+        &self,
+        zone: &str,
+        id: &str,
+        may_send: Option<SendPermit<'_>>,
+    ) -> Result<(), ProviderError> {
+        let key = key_id(zone, id)?;
+        let entry = self.find_zone(zone).await?;
+        self.call(
+            Method::DELETE,
+            &["zones", &entry.id, "cryptokeys", &key],
+            &[],
+            None,
+            may_send,
+        )
+        .await
+        .map(drop)
+        .map_err(|e| key_missing(e, &entry.name, &key))
     }
 
     /// Signs the zone (`true`: one key, a CSK, in 4.7) or deletes every key (`false`).
@@ -493,16 +612,18 @@ impl PowerDnsClient {
         may_send: Option<SendPermit<'_>>,
     ) -> Result<bytes::Bytes, ProviderError> {
         let url = self.url(segments, query)?;
-        self.call_url(method, url, body, may_send).await
+        self.call_url(method, url, body, may_send, true).await
     }
 
-    /// One request to `url`, as [`Self::call`].
+    /// One request to `url`, as [`Self::call`]; `repeatable` false: not sent again once
+    /// an attempt may have taken effect.
     async fn call_url(
         &self,
         method: Method,
         url: Url,
         body: Option<&serde_json::Value>,
         may_send: Option<SendPermit<'_>>,
+        repeatable: bool,
     ) -> Result<bytes::Bytes, ProviderError> {
         let mut attempts = (!method.is_safe()).then(Attempts::default);
         let request = Request {
@@ -511,6 +632,7 @@ impl PowerDnsClient {
             body,
             credential: Some((API_KEY_HEADER.clone(), &self.api_key)),
             may_send,
+            repeatable,
         };
         let reply = self
             .http
@@ -649,6 +771,35 @@ impl Provider for PowerDnsClient {
         self.set_cds_publication_with(zone, to, Some(may_send))
             .await
     }
+    async fn keys(&self, zone: &str) -> Result<Option<Vec<ProviderKey>>, ProviderError> {
+        self.list_keys(zone).await.map(Some)
+    }
+    async fn add_key(
+        &self,
+        zone: &str,
+        key: NewKey,
+        may_send: SendPermit<'_>,
+    ) -> Result<ProviderKey, ProviderError> {
+        self.add_key_with(zone, key, Some(may_send)).await
+    }
+    async fn set_key_state(
+        &self,
+        zone: &str,
+        id: &str,
+        state: KeyState,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        self.set_key_state_with(zone, id, state, Some(may_send))
+            .await
+    }
+    async fn delete_key(
+        &self,
+        zone: &str,
+        id: &str,
+        may_send: SendPermit<'_>,
+    ) -> Result<(), ProviderError> {
+        self.delete_key_with(zone, id, Some(may_send)).await
+    }
     async fn foreign_dnskeys_supported(&self, _zone: &str) -> Result<bool, ProviderError> {
         // A setting of the server, the same for each of its zones.
         self.direct_dnskey().await
@@ -665,6 +816,31 @@ impl Provider for PowerDnsClient {
     ) -> Result<(), ProviderError> {
         self.set_foreign_dnskeys_with(zone, keys, ttl, Some(may_send))
             .await
+    }
+}
+
+/// The bits of an RSA key the daemon adds: RFC 8624's recommended minimum, the size
+/// `pdnsutil` makes by default.
+const RSA_BITS: u32 = 2048;
+
+/// A key id as [`PowerDnsClient::list_keys`] gives them: the server's number. Anything
+/// else is refused before any request (4.7 answers a 500 for a path id that is not a
+/// number).
+fn key_id(zone: &str, id: &str) -> Result<String, ProviderError> {
+    id.parse::<u64>().map(|n| n.to_string()).map_err(|_| {
+        ProviderError::Invalid(format!(
+            "{id:?} is no PowerDNS key id (a number) of {zone}; not sent"
+        ))
+    })
+}
+
+/// A 404 for a key's path, once the zone was found: the key is not among the zone's.
+fn key_missing(e: ProviderError, zone: &str, id: &str) -> ProviderError {
+    match e {
+        ProviderError::NotFound(_) => {
+            ProviderError::NotFound(format!("key {id} is not among the keys of {zone}"))
+        }
+        other => other,
     }
 }
 

@@ -5,7 +5,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use crate::dnssec::{self, DigestType, Dnskey, DnssecKey, DsLine};
-use crate::provider::ProviderError;
+use crate::provider::{KeyState, ProviderError, ProviderKey};
 
 /// An entry of `GET /zones`: the zone's opaque id (used as the server gives it), its name
 /// (with the trailing dot) and whether it is signed.
@@ -78,9 +78,14 @@ pub struct Cryptokey {
     pub flags: Option<u16>,
     /// `257 3 13 <base64>`: the key in presentation form.
     pub dnskey: String,
-    /// The DS records the server computed, `tag alg digest-type digest` each.
+    /// The DS records the server computed, `tag alg digest-type digest` each (4.7 lists
+    /// none for a key it calls a ZSK).
     #[serde(default)]
     pub ds: Vec<String>,
+    /// The algorithm's mnemonic (`ECDSAP256SHA256`), as 4.7 answers it; a number is read
+    /// too. Checked against the key when it is one we know.
+    #[serde(default)]
+    pub algorithm: Option<serde_json::Value>,
 }
 
 fn yes() -> bool {
@@ -207,6 +212,89 @@ impl Cryptokey {
     }
 }
 
+/// The algorithm number of a mnemonic PowerDNS answers (its `DNSSECKeeper` names), or of
+/// a number; `None` for anything else (not checked).
+fn algorithm_number(value: &serde_json::Value) -> Option<u8> {
+    if let Some(n) = value.as_u64() {
+        return u8::try_from(n).ok();
+    }
+    Some(match value.as_str()?.to_ascii_uppercase().as_str() {
+        "RSASHA1" => 5,
+        "RSASHA1-NSEC3-SHA1" => 7,
+        "RSASHA256" => 8,
+        "RSASHA512" => 10,
+        "ECDSAP256SHA256" => 13,
+        "ECDSAP384SHA384" => 14,
+        "ED25519" => 15,
+        "ED448" => 16,
+        _ => return None,
+    })
+}
+
+impl Cryptokey {
+    /// The key in the daemon's terms ([`ProviderKey`]), whatever its flags and state: its
+    /// DNSKEY parsed from the presentation form (a DNSSEC zone key), and every field the
+    /// server gives beside it checked against the key (rule 5's spirit): `flags`,
+    /// `algorithm`, and each listed DS of a digest type we compute, for the key's own tag,
+    /// algorithm and digest. `keytype` is the server's judgement of the key set (4.7 calls
+    /// a lone KSK, and a ZSK beside no KSK of its algorithm, a CSK) and is not read.
+    pub fn provider_key(&self, zone: &str) -> Result<ProviderKey, ProviderError> {
+        let zone = dnssec::fqdn(zone).map_err(|e| ProviderError::Invalid(e.to_string()))?;
+        let field = format!("cryptokey {} field `dnskey`", self.id);
+        let dnskey = parse_dnskey(&self.dnskey, &field)?;
+        if !dnskey.is_zone_key() {
+            return Err(mismatch(
+                "dnskey",
+                self.dnskey.clone(),
+                "a zone key (flags bit 7)",
+            ));
+        }
+        if let Some(flags) = self.flags
+            && flags != dnskey.flags
+        {
+            return Err(mismatch(
+                "flags",
+                flags.to_string(),
+                dnskey.flags.to_string(),
+            ));
+        }
+        if let Some(named) = self.algorithm.as_ref().and_then(algorithm_number)
+            && named != dnskey.algorithm
+        {
+            return Err(mismatch(
+                "algorithm",
+                named.to_string(),
+                dnskey.algorithm.to_string(),
+            ));
+        }
+        for rdata in &self.ds {
+            let line = DsLine::parse(&format!("{zone} 0 IN DS {rdata}")).map_err(|e| {
+                ProviderError::Decode {
+                    what: format!("cryptokey {} field `ds`: {e}", self.id),
+                    excerpt: rdata.chars().take(140).collect(),
+                }
+            })?;
+            let Ok(digest) = DigestType::from_code(line.ds.digest_type) else {
+                continue;
+            };
+            let computed = dnskey
+                .to_ds(&zone, digest)
+                .map_err(|e| ProviderError::Invalid(e.to_string()))?;
+            if line.ds != computed {
+                return Err(mismatch("ds", line.ds.to_string(), computed.to_string()));
+            }
+        }
+        Ok(ProviderKey {
+            id: self.id.to_string(),
+            dnskey,
+            state: KeyState {
+                active: self.active,
+                published: self.published,
+            },
+        })
+    }
+}
+
 /// `257 3 13 <base64, maybe split by spaces>`; `field` names where the text was, for the
 /// error.
 pub(super) fn parse_dnskey(text: &str, field: &str) -> Result<Dnskey, ProviderError> {
@@ -267,6 +355,7 @@ mod tests {
                 "53363 13 1 cf6907f76ab252b75c09f70573b3d28110a6494f".into(),
                 "53363 13 2 4e4202d14ef09fdaa0000e8be92f6a17dba38c7a27c6b3a44d850dd8e0190922".into(),
             ],
+            algorithm: Some("ECDSAP256SHA256".into()),
         }
     }
 
@@ -315,6 +404,92 @@ mod tests {
         assert!(matches!(
             garbage.verify("ex.test"),
             Err(ProviderError::Decode { .. })
+        ));
+    }
+
+    /// Keys as 4.7.3 listed them for `r.test.`: a ZSK it called `csk` (no KSK of its
+    /// algorithm was active), an Ed25519 KSK.
+    fn listed(json: &str) -> Cryptokey {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const ZSK: &str = r#"{"active": false, "algorithm": "ECDSAP256SHA256", "bits": 256, "dnskey": "256 3 13 vMNaKrlEQt3vX88ZrTQ6H8wzkZ/+P1WBe9RsGHsKt9E+DfS/y9ttN6TtUrZqKQ78gdMMObVlS+yIk3hhe1AUPw==", "ds": ["34261 13 1 490b6d97b6a4731d69f52049db8e244b399de626", "34261 13 2 6d1834f1b5e6b81583ca4410d47d69dc30bbb8df6a91ea5d6789a82ccca8f91e", "34261 13 4 17be7d46cdbb1a72e8da260112976ee0001324189a1a817b0348aeda3e47851e2d63b29b513a6a245819e58e6281944e"], "flags": 256, "id": 2, "keytype": "csk", "published": true, "type": "Cryptokey"}"#;
+    const ED25519: &str = r#"{"active": false, "algorithm": "ED25519", "bits": 256, "dnskey": "257 3 15 KtOi9KMiAX2LSoBFYMKBHgGz13I8DFrDjOR5u+8+Nbw=", "ds": ["65400 15 1 e1c75a265452ee88a0c645153e5f94e0d3891c1c", "65400 15 2 3c574a0fbb36e8b691fb6d3fa5770f918962094b276c7073fdf6c2139b990d3c", "65400 15 4 2ad66067782a855dfd5fa22c20c2ff44dfed9ef8e4cd90aeb3ac156ea66522066bc3cdd0c6e98fc95e17638aaf92db8c"], "flags": 257, "id": 3, "keytype": "csk", "privatekey": "Private-key-format: v1.2", "published": false, "type": "Cryptokey"}"#;
+
+    #[test]
+    fn every_key_is_read_in_the_daemons_terms_its_tag_recomputed() {
+        let zsk = listed(ZSK).provider_key("r.test").unwrap();
+        assert_eq!(zsk.id, "2");
+        assert!(!zsk.is_sep());
+        assert_eq!((zsk.algorithm(), zsk.key_tag()), (13, 34261));
+        assert_eq!(
+            zsk.state,
+            KeyState {
+                active: false,
+                published: true
+            }
+        );
+        let ksk = listed(ED25519).provider_key("r.test.").unwrap();
+        assert!(ksk.is_sep());
+        assert_eq!((ksk.algorithm(), ksk.key_tag()), (15, 65400));
+        assert!(!ksk.state.published && !ksk.state.active);
+        // The same keys under another zone name: their DS are not these.
+        assert!(matches!(
+            listed(ZSK).provider_key("other.test"),
+            Err(ProviderError::DnssecMismatch { field: "ds", .. })
+        ));
+        // Without the DS and the optional fields, the key alone is enough.
+        let bare = listed(
+            r#"{"id": 7, "dnskey": "257 3 15 KtOi9KMiAX2LSoBFYMKBHgGz13I8DFrDjOR5u+8+Nbw="}"#,
+        )
+        .provider_key("r.test")
+        .unwrap();
+        assert_eq!(
+            (bare.key_tag(), bare.state.active, bare.state.published),
+            (65400, false, true)
+        );
+    }
+
+    #[test]
+    fn a_field_beside_the_key_that_disagrees_with_it_is_refused() {
+        let mut flags = listed(ZSK);
+        flags.flags = Some(257);
+        assert!(matches!(
+            flags.provider_key("r.test"),
+            Err(ProviderError::DnssecMismatch { field: "flags", .. })
+        ));
+        let mut algorithm = listed(ED25519);
+        algorithm.algorithm = Some("ECDSAP256SHA256".into());
+        assert!(matches!(
+            algorithm.provider_key("r.test"),
+            Err(ProviderError::DnssecMismatch {
+                field: "algorithm",
+                ..
+            })
+        ));
+        // A name we do not know is not checked; a number is.
+        algorithm.algorithm = Some("SOMETHING-NEW".into());
+        assert!(algorithm.provider_key("r.test").is_ok());
+        algorithm.algorithm = Some(13.into());
+        assert!(algorithm.provider_key("r.test").is_err());
+        let mut ds = listed(ED25519);
+        ds.ds[0] = "65400 15 1 e1c75a265452ee88a0c645153e5f94e0d3891c1d".into();
+        assert!(matches!(
+            ds.provider_key("r.test"),
+            Err(ProviderError::DnssecMismatch { field: "ds", .. })
+        ));
+        let mut tag = listed(ED25519);
+        tag.ds[1] = tag.ds[1].replacen("65400", "65401", 1);
+        assert!(tag.provider_key("r.test").is_err());
+        let mut not_zone = listed(ZSK);
+        not_zone.dnskey = not_zone.dnskey.replacen("256", "0", 1);
+        not_zone.flags = None;
+        assert!(matches!(
+            not_zone.provider_key("r.test"),
+            Err(ProviderError::DnssecMismatch {
+                field: "dnskey",
+                ..
+            })
         ));
     }
 
