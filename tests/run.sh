@@ -21,35 +21,71 @@ cd "$(dirname "$0")/.."
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
     postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3
     chromium chromium-driver tesseract-ocr fonts-dejavu-core openssl)
+# Scratch space of this run, and how long each part took (printed at the end).
+work=$(mktemp -d)
+apt_pid=""
+finish() {
+    local status=$?
+    # Never leave apt half done: a package install cut short breaks dpkg for the next run.
+    [[ -z $apt_pid ]] || wait "$apt_pid" 2>/dev/null || true
+    rm -rf "$work"
+    exit "$status"
+}
+trap finish EXIT
+part() {
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    echo "$name $((SECONDS - start))" >>"$work/parts"
+    echo "tests/run.sh: $name done in $((SECONDS - start)) s"
+}
+
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
         || missing+=("$package")
 done
-if ((${#missing[@]})); then
-    echo "tests/run.sh: installing ${missing[*]}"
-    sudo=""
+install_packages() {
+    local sudo="" policy_set=""
     [[ $(id -u) -eq 0 ]] || sudo="sudo"
     # policy-rc.d 101: the packages must not start their own daemons (on port 53, or
     # PostgreSQL's system cluster); the test harness starts the servers it needs on
     # loopback addresses or unix sockets of its own (test-support/src/postgres.rs).
-    policy_set=""
     if [[ ! -e /usr/sbin/policy-rc.d ]]; then
         $sudo sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
         policy_set=1
     fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
     [[ -z $policy_set ]] || $sudo rm -f /usr/sbin/policy-rc.d
+}
+# The packages install beside the builds (which need none of them): apt mostly waits on
+# the network and the disk, the compiler on the cores. The tests wait for it.
+if ((${#missing[@]})); then
+    echo "tests/run.sh: installing ${missing[*]} (beside the builds; log at the end of the install)"
+    install_packages "${missing[@]}" >"$work/apt.log" 2>&1 &
+    apt_pid=$!
 fi
+packages_installed() {
+    [[ -n $apt_pid ]] || return 0
+    local status=0
+    wait "$apt_pid" || status=$?
+    apt_pid=""
+    cat "$work/apt.log"
+    if ((status != 0)); then
+        echo "tests/run.sh: installing ${missing[*]} failed (exit $status)" >&2
+        return 1
+    fi
+}
 
 # Here a missing browser fails the browser tests instead of skipping them.
 export DNSSEC_WARDEN_REQUIRE_BROWSER=1
 
-cargo fmt --all --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
-# The daemon without the simulated world (no `demo`, no lab crate) must build.
-cargo build --no-default-features --locked
+part "cargo fmt" cargo fmt --all --check
+part "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+# The daemon without the simulated world (no `demo`, no lab crate) must build: the
+# Debian package below is built so (debian/build.sh), in this same profile.
+part "cargo build --no-default-features" cargo build --no-default-features --locked
 # Library, binary and integration tests of every crate, and doc tests; not the benchmarks
 # (measurements: `cargo bench --bench observe`, which print figures and assert nothing).
 # The integration tests are six binaries, one a directory of tests/ (engine, store, dns,
@@ -60,13 +96,14 @@ cargo build --no-default-features --locked
 # Built once by cargo, then run here in two lanes at once, as cargo would run each (from
 # its package's folder): the engine group's property tests keep both cores busy, the
 # other lane mostly waits on servers and timers. Each binary's output is printed whole
-# when both lanes are done, then one line per binary: its result and its time.
-artifacts=$(mktemp)
-logs=$(mktemp -d)
-trap 'rm -rf "$artifacts" "$logs"' EXIT
-cargo test --workspace --lib --bins --tests --locked --no-run \
-    --message-format=json-render-diagnostics >"$artifacts"
-python3 - "$artifacts" >"$logs/binaries" <<'PY'
+# when both lanes are done, then one line per binary: its result, its time and the CPU
+# time it used (user and system, its servers and daemons included).
+logs=$work/logs
+mkdir "$logs"
+part "cargo test --no-run" cargo test --workspace --lib --bins --tests --locked --no-run \
+    --message-format=json-render-diagnostics >"$work/artifacts"
+part "the Debian packages" packages_installed
+python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
 import json, os, sys
 for line in open(sys.argv[1]):
     message = json.loads(line)
@@ -77,13 +114,13 @@ for line in open(sys.argv[1]):
         print(label, os.path.dirname(message["manifest_path"]), message["executable"])
 PY
 run_binaries() {
-    local label dir exe start status
+    local label dir exe status TIMEFORMAT="%R %U %S"
     while read -r label dir exe; do
         echo "tests/run.sh: $label started"
-        start=$(date +%s)
         status=0
-        (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1 || status=$?
-        echo "$label $status $(($(date +%s) - start))" >>"$logs/results"
+        { time (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1; } 2>"$logs/$label.time" \
+            || status=$?
+        echo "$label $status $(cat "$logs/$label.time")" >>"$logs/results"
         echo "tests/run.sh: $label finished (exit $status)"
     done
 }
@@ -96,15 +133,18 @@ engine_lane=$!
     grep '^e2e-test ' "$logs/binaries" || true
 } | run_binaries &
 other_lane=$!
+tests_started=$SECONDS
 wait "$engine_lane" "$other_lane"
+echo "the test binaries $((SECONDS - tests_started))" >>"$work/parts"
 failed=0
 while read -r label _ _; do
     echo "==== $label"
     cat "$logs/$label.log"
 done <"$logs/binaries"
-echo "==== tests/run.sh: each test binary's result and time"
-while read -r label status seconds; do
-    echo "$label: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (exit $status)") in $seconds s"
+echo "==== tests/run.sh: each test binary's result, time and CPU time"
+while read -r label status real user sys; do
+    echo "$label: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (exit $status)") in" \
+        "${real%.*} s (CPU ${user%.*} s user, ${sys%.*} s system)"
     [[ $status -eq 0 ]] || failed=1
 done <"$logs/results"
 if [[ $(wc -l <"$logs/results") -ne $(wc -l <"$logs/binaries") ]]; then
@@ -112,9 +152,14 @@ if [[ $(wc -l <"$logs/results") -ne $(wc -l <"$logs/binaries") ]]; then
     failed=1
 fi
 ((failed == 0)) || exit 1
-cargo test --workspace --doc --locked
+part "doc tests" cargo test --workspace --doc --locked
 # The Debian package: built, linted, installed, checked, purged (root only; it says so
 # and skips otherwise, and never touches a dnssec-warden it did not install). Packed from
 # the unoptimised build above (`--no-default-features`, the package's features): what is
 # checked is the packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
-DNSSEC_WARDEN_DEB_PROFILE=dev bash tests/debian_package.sh
+part "the Debian package" env DNSSEC_WARDEN_DEB_PROFILE=dev bash tests/debian_package.sh
+echo "==== tests/run.sh: each part's time"
+while read -r line; do
+    echo "${line% *}: ${line##* } s"
+done <"$work/parts"
+echo "in all: $SECONDS s"
