@@ -230,26 +230,26 @@ fn awaiting_new_ds(
             && old_sep.iter().all(|k| has_ds(zone, &p.ds, k))
             && new_sep.iter().all(|k| has_ds(zone, &p.ds, k))
     };
-    let ttl = match roll.method {
-        Method::Algorithm => 0,
-        _ => roll.ds_ttl(policy),
+    let unconfirmed = || {
+        RollWait::registrar(format!(
+            "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
+            tags(&old_sep),
+            tags(&new_sep),
+            failing(&seen.parents, both)
+        ))
     };
-    if let Err(wait) = roll.confirmed_and_held(
-        at,
-        every(&seen.parents, both),
-        ttl,
-        policy,
-        || {
-            RollWait::registrar(format!(
-                "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
-                tags(&old_sep),
-                tags(&new_sep),
-                failing(&seen.parents, both)
-            ))
-        },
-        || format!("DS sets without DS {}", tags(&new_sep)),
-    ) {
-        return wait;
+    let confirmed = every(&seen.parents, both);
+    if roll.method == Method::Algorithm {
+        if confirmed != Some(true) {
+            return unconfirmed();
+        }
+    } else {
+        let ttl = roll.ds_ttl(policy);
+        if let Err(wait) = roll.confirmed_and_held(at, confirmed, ttl, policy, unconfirmed, || {
+            format!("DS sets without DS {}", tags(&new_sep))
+        }) {
+            return wait;
+        }
     }
     if let Err(wait) = listing_known(seen) {
         return wait;
@@ -345,21 +345,23 @@ fn swapping(
         ttl,
         policy,
         || {
-            if swapped == Some(true) {
-                child_wait(
-                    seen,
-                    &format!(
-                        "{signed} signed by key {} and not {}",
-                        tags(&new),
-                        tags(&old)
-                    ),
-                    ok,
-                )
-            } else {
-                RollWait::provider(format!(
-                    "the provider to sign with key {} instead of {}",
+            let children = child_wait(
+                seen,
+                &format!(
+                    "{signed} signed by key {} and not {}",
                     tags(&new),
                     tags(&old)
+                ),
+                ok,
+            );
+            if swapped == Some(true) {
+                children
+            } else {
+                RollWait::provider(format!(
+                    "the provider to sign with key {} instead of {}; {}",
+                    tags(&new),
+                    tags(&old),
+                    children.what
                 ))
             }
         },
