@@ -56,6 +56,11 @@ struct Served {
     data_signers: Vec<Dnskey>,
 }
 
+/// (since, what) in time order.
+type History<T> = Vec<(Timestamp, T)>;
+/// A DNSKEY set and the keys whose RRSIG is over it.
+type KeySet = (Vec<Dnskey>, Vec<Dnskey>);
+
 #[derive(Debug, Clone)]
 struct Addr<T> {
     /// (since, what), in time order; the last is what it serves now.
@@ -371,7 +376,7 @@ impl World {
     fn violations(&self) -> Vec<String> {
         let parents: Vec<&[(Timestamp, Vec<Ds>)]> =
             self.parents.iter().map(|p| p.history.as_slice()).collect();
-        let children: Vec<Vec<(Timestamp, (Vec<Dnskey>, Vec<Dnskey>))>> = self
+        let children: Vec<History<KeySet>> = self
             .children
             .iter()
             .map(|a| {
@@ -381,7 +386,7 @@ impl World {
                     .collect()
             })
             .collect();
-        let data: Vec<Vec<(Timestamp, Vec<Dnskey>)>> = self
+        let data: Vec<History<Vec<Dnskey>>> = self
             .children
             .iter()
             .map(|a| {

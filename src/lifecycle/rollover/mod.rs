@@ -622,10 +622,13 @@ impl Roll {
     }
 }
 
+/// A key's wanted (active, published) flags; `None`: deleted, or not there yet.
+type Flags = Option<(bool, bool)>;
+
 /// The flags each of the roll's keys should have at the provider in `phase`:
 /// (old: active, published), (new: active, published); `None` where the key is to be
 /// deleted or not yet there.
-fn wanted_flags(method: Method, phase: Phase) -> (Option<(bool, bool)>, Option<(bool, bool)>) {
+fn wanted_flags(method: Method, phase: Phase) -> (Flags, Flags) {
     let on = Some((true, true));
     match (method, phase) {
         (_, Phase::Publishing) | (_, Phase::AwaitingNewDs) if method != Method::Algorithm => {
