@@ -11,6 +11,7 @@ pub mod moving;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
+pub mod rollover;
 pub mod rules;
 pub mod sample;
 pub mod signed_move;
@@ -45,6 +46,8 @@ mod tests_move;
 mod tests_moving;
 #[cfg(test)]
 mod tests_registry;
+#[cfg(test)]
+mod tests_rollover;
 #[cfg(test)]
 mod tests_sample;
 #[cfg(test)]
