@@ -18,20 +18,31 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
     | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 # The same features as [package.metadata.deb], in the `dist` profile (Cargo.toml: fat LTO,
 # one codegen unit); `cargo deb --no-build --profile dist` packs this binary.
-# DNSSEC_WARDEN_DEB_PROFILE=dev packs the unoptimised build instead: the package test
-# (tests/run.sh) checks the packaging, which does not depend on the optimisation, and
-# reuses the build tests/run.sh already made rather than spend minutes on whole-program
-# optimisation. Never ship that package.
+# DNSSEC_WARDEN_DEB_PROFILE=dev packs an unoptimised build of the same features instead,
+# and DNSSEC_WARDEN_DEB_PROFILE=tests packs, without building anything, the binary the
+# test build left in target/debug (the default features and the tests' crash points,
+# which act only under the tests' environment variable): the package test (tests/run.sh)
+# checks the packaging, which depends on neither, without another build of every crate.
+# Never ship either package.
 profile=${DNSSEC_WARDEN_DEB_PROFILE:-dist}
 case $profile in
 dist) profile_dir=dist ;;
-dev) profile_dir=debug ;;
+dev | tests) profile_dir=debug ;;
 *)
-    echo "debian/build.sh: DNSSEC_WARDEN_DEB_PROFILE is dist (the default) or dev, not '$profile'" >&2
+    echo "debian/build.sh: DNSSEC_WARDEN_DEB_PROFILE is dist (the default), dev or tests, not '$profile'" >&2
     exit 2
     ;;
 esac
-cargo build --profile "$profile" --locked --no-default-features --bin dnssec-warden
+cargo_profile=$profile
+if [[ $profile == tests ]]; then
+    cargo_profile=dev
+    if [[ ! -x $target_dir/debug/dnssec-warden ]]; then
+        echo "debian/build.sh: no $target_dir/debug/dnssec-warden to pack: build the tests first (cargo test --no-run)" >&2
+        exit 2
+    fi
+else
+    cargo build --profile "$profile" --locked --no-default-features --bin dnssec-warden
+fi
 "$target_dir/$profile_dir/dnssec-warden" __package-files target/package-files >/dev/null
 # (cargo-deb warns that a dev profile is not for releases: it is not one.)
-cargo deb --no-build --profile "$profile" --locked "$@"
+cargo deb --no-build --profile "$cargo_profile" --locked "$@"

@@ -83,9 +83,10 @@ export DNSSEC_WARDEN_REQUIRE_BROWSER=1
 
 part "cargo fmt" cargo fmt --all --check
 part "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
-# The daemon without the simulated world (no `demo`, no lab crate) must build: the
-# Debian package below is built so (debian/build.sh), in this same profile.
-part "cargo build --no-default-features" cargo build --no-default-features --locked
+# The daemon without the simulated world (no `demo`, no lab crate), as the Debian package
+# is built (debian/build.sh), must compile and be clean too.
+part "cargo clippy --no-default-features" cargo clippy -p dnssec-warden --no-default-features \
+    --lib --bins --locked -- -D warnings
 # Library, binary and integration tests of every crate, and doc tests; not the benchmarks
 # (measurements: `cargo bench --bench observe`, which print figures and assert nothing).
 # The integration tests are six binaries, one a directory of tests/ (engine, store, dns,
@@ -93,15 +94,17 @@ part "cargo build --no-default-features" cargo build --no-default-features --loc
 # was most of the build's link time, and the files of one group run beside each other.
 # One group or one file: `cargo test --test e2e`, `cargo test --test e2e e2e_knot::`.
 #
-# Built once by cargo, then run here in two lanes at once, as cargo would run each (from
-# its package's folder): the engine group's property tests keep both cores busy, the
-# other lane mostly waits on servers and timers. Each binary's output is printed whole
-# when both lanes are done, then one line per binary: its result, its time and the CPU
+# Built once by cargo, then run here in three lanes at once, as cargo would run each (from
+# its package's folder). Each binary's output is printed whole
+# when the lanes are done, then one line per binary: its result, its time and the CPU
 # time it used (user and system, its servers and daemons included).
 logs=$work/logs
 mkdir "$logs"
-part "cargo test --no-run" cargo test --workspace --lib --bins --tests --locked --no-run \
-    --message-format=json-render-diagnostics >"$work/artifacts"
+test_build() {
+    cargo test --workspace --lib --bins --tests --locked --no-run \
+        --message-format=json-render-diagnostics >"$work/artifacts"
+}
+part "cargo test --no-run" test_build
 part "the Debian packages" packages_installed
 python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
 import json, os, sys
@@ -124,17 +127,16 @@ run_binaries() {
         echo "tests/run.sh: $label finished (exit $status)"
     done
 }
-# The end-to-end group last in its lane: by then the engine group is (nearly) done, and
-# its real daemons' timers do not share the cores with the property tests for long.
+# Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
+# (real servers and daemons, mostly waiting on their timers) and every other binary.
 { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
 engine_lane=$!
-{
-    grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true
-    grep '^e2e-test ' "$logs/binaries" || true
-} | run_binaries &
+{ grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
+e2e_lane=$!
+{ grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
 other_lane=$!
 tests_started=$SECONDS
-wait "$engine_lane" "$other_lane"
+wait "$engine_lane" "$e2e_lane" "$other_lane"
 echo "the test binaries $((SECONDS - tests_started))" >>"$work/parts"
 failed=0
 while read -r label _ _; do
@@ -155,9 +157,9 @@ fi
 part "doc tests" cargo test --workspace --doc --locked
 # The Debian package: built, linted, installed, checked, purged (root only; it says so
 # and skips otherwise, and never touches a dnssec-warden it did not install). Packed from
-# the unoptimised build above (`--no-default-features`, the package's features): what is
-# checked is the packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
-part "the Debian package" env DNSSEC_WARDEN_DEB_PROFILE=dev bash tests/debian_package.sh
+# the test build's binary (debian/build.sh's `tests` mode): what is checked is the
+# packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
+part "the Debian package" env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
 echo "==== tests/run.sh: each part's time"
 while read -r line; do
     echo "${line% *}: ${line##* } s"
