@@ -406,6 +406,7 @@ impl LabDns {
         let mut data = ZoneData::new(&name, &ns, key);
         data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
         data.apex = Some(apex);
+        data.set_soa_minimum(data.dnskey_ttl);
         let mut world = self.world();
         world
             .account_zones
@@ -471,14 +472,18 @@ impl LabDns {
         self.with_account_zone(account, zone, |z| z.ttl = ttl)
     }
 
-    /// DNSKEY TTL of an account's copy.
+    /// DNSKEY TTL of an account's copy, which is its SOA minimum too (PowerDNS serves its
+    /// keys, CDS and CDNSKEY at the SOA minimum).
     pub fn set_account_dnskey_ttl(
         &self,
         account: &str,
         zone: &str,
         ttl: u32,
     ) -> Result<(), LabDnsError> {
-        self.with_account_zone(account, zone, |z| z.dnskey_ttl = ttl)
+        self.with_account_zone(account, zone, |z| {
+            z.dnskey_ttl = ttl;
+            z.set_soa_minimum(ttl);
+        })
     }
 
     /// Lets the TLD servers take RFC 2136 UPDATEs of their delegations' DS from `source`
@@ -1079,7 +1084,6 @@ mod tests {
             cds_digests: vec![DigestType::Sha256],
             cdnskey: true,
             delete: false,
-            keystore_dnskeys: Vec::new(),
         }));
         lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
             .expect("a zone at west");
