@@ -30,6 +30,9 @@ pub mod resolver;
 pub mod server;
 pub mod zone;
 
+#[cfg(test)]
+mod pdns_signing_tests;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
