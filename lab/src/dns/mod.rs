@@ -766,10 +766,11 @@ impl LabDns {
         Err(last.map_or(LabDnsError::NoFreePort(20), LabDnsError::Io))
     }
 
-    /// Every lab zone and the addresses of the servers hosting it.
+    /// Every lab zone and the addresses of the servers hosting it; a zone held by a
+    /// PowerDNS-like account only, at the servers `test.` delegates it to.
     pub fn zone_servers(&self) -> Vec<(String, Vec<IpAddr>)> {
         let world = self.world();
-        world
+        let mut out: Vec<(String, Vec<IpAddr>)> = world
             .zones
             .keys()
             .map(|zone| {
@@ -782,7 +783,40 @@ impl LabDns {
                 addrs.sort();
                 (zone.clone(), addrs)
             })
-            .collect()
+            .collect();
+        let delegations = world.zones.get(TLD).map(|tld| &tld.delegations);
+        let mut held: Vec<&String> = world
+            .account_zones
+            .values()
+            .flat_map(|z| z.keys())
+            .collect();
+        held.sort();
+        held.dedup();
+        for zone in held {
+            if world.zones.contains_key(zone) {
+                continue;
+            }
+            let mut addrs: Vec<IpAddr> = delegations
+                .and_then(|d| d.get(zone))
+                .map(|d| {
+                    d.ns.iter()
+                        .filter_map(|host| {
+                            ACCOUNTS
+                                .iter()
+                                .flat_map(|(_, hosts)| hosts)
+                                .chain(HOSTS)
+                                .chain(OLD_HOSTS)
+                                .find(|(h, _)| h == host)
+                                .map(|(_, ip)| IpAddr::from(*ip))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            addrs.sort();
+            addrs.dedup();
+            out.push((zone.clone(), addrs));
+        }
+        out
     }
 
     /// Where the anchor file lives, for tests that write their own files beside it.
