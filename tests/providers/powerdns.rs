@@ -1872,3 +1872,132 @@ async fn the_lab_serves_the_simulators_keys_as_the_real_server_serves_its_own() 
         .expect("the RSA key");
     assert_eq!(entry, Some(rsa.dnskey.public_key.clone()));
 }
+
+/// An algorithm rollover 8 -> 13 at the simulator, the conservative way (RFC 6781 section
+/// 4.1.4), served by the lab under its TLD: at every step both the daemon's validator and
+/// Unbound (an independent validator, OpenSSL's RSA and ECDSA) find the zone secure from
+/// the DS the TLD publishes; the old DS left alone once the old keys are gone is bogus
+/// to both. TTLs of one second, each step checked two seconds on (Unbound counts whole
+/// seconds), so that no cache carries a step's verdict into the next: each step is
+/// checked on its own, a roll's waits are not what is tested here.
+#[tokio::test]
+async fn an_algorithm_rollover_at_the_simulator_is_secure_for_our_validator_and_unbound() {
+    use dnssec_warden::cli::lab::LabSettings as _;
+    use dnssec_warden::dns::{DnsObserver, Observer as _, ValidationVerdict};
+    use dnssec_warden_lab::DigestType as LabDigest;
+    use dnssec_warden_lab::dns::{ApexSource, KeySource, LabDns, LabResolver, TldServers};
+    use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
+    const Z: &str = "algo.test.";
+    let sim = PdnsSim::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        SimOptions {
+            api_key: API_KEY.into(),
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("the simulator starts");
+    let handle = sim.handle();
+    let client = PowerDnsClient::new(
+        &PowerDnsSettings::new(sim.base_url()),
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    client.create_zone(Z, &["ns1.west.test"]).await.unwrap();
+    let lab = LabDns::start().await.expect("the lab starts");
+    lab.add_account_child(
+        "west",
+        Z,
+        KeySource::pdns(handle.clone()),
+        ApexSource::pdns(handle.clone()),
+    )
+    .expect("the zone at west");
+    lab.set_account_zone_ttl("west", Z, 1).unwrap();
+    lab.set_account_dnskey_ttl("west", Z, 1).unwrap();
+    lab.set_ds_ttl(Z, 1).unwrap();
+    lab.set_ns_ttl(Z, 1).unwrap();
+    let add = async |kind, algorithm, state| {
+        Provider::add_key(&client, Z, new_key(kind, algorithm, state), &allowed)
+            .await
+            .unwrap()
+    };
+    let old_ksk = add(KeyKind::Ksk, KeyAlgorithm::RsaSha256, ON).await;
+    let old_zsk = add(KeyKind::Zsk, KeyAlgorithm::RsaSha256, ON).await;
+    let lab_ds = |key: &ProviderKey| {
+        dnssec_warden_lab::Dnskey {
+            flags: key.dnskey.flags,
+            protocol: key.dnskey.protocol,
+            algorithm: key.dnskey.algorithm,
+            public_key: key.dnskey.public_key.clone(),
+        }
+        .to_ds(Z, LabDigest::Sha256)
+        .expect("a DS")
+    };
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&old_ksk)])
+        .unwrap();
+    let resolver = LabResolver::start(&lab).await.expect("unbound starts");
+    let observer = DnsObserver::new(&lab.settings_with_resolvers(&[resolver.addr()])).unwrap();
+    let verdicts = async |what: &str| {
+        // Past every TTL of the step before.
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let probes = observer.validation(Z).await;
+        assert_eq!(probes.len(), 2, "{what}: {probes:?}");
+        (
+            probes[0].verdict,
+            probes[1].verdict,
+            format!("{what}: {probes:?}"),
+        )
+    };
+    let secure = async |what: &str| {
+        let (ours, unbound, said) = verdicts(what).await;
+        assert_eq!(
+            (ours, unbound),
+            (ValidationVerdict::Secure, ValidationVerdict::Secure),
+            "{said}"
+        );
+    };
+    secure("RSA keys, their DS").await;
+    let new_ksk = add(
+        KeyKind::Ksk,
+        KeyAlgorithm::EcdsaP256Sha256,
+        SIGNING_UNPUBLISHED,
+    )
+    .await;
+    let new_zsk = add(
+        KeyKind::Zsk,
+        KeyAlgorithm::EcdsaP256Sha256,
+        SIGNING_UNPUBLISHED,
+    )
+    .await;
+    secure("P-256 keys signing unpublished").await;
+    for key in [&new_ksk, &new_zsk] {
+        Provider::set_key_state(&client, Z, &key.id, ON, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("P-256 keys published").await;
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&new_ksk)])
+        .unwrap();
+    secure("DS swapped").await;
+    for key in [&old_ksk, &old_zsk] {
+        Provider::set_key_state(&client, Z, &key.id, SIGNING_UNPUBLISHED, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("RSA keys unpublished").await;
+    for key in [&old_ksk, &old_zsk] {
+        Provider::delete_key(&client, Z, &key.id, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("RSA keys removed").await;
+    // The old DS alone now: no served key matches it, bogus to both.
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&old_ksk)])
+        .unwrap();
+    let (ours, unbound, said) = verdicts("the old DS alone").await;
+    assert_eq!(
+        (ours, unbound),
+        (ValidationVerdict::Bogus, ValidationVerdict::Bogus),
+        "{said}"
+    );
+}
