@@ -40,7 +40,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use resolver::{LabResolver, RESOLVER};
-pub use zone::{ApexSource, Delegation, Fault, KeyFn, KeySource, World, ZoneData};
+pub use zone::{
+    ApexSource, Delegation, Fault, KeyFn, KeySource, Signing, SigningFn, Signs, World, ZoneData,
+};
 
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::keys::LabKey;
