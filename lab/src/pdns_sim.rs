@@ -13,15 +13,17 @@
 //! apex with `PATCH`, served only with `direct-dnskey=yes` (`/config` says which). A 404
 //! is the plain text `Not Found`, for an unknown zone's path, an unknown key and every
 //! path under an unknown server id; invalid input is a 422 with `{"error": …}`. The lab's
-//! name servers serve what the simulator holds ([`PdnsHandle::apex`],
-//! [`PdnsHandle::signing_key`]).
+//! name servers serve what the simulator holds ([`PdnsHandle::signing`],
+//! [`PdnsHandle::apex`]).
 //!
-//! The lab's signer signs with one ECDSA P-256 key: the simulator hands it the zone's
-//! active, published P-256 key (a SEP key first), and publishes every other published key
-//! beside it ([`Apex::keystore_dnskeys`]). It cannot show a second key's signatures, an
-//! Ed25519 or RSA key's, nor a key that signs unpublished: such keys are held and answered
-//! by the API as the real server does, and their signatures are missing from the lab's
-//! answers. An RSA key's public part is a random modulus (the lab makes no RSA keys).
+//! Every key is a real pair and the lab's signer serves what 4.7 serves
+//! ([`PdnsHandle::signing`]): every published key in the DNSKEY RRset, active or not;
+//! every active key signing, published or not; per algorithm, where an active SEP key
+//! and an active other key exist, the SEP keys sign the DNSKEY RRset only and the others
+//! everything else (CDS and CDNSKEY are signed by both); CDS/CDNSKEY for the published
+//! keys but such a ZSK. RSA keys (2048 bits only) are the lab's pre-made pairs
+//! ([`LabKey::lab_rsa`]): ring makes none, so a zone holds at most
+//! [`crate::keys::RSA_KEY_COUNT`] of them, and two simulators may hand out the same one.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,8 +40,9 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use url::Url;
 
+use crate::dns::zone::{Signing, Signs};
 use crate::dnssec::{DigestType, Dnskey};
-use crate::keys::LabKey;
+use crate::keys::{LabKey, RSA_KEY_COUNT};
 use crate::provider_sim::CallRecord;
 
 /// The simulator's settings.
@@ -79,9 +82,6 @@ pub struct Apex {
     pub cds_digests: Vec<DigestType>,
     /// `PUBLISH-CDNSKEY` `1`: the CDNSKEY of the entry point.
     pub cdnskey: bool,
-    /// The keystore's published keys but the one the lab signs with
-    /// ([`PdnsHandle::signing_key`]), served in the apex DNSKEY RRset beside it.
-    pub keystore_dnskeys: Vec<Dnskey>,
     /// `PUBLISH-CDS` or `PUBLISH-CDNSKEY` `0`: the RFC 8078 delete request.
     pub delete: bool,
 }
@@ -97,10 +97,12 @@ struct Rrset {
 struct SimKey {
     id: u64,
     dnskey: Dnskey,
-    /// The pair the lab's signer can sign with (ECDSA P-256 keys only).
-    signer: Option<LabKey>,
-    /// RSA: the size asked for; 256 otherwise, as 4.7 says.
+    /// The pair the lab's signer signs with.
+    pair: LabKey,
+    /// RSA: the modulus' size; 256 otherwise, as 4.7 says.
     bits: u32,
+    /// Of an RSA key: which of the lab's pairs it is.
+    rsa_index: Option<usize>,
     active: bool,
     published: bool,
 }
@@ -110,8 +112,9 @@ impl SimKey {
         Self {
             id,
             dnskey: key.dnskey(),
-            signer: Some(key),
+            pair: key,
             bits: 256,
+            rsa_index: None,
             active,
             published,
         }
@@ -158,7 +161,7 @@ fn dnskey_text(key: &Dnskey) -> String {
     )
 }
 
-fn parse_dnskey(text: &str) -> Option<Dnskey> {
+pub(crate) fn parse_dnskey(text: &str) -> Option<Dnskey> {
     let mut fields = text.split_whitespace();
     let flags = fields.next()?.parse().ok()?;
     let protocol = fields.next()?.parse().ok()?;
@@ -181,17 +184,43 @@ impl Zone {
         self.keys.iter().any(|k| k.active)
     }
 
-    /// The key the lab's signer signs with: an active, published P-256 key, a SEP key
-    /// first.
-    fn lab_signer(&self) -> Option<&SimKey> {
-        let usable = || {
-            self.keys
-                .iter()
-                .filter(|k| k.active && k.published && k.signer.is_some())
+    /// The zone's entry point: an active, published SEP key, else an active key.
+    fn entry_point(&self) -> Option<&SimKey> {
+        let active = || self.keys.iter().filter(|k| k.active);
+        active()
+            .find(|k| k.published && k.dnskey.is_sep())
+            .or_else(|| active().next())
+    }
+
+    /// What 4.7 serves from the keystore: every published key in the DNSKEY RRset, every
+    /// active key signing as its `keytype` says (a KSK the DNSKEY RRset, a ZSK the rest, a
+    /// CSK everything), CDS/CDNSKEY for the published keys it calls no ZSK.
+    fn signing(&self) -> Signing {
+        let signs = |k: &SimKey| match self.keytype(k) {
+            "ksk" => Signs::Keys,
+            "zsk" => Signs::Data,
+            _ => Signs::Everything,
         };
-        usable()
-            .find(|k| k.dnskey.is_sep())
-            .or_else(|| usable().next())
+        Signing {
+            dnskeys: self
+                .keys
+                .iter()
+                .filter(|k| k.published)
+                .map(|k| k.dnskey.clone())
+                .collect(),
+            signers: self
+                .keys
+                .iter()
+                .filter(|k| k.active)
+                .map(|k| (k.pair.clone(), signs(k)))
+                .collect(),
+            entry_points: self
+                .keys
+                .iter()
+                .filter(|k| k.published && self.keytype(k) != "zsk")
+                .map(|k| k.dnskey.clone())
+                .collect(),
+        }
     }
 
     /// 4.7's `keytype`: per algorithm, SEP keys are `ksk` and the others `zsk` where both
@@ -262,18 +291,11 @@ impl Zone {
                 .filter_map(|d| DigestType::from_code(d).ok())
                 .collect()
         };
-        let signer = self.lab_signer().map(|k| k.id);
         Apex {
             stored_dnskeys,
             cds_digests,
             cdnskey: !delete && cdnskey.iter().any(|v| v == "1"),
             delete,
-            keystore_dnskeys: self
-                .keys
-                .iter()
-                .filter(|k| k.published && Some(k.id) != signer)
-                .map(|k| k.dnskey.clone())
-                .collect(),
         }
     }
 
@@ -338,8 +360,15 @@ fn algorithm_name(algorithm: u8) -> &'static str {
     }
 }
 
-/// A new key as `POST /cryptokeys` asks for it, or the 422's message.
-fn new_key(form: &Value, id: u64) -> Result<SimKey, String> {
+/// A new key as `POST /cryptokeys` asks for it, or the 422's message. An RSA key is the
+/// first of the lab's pairs that `in_zone` does not hold, one no zone holds
+/// (`elsewhere`) first.
+fn new_key(
+    form: &Value,
+    id: u64,
+    in_zone: &[usize],
+    elsewhere: &[usize],
+) -> Result<SimKey, String> {
     let flags = match form.get("keytype").and_then(Value::as_str) {
         Some(t) if t.eq_ignore_ascii_case("ksk") || t.eq_ignore_ascii_case("csk") => 257,
         Some(t) if t.eq_ignore_ascii_case("zsk") => 256,
@@ -365,41 +394,40 @@ fn new_key(form: &Value, id: u64) -> Result<SimKey, String> {
         Some(b) if b == size => Ok(()),
         Some(_) => Err("The algorithm does not support the given bit size.".to_string()),
     };
-    let (public_key, signer, bits) = match algorithm {
+    let failed = |e: crate::keys::KeyError| e.to_string();
+    let (pair, bits, rsa_index) = match algorithm {
         Some(13) => {
             fixed(256)?;
-            let key = LabKey::generate(flags).map_err(|e| e.to_string())?;
-            (key.dnskey().public_key, Some(key), 256)
+            (LabKey::generate(flags).map_err(failed)?, 256, None)
         }
         Some(15) => {
             fixed(256)?;
-            use ring::signature::{Ed25519KeyPair, KeyPair as _};
-            let rng = ring::rand::SystemRandom::new();
-            let pkcs8 =
-                Ed25519KeyPair::generate_pkcs8(&rng).map_err(|_| "key generation failed")?;
-            let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
-                .map_err(|_| "key generation failed".to_string())?;
-            (pair.public_key().as_ref().to_vec(), None, 256)
+            (LabKey::generate_ed25519(flags).map_err(failed)?, 256, None)
         }
         Some(8) => {
-            let Some(bits) = bits.filter(|b| (1024..=4096).contains(b) && b % 8 == 0) else {
+            if bits.is_none() {
                 return Err(
                     "Creating an algorithm 8 (RSASHA256) key requires the size (in bits) to be passed."
                         .into(),
                 );
-            };
-            // RFC 3110: exponent length 3, the exponent 65537, then the modulus (here
-            // random, its top bit and lowest bit set: no key the lab signs with).
-            let mut modulus: Vec<u8> = (0..bits / 8).map(|_| fastrand::u8(..)).collect();
-            if let Some(first) = modulus.first_mut() {
-                *first |= 0x80;
             }
-            if let Some(last) = modulus.last_mut() {
-                *last |= 1;
-            }
-            let mut public_key = vec![3, 1, 0, 1];
-            public_key.extend(modulus);
-            (public_key, None, u32::try_from(bits).unwrap_or(u32::MAX))
+            // The lab's pairs are all of 2048 bits: another size would be a key that
+            // cannot sign.
+            fixed(2048).map_err(|_| {
+                "the lab's PowerDNS simulator makes RSA keys of 2048 bits only".to_string()
+            })?;
+            let free = |i: &usize| !in_zone.contains(i);
+            let index = (0..RSA_KEY_COUNT)
+                .find(|i| free(i) && !elsewhere.contains(i))
+                .or_else(|| (0..RSA_KEY_COUNT).find(free))
+                .ok_or_else(|| {
+                    format!("the lab's PowerDNS simulator holds {RSA_KEY_COUNT} RSA keys, all in this zone")
+                })?;
+            (
+                LabKey::lab_rsa(index, flags).map_err(failed)?,
+                2048,
+                Some(index),
+            )
         }
         other => {
             let n = other.map_or(-1, i32::from);
@@ -408,14 +436,10 @@ fn new_key(form: &Value, id: u64) -> Result<SimKey, String> {
     };
     Ok(SimKey {
         id,
-        dnskey: Dnskey {
-            flags,
-            protocol: 3,
-            algorithm: algorithm.unwrap_or_default(),
-            public_key,
-        },
-        signer,
+        dnskey: pair.dnskey(),
+        pair,
         bits,
+        rsa_index,
         active,
         published,
     })
@@ -540,15 +564,25 @@ impl PdnsHandle {
         self.0.lock().sign(name)
     }
 
-    /// The key the lab's signer signs the zone with, while one is active: its active,
-    /// published ECDSA P-256 key, a SEP key first (the module's opening says what the
-    /// signer cannot show).
+    /// The zone's entry point while a key is active: an active, published SEP key, else an
+    /// active key.
     pub fn signing_key(&self, zone: &str) -> Option<LabKey> {
         let state = self.0.lock();
         state
             .zones
             .get(&absolute(zone))
-            .and_then(|z| z.lab_signer().and_then(|k| k.signer.clone()))
+            .and_then(|z| z.entry_point().map(|k| k.pair.clone()))
+    }
+
+    /// How the lab's name servers sign the zone, from its keystore as 4.7 does (the
+    /// module's opening says how); unsigned where there is no such zone.
+    pub fn signing(&self, zone: &str) -> Signing {
+        let state = self.0.lock();
+        state
+            .zones
+            .get(&absolute(zone))
+            .map(Zone::signing)
+            .unwrap_or_default()
     }
 
     /// What the zone's apex publishes besides the signing key.
@@ -564,6 +598,27 @@ impl PdnsHandle {
     /// Every state-changing call so far, oldest first.
     pub fn calls(&self) -> Vec<CallRecord> {
         self.0.lock().calls.clone()
+    }
+
+    /// One API call as the HTTP surface answers it (the lab's tests have no HTTP client):
+    /// the status and the body as JSON (`Null` where it is none).
+    #[cfg(test)]
+    pub(crate) async fn call(&self, method: Method, path: &str, body: Value) -> (u16, Value) {
+        let mut headers = HeaderMap::new();
+        let key = self.0.lock().options.api_key.clone();
+        if let Ok(value) = key.parse() {
+            headers.insert("x-api-key", value);
+        }
+        let body = Bytes::from(body.to_string());
+        let response = answer(&self.0, &method, path, "", &headers, &body);
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap_or_default();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
     }
 }
 
@@ -718,10 +773,18 @@ fn answer(
             let PdnsState {
                 zones, next_key_id, ..
             } = &mut *state;
+            let rsa_in_use: Vec<usize> = zones
+                .values()
+                .flat_map(|z| z.keys.iter().filter_map(|k| k.rsa_index))
+                .collect();
             let Some(zone) = zones.values_mut().find(|z| z.id == *id) else {
                 return not_found();
             };
-            let reply = zone_call(zone, &method, rest, body, ttl, next_key_id);
+            let keys = KeyIds {
+                next: next_key_id,
+                rsa_in_use: &rsa_in_use,
+            };
+            let reply = zone_call(zone, &method, rest, body, ttl, keys);
             if let ZoneReply::Deleted(name) = &reply {
                 zones.remove(name);
             }
@@ -745,14 +808,24 @@ impl IntoResponse for ZoneReply {
     }
 }
 
+/// The simulator's key numbering, and the lab's RSA pairs its zones hold.
+struct KeyIds<'a> {
+    next: &'a mut u64,
+    rsa_in_use: &'a [usize],
+}
+
 fn zone_call(
     zone: &mut Zone,
     method: &Method,
     rest: &[&str],
     body: &Bytes,
     ttl: u32,
-    next_key_id: &mut u64,
+    keys: KeyIds<'_>,
 ) -> ZoneReply {
+    let KeyIds {
+        next: next_key_id,
+        rsa_in_use,
+    } = keys;
     let done = ZoneReply::Done;
     let form = || serde_json::from_slice::<Value>(body).ok();
     match (method.clone(), rest) {
@@ -862,7 +935,8 @@ fn zone_call(
             let Some(form) = form() else {
                 return done(unprocessable("the body is not JSON"));
             };
-            match new_key(&form, *next_key_id + 1) {
+            let in_zone: Vec<usize> = zone.keys.iter().filter_map(|k| k.rsa_index).collect();
+            match new_key(&form, *next_key_id + 1, &in_zone, rsa_in_use) {
                 Ok(key) => {
                     *next_key_id += 1;
                     zone.keys.push(key);

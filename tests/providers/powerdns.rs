@@ -4,7 +4,8 @@
 //! serves over DNS, off again, and the server's refusals as typed errors; another signer's
 //! DNSKEY (RFC 8901 model 2) stored, served beside the zone's own key and signed by it;
 //! and the lab's PowerDNS simulator (`dnssec_warden_lab::pdns_sim`, the demo's second
-//! act) answering the same sequence of the client's calls as the real server does.
+//! act) answering the same sequence of the client's calls as the real server does, and
+//! the lab's name servers serving its zones' keys as the real server serves its own.
 
 use std::process::Command;
 use std::time::Duration;
@@ -1623,13 +1624,282 @@ async fn the_lab_simulator_answers_the_clients_calls_as_the_real_server_does() {
     }
 }
 
-/// What the lab's name servers take from the simulator's keystore: the one P-256 key the
-/// lab's signer signs with (an active, published one, a SEP key first) and every other
-/// published key beside it; an unpublished key is not served.
+/// What a server answers over DNS for a zone's keys, in words that do not depend on the
+/// key material (each server makes its own keys): the DNSKEY RRset, the keys whose RRSIG
+/// over the DNSKEY RRset, the SOA and the CDS verifies (by the daemon's own validator, the
+/// script's keys named as the script named them), the CDS, and whether the DNSKEY and CDS
+/// TTL is the SOA minimum.
+async fn served_words(
+    server: std::net::SocketAddr,
+    zone: &str,
+    named: &[(&str, Dnskey)],
+) -> String {
+    use dnssec_warden::dns::wire::{as_dnskey, build_query, dnskey_from, parse_name, rrsigs};
+    use dnssec_warden::dns::{Budget, NetTransport, Transport as _, validator};
+    use hickory_proto::dnssec::rdata::DNSSECRData;
+    use hickory_proto::rr::{RData, RecordType};
+
+    let name = parse_name(zone).expect("a name");
+    let transport = NetTransport::new(Duration::from_secs(2));
+    let ask = async |rtype| {
+        transport
+            .exchange(server, &build_query(&name, rtype, false))
+            .await
+            .expect("the server answers")
+            .answers
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as u32;
+    let name_of = |key: &Dnskey| {
+        named
+            .iter()
+            .find(|(_, k)| k == key)
+            .map_or("a key the script did not make", |(n, _)| *n)
+    };
+    let sorted = |mut v: Vec<&str>| {
+        v.sort_unstable();
+        v.join(",")
+    };
+    // Which of the script's keys sign (owner, rtype); every RRSIG must be one of theirs.
+    let signers = |records: &[hickory_proto::rr::Record], rtype| {
+        let signing: Vec<&str> = named
+            .iter()
+            .filter(|(_, key)| {
+                validator::verify_rrset(
+                    records,
+                    &name,
+                    rtype,
+                    zone,
+                    std::slice::from_ref(key),
+                    now,
+                    &Budget::new(Default::default()),
+                )
+                .is_ok()
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        let sigs = rrsigs(records, &name, rtype).count();
+        let unknown = sigs.saturating_sub(signing.len());
+        format!("{} ({unknown} other RRSIGs)", sorted(signing))
+    };
+    let keys = ask(RecordType::DNSKEY).await;
+    let soa = ask(RecordType::SOA).await;
+    let cds = ask(RecordType::CDS).await;
+    let dnskeys: Vec<&str> = keys
+        .iter()
+        .filter_map(as_dnskey)
+        .map(|k| name_of(&dnskey_from(k)))
+        .collect();
+    let minimum = soa.iter().find_map(|r| match &r.data {
+        RData::SOA(soa) => Some(soa.minimum),
+        _ => None,
+    });
+    let ttl_of = |records: &[hickory_proto::rr::Record], rtype| {
+        records
+            .iter()
+            .find(|r| r.record_type() == rtype)
+            .map(|r| r.ttl)
+    };
+    let cds_tags: Vec<u16> = cds
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::CDS(c)) => Some(c.key_tag()),
+            _ => None,
+        })
+        .collect();
+    let cds_keys: Vec<&str> = cds_tags
+        .iter()
+        .map(|tag| {
+            named
+                .iter()
+                .find(|(_, k)| k.key_tag() == *tag)
+                .map_or("a key the script did not make", |(n, _)| *n)
+        })
+        .collect();
+    format!(
+        "DNSKEY [{}] signed by {}; SOA signed by {}; CDS [{}] signed by {}; DNSKEY TTL the SOA minimum: {}, CDS TTL too: {}",
+        sorted(dnskeys),
+        signers(&keys, RecordType::DNSKEY),
+        signers(&soa, RecordType::SOA),
+        sorted(cds_keys),
+        signers(&cds, RecordType::CDS),
+        ttl_of(&keys, RecordType::DNSKEY).is_none_or(|t| Some(t) == minimum),
+        ttl_of(&cds, RecordType::CDS).is_none_or(|t| Some(t) == minimum),
+    )
+}
+
+/// The key calls of rollovers against one server, and after each what the name server
+/// answering for the zone serves (`served_words`).
+async fn served_transcript(
+    client: &PowerDnsClient,
+    zone: &str,
+    server: std::net::SocketAddr,
+) -> Vec<String> {
+    let mut t = Vec::new();
+    let mut named: Vec<(&str, Dnskey)> = Vec::new();
+    Provider::set_cds_publication(client, zone, CdsPublication::Key, &allowed)
+        .await
+        .unwrap();
+    Provider::set_dnssec(client, zone, true, &allowed)
+        .await
+        .unwrap();
+    let csk = Provider::keys(client, zone).await.unwrap().unwrap()[0].clone();
+    named.push(("csk", csk.dnskey.clone()));
+    t.push(format!("on: {}", served_words(server, zone, &named).await));
+    let mut ids = vec![("csk", csk.id.clone())];
+    let adds = [
+        (
+            "zsk",
+            KeyKind::Zsk,
+            KeyAlgorithm::EcdsaP256Sha256,
+            PUBLISHED,
+        ),
+        (
+            "ed",
+            KeyKind::Ksk,
+            KeyAlgorithm::Ed25519,
+            SIGNING_UNPUBLISHED,
+        ),
+        ("rsa", KeyKind::Ksk, KeyAlgorithm::RsaSha256, PUBLISHED),
+    ];
+    for (n, kind, algorithm, state) in adds {
+        let key = Provider::add_key(client, zone, new_key(kind, algorithm, state), &allowed)
+            .await
+            .unwrap();
+        named.push((n, key.dnskey.clone()));
+        ids.push((n, key.id.clone()));
+        let served = served_words(server, zone, &named).await;
+        t.push(format!("{n} added {state:?}: {served}"));
+    }
+    let id = |n: &str| {
+        ids.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, id)| id.clone())
+            .expect("a key of the script")
+    };
+    for (n, state) in [
+        ("zsk", ON),
+        ("rsa", ON),
+        ("ed", ON),
+        ("zsk", PUBLISHED),
+        ("csk", SIGNING_UNPUBLISHED),
+        ("csk", OFF),
+        ("rsa", SIGNING_UNPUBLISHED),
+    ] {
+        Provider::set_key_state(client, zone, &id(n), state, &allowed)
+            .await
+            .unwrap();
+        let served = served_words(server, zone, &named).await;
+        t.push(format!("{n} {state:?}: {served}"));
+    }
+    Provider::delete_key(client, zone, &id("ed"), &allowed)
+        .await
+        .unwrap();
+    t.push(format!(
+        "ed deleted: {}",
+        served_words(server, zone, &named).await
+    ));
+    t
+}
+
+/// The lab's name servers serve a zone of the simulator as PowerDNS serves it: the same
+/// script of key calls (a ZSK pre-published then active, an Ed25519 KSK signing
+/// unpublished then published, an RSA KSK, keys switched off and unpublished, one
+/// deleted) against the real server and against the simulator, and after each call the
+/// same DNSKEY RRset, the same keys signing the DNSKEY RRset, the SOA and the CDS (every
+/// signature verified by the daemon's validator), the same CDS, the DNSKEY TTL the SOA
+/// minimum at both.
 #[tokio::test]
-async fn the_simulator_hands_the_lab_its_signing_key_and_its_other_published_keys() {
+async fn the_lab_serves_the_simulators_keys_as_the_real_server_serves_its_own() {
+    use dnssec_warden_lab::dns::{ACCOUNTS, ApexSource, KeySource, LabDns};
     use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
-    const Z: &str = "lab.test.";
+    const Z: &str = "served.test.";
+    let real = Pdns::start();
+    // The server makes an RSA key on a POST, which a loaded machine can make slow: a
+    // key's POST timed out is of unknown outcome, never sent again.
+    let client = PowerDnsClient::new(
+        &PowerDnsSettings {
+            request_timeout: Duration::from_secs(30),
+            max_attempts: 2,
+            retry_budget: Duration::from_secs(30),
+            ..PowerDnsSettings::new(real.server.base_url().parse().expect("a URL"))
+        },
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    let of_real = served_transcript(
+        &client,
+        Z,
+        std::net::SocketAddr::from(([127, 0, 0, 1], real.dns)),
+    )
+    .await;
+
+    let sim = PdnsSim::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        SimOptions {
+            api_key: API_KEY.into(),
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("the simulator starts");
+    let handle = sim.handle();
+    let lab = LabDns::start().await.expect("the lab starts");
+    let client = PowerDnsClient::new(
+        &PowerDnsSettings::new(sim.base_url()),
+        Secret::new(API_KEY.into()),
+    )
+    .expect("a client");
+    client.create_zone(Z, &["ns1.west.test"]).await.unwrap();
+    lab.add_account_child(
+        "west",
+        Z,
+        KeySource::pdns(handle.clone()),
+        ApexSource::pdns(handle.clone()),
+    )
+    .expect("the zone at west");
+    let west = std::net::SocketAddr::from((ACCOUNTS[0].1[0].1, lab.port()));
+    let of_sim = served_transcript(&client, Z, west).await;
+    assert_eq!(
+        of_sim,
+        of_real,
+        "the lab (left) and pdns_server (right) serve differently:\n{}",
+        of_sim
+            .iter()
+            .zip(&of_real)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("  sim:  {a}\n  real: {b}\n"))
+            .collect::<String>()
+    );
+    // The entry point (the demo publishes its DS): with no active, published SEP key
+    // left, the active key.
+    let keys = Provider::keys(&client, Z).await.unwrap().unwrap();
+    let entry = handle.signing_key(Z).map(|k| k.dnskey().public_key);
+    let rsa = keys
+        .iter()
+        .find(|k| k.algorithm() == 8)
+        .expect("the RSA key");
+    assert_eq!(entry, Some(rsa.dnskey.public_key.clone()));
+}
+
+/// An algorithm rollover 8 -> 13 at the simulator, the conservative way (RFC 6781 section
+/// 4.1.4), served by the lab under its TLD: at every step both the daemon's validator and
+/// Unbound (an independent validator, OpenSSL's RSA and ECDSA) find the zone secure from
+/// the DS the TLD publishes; the old DS left alone once the old keys are gone is bogus
+/// to both. TTLs of one second, each step checked two seconds on (Unbound counts whole
+/// seconds), so that no cache carries a step's verdict into the next: each step is
+/// checked on its own, a roll's waits are not what is tested here.
+#[tokio::test]
+async fn an_algorithm_rollover_at_the_simulator_is_secure_for_our_validator_and_unbound() {
+    use dnssec_warden::cli::lab::LabSettings as _;
+    use dnssec_warden::dns::{DnsObserver, Observer as _, ValidationVerdict};
+    use dnssec_warden_lab::DigestType as LabDigest;
+    use dnssec_warden_lab::dns::{ApexSource, KeySource, LabDns, LabResolver, TldServers};
+    use dnssec_warden_lab::pdns_sim::{PdnsOptions as SimOptions, PdnsSim};
+    const Z: &str = "algo.test.";
     let sim = PdnsSim::start(
         "127.0.0.1:0".parse().expect("an address"),
         SimOptions {
@@ -1645,60 +1915,107 @@ async fn the_simulator_hands_the_lab_its_signing_key_and_its_other_published_key
         Secret::new(API_KEY.into()),
     )
     .expect("a client");
-    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
-    assert!(handle.signing_key(Z).is_none());
-    Provider::set_dnssec(&client, Z, true, &allowed)
-        .await
-        .unwrap();
-    let csk = Provider::dnssec_key(&client, Z).await.unwrap().dnskey;
-    let signer = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| {
-        h.signing_key(Z).map(|k| {
-            let d = k.dnskey();
-            Dnskey {
-                flags: d.flags,
-                protocol: d.protocol,
-                algorithm: d.algorithm,
-                public_key: d.public_key,
-            }
-        })
-    };
-    let beside = |h: &dnssec_warden_lab::pdns_sim::PdnsHandle| -> Vec<Vec<u8>> {
-        h.apex(Z)
-            .keystore_dnskeys
-            .into_iter()
-            .map(|k| k.public_key)
-            .collect()
-    };
-    assert_eq!(signer(&handle), Some(csk.clone()));
-    assert!(beside(&handle).is_empty());
-    let add = |kind, algorithm, state| {
+    client.create_zone(Z, &["ns1.west.test"]).await.unwrap();
+    let lab = LabDns::start().await.expect("the lab starts");
+    lab.add_account_child(
+        "west",
+        Z,
+        KeySource::pdns(handle.clone()),
+        ApexSource::pdns(handle.clone()),
+    )
+    .expect("the zone at west");
+    lab.set_account_zone_ttl("west", Z, 1).unwrap();
+    lab.set_account_dnskey_ttl("west", Z, 1).unwrap();
+    lab.set_ds_ttl(Z, 1).unwrap();
+    lab.set_ns_ttl(Z, 1).unwrap();
+    let add = async |kind, algorithm, state| {
         Provider::add_key(&client, Z, new_key(kind, algorithm, state), &allowed)
+            .await
+            .unwrap()
     };
-    let zsk = add(KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, PUBLISHED)
-        .await
+    let old_ksk = add(KeyKind::Ksk, KeyAlgorithm::RsaSha256, ON).await;
+    let old_zsk = add(KeyKind::Zsk, KeyAlgorithm::RsaSha256, ON).await;
+    let lab_ds = |key: &ProviderKey| {
+        dnssec_warden_lab::Dnskey {
+            flags: key.dnskey.flags,
+            protocol: key.dnskey.protocol,
+            algorithm: key.dnskey.algorithm,
+            public_key: key.dnskey.public_key.clone(),
+        }
+        .to_ds(Z, LabDigest::Sha256)
+        .expect("a DS")
+    };
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&old_ksk)])
         .unwrap();
-    let hidden = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, SIGNING_UNPUBLISHED)
-        .await
+    let resolver = LabResolver::start(&lab).await.expect("unbound starts");
+    // Unbound walks the lab from the root for each probe (its cache holds a second): a
+    // loaded machine needs more than the lab settings' 400 ms for its answer.
+    let observer = DnsObserver::new(&dnssec_warden::dns::DnsSettings {
+        query_timeout: Duration::from_secs(3),
+        ..lab.settings_with_resolvers(&[resolver.addr()])
+    })
+    .unwrap();
+    let verdicts = async |what: &str| {
+        // Past every TTL of the step before.
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let probes = observer.validation(Z).await;
+        assert_eq!(probes.len(), 2, "{what}: {probes:?}");
+        (
+            probes[0].verdict,
+            probes[1].verdict,
+            format!("{what}: {probes:?}"),
+        )
+    };
+    let secure = async |what: &str| {
+        let (ours, unbound, said) = verdicts(what).await;
+        assert_eq!(
+            (ours, unbound),
+            (ValidationVerdict::Secure, ValidationVerdict::Secure),
+            "{said}"
+        );
+    };
+    secure("RSA keys, their DS").await;
+    let new_ksk = add(
+        KeyKind::Ksk,
+        KeyAlgorithm::EcdsaP256Sha256,
+        SIGNING_UNPUBLISHED,
+    )
+    .await;
+    let new_zsk = add(
+        KeyKind::Zsk,
+        KeyAlgorithm::EcdsaP256Sha256,
+        SIGNING_UNPUBLISHED,
+    )
+    .await;
+    secure("P-256 keys signing unpublished").await;
+    for key in [&new_ksk, &new_zsk] {
+        Provider::set_key_state(&client, Z, &key.id, ON, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("P-256 keys published").await;
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&new_ksk)])
         .unwrap();
-    let ed = add(KeyKind::Ksk, KeyAlgorithm::Ed25519, PUBLISHED)
-        .await
+    secure("DS swapped").await;
+    for key in [&old_ksk, &old_zsk] {
+        Provider::set_key_state(&client, Z, &key.id, SIGNING_UNPUBLISHED, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("RSA keys unpublished").await;
+    for key in [&old_ksk, &old_zsk] {
+        Provider::delete_key(&client, Z, &key.id, &allowed)
+            .await
+            .unwrap();
+    }
+    secure("RSA keys removed").await;
+    // The old DS alone now: no served key matches it, bogus to both.
+    lab.set_ds(Z, TldServers::Both, vec![lab_ds(&old_ksk)])
         .unwrap();
-    assert_eq!(signer(&handle), Some(csk.clone()));
+    let (ours, unbound, said) = verdicts("the old DS alone").await;
     assert_eq!(
-        beside(&handle),
-        vec![zsk.dnskey.public_key.clone(), ed.dnskey.public_key.clone()]
+        (ours, unbound),
+        (ValidationVerdict::Bogus, ValidationVerdict::Bogus),
+        "{said}"
     );
-    assert!(!beside(&handle).contains(&hidden.dnskey.public_key));
-    // The CSK unpublished: the active ZSK is the one P-256 key the lab can sign with.
-    let csk_id = Provider::keys(&client, Z).await.unwrap().unwrap()[0]
-        .id
-        .clone();
-    Provider::set_key_state(&client, Z, &zsk.id, ON, &allowed)
-        .await
-        .unwrap();
-    Provider::set_key_state(&client, Z, &csk_id, SIGNING_UNPUBLISHED, &allowed)
-        .await
-        .unwrap();
-    assert_eq!(signer(&handle), Some(zsk.dnskey.clone()));
-    assert_eq!(beside(&handle), vec![ed.dnskey.public_key.clone()]);
 }

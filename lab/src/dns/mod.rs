@@ -30,6 +30,9 @@ pub mod resolver;
 pub mod server;
 pub mod zone;
 
+#[cfg(test)]
+mod pdns_signing_tests;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -37,7 +40,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use resolver::{LabResolver, RESOLVER};
-pub use zone::{ApexSource, Delegation, Fault, KeyFn, KeySource, World, ZoneData};
+pub use zone::{
+    ApexSource, Delegation, Fault, KeyFn, KeySource, Signing, SigningFn, Signs, World, ZoneData,
+};
 
 use crate::dnssec::{DigestType, Dnskey, Ds};
 use crate::keys::LabKey;
@@ -406,6 +411,7 @@ impl LabDns {
         let mut data = ZoneData::new(&name, &ns, key);
         data.add_a(&format!("www.{name}"), Ipv4Addr::new(192, 0, 2, 1));
         data.apex = Some(apex);
+        data.set_soa_minimum(data.dnskey_ttl);
         let mut world = self.world();
         world
             .account_zones
@@ -471,14 +477,18 @@ impl LabDns {
         self.with_account_zone(account, zone, |z| z.ttl = ttl)
     }
 
-    /// DNSKEY TTL of an account's copy.
+    /// DNSKEY TTL of an account's copy, which is its SOA minimum too (PowerDNS serves its
+    /// keys, CDS and CDNSKEY at the SOA minimum).
     pub fn set_account_dnskey_ttl(
         &self,
         account: &str,
         zone: &str,
         ttl: u32,
     ) -> Result<(), LabDnsError> {
-        self.with_account_zone(account, zone, |z| z.dnskey_ttl = ttl)
+        self.with_account_zone(account, zone, |z| {
+            z.dnskey_ttl = ttl;
+            z.set_soa_minimum(ttl);
+        })
     }
 
     /// Lets the TLD servers take RFC 2136 UPDATEs of their delegations' DS from `source`
@@ -758,10 +768,11 @@ impl LabDns {
         Err(last.map_or(LabDnsError::NoFreePort(20), LabDnsError::Io))
     }
 
-    /// Every lab zone and the addresses of the servers hosting it.
+    /// Every lab zone and the addresses of the servers hosting it; a zone held by a
+    /// PowerDNS-like account only, at the servers `test.` delegates it to.
     pub fn zone_servers(&self) -> Vec<(String, Vec<IpAddr>)> {
         let world = self.world();
-        world
+        let mut out: Vec<(String, Vec<IpAddr>)> = world
             .zones
             .keys()
             .map(|zone| {
@@ -774,7 +785,40 @@ impl LabDns {
                 addrs.sort();
                 (zone.clone(), addrs)
             })
-            .collect()
+            .collect();
+        let delegations = world.zones.get(TLD).map(|tld| &tld.delegations);
+        let mut held: Vec<&String> = world
+            .account_zones
+            .values()
+            .flat_map(|z| z.keys())
+            .collect();
+        held.sort();
+        held.dedup();
+        for zone in held {
+            if world.zones.contains_key(zone) {
+                continue;
+            }
+            let mut addrs: Vec<IpAddr> = delegations
+                .and_then(|d| d.get(zone))
+                .map(|d| {
+                    d.ns.iter()
+                        .filter_map(|host| {
+                            ACCOUNTS
+                                .iter()
+                                .flat_map(|(_, hosts)| hosts)
+                                .chain(HOSTS)
+                                .chain(OLD_HOSTS)
+                                .find(|(h, _)| h == host)
+                                .map(|(_, ip)| IpAddr::from(*ip))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            addrs.sort();
+            addrs.dedup();
+            out.push((zone.clone(), addrs));
+        }
+        out
     }
 
     /// Where the anchor file lives, for tests that write their own files beside it.
@@ -1079,7 +1123,6 @@ mod tests {
             cds_digests: vec![DigestType::Sha256],
             cdnskey: true,
             delete: false,
-            keystore_dnskeys: Vec::new(),
         }));
         lab.add_account_child("west", ZONE, KeySource::Static(own.clone()), apex)
             .expect("a zone at west");

@@ -1,6 +1,7 @@
 //! The lab's zone data and how one server answers from it: authoritative answers with AA,
 //! referrals with glue and AA=0, DS at the parent side of a cut, NODATA and NXDOMAIN with
-//! the SOA and NSEC proofs, and RRSIGs made on the fly with the zone's current key.
+//! the SOA and NSEC proofs, and RRSIGs made on the fly with the zone's current keys (one
+//! key, or a keystore's several as PowerDNS signs with them: [`Signing`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -21,6 +22,70 @@ use crate::wire;
 /// A zone's key as a function of the zone name, e.g. the provider simulator's lookup.
 pub type KeyFn = Arc<dyn Fn(&str) -> Option<LabKey> + Send + Sync>;
 
+/// A zone's signing as a function of the zone name, e.g. the PowerDNS simulator's keystore.
+pub type SigningFn = Arc<dyn Fn(&str) -> Signing + Send + Sync>;
+
+/// What one signing key signs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signs {
+    /// Every RRset: a CSK.
+    Everything,
+    /// The DNSKEY RRset (and CDS/CDNSKEY): a KSK beside an active ZSK of its algorithm.
+    Keys,
+    /// Every RRset but the DNSKEY RRset: a ZSK.
+    Data,
+}
+
+impl Signs {
+    /// Whether a key of this role signs an RRset of `rtype`. CDS and CDNSKEY are signed by
+    /// every active key, as PowerDNS 4.7 serves them.
+    fn covers(self, rtype: RecordType) -> bool {
+        match rtype {
+            RecordType::DNSKEY => self != Self::Data,
+            RecordType::CDS | RecordType::CDNSKEY => true,
+            _ => self != Self::Keys,
+        }
+    }
+}
+
+/// How a zone is signed at one instant: the DNSKEY RRset its apex serves, the keys that
+/// sign and what each signs, and the keys its CDS/CDNSKEY describe. A key may sign without
+/// its DNSKEY being served, and be served without signing.
+#[derive(Debug, Clone, Default)]
+pub struct Signing {
+    /// The apex DNSKEY RRset, in the order served.
+    pub dnskeys: Vec<Dnskey>,
+    /// The keys that sign, in the order their RRSIGs are served.
+    pub signers: Vec<(LabKey, Signs)>,
+    /// The keys the apex CDS/CDNSKEY describe where they are published.
+    pub entry_points: Vec<Dnskey>,
+}
+
+impl Signing {
+    /// One key that signs everything and is the zone's only DNSKEY and entry point.
+    pub fn one(key: LabKey) -> Self {
+        let dnskey = key.dnskey();
+        Self {
+            dnskeys: vec![dnskey.clone()],
+            signers: vec![(key, Signs::Everything)],
+            entry_points: vec![dnskey],
+        }
+    }
+
+    /// Some key signs: the zone's answers carry RRSIGs and NSEC proofs.
+    pub fn is_signed(&self) -> bool {
+        !self.signers.is_empty()
+    }
+
+    /// The keys that sign an RRset of `rtype`.
+    pub fn signers_of(&self, rtype: RecordType) -> impl Iterator<Item = &LabKey> {
+        self.signers
+            .iter()
+            .filter(move |(_, signs)| signs.covers(rtype))
+            .map(|(key, _)| key)
+    }
+}
+
 /// Where a zone's signing key comes from, consulted on every query.
 // One per zone: the size of the key variant does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -31,6 +96,8 @@ pub enum KeySource {
     Static(LabKey),
     /// E.g. the provider simulator's current key for the zone (`None`: DNSSEC off).
     Dynamic(KeyFn),
+    /// A keystore's keys, e.g. the PowerDNS simulator's.
+    Keystore(SigningFn),
 }
 
 impl std::fmt::Debug for KeySource {
@@ -39,16 +106,27 @@ impl std::fmt::Debug for KeySource {
             Self::Unsigned => f.write_str("Unsigned"),
             Self::Static(k) => write!(f, "Static({k:?})"),
             Self::Dynamic(_) => f.write_str("Dynamic"),
+            Self::Keystore(_) => f.write_str("Keystore"),
         }
     }
 }
 
 impl KeySource {
+    /// The zone's one key; of a keystore, the first key that signs the DNSKEY RRset.
     pub fn key(&self, zone: &str) -> Option<LabKey> {
         match self {
             Self::Unsigned => None,
             Self::Static(k) => Some(k.clone()),
             Self::Dynamic(f) => f(zone),
+            Self::Keystore(f) => f(zone).signers_of(RecordType::DNSKEY).next().cloned(),
+        }
+    }
+
+    /// How the zone is signed now.
+    pub fn signing(&self, zone: &str) -> Signing {
+        match self {
+            Self::Keystore(f) => f(zone),
+            _ => self.key(zone).map(Signing::one).unwrap_or_default(),
         }
     }
 
@@ -57,14 +135,15 @@ impl KeySource {
         Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
     }
 
-    /// The PowerDNS simulator's key.
+    /// The PowerDNS simulator's keystore: every active key signs, as 4.7 splits the work
+    /// between KSKs and ZSKs, and every published key is served.
     pub fn pdns(sim: crate::pdns_sim::PdnsHandle) -> Self {
-        Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
+        Self::Keystore(Arc::new(move |zone| sim.signing(zone)))
     }
 }
 
-/// What a PowerDNS-like account publishes at a zone's apex besides its signing key, asked
-/// on every query (e.g. [`crate::pdns_sim::PdnsHandle::apex`]).
+/// What a PowerDNS-like account publishes at a zone's apex besides its keys, asked on every
+/// query (e.g. [`crate::pdns_sim::PdnsHandle::apex`]).
 #[derive(Clone)]
 pub struct ApexSource(pub Arc<dyn Fn(&str) -> crate::pdns_sim::Apex + Send + Sync>);
 
@@ -162,6 +241,21 @@ impl ZoneData {
         zone
     }
 
+    /// The apex SOA's minimum field.
+    pub fn set_soa_minimum(&mut self, minimum: u32) {
+        if let Some(apex) = wire::parse_name(&self.name)
+            && let Some(sets) = self
+                .records
+                .get_mut(&(wire::name_text(&apex), RecordType::SOA))
+        {
+            for rdata in sets {
+                if let RData::SOA(soa) = rdata {
+                    soa.minimum = minimum;
+                }
+            }
+        }
+    }
+
     pub fn add_a(&mut self, owner: &str, ip: Ipv4Addr) {
         self.records
             .entry((owner.to_string(), RecordType::A))
@@ -249,7 +343,12 @@ fn canonical_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 
 struct Answer {
     message: Message,
-    signer: Option<(String, LabKey, (u32, u32))>,
+    /// The zone answered from, how it is signed now and the signatures' window.
+    zone: String,
+    signing: Signing,
+    window: (u32, u32),
+    /// What a PowerDNS-like account publishes at the apex, asked once per answer.
+    apex: Option<crate::pdns_sim::Apex>,
     dnssec_ok: bool,
 }
 
@@ -263,20 +362,13 @@ impl Answer {
             .map(|d| Record::from_rdata(name.clone(), ttl, d))
             .collect();
         let mut out = records.clone();
-        if let (true, Some((zone, key, window)), Some(first)) =
-            (self.dnssec_ok, &self.signer, records.first())
-        {
-            let zone_name = wire::parse_name(zone).unwrap_or_else(Name::root);
-            if let Some(sig) = sign(
-                &records,
-                first.record_type(),
-                &name,
-                &zone_name,
-                key,
-                ttl,
-                *window,
-            ) {
-                out.push(sig);
+        if let (true, Some(first)) = (self.dnssec_ok, records.first()) {
+            let rtype = first.record_type();
+            let zone_name = wire::parse_name(&self.zone).unwrap_or_else(Name::root);
+            for key in self.signing.signers_of(rtype) {
+                if let Some(sig) = sign(&records, rtype, &name, &zone_name, key, ttl, self.window) {
+                    out.push(sig);
+                }
             }
         }
         out
@@ -320,7 +412,7 @@ pub fn sign(
 ) -> Option<Record> {
     let input = SigInput {
         type_covered: rtype,
-        algorithm: Algorithm::ECDSAP256SHA256,
+        algorithm: Algorithm::from_u8(key.algorithm()),
         num_labels: owner.num_labels(),
         original_ttl: ttl,
         sig_expiration: SerialNumber::new(expiration),
@@ -413,7 +505,7 @@ impl World {
             response.metadata.response_code = ResponseCode::Refused;
             return Some(response);
         };
-        let key = zone.key.key(&zone.name);
+        let signing = zone.key.signing(&zone.name);
         // Signed anew every hour, as a signer refreshing its signatures would: valid from
         // an hour before the last full hour, for 15 days.
         let window = zone.signature_window.unwrap_or_else(|| {
@@ -422,10 +514,13 @@ impl World {
         });
         let mut answer = Answer {
             message: response,
-            signer: key.clone().map(|k| (zone.name.clone(), k, window)),
+            zone: zone.name.clone(),
+            signing,
+            window,
+            apex: zone.apex.as_ref().map(|a| (a.0)(&zone.name)),
             dnssec_ok,
         };
-        self.answer_in_zone(server, zone, key.as_ref(), &qname, qtype, &mut answer);
+        self.answer_in_zone(server, zone, &qname, qtype, &mut answer);
         Some(answer.message)
     }
 
@@ -511,7 +606,6 @@ impl World {
         &self,
         server: IpAddr,
         zone: &ZoneData,
-        key: Option<&LabKey>,
         qname: &str,
         qtype: RecordType,
         out: &mut Answer,
@@ -522,7 +616,7 @@ impl World {
             if qname == cut && qtype == RecordType::DS {
                 out.message.metadata.authoritative = true;
                 if ds.is_empty() {
-                    self.negative(server, zone, key, qname, false, out);
+                    self.negative(server, zone, qname, false, out);
                 } else {
                     let records =
                         out.rrset(cut, delegation.ds_ttl, ds.iter().map(ds_rdata).collect());
@@ -546,7 +640,7 @@ impl World {
                 .authorities
                 .extend(ns.into_iter().filter(|r| r.record_type() == RecordType::NS));
             if ds.is_empty() {
-                if out.dnssec_ok && key.is_some() {
+                if out.dnssec_ok && out.signing.is_signed() {
                     let nsec = self.nsec_at(server, zone, cut, out);
                     out.message.authorities.extend(nsec);
                 }
@@ -576,13 +670,13 @@ impl World {
             return;
         }
         out.message.metadata.authoritative = true;
-        let data = self.data_at(server, zone, key, qname);
+        let data = self.data_at(server, zone, out, qname);
         if let Some(rdata) = data.get(&qtype).filter(|d| !d.is_empty()) {
-            let ttl = if matches!(qtype, RecordType::DNSKEY) {
-                zone.dnskey_ttl
-            } else {
-                zone.ttl
-            };
+            // A PowerDNS-like account serves its CDS and CDNSKEY at its DNSKEY TTL (4.7:
+            // the SOA minimum, as its keys).
+            let key_ttl = matches!(qtype, RecordType::DNSKEY)
+                || (out.apex.is_some() && matches!(qtype, RecordType::CDS | RecordType::CDNSKEY));
+            let ttl = if key_ttl { zone.dnskey_ttl } else { zone.ttl };
             let records = out.rrset(qname, ttl, rdata.clone());
             out.message.answers.extend(records);
             if qtype == RecordType::NS {
@@ -605,7 +699,7 @@ impl World {
                 .records
                 .keys()
                 .any(|(owner, _)| wire::is_subdomain(owner, qname));
-        self.negative(server, zone, key, qname, !exists, out);
+        self.negative(server, zone, qname, !exists, out);
     }
 
     /// Every RRset at `name` in `zone` (apex DNSSEC records included).
@@ -613,7 +707,7 @@ impl World {
         &self,
         server: IpAddr,
         zone: &ZoneData,
-        key: Option<&LabKey>,
+        out: &Answer,
         name: &str,
     ) -> BTreeMap<RecordType, Vec<RData>> {
         let mut data: BTreeMap<RecordType, Vec<RData>> = zone
@@ -623,11 +717,18 @@ impl World {
             .map(|((_, t), d)| (*t, d.clone()))
             .collect();
         if name == zone.name {
-            if let Some(k) = key {
-                data.insert(RecordType::DNSKEY, vec![dnskey_rdata(&k.dnskey())]);
+            let mut keys: Vec<RData> = Vec::new();
+            for k in &out.signing.dnskeys {
+                let rdata = dnskey_rdata(k);
+                if !keys.contains(&rdata) {
+                    keys.push(rdata);
+                }
             }
-            if let Some(apex) = &zone.apex {
-                Self::pdns_apex(&zone.name, key, &(apex.0)(&zone.name), &mut data);
+            if !keys.is_empty() {
+                data.insert(RecordType::DNSKEY, keys);
+            }
+            if let Some(apex) = &out.apex {
+                Self::pdns_apex(&zone.name, &out.signing, apex, &mut data);
             }
             if zone.cds_delete {
                 insert_cds_delete(&mut data);
@@ -653,19 +754,18 @@ impl World {
         data
     }
 
-    /// A PowerDNS-like apex: its keystore's other published keys and the stored DNSKEYs
-    /// beside the signing key (served unsigned while the zone is), the CDS and CDNSKEY of
-    /// the signing key as published, or the delete request.
+    /// A PowerDNS-like apex: the stored DNSKEYs beside the keystore's (served unsigned
+    /// while the zone is), the CDS and CDNSKEY of its entry points as published, or the
+    /// delete request.
     fn pdns_apex(
         zone: &str,
-        key: Option<&LabKey>,
+        signing: &Signing,
         apex: &crate::pdns_sim::Apex,
         data: &mut BTreeMap<RecordType, Vec<RData>>,
     ) {
-        let beside = apex.keystore_dnskeys.iter().chain(&apex.stored_dnskeys);
-        if beside.clone().next().is_some() {
+        if !apex.stored_dnskeys.is_empty() {
             let set = data.entry(RecordType::DNSKEY).or_default();
-            for k in beside {
+            for k in &apex.stored_dnskeys {
                 let rdata = dnskey_rdata(k);
                 if !set.contains(&rdata) {
                     set.push(rdata);
@@ -676,14 +776,15 @@ impl World {
             insert_cds_delete(data);
             return;
         }
-        // The server publishes CDS/CDNSKEY only for the keys it signs with.
-        let Some(key) = key.map(LabKey::dnskey) else {
-            return;
-        };
-        let cds: Vec<RData> = apex
-            .cds_digests
+        // The server publishes CDS/CDNSKEY for its entry points only.
+        let keys = &signing.entry_points;
+        let cds: Vec<RData> = keys
             .iter()
-            .filter_map(|d| key.to_ds(zone, *d).ok())
+            .flat_map(|key| {
+                apex.cds_digests
+                    .iter()
+                    .filter_map(|d| key.to_ds(zone, *d).ok())
+            })
             .map(|d| {
                 let ds = wire::to_hickory_ds(&d);
                 RData::DNSSEC(DNSSECRData::CDS(CDS::new(
@@ -697,14 +798,18 @@ impl World {
         if !cds.is_empty() {
             data.insert(RecordType::CDS, cds);
         }
-        if apex.cdnskey {
+        if apex.cdnskey && !keys.is_empty() {
             data.insert(
                 RecordType::CDNSKEY,
-                vec![RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
-                    key.flags,
-                    Some(Algorithm::from_u8(key.algorithm)),
-                    key.public_key.clone(),
-                )))],
+                keys.iter()
+                    .map(|key| {
+                        RData::DNSSEC(DNSSECRData::CDNSKEY(CDNSKEY::with_flags(
+                            key.flags,
+                            Some(Algorithm::from_u8(key.algorithm)),
+                            key.public_key.clone(),
+                        )))
+                    })
+                    .collect(),
             );
         }
     }
@@ -714,7 +819,6 @@ impl World {
         &self,
         server: IpAddr,
         zone: &ZoneData,
-        key: Option<&LabKey>,
         qname: &str,
         nxdomain: bool,
         out: &mut Answer,
@@ -726,7 +830,7 @@ impl World {
             let records = out.rrset(&zone.name, zone.ttl.min(60), soa.clone());
             out.message.authorities.extend(records);
         }
-        if !(out.dnssec_ok && key.is_some()) {
+        if !(out.dnssec_ok && out.signing.is_signed()) {
             return;
         }
         let mut proofs = self.nsec_at(server, zone, qname, out);
@@ -774,10 +878,7 @@ impl World {
             }
         } else {
             types.insert(RecordType::RRSIG);
-            types.extend(
-                self.data_at(server, zone, out.signer.as_ref().map(|s| &s.1), &owner)
-                    .keys(),
-            );
+            types.extend(self.data_at(server, zone, out, &owner).keys());
         }
         let Some(next_name) = wire::parse_name(&next) else {
             return Vec::new();
