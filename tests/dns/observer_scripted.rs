@@ -6,6 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use dnssec_warden::dns::delegation::{self, ns_set};
+use dnssec_warden::dns::observe::observer::{DS_FAILS_VALIDATION, DS_VALIDATES_AGAIN};
 use dnssec_warden::dns::{
     DelegationVerdict, DnsObserver, DnskeyAnswer, DsAnswer, DsyncAnswer, DsyncVerdict, Evidence,
     NsAnswer, Observer, ParentDsVerdict, ParentView, ServerAnswer, SignalsVerdict, UnknownReason,
@@ -13,6 +14,7 @@ use dnssec_warden::dns::{
 };
 use dnssec_warden::dnssec::{DigestType, Dnskey, Ds};
 use dnssec_warden_lab::keys::LabKey;
+use dnssec_warden_test_support::logs;
 use dnssec_warden_test_support::scripted_dns::{
     Behaviour, CHILD_1, CHILD_2, ELSEWHERE, ELSEWHERE_HOST, Nsec3Script, ScriptedDns, Servers,
     Signer, TLD_A, TLD_B, ZONE, check_json,
@@ -833,6 +835,53 @@ async fn signed_present_and_absent_are_validated() {
     }
     // One walk from the anchor to the TLD's keys served every view.
     assert_eq!(observer.key_cache_stats().fetches, 1);
+}
+
+/// A parent address whose DS answer fails validation at every look is said once an
+/// episode: one WARN naming the zone, the address and since when, DEBUG while it lasts,
+/// one INFO when its answer validates again.
+#[tokio::test]
+async fn a_ds_answer_failing_validation_is_said_once_an_episode() {
+    let lines = logs::capture();
+    let (dns, observer) = world().await;
+    dns.set_ds(Servers::Tld, vec![dns.child_ds()]);
+    dns.script(
+        Servers::One(TLD_A),
+        Some(RecordType::DS),
+        Behaviour::StripSignatures,
+    );
+    let count = |level: &str, words: &str| {
+        let text = lines.text();
+        text.lines()
+            .filter(|l| l.contains(level) && l.contains(words))
+            .count()
+    };
+    for _ in 0..4 {
+        let view = observer
+            .parent_validated(ZONE)
+            .await
+            .expect("validated view");
+        assert!(bogus_reason(&ds_at(&view, TLD_A)).is_some(), "{view:?}");
+    }
+    assert_eq!(count("WARN", DS_FAILS_VALIDATION), 1, "{}", lines.text());
+    let warn = lines.text();
+    assert!(
+        warn.contains(ZONE) && warn.contains(&TLD_A.to_string()) && warn.contains("since"),
+        "what, where and since when: {warn}"
+    );
+    dns.script(Servers::One(TLD_A), Some(RecordType::DS), Behaviour::Normal);
+    for _ in 0..2 {
+        let view = observer
+            .parent_validated(ZONE)
+            .await
+            .expect("validated view");
+        assert!(
+            matches!(ds_at(&view, TLD_A), DsAnswer::Present { .. }),
+            "{view:?}"
+        );
+    }
+    assert_eq!(count("INFO", DS_VALIDATES_AGAIN), 1, "{}", lines.text());
+    assert_eq!(count("WARN", DS_FAILS_VALIDATION), 1, "{}", lines.text());
 }
 
 /// Each broken proof at one parent address is unknown with its `bogus_proof` reason,

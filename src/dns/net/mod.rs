@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod discovery;
+pub mod episodes;
 pub mod ipv6;
 pub mod notify;
 pub mod query;

@@ -22,6 +22,7 @@ use crate::dns::net::budget::{Budget, ObservationBudget};
 use crate::dns::net::discovery::{
     CutAnswer, Discovery, DiscoveryError, GlueDifference, Located, NameServer, ZoneCut,
 };
+use crate::dns::net::episodes::{Episodes, Failure, MAX_TRACKED};
 use crate::dns::net::query::{
     DEFAULT_QUERIES_PER_SERVER, Limits, QUERIES_IN_FLIGHT, Querier, QueryStats,
 };
@@ -63,6 +64,10 @@ pub enum ObserverSetupError {
     Anchor(#[from] AnchorError),
 }
 
+/// The words of a bogus DS answer's episode: its WARN and its INFO (tests count them).
+pub const DS_FAILS_VALIDATION: &str = "DS answer fails validation";
+pub const DS_VALIDATES_AGAIN: &str = "DS answer validates again";
+
 struct Inner<T> {
     querier: Arc<Querier<T>>,
     discovery: Discovery<T>,
@@ -75,6 +80,9 @@ struct Inner<T> {
     keys: KeyCache,
     /// The daemon-wide `trust_anchor_mismatch`, as `check_trust_anchors` last saw it.
     anchors_served: Arc<crate::condition::Condition>,
+    /// Parent addresses whose DS answer for a zone fails validation, said once an
+    /// episode (a hostile or broken server answers so at every look).
+    bogus_ds: Episodes<(String, IpAddr)>,
 }
 
 /// Observes zones by asking every server directly. Cheap to clone; clones share the
@@ -141,6 +149,7 @@ impl<T: Transport> DnsObserver<T> {
             zones: Semaphore::new(options.zones_in_flight.max(1)),
             budget: settings.budget,
             keys: KeyCache::default(),
+            bogus_ds: Episodes::default(),
             anchors_served: Arc::new(crate::condition::Condition::new(
                 crate::alert_kind::AlertKind::TrustAnchorMismatch,
             )),
@@ -337,6 +346,48 @@ impl<T: Transport> DnsObserver<T> {
             .clone()
     }
 
+    /// A parent address's DS answer for `zone` failed validation: said at WARN when an
+    /// episode begins, at DEBUG while it lasts.
+    fn ds_fails_validation(&self, zone: &str, server: SocketAddr, e: &proof::ProofError) {
+        match self.0.bogus_ds.failed((zone.to_string(), server.ip())) {
+            Failure::Began(since) => tracing::warn!(
+                zone,
+                %server,
+                %since,
+                "{DS_FAILS_VALIDATION}: {e}; said again when it validates"
+            ),
+            Failure::Again(since) => {
+                tracing::debug!(zone, %server, %since, "{DS_FAILS_VALIDATION}: {e}")
+            }
+            Failure::Capped { say_cap } => {
+                tracing::debug!(zone, %server, "{DS_FAILS_VALIDATION}: {e}");
+                if say_cap {
+                    tracing::warn!(
+                        "{DS_FAILS_VALIDATION} for more than {MAX_TRACKED} zones and addresses at once; further ones are logged at debug only until some validate again"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A parent address's DS answer for `zone` validated: its episode, if any, is over.
+    fn ds_validates(&self, zone: &str, server: SocketAddr) {
+        if !self.0.bogus_ds.any() {
+            return;
+        }
+        if let Some(e) = self.0.bogus_ds.succeeded(&(zone.to_string(), server.ip())) {
+            tracing::info!(
+                zone,
+                %server,
+                since = %e.since,
+                failed = e.failed,
+                "{DS_VALIDATES_AGAIN} (failing since {}, {} answers)",
+                e.since,
+                e.failed
+            );
+        }
+    }
+
     /// The DS and NS answers of every address of the parent's servers; with `validate`
     /// (the parent's keys, the time of the look), each DS answer proven with them. The
     /// address whose NS answer showed the cut moments ago (`heard`, the cut looked up by
@@ -398,13 +449,17 @@ impl<T: Transport> DnsObserver<T> {
                 let mut answer = classify::classify_ds(qname, parent_zone, &ds);
                 if let (Some((keys, now)), Ok(message)) = (validate, &ds)
                     && matches!(answer, DsAnswer::Present { .. } | DsAnswer::Absent)
-                    && let Err(e) = proof::prove_ds(message, qname, parent_zone, keys, now, budget)
                 {
-                    tracing::warn!(zone = %cut.zone, server = %to, "DS answer fails validation: {e}");
-                    answer = DsAnswer::Unknown(match e {
-                        proof::ProofError::WithoutEdns => UnknownReason::WithoutEdns,
-                        e => UnknownReason::BogusProof(e.to_string()),
-                    });
+                    match proof::prove_ds(message, qname, parent_zone, keys, now, budget) {
+                        Ok(_) => self.ds_validates(&cut.zone, to),
+                        Err(e) => {
+                            self.ds_fails_validation(&cut.zone, to, &e);
+                            answer = DsAnswer::Unknown(match e {
+                                proof::ProofError::WithoutEdns => UnknownReason::WithoutEdns,
+                                e => UnknownReason::BogusProof(e.to_string()),
+                            });
+                        }
+                    }
                 }
                 if classify::is_nxdomain(&ds) {
                     answer = classify::contradicted_by_referral(qname, answer, &ns);
