@@ -94,10 +94,10 @@ part "cargo clippy --no-default-features" cargo clippy -p dnssec-warden --no-def
 # was most of the build's link time, and the files of one group run beside each other.
 # One group or one file: `cargo test --test e2e`, `cargo test --test e2e e2e_knot::`.
 #
-# Built once by cargo, then run here in three lanes at once, as cargo would run each (from
-# its package's folder). Each binary's output is printed whole
-# when the lanes are done, then one line per binary: its result, its time and the CPU
-# time it used (user and system, its servers and daemons included).
+# Built once by cargo, then run here in three lanes at once (below), as cargo would run
+# each (from its package's folder). Each binary's output is printed whole when the lanes
+# are done, then one line per binary: its result, its time and the CPU time it used (user
+# and system, its servers and daemons included).
 logs=$work/logs
 mkdir "$logs"
 test_build() {
@@ -121,7 +121,8 @@ run_binaries() {
     while read -r label dir exe; do
         echo "tests/run.sh: $label started"
         status=0
-        { time (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1; } 2>"$logs/$label.time" \
+        # (`time` reports on the group's stderr, outside the command's own redirection.)
+        { time { (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1; }; } 2>"$logs/$label.time" \
             || status=$?
         echo "$label $status $(cat "$logs/$label.time")" >>"$logs/results"
         echo "tests/run.sh: $label finished (exit $status)"
