@@ -56,10 +56,12 @@ impl Pdns {
     }
 
     fn client(&self, key: &str) -> PowerDnsClient {
+        // Room for the server to make an RSA key on a loaded machine: a key's POST that
+        // times out is of unknown outcome and never sent again.
         let settings = PowerDnsSettings {
-            request_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
             max_attempts: 2,
-            retry_budget: Duration::from_secs(5),
+            retry_budget: Duration::from_secs(30),
             ..PowerDnsSettings::new(self.server.base_url().parse().expect("a URL"))
         };
         PowerDnsClient::new(&settings, Secret::new(key.into())).expect("a client")
