@@ -131,6 +131,10 @@ struct ZoneJson<'a> {
     ds_to_enter: Option<&'a str>,
     evidence: Option<&'a str>,
     intent: &'static str,
+    /// A key rollover in progress (DESIGN.md section 2, "Key rollovers"), if any: its
+    /// wait is the zone's `waiting_for`, `waiting_on` and `until`. Left out without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_roll: Option<RollJson>,
     /// The last full look (every address asked).
     last_observed: Option<String>,
     /// A later sampled look that agreed with it (DESIGN.md section 4), if any.
@@ -164,6 +168,15 @@ struct MoveJson<'a> {
     target: &'a str,
 }
 
+/// A key rollover as `status --json` shows it.
+#[derive(Serialize)]
+struct RollJson {
+    aborted: bool,
+    algorithm: u8,
+    method: &'static str,
+    phase: &'static str,
+}
+
 fn zone_json<'a>(
     row: &'a ZoneRow,
     alerts: &[&'a AlertRow],
@@ -182,6 +195,12 @@ fn zone_json<'a>(
         ds_to_enter: z.facts.lifecycle.ds_to_enter.as_deref(),
         evidence: row.evidence().0,
         intent: z.intent.as_str(),
+        key_roll: z.facts.key_roll.as_ref().map(|r| RollJson {
+            aborted: r.aborted,
+            algorithm: r.algorithm,
+            method: r.method.name(),
+            phase: r.phase.name(),
+        }),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
         last_sampled: row
             .sampled_at
@@ -425,6 +444,17 @@ fn zone_lines(
             m.source,
             m.target,
             m.phase.name()
+        )?;
+    }
+    if let Some(r) = &z.facts.key_roll {
+        writeln!(
+            out,
+            "{:<ZONE_WIDTH$} KEY ROLL: {} (algorithm {}), phase {}{}",
+            "",
+            r.method.name(),
+            r.algorithm,
+            r.phase.name(),
+            if r.aborted { " (going back)" } else { "" }
         )?;
     }
     if let Some(l) = row.current_lease(lease_now) {
