@@ -67,6 +67,10 @@ pub enum AlertKind {
     /// the daemon's back, a DS or delegation undone at the registrar, an account gone
     /// from the configuration): resolvers may fail the zone meanwhile.
     SignedMoveHeld,
+    /// A key rollover holds on something only a person can repair (a key of the roll
+    /// deleted, or one added, at the provider behind the daemon's back): the roll waits
+    /// until it is repaired.
+    KeyRollHeld,
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,

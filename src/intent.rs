@@ -102,6 +102,11 @@ pub enum IntentError {
         to: String,
         seen: String,
     },
+    // `roll ZONE` (DESIGN.md section 2, "Key rollovers").
+    #[error("{zone}: {why}: a key rollover is the provider's own there (nothing was recorded)")]
+    RollNoKeys { zone: String, why: String },
+    #[error("{zone}: {why} (nothing was recorded)")]
+    RollRefused { zone: String, why: String },
 }
 
 /// Who asked: the command line (the audit trail says "operator"), or a named user of
@@ -190,6 +195,12 @@ pub async fn record(
     let row = store.zone(zone).await.map_err(said)?;
     let state = row.as_ref().and_then(|row| row.zone.state);
     if let Some(row) = &row
+        && row.zone.facts.key_roll.is_some()
+        && let Some(refused) = crate::store::intent_refused(row, intent)
+    {
+        return Err(refused.into());
+    }
+    if let Some(row) = &row
         && let Some(mv) = &row.zone.facts.signed_move
     {
         if let Some(refused) = crate::store::intent_refused(row, intent) {
@@ -240,6 +251,137 @@ pub async fn record(
         note,
         unchanged: None,
     })
+}
+
+/// What `roll` is asked: a key of `kind` (or the whole key set to `algorithm`) replaced,
+/// or the roll under way aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollAsk {
+    Start {
+        /// `None`: the zone's entry-point key (a CSK where it has no ZSK, else its KSK).
+        kind: Option<crate::lifecycle::rollover::KeyKind>,
+        algorithm: Option<u8>,
+    },
+    Abort,
+}
+
+/// Declares a key rollover of `zone` (a normalised name), planned from the keys its
+/// provider lists now (`Roll::plan`), or asks the one under way to be aborted (decided by
+/// the daemon's next step, where `rollover::may_abort` allows it). Refused where the zone
+/// is not `active` with intent `enabled`, a roll or a signed move is under way, the
+/// provider's API exposes no keys (Gcore), or the plan is refused (its reason). Returns
+/// the line for the operator.
+pub async fn declare_roll(
+    store: &Store,
+    providers: &[ProviderConfig],
+    zone: &str,
+    ask: RollAsk,
+    by: Operator<'_>,
+    now: Timestamp,
+) -> Result<String, IntentError> {
+    let said = |e| IntentError::Store(store.explain(e));
+    let (kind, algorithm) = match ask {
+        RollAsk::Abort => {
+            store
+                .declare_roll(zone, None, &by.who(), now)
+                .await
+                .map_err(said)?;
+            return Ok(format!(
+                "{zone}: abort of the key rollover recorded; the running daemon goes back at its next look: `dnssec-warden status {zone}` shows the phase"
+            ));
+        }
+        RollAsk::Start { kind, algorithm } => (kind, algorithm),
+    };
+    let row = store
+        .zone(zone)
+        .await
+        .map_err(said)?
+        .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+    let cannot_ask = |what: &str, error: String| IntentError::MoveCannotAsk {
+        zone: zone.to_string(),
+        what: what.to_string(),
+        error,
+    };
+    let fleet = Providers::build(providers)
+        .map_err(|e| cannot_ask("the provider holding the zone", e.to_string()))?;
+    // Where no configured account's API exposes keys (Gcore's asks nothing to say so),
+    // the roll is the provider's own whatever the zone's state.
+    let mut keyless = Vec::new();
+    for p in providers {
+        if let Some(client) = fleet.account_named(&p.name)
+            && matches!(client.keys(zone).await, Ok(None))
+        {
+            keyless.push(format!("provider {} ({})", p.name, p.options.kind()));
+        }
+    }
+    if !providers.is_empty() && keyless.len() == providers.len() {
+        return Err(IntentError::RollNoKeys {
+            zone: zone.to_string(),
+            why: format!("{}: its API exposes no keys", keyless.join(" and ")),
+        });
+    }
+    if let Some(refused) = crate::store::roll_refused(&row) {
+        return Err(refused.into());
+    }
+    let keys = match fleet.keys(zone).await {
+        Ok(Some(keys)) => keys,
+        Ok(None) => {
+            let account = fleet.account(zone);
+            return Err(IntentError::RollNoKeys {
+                zone: zone.to_string(),
+                why: format!(
+                    "provider {}'s API exposes no keys",
+                    account.as_deref().unwrap_or("account")
+                ),
+            });
+        }
+        Err(e @ ProviderError::Invalid(_)) => {
+            return Err(IntentError::RollNoKeys {
+                zone: zone.to_string(),
+                why: e.to_string(),
+            });
+        }
+        Err(e) => return Err(cannot_ask("the provider's keys", e.to_string())),
+    };
+    let listed: Vec<crate::lifecycle::rollover::ListedKey> = keys
+        .into_iter()
+        .map(|k| crate::lifecycle::rollover::ListedKey {
+            id: k.id,
+            dnskey: k.dnskey,
+            active: k.state.active,
+            published: k.state.published,
+        })
+        .collect();
+    let fqdn_zone = fqdn(zone).map_err(|e| cannot_ask("the zone's name", e.to_string()))?;
+    let kind = kind.unwrap_or_else(|| {
+        use crate::lifecycle::rollover::KeyKind;
+        let zsk = listed
+            .iter()
+            .any(|k| k.active && k.published && !k.dnskey.is_sep());
+        if zsk { KeyKind::Ksk } else { KeyKind::Csk }
+    });
+    let roll =
+        crate::lifecycle::rollover::Roll::plan(&listed, kind, algorithm, now).map_err(|e| {
+            IntentError::RollRefused {
+                zone: fqdn_zone.clone(),
+                why: e.to_string(),
+            }
+        })?;
+    let facts = &row.zone.facts;
+    let roll = roll.seeded(crate::lifecycle::rollover::RollTtls {
+        dnskey: facts.lifecycle.max_dnskey_ttl.unwrap_or(0),
+        ds: facts.lifecycle.max_ds_ttl.unwrap_or(0),
+        zone: 0,
+    });
+    store
+        .declare_roll(zone, Some(&roll), &by.who(), now)
+        .await
+        .map_err(said)?;
+    Ok(format!(
+        "{zone}: key rollover declared ({}, algorithm {}); the running daemon takes it from here: `dnssec-warden status {zone}` shows its phase and what it waits for",
+        roll.method.name(),
+        roll.algorithm
+    ))
 }
 
 /// A signed move recorded: the accounts it goes between.

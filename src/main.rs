@@ -73,6 +73,23 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Replace an active zone's signing keys at its provider without a moment resolvers
+    /// could fail it (ZSK pre-publish, KSK/CSK double-DS through the registrar, or an
+    /// algorithm rollover): refused with the reason where the provider's API exposes no
+    /// keys. `status` shows the roll's phase and what it waits for.
+    Roll {
+        zone: String,
+        /// The key to replace (default: the zone's entry-point key, a CSK or a KSK).
+        #[arg(long, value_parser = ["csk", "ksk", "zsk"])]
+        kind: Option<String>,
+        /// Roll every key to this algorithm (RSA/SHA-256, ECDSA P-256, Ed25519).
+        #[arg(long, value_parser = ["8", "13", "15"])]
+        algorithm: Option<String>,
+        /// Go back from the roll under way, where its phase allows it (refused with the
+        /// reason otherwise).
+        #[arg(long, conflicts_with_all = ["kind", "algorithm"])]
+        abort: bool,
+    },
     /// The audit trail of a zone.
     History {
         zone: String,
@@ -267,6 +284,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             out,
         )),
         Command::Move { zone, to } => ended(blocking::move_zone(&rt, config, &zone, &to, out)),
+        Command::Roll {
+            zone,
+            kind,
+            algorithm,
+            abort,
+        } => ended(blocking::roll(
+            &rt,
+            config,
+            &zone,
+            kind.as_deref(),
+            algorithm.as_deref(),
+            abort,
+            out,
+        )),
         Command::History { zone, json } => ended(blocking::history(&rt, config, &zone, json, out)),
         Command::CheckConfig => ended(blocking::check_config(&rt, config, out)),
         Command::Check { zone, json } => ended(blocking::check(&rt, config, &zone, json, out)),

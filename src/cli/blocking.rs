@@ -57,6 +57,19 @@ pub fn move_zone(
     rt.block_on(commands::move_zone(config, zone, to, out))
 }
 
+/// `roll ZONE [--kind K] [--algorithm A] [--abort]`.
+pub fn roll(
+    rt: &Runtime,
+    config: &Path,
+    zone: &str,
+    kind: Option<&str>,
+    algorithm: Option<&str>,
+    abort: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    rt.block_on(commands::roll(config, zone, kind, algorithm, abort, out))
+}
+
 /// `history ZONE [--json]`.
 pub fn history(
     rt: &Runtime,

@@ -189,6 +189,39 @@ pub async fn move_zone(
     Ok(Outcome::Done)
 }
 
+/// `roll ZONE [--kind csk|ksk|zsk] [--algorithm 8|13|15] [--abort]`: a refusal is a
+/// run-time "no" (exit 1), as `move`'s.
+pub async fn roll(
+    path: &Path,
+    zone: &str,
+    kind: Option<&str>,
+    algorithm: Option<&str>,
+    abort: bool,
+    out: &mut dyn Write,
+) -> Result<Outcome, CommandError> {
+    use crate::intent::RollAsk;
+    use crate::lifecycle::rollover::KeyKind;
+    let zone = zone_name(zone)?;
+    let settings = load(path)?;
+    // clap allows only the values below.
+    let ask = if abort {
+        RollAsk::Abort
+    } else {
+        RollAsk::Start {
+            kind: match kind {
+                Some("ksk") => Some(KeyKind::Ksk),
+                Some("zsk") => Some(KeyKind::Zsk),
+                Some(_) => Some(KeyKind::Csk),
+                None => None,
+            },
+            algorithm: algorithm.and_then(|a| a.parse().ok()),
+        }
+    };
+    let line = super::intent::declare_roll(&settings, &zone, ask).await?;
+    writeln!(out, "{line}")?;
+    Ok(Outcome::Done)
+}
+
 /// `check-config`: every start-up check `run` makes (the same [`Prepared`]), without
 /// starting anything; warnings go to standard error. A PostgreSQL database is also
 /// connected to and its migrations compared with this binary's (a SQLite file is made

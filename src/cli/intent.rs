@@ -94,3 +94,25 @@ pub async fn declare_move(
         declared.source, declared.target
     ))
 }
+
+/// Declares a key rollover of `zone` (or asks the one under way to be aborted); returns
+/// a line for the operator.
+pub async fn declare_roll(
+    settings: &Settings,
+    zone: &ZoneName,
+    ask: crate::intent::RollAsk,
+) -> Result<String, IntentError> {
+    let zone = zone.as_str();
+    let store = open_store(settings).await?;
+    let line = crate::intent::declare_roll(
+        &store,
+        &settings.providers,
+        zone,
+        ask,
+        Operator::CommandLine,
+        SystemClock.now(),
+    )
+    .await;
+    store.close().await;
+    Ok(line?)
+}

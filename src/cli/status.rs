@@ -131,6 +131,10 @@ struct ZoneJson<'a> {
     ds_to_enter: Option<&'a str>,
     evidence: Option<&'a str>,
     intent: &'static str,
+    /// A key rollover in progress (DESIGN.md section 2, "Key rollovers"), if any: its
+    /// wait is the zone's `waiting_for`, `waiting_on` and `until`. Left out without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_roll: Option<RollJson>,
     /// The last full look (every address asked).
     last_observed: Option<String>,
     /// A later sampled look that agreed with it (DESIGN.md section 4), if any.
@@ -164,6 +168,15 @@ struct MoveJson<'a> {
     target: &'a str,
 }
 
+/// A key rollover as `status --json` shows it.
+#[derive(Serialize)]
+struct RollJson {
+    aborted: bool,
+    algorithm: u8,
+    method: &'static str,
+    phase: &'static str,
+}
+
 fn zone_json<'a>(
     row: &'a ZoneRow,
     alerts: &[&'a AlertRow],
@@ -182,6 +195,12 @@ fn zone_json<'a>(
         ds_to_enter: z.facts.lifecycle.ds_to_enter.as_deref(),
         evidence: row.evidence().0,
         intent: z.intent.as_str(),
+        key_roll: z.facts.key_roll.as_ref().map(|r| RollJson {
+            aborted: r.aborted,
+            algorithm: r.algorithm,
+            method: r.method.name(),
+            phase: r.phase.name(),
+        }),
         last_observed: row.last_observed_at.map(|t| t.to_string()),
         last_sampled: row
             .sampled_at
@@ -427,6 +446,17 @@ fn zone_lines(
             m.phase.name()
         )?;
     }
+    if let Some(r) = &z.facts.key_roll {
+        writeln!(
+            out,
+            "{:<ZONE_WIDTH$} KEY ROLL: {} (algorithm {}), phase {}{}",
+            "",
+            r.method.name(),
+            r.algorithm,
+            r.phase.name(),
+            if r.aborted { " (going back)" } else { "" }
+        )?;
+    }
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
             out,
@@ -535,6 +565,104 @@ mod tests {
 
     /// A declared move is shown, its object's keys in the order serde_json sorts them
     /// like every other's.
+    #[tokio::test]
+    async fn a_key_roll_is_shown_in_both_forms_with_its_wait() {
+        use crate::lifecycle::hold::{Hold, Party};
+        use crate::lifecycle::rollover::{KeyKind, ListedKey, Roll};
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let zone = "r.test.";
+        store
+            .set_intent(zone, Intent::Enabled, false, "enable", Timestamp(1_000))
+            .await
+            .unwrap();
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let active = Decision {
+            state: Some(State::Active),
+            facts: crate::lifecycle::Facts::default(),
+            effects: Vec::new(),
+            alerts: Vec::new(),
+            notes: Vec::new(),
+            wake_at: Timestamp(9_000),
+        };
+        let text = ObservationText::from_whole("{}");
+        assert!(
+            store
+                .commit_step(&read, &active, &text, Timestamp(2_000))
+                .await
+                .unwrap()
+        );
+        let listed = [ListedKey {
+            id: "1".into(),
+            dnskey: crate::dnssec::test_key(),
+            active: true,
+            published: true,
+        }];
+        let roll = Roll::plan(&listed, KeyKind::Csk, None, Timestamp(3_000)).unwrap();
+        store
+            .declare_roll(zone, Some(&roll), "operator", Timestamp(3_000))
+            .await
+            .unwrap();
+        // A second roll, or a move, is refused while it is under way.
+        assert!(
+            store
+                .declare_roll(zone, Some(&roll), "operator", Timestamp(3_000))
+                .await
+                .is_err()
+        );
+        // What a step of the roll leaves: a TTL's hold, until when.
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let mut facts = read.row.zone.facts.clone();
+        facts.wait.held_by = Some(
+            Hold::new("resolvers to forget DNSKEY sets without key 1", Party::Ttl)
+                .until(Some(Timestamp(86_400_000))),
+        );
+        let held = Decision {
+            facts,
+            notes: Vec::new(),
+            ..active
+        };
+        assert!(
+            store
+                .commit_step(&read, &held, &text, Timestamp(4_000))
+                .await
+                .unwrap()
+        );
+        let json = status_json(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            json["key_roll"],
+            json!({"aborted": false, "algorithm": 13, "method": "double_ds", "phase": "publishing"})
+        );
+        assert_eq!(json["waiting_on"], "ttl");
+        assert_eq!(
+            json["waiting_for"],
+            "resolvers to forget DNSKEY sets without key 1"
+        );
+        assert_eq!(json["until"], Timestamp(86_400_000).to_string());
+        let text = status_text(&store, Some(zone), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            text.contains("KEY ROLL: double_ds (algorithm 13), phase publishing"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("[on: ttl] (until {}", Timestamp(86_400_000))),
+            "{text}"
+        );
+        // The abort recorded on the roll, for the next step to decide.
+        store
+            .declare_roll(zone, None, "operator", Timestamp(5_000))
+            .await
+            .unwrap();
+        let row = store.zone(zone).await.unwrap().unwrap();
+        assert!(row.zone.facts.key_roll.is_some_and(|r| r.abort_asked));
+    }
+
     #[tokio::test]
     async fn a_signed_move_is_shown_in_both_forms() {
         use crate::lifecycle::signed_move::Move;

@@ -23,6 +23,7 @@ mod notify;
 mod observe;
 mod perform;
 pub mod registry;
+mod rollover;
 mod settle;
 mod sinks;
 #[cfg(any(test, feature = "test-hooks"))]
@@ -118,7 +119,7 @@ pub struct Engine<P, O> {
 }
 
 /// A committed step in the log: a state change at info, any other note at debug; a
-/// signed move's phase change and its end at info.
+/// signed move's or a key rollover's phase change and its end at info.
 fn log_decision(row: &crate::store::ZoneRow, decision: &Decision) {
     let name = row.zone.name.as_str();
     let state = decision.state.map(State::as_str).unwrap_or("unobserved");
@@ -135,6 +136,7 @@ fn log_decision(row: &crate::store::ZoneRow, decision: &Decision) {
             tracing::debug!(zone = name, state, "{}", note.reason);
         }
     }
+    log_roll(row, decision);
     let Some(before) = &row.zone.facts.signed_move else {
         return;
     };
@@ -145,6 +147,34 @@ fn log_decision(row: &crate::store::ZoneRow, decision: &Decision) {
             from = before.phase.name(),
             to = after.phase.name(),
             "signed move: {}",
+            decision
+                .facts
+                .wait
+                .held_by
+                .as_ref()
+                .map_or("", |h| h.what.as_str())
+        ),
+        Some(_) => {}
+    }
+}
+
+/// A key rollover's phase change and its end, at info.
+fn log_roll(row: &crate::store::ZoneRow, decision: &Decision) {
+    let name = row.zone.name.as_str();
+    let Some(before) = &row.zone.facts.key_roll else {
+        return;
+    };
+    match &decision.facts.key_roll {
+        None => tracing::info!(
+            zone = name,
+            method = before.method.name(),
+            "key rollover ended"
+        ),
+        Some(after) if after.phase != before.phase => tracing::info!(
+            zone = name,
+            from = before.phase.name(),
+            to = after.phase.name(),
+            "key rollover: {}",
             decision
                 .facts
                 .wait
@@ -399,14 +429,18 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     }
 
     /// One step: look (I/O only), decide with the pure function of the machine the zone
-    /// is in (`lifecycle::step`, or `lifecycle::moving::decide` for a signed move),
+    /// is in (`lifecycle::step`, `lifecycle::moving::decide` for a signed move, or
+    /// `lifecycle::rolling::decide` for a key rollover; a move's look wins: `roll` is
+    /// refused during a move),
     /// commit once, then perform the decided effects from the outbox.
     async fn step_row(&self, read: &crate::store::StepRow) -> Result<StepOutcome, EngineError> {
         let row = &read.row;
         let name = row.zone.name.as_str();
-        let (decision, summary, at) = match &row.zone.facts.signed_move {
-            Some(mv) => self.decide_move(read, mv).await?,
-            None => match self.decide_zone(read).await? {
+        let facts = &row.zone.facts;
+        let (decision, summary, at) = match (&facts.signed_move, &facts.key_roll) {
+            (Some(mv), _) => self.decide_move(read, mv).await?,
+            (None, Some(roll)) => self.decide_roll(read, roll).await?,
+            (None, None) => match self.decide_zone(read).await? {
                 Ok(decided) => decided,
                 Err(sampled) => return Ok(sampled),
             },

@@ -97,6 +97,19 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     }
                 }
             }
+            // A roll's request likewise, only if the roll still stands on it.
+            if let Effect::RollRequest { request } = &item.effect {
+                match self.roll_request_stands(zone, request).await? {
+                    crate::lifecycle::rolling::Stands::Yes => {}
+                    crate::lifecycle::rolling::Stands::Later => continue,
+                    crate::lifecycle::rolling::Stands::No(why) => {
+                        let note = format!("not sent to the registrar: {why}");
+                        self.effect_ended(zone, &item, OutboxStatus::Superseded, note)
+                            .await?;
+                        continue;
+                    }
+                }
+            }
             // "DNSSEC off" is claimed inside the guard, after its fresh look at the parent;
             // a move's calls inside theirs.
             if item.effect != Effect::DisableDnssec
@@ -172,6 +185,19 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                     // The lease is gone: the zone's holder decides afresh.
                     None => continue,
                 },
+                Effect::AddKey { .. }
+                | Effect::SetKeyState { .. }
+                | Effect::DeleteKey { .. }
+                | Effect::RollRequest { .. } => {
+                    match self.perform_roll_effect(zone, &item).await? {
+                        Some((status, note, kept)) => {
+                            outcome = kept;
+                            (status, note)
+                        }
+                        // A registrar hook took the request over: what follows waits.
+                        None => break,
+                    }
+                }
                 Effect::MoveCall { .. } | Effect::MoveRequest { .. } => {
                     match self.perform_move_effect(zone, &item).await? {
                         Some(outcome) => outcome,

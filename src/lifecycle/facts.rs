@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::hold::Hold;
 use super::parent_way::{CdsNotified, ParentPath};
+use super::rollover::Roll;
 use super::signed_move::Move;
 use crate::dns::DelegationVerdict;
 use crate::time::Timestamp;
@@ -38,6 +39,14 @@ pub struct Facts {
     /// |---|---|---|---|
     /// | `signed_move` | `active` | `dnssec-warden move` declares it (the one fact written outside `step`: `Store::declare_move`, at the row's version) | the move ends (only the target lists the zone) |
     pub signed_move: Option<Move>,
+    /// A key rollover in progress (DESIGN.md section 2, "Key rollovers", rule 16): while
+    /// it is set the zone is stepped by [`super::rollover::decide`] (through the engine's
+    /// `rollover` look), not by `step`.
+    ///
+    /// | fact | holds in | set | cleared |
+    /// |---|---|---|---|
+    /// | `key_roll` | `active` | `dnssec-warden roll` declares it (written outside `step`, as the move is: `Store::declare_roll`, at the row's version) | the roll reaches `done` (the step that sees it done clears it) |
+    pub key_roll: Option<Roll>,
 }
 
 /// The zone lifecycle's memory of the key followed and its DS, from adoption or
@@ -273,6 +282,7 @@ struct StoredFacts {
     registry_missed_at: Option<Timestamp>,
     cds_notified: Option<CdsNotified>,
     signed_move: Option<Move>,
+    key_roll: Option<Roll>,
 }
 
 impl From<StoredFacts> for Facts {
@@ -328,6 +338,7 @@ impl From<StoredFacts> for Facts {
                 cds_notified: s.cds_notified,
             },
             signed_move: s.signed_move,
+            key_roll: s.key_roll,
         }
     }
 }
@@ -409,6 +420,8 @@ struct StoredFactsRef<'a> {
     cds_notified: Option<&'a CdsNotified>,
     #[serde(skip_serializing_if = "Option::is_none")]
     signed_move: Option<&'a Move>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_roll: Option<&'a Roll>,
 }
 
 impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
@@ -472,6 +485,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
                     cds_notified,
                 },
             signed_move,
+            key_roll,
         } = f;
         StoredFactsRef {
             ds_line: ds_line.as_deref(),
@@ -510,6 +524,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
             registry_missed_at: *registry_missed_at,
             cds_notified: cds_notified.as_ref(),
             signed_move: signed_move.as_ref(),
+            key_roll: key_roll.as_ref(),
         }
     }
 }

@@ -15,6 +15,10 @@ pub struct Hold {
     /// own. `None`: the zone's one account (or none); a fact stored before it reads so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// When the wait ends by itself, where the step knows it (a key rollover's TTL hold);
+    /// `None`: the state's own deadline, if any, is the one `status` shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<crate::time::Timestamp>,
 }
 
 impl Hold {
@@ -23,7 +27,14 @@ impl Hold {
             what: what.into(),
             on,
             account: None,
+            until: None,
         }
+    }
+
+    /// The same hold, ending by itself at `until`.
+    pub fn until(mut self, until: Option<crate::time::Timestamp>) -> Self {
+        self.until = until;
+        self
     }
 
     /// The same hold, on the account named `account`.

@@ -11,6 +11,7 @@ pub mod moving;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
+pub mod rolling;
 pub mod rollover;
 pub mod rules;
 pub mod sample;
@@ -25,7 +26,7 @@ pub use facts::Facts;
 pub use guard::{GuardRefusal, may_disable};
 pub use model::{
     AlertCheck, AuditNote, CdsSetting, Decision, Effect, EffectKind, MoveCall, MoveRequest,
-    Observation, ProviderView, Zone,
+    Observation, ProviderView, RollRequest, Zone,
 };
 pub use policy::Policy;
 pub use rules::disable_deadline;

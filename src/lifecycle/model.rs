@@ -192,6 +192,35 @@ pub enum Effect {
     /// NOTIFY(CDS) to the parent's notification target (RFC 9859): a hint that the
     /// child's CDS asks for a change (`registry::notify_due`).
     NotifyCds(super::parent_way::NotifyPlan),
+    /// A key rollover (DESIGN.md "Key rollovers"): a key added at the provider. Never
+    /// sent again while an earlier one's outcome is unknown (rule 11: a second addition
+    /// adds a second key); the provider's listing settles it.
+    AddKey {
+        kind: super::rollover::KeyKind,
+        algorithm: u8,
+        active: bool,
+        published: bool,
+    },
+    /// A key rollover: a listed key's flags set (level-triggered).
+    SetKeyState {
+        id: String,
+        active: bool,
+        published: bool,
+    },
+    /// A key rollover: a listed key deleted.
+    DeleteKey { id: String },
+    /// A key rollover's request to the registrar (log, sinks, the hook's `add` and
+    /// `remove` with `DNSSEC_WARDEN_DS_KEEP`), as a signed move's: owed until told.
+    RollRequest { request: RollRequest },
+}
+
+/// A key rollover's request to the registrar: one DS added beside the one kept, or
+/// removed with the other kept (zone-file lines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "request")]
+pub enum RollRequest {
+    AddDs { ds_line: String, keep: String },
+    RemoveDs { ds_line: String, keep: String },
 }
 
 /// A signed move's provider call.
@@ -249,6 +278,13 @@ impl Effect {
                 MoveRequest::RemoveDs { .. } => "request the source's DS removed",
             },
             Self::NotifyCds(_) => "send NOTIFY(CDS) to the parent's registry",
+            Self::AddKey { .. } => "add the roll's new key",
+            Self::SetKeyState { .. } => "set a key's signing and publication",
+            Self::DeleteKey { .. } => "delete the roll's old key",
+            Self::RollRequest { request } => match request {
+                RollRequest::AddDs { .. } => "request the new key's DS added",
+                RollRequest::RemoveDs { .. } => "request the old key's DS removed",
+            },
         }
     }
 
@@ -271,14 +307,23 @@ impl EffectKind {
     pub fn is_provider_call(self) -> bool {
         matches!(
             self,
-            Self::EnableDnssec | Self::DisableDnssec | Self::SetCds | Self::MoveCall
+            Self::EnableDnssec
+                | Self::DisableDnssec
+                | Self::SetCds
+                | Self::MoveCall
+                | Self::AddKey
+                | Self::SetKeyState
+                | Self::DeleteKey
         )
     }
 
     /// Decided afresh by every step from its look: an owed one is superseded by a newer
     /// commit (the newer decision has it again where it is still due), and a failed one
-    /// is not tried again as the same row. Provider calls, and the NOTIFY(CDS) (whose
-    /// plan and signal are the look's).
+    /// is not tried again as the same row. Provider calls (a key rollover's key calls
+    /// among them: an owed one was never sent, and a begun one is of unknown outcome,
+    /// settled by the key listing before another is decided), and the NOTIFY(CDS) (whose
+    /// plan and signal are the look's). The registrar's requests, a roll's too, are
+    /// delivered once.
     pub fn is_rederived(self) -> bool {
         self.is_provider_call() || self == Self::NotifyCds
     }

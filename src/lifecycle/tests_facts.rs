@@ -8,6 +8,7 @@ use super::facts::{
 };
 use super::hold::{Hold, Party};
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
+use super::rollover::{KeyKind, Method, Phase, Roll, RollKey, RollTtls};
 use super::sample::SettledView;
 use super::signed_move::Move;
 use crate::dns::DelegationVerdict;
@@ -87,7 +88,38 @@ signed_move: Some(
                 .expect("a DNSKEY"),
             )
             .between("a", "b"),
-        )
+        ),
+key_roll: Some(Roll {
+            method: Method::DoubleDs,
+            algorithm: 13,
+            phase: Phase::Publishing,
+            old: vec![RollKey {
+                kind: KeyKind::Ksk,
+                id: Some("1".into()),
+                dnskey: Some(
+                    Dnskey::parse_text(
+                        "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+                    )
+                    .expect("a DNSKEY"),
+                ),
+            }],
+            new: vec![RollKey {
+                kind: KeyKind::Ksk,
+                id: None,
+                dnskey: None,
+            }],
+            others: Vec::new(),
+            aborted: false,
+            confirmed_at: None,
+            last_confirmed: None,
+            phase_since: Timestamp(21),
+            ttls: RollTtls {
+                dnskey: 22,
+                ds: 23,
+                zone: 24,
+            },
+            abort_asked: false,
+        })
 }
 }
 
@@ -115,7 +147,13 @@ const EVERY: &str = concat!(
     "\"signed_move\":{\"zone\":\"example.com.\",\"source\":\"a\",\"target\":\"b\",\"phase\":\"signing_at_target\",",
     "\"source_key\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\",",
     "\"target_key\":null,\"confirmed_at\":null,\"last_confirmed\":null,\"delegated_at\":null,\"ds_asked_for\":null,",
-    "\"ttls\":{\"dnskey\":0,\"ds\":0,\"parent_ns\":0,\"apex_ns\":0}}",
+    "\"ttls\":{\"dnskey\":0,\"ds\":0,\"parent_ns\":0,\"apex_ns\":0}},",
+    "\"key_roll\":{\"method\":\"double_ds\",\"algorithm\":13,\"phase\":\"publishing\",",
+    "\"old\":[{\"kind\":\"ksk\",\"id\":\"1\",",
+    "\"dnskey\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\"}],",
+    "\"new\":[{\"kind\":\"ksk\",\"id\":null,\"dnskey\":null}],\"others\":[],\"aborted\":false,",
+    "\"confirmed_at\":null,\"last_confirmed\":null,\"phase_since\":21,",
+    "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}}",
     "}"
 );
 
@@ -150,7 +188,7 @@ fn a_row_with_every_default_written_and_a_retired_fact_reads_as_the_defaults() {
         "\"served_keys_when_asked\":null,\"held_by\":null,\"held_since\":null,",
         "\"settled_view\":null,\"ds_path\":null,\"ds_path_at\":null,",
         "\"registry_since\":null,\"registry_missed_at\":null,\"cds_notified\":null,",
-        "\"signed_move\":null,\"retired_fact\":{\"any\":[1,2]}}"
+        "\"signed_move\":null,\"key_roll\":null,\"retired_fact\":{\"any\":[1,2]}}"
     );
     assert_eq!(
         serde_json::from_str::<Facts>(old).unwrap(),

@@ -57,7 +57,7 @@ pub fn describe(zone: &Zone, policy: &Policy) -> Waiting {
             what: hold.what.clone(),
             on: hold.on.as_str(),
             accounts: hold_accounts(zone, hold),
-            until: by_state.until,
+            until: hold.until.or(by_state.until),
         },
         _ => by_state,
     }

@@ -289,6 +289,31 @@ pub enum StoreError {
         phase: &'static str,
     },
     #[error(
+        "{zone}: a key rollover ({method}, phase {phase}) is under way: {what} \
+         (nothing was recorded)"
+    )]
+    RollUnderWay {
+        zone: String,
+        method: &'static str,
+        phase: &'static str,
+        what: &'static str,
+    },
+    #[error(
+        "{zone}: a key rollover starts from state active with intent enabled; the zone is \
+         now {state} with intent {intent} (nothing was recorded)"
+    )]
+    RollFromNotActive {
+        zone: String,
+        state: String,
+        intent: String,
+    },
+    #[error(
+        "{zone}: no key rollover is under way: there is nothing to abort (nothing was recorded)"
+    )]
+    NoRoll { zone: String },
+    #[error("{zone}: {why} (nothing was recorded)")]
+    AbortRefused { zone: String, why: String },
+    #[error(
         "{zone} changed under each of {attempts} attempts to record its {what} (the \
          daemon steps it meanwhile): nothing was recorded, try again"
     )]
@@ -313,6 +338,13 @@ pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
             phase: declared.phase.name(),
         });
     }
+    if let Some(roll) = &zone.facts.key_roll {
+        return Some(roll_under_way(
+            row,
+            roll,
+            "a signed move waits until it is done",
+        ));
+    }
     if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {
         return Some(StoreError::MoveFromNotActive {
             zone: zone.name.to_string(),
@@ -330,6 +362,15 @@ pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
 /// safe abort is built, and the move's every phase needs both accounts signing). What
 /// `Store::set_intent` checks at its write, and `intent::record` before it.
 pub fn intent_refused(row: &ZoneRow, intent: Intent) -> Option<StoreError> {
+    if let Some(roll) = &row.zone.facts.key_roll
+        && intent != Intent::Enabled
+    {
+        return Some(roll_under_way(
+            row,
+            roll,
+            "`disable` waits until it is done or aborted (`dnssec-warden roll ZONE --abort`)",
+        ));
+    }
     let mv = row.zone.facts.signed_move.as_ref()?;
     (intent != Intent::Enabled).then(|| StoreError::DisableDuringMove {
         zone: row.zone.name.to_string(),
@@ -337,6 +378,48 @@ pub fn intent_refused(row: &ZoneRow, intent: Intent) -> Option<StoreError> {
         to: mv.target.clone(),
         phase: mv.phase.name(),
     })
+}
+
+fn roll_under_way(
+    row: &ZoneRow,
+    roll: &crate::lifecycle::rollover::Roll,
+    what: &'static str,
+) -> StoreError {
+    StoreError::RollUnderWay {
+        zone: row.zone.name.to_string(),
+        method: roll.method.name(),
+        phase: roll.phase.name(),
+        what,
+    }
+}
+
+/// Why a key rollover cannot be declared for the zone as `row` has it, if it cannot: one
+/// is under way already, a signed move is, or the zone is not `active` with intent
+/// `enabled`. What `Store::declare_roll` checks at its write, and its callers before they
+/// ask the provider.
+pub fn roll_refused(row: &ZoneRow) -> Option<StoreError> {
+    let zone = &row.zone;
+    if let Some(roll) = &zone.facts.key_roll {
+        return Some(roll_under_way(row, roll, "roll again once it is done"));
+    }
+    if let Some(mv) = &zone.facts.signed_move {
+        return Some(StoreError::MoveDeclared {
+            zone: zone.name.to_string(),
+            from: mv.source.clone(),
+            to: mv.target.clone(),
+            phase: mv.phase.name(),
+        });
+    }
+    if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {
+        return Some(StoreError::RollFromNotActive {
+            zone: zone.name.to_string(),
+            state: zone
+                .state
+                .map_or("not observed yet".to_string(), |s| s.to_string()),
+            intent: zone.intent.to_string(),
+        });
+    }
+    None
 }
 
 /// How often `declare_move` and `set_intent` read the row again after a step committed
@@ -711,6 +794,92 @@ impl Store {
         Err(StoreError::Contended {
             zone: zone.to_string(),
             what: "signed move",
+            attempts: MOVE_ATTEMPTS,
+        })
+    }
+    /// Declares a key rollover of `zone` (DESIGN.md section 2, "Key rollovers"), or, with
+    /// `roll` `None`, asks the one under way to be aborted: written as `declare_move`
+    /// writes (at the row's version, read again and retried when a step committed in
+    /// between), the zone due now, an audit event of kind `Intent` naming `who`. A roll is
+    /// refused as [`roll_refused`] says; an abort where none is under way, or where
+    /// `rollover::may_abort` refuses it (its reason). The roll's TTLs are raised to the
+    /// largest the facts hold at the write.
+    pub async fn declare_roll(
+        &self,
+        zone: &str,
+        roll: Option<&crate::lifecycle::rollover::Roll>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        use crate::lifecycle::hold::{Hold, Party};
+        for _ in 0..MOVE_ATTEMPTS {
+            let row = self
+                .zone(zone)
+                .await?
+                .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
+            let mut facts = row.zone.facts.clone();
+            let reason = match roll {
+                Some(roll) => {
+                    if let Some(refused) = roll_refused(&row) {
+                        return Err(refused);
+                    }
+                    let mut roll = roll.clone();
+                    roll.ttls.dnskey = roll
+                        .ttls
+                        .dnskey
+                        .max(facts.lifecycle.max_dnskey_ttl.unwrap_or(0));
+                    roll.ttls.ds = roll.ttls.ds.max(facts.lifecycle.max_ds_ttl.unwrap_or(0));
+                    let reason = format!(
+                        "{who} declared a key rollover ({}, algorithm {}, retiring key {})",
+                        roll.method.name(),
+                        roll.algorithm,
+                        roll.old
+                            .iter()
+                            .filter_map(|k| k.dnskey.as_ref())
+                            .map(|k| k.key_tag().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
+                    );
+                    facts.key_roll = Some(roll);
+                    facts.wait.held_by = Some(Hold::new(
+                        "the daemon's first look at the key rollover",
+                        Party::Daemon,
+                    ));
+                    facts.wait.held_since = Some(now);
+                    reason
+                }
+                None => {
+                    let Some(current) = facts.key_roll.as_mut() else {
+                        return Err(StoreError::NoRoll {
+                            zone: zone.to_string(),
+                        });
+                    };
+                    if let Err(why) = crate::lifecycle::rollover::may_abort(current) {
+                        return Err(StoreError::AbortRefused {
+                            zone: zone.to_string(),
+                            why,
+                        });
+                    }
+                    current.abort_asked = true;
+                    format!(
+                        "{who} asked the {} roll to be aborted in {}",
+                        current.method.name(),
+                        current.phase.name()
+                    )
+                }
+            };
+            let facts = serde_json::to_string(&facts)
+                .map_err(|e| StoreError::Corrupt(format!("zone {zone}: facts: {e}")))?;
+            let written = on_backend!(self, |b| b
+                .write_facts_at(zone, row.version, &facts, &reason, now)
+                .await?);
+            if written {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contended {
+            zone: zone.to_string(),
+            what: "key rollover",
             attempts: MOVE_ATTEMPTS,
         })
     }

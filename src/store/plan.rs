@@ -13,11 +13,14 @@ use crate::lifecycle::{AlertCheck, AlertKind, Decision, Effect, EffectKind, Stat
 /// Provider calls: the only effects that can be in flight with an unknown outcome (a
 /// notification not marked done is simply owed again), and the ones every step derives
 /// afresh.
-pub(super) const PROVIDER_CALLS: [EffectKind; 4] = [
+pub(super) const PROVIDER_CALLS: [EffectKind; 7] = [
     EffectKind::EnableDnssec,
     EffectKind::DisableDnssec,
     EffectKind::SetCds,
     EffectKind::MoveCall,
+    EffectKind::AddKey,
+    EffectKind::SetKeyState,
+    EffectKind::DeleteKey,
 ];
 
 /// The DS requests to the operator (an announcement, a withdrawal) whose hook failure of
@@ -80,7 +83,7 @@ pub(super) struct Supersede<'a> {
     pub status: &'static str,
     pub at: Timestamp,
     /// Voided whatever they are.
-    pub calls: [&'static str; 4],
+    pub calls: [&'static str; 7],
     /// NOTIFY(CDS), voided whatever it is too.
     pub notify: &'static str,
     pub announce: &'static str,

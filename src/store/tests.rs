@@ -111,6 +111,24 @@ fn string_forms_round_trip_and_agree_with_serde() {
             },
         },
         Effect::NotifyCds(notify_plan()),
+        Effect::AddKey {
+            kind: crate::lifecycle::rollover::KeyKind::Zsk,
+            algorithm: 13,
+            active: false,
+            published: true,
+        },
+        Effect::SetKeyState {
+            id: "1".into(),
+            active: true,
+            published: true,
+        },
+        Effect::DeleteKey { id: "1".into() },
+        Effect::RollRequest {
+            request: crate::lifecycle::RollRequest::AddDs {
+                ds_line: "x".into(),
+                keep: "y".into(),
+            },
+        },
     ];
     assert_eq!(effects.len(), EffectKind::VARIANTS.len());
     for effect in effects {
@@ -159,12 +177,28 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 .unwrap(),
             )
             .between("a", "b"),
+        ), key_roll: Some(
+            crate::lifecycle::rollover::Roll::plan(
+                &[crate::lifecycle::rollover::ListedKey {
+                    id: "1".into(),
+                    dnskey: crate::dnssec::Dnskey::parse_text(
+                        "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+                    )
+                    .unwrap(),
+                    active: true,
+                    published: true,
+                }],
+                crate::lifecycle::rollover::KeyKind::Csk,
+                None,
+                Timestamp(5),
+            )
+            .unwrap(),
         ) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(36), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(37), "{text}");
 }
 
 #[test]

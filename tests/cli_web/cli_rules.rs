@@ -214,6 +214,49 @@ fn a_move_is_refused_with_the_reason_before_asking_anyone() {
     assert_eq!(run(&s.config, &["move", "example.com"]).0, 2);
 }
 
+/// `roll ZONE` where no configured provider's API exposes keys (Gcore): refused with the
+/// reason (exit 1) before any request, nothing recorded; an abort with no roll under way
+/// likewise; a kind or an algorithm not offered is what was given (exit 2).
+#[test]
+fn a_roll_at_a_provider_without_keys_is_refused_with_the_reason() {
+    let s = setup("names = [\"example.com\"]");
+    let (code, _, err) = run(&s.config, &["roll", "example.com"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("zone example.com. is not in the database"),
+        "{err}"
+    );
+    assert_eq!(run(&s.config, &["enable", "example.com"]).0, 0);
+    for args in [
+        &["roll", "example.com"][..],
+        &["roll", "EXAMPLE.com", "--kind", "zsk"],
+        &["roll", "example.com", "--algorithm", "15"],
+    ] {
+        let (code, out, err) = run(&s.config, args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("provider gcore (gcore): its API exposes no keys: a key rollover is the provider's own there (nothing was recorded)"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = run(&s.config, &["roll", "example.com", "--abort"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no key rollover is under way"), "{err}");
+    let (_, history, _) = run(&s.config, &["history", "example.com"]);
+    assert!(!history.contains("key rollover"), "{history}");
+    let (_, status, _) = run(&s.config, &["status", "example.com", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert!(status.get("key_roll").is_none(), "{status:#}");
+    // What was given: a kind or an algorithm not offered, an abort with a kind.
+    for args in [
+        &["roll", "example.com", "--kind", "psk"][..],
+        &["roll", "example.com", "--algorithm", "5"],
+        &["roll", "example.com", "--abort", "--kind", "zsk"],
+    ] {
+        assert_eq!(run(&s.config, args).0, 2, "{args:?}");
+    }
+}
+
 #[test]
 fn a_world_readable_secret_is_warned_about() {
     let s = setup("names = [\"example.com\"]");

@@ -16,6 +16,7 @@ mod engine_ha;
 mod engine_ha_props;
 mod engine_move;
 mod engine_props;
+mod engine_rollover;
 mod engine_signed_move;
 mod exec_output;
 mod metrics;

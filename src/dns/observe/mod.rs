@@ -62,6 +62,23 @@ pub trait Observer: Send + Sync {
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         self.child(zone)
     }
+    /// A key rollover's look (DESIGN.md "Key rollovers"): at each address of `at`, given
+    /// the DNSKEY set it served, the key tags whose RRSIG over the zone's apex SOA
+    /// verified at the time of the look (which keys sign the zone's data), in the order
+    /// of `at`. The default knows none: every address unknown (rule 3), so no phase that
+    /// needs the data's signers moves on.
+    fn soa_signers(
+        &self,
+        zone: &str,
+        at: &[(std::net::IpAddr, Vec<crate::dnssec::Dnskey>)],
+    ) -> impl Future<Output = Vec<Result<Vec<u16>, String>>> + Send {
+        let _ = zone;
+        let unknown = at
+            .iter()
+            .map(|_| Err("this observer does not check the zone's data signatures".to_string()))
+            .collect();
+        async move { unknown }
+    }
     /// A settled zone's sampled look at the parent (DESIGN.md section 4): as
     /// `parent_validated`, but only one address is asked, the `turn`-th counted round all
     /// of them. The default asks them all and keeps that one (for fakes).

@@ -698,6 +698,70 @@ impl<T: Transport> DnsObserver<T> {
         }
     }
 
+    /// A key rollover's question (`Observer::soa_signers`): the apex SOA at each address,
+    /// each key of the set that address served whose RRSIG over it names its tag checked
+    /// (through the signature cache, charged to the budget, rule 4's "at the time of the
+    /// look"). An answer without authority, a failure or a budget run out is unknown.
+    async fn soa_signers_view(
+        &self,
+        zone: &str,
+        at: &[(IpAddr, Vec<Dnskey>)],
+    ) -> Vec<Result<Vec<u16>, String>> {
+        let unknown = |why: String| at.iter().map(|_| Err(why.clone())).collect::<Vec<_>>();
+        let Some(name) = crate::dnssec::fqdn(zone).ok() else {
+            return unknown(format!("{zone} is not a domain name"));
+        };
+        let Some(qname) = wire::parse_name(&name) else {
+            return unknown(format!("{name} is not a domain name"));
+        };
+        let (port, querier, qname) = (self.0.port, &self.0.querier, &qname);
+        let asked = self
+            .within_budget(zone, async |budget| {
+                let each = at.iter().map(|(addr, keys)| async move {
+                    budget.query().map_err(|e| e.to_string())?;
+                    let outcome = querier
+                        .ask(SocketAddr::new(*addr, port), qname, RecordType::SOA)
+                        .await;
+                    let message = outcome.map_err(|e| classify::failure_reason(&e).to_string())?;
+                    let rcode = message.metadata.response_code;
+                    if rcode != hickory_proto::op::ResponseCode::NoError {
+                        return Err(format!("the zone's SOA answered {rcode}"));
+                    }
+                    if !message.metadata.authoritative {
+                        return Err("the answer for the zone's SOA has no authority".to_string());
+                    }
+                    let tags: Vec<u16> = wire::rrsigs(&message.answers, qname, RecordType::SOA)
+                        .map(|s| s.input().key_tag)
+                        .collect();
+                    let signer = wire::name_text(qname);
+                    let mut signers = Vec::new();
+                    // Bounded as the DNSKEY set's self-signers are: a few keys a look.
+                    for key in keys.iter().filter(|k| k.is_zone_key()).take(8) {
+                        if !tags.contains(&key.key_tag()) {
+                            continue;
+                        }
+                        match crate::dns::validate::validator::verify_rrset(
+                            &message.answers,
+                            qname,
+                            RecordType::SOA,
+                            &signer,
+                            std::slice::from_ref(key),
+                            unix_now(),
+                            budget,
+                        ) {
+                            Ok(_) => signers.push(key.key_tag()),
+                            Err(crate::dns::validate::validator::VerifyError::Failed(_)) => {}
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                    Ok(signers)
+                });
+                Ok(join_all(each).await)
+            })
+            .await;
+        asked.unwrap_or_else(|e| unknown(e.to_string()))
+    }
+
     /// The DSYNC lookup at every address of the parent's servers (the cut's parent, as
     /// the DS is asked), then the NOTIFY targets of an agreed set resolved: at most
     /// [`MAX_NOTIFY_TARGETS`] distinct host names, each one host lookup of the same
@@ -1124,6 +1188,14 @@ impl<T: Transport> Observer for DnsObserver<T> {
         zone: &str,
     ) -> impl Future<Output = Result<ChildView, ObserveError>> + Send {
         self.child_view(zone, true, None)
+    }
+
+    fn soa_signers(
+        &self,
+        zone: &str,
+        at: &[(IpAddr, Vec<Dnskey>)],
+    ) -> impl Future<Output = Vec<Result<Vec<u16>, String>>> + Send {
+        self.soa_signers_view(zone, at)
     }
 
     fn validation(&self, zone: &str) -> impl Future<Output = Vec<ValidationProbe>> + Send {

@@ -194,6 +194,11 @@ pub struct Roll {
     /// When the phase was entered.
     pub phase_since: Timestamp,
     pub ttls: RollTtls,
+    /// The operator asked for the roll to be aborted (`dnssec-warden roll --abort`): the
+    /// next step decides it (taken where [`may_abort`] allows it, refused with its reason
+    /// in the history otherwise) and clears it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abort_asked: bool,
 }
 
 /// A key as the provider lists it.
@@ -546,6 +551,7 @@ impl Roll {
             last_confirmed: None,
             phase_since: at,
             ttls: RollTtls::default(),
+            abort_asked: false,
         })
     }
 
@@ -708,6 +714,9 @@ pub fn decide(
     abort: bool,
 ) -> RollDecision {
     let mut next = roll.clone();
+    // An abort the operator recorded counts as asked now, once.
+    let abort = abort || next.abort_asked;
+    next.abort_asked = false;
     let mut effects = Vec::new();
     let mut alerts = Vec::new();
     let mut notes = Vec::new();

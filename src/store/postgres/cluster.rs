@@ -217,7 +217,7 @@ impl PgStore {
             let in_flight: Vec<RawOutbox> = sqlx::query_as(
                 "SELECT id, coalesce(seq, id) AS seq, zone, effect, attempts, account FROM outbox \
                  WHERE zone = $1 AND status = $2 AND started_at IS NOT NULL \
-                 AND kind IN ($3, $4, $5, $6) ORDER BY id",
+                 AND kind IN ($3, $4, $5, $6, $7, $8, $9) ORDER BY id",
             )
             .bind(zone)
             .bind(OutboxStatus::Pending.as_str())
@@ -225,6 +225,9 @@ impl PgStore {
             .bind(plan::PROVIDER_CALLS[1].as_str())
             .bind(plan::PROVIDER_CALLS[2].as_str())
             .bind(plan::PROVIDER_CALLS[3].as_str())
+            .bind(plan::PROVIDER_CALLS[4].as_str())
+            .bind(plan::PROVIDER_CALLS[5].as_str())
+            .bind(plan::PROVIDER_CALLS[6].as_str())
             .fetch_all(&mut *tx)
             .await?;
             for raw in in_flight {

@@ -67,11 +67,11 @@ async fn write(
     if let Some(s) = &plan.supersede {
         sqlx::query(
             "UPDATE outbox SET status = $1, finished_at = $2 WHERE zone = $3 AND status = $4 \
-             AND (kind IN ($5, $6, $7, $8) \
-               OR (kind = $9 AND NOT ($10 AND \
-                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $11)) \
-               OR (kind = $12 AND NOT $13) \
-               OR kind = $14)",
+             AND (kind IN ($5, $6, $7, $8, $9, $10, $11) \
+               OR (kind = $12 AND NOT ($13 AND \
+                   ((effect::jsonb) ->> 'ds_line') IS NOT DISTINCT FROM $14)) \
+               OR (kind = $15 AND NOT $16) \
+               OR kind = $17)",
         )
         .bind(s.status)
         .bind(s.at.0)
@@ -81,6 +81,9 @@ async fn write(
         .bind(s.calls[1])
         .bind(s.calls[2])
         .bind(s.calls[3])
+        .bind(s.calls[4])
+        .bind(s.calls[5])
+        .bind(s.calls[6])
         .bind(s.announce)
         .bind(s.announce_kept)
         .bind(s.ds_line)

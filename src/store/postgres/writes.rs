@@ -232,8 +232,8 @@ impl PgStore {
         // Stamped with the performer: a later holder performing an effect a dead one
         // decided performs it under its own, current epoch.
         let claimed = sqlx::query(
-            "UPDATE outbox SET started_at = CASE WHEN kind IN ($4, $5, $6, $7) THEN $1 END, \
-             holder = coalesce($8, holder), epoch = coalesce($9, epoch) \
+            "UPDATE outbox SET started_at = CASE WHEN kind IN ($4, $5, $6, $7, $8, $9, $10) THEN $1 END, \
+             holder = coalesce($11, holder), epoch = coalesce($12, epoch) \
              WHERE id = $2 AND status = $3",
         )
         .bind(now.0)
@@ -243,6 +243,9 @@ impl PgStore {
         .bind(plan::PROVIDER_CALLS[1].as_str())
         .bind(plan::PROVIDER_CALLS[2].as_str())
         .bind(plan::PROVIDER_CALLS[3].as_str())
+        .bind(plan::PROVIDER_CALLS[4].as_str())
+        .bind(plan::PROVIDER_CALLS[5].as_str())
+        .bind(plan::PROVIDER_CALLS[6].as_str())
         .bind(by.as_ref().map(|(h, _)| h.as_str()))
         .bind(by.as_ref().map(|(_, e)| *e))
         .execute(&mut *tx)

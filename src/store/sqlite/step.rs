@@ -178,7 +178,7 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
     if let Some(s) = &plan.supersede {
         sqlx::query(
             "UPDATE outbox SET status = ?, finished_at = ? WHERE zone = ? AND status = 'pending' \
-             AND (kind IN (?, ?, ?, ?) \
+             AND (kind IN (?, ?, ?, ?, ?, ?, ?) \
                OR (kind = ? AND NOT (? AND json_extract(effect, '$.ds_line') IS ?)) \
                OR (kind = ? AND NOT ?) \
                OR kind = ?)",
@@ -190,6 +190,9 @@ async fn write(tx: &mut SqliteConnection, plan: &StepPlan<'_>) -> Result<bool, S
         .bind(s.calls[1])
         .bind(s.calls[2])
         .bind(s.calls[3])
+        .bind(s.calls[4])
+        .bind(s.calls[5])
+        .bind(s.calls[6])
         .bind(s.announce)
         .bind(s.announce_kept)
         .bind(s.ds_line)

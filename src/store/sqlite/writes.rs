@@ -185,13 +185,16 @@ impl SqliteStore {
         // Only a provider call can be in flight with an unknown outcome; a notification
         // not marked done is simply owed again.
         let claimed = sqlx::query(
-            "UPDATE outbox SET started_at = CASE WHEN kind IN (?, ?, ?, ?) THEN ? END \
+            "UPDATE outbox SET started_at = CASE WHEN kind IN (?, ?, ?, ?, ?, ?, ?) THEN ? END \
              WHERE id = ? AND status = ?",
         )
         .bind(plan::PROVIDER_CALLS[0].as_str())
         .bind(plan::PROVIDER_CALLS[1].as_str())
         .bind(plan::PROVIDER_CALLS[2].as_str())
         .bind(plan::PROVIDER_CALLS[3].as_str())
+        .bind(plan::PROVIDER_CALLS[4].as_str())
+        .bind(plan::PROVIDER_CALLS[5].as_str())
+        .bind(plan::PROVIDER_CALLS[6].as_str())
         .bind(now.0)
         .bind(id)
         .bind(OutboxStatus::Pending.as_str())
