@@ -123,36 +123,6 @@ fn children(
         .collect()
 }
 
-/// Whether a key call of unknown outcome took, by the listing (rule 11); `None` when the
-/// listing cannot tell. An addition took when the listing holds a key of its kind and
-/// algorithm that the roll does not know yet.
-fn key_call_took(roll: &Roll, effect: &Effect, keys: &[ListedKey]) -> Option<bool> {
-    let known = |id: &str| {
-        roll.old
-            .iter()
-            .chain(&roll.new)
-            .chain(&roll.others)
-            .any(|k| k.id.as_deref() == Some(id))
-    };
-    match effect {
-        Effect::AddKey {
-            kind, algorithm, ..
-        } => Some(keys.iter().any(|l| {
-            !known(&l.id) && l.dnskey.algorithm == *algorithm && l.dnskey.is_sep() == kind.sep()
-        })),
-        Effect::SetKeyState {
-            id,
-            active,
-            published,
-        } => Some(
-            keys.iter()
-                .any(|l| &l.id == id && l.active == *active && l.published == *published),
-        ),
-        Effect::DeleteKey { id } => Some(!keys.iter().any(|l| &l.id == id)),
-        _ => None,
-    }
-}
-
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// One look at a rolling zone: asks, decides nothing. `add_key_unsettled` is left
     /// false; the step sets it from the outbox.
@@ -237,7 +207,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 .keys
                 .as_ref()
                 .ok()
-                .and_then(|keys| key_call_took(roll, &item.effect, keys));
+                .and_then(|keys| rolling::key_call_took(roll, &item.effect, keys));
             match took {
                 Some(took) => {
                     let said = format!("{}: the key listing", self.provider_named(zone));

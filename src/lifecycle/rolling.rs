@@ -9,7 +9,7 @@ use super::facts::Facts;
 use super::hold::{Hold, Party};
 use super::model::{AlertCheck, AuditNote, Decision, Effect, RollRequest, Zone};
 use super::policy::Policy;
-use super::rollover::{self, DsRequest, Phase, Roll, RollEffect, RollSeen, RollWait};
+use super::rollover::{self, DsRequest, ListedKey, Phase, Roll, RollEffect, RollSeen, RollWait};
 use crate::alert_kind::AlertKind;
 use crate::dnssec::{DigestType, Ds, DsLine};
 use crate::time::Timestamp;
@@ -231,6 +231,36 @@ pub enum Stands {
     Later,
     /// Never: the roll went on without it (why).
     No(String),
+}
+
+/// Whether a key call of unknown outcome took, by the listing (rule 11); `None` when the
+/// listing cannot tell. An addition took when the listing holds a key of its kind and
+/// algorithm that the roll does not know yet.
+pub fn key_call_took(roll: &Roll, effect: &Effect, keys: &[ListedKey]) -> Option<bool> {
+    let known = |id: &str| {
+        roll.old
+            .iter()
+            .chain(&roll.new)
+            .chain(&roll.others)
+            .any(|k| k.id.as_deref() == Some(id))
+    };
+    match effect {
+        Effect::AddKey {
+            kind, algorithm, ..
+        } => Some(keys.iter().any(|l| {
+            !known(&l.id) && l.dnskey.algorithm == *algorithm && l.dnskey.is_sep() == kind.sep()
+        })),
+        Effect::SetKeyState {
+            id,
+            active,
+            published,
+        } => Some(
+            keys.iter()
+                .any(|l| &l.id == id && l.active == *active && l.published == *published),
+        ),
+        Effect::DeleteKey { id } => Some(!keys.iter().any(|l| &l.id == id)),
+        _ => None,
+    }
 }
 
 /// Whether an owed request still stands on the roll as the last step committed it (a
