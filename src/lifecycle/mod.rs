@@ -2,6 +2,7 @@
 //! policy of timings, the alert conditions, and the guard in front of "DNSSEC off".
 
 pub mod alerts;
+mod answers;
 pub mod cds;
 pub mod facts;
 pub mod guard;

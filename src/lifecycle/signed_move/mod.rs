@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::answers::Answer;
+use super::answers::{ds_of, every, failing, has_ds};
 use super::hold::Party;
-use crate::dnssec::{DigestType, Dnskey, Ds};
+use crate::dnssec::{Dnskey, Ds};
 use crate::time::Timestamp;
 
 /// The phases, in order (DESIGN.md section 2). The names are a contract (`status`, the
@@ -217,13 +219,6 @@ pub struct ParentSeen {
     pub validated: bool,
 }
 
-/// One address's answer, or why it gave none (rule 3: unknown never counts).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer<T> {
-    pub address: String,
-    pub answer: Result<T, String>,
-}
-
 /// Everything one look at a moving zone saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MoveLook {
@@ -338,51 +333,6 @@ pub struct MovePolicy {
     pub assumed_ds_ttl: Duration,
     /// Looks further apart than this restart a hold (two `poll_waiting`, as rule 2).
     pub confirmation_gap: Duration,
-}
-
-/// Whether every answer is known and satisfies `ok`: `Some(true)` every one does,
-/// `Some(false)` a known one does not, `None` none fails but one is unknown.
-fn every<T>(answers: &[Answer<T>], ok: impl Fn(&T) -> bool) -> Option<bool> {
-    if answers.is_empty() {
-        return None;
-    }
-    let mut unknown = false;
-    for a in answers {
-        match &a.answer {
-            Ok(v) if !ok(v) => return Some(false),
-            Ok(_) => {}
-            Err(_) => unknown = true,
-        }
-    }
-    if unknown { None } else { Some(true) }
-}
-
-/// The addresses that do not (or cannot be seen to) satisfy `ok`, for the wait's words.
-fn failing<T>(answers: &[Answer<T>], ok: impl Fn(&T) -> bool) -> String {
-    let names: Vec<String> = answers
-        .iter()
-        .filter_map(|a| match &a.answer {
-            Ok(v) if ok(v) => None,
-            Ok(_) => Some(a.address.clone()),
-            Err(e) => Some(format!("{} (unknown: {e})", a.address)),
-        })
-        .collect();
-    if names.is_empty() {
-        "no address answered".to_string()
-    } else {
-        names.join(", ")
-    }
-}
-
-fn ds_of(zone: &str, key: &Dnskey) -> Option<Ds> {
-    key.to_ds(zone, DigestType::Sha256).ok()
-}
-
-/// A DS for `key` that a validator can use (a digest it implements): one it cannot use
-/// does not make the key reachable.
-fn has_ds(zone: &str, set: &[Ds], key: &Dnskey) -> bool {
-    set.iter()
-        .any(|ds| ds.supported() && key.matches_ds(zone, ds))
 }
 
 fn same_keys(a: &[Dnskey], b: &[Dnskey]) -> bool {
