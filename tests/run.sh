@@ -82,11 +82,17 @@ packages_installed() {
 export DNSSEC_WARDEN_REQUIRE_BROWSER=1
 
 part "cargo fmt" cargo fmt --all --check
-part "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
-# The daemon without the simulated world (no `demo`, no lab crate), as the Debian package
-# is built (debian/build.sh), must compile and be clean too.
-part "cargo clippy --no-default-features" cargo clippy -p dnssec-warden --no-default-features \
-    --lib --bins --locked -- -D warnings
+# Clippy lints the workspace's crates while the test build compiles them: `cargo clippy`
+# is `cargo check` with clippy-driver as the workspace's compiler wrapper, and the same
+# wrapper on `cargo test --no-run` gives the same lints (-D warnings) in a build whose
+# artifacts the tests use; a separate `cargo clippy` compiled every crate a second time
+# (a check is never reused by a build). Every target is linted: libraries, binaries,
+# tests and benchmarks (built, not run). clippy-driver leaves MIR optimisations off in the
+# crates it wraps; these are unoptimised test builds, never shipped.
+linted() {
+    RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver" \
+        CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" "$@"
+}
 # Library, binary and integration tests of every crate, and doc tests; not the benchmarks
 # (measurements: `cargo bench --bench observe`, which print figures and assert nothing).
 # The integration tests are six binaries, one a directory of tests/ (engine, store, dns,
@@ -101,66 +107,86 @@ part "cargo clippy --no-default-features" cargo clippy -p dnssec-warden --no-def
 logs=$work/logs
 mkdir "$logs"
 test_build() {
-    cargo test --workspace --lib --bins --tests --locked --no-run \
+    linted cargo test --workspace --lib --bins --tests --benches --locked --no-run \
         --message-format=json-render-diagnostics >"$work/artifacts"
 }
-part "cargo test --no-run" test_build
+part "cargo test --no-run, linted by clippy" test_build
 part "the Debian packages" packages_installed
 python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
 import json, os, sys
 for line in open(sys.argv[1]):
     message = json.loads(line)
     if message.get("reason") == "compiler-artifact" and message.get("executable") \
-            and message["profile"]["test"]:
+            and message["profile"]["test"] and "bench" not in message["target"]["kind"]:
         target = message["target"]
         label = f"{target['name']}-{target['kind'][0]}"
         print(label, os.path.dirname(message["manifest_path"]), message["executable"])
 PY
+# One labelled command of a lane, from a folder: its output to its log, its result, time
+# and CPU time to the results.
+run_step() {
+    local label=$1 dir=$2 status=0 TIMEFORMAT="%R %U %S"
+    shift 2
+    echo "tests/run.sh: $label started"
+    # (`time` reports on the group's stderr, outside the command's own redirection.)
+    { time { (cd "$dir" && "$@") >"$logs/$label.log" 2>&1; }; } 2>"$logs/$label.time" \
+        || status=$?
+    echo "$label $status $(cat "$logs/$label.time")" >>"$logs/results"
+    echo "tests/run.sh: $label finished (exit $status)"
+}
 run_binaries() {
-    local label dir exe status TIMEFORMAT="%R %U %S"
+    local label dir exe
     while read -r label dir exe; do
-        echo "tests/run.sh: $label started"
-        status=0
-        # (`time` reports on the group's stderr, outside the command's own redirection.)
-        { time { (cd "$dir" && "$exe") >"$logs/$label.log" 2>&1; }; } 2>"$logs/$label.time" \
-            || status=$?
-        echo "$label $status $(cat "$logs/$label.time")" >>"$logs/results"
-        echo "tests/run.sh: $label finished (exit $status)"
+        run_step "$label" "$dir" "$exe"
     done
 }
+# Two more steps in the lane of the short binaries, beside the long ones; they read the
+# build and write no test's file:
+# - the daemon without the simulated world (no `demo`, no lab crate), as the Debian
+#   package is built (debian/build.sh), must compile and be clippy-clean too;
+# - the Debian package: built, linted, installed, checked, purged (root only; it says so
+#   and skips otherwise, and never touches a dnssec-warden it did not install). Packed
+#   from the test build's binary (debian/build.sh's `tests` mode): what is checked is the
+#   packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
+steps=(clippy-no-default debian-package)
+other_steps() {
+    run_step clippy-no-default . cargo clippy -p dnssec-warden --no-default-features \
+        --lib --bins --locked -- -D warnings
+    run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
+}
 # Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
-# (real servers and daemons, mostly waiting on their timers) and every other binary.
+# (real servers and daemons, mostly waiting on their timers) and every other binary, then
+# the two steps above.
 { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
 engine_lane=$!
 { grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
 e2e_lane=$!
-{ grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
+{
+    { grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries
+    other_steps
+} &
 other_lane=$!
 tests_started=$SECONDS
 wait "$engine_lane" "$e2e_lane" "$other_lane"
-echo "the test binaries $((SECONDS - tests_started))" >>"$work/parts"
+echo "the test binaries, the clippy run without the default feature, the Debian package $((SECONDS - tests_started))" >>"$work/parts"
 failed=0
 while read -r label _ _; do
     echo "==== $label"
     cat "$logs/$label.log"
-done <"$logs/binaries"
-echo "==== tests/run.sh: each test binary's result, time and CPU time"
+done < <(cat "$logs/binaries"; printf '%s\n' "${steps[@]}")
+echo "==== tests/run.sh: each test binary's and step's result, time and CPU time"
 while read -r label status real user sys; do
     echo "$label: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (exit $status)") in" \
         "${real%.*} s (CPU ${user%.*} s user, ${sys%.*} s system)"
     [[ $status -eq 0 ]] || failed=1
 done <"$logs/results"
-if [[ $(wc -l <"$logs/results") -ne $(wc -l <"$logs/binaries") ]]; then
-    echo "tests/run.sh: a test binary did not report" >&2
+if [[ $(wc -l <"$logs/results") -ne $(($(wc -l <"$logs/binaries") + ${#steps[@]})) ]]; then
+    echo "tests/run.sh: a test binary or a step did not report" >&2
     failed=1
 fi
 ((failed == 0)) || exit 1
-part "doc tests" cargo test --workspace --doc --locked
-# The Debian package: built, linted, installed, checked, purged (root only; it says so
-# and skips otherwise, and never touches a dnssec-warden it did not install). Packed from
-# the test build's binary (debian/build.sh's `tests` mode): what is checked is the
-# packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
-part "the Debian package" env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
+# (Linted as the test build was, so that the library built there is the one used.)
+part "doc tests" linted cargo test --workspace --doc --locked
 echo "==== tests/run.sh: each part's time"
 while read -r line; do
     echo "${line% *}: ${line##* } s"
