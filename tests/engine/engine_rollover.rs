@@ -55,6 +55,8 @@ struct Keystore {
     lost_add_fails: bool,
     /// The key listing fails this many more times.
     listing_fails: u32,
+    /// How long each look at the child addresses takes on the clock.
+    look_takes: Duration,
     violations: Vec<String>,
 }
 
@@ -435,6 +437,7 @@ impl Observer for RollWorld {
     }
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
+        self.clock.advance(s.look_takes);
         let keys: Vec<Dnskey> = s
             .keys
             .iter()
@@ -808,5 +811,32 @@ fn an_addition_whose_answer_was_lost_is_settled_by_the_listing_without_a_second(
             let v = rig.world.violations();
             assert!(v.is_empty(), "{v:?}");
         }
+    });
+}
+
+/// A look that takes longer than `poll_waiting` (a roll's look asks the provider's API,
+/// every child address twice and the parent validated; a real PowerDNS under a 300 ms
+/// poll showed it): the next look is scheduled a poll after the last one's commit, so
+/// confirming looks come more than two polls apart. That restarted every hold of the roll
+/// at every look, for good, as it once did a signed move's: the roll's confirmation gap
+/// counts the longest a step may take, as the move's does.
+#[test]
+fn a_roll_whose_looks_outlast_a_poll_still_ends() {
+    rt().block_on(async {
+        let mut rig = RollRig::new(true, KeyKind::Ksk).await;
+        rig.world.lock().look_takes = policy().poll_waiting + Duration::from_secs(100);
+        let phases = rig.run_to_done(None).await;
+        assert_eq!(
+            phases,
+            [
+                Phase::Publishing,
+                Phase::AwaitingNewDs,
+                Phase::Swapping,
+                Phase::RemovingOldDs,
+                Phase::RemovingOldKey
+            ]
+        );
+        let v = rig.world.violations();
+        assert!(v.is_empty(), "{v:?}\n{}", rig.trail().await);
     });
 }
