@@ -51,6 +51,10 @@ pub struct PdnsOptions {
     /// `direct-dnskey=yes`: DNSKEY records stored as records are served beside the
     /// keystore's keys (another signer's key, RFC 8901); unset, the server's default `no`.
     pub direct_dnskey: bool,
+    /// `default-ksk-algorithm`: the algorithm of the key a zone secured through the API
+    /// (`"dnssec": true`) gets (`rsasha256`, `ecdsa256`, `ed25519`); unset, the server's
+    /// default `ecdsa256`.
+    pub default_algorithm: Option<&'static str>,
 }
 
 impl Pdns {
@@ -109,6 +113,9 @@ impl Pdns {
         let mut conf = conf;
         if options.direct_dnskey {
             conf.push_str("direct-dnskey=yes\n");
+        }
+        if let Some(algorithm) = options.default_algorithm {
+            conf.push_str(&format!("default-ksk-algorithm={algorithm}\n"));
         }
         std::fs::write(dir.join("pdns.conf"), conf).map_err(|e| e.to_string())?;
         let log = std::fs::File::create(dir.join("pdns.log")).map_err(|e| e.to_string())?;
