@@ -53,7 +53,7 @@ pub struct PdnsOptions {
     pub direct_dnskey: bool,
     /// `default-ksk-algorithm`: the algorithm of the key a zone secured through the API
     /// (`"dnssec": true`) gets (`rsasha256`, `ecdsa256`, `ed25519`); unset, the server's
-    /// default `ecdsa256`.
+    /// default `ecdsa256`. An RSA key is 2048 bits.
     pub default_algorithm: Option<&'static str>,
 }
 
@@ -116,6 +116,11 @@ impl Pdns {
         }
         if let Some(algorithm) = options.default_algorithm {
             conf.push_str(&format!("default-ksk-algorithm={algorithm}\n"));
+            // RSA needs a size (the smallest validators accept, quick to make); the
+            // others have theirs.
+            if algorithm.starts_with("rsa") {
+                conf.push_str("default-ksk-size=2048\n");
+            }
         }
         std::fs::write(dir.join("pdns.conf"), conf).map_err(|e| e.to_string())?;
         let log = std::fs::File::create(dir.join("pdns.log")).map_err(|e| e.to_string())?;
