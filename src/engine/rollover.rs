@@ -145,12 +145,27 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             self.observer.parent_validated(zone),
             self.provider.largest_ttl(zone),
         );
+        // The keys each address's SOA signatures are checked against: those it serves,
+        // and those the provider lists, whose DNSKEY an address may not serve while they
+        // sign (an algorithm rollover's new keys sign before they are published).
+        let listed_keys: Vec<crate::dnssec::Dnskey> = match &keys {
+            Ok(Some(keys)) => keys.iter().map(|k| k.dnskey.clone()).collect(),
+            _ => Vec::new(),
+        };
         let served: Vec<(std::net::IpAddr, Vec<crate::dnssec::Dnskey>)> = match &child {
             Ok(view) => view
                 .answers
                 .iter()
                 .filter_map(|a| match &a.answer {
-                    DnskeyAnswer::Keys(k) => Some((a.addr, k.keys.clone())),
+                    DnskeyAnswer::Keys(k) => {
+                        let mut check = k.keys.clone();
+                        for key in &listed_keys {
+                            if !check.contains(key) {
+                                check.push(key.clone());
+                            }
+                        }
+                        Some((a.addr, check))
+                    }
                     _ => None,
                 })
                 .collect(),
