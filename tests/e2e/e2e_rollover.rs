@@ -491,3 +491,40 @@ async fn a_csk_roll_at_powerdns_stays_secure() {
         "one addition"
     );
 }
+
+/// (2) An algorithm rollover, RSA/SHA-256 (8) to ECDSA P-256 (13), of a CSK made by
+/// PowerDNS with `default-ksk-algorithm=rsasha256`: RFC 6781 4.1.4's conservative order,
+/// the DS swapped through the registrar hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
+    let zone = "alg.test.";
+    let w = world(97, zone, Some("rsasha256")).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let keys = cryptokeys(&w, zone).await;
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!(keys[0]["algorithm"], "RSASHA256", "{keys:?}");
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        &["--algorithm", "13"],
+        &ALGORITHM,
+        &[],
+    )
+    .await;
+    let keys = cryptokeys(&w, zone).await;
+    assert_eq!(keys[0]["algorithm"], "ECDSAP256SHA256", "{keys:?}");
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+}
