@@ -528,3 +528,40 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
         rolled.key_ids
     );
 }
+
+/// (3) The daemon SIGKILLed twice after the new key was added and before the DS swap (in
+/// `publishing` and in `awaiting_new_ds`), each time restarted on the same database: the
+/// roll completes, as secure as without, and PowerDNS was asked for one key only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
+    let zone = "kill.test.";
+    let w = world(98, zone, None).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        &[],
+        &DOUBLE_DS,
+        &["publishing", "awaiting_new_ds"],
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added through the kills: {:?}",
+        rolled.key_ids
+    );
+    assert_eq!(
+        rolled.log.matches("for the roll").count(),
+        1,
+        "one addition asked of PowerDNS"
+    );
+}
