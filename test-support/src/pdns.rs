@@ -55,6 +55,9 @@ pub struct PdnsOptions {
     /// (`"dnssec": true`) gets (`rsasha256`, `ecdsa256`, `ed25519`); unset, the server's
     /// default `ecdsa256`. An RSA key is 2048 bits.
     pub default_algorithm: Option<&'static str>,
+    /// `default-zsk-algorithm`: a zone secured through the API gets a ZSK of it beside
+    /// its KSK (a KSK/ZSK split); unset, one key (a CSK).
+    pub zsk_algorithm: Option<&'static str>,
 }
 
 impl Pdns {
@@ -120,6 +123,12 @@ impl Pdns {
             // others have theirs.
             if algorithm.starts_with("rsa") {
                 conf.push_str("default-ksk-size=2048\n");
+            }
+        }
+        if let Some(algorithm) = options.zsk_algorithm {
+            conf.push_str(&format!("default-zsk-algorithm={algorithm}\n"));
+            if algorithm.starts_with("rsa") {
+                conf.push_str("default-zsk-size=2048\n");
             }
         }
         std::fs::write(dir.join("pdns.conf"), conf).map_err(|e| e.to_string())?;

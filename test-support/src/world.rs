@@ -104,6 +104,9 @@ pub struct WorldOptions {
     /// (its `default-ksk-algorithm`: `rsasha256`, `ecdsa256`, `ed25519`); PowerDNS's own
     /// default, `ecdsa256`, when `None`.
     pub pdns_algorithm: Option<&'static str>,
+    /// PowerDNS makes a ZSK of this algorithm beside the KSK when DNSSEC is switched on
+    /// (its `default-zsk-algorithm`); one key, a CSK, when `None`.
+    pub pdns_zsk_algorithm: Option<&'static str>,
 }
 
 /// The registry's address in a world's block (`127.0.B.20`), its name in `test.`.
@@ -503,6 +506,7 @@ impl RealWorld {
                 crate::pdns::PdnsOptions {
                     direct_dnskey: two_pdns,
                     default_algorithm: options.pdns_algorithm,
+                    zsk_algorithm: options.pdns_zsk_algorithm,
                 },
             )?;
             for z in &at_pdns {
@@ -524,6 +528,7 @@ impl RealWorld {
                 crate::pdns::PdnsOptions {
                     direct_dnskey: true,
                     default_algorithm: None,
+                    zsk_algorithm: None,
                 },
             )?)
         } else {

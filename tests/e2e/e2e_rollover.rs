@@ -8,7 +8,7 @@
 //! flushed, is asked all along, from before the roll to after it: every answer must be
 //! SECURE (no SERVFAIL, no INSECURE). At the end PowerDNS holds and serves the new key
 //! alone, and both TLD servers publish its DS alone. Each test has its own 127.0.B.x block
-//! (96-99); see test-support/src/world.rs.
+//! (96-100); see test-support/src/world.rs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -144,6 +144,8 @@ struct Run<'a> {
     waiting: Option<String>,
     /// Every key id PowerDNS listed during the roll.
     key_ids: BTreeSet<String>,
+    /// The phase in which the roll is aborted, once the registrar added the new DS.
+    abort_in: Option<&'static str>,
     /// The phases in which the daemon is SIGKILLed (once each, once PowerDNS lists more
     /// keys than the roll began with) and restarted on the same database.
     kill_in: Vec<&'static str>,
@@ -288,22 +290,53 @@ struct Rolled {
     took: Duration,
 }
 
-/// Declares `roll ZONE args` on a zone `active` at PowerDNS with `old_ds` at both TLD
+/// How a roll is to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The entry point replaced: one key, new, its DS alone at the parent; the registrar
+    /// asked to add the new DS, then to remove the old.
+    NewSep,
+    /// The ZSK replaced: the KSK kept beside a new ZSK, the DS unchanged, the registrar
+    /// never asked.
+    NewZsk,
+    /// Aborted once the new DS was added: the old key alone again, its DS alone; the
+    /// registrar asked to add the new DS, then to remove it again.
+    Old,
+}
+
+/// A roll to drive.
+struct Plan<'a> {
+    /// `roll ZONE` and these.
+    args: &'a [&'a str],
+    /// The phases it goes through, in order, ending with `done`.
+    order: &'a [&'a str],
+    /// The daemon SIGKILLed in each of these phases, once PowerDNS lists the new key.
+    kill_in: &'a [&'static str],
+    /// `roll ZONE --abort` in this phase, once the registrar acted on the new DS.
+    abort_in: Option<&'static str>,
+    end: End,
+}
+
+/// Declares `roll ZONE args` on a zone `active` at PowerDNS with its DS at both TLD
 /// servers, and drives it to its end as the registrar, a probe asking Unbound all along;
-/// checks the phases came in `order`, every answer was SECURE, and the end: PowerDNS
-/// holds and serves one key, not one it held before, and both TLD servers publish its
-/// DS alone.
-#[allow(clippy::too_many_arguments)]
+/// checks the phases came in the plan's order, every answer was SECURE, and the end:
+/// every PowerDNS address serves the keys PowerDNS lists, those the plan's `end` says,
+/// and both TLD servers publish the DS it says alone.
 async fn roll(
     w: &RealWorld,
     zone: &str,
     daemon: Daemon,
     log: PathBuf,
     calls: PathBuf,
-    args: &[&str],
-    order: &[&str],
-    kill_in: &[&'static str],
+    plan: Plan<'_>,
 ) -> Rolled {
+    let Plan {
+        args,
+        order,
+        kill_in,
+        abort_in,
+        end,
+    } = plan;
     let old_ds = ds_key(&w.pdns_ds(zone).unwrap());
     let before = cryptokeys(w, zone).await;
     let old_ids: BTreeSet<String> = before.iter().map(key_id).collect();
@@ -328,6 +361,7 @@ async fn roll(
         waiting: None,
         key_ids: old_ids.clone(),
         kill_in: kill_in.to_vec(),
+        abort_in,
         keys_before: before.len(),
         kills: Vec::new(),
     };
@@ -341,6 +375,15 @@ async fn roll(
         );
         let s = run.look(order).await;
         run.registrar().await;
+        if let Some(phase) = run.abort_in
+            && run.phases.last().is_some_and(|p| p == phase)
+            && run.acted > earlier
+        {
+            let (ok, out, err) = cli(&w.config, &["roll", zone, "--abort"]);
+            assert!(ok, "abort refused: {out}{err}\n{}", run.report());
+            run.abort_in = None;
+            run.note(format!("roll aborted: {}", out.trim()));
+        }
         if !run.phases.is_empty() && s["key_roll"].is_null() && s["state"] == "active" {
             run.note("the roll ended: no key_roll, active".into());
             ended = true;
@@ -372,72 +415,101 @@ async fn roll(
         run.report()
     );
 
-    // PowerDNS holds one key, new, active and published, and serves it alone.
+    // Every address serves the keys PowerDNS lists, all active and published.
     let after = cryptokeys(w, zone).await;
-    assert_eq!(after.len(), 1, "one key at the end: {after:?}");
-    let new = &after[0];
-    assert!(
-        !old_ids.contains(&key_id(new)),
-        "a new key: {new} (before {old_ids:?})"
-    );
-    assert_eq!(
-        (new["active"].as_bool(), new["published"].as_bool()),
-        (Some(true), Some(true)),
-        "{new}"
-    );
-    let new_key = public_key(new["dnskey"].as_str().unwrap_or_default());
+    let mut listed: Vec<String> = after
+        .iter()
+        .map(|k| public_key(k["dnskey"].as_str().unwrap_or_default()))
+        .collect();
+    listed.sort();
     for served in served_keys(w, zone).await {
         assert_eq!(
-            served,
-            [new_key.clone()],
-            "every address serves the new key alone"
+            served, listed,
+            "every address serves the listed keys: {after:?}"
         );
     }
-    // Both TLD servers publish its DS alone.
+    for k in &after {
+        assert_eq!(
+            (k["active"].as_bool(), k["published"].as_bool()),
+            (Some(true), Some(true)),
+            "{k}"
+        );
+    }
+    let ids: BTreeSet<String> = after.iter().map(key_id).collect();
     let new_ds = ds_key(&w.pdns_ds(zone).unwrap());
-    assert_ne!(new_ds, old_ds);
+    match end {
+        End::NewSep => {
+            assert_eq!(after.len(), 1, "one key at the end: {after:?}");
+            assert!(
+                ids.is_disjoint(&old_ids),
+                "a new key: {ids:?} (before {old_ids:?})"
+            );
+            assert_ne!(new_ds, old_ds);
+        }
+        End::NewZsk => {
+            assert_eq!(after.len(), 2, "a KSK and a ZSK: {after:?}");
+            assert_eq!(
+                ids.intersection(&old_ids).count(),
+                1,
+                "the KSK kept: {ids:?}"
+            );
+            let zsk = after.iter().find(|k| k["keytype"] == "zsk");
+            assert!(
+                zsk.is_some_and(|k| !old_ids.contains(&key_id(k))),
+                "a new ZSK: {after:?} (before {old_ids:?})"
+            );
+            assert_eq!(new_ds, old_ds);
+        }
+        End::Old => {
+            assert_eq!(ids, old_ids, "the old key alone again: {after:?}");
+            assert_eq!(new_ds, old_ds);
+        }
+    }
+    // Both TLD servers publish that key's DS alone.
     for tld in [Tld::A, Tld::B] {
         let (ds, _) = w.parent_view(zone, tld).await.unwrap();
-        assert_eq!(
-            ds,
-            std::slice::from_ref(&new_ds),
-            "{tld:?}: the new DS alone"
-        );
+        assert_eq!(ds, std::slice::from_ref(&new_ds), "{tld:?}: its DS alone");
     }
     let (rcode, ad) = w.resolve_fresh(zone).await.unwrap();
     assert_eq!((rcode.as_str(), ad), ("No Error", true), "secure after it");
 
-    // The registrar was asked twice: the new DS beside the old, then the old removed.
+    // What the registrar was asked, in order.
     let calls: Vec<HookCall> = hook_calls(&run.calls).into_iter().skip(earlier).collect();
     let asked: Vec<(String, Vec<String>, Vec<String>)> = calls
         .iter()
         .map(|c| (c.action.clone(), c.ds_records(), c.keep_records()))
         .collect();
-    assert_eq!(
-        asked,
-        [
-            (
-                "add".to_string(),
-                vec![new_ds.clone()],
-                vec![old_ds.clone()]
-            ),
-            (
-                "remove".to_string(),
-                vec![old_ds.clone()],
-                vec![new_ds.clone()]
-            ),
+    let (add, remove) = ("add".to_string(), "remove".to_string());
+    let want = match end {
+        End::NewSep => vec![
+            (add, vec![new_ds.clone()], vec![old_ds.clone()]),
+            (remove, vec![old_ds.clone()], vec![new_ds.clone()]),
         ],
-        "{}",
-        run.report()
-    );
+        End::NewZsk => Vec::new(),
+        End::Old => {
+            let added = asked
+                .first()
+                .and_then(|a| a.1.first())
+                .cloned()
+                .unwrap_or_default();
+            vec![
+                (add, vec![added.clone()], vec![old_ds.clone()]),
+                (remove, vec![added], vec![old_ds.clone()]),
+            ]
+        }
+    };
+    assert_eq!(asked, want, "{}", run.report());
 
-    // The history names every phase, in order, and no alert was raised.
+    // The history names every phase, in order (an abort names the phase it goes back
+    // by), and no alert was raised.
     let story = history(&w.config, zone);
     let mut from = 0;
     for pair in order.windows(2) {
         let said = format!("{} -> {}", pair[0], pair[1]);
+        let back = format!("aborted in {}: going back by {}", pair[0], pair[1]);
         let at = story[from..]
             .find(&said)
+            .or_else(|| story[from..].find(&back))
             .unwrap_or_else(|| panic!("{said:?} in order in the history\n{}", run.report()));
         from += at;
     }
@@ -476,7 +548,21 @@ async fn a_csk_roll_at_powerdns_stays_secure() {
     let keys = cryptokeys(&w, zone).await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert_eq!(keys[0]["keytype"], "csk", "{keys:?}");
-    let rolled = roll(&w, zone, daemon, log, calls, &[], &DOUBLE_DS, &[]).await;
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+        },
+    )
+    .await;
     assert_eq!(
         rolled.key_ids.len(),
         2,
@@ -514,9 +600,13 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
         daemon,
         log,
         calls,
-        &["--algorithm", "13"],
-        &ALGORITHM,
-        &[],
+        Plan {
+            args: &["--algorithm", "13"],
+            order: &ALGORITHM,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+        },
     )
     .await;
     let keys = cryptokeys(&w, zone).await;
@@ -548,9 +638,13 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
         daemon,
         log,
         calls,
-        &[],
-        &DOUBLE_DS,
-        &["publishing", "awaiting_new_ds"],
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &["publishing", "awaiting_new_ds"],
+            abort_in: None,
+            end: End::NewSep,
+        },
     )
     .await;
     assert_eq!(
@@ -563,5 +657,102 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
         rolled.log.matches("for the roll").count(),
         1,
         "one addition asked of PowerDNS"
+    );
+}
+
+/// (4a) A ZSK roll (pre-publication) of a zone PowerDNS signs with a KSK and a ZSK
+/// (`default-zsk-algorithm`): the KSK and its DS stay, the registrar is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
+    let zone = "zsk.test.";
+    let w = RealWorld::start_with(
+        99,
+        &[zone],
+        WorldOptions {
+            at_powerdns: vec![zone.to_string()],
+            val_max_restart: Some(0),
+            pdns_zsk_algorithm: Some("ecdsa256"),
+            ..WorldOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the world starts: {e}"));
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let keys = cryptokeys(&w, zone).await;
+    let mut kinds: Vec<&str> = keys.iter().filter_map(|k| k["keytype"].as_str()).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["ksk", "zsk"], "{keys:?}");
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--kind", "zsk"],
+            order: &["publishing", "swapping", "removing_old_key", "done"],
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewZsk,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        3,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+}
+
+/// (4b) `roll --abort` once the new DS is at the parent (`awaiting_new_ds`): the roll
+/// goes back by `removing_old_ds` (the new DS removed, the old kept, its TTL waited),
+/// then the new key deleted; Unbound SECURE throughout, the old key and DS alone again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_aborted_after_the_new_ds_goes_back_safely() {
+    let zone = "back.test.";
+    let w = world(100, zone, None).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &[
+                "publishing",
+                "awaiting_new_ds",
+                "removing_old_ds",
+                "removing_old_key",
+                "done",
+            ],
+            kill_in: &[],
+            abort_in: Some("awaiting_new_ds"),
+            end: End::Old,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+    let story = history(&w.config, zone);
+    assert!(
+        story.contains("aborted in awaiting_new_ds: going back by removing_old_ds"),
+        "{story}"
     );
 }

@@ -45,6 +45,7 @@ fn server(dir: &Path, name: &str) -> Pdns {
         PdnsOptions {
             direct_dnskey: true,
             default_algorithm: None,
+            zsk_algorithm: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"))

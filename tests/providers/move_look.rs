@@ -83,6 +83,7 @@ async fn world() -> (World, PowerDnsClient, PowerDnsClient) {
     let direct = PdnsOptions {
         direct_dnskey: true,
         default_algorithm: None,
+        zsk_algorithm: None,
     };
     let source = Pdns::start_with(
         &dir.path().join("source"),

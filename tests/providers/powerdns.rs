@@ -338,6 +338,7 @@ fn base64_of(bytes: &[u8]) -> String {
 const DIRECT: PdnsOptions = PdnsOptions {
     direct_dnskey: true,
     default_algorithm: None,
+    zsk_algorithm: None,
 };
 
 /// A fresh ECDSA P-256 key (algorithm 13, as PowerDNS's own) with `flags`: a real public
