@@ -9,7 +9,7 @@
 use crate::dns::{ChildView, DnskeyAnswer, DsAnswer, Evidence, ObserveError, Observer, ParentView};
 use crate::lifecycle::rolling::{self, Stands};
 use crate::lifecycle::rollover::{
-    Answer, ChildRollSeen, KeyKind, ListedKey, ParentRollSeen, Roll, RollSeen,
+    Answer, ChildRollSeen, KeyKind, ListedKey, ParentRollSeen, Roll, RollPolicy, RollSeen,
 };
 use crate::lifecycle::{Decision, Effect, EffectKind, RollRequest, Timestamp};
 use crate::provider::{KeyAlgorithm, KeyState, NewKey, Provider, ProviderError, ProviderKey};
@@ -124,6 +124,17 @@ fn children(
 }
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
+    /// The roll's timings. A look confirming a hold is missed (the hold restarts) only
+    /// when the next comes later than two polls plus the longest a step may take, as in a
+    /// move: the next look is scheduled a poll after the last one's commit, and a roll's
+    /// look (the provider's keys, every child address's DNSKEY set and SOA, the parent
+    /// validated) may take longer than a short poll.
+    fn roll_policy(&self) -> RollPolicy {
+        let mut policy = self.policy.roll_policy();
+        policy.confirmation_gap += self.step_timeout;
+        policy
+    }
+
     /// One look at a rolling zone: asks, decides nothing. `add_key_unsettled` is left
     /// false; the step sets it from the outbox.
     async fn see_roll(&self, zone: &str) -> RollSeen {
@@ -134,12 +145,27 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             self.observer.parent_validated(zone),
             self.provider.largest_ttl(zone),
         );
+        // The keys each address's SOA signatures are checked against: those it serves,
+        // and those the provider lists, whose DNSKEY an address may not serve while they
+        // sign (an algorithm rollover's new keys sign before they are published).
+        let listed_keys: Vec<crate::dnssec::Dnskey> = match &keys {
+            Ok(Some(keys)) => keys.iter().map(|k| k.dnskey.clone()).collect(),
+            _ => Vec::new(),
+        };
         let served: Vec<(std::net::IpAddr, Vec<crate::dnssec::Dnskey>)> = match &child {
             Ok(view) => view
                 .answers
                 .iter()
                 .filter_map(|a| match &a.answer {
-                    DnskeyAnswer::Keys(k) => Some((a.addr, k.keys.clone())),
+                    DnskeyAnswer::Keys(k) => {
+                        let mut check = k.keys.clone();
+                        for key in &listed_keys {
+                            if !check.contains(key) {
+                                check.push(key.clone());
+                            }
+                        }
+                        Some((a.addr, check))
+                    }
                     _ => None,
                 })
                 .collect(),
@@ -179,7 +205,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(super::CrashPoint::Observed, name).await?;
         let at = self.clock.now();
-        let decision = rolling::decide(&read.row.zone, roll, &seen, at, &self.policy);
+        let decision = rolling::decide(
+            &read.row.zone,
+            roll,
+            &seen,
+            at,
+            &self.policy,
+            &self.roll_policy(),
+        );
         let account = self.provider.account(name);
         let summary = roll_text(&seen, roll, &decision, at, account.as_deref());
         Ok((decision, summary, at))

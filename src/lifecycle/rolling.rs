@@ -9,22 +9,26 @@ use super::facts::Facts;
 use super::hold::{Hold, Party};
 use super::model::{AlertCheck, AuditNote, Decision, Effect, RollRequest, Zone};
 use super::policy::Policy;
-use super::rollover::{self, DsRequest, ListedKey, Phase, Roll, RollEffect, RollSeen, RollWait};
+use super::rollover::{
+    self, DsRequest, ListedKey, Phase, Roll, RollEffect, RollPolicy, RollSeen, RollWait,
+};
 use crate::alert_kind::AlertKind;
 use crate::dnssec::{DigestType, Ds, DsLine};
 use crate::time::Timestamp;
 
-/// One step of a zone whose facts hold `roll`, at `at` (an abort the operator recorded
-/// on the roll is decided here, once).
+/// One step of a zone whose facts hold `roll`, at `at`, with the roll's timings
+/// `roll_policy` (`Policy::roll_policy`, its confirmation gap widened by the engine for a
+/// look's own length); an abort the operator recorded on the roll is decided here, once.
 pub fn decide(
     zone: &Zone,
     roll: &Roll,
     seen: &RollSeen,
     at: Timestamp,
     policy: &Policy,
+    roll_policy: &RollPolicy,
 ) -> Decision {
     let name = zone.name.as_str();
-    let decided = rollover::decide(name, roll, seen, at, &policy.roll_policy(), false);
+    let decided = rollover::decide(name, roll, seen, at, roll_policy, false);
     let mut facts = zone.facts.clone();
     let notes = decided
         .notes

@@ -51,6 +51,13 @@ pub struct PdnsOptions {
     /// `direct-dnskey=yes`: DNSKEY records stored as records are served beside the
     /// keystore's keys (another signer's key, RFC 8901); unset, the server's default `no`.
     pub direct_dnskey: bool,
+    /// `default-ksk-algorithm`: the algorithm of the key a zone secured through the API
+    /// (`"dnssec": true`) gets (`rsasha256`, `ecdsa256`, `ed25519`); unset, the server's
+    /// default `ecdsa256`. An RSA key is 2048 bits.
+    pub default_algorithm: Option<&'static str>,
+    /// `default-zsk-algorithm`: a zone secured through the API gets a ZSK of it beside
+    /// its KSK (a KSK/ZSK split); unset, one key (a CSK).
+    pub zsk_algorithm: Option<&'static str>,
 }
 
 impl Pdns {
@@ -109,6 +116,20 @@ impl Pdns {
         let mut conf = conf;
         if options.direct_dnskey {
             conf.push_str("direct-dnskey=yes\n");
+        }
+        if let Some(algorithm) = options.default_algorithm {
+            conf.push_str(&format!("default-ksk-algorithm={algorithm}\n"));
+            // RSA needs a size (the smallest validators accept, quick to make); the
+            // others have theirs.
+            if algorithm.starts_with("rsa") {
+                conf.push_str("default-ksk-size=2048\n");
+            }
+        }
+        if let Some(algorithm) = options.zsk_algorithm {
+            conf.push_str(&format!("default-zsk-algorithm={algorithm}\n"));
+            if algorithm.starts_with("rsa") {
+                conf.push_str("default-zsk-size=2048\n");
+            }
         }
         std::fs::write(dir.join("pdns.conf"), conf).map_err(|e| e.to_string())?;
         let log = std::fs::File::create(dir.join("pdns.log")).map_err(|e| e.to_string())?;

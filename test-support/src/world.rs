@@ -100,6 +100,13 @@ pub struct WorldOptions {
     /// A registry for `test.` beside the TLD servers ([`RegistryOptions`]); none when
     /// `None`, and the TLD servers then take no UPDATE.
     pub registry: Option<RegistryOptions>,
+    /// The algorithm of the key PowerDNS makes when DNSSEC is switched on through its API
+    /// (its `default-ksk-algorithm`: `rsasha256`, `ecdsa256`, `ed25519`); PowerDNS's own
+    /// default, `ecdsa256`, when `None`.
+    pub pdns_algorithm: Option<&'static str>,
+    /// PowerDNS makes a ZSK of this algorithm beside the KSK when DNSSEC is switched on
+    /// (its `default-zsk-algorithm`); one key, a CSK, when `None`.
+    pub pdns_zsk_algorithm: Option<&'static str>,
 }
 
 /// The registry's address in a world's block (`127.0.B.20`), its name in `test.`.
@@ -498,6 +505,8 @@ impl RealWorld {
                 PDNS_API_KEY,
                 crate::pdns::PdnsOptions {
                     direct_dnskey: two_pdns,
+                    default_algorithm: options.pdns_algorithm,
+                    zsk_algorithm: options.pdns_zsk_algorithm,
                 },
             )?;
             for z in &at_pdns {
@@ -518,6 +527,8 @@ impl RealWorld {
                 PDNS_API_KEY,
                 crate::pdns::PdnsOptions {
                     direct_dnskey: true,
+                    default_algorithm: None,
+                    zsk_algorithm: None,
                 },
             )?)
         } else {
@@ -949,6 +960,129 @@ impl RealWorld {
 }
 
 pub use crate::daemon::{bin, cli};
+
+/// One call of the registrar hook [`RealWorld::registrar_hook`] installs, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCall {
+    /// `DNSSEC_WARDEN_SEQ`.
+    pub seq: String,
+    /// `DNSSEC_WARDEN_ACTION`: `publish`, `withdraw`, `add`, `remove`.
+    pub action: String,
+    pub zone: String,
+    /// `DNSSEC_WARDEN_DS`: DS lines (`owner TTL IN DS tag alg type HEX`), `;` between.
+    pub ds: String,
+    /// `DNSSEC_WARDEN_DS_KEEP`: the DS that must stay (`add`, `remove`), else empty.
+    pub keep: String,
+}
+
+impl HookCall {
+    /// The DS records the call names (`tag alg type HEX`, [`ds_key`]'s form).
+    pub fn ds_records(&self) -> Vec<String> {
+        ds_records(&self.ds)
+    }
+
+    /// The DS records the call says must stay.
+    pub fn keep_records(&self) -> Vec<String> {
+        ds_records(&self.keep)
+    }
+}
+
+fn ds_records(lines: &str) -> Vec<String> {
+    lines
+        .split(';')
+        .filter_map(|line| line.split_once(" DS ").map(|(_, rdata)| ds_key(rdata)))
+        .collect()
+}
+
+/// `tag alg type HEX` in one form for comparing: the digest in upper case, unsplit.
+pub fn ds_key(ds: &str) -> String {
+    let f: Vec<&str> = ds.split_whitespace().collect();
+    let (head, digest) = f.split_at(f.len().min(3));
+    format!(
+        "{} {}",
+        head.join(" "),
+        digest.concat().to_ascii_uppercase()
+    )
+}
+
+/// The calls the hook of [`RealWorld::registrar_hook`] recorded in `file` so far, in
+/// order (none before the first).
+pub fn hook_calls(file: &Path) -> Vec<HookCall> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split('\t').map(str::to_string);
+            Some(HookCall {
+                seq: f.next()?,
+                action: f.next()?,
+                zone: f.next()?,
+                ds: f.next().unwrap_or_default(),
+                keep: f.next().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+impl RealWorld {
+    /// Appends a `[registrar]` hook to the configuration that records each call in a file
+    /// of the world's folder (one line a call: seq, action, zone, DS, DS to keep, tab
+    /// between; read with [`hook_calls`]), then `extra`; the file. The test is the
+    /// registrar: it acts on what the file says.
+    pub fn registrar_hook(&self, extra: &str) -> Result<PathBuf> {
+        let calls = self.dir.path().join("hook-calls");
+        let script = "printf '%s\\t%s\\t%s\\t%s\\t%s\\n' \"$DNSSEC_WARDEN_SEQ\" \"$DNSSEC_WARDEN_ACTION\" \
+             \"$DNSSEC_WARDEN_ZONE\" \"$(printf '%s' \"$DNSSEC_WARDEN_DS\" | tr '\\n' ';')\" \
+             \"$DNSSEC_WARDEN_DS_KEEP\" >> \"$1\"";
+        let mut config = std::fs::read_to_string(&self.config).map_err(|e| e.to_string())?;
+        config.push_str(&format!(
+            "\n[registrar]\ncommand = [\"/bin/sh\", \"-c\", {script:?}, \"sh\", {:?}]\ntimeout = \"10s\"\n{extra}",
+            calls.display().to_string()
+        ));
+        std::fs::write(&self.config, config).map_err(|e| e.to_string())?;
+        Ok(calls)
+    }
+
+    /// The zone (hosted at PowerDNS, [`WorldOptions::at_powerdns`]) enabled through the
+    /// daemon's CLI, the DS the daemon asks for checked against PowerDNS's and published
+    /// at both TLD servers, then `active` and validated by Unbound; PowerDNS's DS
+    /// (`tag alg 2 HEX`). `daemon` is the running daemon (its log goes into an error).
+    pub async fn enable_at_powerdns(
+        &self,
+        zone: &str,
+        daemon: &Daemon,
+        within: Duration,
+    ) -> Result<String> {
+        let with_log = |e: String| format!("{e}\n{}", daemon.log());
+        wait_state(&self.config, zone, "disabled", within)
+            .await
+            .map_err(with_log)?;
+        let (ok, _, err) = cli(&self.config, &["enable", zone]);
+        if !ok {
+            return Err(format!("enable {zone} refused: {err}"));
+        }
+        wait_state(&self.config, zone, "awaiting_ds", within)
+            .await
+            .map_err(|e| format!("{}\n{}", with_log(e), self.logs()))?;
+        let ds = self.pdns_ds(zone)?;
+        let told = status(&self.config, zone)["ds_to_enter"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        if !told.contains(&ds.to_ascii_uppercase()) {
+            return Err(format!("told {told}, PowerDNS's {ds}"));
+        }
+        self.publish_ds(zone, Tld::Both, &ds)?;
+        wait_state(&self.config, zone, "active", within)
+            .await
+            .map_err(with_log)?;
+        let (rcode, ad) = self.resolve_fresh(zone).await?;
+        if (rcode.as_str(), ad) != ("No Error", true) {
+            return Err(format!("{zone} active but Unbound says {rcode}, AD {ad}"));
+        }
+        Ok(ds)
+    }
+}
 
 /// `dnssec-warden run`, stopped by PID (SIGKILL) when dropped.
 pub struct Daemon {

@@ -30,17 +30,10 @@ async fn world(block: u8, zone: &str, registry: RegistryOptions) -> RealWorld {
     .unwrap_or_else(|e| panic!("the world starts: {e}"))
 }
 
-/// Appends `extra` and a registrar hook that writes each call to a file; the file.
+/// Appends a registrar hook that writes each call to a file, then `extra`; the file.
 fn with_hook(w: &RealWorld, extra: &str) -> PathBuf {
-    let calls = w.dir.path().join("hook-calls");
-    let script = "echo \"$DNSSEC_WARDEN_ACTION $DNSSEC_WARDEN_ZONE $DNSSEC_WARDEN_DS\" >> \"$1\"";
-    let mut config = std::fs::read_to_string(&w.config).unwrap();
-    config.push_str(&format!(
-        "\n[registrar]\ncommand = [\"/bin/sh\", \"-c\", {script:?}, \"sh\", {:?}]\ntimeout = \"10s\"\n{extra}",
-        calls.display().to_string()
-    ));
-    std::fs::write(&w.config, config).unwrap();
-    calls
+    w.registrar_hook(extra)
+        .unwrap_or_else(|e| panic!("the hook: {e}"))
 }
 
 fn history(config: &Path, zone: &str) -> String {

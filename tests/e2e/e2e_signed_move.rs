@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use dnssec_warden_test_support::world::{
-    Daemon, PDNS2_ACCOUNT, PDNS2_NS, Probe, RealWorld, Tld, WorldOptions, cli, status, wait_state,
+    Daemon, PDNS2_ACCOUNT, PDNS2_NS, Probe, RealWorld, Tld, WorldOptions, cli, ds_key, status,
 };
 use serde_json::Value;
 
@@ -131,45 +131,9 @@ async fn world(block: u8, poll_waiting: &str) -> RealWorld {
 
 /// The zone enabled at the source and its DS published at both TLD servers: `active`.
 async fn active_at_source(w: &RealWorld, daemon: &Daemon) -> String {
-    wait_state(&w.config, ZONE, "disabled", LONG)
+    w.enable_at_powerdns(ZONE, daemon, LONG)
         .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
-    let (ok, _, err) = cli(&w.config, &["enable", ZONE]);
-    assert!(ok, "{err}");
-    wait_state(&w.config, ZONE, "awaiting_ds", LONG)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", daemon.log(), w.logs()));
-    let ds = w.pdns_ds(ZONE).unwrap();
-    let told = status(&w.config, ZONE)["ds_to_enter"]
-        .as_str()
-        .unwrap_or_default()
-        .to_ascii_uppercase();
-    assert!(
-        told.contains(&ds.to_ascii_uppercase()),
-        "told {told}, PowerDNS's {ds}"
-    );
-    w.publish_ds(ZONE, Tld::Both, &ds).unwrap();
-    wait_state(&w.config, ZONE, "active", LONG)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", daemon.log()));
-    let (rcode, ad) = w.resolve_fresh(ZONE).await.unwrap();
-    assert_eq!(
-        (rcode.as_str(), ad),
-        ("No Error", true),
-        "secure at the source"
-    );
-    ds
-}
-
-/// `tag alg type HEX` in one form for comparing: the digest in upper case, unsplit.
-fn ds_key(ds: &str) -> String {
-    let f: Vec<&str> = ds.split_whitespace().collect();
-    let (head, digest) = f.split_at(f.len().min(3));
-    format!(
-        "{} {}",
-        head.join(" "),
-        digest.concat().to_ascii_uppercase()
-    )
+        .unwrap_or_else(|e| panic!("secure at the source: {e}"))
 }
 
 fn ns_key(name: &str) -> String {

@@ -55,6 +55,8 @@ struct Keystore {
     lost_add_fails: bool,
     /// The key listing fails this many more times.
     listing_fails: u32,
+    /// How long each look at the child addresses takes on the clock.
+    look_takes: Duration,
     violations: Vec<String>,
 }
 
@@ -64,9 +66,9 @@ struct RollWorld {
     clock: ManualClock,
 }
 
-/// A DNSKEY of `flags` whose public key is made from `seed` (never verified here: the
-/// world says which keys sign).
-fn key(flags: u16, seed: u32) -> Dnskey {
+/// A DNSKEY of `flags` and `algorithm` whose public key is made from `seed` (never
+/// verified here: the world says which keys sign).
+fn key(flags: u16, algorithm: u8, seed: u32) -> Dnskey {
     let mut public_key = vec![0u8; 64];
     for (i, b) in public_key.iter_mut().enumerate() {
         *b = (seed.wrapping_mul(2_654_435_761).wrapping_add(i as u32 * 97) >> 8) as u8;
@@ -76,7 +78,7 @@ fn key(flags: u16, seed: u32) -> Dnskey {
     Dnskey {
         flags,
         protocol: 3,
-        algorithm: 13,
+        algorithm,
         public_key,
     }
 }
@@ -95,11 +97,11 @@ impl RollWorld {
         };
         {
             let mut s = world.lock();
-            let sep = s.new_key(257, true, true, T0);
+            let sep = s.new_key(257, 13, true, true, T0);
             s.ds = vec![ds_of(&sep)];
             s.ds_since = vec![(ds_of(&sep), T0)];
             if split {
-                s.new_key(256, true, true, T0);
+                s.new_key(256, 13, true, true, T0);
             }
         }
         world
@@ -161,17 +163,24 @@ impl RollWorld {
 }
 
 impl Keystore {
-    fn new_key(&mut self, flags: u16, active: bool, published: bool, now: Timestamp) -> Dnskey {
+    fn new_key(
+        &mut self,
+        flags: u16,
+        algorithm: u8,
+        active: bool,
+        published: bool,
+        now: Timestamp,
+    ) -> Dnskey {
         let tags: Vec<u16> = self.keys.iter().map(|k| k.dnskey.key_tag()).collect();
         let mut seed = self.next_id * 7919 + u32::from(flags);
-        let mut dnskey = key(flags, seed);
+        let mut dnskey = key(flags, algorithm, seed);
         // Bounded: a few seeds give distinct tags.
         for _ in 0..16 {
             if !tags.contains(&dnskey.key_tag()) {
                 break;
             }
             seed += 1;
-            dnskey = key(flags, seed);
+            dnskey = key(flags, algorithm, seed);
         }
         self.next_id += 1;
         self.keys.push(WorldKey {
@@ -301,7 +310,13 @@ impl Provider for RollWorld {
                 cause: Box::new(ProviderError::Transport("the request was lost".into())),
             });
         }
-        s.new_key(key.kind.flags(), key.state.active, key.state.published, now);
+        s.new_key(
+            key.kind.flags(),
+            key.algorithm.number(),
+            key.state.active,
+            key.state.published,
+            now,
+        );
         let added = s
             .keys
             .last()
@@ -435,6 +450,7 @@ impl Observer for RollWorld {
     }
     async fn child(&self, zone: &str) -> Result<ChildView, ObserveError> {
         let s = self.lock();
+        self.clock.advance(s.look_takes);
         let keys: Vec<Dnskey> = s
             .keys
             .iter()
@@ -474,13 +490,23 @@ impl Observer for RollWorld {
     async fn child_at(&self, zone: &str, _ns: &[String]) -> Result<ChildView, ObserveError> {
         self.child(zone).await
     }
+    /// As the real observer: a signature is checked only against the keys it is given
+    /// for that address, so a signer not among them is not seen.
     async fn soa_signers(
         &self,
         _zone: &str,
         at: &[(std::net::IpAddr, Vec<Dnskey>)],
     ) -> Vec<Result<Vec<u16>, String>> {
         let signers = self.lock().data_signers();
-        at.iter().map(|_| Ok(signers.clone())).collect()
+        at.iter()
+            .map(|(_, keys)| {
+                Ok(signers
+                    .iter()
+                    .copied()
+                    .filter(|tag| keys.iter().any(|k| k.key_tag() == *tag))
+                    .collect())
+            })
+            .collect()
     }
     async fn validation(&self, _zone: &str) -> Vec<ValidationProbe> {
         Vec::new()
@@ -522,6 +548,11 @@ impl RollRig {
     /// The zone `active` with intent `enabled`, then the roll of `kind` declared as
     /// `dnssec-warden roll` declares it (planned from the listing, written by the store).
     async fn new(split: bool, kind: KeyKind) -> RollRig {
+        Self::new_with(split, kind, None).await
+    }
+
+    /// [`RollRig::new`], rolling to `algorithm` where given.
+    async fn new_with(split: bool, kind: KeyKind, algorithm: Option<u8>) -> RollRig {
         let world = RollWorld::new(split);
         let store = Store::open_in_memory().await.expect("in-memory store");
         store.ensure_zone(ZONE, T0).await.expect("zone row");
@@ -547,7 +578,7 @@ impl RollRig {
             .set_intent(ZONE, Intent::Enabled, false, "operator (test)", T0)
             .await
             .unwrap();
-        let roll = Roll::plan(&world.listed(), kind, None, T0).expect("a roll");
+        let roll = Roll::plan(&world.listed(), kind, algorithm, T0).expect("a roll");
         store
             .declare_roll(ZONE, Some(&roll), "operator (test)", T0)
             .await
@@ -808,5 +839,62 @@ fn an_addition_whose_answer_was_lost_is_settled_by_the_listing_without_a_second(
             let v = rig.world.violations();
             assert!(v.is_empty(), "{v:?}");
         }
+    });
+}
+
+/// A look that takes longer than `poll_waiting` (a roll's look asks the provider's API,
+/// every child address twice and the parent validated; a real PowerDNS under a 300 ms
+/// poll showed it): the next look is scheduled a poll after the last one's commit, so
+/// confirming looks come more than two polls apart. That restarted every hold of the roll
+/// at every look, for good, as it once did a signed move's: the roll's confirmation gap
+/// counts the longest a step may take, as the move's does.
+#[test]
+fn a_roll_whose_looks_outlast_a_poll_still_ends() {
+    rt().block_on(async {
+        let mut rig = RollRig::new(true, KeyKind::Ksk).await;
+        rig.world.lock().look_takes = policy().poll_waiting + Duration::from_secs(100);
+        let phases = rig.run_to_done(None).await;
+        assert_eq!(
+            phases,
+            [
+                Phase::Publishing,
+                Phase::AwaitingNewDs,
+                Phase::Swapping,
+                Phase::RemovingOldDs,
+                Phase::RemovingOldKey
+            ]
+        );
+        let v = rig.world.violations();
+        assert!(v.is_empty(), "{v:?}\n{}", rig.trail().await);
+    });
+}
+
+/// An algorithm rollover's new key signs before its DNSKEY is published (RFC 6781
+/// 4.1.4), so its signatures over the zone's data are checked against the key as the
+/// provider lists it: the DNSKEY set an address serves does not hold it yet. Checked
+/// against the served set alone, the roll held in `signing_unpublished` for good (a real
+/// PowerDNS, 8 -> 13, showed it).
+#[test]
+fn an_algorithm_roll_sees_the_signatures_of_its_unpublished_key() {
+    rt().block_on(async {
+        let mut rig = RollRig::new_with(false, KeyKind::Csk, Some(15)).await;
+        let phases = rig.run_to_done(None).await;
+        assert_eq!(
+            phases,
+            [
+                Phase::SigningUnpublished,
+                Phase::PublishingNewAlgorithm,
+                Phase::AwaitingNewDs,
+                Phase::RemovingOldDs,
+                Phase::UnpublishingOldAlgorithm,
+                Phase::RemovingOldSignatures
+            ]
+        );
+        // (The world's checks model a roll within one algorithm, where a key leaves only
+        // after it stopped signing; here the old one signs until it is deleted.)
+        let s = rig.world.lock();
+        let algorithms: Vec<u8> = s.keys.iter().map(|k| k.dnskey.algorithm).collect();
+        assert_eq!(algorithms, [15], "the new algorithm's key alone");
+        assert_eq!(s.ds, vec![ds_of(&s.keys[0].dnskey)], "its DS alone");
     });
 }

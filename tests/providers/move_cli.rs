@@ -44,6 +44,8 @@ fn server(dir: &Path, name: &str) -> Pdns {
         API_KEY,
         PdnsOptions {
             direct_dnskey: true,
+            default_algorithm: None,
+            zsk_algorithm: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"))

@@ -82,6 +82,8 @@ async fn world() -> (World, PowerDnsClient, PowerDnsClient) {
     let port = pick_port(&(1..=7).map(at).collect::<Vec<_>>()).expect("a port");
     let direct = PdnsOptions {
         direct_dnskey: true,
+        default_algorithm: None,
+        zsk_algorithm: None,
     };
     let source = Pdns::start_with(
         &dir.path().join("source"),

@@ -337,6 +337,8 @@ fn base64_of(bytes: &[u8]) -> String {
 
 const DIRECT: PdnsOptions = PdnsOptions {
     direct_dnskey: true,
+    default_algorithm: None,
+    zsk_algorithm: None,
 };
 
 /// A fresh ECDSA P-256 key (algorithm 13, as PowerDNS's own) with `flags`: a real public
@@ -983,6 +985,40 @@ async fn a_zones_keys_are_listed_added_switched_and_deleted_as_the_server_serves
     .await;
     assert!(matches!(held, Err(ProviderError::NotSent(_))), "{held:?}");
     assert_eq!(Provider::keys(&client, Z).await.unwrap().unwrap().len(), 3);
+}
+
+/// A server set up to make RSA keys, as an operator whose zones are to leave RSA has it
+/// (`default-ksk-algorithm=rsasha256` needs `default-ksk-size`): the server's default
+/// size applies to a key whose POST names none, and an ECDSA or Ed25519 key of 2048 bits
+/// is refused (422). Every key is asked for with its algorithm's size.
+#[tokio::test]
+async fn keys_of_every_algorithm_are_added_where_the_servers_default_is_rsa() {
+    const Z: &str = "rsa.test.";
+    let pdns = Pdns::start_with(PdnsOptions {
+        default_algorithm: Some("rsasha256"),
+        ..PdnsOptions::default()
+    });
+    let client = pdns.client(API_KEY);
+    client.create_zone(Z, &["ns1.pdns.test"]).await.unwrap();
+    Provider::set_dnssec(&client, Z, true, &allowed)
+        .await
+        .unwrap();
+    let keys = Provider::keys(&client, Z).await.unwrap().unwrap();
+    assert_eq!(
+        keys.iter().map(|k| k.algorithm()).collect::<Vec<_>>(),
+        [8],
+        "{keys:?}"
+    );
+    for (kind, algorithm, number) in [
+        (KeyKind::Csk, KeyAlgorithm::EcdsaP256Sha256, 13),
+        (KeyKind::Ksk, KeyAlgorithm::Ed25519, 15),
+        (KeyKind::Zsk, KeyAlgorithm::EcdsaP256Sha256, 13),
+        (KeyKind::Ksk, KeyAlgorithm::RsaSha256, 8),
+    ] {
+        let added = Provider::add_key(&client, Z, new_key(kind, algorithm, OFF), &allowed).await;
+        let added = added.unwrap_or_else(|e| panic!("{kind:?} {algorithm:?}: {e}"));
+        assert_eq!(added.algorithm(), number);
+    }
 }
 
 /// A key's POST whose answer is lost (a gateway's 502 after the server made the key, a

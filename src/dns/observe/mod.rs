@@ -63,8 +63,9 @@ pub trait Observer: Send + Sync {
         self.child(zone)
     }
     /// A key rollover's look (DESIGN.md "Key rollovers"): at each address of `at`, given
-    /// the DNSKEY set it served, the key tags whose RRSIG over the zone's apex SOA
-    /// verified at the time of the look (which keys sign the zone's data), in the order
+    /// the keys to check against (the DNSKEY set it served, and the keys the provider
+    /// lists, which may sign unpublished), the key tags whose RRSIG over the zone's apex
+    /// SOA verified at the time of the look (which keys sign the zone's data), in the order
     /// of `at`. The default knows none: every address unknown (rule 3), so no phase that
     /// needs the data's signers moves on.
     fn soa_signers(

@@ -333,7 +333,8 @@ pub struct RollPolicy {
     pub propagation_margin: Duration,
     /// The DS TTL where it was never answered.
     pub assumed_ds_ttl: Duration,
-    /// Looks further apart than this restart a hold (two `poll_waiting`, as rule 2).
+    /// Looks further apart than this restart a hold (two `poll_waiting`, as rule 2; the
+    /// engine adds the longest a step may take, as for a move).
     pub confirmation_gap: Duration,
 }
 

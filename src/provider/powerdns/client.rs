@@ -269,7 +269,10 @@ impl PowerDnsClient {
     /// the key (and its private part, which is never read, kept or shown). Sent once:
     /// an attempt that may have taken effect is not repeated, and any outcome but the
     /// key read back as asked is [`ProviderError::KeyMaybeAdded`] (or a definite
-    /// refusal). RSA keys are asked for with 2048 bits (4.7 needs a size for them).
+    /// refusal). Every key is asked for with its algorithm's size ([`key_bits`]): one
+    /// the POST leaves out is the server's `default-ksk-size` or `default-zsk-size`, which
+    /// a server set up to make RSA keys has (4.7 needs one for them), and an ECDSA or
+    /// Ed25519 key of that size is refused.
     pub async fn add_key_with(
         &self,
         zone: &str,
@@ -277,15 +280,13 @@ impl PowerDnsClient {
         may_send: Option<SendPermit<'_>>,
     ) -> Result<ProviderKey, ProviderError> {
         let entry = self.find_zone(zone).await?;
-        let mut body = serde_json::json!({
+        let body = serde_json::json!({
             "keytype": key.kind.name(),
             "active": key.state.active,
             "published": key.state.published,
             "algorithm": key.algorithm.number(),
+            "bits": key_bits(key.algorithm),
         });
-        if key.algorithm == KeyAlgorithm::RsaSha256 {
-            body["bits"] = RSA_BITS.into();
-        }
         let url = self.url(&["zones", &entry.id, "cryptokeys"], &[])?;
         let answer = self
             .call_url(Method::POST, url, Some(&body), may_send, false)
@@ -822,6 +823,15 @@ impl Provider for PowerDnsClient {
 /// The bits of an RSA key the daemon adds: RFC 8624's recommended minimum, the size
 /// `pdnsutil` makes by default.
 const RSA_BITS: u32 = 2048;
+
+/// The size a key of `algorithm` is asked for with: [`RSA_BITS`], or the curve's (the
+/// only one each elliptic algorithm has, as the server lists them).
+fn key_bits(algorithm: KeyAlgorithm) -> u32 {
+    match algorithm {
+        KeyAlgorithm::RsaSha256 => RSA_BITS,
+        KeyAlgorithm::EcdsaP256Sha256 | KeyAlgorithm::Ed25519 => 256,
+    }
+}
 
 /// A key id as [`PowerDnsClient::list_keys`] gives them: the server's number. Anything
 /// else is refused before any request (4.7 answers a 500 for a path id that is not a

@@ -1,0 +1,758 @@
+//! Key rollovers (DESIGN.md section 2, "Key rollovers", safety rule 16) through the real
+//! binary, on DNS software nobody here wrote: a zone secured at a real PowerDNS
+//! Authoritative (Debian's `pdns-server`, its HTTP API the daemon's `[providers.pdns]`)
+//! under the lab's signed Knot root and two Knot servers of `test.`, then
+//! `dnssec-warden roll ZONE` driven to its end. The test is the registrar: a `[registrar]`
+//! hook records each request (`add` with the DS to keep, `remove`) and the test makes that
+//! edit at both TLD servers. Unbound, validating from the lab's root anchor and never
+//! flushed, is asked all along, from before the roll to after it: every answer must be
+//! SECURE (no SERVFAIL, no INSECURE). At the end PowerDNS holds and serves the new key
+//! alone, and both TLD servers publish its DS alone. Each test has its own 127.0.B.x block
+//! (96-100); see test-support/src/world.rs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dnssec_warden_test_support::world::{
+    Daemon, HookCall, PDNS_API_KEY, Probe, RealWorld, Tld, WorldOptions, cli, ds_key, hook_calls,
+    ip, status,
+};
+use serde_json::Value;
+
+/// One wait for the daemon outside the roll (enabling, the first DS).
+const LONG: Duration = Duration::from_secs(60);
+/// A whole roll, from `roll` to its end.
+const ROLL_LIMIT: Duration = Duration::from_secs(120);
+
+/// The double-DS method's phases (a KSK or a CSK), in order.
+const DOUBLE_DS: [&str; 6] = [
+    "publishing",
+    "awaiting_new_ds",
+    "swapping",
+    "removing_old_ds",
+    "removing_old_key",
+    "done",
+];
+/// An algorithm rollover's phases (RFC 6781 4.1.4), in order.
+const ALGORITHM: [&str; 7] = [
+    "signing_unpublished",
+    "publishing_new_algorithm",
+    "awaiting_new_ds",
+    "removing_old_ds",
+    "unpublishing_old_algorithm",
+    "removing_old_signatures",
+    "done",
+];
+
+async fn world(block: u8, zone: &str, algorithm: Option<&'static str>) -> RealWorld {
+    RealWorld::start_with(
+        block,
+        &[zone],
+        WorldOptions {
+            at_powerdns: vec![zone.to_string()],
+            // Unbound fails at the first bogus answer instead of asking other servers
+            // and the parent again (which could hide one).
+            val_max_restart: Some(0),
+            pdns_algorithm: algorithm,
+            ..WorldOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the world starts: {e}"))
+}
+
+/// PowerDNS's key listing for the zone, through its API (`GET .../cryptokeys`).
+async fn cryptokeys(w: &RealWorld, zone: &str) -> Vec<Value> {
+    let pdns = w.pdns.as_ref().expect("a PowerDNS in this world");
+    let url = format!(
+        "{}api/v1/servers/localhost/zones/{zone}/cryptokeys",
+        pdns.base_url()
+    );
+    let answer = reqwest::Client::new()
+        .get(&url)
+        .header("X-API-Key", PDNS_API_KEY)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let keys: Value = answer.json().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+    keys.as_array().cloned().unwrap_or_default()
+}
+
+/// A key's id in the listing.
+fn key_id(key: &Value) -> String {
+    key["id"].to_string()
+}
+
+/// The public key (base64) of a `flags 3 alg KEY` DNSKEY text.
+fn public_key(dnskey: &str) -> String {
+    dnskey.split_whitespace().skip(3).collect::<String>()
+}
+
+/// The DNSKEY set each PowerDNS address serves, asked directly: each key's public key,
+/// sorted.
+async fn served_keys(w: &RealWorld, zone: &str) -> Vec<Vec<String>> {
+    use dnssec_warden::dns::Transport;
+    use hickory_proto::rr::RecordType;
+    let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+    let name = dnssec_warden::dns::wire::parse_name(zone).expect("a zone name");
+    let mut each = Vec::new();
+    for host in [8, 9] {
+        let server = std::net::SocketAddr::from((ip(w.block, host), w.port));
+        let q = dnssec_warden::dns::wire::build_query(&name, RecordType::DNSKEY, false);
+        let m = transport
+            .exchange(server, &q)
+            .await
+            .unwrap_or_else(|e| panic!("{server} {zone} DNSKEY: {e}"));
+        let mut keys: Vec<String> = m
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::DNSKEY)
+            .map(|r| public_key(&r.data.to_string()))
+            .collect();
+        keys.sort();
+        each.push(keys);
+    }
+    each
+}
+
+fn history(config: &Path, zone: &str) -> String {
+    cli(config, &["history", zone]).1
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// One roll, watched and driven.
+struct Run<'a> {
+    w: &'a RealWorld,
+    zone: &'a str,
+    log: PathBuf,
+    daemon: Daemon,
+    /// The hook's file of calls, and how many of them the test acted on.
+    calls: PathBuf,
+    acted: usize,
+    started: Instant,
+    /// Each phase when first seen, with what it waited for.
+    phases: Vec<String>,
+    /// What the test saw and did, with when.
+    acts: Vec<String>,
+    /// What the roll waited for at the last look.
+    waiting: Option<String>,
+    /// Every key id PowerDNS listed during the roll.
+    key_ids: BTreeSet<String>,
+    /// The phase in which the roll is aborted, once the registrar added the new DS.
+    abort_in: Option<&'static str>,
+    /// The phases in which the daemon is SIGKILLed (once each, once PowerDNS lists more
+    /// keys than the roll began with) and restarted on the same database.
+    kill_in: Vec<&'static str>,
+    keys_before: usize,
+    kills: Vec<String>,
+}
+
+impl Run<'_> {
+    fn note(&mut self, what: String) {
+        let line = format!(
+            "[127.0.{}.x {:>5.1}s] {what}",
+            self.w.block,
+            self.started.elapsed().as_secs_f64()
+        );
+        eprintln!("{line}");
+        self.acts.push(line);
+    }
+
+    fn report(&self) -> String {
+        format!(
+            "--- the test saw and did ---\n{}\n--- status ---\n{}\n--- history ---\n{}\n--- daemon log (tail) ---\n{}",
+            self.acts.join("\n"),
+            status(&self.w.config, self.zone),
+            history(&self.w.config, self.zone),
+            tail(&self.daemon.log(), 60)
+        )
+    }
+
+    /// The status now; a phase seen for the first time is noted, and the phases never go
+    /// back.
+    async fn look(&mut self, order: &[&str]) -> Value {
+        let s = status(&self.w.config, self.zone);
+        if let Some(phase) = s["key_roll"]["phase"].as_str()
+            && self.phases.last().is_none_or(|p| p != phase)
+        {
+            let at = order.iter().position(|p| *p == phase);
+            let last = self
+                .phases
+                .last()
+                .and_then(|p| order.iter().position(|q| q == p));
+            assert!(
+                at.is_some() && at >= last,
+                "the roll went from {:?} to {phase}\n{}",
+                self.phases.last(),
+                self.report()
+            );
+            self.note(format!(
+                "phase {phase}: waiting for {} (on {})",
+                s["waiting_for"].as_str().unwrap_or_default(),
+                s["waiting_on"].as_str().unwrap_or_default()
+            ));
+            self.phases.push(phase.to_string());
+        } else if let Some(waiting) = s["waiting_for"].as_str()
+            && self.waiting.as_deref() != Some(waiting)
+        {
+            self.note(format!("waiting for {waiting}"));
+        }
+        self.waiting = s["waiting_for"].as_str().map(str::to_string);
+        let keys = cryptokeys(self.w, self.zone).await;
+        for k in &keys {
+            if self.key_ids.insert(key_id(k)) {
+                let what = format!(
+                    "PowerDNS lists key {} ({}, algorithm {}, active {}, published {})",
+                    key_id(k),
+                    k["keytype"].as_str().unwrap_or_default(),
+                    k["algorithm"].as_str().unwrap_or_default(),
+                    k["active"],
+                    k["published"]
+                );
+                self.note(what);
+            }
+        }
+        if let Some(phase) = self.phases.last().cloned()
+            && let Some(at) = self.kill_in.iter().position(|p| *p == phase)
+            && keys.len() > self.keys_before
+        {
+            self.kill_in.remove(at);
+            self.daemon.kill();
+            self.note(format!("daemon SIGKILLed in {phase}"));
+            self.kills.push(phase);
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            self.daemon = Daemon::start(&self.w.config, &self.log).unwrap();
+            self.note("daemon restarted on the same database".into());
+        }
+        s
+    }
+
+    /// Acts on the hook's calls not yet acted on, at both TLD servers.
+    async fn registrar(&mut self) {
+        let calls = hook_calls(&self.calls);
+        let fresh: Vec<HookCall> = calls.into_iter().skip(self.acted).collect();
+        for call in fresh {
+            self.acted += 1;
+            assert_eq!(call.zone, self.zone, "{call:?}");
+            let before = self.w.parent_view(self.zone, Tld::A).await.unwrap().0;
+            match call.action.as_str() {
+                "add" => {
+                    // The DS to keep is the one the parent publishes.
+                    assert_eq!(
+                        call.keep_records(),
+                        before,
+                        "add keeps what the parent has: {call:?}\n{}",
+                        self.report()
+                    );
+                    for ds in call.ds_records() {
+                        self.w.add_ds(self.zone, Tld::Both, &ds).unwrap();
+                    }
+                }
+                "remove" => {
+                    for ds in call.keep_records() {
+                        assert!(
+                            before.contains(&ds),
+                            "remove keeps a DS the parent has: {call:?} {before:?}"
+                        );
+                    }
+                    for ds in call.ds_records() {
+                        self.w.remove_one_ds(self.zone, Tld::Both, &ds).unwrap();
+                    }
+                }
+                other => panic!(
+                    "a roll asked the registrar to {other}: {call:?}\n{}",
+                    self.report()
+                ),
+            }
+            self.note(format!(
+                "registrar ({} {}): {} {:?} keeping {:?} at both TLD servers",
+                call.action,
+                call.seq,
+                call.action,
+                call.ds_records(),
+                call.keep_records()
+            ));
+        }
+    }
+}
+
+/// What a roll ended with.
+struct Rolled {
+    calls: Vec<HookCall>,
+    key_ids: BTreeSet<String>,
+    log: String,
+    took: Duration,
+}
+
+/// How a roll is to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The entry point replaced: one key, new, its DS alone at the parent; the registrar
+    /// asked to add the new DS, then to remove the old.
+    NewSep,
+    /// The ZSK replaced: the KSK kept beside a new ZSK, the DS unchanged, the registrar
+    /// never asked.
+    NewZsk,
+    /// Aborted once the new DS was added: the old key alone again, its DS alone; the
+    /// registrar asked to add the new DS, then to remove it again.
+    Old,
+}
+
+/// A roll to drive.
+struct Plan<'a> {
+    /// `roll ZONE` and these.
+    args: &'a [&'a str],
+    /// The phases it goes through, in order, ending with `done`.
+    order: &'a [&'a str],
+    /// The daemon SIGKILLed in each of these phases, once PowerDNS lists the new key.
+    kill_in: &'a [&'static str],
+    /// `roll ZONE --abort` in this phase, once the registrar acted on the new DS.
+    abort_in: Option<&'static str>,
+    end: End,
+}
+
+/// Declares `roll ZONE args` on a zone `active` at PowerDNS with its DS at both TLD
+/// servers, and drives it to its end as the registrar, a probe asking Unbound all along;
+/// checks the phases came in the plan's order, every answer was SECURE, and the end:
+/// every PowerDNS address serves the keys PowerDNS lists, those the plan's `end` says,
+/// and both TLD servers publish the DS it says alone.
+async fn roll(
+    w: &RealWorld,
+    zone: &str,
+    daemon: Daemon,
+    log: PathBuf,
+    calls: PathBuf,
+    plan: Plan<'_>,
+) -> Rolled {
+    let Plan {
+        args,
+        order,
+        kill_in,
+        abort_in,
+        end,
+    } = plan;
+    let old_ds = ds_key(&w.pdns_ds(zone).unwrap());
+    let before = cryptokeys(w, zone).await;
+    let old_ids: BTreeSet<String> = before.iter().map(key_id).collect();
+    // The hook's calls before the roll (the first DS's `publish`) are the enabling's.
+    let earlier = hook_calls(&calls).len();
+    let probe = Probe::start(w, zone);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut cmd = vec!["roll", zone];
+    cmd.extend_from_slice(args);
+    let (ok, out, err) = cli(&w.config, &cmd);
+    assert!(ok, "roll refused: {out}{err}\n{}", daemon.log());
+    let mut run = Run {
+        w,
+        zone,
+        log,
+        daemon,
+        calls,
+        acted: earlier,
+        started: Instant::now(),
+        phases: Vec::new(),
+        acts: Vec::new(),
+        waiting: None,
+        key_ids: old_ids.clone(),
+        kill_in: kill_in.to_vec(),
+        abort_in,
+        keys_before: before.len(),
+        kills: Vec::new(),
+    };
+    run.note(format!("roll declared: {}", out.trim()));
+    let mut ended = false;
+    for _ in 0..5_000 {
+        assert!(
+            run.started.elapsed() < ROLL_LIMIT,
+            "the roll did not end within {ROLL_LIMIT:?}\n{}",
+            run.report()
+        );
+        let s = run.look(order).await;
+        run.registrar().await;
+        if let Some(phase) = run.abort_in
+            && run.phases.last().is_some_and(|p| p == phase)
+            && run.acted > earlier
+        {
+            let (ok, out, err) = cli(&w.config, &["roll", zone, "--abort"]);
+            assert!(ok, "abort refused: {out}{err}\n{}", run.report());
+            run.abort_in = None;
+            run.note(format!("roll aborted: {}", out.trim()));
+        }
+        if !run.phases.is_empty() && s["key_roll"].is_null() && s["state"] == "active" {
+            run.note("the roll ended: no key_roll, active".into());
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended, "never ended\n{}", run.report());
+    let took = run.started.elapsed();
+    assert!(
+        run.kill_in.is_empty(),
+        "the daemon was to be killed in {:?} too\n{}",
+        run.kill_in,
+        run.report()
+    );
+    // A few more answers from the new key alone, then the probe stops.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let report = probe.report().await;
+    run.note(format!(
+        "probe: {} answers, {} secure, {} insecure, {} SERVFAIL ({} validation failures): {:?}",
+        report.answers, report.secure, report.insecure, report.servfail, report.bogus, report.runs
+    ));
+    assert!(
+        report.answers > 20
+            && report.secure == report.answers
+            && report.insecure == 0
+            && report.servfail == 0,
+        "every answer SECURE all along: {report:?}\n{}",
+        run.report()
+    );
+
+    // Every address serves the keys PowerDNS lists, all active and published.
+    let after = cryptokeys(w, zone).await;
+    let mut listed: Vec<String> = after
+        .iter()
+        .map(|k| public_key(k["dnskey"].as_str().unwrap_or_default()))
+        .collect();
+    listed.sort();
+    for served in served_keys(w, zone).await {
+        assert_eq!(
+            served, listed,
+            "every address serves the listed keys: {after:?}"
+        );
+    }
+    for k in &after {
+        assert_eq!(
+            (k["active"].as_bool(), k["published"].as_bool()),
+            (Some(true), Some(true)),
+            "{k}"
+        );
+    }
+    let ids: BTreeSet<String> = after.iter().map(key_id).collect();
+    let new_ds = ds_key(&w.pdns_ds(zone).unwrap());
+    match end {
+        End::NewSep => {
+            assert_eq!(after.len(), 1, "one key at the end: {after:?}");
+            assert!(
+                ids.is_disjoint(&old_ids),
+                "a new key: {ids:?} (before {old_ids:?})"
+            );
+            assert_ne!(new_ds, old_ds);
+        }
+        End::NewZsk => {
+            assert_eq!(after.len(), 2, "a KSK and a ZSK: {after:?}");
+            assert_eq!(
+                ids.intersection(&old_ids).count(),
+                1,
+                "the KSK kept: {ids:?}"
+            );
+            let zsk = after.iter().find(|k| k["keytype"] == "zsk");
+            assert!(
+                zsk.is_some_and(|k| !old_ids.contains(&key_id(k))),
+                "a new ZSK: {after:?} (before {old_ids:?})"
+            );
+            assert_eq!(new_ds, old_ds);
+        }
+        End::Old => {
+            assert_eq!(ids, old_ids, "the old key alone again: {after:?}");
+            assert_eq!(new_ds, old_ds);
+        }
+    }
+    // Both TLD servers publish that key's DS alone.
+    for tld in [Tld::A, Tld::B] {
+        let (ds, _) = w.parent_view(zone, tld).await.unwrap();
+        assert_eq!(ds, std::slice::from_ref(&new_ds), "{tld:?}: its DS alone");
+    }
+    let (rcode, ad) = w.resolve_fresh(zone).await.unwrap();
+    assert_eq!((rcode.as_str(), ad), ("No Error", true), "secure after it");
+
+    // What the registrar was asked, in order.
+    let calls: Vec<HookCall> = hook_calls(&run.calls).into_iter().skip(earlier).collect();
+    let asked: Vec<(String, Vec<String>, Vec<String>)> = calls
+        .iter()
+        .map(|c| (c.action.clone(), c.ds_records(), c.keep_records()))
+        .collect();
+    let (add, remove) = ("add".to_string(), "remove".to_string());
+    let want = match end {
+        End::NewSep => vec![
+            (add, vec![new_ds.clone()], vec![old_ds.clone()]),
+            (remove, vec![old_ds.clone()], vec![new_ds.clone()]),
+        ],
+        End::NewZsk => Vec::new(),
+        End::Old => {
+            let added = asked
+                .first()
+                .and_then(|a| a.1.first())
+                .cloned()
+                .unwrap_or_default();
+            vec![
+                (add, vec![added.clone()], vec![old_ds.clone()]),
+                (remove, vec![added], vec![old_ds.clone()]),
+            ]
+        }
+    };
+    assert_eq!(asked, want, "{}", run.report());
+
+    // The history names every phase, in order (an abort names the phase it goes back
+    // by), and no alert was raised.
+    let story = history(&w.config, zone);
+    let mut from = 0;
+    for pair in order.windows(2) {
+        let said = format!("{} -> {}", pair[0], pair[1]);
+        let back = format!("aborted in {}: going back by {}", pair[0], pair[1]);
+        let at = story[from..]
+            .find(&said)
+            .or_else(|| story[from..].find(&back))
+            .unwrap_or_else(|| panic!("{said:?} in order in the history\n{}", run.report()));
+        from += at;
+    }
+    let s = status(&w.config, zone);
+    assert!(
+        s["alerts"].as_array().is_some_and(Vec::is_empty),
+        "{s}\n{}",
+        run.report()
+    );
+    eprintln!(
+        "[127.0.{}.x] the roll took {:.1}s: {}",
+        w.block,
+        took.as_secs_f64(),
+        run.phases.join(" -> ")
+    );
+    Rolled {
+        calls,
+        key_ids: run.key_ids.clone(),
+        log: run.daemon.log(),
+        took,
+    }
+}
+
+/// (1) A CSK, PowerDNS's default key shape (one ECDSA P-256 key, flags 257), rolled by
+/// double DS through the registrar hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_at_powerdns_stays_secure() {
+    let zone = "roll.test.";
+    let w = world(96, zone, None).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let keys = cryptokeys(&w, zone).await;
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!(keys[0]["keytype"], "csk", "{keys:?}");
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+    assert_eq!(rolled.calls.len(), 2);
+    assert!(rolled.took < ROLL_LIMIT);
+    assert_eq!(
+        rolled.log.matches("for the roll").count(),
+        1,
+        "one addition"
+    );
+}
+
+/// (2) An algorithm rollover, RSA/SHA-256 (8) to ECDSA P-256 (13), of a CSK made by
+/// PowerDNS with `default-ksk-algorithm=rsasha256`: RFC 6781 4.1.4's conservative order,
+/// the DS swapped through the registrar hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
+    let zone = "alg.test.";
+    let w = world(97, zone, Some("rsasha256")).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let keys = cryptokeys(&w, zone).await;
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!(keys[0]["algorithm"], "RSASHA256", "{keys:?}");
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--algorithm", "13"],
+            order: &ALGORITHM,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+        },
+    )
+    .await;
+    let keys = cryptokeys(&w, zone).await;
+    assert_eq!(keys[0]["algorithm"], "ECDSAP256SHA256", "{keys:?}");
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+}
+
+/// (3) The daemon SIGKILLed twice after the new key was added and before the DS swap (in
+/// `publishing` and in `awaiting_new_ds`), each time restarted on the same database: the
+/// roll completes, as secure as without, and PowerDNS was asked for one key only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
+    let zone = "kill.test.";
+    let w = world(98, zone, None).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &["publishing", "awaiting_new_ds"],
+            abort_in: None,
+            end: End::NewSep,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added through the kills: {:?}",
+        rolled.key_ids
+    );
+    assert_eq!(
+        rolled.log.matches("for the roll").count(),
+        1,
+        "one addition asked of PowerDNS"
+    );
+}
+
+/// (4a) A ZSK roll (pre-publication) of a zone PowerDNS signs with a KSK and a ZSK
+/// (`default-zsk-algorithm`): the KSK and its DS stay, the registrar is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
+    let zone = "zsk.test.";
+    let w = RealWorld::start_with(
+        99,
+        &[zone],
+        WorldOptions {
+            at_powerdns: vec![zone.to_string()],
+            val_max_restart: Some(0),
+            pdns_zsk_algorithm: Some("ecdsa256"),
+            ..WorldOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the world starts: {e}"));
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let keys = cryptokeys(&w, zone).await;
+    let mut kinds: Vec<&str> = keys.iter().filter_map(|k| k["keytype"].as_str()).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["ksk", "zsk"], "{keys:?}");
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--kind", "zsk"],
+            order: &["publishing", "swapping", "removing_old_key", "done"],
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewZsk,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        3,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+}
+
+/// (4b) `roll --abort` once the new DS is at the parent (`awaiting_new_ds`): the roll
+/// goes back by `removing_old_ds` (the new DS removed, the old kept, its TTL waited),
+/// then the new key deleted; Unbound SECURE throughout, the old key and DS alone again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_aborted_after_the_new_ds_goes_back_safely() {
+    let zone = "back.test.";
+    let w = world(100, zone, None).await;
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &[
+                "publishing",
+                "awaiting_new_ds",
+                "removing_old_ds",
+                "removing_old_key",
+                "done",
+            ],
+            kill_in: &[],
+            abort_in: Some("awaiting_new_ds"),
+            end: End::Old,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+    let story = history(&w.config, zone);
+    assert!(
+        story.contains("aborted in awaiting_new_ds: going back by removing_old_ds"),
+        "{story}"
+    );
+}
