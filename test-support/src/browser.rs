@@ -104,9 +104,21 @@ pub struct Chromedriver {
 }
 
 impl Chromedriver {
-    /// Starts the driver and returns once its `GET /status` says it is ready (20 s at most).
+    /// Starts the driver and returns once its `GET /status` says it is ready (20 s at most
+    /// a try). The free port it is given may be taken by another test's server before the
+    /// driver binds it: then it is tried again on another (a few times at most).
     pub fn start() -> Result<Self> {
-        let port = free_port()?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::start_on(free_port()?) {
+                Err(e) if tries < 5 && e.contains("ERR_ADDRESS_IN_USE") => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on(port: u16) -> Result<Self> {
         let home = tempfile::Builder::new()
             .prefix("chromedriver")
             .tempdir()
