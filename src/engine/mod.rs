@@ -268,9 +268,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         provider: Arc<P>,
         observer: Arc<O>,
         clock: Arc<dyn Clock>,
-        policy: Policy,
+        mut policy: Policy,
         notifier: Notifier,
     ) -> Self {
+        policy.look_allowance = STEP_TIMEOUT;
         Self {
             store,
             provider,
@@ -301,6 +302,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// The longest one zone's step may take (default [`STEP_TIMEOUT`]).
     pub fn with_step_timeout(mut self, timeout: Duration) -> Self {
         self.step_timeout = timeout;
+        self.policy.look_allowance = timeout;
         self
     }
 

@@ -43,17 +43,6 @@ fn listed_ns(
 }
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
-    /// The move's timings. A look confirming a hold is missed (the hold restarts) only
-    /// when the next comes later than two polls plus the longest a step may take: the
-    /// next look is scheduled a poll after the last one's commit, and a move's look
-    /// (both accounts, every address of both, the parent validated) may take longer than
-    /// a short poll.
-    fn move_policy(&self) -> signed_move::MovePolicy {
-        let mut policy = self.policy.move_policy();
-        policy.confirmation_gap += self.step_timeout;
-        policy
-    }
-
     /// What a step of a zone in a signed move sees: a look at both accounts, the target's
     /// key once the move is done and the source no longer lists the zone, or why no look
     /// could be made (and on whom).
@@ -93,7 +82,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             &seen,
             at,
             &self.policy,
-            &self.move_policy(),
+            &self.policy.move_policy(),
         );
         let summary = move_text(&seen, mv, &decision, at);
         Ok((decision, summary, at))
@@ -320,7 +309,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             Err((why, ..)) => return refused(why),
         };
         let look = self.look_at(zone, &accounts).await;
-        match signed_move::source_may_go_off(&mv, &look, &self.move_policy()) {
+        match signed_move::source_may_go_off(&mv, &look, &self.policy.move_policy()) {
             Ok(()) => Ok(None),
             Err(why) => refused(why),
         }

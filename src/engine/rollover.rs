@@ -9,7 +9,7 @@
 use crate::dns::{ChildView, DnskeyAnswer, DsAnswer, Evidence, ObserveError, Observer, ParentView};
 use crate::lifecycle::rolling::{self, Stands};
 use crate::lifecycle::rollover::{
-    Answer, ChildRollSeen, KeyKind, ListedKey, ParentRollSeen, Roll, RollPolicy, RollSeen,
+    Answer, ChildRollSeen, KeyKind, ListedKey, ParentRollSeen, Roll, RollSeen,
 };
 use crate::lifecycle::{Decision, Effect, EffectKind, RollRequest, Timestamp};
 use crate::provider::{KeyAlgorithm, KeyState, NewKey, Provider, ProviderError, ProviderKey};
@@ -124,17 +124,6 @@ fn children(
 }
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
-    /// The roll's timings. A look confirming a hold is missed (the hold restarts) only
-    /// when the next comes later than two polls plus the longest a step may take, as in a
-    /// move: the next look is scheduled a poll after the last one's commit, and a roll's
-    /// look (the provider's keys, every child address's DNSKEY set and SOA, the parent
-    /// validated) may take longer than a short poll.
-    fn roll_policy(&self) -> RollPolicy {
-        let mut policy = self.policy.roll_policy();
-        policy.confirmation_gap += self.step_timeout;
-        policy
-    }
-
     /// One look at a rolling zone: asks, decides nothing. `add_key_unsettled` is left
     /// false; the step sets it from the outbox.
     async fn see_roll(&self, zone: &str) -> RollSeen {
@@ -211,7 +200,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             &seen,
             at,
             &self.policy,
-            &self.roll_policy(),
+            &self.policy.roll_policy(),
         );
         let account = self.provider.account(name);
         let summary = roll_text(&seen, roll, &decision, at, account.as_deref());

@@ -58,6 +58,10 @@ pub struct Policy {
     /// `[parents."NAME"]`: set from that section, never read from `[timing]`.
     #[serde(skip)]
     pub parents: super::parent_way::ParentWays,
+    /// The longest one look may take (the engine's step timeout), set by the engine,
+    /// never read from `[timing]`: part of rule 2's confirmation gap.
+    #[serde(skip)]
+    pub look_allowance: Duration,
 }
 
 impl Default for Policy {
@@ -77,16 +81,21 @@ impl Default for Policy {
             full_look_every: Duration::from_secs(86_400),
             require_validated_evidence: false,
             parents: Default::default(),
+            look_allowance: Duration::ZERO,
         }
     }
 }
 
 impl Policy {
     /// Rule 2: the longest stretch without a look confirming the DS gone that `T_gone`
-    /// survives. Two polls: one missed look is lag, more is a daemon that was down or a
-    /// parent it could not see, in which a DS may have come and gone unseen.
+    /// survives (and a move's or a roll's hold, alike). Two polls and the longest a look
+    /// may take: the next look is scheduled a poll after the last one's commit, so one
+    /// missed look is lag; more is a daemon that was down or a parent it could not see,
+    /// in which a DS may have come and gone unseen.
     pub fn gone_confirmation_gap(&self) -> Duration {
-        self.poll_waiting.saturating_mul(2)
+        self.poll_waiting
+            .saturating_mul(2)
+            .saturating_add(self.look_allowance)
     }
 
     /// A signed move's timings: this policy's margin, assumptions and rule 2's gap.

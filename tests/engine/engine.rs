@@ -111,6 +111,47 @@ async fn to_active(rig: &mut Rig, ttl: u32) {
     assert!(rig.run_until(State::Active, 10).await);
 }
 
+/// A look may outlast a short poll (slow parent servers, a busy daemon): confirming looks
+/// then come more than two polls apart though none was missed, and rule 2's gap counts
+/// the longest a look may take (the step timeout). Before, `T_gone` restarted at every
+/// look and the disable wait never ended.
+async fn a_disable_whose_looks_outlast_a_poll_still_ends() {
+    let mut rig = Rig::new(2, 2).await;
+    to_active(&mut rig, 3600).await;
+    intent(&rig, Intent::Disabled).await;
+    assert!(rig.run_until(State::AwaitingDsRemoval, 3).await);
+    rig.world.withdraw_ds(0);
+    rig.world.withdraw_ds(1);
+    assert!(rig.run_until(State::TtlWait, 3).await);
+    // Each look ends a poll and a minute after it began (the step timeout is longer).
+    let look = rig.engine.policy().poll_waiting + Duration::from_secs(60);
+    for _ in 0..200 {
+        if rig.state().await == Some(State::Disabled) {
+            break;
+        }
+        let next = rig.store.zone(ZONE).await.unwrap().unwrap().next_check_at;
+        if next > rig.world.clock.now() {
+            rig.world.clock.set(next);
+        }
+        rig.advance(look);
+        rig.tick().await;
+    }
+    let events = rig.store.events(ZONE).await.unwrap();
+    assert_eq!(
+        rig.state().await,
+        Some(State::Disabled),
+        "{:#?}",
+        events.iter().rev().take(4).collect::<Vec<_>>()
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.reason.contains("no look confirmed")),
+        "no restart of the wait"
+    );
+    assert!(rig.world.violations().is_empty());
+}
+
 async fn the_guard_refuses_when_the_ds_reappears_just_before_the_call() {
     let mut rig = Rig::new(2, 1).await;
     to_active(&mut rig, 3600).await;
@@ -852,6 +893,7 @@ on_both_backends!(
     a_notify_not_acknowledged_is_said_and_sent_again_at_the_next_look,
     a_step_that_panics_ends_alone_and_is_tried_again_later,
     full_lifecycle_on_and_off_in_milliseconds,
+    a_disable_whose_looks_outlast_a_poll_still_ends,
     the_guard_refuses_when_the_ds_reappears_just_before_the_call,
     the_guard_refuses_before_the_ttl_has_passed,
     a_provider_failure_changes_no_state_and_backs_off,
