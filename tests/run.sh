@@ -140,8 +140,8 @@ run_binaries() {
         run_step "$label" "$dir" "$exe"
     done
 }
-# Two more steps in the lane of the short binaries, beside the long ones; they read the
-# build and write no test's file:
+# Two more steps, each after the binaries of a lane; they read the build and write no
+# test's file:
 # - the daemon without the simulated world (no `demo`, no lab crate), as the Debian
 #   package is built (debian/build.sh), must compile and be clippy-clean too;
 # - the Debian package: built, linted, installed, checked, purged (root only; it says so
@@ -149,21 +149,26 @@ run_binaries() {
 #   from the test build's binary (debian/build.sh's `tests` mode): what is checked is the
 #   packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
 steps=(clippy-no-default debian-package)
-other_steps() {
+clippy_no_default() {
     run_step clippy-no-default . cargo clippy -p dnssec-warden --no-default-features \
         --lib --bins --locked -- -D warnings
+}
+debian_package() {
     run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
 }
 # Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
-# (real servers and daemons, mostly waiting on their timers) and every other binary, then
-# the two steps above.
+# (real servers and daemons, mostly waiting on their timers, then the Debian package) and
+# every other binary (then the clippy run without the default feature).
 { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
 engine_lane=$!
-{ grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
+{
+    { grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries
+    debian_package
+} &
 e2e_lane=$!
 {
     { grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries
-    other_steps
+    clippy_no_default
 } &
 other_lane=$!
 tests_started=$SECONDS
