@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::dns::DelegationVerdict;
+use crate::lifecycle::waiting::roll_line;
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
 use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow, host_ipv6};
 
@@ -447,15 +448,8 @@ fn zone_lines(
         )?;
     }
     if let Some(r) = &z.facts.key_roll {
-        writeln!(
-            out,
-            "{:<ZONE_WIDTH$} KEY ROLL: {} (algorithm {}), phase {}{}",
-            "",
-            r.method.name(),
-            r.algorithm,
-            r.phase.name(),
-            if r.aborted { " (going back)" } else { "" }
-        )?;
+        // Its wait is the zone's, on the line above.
+        writeln!(out, "{:<ZONE_WIDTH$} KEY ROLL: {}", "", roll_line(r))?;
     }
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
@@ -647,7 +641,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(
-            text.contains("KEY ROLL: double_ds (algorithm 13), phase publishing"),
+            text.contains(
+                "KEY ROLL: double_ds roll of the csk (algorithm 13), phase publishing: \
+                 the new CSK published beside the old CSK, not signing yet"
+            ),
             "{text}"
         );
         assert!(

@@ -1,9 +1,11 @@
-//! In plain words: what a zone waits for, and on whom. For `status`.
+//! In plain words: what a zone waits for, and on whom, and a key rollover's line. For
+//! `status` and the console's zone page.
 
 use super::hold::{Hold, Party};
 use super::model::Zone;
 use super::policy::Policy;
 use super::registry::{deadline, registry_of, route_text};
+use super::rollover::{Method, Phase, Roll};
 use super::rules::{delegation_hold_until, disable_deadline, ds_request_at, removal_request_at};
 use super::state::{Intent, State};
 use crate::dns::DelegationVerdict;
@@ -282,4 +284,123 @@ fn ttl_wait(zone: &Zone, policy: &Policy) -> Waiting {
         "ttl",
         disable_deadline(&f.lifecycle, policy),
     )
+}
+
+/// A key rollover in plain words, as `status` and the console's zone page both say it:
+/// its method and the kind of key it replaces, the algorithm it introduces, and its phase
+/// by name and in words (what the wait is for is the zone's [`Waiting`]).
+pub fn roll_line(roll: &Roll) -> String {
+    let algorithm = match roll.method {
+        Method::Algorithm => format!("to algorithm {}", roll.algorithm),
+        _ => format!("(algorithm {})", roll.algorithm),
+    };
+    format!(
+        "{} roll of the {} {algorithm}, phase {}{}: {}",
+        roll.method.name(),
+        kinds(roll),
+        roll.phase.name(),
+        if roll.aborted { " (going back)" } else { "" },
+        phase_words(roll)
+    )
+}
+
+/// The kinds of key the roll replaces: `csk`, `zsk`, `ksk`, or an algorithm's `ksk and zsk`.
+fn kinds(roll: &Roll) -> String {
+    roll.new
+        .iter()
+        .map(|k| k.kind.name())
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// What the roll's phase has at the provider and the parent. Going back, the roll's
+/// `old` are the keys it had introduced and `new` the zone's own: named so, not swapped.
+fn phase_words(roll: &Roll) -> String {
+    let kind = kinds(roll).to_uppercase();
+    let (old, new) = match (roll.method, roll.aborted) {
+        (Method::Algorithm, false) => (
+            "the old algorithm's keys".to_string(),
+            "the new algorithm's keys".to_string(),
+        ),
+        (Method::Algorithm, true) => (
+            "the new algorithm's keys".to_string(),
+            "the original algorithm's keys".to_string(),
+        ),
+        (_, false) => (format!("the old {kind}"), format!("the new {kind}")),
+        (_, true) => (
+            format!("the roll's new {kind}"),
+            format!("the original {kind}"),
+        ),
+    };
+    match roll.phase {
+        Phase::Publishing => format!("{new} published beside {old}, not signing yet"),
+        Phase::AwaitingNewDs => {
+            format!("the DS of {new} to be added at the parent beside that of {old}")
+        }
+        Phase::Swapping => format!("{new} signing in place of {old}, both still published"),
+        Phase::RemovingOldDs => {
+            format!("the DS of {old} to be removed at the parent, that of {new} kept")
+        }
+        Phase::RemovingOldKey => format!("{old} deleted at the provider, {new} alone signing"),
+        Phase::SigningUnpublished => {
+            format!("{new} signing beside {old}, their DNSKEYs not published yet")
+        }
+        Phase::PublishingNewAlgorithm => {
+            format!("{new} published beside {old}, both signing")
+        }
+        Phase::UnpublishingOldAlgorithm => {
+            format!("{old} unpublished but still signing, {new} published and signing")
+        }
+        Phase::RemovingOldSignatures => {
+            format!("{old} deleted at the provider, their signatures leaving the zone")
+        }
+        Phase::Done => "done".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::rollover::{KeyKind, ListedKey};
+
+    fn csk_roll() -> Roll {
+        let listed = [ListedKey {
+            id: "1".into(),
+            dnskey: crate::dnssec::test_key(),
+            active: true,
+            published: true,
+        }];
+        Roll::plan(&listed, KeyKind::Csk, None, Timestamp(0)).unwrap()
+    }
+
+    /// Going back, the keys are named for what they are to the operator: the one the
+    /// roll introduced is removed, the zone's own is kept.
+    #[test]
+    fn a_roll_going_back_names_the_key_it_removes_as_the_rolls_new_one() {
+        let mut roll = csk_roll();
+        assert_eq!(
+            roll_line(&roll),
+            "double_ds roll of the csk (algorithm 13), phase publishing: \
+             the new CSK published beside the old CSK, not signing yet"
+        );
+        std::mem::swap(&mut roll.old, &mut roll.new);
+        roll.aborted = true;
+        roll.phase = Phase::RemovingOldKey;
+        assert_eq!(
+            roll_line(&roll),
+            "double_ds roll of the csk (algorithm 13), phase removing_old_key (going back): \
+             the roll's new CSK deleted at the provider, the original CSK alone signing"
+        );
+        roll.method = Method::Algorithm;
+        roll.phase = Phase::SigningUnpublished;
+        roll.aborted = false;
+        assert!(
+            roll_line(&roll).starts_with(
+                "algorithm roll of the csk to algorithm 13, phase signing_unpublished: \
+                 the new algorithm's keys signing beside the old algorithm's keys"
+            ),
+            "{}",
+            roll_line(&roll)
+        );
+    }
 }

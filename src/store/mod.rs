@@ -128,6 +128,18 @@ pub use settings::{
     ClusterSettings, DEFAULT_DATABASE_PATH, DEFAULT_LEASE, DatabaseSettings, PostgresSettings,
 };
 
+/// The pool options every store's pool starts from: no background maintenance task
+/// (no idle timeout, no maximum lifetime). sqlx's sweep of idle connections can miscount
+/// them and then spin on a core for good, which also holds the process at its exit
+/// (transact-rs/sqlx#3645; a `status --json` was seen spinning so under load). Nothing
+/// here needs the sweep: SQLite's connections are to a local file, and PostgreSQL's are
+/// pinged before each use (a connection the server ended is replaced then).
+fn pool_options<DB: sqlx::Database>() -> sqlx::pool::PoolOptions<DB> {
+    sqlx::pool::PoolOptions::new()
+        .idle_timeout(None)
+        .max_lifetime(None)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database {path}: {error}")]

@@ -2035,3 +2035,24 @@ async fn a_signed_move_is_declared_once_at_the_rows_version_postgres() {
     a_signed_move_is_declared_once_at_the_rows_version(&store).await;
     store.close().await;
 }
+
+/// No store's pool runs sqlx's background sweep of idle connections (`pool_options`):
+/// it can spin on a core for good and hold the process at its exit.
+#[tokio::test]
+async fn no_pool_runs_the_idle_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let stores = [
+        Store::open(&path).await.unwrap(),
+        Store::open_read_only(&path).await.unwrap(),
+        Store::open_in_memory().await.unwrap(),
+    ];
+    for store in &stores {
+        let options = store.sqlite_pool().options();
+        assert_eq!(options.get_idle_timeout(), None);
+        assert_eq!(options.get_max_lifetime(), None);
+    }
+    let options = pool_options::<sqlx::Postgres>();
+    assert_eq!(options.get_idle_timeout(), None);
+    assert_eq!(options.get_max_lifetime(), None);
+}

@@ -8,7 +8,7 @@ use strum::VariantArray;
 
 use super::fleet::{Filter, Line, PAGE_SIZE, Selection, Snapshot};
 use crate::dns::{DsAnswer, NsAnswer, ParentView};
-use crate::lifecycle::waiting::Waiting;
+use crate::lifecycle::waiting::{Waiting, roll_line};
 use crate::lifecycle::{Intent, State, Timestamp};
 use crate::store::{AlertRow, EventRow, ZoneRow};
 
@@ -355,6 +355,15 @@ pub fn zone(viewer: &Viewer, z: &ZonePage) -> String {
                     @if let Some(key) = &facts.lifecycle.dnskey_to_enter {
                         div.copy-row { code #dnskey-line { (key) } button type="button" data-copy="dnskey-line" { "Copy DNSKEY" } }
                     }
+                }
+            }
+            // A roll in progress: status's line, and its wait (the zone's) with it.
+            @if let Some(roll) = &facts.key_roll {
+                section.box #key-roll {
+                    h2 { "Key rollover" }
+                    p #key-roll-line { (roll_line(roll)) }
+                    p #key-roll-wait { "Waiting for " (z.waiting.what) ", on " (z.waiting.party()) (until(z.waiting.until, z.now)) "." }
+                    p.muted { code { "dnssec-warden roll " (name) " --abort" } " goes back where the phase allows it (docs/operations.md, \"Key rollovers\")." }
                 }
             }
             @if viewer.operator {

@@ -16,3 +16,4 @@ mod prometheus_rules;
 mod systemd_unit;
 mod web_browser;
 mod web_security;
+mod web_zone_page;

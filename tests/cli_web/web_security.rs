@@ -15,14 +15,14 @@ use dnssec_warden::web::{ProxySettings, TlsFiles, WebSettings};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
-const ZONE: &str = "shop.test.";
-const T0: Timestamp = Timestamp(1_800_000_000_000);
-const ALICE: &str = "correct horse battery";
+pub(crate) const ZONE: &str = "shop.test.";
+pub(crate) const T0: Timestamp = Timestamp(1_800_000_000_000);
+pub(crate) const ALICE: &str = "correct horse battery";
 const VICTOR: &str = "viewer's own password";
 
-struct Console {
+pub(crate) struct Console {
     server: WebServer,
-    store: Store,
+    pub(crate) store: Store,
     clock: ManualClock,
     http: reqwest::Client,
     base: String,
@@ -79,7 +79,7 @@ async fn console_with(edit: impl FnOnce(&mut WebSettings, &Path)) -> Console {
     }
 }
 
-async fn console() -> Console {
+pub(crate) async fn console() -> Console {
     console_with(|_, _| {}).await
 }
 
@@ -117,7 +117,7 @@ impl Console {
     }
 
     /// Logs in; the session cookie and the token of its forms.
-    async fn session(&self, user: &str, password: &str) -> (String, String) {
+    pub(crate) async fn session(&self, user: &str, password: &str) -> (String, String) {
         let response = self.login(user, password).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
         let cookie = session_of(&response).expect("a session cookie");
@@ -127,7 +127,7 @@ impl Console {
         (cookie, csrf)
     }
 
-    async fn get(&self, path: &str, cookie: Option<&str>) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str, cookie: Option<&str>) -> reqwest::Response {
         let mut request = self.http.get(format!("{}{path}", self.base));
         if let Some(c) = cookie {
             request = request.header(COOKIE, c);

@@ -45,8 +45,18 @@ const ALGORITHM: [&str; 7] = [
     "done",
 ];
 
-async fn world(block: u8, zone: &str, algorithm: Option<&'static str>) -> RealWorld {
-    RealWorld::start_with(
+/// A world whose `zone` PowerDNS signs (with `pdns`'s key algorithms), the daemon
+/// running with the registrar hook recorded, and the zone `active` there with its DS at
+/// both TLD servers.
+struct Secured {
+    w: RealWorld,
+    calls: PathBuf,
+    log: PathBuf,
+    daemon: Daemon,
+}
+
+async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secured {
+    let w = RealWorld::start_with(
         block,
         &[zone],
         WorldOptions {
@@ -54,12 +64,23 @@ async fn world(block: u8, zone: &str, algorithm: Option<&'static str>) -> RealWo
             // Unbound fails at the first bogus answer instead of asking other servers
             // and the parent again (which could hide one).
             val_max_restart: Some(0),
-            pdns_algorithm: algorithm,
-            ..WorldOptions::default()
+            ..pdns
         },
     )
     .await
-    .unwrap_or_else(|e| panic!("the world starts: {e}"))
+    .unwrap_or_else(|e| panic!("the world starts: {e}"));
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    w.enable_at_powerdns(zone, &daemon, LONG)
+        .await
+        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    }
 }
 
 /// PowerDNS's key listing for the zone, through its API (`GET .../cryptokeys`).
@@ -538,13 +559,12 @@ async fn roll(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csk_roll_at_powerdns_stays_secure() {
     let zone = "roll.test.";
-    let w = world(96, zone, None).await;
-    let calls = w.registrar_hook("").unwrap();
-    let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
-    w.enable_at_powerdns(zone, &daemon, LONG)
-        .await
-        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(96, zone, WorldOptions::default()).await;
     let keys = cryptokeys(&w, zone).await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert_eq!(keys[0]["keytype"], "csk", "{keys:?}");
@@ -584,13 +604,20 @@ async fn a_csk_roll_at_powerdns_stays_secure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
     let zone = "alg.test.";
-    let w = world(97, zone, Some("rsasha256")).await;
-    let calls = w.registrar_hook("").unwrap();
-    let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
-    w.enable_at_powerdns(zone, &daemon, LONG)
-        .await
-        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(
+        97,
+        zone,
+        WorldOptions {
+            pdns_algorithm: Some("rsasha256"),
+            ..WorldOptions::default()
+        },
+    )
+    .await;
     let keys = cryptokeys(&w, zone).await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert_eq!(keys[0]["algorithm"], "RSASHA256", "{keys:?}");
@@ -625,13 +652,12 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
     let zone = "kill.test.";
-    let w = world(98, zone, None).await;
-    let calls = w.registrar_hook("").unwrap();
-    let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
-    w.enable_at_powerdns(zone, &daemon, LONG)
-        .await
-        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(98, zone, WorldOptions::default()).await;
     let rolled = roll(
         &w,
         zone,
@@ -665,24 +691,20 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
     let zone = "zsk.test.";
-    let w = RealWorld::start_with(
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(
         99,
-        &[zone],
+        zone,
         WorldOptions {
-            at_powerdns: vec![zone.to_string()],
-            val_max_restart: Some(0),
             pdns_zsk_algorithm: Some("ecdsa256"),
             ..WorldOptions::default()
         },
     )
-    .await
-    .unwrap_or_else(|e| panic!("the world starts: {e}"));
-    let calls = w.registrar_hook("").unwrap();
-    let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
-    w.enable_at_powerdns(zone, &daemon, LONG)
-        .await
-        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    .await;
     let keys = cryptokeys(&w, zone).await;
     let mut kinds: Vec<&str> = keys.iter().filter_map(|k| k["keytype"].as_str()).collect();
     kinds.sort();
@@ -716,13 +738,12 @@ async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csk_roll_aborted_after_the_new_ds_goes_back_safely() {
     let zone = "back.test.";
-    let w = world(100, zone, None).await;
-    let calls = w.registrar_hook("").unwrap();
-    let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
-    w.enable_at_powerdns(zone, &daemon, LONG)
-        .await
-        .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(100, zone, WorldOptions::default()).await;
     let rolled = roll(
         &w,
         zone,

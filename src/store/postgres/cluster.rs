@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgConnection;
-use sqlx::postgres::PgPoolOptions;
 
 use super::PgStore;
 use crate::lifecycle::Timestamp;
@@ -23,7 +22,7 @@ impl PgStore {
         let holder = lessee.holder.clone();
         self.lessee = Some(Arc::new(lessee));
         let options = (*self.pool.connect_options()).clone();
-        self.lease_pool = PgPoolOptions::new()
+        self.lease_pool = crate::store::pool_options::<sqlx::Postgres>()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10))
             .connect_lazy_with(options);

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 
 use super::{PgStore, SchemaCheck};
 use crate::store::migrations::POSTGRES;
@@ -62,7 +62,7 @@ impl PgStore {
                 IDLE_IN_TRANSACTION_LIMIT,
             )]);
         }
-        let pool = PgPoolOptions::new()
+        let pool = crate::store::pool_options::<sqlx::Postgres>()
             .max_connections(if read_only { 2 } else { 8 })
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
@@ -108,7 +108,7 @@ impl PgStore {
     ) -> Result<SchemaCheck, StoreError> {
         let label = settings.url.to_string();
         let options = options(settings)?.options([("default_transaction_read_only", "on")]);
-        let pool = PgPoolOptions::new()
+        let pool = crate::store::pool_options::<sqlx::Postgres>()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)

@@ -6,9 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqliteOwnedBuf, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteOwnedBuf, SqliteSynchronous};
 
 use super::SqliteStore;
 use crate::store::StoreError;
@@ -40,7 +38,7 @@ impl SqliteStore {
         let lock = migration_lock(path).await?;
         refuse_empty_file(path)?;
         refuse_missing_index(path)?;
-        let pool = SqlitePoolOptions::new()
+        let pool = crate::store::pool_options::<sqlx::Sqlite>()
             .max_connections(4)
             // A local file: a ping before every use is one more round trip to the
             // connection's thread per statement, and finds nothing a statement would not.
@@ -110,7 +108,7 @@ impl SqliteStore {
             .create_if_missing(false)
             .busy_timeout(Duration::from_secs(10));
         let connect = |options: SqliteConnectOptions| async move {
-            SqlitePoolOptions::new()
+            crate::store::pool_options::<sqlx::Sqlite>()
                 .max_connections(2)
                 .connect_with(options)
                 .await
@@ -221,11 +219,9 @@ impl SqliteStore {
         let options = SqliteConnectOptions::new()
             .in_memory(true)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
+        let pool = crate::store::pool_options::<sqlx::Sqlite>()
             .max_connections(1)
             .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
             // The one connection in memory: a ping before every use finds nothing a
             // statement would not.
             .test_before_acquire(false)
