@@ -1092,6 +1092,11 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(config: &Path, log: &Path) -> Result<Self> {
+        Self::start_with_env(config, log, &[])
+    }
+
+    /// [`Daemon::start`] with these environment variables (the test hooks').
+    pub fn start_with_env(config: &Path, log: &Path, env: &[(&str, String)]) -> Result<Self> {
         // Appends, so the log of a restarted daemon keeps what the killed one wrote.
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -1104,6 +1109,7 @@ impl Daemon {
                 .args(["run", "--config"])
                 .arg(config)
                 .env("RUST_LOG", "info")
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdout(Stdio::null())
                 .stderr(file),
         )?;
