@@ -23,6 +23,8 @@
 //!                         the children's CDS, writes the DS into both TLD servers by
 //!                         UPDATE, takes NOTIFYs; only with [`WorldOptions::registry`]
 //!  resolver   127.0.B.53  unbound validating, the lab anchor
+//!  chain      127.0.B.54  a caching unbound and a validating one forwarding to it
+//!             127.0.B.55  (crate::chain), where a test starts one
 //! ```
 //! All on one port: 53 when it is free on every address, else one the kernel picks. On
 //! port 53 Unbound knows only the root server and follows the referrals from there (so it

@@ -914,9 +914,10 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
         "one key added through the kills: {:?}",
         rolled.key_ids
     );
-    assert_eq!(
-        rolled.log.matches("for the roll").count(),
-        1,
+    // The kill may land between PowerDNS's answer to the addition and the daemon's line
+    // about it (the test kills once PowerDNS lists the key): none logged then.
+    assert!(
+        rolled.log.matches("for the roll").count() <= 1,
         "one addition asked of PowerDNS"
     );
 }
