@@ -194,14 +194,14 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(super::CrashPoint::Observed, name).await?;
         let at = self.clock.now();
-        let decision = rolling::decide(
-            &read.row.zone,
-            roll,
-            &seen,
-            at,
-            &self.policy,
-            &self.policy.roll_policy(),
-        );
+        #[cfg(not(any(test, feature = "test-hooks")))]
+        let roll_policy = self.policy.roll_policy();
+        #[cfg(any(test, feature = "test-hooks"))]
+        let roll_policy = crate::lifecycle::rollover::RollPolicy {
+            mutant_early_removal: super::test_hooks::mutant_early_removal(),
+            ..self.policy.roll_policy()
+        };
+        let decision = rolling::decide(&read.row.zone, roll, &seen, at, &self.policy, &roll_policy);
         let account = self.provider.account(name);
         let summary = roll_text(&seen, roll, &decision, at, account.as_deref());
         Ok((decision, summary, at))

@@ -88,6 +88,13 @@ impl StopAt {
     }
 }
 
+/// Test builds only: `DNSSEC_WARDEN_TEST_MUTANT_EARLY_REMOVAL` set (to anything) makes a
+/// ZSK or CSK roll delete the old key one DNSKEY TTL too early
+/// (`RollPolicy::mutant_early_removal`), for tests that must fail on it.
+pub(super) fn mutant_early_removal() -> bool {
+    std::env::var_os("DNSSEC_WARDEN_TEST_MUTANT_EARLY_REMOVAL").is_some()
+}
+
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// Stops here when the environment's stop point or the test's crash hook says so.
     pub(super) async fn crash_point(

@@ -31,6 +31,7 @@ fn policy() -> RollPolicy {
         assumed_ds_ttl: Duration::from_secs(86_400),
         // Two polls of 10 minutes, as the engine would use.
         confirmation_gap: Duration::from_secs(1200),
+        mutant_early_removal: false,
     }
 }
 

@@ -11,6 +11,7 @@
 //! | [`knot`] | Knot DNS and Unbound processes on loopback, each stopped by PID |
 //! | [`logs`] | what the code under test logs on one thread, while the tests of a binary run together |
 //! | [`world`] | a whole real-world DNS on Knot and Unbound for one end-to-end test |
+//! | [`chain`] | a caching Unbound that does not validate behind a validating one that forgets: every answer validated afresh from what a cache holds, for the key rollovers |
 //! | [`decisions`] | the engine's decisions about a zone as canonical text, step by step, from the store's rows (the decisions' golden replay) |
 //! | [`fake`] | a scripted provider and DNS for the engine tests, on a manual clock, checking the safety invariants against the ground truth |
 //! | [`move_world`] | a signed move's world for the engine tests: two accounts of one zone, their child servers and the parent's, each lagging on its own, a registrar the test drives, and rule 15's oracle over what every address served |
@@ -21,6 +22,7 @@
 
 pub mod bench_world;
 pub mod browser;
+pub mod chain;
 pub mod daemon;
 pub mod decisions;
 pub mod dns_limiter;

@@ -23,6 +23,8 @@
 //!                         the children's CDS, writes the DS into both TLD servers by
 //!                         UPDATE, takes NOTIFYs; only with [`WorldOptions::registry`]
 //!  resolver   127.0.B.53  unbound validating, the lab anchor
+//!  chain      127.0.B.54  a caching unbound and a validating one forwarding to it
+//!             127.0.B.55  (crate::chain), where a test starts one
 //! ```
 //! All on one port: 53 when it is free on every address, else one the kernel picks. On
 //! port 53 Unbound knows only the root server and follows the referrals from there (so it
@@ -1092,6 +1094,11 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(config: &Path, log: &Path) -> Result<Self> {
+        Self::start_with_env(config, log, &[])
+    }
+
+    /// [`Daemon::start`] with these environment variables (the test hooks').
+    pub fn start_with_env(config: &Path, log: &Path, env: &[(&str, String)]) -> Result<Self> {
         // Appends, so the log of a restarted daemon keeps what the killed one wrote.
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -1104,6 +1111,7 @@ impl Daemon {
                 .args(["run", "--config"])
                 .arg(config)
                 .env("RUST_LOG", "info")
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdout(Stdio::null())
                 .stderr(file),
         )?;

@@ -6,17 +6,22 @@
 //! hook records each request (`add` with the DS to keep, `remove`) and the test makes that
 //! edit at both TLD servers. Unbound, validating from the lab's root anchor and never
 //! flushed, is asked all along, from before the roll to after it: every answer must be
-//! SECURE (no SERVFAIL, no INSECURE). At the end PowerDNS holds and serves the new key
+//! SECURE (no SERVFAIL, no INSECURE). So is a resolver chain (test-support/src/chain.rs)
+//! whose cache holds every RRset with its RRSIGs for its own TTL and whose validator
+//! validates afresh at every question: where the zone's data outlives its DNSKEY set by
+//! far ([`CACHED`]), a key removed while a signature of it may still be cached fails
+//! there, as the mutant test shows. At the end PowerDNS holds and serves the new key
 //! alone, and both TLD servers publish its DS alone. Each test has its own 127.0.B.x block
-//! (96-100); see test-support/src/world.rs.
+//! (96-102); see test-support/src/world.rs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use dnssec_warden_test_support::chain::ResolverChain;
 use dnssec_warden_test_support::world::{
-    Daemon, HookCall, PDNS_API_KEY, Probe, RealWorld, Tld, WorldOptions, cli, ds_key, hook_calls,
-    ip, status,
+    Daemon, HookCall, PDNS_API_KEY, Probe, ProbeReport, RealWorld, Tld, WorldOptions, cli, ds_key,
+    hook_calls, ip, status,
 };
 use serde_json::Value;
 
@@ -24,6 +29,31 @@ use serde_json::Value;
 const LONG: Duration = Duration::from_secs(60);
 /// A whole roll, from `roll` to its end.
 const ROLL_LIMIT: Duration = Duration::from_secs(120);
+
+/// The zone's TTLs at PowerDNS during a roll: the DNSKEY set's (PowerDNS serves it with
+/// the SOA's negative TTL: the SOA's TTL and minimum are set to it) and that of the
+/// names the resolver chain asks.
+#[derive(Debug, Clone, Copy)]
+struct Ttls {
+    dnskey: u32,
+    data: u32,
+}
+
+/// The lab's: everything 2 s (the chain then holds nothing long).
+const LAB: Ttls = Ttls { dnskey: 2, data: 2 };
+/// Data cached far longer than the DNSKEY set: a key removed one DNSKEY TTL early (less
+/// the margin of 1 s and the daemon's confirmation lag) leaves a window of seconds in
+/// which a cached signature of it meets a fresh DNSKEY set without it.
+const CACHED: Ttls = Ttls {
+    dnskey: 8,
+    data: 20,
+};
+/// The names the chain asks (`cN.ZONE A`), one more every `data / CHAIN_NAMES`: the
+/// cache then holds a copy fetched less than that long before any instant.
+const CHAIN_NAMES: u32 = 20;
+
+/// The mutant the daemon runs with in [`a_zsk_roll_removing_the_old_key_early_fails_the_chain`].
+const MUTANT: &str = "DNSSEC_WARDEN_TEST_MUTANT_EARLY_REMOVAL";
 
 /// The double-DS method's phases (a KSK or a CSK), in order.
 const DOUBLE_DS: [&str; 6] = [
@@ -55,7 +85,13 @@ struct Secured {
     daemon: Daemon,
 }
 
-async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secured {
+/// [`secure_at_powerdns`] with the daemon's environment (a mutant's switch).
+async fn secure_at_powerdns_with(
+    block: u8,
+    zone: &str,
+    pdns: WorldOptions,
+    env: &[(&str, String)],
+) -> Secured {
     let w = RealWorld::start_with(
         block,
         &[zone],
@@ -71,7 +107,7 @@ async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secure
     .unwrap_or_else(|e| panic!("the world starts: {e}"));
     let calls = w.registrar_hook("").unwrap();
     let log = w.dir.path().join("daemon.log");
-    let daemon = Daemon::start(&w.config, &log).unwrap();
+    let daemon = Daemon::start_with_env(&w.config, &log, env).unwrap();
     w.enable_at_powerdns(zone, &daemon, LONG)
         .await
         .unwrap_or_else(|e| panic!("secure at PowerDNS: {e}"));
@@ -80,6 +116,84 @@ async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secure
         calls,
         log,
         daemon,
+    }
+}
+
+async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secured {
+    secure_at_powerdns_with(block, zone, pdns, &[]).await
+}
+
+/// Sets the zone's TTLs at PowerDNS through its API (the SOA's TTL and minimum, the
+/// chain's names with `ttls.data`), and checks what PowerDNS then serves.
+async fn set_ttls(w: &RealWorld, zone: &str, ttls: Ttls) {
+    let pdns = w.pdns.as_ref().expect("a PowerDNS in this world");
+    let url = format!("{}api/v1/servers/localhost/zones/{zone}", pdns.base_url());
+    let client = reqwest::Client::new();
+    let got: Value = client
+        .get(&url)
+        .header("X-API-Key", PDNS_API_KEY)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let soa = got["rrsets"]
+        .as_array()
+        .and_then(|sets| sets.iter().find(|r| r["type"] == "SOA"))
+        .and_then(|r| r["records"][0]["content"].as_str())
+        .unwrap_or_else(|| panic!("no SOA in {got}"));
+    let mut fields: Vec<String> = soa.split_whitespace().map(str::to_string).collect();
+    assert_eq!(fields.len(), 7, "{soa}");
+    fields[6] = ttls.dnskey.to_string();
+    let record = |content: String| serde_json::json!([{"content": content, "disabled": false}]);
+    let mut rrsets = vec![serde_json::json!({
+        "name": zone, "type": "SOA", "ttl": ttls.dnskey, "changetype": "REPLACE",
+        "records": record(fields.join(" ")),
+    })];
+    for i in 0..CHAIN_NAMES {
+        rrsets.push(serde_json::json!({
+            "name": format!("c{i}.{zone}"), "type": "A", "ttl": ttls.data,
+            "changetype": "REPLACE", "records": record("192.0.2.1".into()),
+        }));
+    }
+    let answer = client
+        .patch(&url)
+        .header("X-API-Key", PDNS_API_KEY)
+        .timeout(Duration::from_secs(10))
+        .json(&serde_json::json!({ "rrsets": rrsets }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    assert!(
+        answer.status().is_success(),
+        "PATCH {url}: {}",
+        answer.text().await.unwrap_or_default()
+    );
+    // Both TTLs as served, at both addresses.
+    use dnssec_warden::dns::Transport;
+    use hickory_proto::rr::RecordType;
+    let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+    for host in [8, 9] {
+        let server = std::net::SocketAddr::from((ip(w.block, host), w.port));
+        for (name, rtype, want) in [
+            (zone.to_string(), RecordType::DNSKEY, ttls.dnskey),
+            (format!("c0.{zone}"), RecordType::A, ttls.data),
+        ] {
+            let qname = dnssec_warden::dns::wire::parse_name(&name).expect("a name");
+            let q = dnssec_warden::dns::wire::build_query(&qname, rtype, false);
+            let m = transport
+                .exchange(server, &q)
+                .await
+                .unwrap_or_else(|e| panic!("{server} {name} {rtype}: {e}"));
+            let ttl = m
+                .answers
+                .iter()
+                .find(|r| r.record_type() == rtype)
+                .map(|r| r.ttl);
+            assert_eq!(ttl, Some(want), "{server} {name} {rtype}: {m:?}");
+        }
     }
 }
 
@@ -172,6 +286,11 @@ struct Run<'a> {
     kill_in: Vec<&'static str>,
     keys_before: usize,
     kills: Vec<String>,
+    /// Instants (from the declaration) at which the daemon is SIGKILLed, each with the
+    /// pause before it is restarted on the same database; in order.
+    kill_at: Vec<(Duration, Duration)>,
+    /// The daemon's environment, at every restart.
+    env: &'a [(&'a str, String)],
 }
 
 impl Run<'_> {
@@ -248,10 +367,36 @@ impl Run<'_> {
             self.note(format!("daemon SIGKILLed in {phase}"));
             self.kills.push(phase);
             tokio::time::sleep(Duration::from_millis(700)).await;
-            self.daemon = Daemon::start(&self.w.config, &self.log).unwrap();
-            self.note("daemon restarted on the same database".into());
+            self.restart();
         }
         s
+    }
+
+    fn restart(&mut self) {
+        self.daemon = Daemon::start_with_env(&self.w.config, &self.log, self.env).unwrap();
+        self.note("daemon restarted on the same database".into());
+    }
+
+    /// SIGKILLs the daemon if the schedule's next instant has come, and restarts it
+    /// after the schedule's pause.
+    async fn kill_on_schedule(&mut self) {
+        let Some(&(at, pause)) = self.kill_at.first() else {
+            return;
+        };
+        if self.started.elapsed() < at {
+            return;
+        }
+        self.kill_at.remove(0);
+        self.daemon.kill();
+        let phase = self.phases.last().cloned().unwrap_or_default();
+        self.note(format!(
+            "daemon SIGKILLed (scheduled at {:.1}s, in {phase}); restarted in {} ms",
+            at.as_secs_f64(),
+            pause.as_millis()
+        ));
+        self.kills.push(phase);
+        tokio::time::sleep(pause).await;
+        self.restart();
     }
 
     /// Acts on the hook's calls not yet acted on, at both TLD servers.
@@ -309,6 +454,18 @@ struct Rolled {
     key_ids: BTreeSet<String>,
     log: String,
     took: Duration,
+    /// What the resolver chain answered, and its validator's logged failures.
+    chain: ProbeReport,
+    chain_failures: Vec<String>,
+}
+
+/// What the resolver chain is to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// SECURE at every question.
+    Secure,
+    /// A validation failure at least once (a mutant's roll).
+    ValidationFailure,
 }
 
 /// How a roll is to end.
@@ -336,6 +493,14 @@ struct Plan<'a> {
     /// `roll ZONE --abort` in this phase, once the registrar acted on the new DS.
     abort_in: Option<&'static str>,
     end: End,
+    /// The zone's TTLs from the declaration on.
+    ttls: Ttls,
+    /// The daemon SIGKILLed at these instants (from the declaration), each restarted
+    /// after its pause.
+    kill_at: &'a [(Duration, Duration)],
+    /// The daemon's environment (it was started with), at every restart.
+    env: &'a [(&'a str, String)],
+    expect: Expect,
 }
 
 /// Declares `roll ZONE args` on a zone `active` at PowerDNS with its DS at both TLD
@@ -357,12 +522,30 @@ async fn roll(
         kill_in,
         abort_in,
         end,
+        ttls,
+        kill_at,
+        env,
+        expect,
     } = plan;
     let old_ds = ds_key(&w.pdns_ds(zone).unwrap());
     let before = cryptokeys(w, zone).await;
     let old_ids: BTreeSet<String> = before.iter().map(key_id).collect();
     // The hook's calls before the roll (the first DS's `publish`) are the enabling's.
     let earlier = hook_calls(&calls).len();
+    set_ttls(w, zone, ttls).await;
+    let servers = [ip(w.block, 8), ip(w.block, 9)];
+    let mut chain = ResolverChain::start(w, zone, &servers)
+        .await
+        .unwrap_or_else(|e| panic!("the resolver chain starts: {e}"));
+    let chain_probe = chain.probe(
+        zone,
+        (0..CHAIN_NAMES).map(|i| format!("c{i}.{zone}")).collect(),
+        Duration::from_secs(ttls.data.into()) / CHAIN_NAMES,
+        servers
+            .iter()
+            .map(|a| std::net::SocketAddr::from((*a, w.port)))
+            .collect(),
+    );
     let probe = Probe::start(w, zone);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut cmd = vec!["roll", zone];
@@ -385,8 +568,15 @@ async fn roll(
         abort_in,
         keys_before: before.len(),
         kills: Vec::new(),
+        kill_at: kill_at.to_vec(),
+        env,
     };
-    run.note(format!("roll declared: {}", out.trim()));
+    run.note(format!(
+        "roll declared: {} (DNSKEY TTL {} s, the chain's names' {} s)",
+        out.trim(),
+        ttls.dnskey,
+        ttls.data
+    ));
     let mut ended = false;
     for _ in 0..5_000 {
         assert!(
@@ -394,6 +584,7 @@ async fn roll(
             "the roll did not end within {ROLL_LIMIT:?}\n{}",
             run.report()
         );
+        run.kill_on_schedule().await;
         let s = run.look(order).await;
         run.registrar().await;
         if let Some(phase) = run.abort_in
@@ -415,9 +606,10 @@ async fn roll(
     assert!(ended, "never ended\n{}", run.report());
     let took = run.started.elapsed();
     assert!(
-        run.kill_in.is_empty(),
-        "the daemon was to be killed in {:?} too\n{}",
+        run.kill_in.is_empty() && run.kill_at.is_empty(),
+        "the daemon was to be killed in {:?} and at {:?} too\n{}",
         run.kill_in,
+        run.kill_at,
         run.report()
     );
     // A few more answers from the new key alone, then the probe stops.
@@ -427,14 +619,43 @@ async fn roll(
         "probe: {} answers, {} secure, {} insecure, {} SERVFAIL ({} validation failures): {:?}",
         report.answers, report.secure, report.insecure, report.servfail, report.bogus, report.runs
     ));
-    assert!(
-        report.answers > 20
-            && report.secure == report.answers
-            && report.insecure == 0
-            && report.servfail == 0,
-        "every answer SECURE all along: {report:?}\n{}",
-        run.report()
-    );
+    let chained = chain_probe.report().await;
+    let chain_failures = chain.validation_failures();
+    run.note(format!(
+        "chain: {} answers, {} secure, {} insecure, {} SERVFAIL ({} validation failures):\n  {}\n  validator's log: {chain_failures:?}",
+        chained.answers,
+        chained.secure,
+        chained.insecure,
+        chained.servfail,
+        chained.bogus,
+        chained.runs.join("\n  ")
+    ));
+    assert!(chain.alive(), "the chain's Unbounds ran throughout");
+    match expect {
+        Expect::Secure => {
+            assert!(
+                report.answers > 20
+                    && report.secure == report.answers
+                    && report.insecure == 0
+                    && report.servfail == 0,
+                "every answer SECURE all along: {report:?}\n{}",
+                run.report()
+            );
+            assert!(
+                chained.answers > 100
+                    && chained.secure == chained.answers
+                    && chained.insecure == 0
+                    && chained.servfail == 0,
+                "every answer of the chain SECURE all along: {chained:?}\n{}",
+                run.report()
+            );
+        }
+        Expect::ValidationFailure => assert!(
+            chained.bogus > 0,
+            "the chain saw no validation failure: {chained:?}\n{}",
+            run.report()
+        ),
+    }
 
     // Every address serves the keys PowerDNS lists, all active and published.
     let after = cryptokeys(w, zone).await;
@@ -551,6 +772,8 @@ async fn roll(
         key_ids: run.key_ids.clone(),
         log: run.daemon.log(),
         took,
+        chain: chained,
+        chain_failures,
     }
 }
 
@@ -580,6 +803,10 @@ async fn a_csk_roll_at_powerdns_stays_secure() {
             kill_in: &[],
             abort_in: None,
             end: End::NewSep,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
         },
     )
     .await;
@@ -633,6 +860,10 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
             kill_in: &[],
             abort_in: None,
             end: End::NewSep,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
         },
     )
     .await;
@@ -670,6 +901,10 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
             kill_in: &["publishing", "awaiting_new_ds"],
             abort_in: None,
             end: End::NewSep,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
         },
     )
     .await;
@@ -679,9 +914,10 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
         "one key added through the kills: {:?}",
         rolled.key_ids
     );
-    assert_eq!(
-        rolled.log.matches("for the roll").count(),
-        1,
+    // The kill may land between PowerDNS's answer to the addition and the daemon's line
+    // about it (the test kills once PowerDNS lists the key): none logged then.
+    assert!(
+        rolled.log.matches("for the roll").count() <= 1,
         "one addition asked of PowerDNS"
     );
 }
@@ -721,6 +957,10 @@ async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
             kill_in: &[],
             abort_in: None,
             end: End::NewZsk,
+            ttls: CACHED,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
         },
     )
     .await;
@@ -762,6 +1002,10 @@ async fn a_csk_roll_aborted_after_the_new_ds_goes_back_safely() {
             kill_in: &[],
             abort_in: Some("awaiting_new_ds"),
             end: End::Old,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
         },
     )
     .await;
@@ -775,5 +1019,136 @@ async fn a_csk_roll_aborted_after_the_new_ds_goes_back_safely() {
     assert!(
         story.contains("aborted in awaiting_new_ds: going back by removing_old_ds"),
         "{story}"
+    );
+}
+
+/// (5) The mutant that deletes the old key one DNSKEY TTL too early (the daemon run with
+/// `DNSSEC_WARDEN_TEST_MUTANT_EARLY_REMOVAL`), in a ZSK roll whose data is cached far
+/// longer than the DNSKEY set ([`CACHED`]): the chain's cache still holds data signed by
+/// the old ZSK when PowerDNS stops serving it, and the validator fails it. The suite's
+/// own check, every answer SECURE, would fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zsk_roll_removing_the_old_key_early_fails_the_chain() {
+    let zone = "mutant.test.";
+    let env = [(MUTANT, "1".to_string())];
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns_with(
+        101,
+        zone,
+        WorldOptions {
+            pdns_zsk_algorithm: Some("ecdsa256"),
+            ..WorldOptions::default()
+        },
+        &env,
+    )
+    .await;
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--kind", "zsk"],
+            order: &["publishing", "swapping", "removing_old_key", "done"],
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewZsk,
+            ttls: CACHED,
+            kill_at: &[],
+            env: &env,
+            expect: Expect::ValidationFailure,
+        },
+    )
+    .await;
+    assert!(
+        rolled.chain_failures.iter().any(|l| {
+            l.to_ascii_lowercase().contains(zone) && l.contains("signatures from unknown keys")
+        }),
+        "the validator logged signatures of a key gone (its names in 0x20 case): {:?}",
+        rolled.chain_failures
+    );
+    eprintln!(
+        "[127.0.101.x] the mutant's roll: the chain answered {} times, {} SERVFAIL ({} validation failures)",
+        rolled.chain.answers, rolled.chain.servfail, rolled.chain.bogus
+    );
+}
+
+/// Prints the seed of a random schedule when the test fails.
+struct SeedOnFailure(u64);
+
+impl Drop for SeedOnFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "the kill schedule's seed was {0}: E2E_SEED={0} repeats it",
+                self.0
+            );
+        }
+    }
+}
+
+/// (6) A CSK roll with the daemon SIGKILLed at four random instants (a seeded schedule,
+/// `E2E_SEED` to repeat one) within the first 30 s, whatever it is doing then, each
+/// time restarted on the same database after a random pause: the roll completes, the
+/// chain ([`CACHED`]) and Unbound answer SECURE throughout, and PowerDNS never listed a
+/// key beyond the old one and the one the roll added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_survives_sigkill_at_random_instants() {
+    let zone = "chaos.test.";
+    let seed = std::env::var("E2E_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    let _seed = SeedOnFailure(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut kill_at: Vec<(Duration, Duration)> = (0..4)
+        .map(|_| {
+            (
+                Duration::from_millis(rng.u64(500..30_000)),
+                Duration::from_millis(rng.u64(0..1000)),
+            )
+        })
+        .collect();
+    kill_at.sort();
+    eprintln!("[127.0.102.x] seed {seed}: the daemon SIGKILLed at {kill_at:?}");
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_at_powerdns(102, zone, WorldOptions::default()).await;
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+            ttls: CACHED,
+            kill_at: &kill_at,
+            env: &[],
+            expect: Expect::Secure,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added through the kills: {:?}",
+        rolled.key_ids
+    );
+    assert!(
+        rolled.log.matches("for the roll").count() <= 1,
+        "one addition asked of PowerDNS"
     );
 }

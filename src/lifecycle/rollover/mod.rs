@@ -336,6 +336,12 @@ pub struct RollPolicy {
     /// Looks further apart than this restart a hold (two `poll_waiting`, as rule 2; the
     /// engine adds the longest a step may take, as for a move).
     pub confirmation_gap: Duration,
+    /// Test builds only: a mutant that deletes the old key one DNSKEY TTL too early (the
+    /// hold of the phase before `removing_old_key`, `swapping` for a ZSK and
+    /// `removing_old_ds` for a KSK or CSK, is that much shorter), for tests that must
+    /// fail on it.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub mutant_early_removal: bool,
 }
 
 impl Policy {
@@ -345,6 +351,8 @@ impl Policy {
             propagation_margin: self.propagation_margin,
             assumed_ds_ttl: self.assumed_ds_ttl,
             confirmation_gap: self.gone_confirmation_gap(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            mutant_early_removal: false,
         }
     }
 }
@@ -553,6 +561,14 @@ impl Roll {
             self.confirmed_at = None;
         }
         self.last_confirmed = Some(now);
+        #[cfg(any(test, feature = "test-hooks"))]
+        let ttl = if policy.mutant_early_removal
+            && self.method.after(self.phase) == Phase::RemovingOldKey
+        {
+            ttl.saturating_sub(self.ttls.dnskey)
+        } else {
+            ttl
+        };
         let until = hold_until(*self.confirmed_at.get_or_insert(now), ttl, policy);
         if now < until {
             return Err(RollWait::ttl(
