@@ -48,6 +48,13 @@ pub fn decide(
         .filter_map(|e| effect_row(name, &decided.next, e, facts.parent_way.ds_path.as_ref()))
         .collect();
     if decided.next.phase == Phase::Done {
+        let mut effects = effects;
+        // Rule 14 of the steady zone, set by the step that ends a roll by the CDS (a
+        // settled zone's look does not read the setting).
+        let steady = super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle);
+        if decided.next.via.by_cds() && seen.cds.is_some_and(|now| now != steady) {
+            effects.push(Effect::SetCds { to: steady });
+        }
         return ended(zone, facts, &decided.next, notes, effects, at);
     }
     if decided.next.phase != roll.phase || facts.wait.held_by.is_none() {

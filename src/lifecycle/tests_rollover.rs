@@ -1367,3 +1367,47 @@ fn the_roll_is_stored_as_json() {
     let back: Roll = serde_json::from_str(&text).expect("reads back");
     assert_eq!(back, roll);
 }
+
+/// The parent's way is read from the zone's path while a double-DS roll is in
+/// `publishing` (no DS change asked yet), and kept after; an algorithm roll goes by the
+/// registrar.
+#[test]
+fn the_parent_way_is_fixed_before_the_first_ds_change() {
+    use super::parent_way::{DsyncHint, ParentWays, resolve};
+    use super::rolling::with_parent_way;
+    use std::net::IpAddr;
+    let scan = resolve("ch.", &ParentWays::default(), &DsyncHint::None);
+    let notify = resolve(
+        "ch.",
+        &ParentWays::default(),
+        &DsyncHint::Notify {
+            owner: "_dsync.ch.".into(),
+            target: "scanner.ch.".into(),
+            port: 53,
+            addrs: vec![IpAddr::from([127, 0, 0, 9])],
+        },
+    );
+    let registrar = resolve("test.", &ParentWays::default(), &DsyncHint::None);
+    let d = Drive::new(Case::Csk);
+    assert_eq!(with_parent_way(&d.roll, Some(&scan)).via, DsVia::CdsScan);
+    assert_eq!(
+        with_parent_way(&d.roll, Some(&notify)).via,
+        DsVia::CdsNotify
+    );
+    assert_eq!(
+        with_parent_way(&d.roll, Some(&registrar)).via,
+        DsVia::Registrar
+    );
+    assert_eq!(with_parent_way(&d.roll, None).via, DsVia::Registrar);
+    let mut later = with_parent_way(&d.roll, Some(&scan));
+    later.phase = Phase::AwaitingNewDs;
+    assert_eq!(
+        with_parent_way(&later, Some(&registrar)).via,
+        DsVia::CdsScan
+    );
+    let algorithm = Drive::new(Case::AlgorithmCsk);
+    assert_eq!(
+        with_parent_way(&algorithm.roll, Some(&scan)).via,
+        DsVia::Registrar
+    );
+}
