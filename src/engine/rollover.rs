@@ -6,7 +6,10 @@
 //! step of `engine`. Here too: the roll's key calls and registrar requests performed from
 //! the outbox, and its calls of unknown outcome settled by the listing (rule 11).
 
-use crate::dns::{ChildView, DnskeyAnswer, DsAnswer, Evidence, ObserveError, Observer, ParentView};
+use crate::dns::observe::signals::is_delete_ds;
+use crate::dns::{
+    ChildView, DnskeyAnswer, DsAnswer, Evidence, ObserveError, Observer, ParentView, Signals,
+};
 use crate::lifecycle::rolling::{self, Stands};
 use crate::lifecycle::rollover::{
     Answer, ChildRollSeen, KeyKind, ListedKey, ParentRollSeen, Roll, RollSeen,
@@ -100,6 +103,17 @@ fn children(
                     .next()
                     .unwrap_or_else(|| Err("no answer for the zone's data".into()))
                     .map(|data_signed_by| ChildRollSeen {
+                        cds: match &k.signals {
+                            Signals::Answered(p) => Some(
+                                p.cds
+                                    .iter()
+                                    .filter(|d| !is_delete_ds(d))
+                                    .map(|d| d.key_tag)
+                                    .chain(p.cdnskey.iter().map(|k| k.key_tag()))
+                                    .collect(),
+                            ),
+                            _ => None,
+                        },
                         dnskey: k.keys.clone(),
                         dnskey_ttl: k.ttl,
                         dnskey_signed_by: k
@@ -112,6 +126,7 @@ fn children(
                     })
                     .map_err(|e| format!("the zone's data signatures unknown: {e}")),
                 DnskeyAnswer::Absent => Ok(ChildRollSeen {
+                    cds: Some(Vec::new()),
                     dnskey: Vec::new(),
                     dnskey_ttl: 0,
                     dnskey_signed_by: Vec::new(),
@@ -125,14 +140,35 @@ fn children(
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// One look at a rolling zone: asks, decides nothing. `add_key_unsettled` is left
-    /// false; the step sets it from the outbox.
-    async fn see_roll(&self, zone: &str) -> RollSeen {
-        let (keys, child, parent, ttl) = tokio::join!(
+    /// false; the step sets it from the outbox. `by_cds`: the parent takes the DS from
+    /// the child's CDS, whose setting and every address's answers are asked too.
+    async fn see_roll(&self, zone: &str, by_cds: bool) -> RollSeen {
+        let child_view = async {
+            if by_cds {
+                self.observer.child_with_signals(zone).await
+            } else {
+                self.observer.child(zone).await
+            }
+        };
+        let cds = async {
+            if by_cds {
+                self.provider
+                    .cds_publication(zone)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|h| h.as_whole())
+            } else {
+                None
+            }
+        };
+        let (keys, child, parent, ttl, cds) = tokio::join!(
             self.provider.keys(zone),
-            self.observer.child(zone),
+            child_view,
             // Every phase's parent question decides (rule 10): validated, always.
             self.observer.parent_validated(zone),
             self.provider.largest_ttl(zone),
+            cds,
         );
         // The keys each address's SOA signatures are checked against: those it serves,
         // and those the provider lists, whose DNSKEY an address may not serve while they
@@ -175,6 +211,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
                 Ok(None) => Err("a record set has no known TTL".into()),
                 Err(e) => Err(e.to_string()),
             },
+            cds,
         }
     }
 
@@ -187,7 +224,11 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         roll: &Roll,
     ) -> Result<(Decision, ObservationText, Timestamp), EngineError> {
         let name = read.row.zone.name.as_str();
-        let mut seen = self.see_roll(name).await;
+        let by_cds =
+            rolling::with_parent_way(roll, read.row.zone.facts.parent_way.ds_path.as_ref())
+                .via
+                .by_cds();
+        let mut seen = self.see_roll(name, by_cds).await;
         if read.unknown_calls {
             seen.add_key_unsettled = self.settle_key_calls(name, roll, &seen).await?;
         }

@@ -8,9 +8,11 @@
 use super::facts::Facts;
 use super::hold::{Hold, Party};
 use super::model::{AlertCheck, AuditNote, Decision, Effect, RollRequest, Zone};
+use super::parent_way::{DsPath, NotifyPlan, ParentPath};
 use super::policy::Policy;
 use super::rollover::{
-    self, DsRequest, ListedKey, Phase, Roll, RollEffect, RollPolicy, RollSeen, RollWait,
+    self, DsRequest, DsVia, ListedKey, Method, Phase, Roll, RollEffect, RollPolicy, RollSeen,
+    RollWait,
 };
 use crate::alert_kind::AlertKind;
 use crate::dnssec::{DigestType, Ds, DsLine};
@@ -28,6 +30,7 @@ pub fn decide(
     roll_policy: &RollPolicy,
 ) -> Decision {
     let name = zone.name.as_str();
+    let roll = &with_parent_way(roll, zone.facts.parent_way.ds_path.as_ref());
     let decided = rollover::decide(name, roll, seen, at, roll_policy, false);
     let mut facts = zone.facts.clone();
     let notes = decided
@@ -42,9 +45,16 @@ pub fn decide(
     let effects: Vec<Effect> = decided
         .effects
         .iter()
-        .map(|e| effect_row(name, &decided.next, e))
+        .filter_map(|e| effect_row(name, &decided.next, e, facts.parent_way.ds_path.as_ref()))
         .collect();
     if decided.next.phase == Phase::Done {
+        let mut effects = effects;
+        // Rule 14 of the steady zone, set by the step that ends a roll by the CDS (a
+        // settled zone's look does not read the setting).
+        let steady = super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle);
+        if decided.next.via.by_cds() && seen.cds.is_some_and(|now| now != steady) {
+            effects.push(Effect::SetCds { to: steady });
+        }
         return ended(zone, facts, &decided.next, notes, effects, at);
     }
     if decided.next.phase != roll.phase || facts.wait.held_by.is_none() {
@@ -180,8 +190,31 @@ fn followed_ds_line(zone: &Zone, roll: &Roll) -> Option<String> {
     )
 }
 
-/// A roll's effect as an outbox row.
-fn effect_row(zone: &str, roll: &Roll, effect: &RollEffect) -> Effect {
+/// The roll with the way its parent takes the DS, from the zone's parent way (the path
+/// last resolved): fixed while a double-DS roll is still in `publishing`, where no DS
+/// change was asked yet; kept as it is after. A scanning or notified registry takes it
+/// from the CDS; the registrar otherwise (and for an algorithm roll, whose CDS variant
+/// is not built).
+pub fn with_parent_way(roll: &Roll, path: Option<&ParentPath>) -> Roll {
+    let mut roll = roll.clone();
+    if roll.method == Method::DoubleDs && roll.phase == Phase::Publishing && !roll.aborted {
+        roll.via = match path.map(|p| &p.path) {
+            Some(DsPath::CdsScan) => DsVia::CdsScan,
+            Some(DsPath::Notify { .. }) => DsVia::CdsNotify,
+            _ => DsVia::Registrar,
+        };
+    }
+    roll
+}
+
+/// A roll's effect as an outbox row; `None` for a NOTIFY(CDS) where the parent names no
+/// target with an address (its registry's scan finds the CDS on its own).
+fn effect_row(
+    zone: &str,
+    roll: &Roll,
+    effect: &RollEffect,
+    path: Option<&ParentPath>,
+) -> Option<Effect> {
     let line = |ds: &Ds| {
         DsLine {
             owner: zone.to_string(),
@@ -190,7 +223,21 @@ fn effect_row(zone: &str, roll: &Roll, effect: &RollEffect) -> Effect {
         }
         .to_string()
     };
-    match effect {
+    Some(match effect {
+        RollEffect::SetCds(to) => Effect::SetCds { to: *to },
+        RollEffect::NotifyCds { signal } => match path.map(|p| &p.path) {
+            Some(DsPath::Notify {
+                target,
+                port,
+                addrs,
+            }) if !addrs.is_empty() => Effect::NotifyCds(NotifyPlan {
+                target: target.clone(),
+                port: *port,
+                addrs: addrs.clone(),
+                signal: signal.clone(),
+            }),
+            _ => return None,
+        },
         RollEffect::AddKey {
             kind,
             algorithm,
@@ -224,7 +271,7 @@ fn effect_row(zone: &str, roll: &Roll, effect: &RollEffect) -> Effect {
                 keep: line(keep),
             },
         },
-    }
+    })
 }
 
 /// Whether an owed registrar request of a roll is sent now.

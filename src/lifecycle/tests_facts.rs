@@ -119,6 +119,8 @@ key_roll: Some(Roll {
                 zone: 24,
             },
             abort_asked: false,
+            via: crate::lifecycle::rollover::DsVia::Registrar,
+            cds_notified: None,
         })
 }
 }

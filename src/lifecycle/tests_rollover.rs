@@ -13,10 +13,10 @@ use proptest::prelude::*;
 
 use super::hold::Party;
 use super::rollover::{
-    Answer, ChildRollSeen, DsRequest, KeyKind, ListedKey, Method, ParentRollSeen, Phase, Roll,
-    RollDecision, RollEffect, RollPolicy, RollSeen, decide, may_abort,
+    Answer, ChildRollSeen, DsRequest, DsVia, KeyKind, ListedKey, Method, ParentRollSeen, Phase,
+    Roll, RollDecision, RollEffect, RollPolicy, RollSeen, decide, may_abort,
 };
-use crate::dnssec::{DigestType, Dnskey, Ds, usable_ds};
+use crate::dnssec::{CdsPublication, DigestType, Dnskey, Ds, usable_ds};
 use crate::time::Timestamp;
 
 const ZONE: &str = "rolling.test.";
@@ -49,12 +49,14 @@ struct PKey {
 }
 
 /// What a child address serves: the DNSKEY set, the keys whose RRSIG is over it, the
-/// keys whose RRSIG is over the zone's data.
+/// keys whose RRSIG is over the zone's data, the keys its CDS names (signed as the
+/// DNSKEY set is, as PowerDNS signs it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Served {
     keys: Vec<Dnskey>,
     dnskey_signers: Vec<Dnskey>,
     data_signers: Vec<Dnskey>,
+    cds: Vec<Dnskey>,
 }
 
 /// (since, what) in time order.
@@ -98,6 +100,15 @@ struct World {
     zone_ttl_unknown: bool,
     /// The parent address whose copy of the DS set lags the others.
     unvalidated: Option<usize>,
+    /// How the parent takes the DS: the registrar acts on requests, or a registry scans
+    /// the child's CDS (at `RegistrarActs`, on a NOTIFY, and when all catch up).
+    via: DsVia,
+    /// The provider's CDS setting: `Key` publishes the CDS of its published SEP keys.
+    cds: CdsPublication,
+    /// Registrar requests decided for a zone whose DS goes by the CDS (none may be).
+    registrar_calls: Vec<String>,
+    /// The NOTIFY(CDS) signals sent, in order.
+    notified: Vec<String>,
 }
 
 fn make_key(n: u16, sep: bool, algorithm: u8) -> Dnskey {
@@ -131,6 +142,10 @@ impl World {
             api_unknown: false,
             zone_ttl_unknown: false,
             unvalidated: None,
+            via: DsVia::Registrar,
+            cds: CdsPublication::Nothing,
+            registrar_calls: vec![],
+            notified: vec![],
         };
         match layout {
             Layout::Split(a) => {
@@ -184,6 +199,15 @@ impl World {
                 .collect(),
             dnskey_signers: vec![],
             data_signers: vec![],
+            cds: if self.cds == CdsPublication::Key {
+                self.keys
+                    .iter()
+                    .filter(|k| k.published && k.dnskey.is_sep())
+                    .map(|k| k.dnskey.clone())
+                    .collect()
+            } else {
+                vec![]
+            },
         };
         let mut algorithms: Vec<u8> = self.keys.iter().map(|k| k.dnskey.algorithm).collect();
         algorithms.sort_unstable();
@@ -239,6 +263,42 @@ impl World {
         }
     }
 
+    /// The registry's scan of the child's CDS (RFC 7344, RFC 9975), as the lab's: every
+    /// child address serves the same CDS set, not empty; it differs from the DS set; a
+    /// key that signs it (the DNSKEY set) at every address is one the current DS names.
+    /// Then the DS set becomes the CDS set's DS.
+    fn registry_scans(&mut self) {
+        let now: Vec<&Served> = self
+            .children
+            .iter()
+            .filter_map(|a| a.history.last().map(|(_, s)| s))
+            .collect();
+        let Some(first) = now.first() else { return };
+        if first.cds.is_empty() || now.iter().any(|s| s.cds != first.cds) {
+            return;
+        }
+        let wanted: Vec<Ds> = first.cds.iter().map(ds).collect();
+        if wanted.len() == self.registry.len() && wanted.iter().all(|d| self.registry.contains(d)) {
+            return;
+        }
+        let trusted = first.dnskey_signers.iter().any(|k| {
+            now.iter().all(|s| s.dnskey_signers.contains(k))
+                && self.registry.iter().any(|d| k.matches_ds(ZONE, d))
+        });
+        if trusted {
+            self.registry = wanted;
+        }
+    }
+
+    /// The parent's way acts: the registrar on its requests, or the registry's scan.
+    fn parent_acts(&mut self) {
+        if self.via.by_cds() {
+            self.registry_scans();
+        } else {
+            self.registrar_acts();
+        }
+    }
+
     fn catch_up(&mut self) {
         self.catch_up_but(usize::MAX);
     }
@@ -247,6 +307,12 @@ impl World {
     fn catch_up_but(&mut self, lagging: usize) {
         while !self.pending.is_empty() {
             self.registrar_acts();
+        }
+        if self.via.by_cds() {
+            for i in 0..2 {
+                self.propagate_child(i);
+            }
+            self.registry_scans();
         }
         for i in (0..3).filter(|i| *i != lagging) {
             self.propagate_parent(i);
@@ -289,6 +355,7 @@ impl World {
                                 .map(Dnskey::key_tag)
                                 .collect(),
                             data_signed_by: s.data_signers.iter().map(Dnskey::key_tag).collect(),
+                            cds: Some(s.cds.iter().map(Dnskey::key_tag).collect()),
                         }),
                         _ => Err("timeout".into()),
                     },
@@ -315,6 +382,7 @@ impl World {
             } else {
                 Ok(self.ttl.zone)
             },
+            cds: (self.via.by_cds() && !self.api_unknown).then_some(self.cds),
         }
     }
 
@@ -340,7 +408,18 @@ impl World {
                     }
                 }
                 RollEffect::DeleteKey { id } => self.keys.retain(|k| k.id != *id),
-                RollEffect::Registrar(r) => self.pending.push(r.clone()),
+                RollEffect::Registrar(r) => {
+                    if self.via.by_cds() {
+                        self.registrar_calls.push(format!("{r:?}"));
+                    }
+                    self.pending.push(r.clone());
+                }
+                RollEffect::SetCds(to) => self.cds = *to,
+                // The registry scans at once on a NOTIFY.
+                RollEffect::NotifyCds { signal } => {
+                    self.notified.push(signal.clone());
+                    self.registry_scans();
+                }
             }
         }
     }
@@ -406,7 +485,7 @@ impl World {
             &data.iter().map(Vec::as_slice).collect::<Vec<_>>(),
             self.ttl.zone,
         );
-        let mut out = vec![];
+        let mut out = self.cds_violations();
         for d in &ds_sets {
             for (keys, signers) in &key_sets {
                 for sigs in &sig_sets {
@@ -420,6 +499,56 @@ impl World {
                         ));
                     }
                 }
+            }
+        }
+        out
+    }
+}
+
+impl World {
+    /// Rule 14 in a roll by the CDS, at this instant: no child address's CDS names a key
+    /// some child address does not serve (a registry acting on it breaks validation,
+    /// `cds_unexpected`'s `Unserved`); a CDS set every address agrees on and that would
+    /// change the DS is signed by a key the current DS names (else the registry refuses
+    /// it, and the roll waits for ever); no registrar request for such a zone.
+    fn cds_violations(&self) -> Vec<String> {
+        let mut out = self.registrar_calls.clone();
+        let now: Vec<&Served> = self
+            .children
+            .iter()
+            .filter_map(|a| a.history.last().map(|(_, s)| s))
+            .collect();
+        for (i, s) in now.iter().enumerate() {
+            for k in &s.cds {
+                if let Some(j) = now.iter().position(|o| !o.keys.contains(k)) {
+                    out.push(format!(
+                        "child-{i} publishes CDS for key {} which child-{j} does not serve",
+                        k.key_tag()
+                    ));
+                }
+            }
+        }
+        if !self.via.by_cds() {
+            return out;
+        }
+        if let Some(first) = now.first()
+            && !first.cds.is_empty()
+            && now.iter().all(|s| s.cds == first.cds)
+        {
+            let wanted: Vec<Ds> = first.cds.iter().map(ds).collect();
+            let changes = wanted.len() != self.registry.len()
+                || !wanted.iter().all(|d| self.registry.contains(d));
+            let trusted = first.dnskey_signers.iter().any(|k| {
+                now.iter().all(|s| s.dnskey_signers.contains(k))
+                    && self.registry.iter().any(|d| k.matches_ds(ZONE, d))
+            });
+            if changes && !trusted {
+                out.push(format!(
+                    "the CDS {:?} would change DS {:?} but is signed by {:?}, which the DS does not name: the registry refuses it",
+                    tags(&first.cds),
+                    self.registry.iter().map(|d| d.key_tag).collect::<Vec<_>>(),
+                    tags(&first.dnskey_signers)
+                ));
             }
         }
         out
@@ -536,7 +665,9 @@ fn daemon_step(
         let effects: Vec<RollEffect> = decision
             .effects
             .iter()
-            .filter(|e| perform || matches!(e, RollEffect::Registrar(_)))
+            .filter(|e| {
+                perform || matches!(e, RollEffect::Registrar(_) | RollEffect::NotifyCds { .. })
+            })
             .cloned()
             .collect();
         w.perform(&effects);
@@ -573,11 +704,12 @@ fn planned(w: &World, kind: KeyKind, algorithm: Option<u8>) -> Roll {
     Roll::plan(&keys, kind, algorithm, w.now).expect("a roll can be planned")
 }
 
-fn run(ops: &[Op], case: Case, ttl: Ttls) -> Result<(), TestCaseError> {
+fn run(ops: &[Op], case: Case, ttl: Ttls, via: DsVia) -> Result<(), TestCaseError> {
     let (layout, kind, algorithm) = case.start();
     let mut w = World::new(layout, ttl);
     let original: Vec<Dnskey> = w.keys.iter().map(|k| k.dnskey.clone()).collect();
     let mut roll = planned(&w, kind, algorithm);
+    by_parent_way(&mut w, &mut roll, via);
     let mut trail = vec![];
     let mut abort = false;
     let check = |w: &World, trail: &[String], what: &str| -> Result<(), TestCaseError> {
@@ -607,7 +739,7 @@ fn run(ops: &[Op], case: Case, ttl: Ttls) -> Result<(), TestCaseError> {
                 trail.extend(d.notes);
             }
             Op::Advance(s) => w.now = w.now.plus_secs(*s),
-            Op::RegistrarActs => w.registrar_acts(),
+            Op::RegistrarActs => w.parent_acts(),
             Op::PropagateParent(i) => w.propagate_parent(*i),
             Op::PropagateChild(i) => w.propagate_child(*i),
             Op::UnknownParent(i) => w.parents[*i % 3].unknown = true,
@@ -672,6 +804,33 @@ fn ttls() -> impl Strategy<Value = Ttls> {
         .prop_map(|(ds, dnskey, zone)| Ttls { ds, dnskey, zone })
 }
 
+/// The parent's way: the registrar, or a registry that scans the CDS (told by NOTIFY or
+/// not).
+fn via() -> impl Strategy<Value = DsVia> {
+    prop_oneof![
+        Just(DsVia::Registrar),
+        Just(DsVia::CdsScan),
+        Just(DsVia::CdsNotify),
+    ]
+}
+
+/// A double-DS roll's parent way (as `rolling::with_parent_way` fixes it), and the CDS
+/// of a zone whose registry scans it published (rule 14's steady state, `active`).
+fn by_parent_way(w: &mut World, roll: &mut Roll, via: DsVia) {
+    if roll.method != Method::DoubleDs || !via.by_cds() {
+        return;
+    }
+    roll.via = via;
+    w.via = via;
+    w.cds = CdsPublication::Key;
+    let served = w.config();
+    for a in &mut w.children {
+        for (_, s) in &mut a.history {
+            *s = served.clone();
+        }
+    }
+}
+
 fn case() -> impl Strategy<Value = Case> {
     prop_oneof![
         Just(Case::Zsk),
@@ -691,8 +850,9 @@ proptest! {
         ops in prop::collection::vec(op(), 0..120),
         case in case(),
         ttl in ttls(),
+        via in via(),
     ) {
-        run(&ops, case, ttl)?;
+        run(&ops, case, ttl, via)?;
     }
 }
 
@@ -852,6 +1012,64 @@ fn a_ksk_rolls_by_double_ds_through_the_registrar() {
     assert_eq!(d.roll.phase, Phase::Done);
     assert_eq!(d.w.registry, vec![ds(&new)]);
     assert!(d.w.violations().is_empty());
+}
+/// RFC 7344 appendix B where the registry scans the CDS: the CDS withdrawn before the new
+/// key is added, naming both keys from `awaiting_new_ds`, the new alone from
+/// `removing_old_ds` (the old key unpublished), NOTIFY(CDS) once per signal; no
+/// registrar request; the waits those of the registrar's roll.
+#[test]
+fn a_csk_rolls_by_the_cds_where_the_registry_scans() {
+    let mut d = Drive::new(Case::Csk);
+    by_parent_way(&mut d.w, &mut d.roll, DsVia::CdsNotify);
+    let old = d.roll.old[0].dnskey.clone().expect("old key");
+    let first = d.step();
+    assert_eq!(
+        first.effects,
+        vec![RollEffect::SetCds(CdsPublication::Nothing)],
+        "{}",
+        first.wait.what
+    );
+    let second = d.step();
+    assert!(
+        matches!(
+            second.effects.as_slice(),
+            [RollEffect::AddKey {
+                kind: KeyKind::Csk,
+                active: false,
+                published: true,
+                ..
+            }]
+        ),
+        "{:?}",
+        second.effects
+    );
+    d.held_for(Phase::Publishing, TTLS.dnskey);
+    assert_eq!(d.roll.phase, Phase::AwaitingNewDs);
+    let new = d.roll.new[0].dnskey.clone().expect("new key");
+    assert_eq!(d.w.cds, CdsPublication::Key);
+    assert!(d.w.pending.is_empty());
+    d.held_for(Phase::AwaitingNewDs, TTLS.ds);
+    assert_eq!(d.w.registry.len(), 2);
+    d.held_for(Phase::Swapping, TTLS.zone.max(TTLS.dnskey));
+    assert_eq!(d.roll.phase, Phase::RemovingOldDs);
+    d.held_for(Phase::RemovingOldDs, TTLS.ds);
+    d.finish(Phase::RemovingOldKey);
+    assert_eq!(d.roll.phase, Phase::Done);
+    assert_eq!(d.w.registry, vec![ds(&new)]);
+    let signal = |keys: &[&Dnskey]| {
+        let mut t: Vec<u16> = keys.iter().map(|k| k.key_tag()).collect();
+        t.sort_unstable();
+        format!(
+            "key {}",
+            t.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    };
+    assert_eq!(d.w.notified, vec![signal(&[&old, &new]), signal(&[&new])]);
+    assert!(d.w.registrar_calls.is_empty() && d.w.pending.is_empty());
+    assert!(d.w.violations().is_empty(), "{:?}", d.w.violations());
 }
 
 #[test]
@@ -1139,4 +1357,58 @@ fn the_roll_is_stored_as_json() {
     let back: Roll = serde_json::from_str(&text).expect("reads back");
     assert_eq!(back, d.roll);
     assert!(text.contains("\"publishing_new_algorithm\""), "{text}");
+    // A roll by the CDS keeps its way and the signal it told the parent of; a roll by
+    // the registrar is stored as before.
+    assert!(!text.contains("\"via\""), "{text}");
+    let mut roll = d.roll.clone();
+    roll.via = DsVia::CdsNotify;
+    roll.cds_notified = Some("key 1 2".into());
+    let text = serde_json::to_string(&roll).expect("serialises");
+    assert!(text.contains("\"via\":\"cds_notify\""), "{text}");
+    let back: Roll = serde_json::from_str(&text).expect("reads back");
+    assert_eq!(back, roll);
+}
+
+/// The parent's way is read from the zone's path while a double-DS roll is in
+/// `publishing` (no DS change asked yet), and kept after; an algorithm roll goes by the
+/// registrar.
+#[test]
+fn the_parent_way_is_fixed_before_the_first_ds_change() {
+    use super::parent_way::{DsyncHint, ParentWays, resolve};
+    use super::rolling::with_parent_way;
+    use std::net::IpAddr;
+    let scan = resolve("ch.", &ParentWays::default(), &DsyncHint::None);
+    let notify = resolve(
+        "ch.",
+        &ParentWays::default(),
+        &DsyncHint::Notify {
+            owner: "_dsync.ch.".into(),
+            target: "scanner.ch.".into(),
+            port: 53,
+            addrs: vec![IpAddr::from([127, 0, 0, 9])],
+        },
+    );
+    let registrar = resolve("test.", &ParentWays::default(), &DsyncHint::None);
+    let d = Drive::new(Case::Csk);
+    assert_eq!(with_parent_way(&d.roll, Some(&scan)).via, DsVia::CdsScan);
+    assert_eq!(
+        with_parent_way(&d.roll, Some(&notify)).via,
+        DsVia::CdsNotify
+    );
+    assert_eq!(
+        with_parent_way(&d.roll, Some(&registrar)).via,
+        DsVia::Registrar
+    );
+    assert_eq!(with_parent_way(&d.roll, None).via, DsVia::Registrar);
+    let mut later = with_parent_way(&d.roll, Some(&scan));
+    later.phase = Phase::AwaitingNewDs;
+    assert_eq!(
+        with_parent_way(&later, Some(&registrar)).via,
+        DsVia::CdsScan
+    );
+    let algorithm = Drive::new(Case::AlgorithmCsk);
+    assert_eq!(
+        with_parent_way(&algorithm.roll, Some(&scan)).via,
+        DsVia::Registrar
+    );
 }

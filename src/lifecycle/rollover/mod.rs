@@ -17,7 +17,7 @@ pub use super::answers::Answer;
 use super::answers::{ds_of, every, failing, has_ds};
 use super::hold::Party;
 use super::policy::Policy;
-use crate::dnssec::{Dnskey, Ds};
+use crate::dnssec::{CdsPublication, Dnskey, Ds};
 use crate::time::Timestamp;
 
 /// How a roll replaces the keys, chosen from what the zone has and the algorithm asked.
@@ -151,6 +151,29 @@ impl KeyKind {
     }
 }
 
+/// How the parent takes its DS during a KSK or CSK roll: from the registrar (the hook's
+/// `add`/`remove`), or from the child's CDS/CDNSKEY, which a registry scans (and is
+/// told of by NOTIFY(CDS) where the parent names a target): RFC 7344 appendix B's
+/// double-KSK roll, driven by what rule 14's CDS names in each phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DsVia {
+    #[default]
+    Registrar,
+    CdsScan,
+    CdsNotify,
+}
+
+impl DsVia {
+    pub fn is_registrar(&self) -> bool {
+        *self == DsVia::Registrar
+    }
+
+    pub fn by_cds(self) -> bool {
+        !self.is_registrar()
+    }
+}
+
 /// One key of the roll: its part, and once the provider lists it, its id and DNSKEY.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RollKey {
@@ -201,6 +224,14 @@ pub struct Roll {
     /// in the history otherwise) and clears it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abort_asked: bool,
+    /// How the parent takes the DS ([`DsVia`]): fixed before the first DS change is
+    /// asked (a double-DS roll's `publishing`), from the zone's parent way.
+    #[serde(default, skip_serializing_if = "DsVia::is_registrar")]
+    pub via: DsVia,
+    /// The CDS signal last told to the parent by NOTIFY(CDS) (`key <tags>`): told once
+    /// per signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cds_notified: Option<String>,
 }
 
 /// A key as the provider lists it.
@@ -223,6 +254,9 @@ pub struct ChildRollSeen {
     pub dnskey_signed_by: Vec<u16>,
     /// The key tags whose RRSIG over the zone's other data (the SOA) verified.
     pub data_signed_by: Vec<u16>,
+    /// The tags of the keys its CDS and CDNSKEY name (`None`: not asked, or unknown): a
+    /// roll whose DS goes by the CDS asks them.
+    pub cds: Option<Vec<u16>>,
 }
 
 /// What a parent address published for the zone.
@@ -247,6 +281,9 @@ pub struct RollSeen {
     pub parents: Vec<Answer<ParentRollSeen>>,
     /// The zone's largest TTL as the provider lists its RRsets, or why it is not known.
     pub zone_max_ttl: Result<u32, String>,
+    /// The provider's CDS/CDNSKEY setting (rule 14), where it was read whole (`None`:
+    /// not asked, unknown, half applied, or not the daemon's to set).
+    pub cds: Option<CdsPublication>,
 }
 
 /// What the registrar is asked to do (the log, the sinks, the hook's `add`/`remove`
@@ -277,6 +314,14 @@ pub enum RollEffect {
     },
     /// Given once, on entering the phase that waits for it.
     Registrar(DsRequest),
+    /// Set the provider's CDS/CDNSKEY (a roll whose DS goes by the CDS): the provider
+    /// publishes those of its published entry-point keys.
+    SetCds(CdsPublication),
+    /// Tell the parent's registry the CDS changed (NOTIFY(CDS), RFC 9859): `signal` is
+    /// `key <tags>`. The caller sends it where the parent names a target.
+    NotifyCds {
+        signal: String,
+    },
 }
 
 /// What holds a roll, who must act for it to end, and until when where a TTL holds it.
@@ -512,6 +557,8 @@ impl Roll {
             phase_since: at,
             ttls: RollTtls::default(),
             abort_asked: false,
+            via: DsVia::Registrar,
+            cds_notified: None,
         })
     }
 
@@ -599,11 +646,19 @@ impl Roll {
 /// A key's wanted (active, published) flags; `None`: deleted, or not there yet.
 type Flags = Option<(bool, bool)>;
 
-/// The flags each of the roll's keys should have at the provider in `phase`:
+/// The flags each of the roll's keys should have at the provider in its phase:
 /// (old: active, published), (new: active, published); `None` where the key is to be
-/// deleted or not yet there.
-fn wanted_flags(method: Method, phase: Phase) -> (Flags, Flags) {
+/// deleted or not yet there. A roll whose DS goes by the CDS unpublishes the old key
+/// once its DS is to go: the provider's CDS names its published entry-point keys, and
+/// must then name the new one alone (the new key signs the DNSKEY set and the data
+/// since `swapping`'s hold, and every cached DS set holds the new DS since
+/// `awaiting_new_ds`'s).
+fn wanted_flags(roll: &Roll) -> (Flags, Flags) {
     let on = Some((true, true));
+    let (method, phase) = (roll.method, roll.phase);
+    if roll.via.by_cds() && method == Method::DoubleDs && phase == Phase::RemovingOldDs {
+        return (Some((false, false)), on);
+    }
     match (method, phase) {
         (_, Phase::Publishing) | (_, Phase::AwaitingNewDs) if method != Method::Algorithm => {
             (on, Some((false, true)))
@@ -703,10 +758,8 @@ pub fn decide(
                     from.name(),
                     to.name()
                 ));
-                if to == Phase::RemovingOldDs
-                    && let Some(request) = remove_old_ds(zone, &next)
-                {
-                    effects.push(RollEffect::Registrar(request));
+                if to == Phase::RemovingOldDs {
+                    phases::ask_old_ds_removed(zone, &next, &mut effects);
                 }
             }
             Err(why) => notes.push(format!(
@@ -733,6 +786,7 @@ pub fn decide(
     }
     if next.phase != Phase::Done {
         phases::level_flags(&next, seen, &mut effects);
+        phases::level_cds(zone, &mut next, seen, &mut effects);
     }
     let wait = if alerts.is_empty() {
         wait

@@ -7,7 +7,7 @@ use super::{
     RollKey, RollPolicy, RollSeen, RollWait, ds_of, every, failing, has_ds, remove_old_ds,
     wanted_flags,
 };
-use crate::dnssec::Dnskey;
+use crate::dnssec::{CdsPublication, Dnskey};
 use crate::time::Timestamp;
 
 /// The phase's own work; returns what the roll waits for, and on whom.
@@ -203,12 +203,43 @@ fn ask_new_ds(zone: &str, roll: &Roll, effects: &mut Vec<RollEffect>) -> RollWai
     ) else {
         return RollWait::provider("a DS that can be computed");
     };
+    if roll.via.by_cds() {
+        // The CDS names both keys from this phase on (`level_cds`): the registry acts.
+        return RollWait::registrar(format!(
+            "the parent's registry to publish DS {} beside DS {}, from the child's CDS",
+            add.key_tag, keep.key_tag
+        ));
+    }
     let what = format!(
         "the registrar to add DS {} beside DS {}",
         add.key_tag, keep.key_tag
     );
     effects.push(RollEffect::Registrar(DsRequest::AddDs { add, keep }));
     RollWait::registrar(what)
+}
+
+/// On entering `removing_old_ds`: the registrar asked to remove the old DS, or, where
+/// the DS goes by the CDS, the registry left to act on a CDS that names the new key
+/// alone (`level_cds`).
+pub(super) fn ask_old_ds_removed(
+    zone: &str,
+    roll: &Roll,
+    effects: &mut Vec<RollEffect>,
+) -> RollWait {
+    if roll.via.by_cds() {
+        return RollWait::registrar(format!(
+            "the parent's registry to remove DS {}, from the child's CDS naming key {} alone",
+            tags(&sep(&roll.old)),
+            tags(&sep(&roll.new))
+        ));
+    }
+    match remove_old_ds(zone, roll) {
+        Some(request) => {
+            effects.push(RollEffect::Registrar(request));
+            RollWait::registrar("the registrar to remove the old DS")
+        }
+        None => RollWait::provider("a DS that can be computed"),
+    }
 }
 
 /// `awaiting_new_ds`: both DS at every parent address, validated; for a double-DS roll
@@ -230,9 +261,14 @@ fn awaiting_new_ds(
             && old_sep.iter().all(|k| has_ds(zone, &p.ds, k))
             && new_sep.iter().all(|k| has_ds(zone, &p.ds, k))
     };
+    let who = if roll.via.by_cds() {
+        "the parent's registry (from the child's CDS)"
+    } else {
+        "the registrar"
+    };
     let unconfirmed = || {
         RollWait::registrar(format!(
-            "the registrar: every parent server to publish DS {} and DS {}, validated: {}",
+            "{who}: every parent server to publish DS {} and DS {}, validated: {}",
             tags(&old_sep),
             tags(&new_sep),
             failing(&seen.parents, both)
@@ -277,11 +313,8 @@ fn awaiting_new_ds(
     }
     let next = roll.method.after(roll.phase);
     roll.enter(next, at);
-    if next == Phase::RemovingOldDs
-        && let Some(request) = remove_old_ds(zone, roll)
-    {
-        effects.push(RollEffect::Registrar(request));
-        return RollWait::registrar("the registrar to remove the old DS");
+    if next == Phase::RemovingOldDs {
+        return ask_old_ds_removed(zone, roll, effects);
     }
     RollWait::provider(format!("the provider to sign with key {}", tags(&new)))
 }
@@ -383,11 +416,8 @@ fn swapping(
         }
     }
     roll.enter(next, at);
-    if next == Phase::RemovingOldDs
-        && let Some(request) = remove_old_ds(zone, roll)
-    {
-        effects.push(RollEffect::Registrar(request));
-        return RollWait::registrar("the registrar to remove the old DS");
+    if next == Phase::RemovingOldDs {
+        return ask_old_ds_removed(zone, roll, effects);
     }
     RollWait::provider(format!("the provider to delete key {}", tags(&old)))
 }
@@ -419,6 +449,11 @@ fn removing_old_ds(
             && !old_sep.iter().any(|k| has_ds(zone, &p.ds, k))
     };
     let ttl = roll.ds_ttl(policy);
+    let who = if roll.via.by_cds() {
+        "the parent's registry (from the child's CDS)"
+    } else {
+        "the registrar"
+    };
     if let Err(wait) = roll.confirmed_and_held(
         at,
         every(&seen.parents, gone),
@@ -426,7 +461,7 @@ fn removing_old_ds(
         policy,
         || {
             RollWait::registrar(format!(
-                "the registrar: every parent server to drop DS {} and keep DS {}, validated: {}",
+                "{who}: every parent server to drop DS {} and keep DS {}, validated: {}",
                 tags(&old_sep),
                 tags(&new_sep),
                 failing(&seen.parents, gone)
@@ -735,7 +770,15 @@ pub(super) fn adopt_keys(
                 // Going back, a key that never came is nothing to remove.
                 roll.old.retain(|k| k.id.is_some());
             } else if roll.phase == roll.method.phases()[0] {
-                let (_, flags) = wanted_flags(roll.method, roll.phase);
+                if roll.via.by_cds() && seen.cds != Some(CdsPublication::Nothing) {
+                    // A key added while the CDS is published would be named by it at
+                    // the addresses that serve it first, before every address does
+                    // (`level_cds` withdraws it).
+                    return Some(RollWait::provider(
+                        "the provider to withdraw the CDS before the new key is added",
+                    ));
+                }
+                let (_, flags) = wanted_flags(roll);
                 let (active, published) = flags.unwrap_or((false, true));
                 for kind in &still {
                     effects.push(RollEffect::AddKey {
@@ -805,7 +848,7 @@ pub(super) fn level_flags(roll: &Roll, seen: &RollSeen, effects: &mut Vec<RollEf
     let Ok(keys) = &seen.keys else {
         return;
     };
-    let (want_old, want_new) = wanted_flags(roll.method, roll.phase);
+    let (want_old, want_new) = wanted_flags(roll);
     let lookup = |k: &RollKey| {
         k.id.as_ref()
             .and_then(|id| keys.iter().find(|l| &l.id == id))
@@ -827,8 +870,28 @@ pub(super) fn level_flags(roll: &Roll, seen: &RollSeen, effects: &mut Vec<RollEf
         }
         new_all_active &= l.active;
     }
+    // Where the parent reads the CDS, a SEP key leaves the DNSKEY set only once no child
+    // address's CDS names it: the provider drops it from both at once, and an address
+    // that applies it first would serve no key for what a lagging one's CDS still names.
+    let named_somewhere = |l: &ListedKey| {
+        roll.via.by_cds()
+            && l.published
+            && l.dnskey.is_sep()
+            && every(&seen.children, |c| {
+                c.cds
+                    .as_ref()
+                    .is_some_and(|t| !t.contains(&l.dnskey.key_tag()))
+            }) != Some(true)
+    };
     for k in &roll.old {
         let Some(l) = lookup(k) else { continue };
+        let leaving = match want_old {
+            None => true,
+            Some((_, published)) => !published,
+        };
+        if leaving && named_somewhere(l) {
+            continue;
+        }
         match want_old {
             None => effects.push(RollEffect::DeleteKey { id: l.id.clone() }),
             Some((active, published)) if l.active != active || l.published != published => {
@@ -843,5 +906,120 @@ pub(super) fn level_flags(roll: &Roll, seen: &RollSeen, effects: &mut Vec<RollEf
             }
             Some(_) => {}
         }
+    }
+}
+
+/// The provider's entry-point keys its CDS names once this step's key calls are made:
+/// the published SEP keys of the listing, with the step's effects applied.
+fn cds_would_name(keys: &[ListedKey], effects: &[RollEffect]) -> Vec<Dnskey> {
+    keys.iter()
+        .filter(|l| l.dnskey.is_sep())
+        .filter(|l| {
+            effects.iter().fold(l.published, |published, e| match e {
+                RollEffect::SetKey {
+                    id, published: p, ..
+                } if *id == l.id => *p,
+                RollEffect::DeleteKey { id } if *id == l.id => false,
+                _ => published,
+            })
+        })
+        .map(|l| l.dnskey.clone())
+        .collect()
+}
+
+/// Rule 14 in a roll whose DS goes by the CDS (RFC 7344 appendix B): the provider's CDS
+/// is set to name exactly what the parent should hold in the phase (`ds_wanted`), and
+/// only where a registry may act on it safely: every key it names is served by every
+/// child address, and a key that signs the DNSKEY set (and so the CDS) at every child
+/// address has its DS at every parent address (a registry takes a change only signed by
+/// a key the current DS names, RFC 7344 4.1). Else it is withdrawn: a registry changes
+/// nothing on no CDS. Withdrawn in `publishing`: the new key is not yet served
+/// everywhere. NOTIFY(CDS) once per signal, where the parent names a target, once every
+/// child address publishes it.
+pub(super) fn level_cds(
+    zone: &str,
+    roll: &mut Roll,
+    seen: &RollSeen,
+    effects: &mut Vec<RollEffect>,
+) {
+    if !roll.via.by_cds() || roll.method != Method::DoubleDs || roll.phase == Phase::Done {
+        return;
+    }
+    let Ok(keys) = &seen.keys else {
+        return;
+    };
+    let wanted = super::ds_wanted(roll);
+    let want = if roll.phase == Phase::Publishing {
+        CdsPublication::Nothing
+    } else {
+        let names = cds_would_name(keys, effects);
+        let same = names.len() == wanted.len() && names.iter().all(|k| wanted.contains(k));
+        let served = every(&seen.children, |c| holds_all(c, &names));
+        let candidates: Vec<Dnskey> = sep(&roll.old)
+            .into_iter()
+            .chain(sep(&roll.new))
+            .chain(sep(&roll.others))
+            .collect();
+        let trust: Vec<Option<bool>> = candidates
+            .iter()
+            .map(|k| {
+                let signs_all = every(&seen.children, |c| signs(&c.dnskey_signed_by, k));
+                let named = every(&seen.parents, |p| has_ds(zone, &p.ds, k));
+                match (signs_all, named) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                }
+            })
+            .collect();
+        let trusted = if trust.contains(&Some(true)) {
+            Some(true)
+        } else if trust.contains(&None) {
+            None
+        } else {
+            Some(false)
+        };
+        match (same, served, trusted) {
+            (true, Some(true), Some(true)) => CdsPublication::Key,
+            (false, _, _) | (_, Some(false), _) | (_, _, Some(false)) => CdsPublication::Nothing,
+            // A look that cannot tell changes nothing: the setting stands as the last
+            // look that could tell left it.
+            _ => return,
+        }
+    };
+    if seen.cds != Some(want) {
+        effects.push(RollEffect::SetCds(want));
+    }
+    if roll.via != super::DsVia::CdsNotify
+        || want != CdsPublication::Key
+        || !matches!(roll.phase, Phase::AwaitingNewDs | Phase::RemovingOldDs)
+    {
+        return;
+    }
+    let mut wanted_tags: Vec<u16> = wanted.iter().map(Dnskey::key_tag).collect();
+    wanted_tags.sort_unstable();
+    let signal = format!(
+        "key {}",
+        wanted_tags
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let published = |c: &ChildRollSeen| {
+        c.cds.as_ref().is_some_and(|t| {
+            let mut t = t.clone();
+            t.sort_unstable();
+            t.dedup();
+            t == wanted_tags
+        })
+    };
+    if roll.cds_notified.as_deref() != Some(signal.as_str())
+        && every(&seen.children, published) == Some(true)
+    {
+        effects.push(RollEffect::NotifyCds {
+            signal: signal.clone(),
+        });
+        roll.cds_notified = Some(signal);
     }
 }
