@@ -65,6 +65,9 @@ pub struct CloudflareOptions {
     pub name_servers: Vec<String>,
     /// TTL of the `ds` line.
     pub ds_ttl: u32,
+    /// TTL of the apex A record every new zone gets (1: automatic, 300 s); the lab sets
+    /// its own zones' TTLs shorter than Cloudflare's 60 s minimum.
+    pub record_ttl: u32,
     /// Status and error of a `DELETE …/dnssec` outside `disabled` (undocumented).
     pub delete_refused: (u16, u32, String),
 }
@@ -97,6 +100,7 @@ impl Default for CloudflareOptions {
                 "bob.ns.cloudflare.com".into(),
             ],
             ds_ttl: 3600,
+            record_ttl: 1,
             delete_refused: (
                 400,
                 1021,

@@ -198,7 +198,7 @@ impl CfState {
                     rtype: "A".into(),
                     name: name.clone(),
                     content: "192.0.2.1".into(),
-                    ttl: 1,
+                    ttl: self.options.record_ttl,
                 }],
                 name,
                 created: SystemTime::now(),
