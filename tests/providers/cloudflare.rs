@@ -9,6 +9,7 @@ use dnssec_warden::config::Settings;
 use dnssec_warden::dnssec::DigestType;
 use dnssec_warden::provider::cloudflare::CloudflareClient;
 use dnssec_warden::provider::fleet::ProviderOptions;
+use dnssec_warden::provider::registry::Kind;
 use dnssec_warden::provider::{
     ErrorClass, KeyAlgorithm, KeyKind, KeyState, NewKey, PermitAnswer, Provider, ProviderError,
     RetryPolicy,
@@ -295,7 +296,8 @@ async fn a_key_that_disagrees_or_an_error_status_is_never_taken() {
     assert_eq!(h.calls().len(), before, "nothing sent on an error status");
 }
 
-/// The credentials: a token Cloudflare refuses is `Unauthorized` and the account backs
+/// The credentials: a token Cloudflare refuses is `Unauthorized` (`check-config`'s try
+/// says so) and the account backs
 /// off (the next call not even sent); a zone the token may not touch is a refusal; the
 /// key calls are refused before any request; the token appears in no error.
 #[tokio::test]
@@ -311,7 +313,7 @@ async fn refused_tokens_forbidden_zones_and_key_calls() {
         quick_policy(),
         Duration::from_secs(5),
     );
-    let e = bad.zone("example.com").await.unwrap_err();
+    let e = bad.check_account().await.unwrap_err();
     assert!(
         matches!(&e, ProviderError::Unauthorized(m) if m.contains("10000")),
         "{e:?}"
@@ -324,6 +326,7 @@ async fn refused_tokens_forbidden_zones_and_key_calls() {
     assert!(!e.to_string().contains("s3cr3t"));
 
     let c = client(&sim);
+    c.check_account().await.unwrap();
     c.zone_flags().await.unwrap();
     h.forbid_zone("other.example");
     let e = c.dnssec_key("other.example").await.unwrap_err();

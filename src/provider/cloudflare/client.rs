@@ -124,6 +124,18 @@ impl CloudflareClient {
         Ok(zones)
     }
 
+    /// The first page of the zone list alone (`check-config`'s read-only try of the token).
+    pub async fn first_zones(&self) -> Result<Vec<Zone>, ProviderError> {
+        let query = [
+            ("page", "1".to_string()),
+            ("per_page", PER_PAGE.to_string()),
+        ];
+        let bytes = self
+            .call(Method::GET, &["zones"], &query, None, None)
+            .await?;
+        self.result(&bytes)
+    }
+
     /// The zone's id: kept, or found by its exact name.
     pub async fn zone_id(&self, zone: &str) -> Result<String, ProviderError> {
         let name = api_name(zone);

@@ -12,6 +12,7 @@ use url::Url;
 use super::CloudflareClient;
 use crate::condition::Condition;
 use crate::de::{FileDir, KeyError};
+use crate::provider::ProviderError;
 use crate::provider::registry::{self, Kind, SetupError};
 use crate::secret::SecretSource;
 use crate::time::format::positive_duration as duration;
@@ -105,6 +106,11 @@ impl Kind for CloudflareClient {
 
     fn account_conditions(&self) -> Vec<Arc<Condition>> {
         vec![self.auth_condition()]
+    }
+
+    /// The token tried read-only: one page of the zone list.
+    async fn check_account(&self) -> Result<(), ProviderError> {
+        self.first_zones().await.map(drop)
     }
 }
 
