@@ -7,6 +7,7 @@
 //! DNSSEC records ([`dnssec::Dnskey`], [`dnssec::Ds`]) and their arithmetic are its own, so
 //! a mistake on the client's side is not mirrored on the simulated side.
 
+pub mod cloudflare_sim;
 pub mod dns;
 pub mod dnssec;
 pub mod keys;

@@ -1,6 +1,7 @@
 //! The managed DNS provider: the [`Provider`] trait the engine depends on (so that it can
 //! be tested with fakes, and a second provider added), its errors and their classes, and
-//! one implementation per provider API in its own folder ([`gcore`], [`powerdns`]), each
+//! one implementation per provider API in its own folder ([`gcore`], [`powerdns`],
+//! [`cloudflare`]), each
 //! listed once below ([`registry`]), and [`fleet`]: several accounts in one daemon, each
 //! zone's calls at the account holding it.
 //!
@@ -13,11 +14,13 @@ mod http;
 pub mod registry;
 
 // The providers: a folder each, and its line in the list.
+pub mod cloudflare;
 pub mod gcore;
 pub mod powerdns;
 registry::providers! {
     Gcore(gcore::GcoreClient),
     PowerDns(powerdns::PowerDnsClient),
+    Cloudflare(cloudflare::CloudflareClient),
 }
 
 // After the list: it uses the dispatch the list generates.

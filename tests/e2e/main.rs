@@ -11,6 +11,7 @@
 //! e2e_registry 77-78, e2e_signed_move 91-94, e2e_rollover 96-102 (registry_lab, in tests/dns, 73-76;
 //! move_look, in tests/providers, 90; the benchmarks run alone).
 
+mod cloudflare_e2e;
 mod e2e_knot;
 mod e2e_move;
 mod e2e_powerdns;

@@ -135,6 +135,11 @@ impl KeySource {
         Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
     }
 
+    /// The Cloudflare simulator's one key, for every zone it says is signed.
+    pub fn cloudflare(sim: crate::cloudflare_sim::CloudflareHandle) -> Self {
+        Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
+    }
+
     /// The PowerDNS simulator's keystore: every active key signs, as 4.7 splits the work
     /// between KSKs and ZSKs, and every published key is served.
     pub fn pdns(sim: crate::pdns_sim::PdnsHandle) -> Self {

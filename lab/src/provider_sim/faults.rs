@@ -56,7 +56,7 @@ impl Fault {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct FaultPlan {
+pub(crate) struct FaultPlan {
     pub faults: Vec<Fault>,
     pub latency: Duration,
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime};
 use tokio::task::JoinHandle;
 use url::Url;
 
+pub(crate) use faults::FaultPlan;
 pub use faults::{Fault, FaultCount, FaultKind};
 
 use crate::dnssec::Dnskey;

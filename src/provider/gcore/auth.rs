@@ -32,9 +32,9 @@ pub const AUTH_BACKOFF_CEILING: Duration = Duration::from_secs(600);
 /// a refused login): every call fails at once, unsent, until the wait is over; the next
 /// refusal doubles the wait (calls in flight together count once), any answer that
 /// accepts the credentials ends it. Said as the daemon-wide `provider_auth_failing`.
-pub(super) struct AuthBackoff {
+pub(in crate::provider) struct AuthBackoff {
     state: std::sync::Mutex<BackoffState>,
-    pub(super) refused: Arc<Condition>,
+    pub(in crate::provider) refused: Arc<Condition>,
 }
 
 #[derive(Default)]
@@ -46,7 +46,7 @@ struct BackoffState {
 }
 
 impl AuthBackoff {
-    pub(super) fn new() -> Self {
+    pub(in crate::provider) fn new() -> Self {
         Self {
             state: std::sync::Mutex::default(),
             refused: Arc::new(Condition::new(AlertKind::ProviderAuthFailing)),
@@ -58,7 +58,7 @@ impl AuthBackoff {
     }
 
     /// An error, without a request, while backing off.
-    pub(super) fn gate(&self) -> Result<(), ProviderError> {
+    pub(in crate::provider) fn gate(&self) -> Result<(), ProviderError> {
         let state = self.lock();
         match state.until {
             Some((at, until)) if at > Instant::now() => Err(ProviderError::AuthBackoff {
@@ -69,7 +69,7 @@ impl AuthBackoff {
         }
     }
 
-    pub(super) fn refused(&self, cause: &str) {
+    pub(in crate::provider) fn refused(&self, cause: &str) {
         let mut state = self.lock();
         let now = Instant::now();
         if state.until.is_some_and(|(at, _)| at > now) {
@@ -91,7 +91,7 @@ impl AuthBackoff {
         ));
     }
 
-    pub(super) fn accepted(&self) {
+    pub(in crate::provider) fn accepted(&self) {
         {
             let mut state = self.lock();
             if state.failures > 0 {

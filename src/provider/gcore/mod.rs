@@ -8,6 +8,8 @@ mod settings;
 mod types;
 
 pub use auth::LOGINS_PER_SECOND;
+// The backoff on refused credentials, which the Cloudflare client keeps too.
+pub(in crate::provider) use auth::AuthBackoff;
 pub use client::{DNSSEC_DISABLED_MESSAGE, GcoreClient, PAGE_LIMIT};
 pub use settings::{CredentialSource, Credentials, DEFAULT_BASE_URL, ProviderSettings};
 pub use types::{
