@@ -80,6 +80,27 @@ impl Store {
             .collect()
     }
 
+    /// The zones in a key rollover, each with the provider account of its last look
+    /// (`[rollover]`'s cap counts them per account). Only rows whose facts name a roll
+    /// are read whole.
+    pub async fn rolling_zones(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        let rows: Vec<(String, String, Option<String>)> = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT name, facts, last_brief FROM zones \
+                 WHERE facts LIKE '%\"key_roll\":%' ORDER BY name",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        let mut out = Vec::new();
+        for (name, facts, brief) in rows {
+            if super::rows::parse_facts(&name, &facts)?.key_roll.is_some() {
+                out.push((name, brief_account(brief.as_deref())));
+            }
+        }
+        Ok(out)
+    }
+
     /// Open alerts per kind (kinds with none are absent).
     pub async fn open_alert_counts(&self) -> Result<Vec<(AlertKind, i64)>, StoreError> {
         let rows: Vec<(String, i64)> = shared_read!(self, |pool| {
