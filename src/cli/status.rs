@@ -621,17 +621,20 @@ mod tests {
             .await
             .unwrap();
         let read = store.zone_for_step(zone).await.unwrap().unwrap();
-        let since = Timestamp(1_800_000_000_000);
-        let mut facts = crate::lifecycle::Facts::default();
-        facts.key_ages = Some(KeyAges {
-            keys: vec![KeyAge {
-                kind: KeyKind::Csk,
-                tag: 7,
-                algorithm: 13,
-                since,
-            }],
-            ..KeyAges::default()
-        });
+        // Far ahead of the clock `status` reads: never due while this test is run.
+        let since = Timestamp(4_000_000_000_000);
+        let facts = crate::lifecycle::Facts {
+            key_ages: Some(KeyAges {
+                keys: vec![KeyAge {
+                    kind: KeyKind::Csk,
+                    tag: 7,
+                    algorithm: 13,
+                    since,
+                }],
+                ..KeyAges::default()
+            }),
+            ..Default::default()
+        };
         let active = Decision {
             state: Some(State::Active),
             facts,

@@ -314,7 +314,10 @@ pub fn schedule(
     }
     ages.next_roll = next_roll(name, &ages.keys, &policy.rollover);
     let due = ages.next_roll.filter(|n| n.at <= at);
-    ages.waiting = None;
+    // A look that could not list the keys leaves the wait as it was (said once).
+    if listed.is_some() {
+        ages.waiting = None;
+    }
     if let (Some(due), Some(keys)) = (due, listed) {
         let age = ages
             .keys

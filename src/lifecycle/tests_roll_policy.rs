@@ -220,6 +220,14 @@ fn a_due_roll_waits_while_its_account_is_at_the_cap() {
         "{waiting}"
     );
     assert_eq!(d.notes.len(), 1, "said once in the history");
+    // A look whose listing failed keeps the wait as it was.
+    let z = after(&z, &d);
+    let d = look(&z, &KeyListing::Unknown("timeout".into()), 3, at, &policy);
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    assert_eq!(
+        d.facts.key_ages.as_ref().and_then(|a| a.waiting.as_deref()),
+        Some(waiting.as_str())
+    );
     // Still waiting: said again in the facts, not in the history.
     let z = after(&z, &d);
     let d = look(&z, &keys, 3, at.plus(DAY), &policy);
