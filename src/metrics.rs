@@ -33,7 +33,13 @@
 //! - several daemons on PostgreSQL: `dnssec_warden_leases_held{holder,self}`,
 //!   `dnssec_warden_zones_unheld`, and `dnssec_warden_fenced_total{what}` (a counter of
 //!   this process: what its fence refused, `what` one of `step`, `schedule`, `event`,
-//!   `effect`, `provider_call`, `notification`).
+//!   `effect`, `provider_call`, `notification`);
+//! - key rollovers: `dnssec_warden_key_rolls{phase}` (in progress per phase),
+//!   `dnssec_warden_key_rolls_ended_total{outcome}` (a counter of this process:
+//!   `completed`, `aborted`), `dnssec_warden_key_rolls_due_within_7d` (zones whose next
+//!   `[rollover]` roll falls due within a week: a count, not a date per zone), and
+//!   `dnssec_warden_key_roll_overdue_seconds` (the longest a roll has been held past the
+//!   end of its phase's TTL hold).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -289,7 +295,75 @@ pub async fn render(store: &Store, clock: &dyn Clock) -> Result<String, StoreErr
     notifications_undelivered(&mut out, undelivered);
     observation_failing(&mut out, &zones, now);
     observation_ages(&mut out, &zones, now);
+    key_rolls(&mut out, &zones, now);
     Ok(out)
+}
+
+/// The horizon of `dnssec_warden_key_rolls_due_within_7d`: a week to see the registrar's
+/// work coming.
+const ROLLS_DUE_WITHIN: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// Key rollovers: in progress per phase, ended by this process, due within a week, and
+/// the longest a roll has been held past the end of its TTL hold.
+fn key_rolls(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
+    use crate::lifecycle::rollover::Phase;
+    use strum::VariantArray;
+    family(
+        out,
+        "dnssec_warden_key_rolls",
+        "Key rollovers in progress per phase.",
+    );
+    for phase in Phase::VARIANTS.iter().filter(|p| **p != Phase::Done) {
+        let n = zones
+            .iter()
+            .filter(|z| z.roll_phase == Some(phase.name()))
+            .count();
+        sample(
+            out,
+            "dnssec_warden_key_rolls",
+            &[("phase", phase.name())],
+            n as f64,
+        );
+    }
+    let name = "dnssec_warden_key_rolls_ended_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Key rollovers this daemon ended since it started: completed, or aborted (undone by `roll --abort`)."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    let (completed, aborted) = crate::store::rolls_ended();
+    sample(out, name, &[("outcome", "completed")], completed as f64);
+    sample(out, name, &[("outcome", "aborted")], aborted as f64);
+    family(
+        out,
+        "dnssec_warden_key_rolls_due_within_7d",
+        "Zones whose next [rollover] roll falls due within 7 days (overdue ones included).",
+    );
+    let due = zones
+        .iter()
+        .filter(|z| {
+            z.next_roll
+                .is_some_and(|at| at <= now.plus(ROLLS_DUE_WITHIN))
+        })
+        .count();
+    sample(
+        out,
+        "dnssec_warden_key_rolls_due_within_7d",
+        &[],
+        due as f64,
+    );
+    family(
+        out,
+        "dnssec_warden_key_roll_overdue_seconds",
+        "The longest any key rollover has been held past the end of the TTL hold its phase waits out (0: none).",
+    );
+    let overdue = zones
+        .iter()
+        .filter_map(|z| z.roll_hold_until)
+        .filter(|until| *until < now)
+        .map(|until| now.since(until).as_secs_f64())
+        .fold(0.0, f64::max);
+    sample(out, "dnssec_warden_key_roll_overdue_seconds", &[], overdue);
 }
 
 /// `dnssec_warden_store_write_failing`, from this process's own writes.
@@ -586,6 +660,44 @@ fn escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_rolls_are_counted_per_phase_due_and_overdue() {
+        let zone = |roll_phase, roll_hold_until, next_roll| ZoneHealth {
+            name: "z.".into(),
+            state: Some(State::Active),
+            last_observed_at: None,
+            failures: 0,
+            failing_since: None,
+            account: None,
+            roll_phase,
+            roll_hold_until,
+            next_roll,
+        };
+        let now = Timestamp(1_800_000_000_000);
+        let day = std::time::Duration::from_secs(86_400);
+        let zones = [
+            zone(Some("publishing"), Some(now.plus(day)), None),
+            zone(Some("publishing"), None, None),
+            zone(Some("swapping"), Some(Timestamp(now.0 - 7_200_000)), None),
+            zone(None, None, Some(now.plus(6 * day))),
+            zone(None, None, Some(Timestamp(now.0 - 1))),
+            zone(None, None, Some(now.plus(8 * day))),
+        ];
+        let mut out = String::new();
+        key_rolls(&mut out, &zones, now);
+        for line in [
+            "dnssec_warden_key_rolls{phase=\"publishing\"} 2\n",
+            "dnssec_warden_key_rolls{phase=\"swapping\"} 1\n",
+            "dnssec_warden_key_rolls{phase=\"removing_old_key\"} 0\n",
+            "dnssec_warden_key_rolls_due_within_7d 2\n",
+            "dnssec_warden_key_roll_overdue_seconds 7200\n",
+            "# TYPE dnssec_warden_key_rolls_ended_total counter\n",
+        ] {
+            assert!(out.contains(line), "{line}{out}");
+        }
+        assert!(!out.contains("phase=\"done\""), "{out}");
+    }
 
     #[test]
     fn samples_are_well_formed() {

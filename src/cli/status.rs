@@ -142,12 +142,19 @@ struct ZoneJson<'a> {
     last_sampled: Option<String>,
     lease: Option<LeaseJson<'a>>,
     next_check: String,
+    /// The next key roll `[rollover]` makes of the zone (its key's age past its
+    /// kind's lifetime and the zone's spread offset); null where no lifetime applies
+    /// (none configured, no key age known yet, a roll under way).
+    next_roll: Option<NextRollJson>,
     /// The way a DS reaches the parent, as last resolved (`lifecycle::parent_way`).
     parent_path: Option<&'a crate::lifecycle::parent_way::ParentPath>,
     /// The configured provider account holding the zone at the last look.
     provider: Option<&'a str>,
     provider_error: Option<&'a str>,
     provider_ns: Option<&'a [String]>,
+    /// Why `[rollover]` schedules no roll of the zone now though one is due (its
+    /// account at `max_concurrent_per_account`, a plan refused) or ever (no key API).
+    roll_waiting: Option<&'a str>,
     /// A signed move in progress (DESIGN.md section 2, "Signed moves"), if any.
     signed_move: Option<MoveJson<'a>>,
     since: String,
@@ -167,6 +174,33 @@ struct MoveJson<'a> {
     phase: &'static str,
     source: &'a str,
     target: &'a str,
+}
+
+/// Why the policy's roll of the zone waits, while no roll is under way.
+fn roll_waiting(z: &crate::lifecycle::Zone) -> Option<&str> {
+    if z.facts.key_roll.is_some() {
+        return None;
+    }
+    z.facts.key_ages.as_ref()?.waiting.as_deref()
+}
+
+/// The next roll `[rollover]` makes: when, and of which key.
+#[derive(Serialize)]
+struct NextRollJson {
+    at: String,
+    kind: &'static str,
+}
+
+/// The next roll `[rollover]` makes of the zone as this configuration says it, none while
+/// a roll is under way.
+fn next_roll(
+    z: &crate::lifecycle::Zone,
+    policy: &Policy,
+) -> Option<crate::lifecycle::roll_policy::NextRoll> {
+    if z.facts.key_roll.is_some() {
+        return None;
+    }
+    crate::lifecycle::roll_policy::next_roll_of(z, &policy.rollover)
 }
 
 /// A key rollover as `status --json` shows it.
@@ -214,10 +248,15 @@ fn zone_json<'a>(
             until: l.until.to_string(),
         }),
         next_check: row.next_check_at.to_string(),
+        next_roll: next_roll(z, policy).map(|n| NextRollJson {
+            at: n.at.to_string(),
+            kind: n.kind.name(),
+        }),
         parent_path: z.facts.parent_way.ds_path.as_ref(),
         provider: row.account(),
         provider_error: row.provider_error(),
         provider_ns: z.facts.delegation.provider_ns.as_deref(),
+        roll_waiting: roll_waiting(z),
         signed_move: z.facts.signed_move.as_ref().map(|m| MoveJson {
             phase: m.phase.name(),
             source: &m.source,
@@ -450,6 +489,18 @@ fn zone_lines(
     if let Some(r) = &z.facts.key_roll {
         // Its wait is the zone's, on the line above.
         writeln!(out, "{:<ZONE_WIDTH$} KEY ROLL: {}", "", roll_line(r))?;
+    } else if let Some(why) = roll_waiting(z) {
+        writeln!(out, "{:<ZONE_WIDTH$} KEY ROLL: {why}", "")?;
+    } else if let Some(n) = next_roll(z, policy) {
+        writeln!(
+            out,
+            "{:<ZONE_WIDTH$} KEY ROLL: next: the {} roll on {}{} (rollover.{})",
+            "",
+            n.kind.name(),
+            n.at,
+            if n.at <= now { ", due" } else { "" },
+            n.kind.name()
+        )?;
     }
     if let Some(l) = row.current_lease(lease_now) {
         writeln!(
@@ -556,6 +607,98 @@ mod tests {
     use super::*;
     use crate::lifecycle::{AuditNote, Decision, Intent};
     use crate::store::ObservationText;
+
+    /// `[rollover]`'s next roll in both forms: null without a lifetime, the date and
+    /// kind with one, and why a due roll waits.
+    #[tokio::test]
+    async fn the_next_roll_is_shown_where_a_lifetime_applies() {
+        use crate::lifecycle::roll_policy::{KeyAge, KeyAges, RolloverPolicy};
+        use crate::lifecycle::rollover::KeyKind;
+        let store = Store::open_in_memory().await.unwrap();
+        let zone = "n.test.";
+        store
+            .set_intent(zone, Intent::Enabled, false, "enable", Timestamp(1_000))
+            .await
+            .unwrap();
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        // Far ahead of the clock `status` reads: never due while this test is run.
+        let since = Timestamp(4_000_000_000_000);
+        let facts = crate::lifecycle::Facts {
+            key_ages: Some(KeyAges {
+                keys: vec![KeyAge {
+                    kind: KeyKind::Csk,
+                    tag: 7,
+                    algorithm: 13,
+                    since,
+                }],
+                ..KeyAges::default()
+            }),
+            ..Default::default()
+        };
+        let active = Decision {
+            state: Some(State::Active),
+            facts,
+            effects: Vec::new(),
+            alerts: Vec::new(),
+            notes: Vec::new(),
+            wake_at: Timestamp(9_000),
+        };
+        let text = ObservationText::from_whole("{}");
+        assert!(
+            store
+                .commit_step(&read, &active, &text, Timestamp(2_000))
+                .await
+                .unwrap()
+        );
+        let off = Policy::default();
+        let json = status_json(&store, Some(zone), &off)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(json["next_roll"], Value::Null);
+        assert_eq!(json["roll_waiting"], Value::Null);
+        let day = std::time::Duration::from_secs(86_400);
+        let on = Policy {
+            rollover: RolloverPolicy {
+                csk: Some(30 * day),
+                ..RolloverPolicy::default()
+            },
+            ..Policy::default()
+        };
+        let json = status_json(&store, Some(zone), &on).await.unwrap().unwrap();
+        let at = since.plus(30 * day).to_string();
+        assert_eq!(json["next_roll"], json!({"at": at, "kind": "csk"}));
+        let shown = status_text(&store, Some(zone), &on).await.unwrap().unwrap();
+        assert!(
+            shown.contains(&format!(
+                "KEY ROLL: next: the csk roll on {at} (rollover.csk)"
+            )),
+            "{shown}"
+        );
+        // Due and held at the cap: said instead.
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let mut facts = read.row.zone.facts.clone();
+        if let Some(ages) = facts.key_ages.as_mut() {
+            ages.waiting = Some("the csk roll due since then waits: 10 roll(s) in progress".into());
+        }
+        let held = Decision { facts, ..active };
+        assert!(
+            store
+                .commit_step(&read, &held, &text, Timestamp(3_000))
+                .await
+                .unwrap()
+        );
+        let json = status_json(&store, Some(zone), &on).await.unwrap().unwrap();
+        assert_eq!(
+            json["roll_waiting"],
+            "the csk roll due since then waits: 10 roll(s) in progress"
+        );
+        let shown = status_text(&store, Some(zone), &on).await.unwrap().unwrap();
+        assert!(
+            shown.contains("KEY ROLL: the csk roll due since then waits: 10 roll(s) in progress"),
+            "{shown}"
+        );
+    }
 
     /// A declared move is shown, its object's keys in the order serde_json sorts them
     /// like every other's.

@@ -9,7 +9,8 @@ use super::{ConfigError, MetricsSettings, Settings, ZoneSelection};
 use crate::alert::RegistrarSettings;
 use crate::de::{FileDir, KeyError};
 use crate::lifecycle::Policy;
-use crate::lifecycle::parent_way::{DsPathSetting, ParentWay, ParentWays};
+use crate::lifecycle::parent_way::{DsPathSetting, ParentWay, ParentWays, duration_text};
+use crate::lifecycle::roll_policy::RolloverPolicy;
 use crate::provider::fleet::{ProviderConfig, ProviderOptions};
 use crate::provider::gcore::GcoreClient;
 use crate::provider::registry::Kind;
@@ -62,6 +63,7 @@ impl CrossChecks {
         let parents = self.parents(raw.parents)?;
         let database = self.database(raw.database)?;
         let cluster = self.cluster(raw.cluster, &database, &raw.timing)?;
+        let rollover = self.rollover(raw.rollover, &raw.timing)?;
         Ok(Settings {
             source: self.file.clone(),
             providers: self.providers(raw.provider, raw.providers)?,
@@ -70,6 +72,7 @@ impl CrossChecks {
             timing: Policy {
                 require_validated_evidence,
                 parents,
+                rollover,
                 ..raw.timing
             },
             zones: self.zones(raw.zones)?,
@@ -81,6 +84,63 @@ impl CrossChecks {
             metrics: raw.metrics.listen.map(|listen| MetricsSettings { listen }),
             cluster,
             web: self.web(raw.web)?,
+        })
+    }
+
+    /// `[rollover]`: a lifetime no shorter than the holds of one roll of its kind with
+    /// `[timing]`'s margin and assumed DS TTL (a zone's own TTLs, known only at its looks,
+    /// are said in its history); `spread` shorter than the shortest lifetime.
+    fn rollover(
+        &self,
+        raw: super::file::RolloverFile,
+        timing: &Policy,
+    ) -> Result<RolloverPolicy, ConfigError> {
+        use crate::lifecycle::roll_policy::shortest_roll;
+        use crate::lifecycle::rollover::KeyKind;
+        let ds_ttl = u32::try_from(timing.assumed_ds_ttl.as_secs()).unwrap_or(u32::MAX);
+        for (kind, lifetime) in [
+            (KeyKind::Ksk, raw.ksk),
+            (KeyKind::Zsk, raw.zsk),
+            (KeyKind::Csk, raw.csk),
+        ] {
+            let Some(lifetime) = lifetime else { continue };
+            // A ZSK's holds count no DS TTL; a KSK's and a CSK's the assumed one, as a
+            // zone whose DS TTL was never seen waits it.
+            let shortest = shortest_roll(kind, 0, ds_ttl, timing.propagation_margin);
+            if lifetime < shortest {
+                return Err(self.err(
+                    &format!("rollover.{}", kind.name()),
+                    format!(
+                        "{} is shorter than one {} roll takes with timing.propagation_margin and timing.assumed_ds_ttl ({}): the key would be rolled again before its roll ends",
+                        duration_text(lifetime),
+                        kind.name(),
+                        duration_text(shortest)
+                    ),
+                ));
+            }
+        }
+        let shortest_lifetime = [raw.ksk, raw.zsk, raw.csk].into_iter().flatten().min();
+        let spread = raw.spread.unwrap_or(Duration::ZERO);
+        if let Some(lifetime) = shortest_lifetime
+            && spread >= lifetime
+        {
+            return Err(self.err(
+                "rollover.spread",
+                format!(
+                    "{} is not shorter than the shortest lifetime ({}): a zone's roll would fall due a whole lifetime late",
+                    duration_text(spread),
+                    duration_text(lifetime)
+                ),
+            ));
+        }
+        Ok(RolloverPolicy {
+            ksk: raw.ksk,
+            zsk: raw.zsk,
+            csk: raw.csk,
+            spread,
+            max_concurrent_per_account: raw
+                .max_concurrent_per_account
+                .unwrap_or(crate::lifecycle::roll_policy::DEFAULT_MAX_CONCURRENT_PER_ACCOUNT),
         })
     }
 

@@ -24,6 +24,11 @@ pub fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>
     duration(d).map(Some)
 }
 
+/// A count of at least one.
+pub fn some_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    in_range::<1, { u64::MAX }, _, u32>(d).map(Some)
+}
+
 /// A port, 1 to 65535.
 pub fn some_port<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
     let port = u64::deserialize(d)?;

@@ -154,6 +154,24 @@ pub(super) struct SettingsFile {
     pub(super) cluster: Option<ClusterFile>,
     pub(super) parents: std::collections::BTreeMap<String, ParentFile>,
     pub(super) web: WebFile,
+    pub(super) rollover: RolloverFile,
+}
+
+/// `[rollover]` as written: key lifetimes (none set: no roll is ever scheduled), the
+/// spread and the cap; checked against each other and `[timing]` in `CrossChecks`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RolloverFile {
+    #[serde(default, deserialize_with = "de::some_duration")]
+    pub(super) ksk: Option<Duration>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    pub(super) zsk: Option<Duration>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    pub(super) csk: Option<Duration>,
+    #[serde(default, deserialize_with = "de::some_duration")]
+    pub(super) spread: Option<Duration>,
+    #[serde(default, deserialize_with = "de::some_count")]
+    pub(super) max_concurrent_per_account: Option<u32>,
 }
 
 /// `[web]` as written.

@@ -850,3 +850,77 @@ fn servers() {
     assert_eq!(parse_server("::1", 53), Some("[::1]:53".parse().unwrap()));
     assert_eq!(parse_server("nope", 53), None);
 }
+
+/// The `[rollover]` block config.example.toml shows, uncommented, parses into the
+/// lifecycle's rollover policy; commented out, no lifetime is set (off by default).
+#[test]
+fn the_example_rollover_block_parses_once_uncommented() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("# [rollover]\n").expect("the example block");
+    let block: String = text[start..]
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| l.starts_with('[') || l.contains(" = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(block.lines().count() >= 6, "{block}");
+    let settings = Settings::parse(&format!("{text}\n{block}"), &path)
+        .unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let r = &settings.timing.rollover;
+    let day = Duration::from_secs(86_400);
+    assert_eq!(r.ksk, Some(365 * day));
+    assert_eq!(r.zsk, Some(90 * day));
+    assert_eq!(r.csk, Some(365 * day));
+    assert_eq!(r.spread, 14 * day);
+    assert_eq!(r.max_concurrent_per_account, 10);
+    let off = Settings::parse(&text, &path).unwrap().timing.rollover;
+    assert!(!off.on());
+    assert_eq!(
+        off,
+        crate::lifecycle::roll_policy::RolloverPolicy::default()
+    );
+}
+
+#[test]
+fn rollover_nonsense_is_refused_naming_the_key() {
+    // Zero, a bad count, an unknown key.
+    assert_eq!(key_of("[rollover]\nksk = \"0s\""), "rollover.ksk");
+    assert_eq!(
+        key_of("[rollover]\nmax_concurrent_per_account = 0"),
+        "rollover.max_concurrent_per_account"
+    );
+    assert_eq!(key_of("[rollover]\nkzk = \"30d\""), "rollover.kzk");
+    // Shorter than one roll takes: a KSK's holds count the assumed DS TTL twice (1d) and
+    // the margin four times (1h), a ZSK's the margin twice.
+    let err = parse("[rollover]\nksk = \"2d\"").unwrap_err();
+    assert_eq!(err.key(), Some("rollover.ksk"));
+    assert!(
+        err.to_string()
+            .contains("2d is shorter than one ksk roll takes"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("(52h)"), "{err}");
+    assert_eq!(key_of("[rollover]\nzsk = \"1h\""), "rollover.zsk");
+    assert!(parse("[rollover]\nzsk = \"2h\"").is_ok());
+    assert!(parse("[rollover]\nksk = \"52h\"").is_ok());
+    // With a shorter margin and DS TTL assumed, shorter lifetimes fit.
+    assert!(
+        parse("[timing]\npropagation_margin = \"1m\"\nassumed_ds_ttl = \"1h\"\n[rollover]\nksk = \"3h\"")
+            .is_ok()
+    );
+    // A spread as long as a lifetime.
+    assert_eq!(
+        key_of("[rollover]\nzsk = \"30d\"\nksk = \"365d\"\nspread = \"30d\""),
+        "rollover.spread"
+    );
+    let s = parse("[rollover]\nzsk = \"30d\"\nspread = \"7d\"\nmax_concurrent_per_account = 3")
+        .unwrap();
+    assert_eq!(
+        s.timing.rollover.zsk,
+        Some(Duration::from_secs(30 * 86_400))
+    );
+    assert_eq!(s.timing.rollover.spread, Duration::from_secs(7 * 86_400));
+    assert_eq!(s.timing.rollover.max_concurrent_per_account, 3);
+}

@@ -23,6 +23,7 @@ mod notify;
 mod observe;
 mod perform;
 pub mod registry;
+mod roll_schedule;
 mod rollover;
 mod settle;
 mod sinks;
@@ -501,6 +502,9 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         #[cfg(any(test, feature = "test-hooks"))]
         self.crash_point(CrashPoint::Observed, name).await?;
         let decision = step(&row.zone, &observation, &self.policy);
+        let decision = self
+            .roll_policy(&row.zone, decision, observation.at)
+            .await?;
         let summary = summarize(&observation, self.provider.account(name).as_deref());
         Ok(Ok((decision, summary, observation.at)))
     }
@@ -523,7 +527,10 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             && !read.unknown_calls
             && !read.pending_effects
             && read.registrar_hook_failed.is_none();
-        if !sample::may_sample(&row.zone, quiet, row.last_observed_at, now, &self.policy) {
+        // A roll the policy makes due needs the full look that asks for the keys.
+        if !sample::may_sample(&row.zone, quiet, row.last_observed_at, now, &self.policy)
+            || crate::lifecycle::roll_policy::due(&row.zone, now, &self.policy)
+        {
             return Ok(None);
         }
         let turn = self.policy.sample_turn(name, now);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::hold::Hold;
 use super::parent_way::{CdsNotified, ParentPath};
+use super::roll_policy::KeyAges;
 use super::rollover::Roll;
 use super::signed_move::Move;
 use crate::dns::DelegationVerdict;
@@ -47,6 +48,13 @@ pub struct Facts {
     /// |---|---|---|---|
     /// | `key_roll` | `active` | `dnssec-warden roll` declares it (written outside `step`, as the move is: `Store::declare_roll`, at the row's version) | the roll reaches `done` (the step that sees it done clears it) |
     pub key_roll: Option<Roll>,
+    /// `[rollover]`'s memory of the zone (`roll_policy`): when each active key was first
+    /// seen, the next roll, why a due roll waits.
+    ///
+    /// | fact | holds in | set | cleared |
+    /// |---|---|---|---|
+    /// | `key_ages` | `active` | a full look at a settled zone while a lifetime is configured (`roll_policy::schedule`); a roll's end (`roll_policy::rolled`) | entering `disabled` |
+    pub key_ages: Option<KeyAges>,
 }
 
 /// The zone lifecycle's memory of the key followed and its DS, from adoption or
@@ -283,6 +291,7 @@ struct StoredFacts {
     cds_notified: Option<CdsNotified>,
     signed_move: Option<Move>,
     key_roll: Option<Roll>,
+    key_ages: Option<KeyAges>,
 }
 
 impl From<StoredFacts> for Facts {
@@ -339,6 +348,7 @@ impl From<StoredFacts> for Facts {
             },
             signed_move: s.signed_move,
             key_roll: s.key_roll,
+            key_ages: s.key_ages,
         }
     }
 }
@@ -422,6 +432,8 @@ struct StoredFactsRef<'a> {
     signed_move: Option<&'a Move>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key_roll: Option<&'a Roll>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_ages: Option<&'a KeyAges>,
 }
 
 impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
@@ -486,6 +498,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
                 },
             signed_move,
             key_roll,
+            key_ages,
         } = f;
         StoredFactsRef {
             ds_line: ds_line.as_deref(),
@@ -525,6 +538,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
             cds_notified: cds_notified.as_ref(),
             signed_move: signed_move.as_ref(),
             key_roll: key_roll.as_ref(),
+            key_ages: key_ages.as_ref(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod moving;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
+pub mod roll_policy;
 pub mod rolling;
 pub mod rollover;
 pub mod rules;
@@ -48,6 +49,8 @@ mod tests_move;
 mod tests_moving;
 #[cfg(test)]
 mod tests_registry;
+#[cfg(test)]
+mod tests_roll_policy;
 #[cfg(test)]
 mod tests_rollover;
 #[cfg(test)]

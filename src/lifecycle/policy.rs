@@ -62,6 +62,10 @@ pub struct Policy {
     /// never read from `[timing]`: part of rule 2's confirmation gap.
     #[serde(skip)]
     pub look_allowance: Duration,
+    /// `[rollover]`: key lifetimes and how rolls are scheduled; set from that section,
+    /// never read from `[timing]`.
+    #[serde(skip)]
+    pub rollover: super::roll_policy::RolloverPolicy,
 }
 
 impl Default for Policy {
@@ -82,6 +86,7 @@ impl Default for Policy {
             require_validated_evidence: false,
             parents: Default::default(),
             look_allowance: Duration::ZERO,
+            rollover: Default::default(),
         }
     }
 }
@@ -146,7 +151,7 @@ impl Policy {
 
 /// FNV-1a over the zone's name, lower-cased: stable across versions and hosts (std's
 /// hasher is not promised to be), and spread enough for a phase.
-fn name_hash(zone: &str) -> u64 {
+pub(super) fn name_hash(zone: &str) -> u64 {
     zone.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3)
     })

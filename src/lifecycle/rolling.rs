@@ -123,6 +123,7 @@ fn ended(
     at: Timestamp,
 ) -> Decision {
     facts.key_roll = None;
+    super::roll_policy::rolled(&mut facts, roll, at);
     facts.wait.held_by = None;
     facts.wait.held_since = None;
     // What a settled zone's sample is held to names the old keys.

@@ -8,6 +8,7 @@ use super::facts::{
 };
 use super::hold::{Hold, Party};
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
+use super::roll_policy::{KeyAge, KeyAges, NextRoll};
 use super::rollover::{KeyKind, Method, Phase, Roll, RollKey, RollTtls};
 use super::sample::SettledView;
 use super::signed_move::Move;
@@ -121,6 +122,19 @@ key_roll: Some(Roll {
             abort_asked: false,
             via: crate::lifecycle::rollover::DsVia::Registrar,
             cds_notified: None,
+        }),
+key_ages: Some(KeyAges {
+            keys: vec![KeyAge {
+                kind: KeyKind::Csk,
+                tag: 25,
+                algorithm: 13,
+                since: Timestamp(26),
+            }],
+            next_roll: Some(NextRoll {
+                kind: KeyKind::Csk,
+                at: Timestamp(27),
+            }),
+            waiting: Some("the cap".into()),
         })
 }
 }
@@ -155,7 +169,9 @@ const EVERY: &str = concat!(
     "\"dnskey\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\"}],",
     "\"new\":[{\"kind\":\"ksk\",\"id\":null,\"dnskey\":null}],\"others\":[],\"aborted\":false,",
     "\"confirmed_at\":null,\"last_confirmed\":null,\"phase_since\":21,",
-    "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}}",
+    "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}},",
+    "\"key_ages\":{\"keys\":[{\"kind\":\"csk\",\"tag\":25,\"algorithm\":13,\"since\":26}],",
+    "\"next_roll\":{\"kind\":\"csk\",\"at\":27},\"waiting\":\"the cap\"}",
     "}"
 );
 

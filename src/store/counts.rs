@@ -2,6 +2,8 @@
 //! endpoint reads them; the store knows nothing of it): the same SQL on both backends (no
 //! placeholders, no dialect).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::{Backend, Store, StoreError};
 use crate::lifecycle::{AlertKind, State, Timestamp};
 
@@ -19,6 +21,34 @@ pub struct ZoneHealth {
     pub failing_since: Option<Timestamp>,
     /// The provider account that held the zone at the last look, where it was known.
     pub account: Option<String>,
+    /// The phase of the key rollover in progress, if any.
+    pub roll_phase: Option<&'static str>,
+    /// The end of the TTL hold the roll waits out, where it waits on one.
+    pub roll_hold_until: Option<Timestamp>,
+    /// The next roll `[rollover]` makes, as the zone's last full look computed it.
+    pub next_roll: Option<Timestamp>,
+}
+
+/// Key rollovers this process's steps ended, completed or undone (`roll --abort`).
+static ROLLS_COMPLETED: AtomicU64 = AtomicU64::new(0);
+static ROLLS_ABORTED: AtomicU64 = AtomicU64::new(0);
+
+/// The rolls this process's committed steps ended since it started: (completed, aborted).
+pub fn rolls_ended() -> (u64, u64) {
+    (
+        ROLLS_COMPLETED.load(Ordering::Relaxed),
+        ROLLS_ABORTED.load(Ordering::Relaxed),
+    )
+}
+
+/// A committed step ended the roll `before` held.
+pub(super) fn roll_ended(before: &crate::lifecycle::rollover::Roll) {
+    let counter = if before.aborted || before.abort_asked {
+        &ROLLS_ABORTED
+    } else {
+        &ROLLS_COMPLETED
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 struct RawHealth {
@@ -75,9 +105,43 @@ impl Store {
                     failures: i64::from(facts.health.failures),
                     failing_since: facts.health.failing_since,
                     account: brief_account(r.last_brief.as_deref()),
+                    roll_phase: facts.key_roll.as_ref().map(|r| r.phase.name()),
+                    roll_hold_until: facts
+                        .key_roll
+                        .as_ref()
+                        .and(facts.wait.held_by.as_ref())
+                        .filter(|h| h.on == crate::lifecycle::hold::Party::Ttl)
+                        .and_then(|h| h.until),
+                    next_roll: facts
+                        .key_ages
+                        .as_ref()
+                        .and_then(|a| a.next_roll)
+                        .map(|n| n.at)
+                        .filter(|_| facts.key_roll.is_none()),
                 })
             })
             .collect()
+    }
+
+    /// The zones in a key rollover, each with the provider account of its last look
+    /// (`[rollover]`'s cap counts them per account). Only rows whose facts name a roll
+    /// are read whole.
+    pub async fn rolling_zones(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        let rows: Vec<(String, String, Option<String>)> = shared_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT name, facts, last_brief FROM zones \
+                 WHERE facts LIKE '%\"key_roll\":%' ORDER BY name",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        let mut out = Vec::new();
+        for (name, facts, brief) in rows {
+            if super::rows::parse_facts(&name, &facts)?.key_roll.is_some() {
+                out.push((name, brief_account(brief.as_deref())));
+            }
+        }
+        Ok(out)
     }
 
     /// Open alerts per kind (kinds with none are absent).

@@ -113,7 +113,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::lifecycle::{Decision, Intent, State, Timestamp};
-pub use counts::ZoneHealth;
+pub use counts::{ZoneHealth, rolls_ended};
 pub use daemon_alerts::DaemonAlertRow;
 pub use deliveries::{DeliveryRecord, DeliveryRow};
 pub use faults::WriteFailure;
@@ -907,9 +907,16 @@ impl Store {
         observation: &ObservationText,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        on_backend!(self, |b| b
+        let committed = on_backend!(self, |b| b
             .commit_step(read, decision, observation, now)
-            .await)
+            .await)?;
+        if committed
+            && decision.facts.key_roll.is_none()
+            && let Some(roll) = &read.row.zone.facts.key_roll
+        {
+            counts::roll_ended(roll);
+        }
+        Ok(committed)
     }
     /// A settled zone's sampled look agreed with its last full look (DESIGN.md section
     /// 8): when it was, and the next look; nothing else of the zone changes. False if the

@@ -193,12 +193,12 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 Timestamp(5),
             )
             .unwrap(),
-        ) };
+        ), key_ages: Some(crate::lifecycle::roll_policy::KeyAges::default()) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(37), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(38), "{text}");
 }
 
 #[test]

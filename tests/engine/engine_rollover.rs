@@ -532,13 +532,22 @@ struct RollRig {
 }
 
 fn engine(world: &RollWorld, store: &Store, crash: &CrashSwitch) -> Engine<RollWorld, RollWorld> {
+    engine_with(world, store, crash, policy())
+}
+
+fn engine_with(
+    world: &RollWorld,
+    store: &Store,
+    crash: &CrashSwitch,
+    policy: Policy,
+) -> Engine<RollWorld, RollWorld> {
     let switch = crash.clone();
     Engine::new(
         store.clone(),
         Arc::new(world.clone()),
         Arc::new(world.clone()),
         Arc::new(world.clock.clone()),
-        policy(),
+        policy,
         Notifier::default(),
     )
     .with_crash_hook(Arc::new(move |p| switch.fire(p)))
@@ -896,5 +905,134 @@ fn an_algorithm_roll_sees_the_signatures_of_its_unpublished_key() {
         let algorithms: Vec<u8> = s.keys.iter().map(|k| k.dnskey.algorithm).collect();
         assert_eq!(algorithms, [15], "the new algorithm's key alone");
         assert_eq!(s.ds, vec![ds_of(&s.keys[0].dnskey)], "its DS alone");
+    });
+}
+
+/// `[rollover]` (DESIGN.md section 2, "Key rollovers", "Policy"): a zone settled
+/// `active` with no roll declared; a ZSK lifetime of two days. The key's age counts from
+/// the first look that saw it; once past its lifetime the policy starts the roll by
+/// itself, as `dnssec-warden roll --kind zsk` would, and the roll completes; the new key's
+/// age then counts from the roll's end.
+#[test]
+fn a_short_zsk_lifetime_starts_a_roll_by_itself_and_it_completes() {
+    use dnssec_warden::lifecycle::roll_policy::RolloverPolicy;
+    rt().block_on(async {
+        let lifetime = Duration::from_secs(2 * 86_400);
+        let world = RollWorld::new(true);
+        let store = Store::open_in_memory().await.expect("in-memory store");
+        store.ensure_zone(ZONE, T0).await.expect("zone row");
+        let read = store.zone_for_step(ZONE).await.unwrap().unwrap();
+        let mut facts = read.row.zone.facts.clone();
+        let sep = world.lock().keys[0].dnskey.clone();
+        facts.lifecycle.max_dnskey_ttl = Some(TTL);
+        facts.lifecycle.max_ds_ttl = Some(TTL);
+        facts.lifecycle.ds_line = Some(
+            DsLine {
+                owner: ZONE.to_string(),
+                ttl: TTL,
+                ds: ds_of(&sep),
+            }
+            .to_string(),
+        );
+        let decision = Decision {
+            state: Some(State::Active),
+            facts,
+            effects: vec![],
+            alerts: vec![],
+            notes: vec![],
+            wake_at: T0,
+        };
+        assert!(
+            store
+                .commit_step(&read, &decision, &ObservationText::from_whole("{}"), T0)
+                .await
+                .unwrap()
+        );
+        store
+            .set_intent(ZONE, Intent::Enabled, false, "operator (test)", T0)
+            .await
+            .unwrap();
+        let policy = Policy {
+            rollover: RolloverPolicy {
+                zsk: Some(lifetime),
+                ..RolloverPolicy::default()
+            },
+            ..policy()
+        };
+        let crash = CrashSwitch::default();
+        let old_zsk = world.lock().keys[1].dnskey.clone();
+        let mut rig = RollRig {
+            engine: engine_with(&world, &store, &crash, policy.clone()),
+            world,
+            store,
+            crash,
+            acted: Vec::new(),
+        };
+        // Ticks until the policy starts a roll (bounded: a poll is 6 h, the lifetime 2 d).
+        let mut started = None;
+        for _ in 0..40 {
+            rig.tick().await;
+            if let Some(roll) = rig.roll().await {
+                started = Some(roll);
+                break;
+            }
+        }
+        let trail = rig.trail().await;
+        let roll = started.unwrap_or_else(|| panic!("no roll started\n{trail}"));
+        // Not before the key's lifetime from the first look that saw it.
+        assert!(
+            roll.phase_since >= T0.plus(lifetime),
+            "{:?}\n{trail}",
+            roll.phase_since
+        );
+        assert!(
+            roll.phase_since <= T0.plus(lifetime).plus(policy.poll_active),
+            "within a poll of falling due: {:?}\n{trail}",
+            roll.phase_since
+        );
+        assert_eq!(roll.old[0].dnskey.as_ref(), Some(&old_zsk));
+        assert!(
+            trail.contains("scheduled by policy, key age 2d (rollover.zsk = 2d)"),
+            "{trail}"
+        );
+        let (completed, _) = dnssec_warden::store::rolls_ended();
+        let phases = rig.run_to_done(None).await;
+        assert_eq!(
+            phases,
+            [Phase::Publishing, Phase::Swapping, Phase::RemovingOldKey]
+        );
+        let v = rig.world.violations();
+        assert!(v.is_empty(), "{v:?}\n{}", rig.trail().await);
+        // Counted for the metrics (a counter of the process: other tests may add to it).
+        assert!(dnssec_warden::store::rolls_ended().0 > completed);
+        let end = rig.world.now();
+        // The new ZSK's age counts from the roll's end: the next roll a lifetime later.
+        let new_zsk = {
+            let s = rig.world.lock();
+            let zsk: Vec<&WorldKey> = s.keys.iter().filter(|k| !k.dnskey.is_sep()).collect();
+            assert_eq!(zsk.len(), 1);
+            assert_ne!(zsk[0].dnskey, old_zsk);
+            zsk[0].dnskey.clone()
+        };
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        let ages = row.zone.facts.key_ages.clone().expect("key ages");
+        let age = ages
+            .keys
+            .iter()
+            .find(|a| a.tag == new_zsk.key_tag())
+            .expect("the new ZSK's age");
+        assert!(
+            age.since <= end && age.since.plus(policy.poll_waiting) >= end,
+            "{ages:?}"
+        );
+        // And the zone settles again without another roll right away.
+        for _ in 0..3 {
+            rig.tick().await;
+        }
+        assert!(rig.roll().await.is_none(), "{}", rig.trail().await);
+        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+        assert_eq!(row.zone.state, Some(State::Active), "{}", rig.trail().await);
+        let next = row.zone.facts.key_ages.and_then(|a| a.next_roll);
+        assert_eq!(next.map(|n| n.at), Some(age.since.plus(lifetime)));
     });
 }

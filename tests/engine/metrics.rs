@@ -211,4 +211,57 @@ async fn half_open_connections_are_capped_and_timed_out() {
     drop(idle);
 }
 
-on_both_backends!(metrics_show_states_alerts_failures_and_ages,);
+/// The rolls `[rollover]`'s cap counts: only zones whose facts hold a roll, each with the
+/// account of its last look, on both backends (the rows are found by a text match on the
+/// facts first).
+async fn rolling_zones_are_the_zones_in_a_roll() {
+    use dnssec_warden::lifecycle::rollover::{KeyKind, ListedKey, Roll};
+    use dnssec_warden::lifecycle::{Decision, Facts, Timestamp};
+    use dnssec_warden::store::ObservationText;
+    let (store, _cluster) = dnssec_warden_test_support::rig::new_store().await;
+    let t = Timestamp(1_000);
+    for zone in ["a.test.", "b.test."] {
+        store.ensure_zone(zone, t).await.unwrap();
+        let read = store.zone_for_step(zone).await.unwrap().unwrap();
+        let active = Decision {
+            state: Some(State::Active),
+            facts: Facts::default(),
+            effects: vec![],
+            alerts: vec![],
+            notes: vec![],
+            wake_at: t,
+        };
+        let brief = ObservationText::from_whole(r#"{"provider":{"account":"pdns"}}"#);
+        assert!(store.commit_step(&read, &active, &brief, t).await.unwrap());
+        store
+            .set_intent(zone, Intent::Enabled, false, "test", t)
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.rolling_zones().await.unwrap(), vec![]);
+    let listed = [ListedKey {
+        id: "1".into(),
+        dnskey: dnssec_warden::dnssec::Dnskey::parse_text(
+            "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+        )
+        .unwrap(),
+        active: true,
+        published: true,
+    }];
+    let roll = Roll::plan(&listed, KeyKind::Csk, None, t).unwrap();
+    store
+        .declare_roll("b.test.", Some(&roll), "test", t)
+        .await
+        .unwrap();
+    let rolling = store.rolling_zones().await.unwrap();
+    assert_eq!(rolling.len(), 1, "{rolling:?}");
+    assert_eq!(
+        rolling[0],
+        ("b.test.".to_string(), Some("pdns".to_string()))
+    );
+}
+
+on_both_backends!(
+    metrics_show_states_alerts_failures_and_ages,
+    rolling_zones_are_the_zones_in_a_roll,
+);
