@@ -196,7 +196,7 @@ struct NextRollJson {
 fn next_roll(
     z: &crate::lifecycle::Zone,
     policy: &Policy,
-) -> Option<crate::lifecycle::roll_policy::NextRoll> {
+) -> Option<crate::lifecycle::keys::NextRoll> {
     if z.facts.key_roll.is_some() {
         return None;
     }
@@ -612,7 +612,8 @@ mod tests {
     /// kind with one, and why a due roll waits.
     #[tokio::test]
     async fn the_next_roll_is_shown_where_a_lifetime_applies() {
-        use crate::lifecycle::roll_policy::{KeyAge, KeyAges, RolloverPolicy};
+        use crate::lifecycle::keys::{KeyAge, KeyAges};
+        use crate::lifecycle::policy::RolloverPolicy;
         use crate::lifecycle::rollover::KeyKind;
         let store = Store::open_in_memory().await.unwrap();
         let zone = "n.test.";

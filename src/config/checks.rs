@@ -10,7 +10,7 @@ use crate::alert::RegistrarSettings;
 use crate::de::{FileDir, KeyError};
 use crate::lifecycle::Policy;
 use crate::lifecycle::parent_way::{DsPathSetting, ParentWay, ParentWays, duration_text};
-use crate::lifecycle::roll_policy::RolloverPolicy;
+use crate::lifecycle::policy::RolloverPolicy;
 use crate::provider::fleet::{ProviderConfig, ProviderOptions};
 use crate::provider::gcore::GcoreClient;
 use crate::provider::registry::Kind;
@@ -140,7 +140,7 @@ impl CrossChecks {
             spread,
             max_concurrent_per_account: raw
                 .max_concurrent_per_account
-                .unwrap_or(crate::lifecycle::roll_policy::DEFAULT_MAX_CONCURRENT_PER_ACCOUNT),
+                .unwrap_or(crate::lifecycle::policy::DEFAULT_MAX_CONCURRENT_PER_ACCOUNT),
         })
     }
 

@@ -877,10 +877,7 @@ fn the_example_rollover_block_parses_once_uncommented() {
     assert_eq!(r.max_concurrent_per_account, 10);
     let off = Settings::parse(&text, &path).unwrap().timing.rollover;
     assert!(!off.on());
-    assert_eq!(
-        off,
-        crate::lifecycle::roll_policy::RolloverPolicy::default()
-    );
+    assert_eq!(off, crate::lifecycle::policy::RolloverPolicy::default());
 }
 
 #[test]

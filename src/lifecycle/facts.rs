@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::hold::Hold;
+use super::keys::KeyAges;
 use super::parent_way::{CdsNotified, ParentPath};
-use super::roll_policy::KeyAges;
 use super::rollover::Roll;
 use super::signed_move::Move;
 use crate::dns::DelegationVerdict;

@@ -7,6 +7,7 @@ pub mod cds;
 pub mod facts;
 pub mod guard;
 pub mod hold;
+pub mod keys;
 pub mod model;
 pub mod moving;
 pub mod parent_way;

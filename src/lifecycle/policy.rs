@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::Timestamp;
+use super::keys::KeyKind;
 
 use crate::time::format::positive_duration as duration;
 
@@ -65,7 +66,7 @@ pub struct Policy {
     /// `[rollover]`: key lifetimes and how rolls are scheduled; set from that section,
     /// never read from `[timing]`.
     #[serde(skip)]
-    pub rollover: super::roll_policy::RolloverPolicy,
+    pub rollover: RolloverPolicy,
 }
 
 impl Default for Policy {
@@ -155,6 +156,58 @@ pub(super) fn name_hash(zone: &str) -> u64 {
     zone.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// The rolls' cap per account where `[rollover]` does not say.
+pub const DEFAULT_MAX_CONCURRENT_PER_ACCOUNT: u32 = 10;
+
+/// `[rollover]`: a lifetime per kind of key (none: never rolled by policy), the window
+/// rolls due together are spread over, and the cap on rolls in progress per account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolloverPolicy {
+    pub ksk: Option<Duration>,
+    pub zsk: Option<Duration>,
+    pub csk: Option<Duration>,
+    /// Each zone's roll falls due this much later at most, by a hash of its name (the
+    /// same on every start and every host).
+    pub spread: Duration,
+    pub max_concurrent_per_account: u32,
+}
+
+impl Default for RolloverPolicy {
+    fn default() -> Self {
+        Self {
+            ksk: None,
+            zsk: None,
+            csk: None,
+            spread: Duration::ZERO,
+            max_concurrent_per_account: DEFAULT_MAX_CONCURRENT_PER_ACCOUNT,
+        }
+    }
+}
+
+impl RolloverPolicy {
+    /// Some lifetime is set: the daemon keeps key ages and schedules rolls.
+    pub fn on(&self) -> bool {
+        self.ksk.is_some() || self.zsk.is_some() || self.csk.is_some()
+    }
+
+    pub fn lifetime(&self, kind: KeyKind) -> Option<Duration> {
+        match kind {
+            KeyKind::Ksk => self.ksk,
+            KeyKind::Zsk => self.zsk,
+            KeyKind::Csk => self.csk,
+        }
+    }
+
+    /// The zone's place in `spread`: stable for a name, whatever the clock or the host.
+    pub fn offset(&self, zone: &str) -> Duration {
+        let window = u64::try_from(self.spread.as_millis()).unwrap_or(u64::MAX);
+        if window == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_millis(name_hash(zone) % window)
+    }
 }
 
 #[cfg(test)]

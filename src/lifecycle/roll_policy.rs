@@ -8,66 +8,14 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::hold::{Hold, Party};
+use super::keys::KeyKind;
+use super::keys::{KeyAge, NextRoll};
 use super::model::{AuditNote, Decision, Zone};
-use super::policy::Policy;
-use super::rollover::{KeyKind, ListedKey, Roll, RollTtls};
+use super::policy::{Policy, RolloverPolicy};
+use super::rollover::{ListedKey, Roll, RollTtls};
 use super::state::{Intent, State};
 use crate::time::Timestamp;
-
-/// The rolls' cap per account where `[rollover]` does not say.
-pub const DEFAULT_MAX_CONCURRENT_PER_ACCOUNT: u32 = 10;
-
-/// `[rollover]`: a lifetime per kind of key (none: never rolled by policy), the window
-/// rolls due together are spread over, and the cap on rolls in progress per account.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RolloverPolicy {
-    pub ksk: Option<Duration>,
-    pub zsk: Option<Duration>,
-    pub csk: Option<Duration>,
-    /// Each zone's roll falls due this much later at most, by a hash of its name (the
-    /// same on every start and every host).
-    pub spread: Duration,
-    pub max_concurrent_per_account: u32,
-}
-
-impl Default for RolloverPolicy {
-    fn default() -> Self {
-        Self {
-            ksk: None,
-            zsk: None,
-            csk: None,
-            spread: Duration::ZERO,
-            max_concurrent_per_account: DEFAULT_MAX_CONCURRENT_PER_ACCOUNT,
-        }
-    }
-}
-
-impl RolloverPolicy {
-    /// Some lifetime is set: the daemon keeps key ages and schedules rolls.
-    pub fn on(&self) -> bool {
-        self.ksk.is_some() || self.zsk.is_some() || self.csk.is_some()
-    }
-
-    pub fn lifetime(&self, kind: KeyKind) -> Option<Duration> {
-        match kind {
-            KeyKind::Ksk => self.ksk,
-            KeyKind::Zsk => self.zsk,
-            KeyKind::Csk => self.csk,
-        }
-    }
-
-    /// The zone's place in `spread`: stable for a name, whatever the clock or the host.
-    pub fn offset(&self, zone: &str) -> Duration {
-        let window = u64::try_from(self.spread.as_millis()).unwrap_or(u64::MAX);
-        if window == 0 {
-            return Duration::ZERO;
-        }
-        Duration::from_millis(super::policy::name_hash(zone) % window)
-    }
-}
 
 /// The shortest a roll of `kind` can take with the TTLs given (0: unknown, counted as
 /// nothing) and the margin: the sum of its method's holds (section 2), registrar and
@@ -83,35 +31,6 @@ pub fn shortest_roll(kind: KeyKind, dnskey_ttl: u32, ds_ttl: u32, margin: Durati
             .saturating_mul(2)
             .saturating_add(ttl(ds_ttl).saturating_mul(2)),
     }
-}
-
-/// When the daemon first saw one of the zone's active keys (or a roll made it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyAge {
-    pub kind: KeyKind,
-    pub tag: u16,
-    pub algorithm: u8,
-    pub since: Timestamp,
-}
-
-/// The next roll the policy makes of the zone, and of which key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NextRoll {
-    pub kind: KeyKind,
-    pub at: Timestamp,
-}
-
-/// The policy's memory of a zone (its fact `key_ages`): each active key's first sighting,
-/// the next roll as the last step computed it (for the metrics, which read no
-/// configuration), and why a roll that is due has not started.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyAges {
-    #[serde(default)]
-    pub keys: Vec<KeyAge>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_roll: Option<NextRoll>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<String>,
 }
 
 /// The provider's keys for the zone, as one look asked them.

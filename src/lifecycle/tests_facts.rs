@@ -7,8 +7,8 @@ use super::facts::{
     RoutineLookFacts, WaitFacts,
 };
 use super::hold::{Hold, Party};
+use super::keys::{KeyAge, KeyAges, NextRoll};
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
-use super::roll_policy::{KeyAge, KeyAges, NextRoll};
 use super::rollover::{KeyKind, Method, Phase, Roll, RollKey, RollTtls};
 use super::sample::SettledView;
 use super::signed_move::Move;

@@ -6,11 +6,10 @@
 use std::time::Duration;
 
 use super::facts::Facts;
+use super::keys::{KeyAge, KeyAges};
 use super::model::{Decision, Zone};
-use super::policy::Policy;
-use super::roll_policy::{
-    AccountRolls, KeyAge, KeyAges, KeyListing, RolloverPolicy, next_roll, rolled, schedule,
-};
+use super::policy::{Policy, RolloverPolicy};
+use super::roll_policy::{AccountRolls, KeyListing, next_roll, rolled, schedule};
 use super::rollover::{KeyKind, ListedKey, Method, Phase};
 use super::state::{Intent, State};
 use super::tests::zone;

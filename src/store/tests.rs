@@ -193,7 +193,7 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 Timestamp(5),
             )
             .unwrap(),
-        ), key_ages: Some(crate::lifecycle::roll_policy::KeyAges::default()) };
+        ), key_ages: Some(crate::lifecycle::keys::KeyAges::default()) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).

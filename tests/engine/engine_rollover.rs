@@ -915,7 +915,7 @@ fn an_algorithm_roll_sees_the_signatures_of_its_unpublished_key() {
 /// age then counts from the roll's end.
 #[test]
 fn a_short_zsk_lifetime_starts_a_roll_by_itself_and_it_completes() {
-    use dnssec_warden::lifecycle::roll_policy::RolloverPolicy;
+    use dnssec_warden::lifecycle::policy::RolloverPolicy;
     rt().block_on(async {
         let lifetime = Duration::from_secs(2 * 86_400);
         let world = RollWorld::new(true);

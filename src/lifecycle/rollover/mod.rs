@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use super::answers::Answer;
 use super::answers::{ds_of, every, failing, has_ds};
 use super::hold::Party;
+pub use super::keys::KeyKind;
 use super::policy::Policy;
 use crate::dnssec::{CdsPublication, Dnskey, Ds};
 use crate::time::Timestamp;
@@ -122,32 +123,6 @@ pub enum Phase {
 impl Phase {
     pub fn name(self) -> &'static str {
         self.into()
-    }
-}
-
-/// A key's part in the zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum KeyKind {
-    Ksk,
-    Zsk,
-    Csk,
-}
-
-impl KeyKind {
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-
-    /// Whether the key signs the DNSKEY set (the parent's DS points at it).
-    pub fn sep(self) -> bool {
-        self != KeyKind::Zsk
-    }
-
-    /// Whether the key signs the zone's other data.
-    pub fn signs_data(self) -> bool {
-        self != KeyKind::Ksk
     }
 }
 
