@@ -313,7 +313,7 @@ impl CloudflareClient {
         }
         if !reading.may_delete {
             return Err(ProviderError::Conflict(format!(
-                "Cloudflare's DNSSEC status for {} is {}: it still sees its DS at the parent, and stops signing (DELETE) only once it does not; asked again later",
+                "Cloudflare took the switch-off of {} (status {}) and still signs it: it deletes its DNSSEC (stops signing) only once its own check no longer sees the DS at the parent; the DELETE is asked again at the next step",
                 api_name(zone),
                 now.status_text()
             )));
