@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::hold::Hold;
+use super::own_roll::ProviderRoll;
 use super::parent_way::{CdsNotified, ParentPath};
 use super::rollover::Roll;
 use super::signed_move::Move;
@@ -47,6 +48,13 @@ pub struct Facts {
     /// |---|---|---|---|
     /// | `key_roll` | `active` | `dnssec-warden roll` declares it (written outside `step`, as the move is: `Store::declare_roll`, at the row's version) | the roll reaches `done` (the step that sees it done clears it) |
     pub key_roll: Option<Roll>,
+    /// A roll the provider makes on its own (DESIGN.md section 2, rule 17), followed by
+    /// `step` in `active`.
+    ///
+    /// | fact | holds in | set | cleared |
+    /// |---|---|---|---|
+    /// | `provider_roll` | `active` | a new SEP key beside the followed one (`step::own_roll`) | the roll ends (the zone follows the new key), the provider goes back, or the zone leaves `active` |
+    pub provider_roll: Option<ProviderRoll>,
 }
 
 /// The zone lifecycle's memory of the key followed and its DS, from adoption or
@@ -283,6 +291,7 @@ struct StoredFacts {
     cds_notified: Option<CdsNotified>,
     signed_move: Option<Move>,
     key_roll: Option<Roll>,
+    provider_roll: Option<ProviderRoll>,
 }
 
 impl From<StoredFacts> for Facts {
@@ -339,6 +348,7 @@ impl From<StoredFacts> for Facts {
             },
             signed_move: s.signed_move,
             key_roll: s.key_roll,
+            provider_roll: s.provider_roll,
         }
     }
 }
@@ -422,6 +432,8 @@ struct StoredFactsRef<'a> {
     signed_move: Option<&'a Move>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key_roll: Option<&'a Roll>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider_roll: Option<&'a ProviderRoll>,
 }
 
 impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
@@ -486,6 +498,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
                 },
             signed_move,
             key_roll,
+            provider_roll,
         } = f;
         StoredFactsRef {
             ds_line: ds_line.as_deref(),
@@ -525,6 +538,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
             cds_notified: cds_notified.as_ref(),
             signed_move: signed_move.as_ref(),
             key_roll: key_roll.as_ref(),
+            provider_roll: provider_roll.as_ref(),
         }
     }
 }

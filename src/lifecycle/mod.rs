@@ -9,6 +9,7 @@ pub mod guard;
 pub mod hold;
 pub mod model;
 pub mod moving;
+pub mod own_roll;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
@@ -46,6 +47,8 @@ mod tests_facts;
 mod tests_move;
 #[cfg(test)]
 mod tests_moving;
+#[cfg(test)]
+mod tests_own_roll;
 #[cfg(test)]
 mod tests_registry;
 #[cfg(test)]

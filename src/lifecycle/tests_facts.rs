@@ -7,6 +7,7 @@ use super::facts::{
     RoutineLookFacts, WaitFacts,
 };
 use super::hold::{Hold, Party};
+use super::own_roll::ProviderRoll;
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
 use super::rollover::{KeyKind, Method, Phase, Roll, RollKey, RollTtls};
 use super::sample::SettledView;
@@ -119,6 +120,22 @@ key_roll: Some(Roll {
                 zone: 24,
             },
             abort_asked: false,
+        }),
+provider_roll: Some(ProviderRoll {
+            old: "DS A".into(),
+            new_key: Dnskey::parse_text(
+                "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+            )
+            .expect("a DNSKEY"),
+            new: "DS D".into(),
+            seen_at: Timestamp(25),
+            add_asked_at: t(26),
+            old_gone_at: None,
+            old_gone_confirmed_at: None,
+            remove_asked_at: None,
+            swapped_at: t(27),
+            gone_back_at: None,
+            stale: Vec::new(),
         })
 }
 }
@@ -153,7 +170,10 @@ const EVERY: &str = concat!(
     "\"dnskey\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\"}],",
     "\"new\":[{\"kind\":\"ksk\",\"id\":null,\"dnskey\":null}],\"others\":[],\"aborted\":false,",
     "\"confirmed_at\":null,\"last_confirmed\":null,\"phase_since\":21,",
-    "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}}",
+    "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}},",
+    "\"provider_roll\":{\"old\":\"DS A\",",
+    "\"new_key\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\",",
+    "\"new\":\"DS D\",\"seen_at\":25,\"add_asked_at\":26,\"swapped_at\":27}",
     "}"
 );
 
