@@ -156,6 +156,11 @@ impl ProviderRoll {
                 "the removal of the old key's DS",
                 self.remove_asked_at,
             ),
+            (false, Some(at)) if self.stale.iter().any(|l| l == ds_line) => (
+                &self.stale[self.stale.iter().position(|l| l == ds_line).unwrap_or(0)],
+                "the removal of a DS the provider moved on from",
+                Some(at),
+            ),
             (false, Some(at)) => (&self.new, "the removal of the new key's DS", Some(at)),
             (true, Some(_)) => (&self.new, "the addition of the new key's DS", None),
         };

@@ -141,9 +141,10 @@ impl Run<'_> {
         if let Some(since) = roll.gone_back_at {
             let gone = validated
                 && parent.as_ref().is_some_and(|p| {
+                    let stale: Vec<_> = roll.leaving_ds().into_iter().skip(1).collect();
                     !p.distinct_ds()
                         .iter()
-                        .any(|d| roll.new_key.matches_ds(&p.zone, d))
+                        .any(|d| roll.new_key.matches_ds(&p.zone, d) || stale.contains(d))
                 });
             if gone {
                 self.note(format!(
@@ -174,13 +175,16 @@ impl Run<'_> {
                     ""
                 }
             ));
-            if roll.add_asked_at.is_some() {
-                self.effects.push(Effect::RollRequest {
-                    request: RollRequest::RemoveDs {
-                        ds_line: roll.new.clone(),
-                        keep: roll.old.clone(),
-                    },
-                });
+            if roll.add_asked_at.is_some() || !roll.stale.is_empty() {
+                let asked = roll.add_asked_at.map(|_| &roll.new);
+                for line in asked.into_iter().chain(&roll.stale) {
+                    self.effects.push(Effect::RollRequest {
+                        request: RollRequest::RemoveDs {
+                            ds_line: line.clone(),
+                            keep: roll.old.clone(),
+                        },
+                    });
+                }
                 roll.gone_back_at = Some(self.now);
                 self.deadlines.push(self.now.plus(self.policy.poll_waiting));
                 self.facts.wait.held_by = Some(Hold::new(
