@@ -270,6 +270,10 @@ struct Run<'a> {
     /// The hook's file of calls, and how many of them the test acted on.
     calls: PathBuf,
     acted: usize,
+    /// The largest `DNSSEC_WARDEN_SEQ` acted on: as the hook's contract asks of
+    /// automation, a request at or below it (one delivered again after a SIGKILL) is
+    /// not acted on twice.
+    last_seq: u64,
     started: Instant,
     /// Each phase when first seen, with what it waited for.
     phases: Vec<String>,
@@ -406,6 +410,15 @@ impl Run<'_> {
         for call in fresh {
             self.acted += 1;
             assert_eq!(call.zone, self.zone, "{call:?}");
+            let seq: u64 = call.seq.parse().expect("DNSSEC_WARDEN_SEQ is a number");
+            if seq <= self.last_seq {
+                self.note(format!(
+                    "registrar ({} {seq}): delivered again, already acted on",
+                    call.action
+                ));
+                continue;
+            }
+            self.last_seq = seq;
             let before = self.w.parent_view(self.zone, Tld::A).await.unwrap().0;
             match call.action.as_str() {
                 "add" => {
@@ -559,6 +572,7 @@ async fn roll(
         daemon,
         calls,
         acted: earlier,
+        last_seq: 0,
         started: Instant::now(),
         phases: Vec::new(),
         acts: Vec::new(),
