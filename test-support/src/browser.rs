@@ -1,5 +1,5 @@
 //! A real browser for the web console's tests: Debian's `chromium`, headless, driven over
-//! WebDriver by its `chromedriver` (package `chromium-driver`) through fantoccini.
+//! WebDriver by its `chromedriver` (package `chromium-driver`) through [`crate::webdriver`].
 //!
 //! - [`Chromedriver`] is the driver process on a free loopback port, started in a process
 //!   group of its own, with a temporary `HOME` and `TMPDIR`. The chromium it starts
@@ -47,13 +47,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::wd::WebDriverCompatibleCommand;
-use fantoccini::{Client, ClientBuilder, Locator};
-use hyper_util::client::legacy::connect::HttpConnector;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::knot::Result;
 use crate::pdns::free_port;
+use crate::webdriver::{Element, Session};
 
 /// The Debian packages a browser test needs; tests/run.sh installs them, with
 /// `tesseract-ocr` for [`screenshot_shows`] and `fonts-dejavu-core`, the fonts the pages
@@ -302,7 +301,7 @@ pub fn chromium_args(profile: &Path) -> Vec<String> {
 
 /// One WebDriver session of headless chromium, on a fresh profile.
 pub struct Browser {
-    client: Client,
+    client: Session,
     /// The profile (`--user-data-dir`), in the driver's home: removed with it, once no
     /// chromium writes there.
     profile: PathBuf,
@@ -315,7 +314,7 @@ pub struct Screenshot {
     pub png: Vec<u8>,
 }
 
-fn cmd_err(what: impl std::fmt::Display) -> impl FnOnce(fantoccini::error::CmdError) -> String {
+fn cmd_err(what: impl std::fmt::Display) -> impl FnOnce(String) -> String {
     move |e| format!("{what}: {e}")
 }
 
@@ -334,19 +333,14 @@ impl Browser {
                 "args": chromium_args(&profile),
             },
         });
-        let Value::Object(capabilities) = capabilities else {
-            unreachable!("a JSON object")
-        };
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(capabilities)
-            .connect(&driver.url())
+        let client = Session::start(&driver.url(), capabilities)
             .await
             .map_err(|e| format!("no chromium session: {e}\n{}", driver.log()))?;
         Ok(Self { client, profile })
     }
 
-    /// The fantoccini client, for what the helpers do not cover.
-    pub fn client(&self) -> &Client {
+    /// The WebDriver session, for what the helpers do not cover.
+    pub fn client(&self) -> &Session {
         &self.client
     }
 
@@ -372,26 +366,20 @@ impl Browser {
         self.client
             .current_url()
             .await
-            .map(String::from)
             .map_err(cmd_err("current URL"))
     }
 
     /// The first element matching the CSS selector, waited for (5 s at most).
-    pub async fn find(&self, css: &str) -> Result<fantoccini::elements::Element> {
+    pub async fn find(&self, css: &str) -> Result<Element> {
         self.client
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Css(css))
+            .wait_for(css, Duration::from_secs(5))
             .await
             .map_err(cmd_err(css))
     }
 
     /// Every element matching the CSS selector now (none is not an error).
-    pub async fn find_all(&self, css: &str) -> Result<Vec<fantoccini::elements::Element>> {
-        self.client
-            .find_all(Locator::Css(css))
-            .await
-            .map_err(cmd_err(css))
+    pub async fn find_all(&self, css: &str) -> Result<Vec<Element>> {
+        self.client.find_all(css).await.map_err(cmd_err(css))
     }
 
     /// A WebDriver click (a trusted user gesture) on the element.
@@ -446,15 +434,7 @@ impl Browser {
 
     /// The cookies of the current page's origin, as name and value.
     pub async fn cookies(&self) -> Result<Vec<(String, String)>> {
-        let all = self
-            .client
-            .get_all_cookies()
-            .await
-            .map_err(cmd_err("cookies"))?;
-        Ok(all
-            .iter()
-            .map(|c| (c.name().to_string(), c.value().to_string()))
-            .collect())
+        self.client.cookies().await.map_err(cmd_err("cookies"))
     }
 
     /// Runs `script` (a function body: `return` gives the value) with `args`.
@@ -489,15 +469,13 @@ impl Browser {
         Ok(Screenshot { path, png })
     }
 
-    /// Sets a permission for the current page's origin (W3C Set Permission, a chromedriver
-    /// command fantoccini has no method for): `name` such as `clipboard-read`, `state`
-    /// `granted`, `denied` or `prompt`.
+    /// Sets a permission for the current page's origin (W3C Set Permission, which
+    /// chromedriver implements): `name` such as `clipboard-read`, `state` `granted`,
+    /// `denied` or `prompt`.
     pub async fn set_permission(&self, name: &str, state: &str) -> Result<()> {
+        let body = json!({ "descriptor": { "name": name }, "state": state });
         self.client
-            .issue_cmd(Extension {
-                path: "permissions",
-                body: json!({ "descriptor": { "name": name }, "state": state }),
-            })
+            .command(Method::POST, "permissions", Some(body))
             .await
             .map(drop)
             .map_err(cmd_err(format!("permission {name} {state}")))
@@ -506,11 +484,9 @@ impl Browser {
     /// A Chrome DevTools Protocol command on the current page, through chromedriver's
     /// `goog/cdp/execute`: `Emulation.setFocusEmulationEnabled`, `Browser.grantPermissions`…
     pub async fn cdp(&self, method: &str, params: Value) -> Result<Value> {
+        let body = json!({ "cmd": method, "params": params });
         self.client
-            .issue_cmd(Extension {
-                path: "goog/cdp/execute",
-                body: json!({ "cmd": method, "params": params }),
-            })
+            .command(Method::POST, "goog/cdp/execute", Some(body))
             .await
             .map_err(cmd_err(format!("CDP {method}")))
     }
@@ -594,32 +570,6 @@ impl Browser {
             Some(list) if list.is_empty() => Ok(()),
             _ => Err(format!("not displayed inside the viewport: {outside}")),
         }
-    }
-}
-
-/// A WebDriver command fantoccini has no method for: `POST /session/{id}/{path}` with a
-/// JSON body (W3C Set Permission, chromedriver's `goog/cdp/execute`).
-#[derive(Debug)]
-struct Extension {
-    path: &'static str,
-    body: Value,
-}
-
-impl WebDriverCompatibleCommand for Extension {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> std::result::Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/{}",
-            session_id.unwrap_or_default(),
-            self.path
-        ))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
-        (axum::http::Method::POST, Some(self.body.to_string()))
     }
 }
 

@@ -36,4 +36,5 @@ pub mod pdns;
 pub mod postgres;
 pub mod rig;
 pub mod scripted_dns;
+pub mod webdriver;
 pub mod world;
