@@ -110,6 +110,24 @@ test_build() {
     linted cargo test --workspace --lib --bins --tests --benches --locked --no-run \
         --message-format=json-render-diagnostics >"$work/artifacts"
 }
+# The daemon without the simulated world (no `demo`, no lab crate), as the Debian package
+# is built (debian/build.sh), must compile and be clippy-clean too. Built first, in the
+# test build's profile: the dependencies the two builds share (every one below tokio, whose
+# tests' feature `test-util` the daemon's build does not have) are then compiled once, by
+# this build, where a `cargo clippy --no-default-features` checked every crate again. The
+# test build then replaces target/debug/dnssec-warden: this binary is kept for the Debian
+# package's test, in a target directory of its own.
+no_default_build() {
+    linted cargo build --profile test -p dnssec-warden --no-default-features --lib --bins \
+        --locked --message-format=json-render-diagnostics >"$work/no-default-artifacts"
+    mkdir -p "$work/deb-target/debug"
+    # (python3 may still be installing: the binary's path read with grep.)
+    local binary
+    binary=$(grep -o '"executable":"[^"]*"' "$work/no-default-artifacts" | head -n 1 | cut -d'"' -f4)
+    [[ -x $binary ]] || { echo "tests/run.sh: the build without the default feature made no binary" >&2; return 1; }
+    cp "$binary" "$work/deb-target/debug/dnssec-warden"
+}
+part "cargo build --no-default-features, linted by clippy" no_default_build
 part "cargo test --no-run, linted by clippy" test_build
 part "the Debian packages" packages_installed
 python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
@@ -140,40 +158,32 @@ run_binaries() {
         run_step "$label" "$dir" "$exe"
     done
 }
-# Two more steps, each after the binaries of a lane; they read the build and write no
-# test's file:
-# - the daemon without the simulated world (no `demo`, no lab crate), as the Debian
-#   package is built (debian/build.sh), must compile and be clippy-clean too;
-# - the Debian package: built, linted, installed, checked, purged (root only; it says so
-#   and skips otherwise, and never touches a dnssec-warden it did not install). Packed
-#   from the test build's binary (debian/build.sh's `tests` mode): what is checked is the
-#   packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
-steps=(clippy-no-default debian-package)
-clippy_no_default() {
-    run_step clippy-no-default . cargo clippy -p dnssec-warden --no-default-features \
-        --lib --bins --locked -- -D warnings
-}
+# One more step, after the binaries of the short lane: the Debian package, built, linted,
+# installed, checked, purged (root only; it says so and skips otherwise, and never touches
+# a dnssec-warden it did not install). Packed from the binary built above without the
+# default feature (debian/build.sh's `tests` mode, in that binary's own target directory):
+# the daemon as a production host gets it, built unoptimised; `bash debian/build.sh` alone
+# builds the shipped `dist` binary.
+steps=(debian-package)
 debian_package() {
-    run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
+    run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests \
+        CARGO_TARGET_DIR="$work/deb-target" bash tests/debian_package.sh
 }
 # Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
-# (real servers and daemons, mostly waiting on their timers, then the Debian package) and
-# every other binary (then the clippy run without the default feature).
+# (real servers and daemons, mostly waiting on their timers) and every other binary (then
+# the Debian package).
 { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
 engine_lane=$!
-{
-    { grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries
-    debian_package
-} &
+{ grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
 e2e_lane=$!
 {
     { grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries
-    clippy_no_default
+    debian_package
 } &
 other_lane=$!
 tests_started=$SECONDS
 wait "$engine_lane" "$e2e_lane" "$other_lane"
-echo "the test binaries, the clippy run without the default feature, the Debian package $((SECONDS - tests_started))" >>"$work/parts"
+echo "the test binaries and the Debian package $((SECONDS - tests_started))" >>"$work/parts"
 failed=0
 while read -r label _ _; do
     echo "==== $label"
