@@ -193,12 +193,28 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 Timestamp(5),
             )
             .unwrap(),
-        ), key_ages: Some(crate::lifecycle::keys::KeyAges::default()) };
+        ), key_ages: Some(crate::lifecycle::keys::KeyAges::default()) ,
+        provider_roll: Some(crate::lifecycle::own_roll::ProviderRoll {
+            old: "DS A".into(),
+            new_key: crate::dnssec::Dnskey::parse_text(
+                "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+            )
+            .unwrap(),
+            new: "DS B".into(),
+            seen_at: Timestamp(19),
+            add_asked_at: None,
+            old_gone_at: None,
+            old_gone_confirmed_at: None,
+            remove_asked_at: None,
+            swapped_at: None,
+            gone_back_at: None,
+            stale: Vec::new(),
+        }) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(38), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(39), "{text}");
 }
 
 #[test]
