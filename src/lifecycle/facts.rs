@@ -444,6 +444,7 @@ struct StoredFactsRef<'a> {
     key_roll: Option<&'a Roll>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key_ages: Option<&'a KeyAges>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     provider_roll: Option<&'a ProviderRoll>,
 }
 
