@@ -62,6 +62,7 @@ pub fn judge(
     out.checks
         .extend(missing_at_provider(case.zone, obs, case.deleg));
     out.checks.extend(provider_roll(case.zone, facts, obs));
+    out.checks.extend(move_alert_handed_over(state, facts, obs));
     // A provider's own roll says its waits itself (`provider_key_rolled`): the provider
     // keeps both keys as long as it likes.
     if facts.health.failing_since.is_none() && facts.provider_roll.is_none() {
@@ -710,6 +711,29 @@ fn stale_ds(
             )
         }),
     ))
+}
+
+/// `signed_move_held` as a move that ended with the target's key changed leaves it: the
+/// zone's own look speaks for the key from the look that judges it, and only then is the
+/// move's alert cleared: where the provider's roll stands (its alerts are in this same
+/// judgement), where the provider names the key the zone follows, or where the zone left
+/// `active` (its state's own alerts speak).
+fn move_alert_handed_over(
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+) -> Option<AlertCheck> {
+    if facts.signed_move.is_some() {
+        return None;
+    }
+    let followed = match &obs.provider {
+        ProviderView::On(key) => {
+            facts.lifecycle.ds_line.as_deref() == Some(key.ds_line().to_string().as_str())
+        }
+        _ => false,
+    };
+    let spoken = facts.provider_roll.is_some() || followed || state != Some(State::Active);
+    spoken.then(|| AlertCheck::clear(AlertKind::SignedMoveHeld))
 }
 
 /// `provider_key_rolled` while the provider's own roll stands, with what was asked of the

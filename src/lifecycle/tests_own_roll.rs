@@ -997,3 +997,92 @@ fn a_provider_roll_makes_the_look_validated_and_its_facts_round_trip() {
     let back: Facts = serde_json::from_str(&text).expect("read back");
     assert_eq!(back, zone.facts);
 }
+
+/// A signed move that ends with the target swapped to a new key since (the parent has only
+/// the moved key's DS) hands its critical alert to the provider's roll: at every commit a
+/// critical alert is open while a name server serves a key no parent DS names, the move's
+/// cleared only in the judgement that raises `provider_key_swapped`; then the roll repairs
+/// the zone.
+#[test]
+fn a_move_ending_with_the_target_swapped_hands_its_critical_alert_to_the_providers_roll() {
+    use super::moving::{MoveSeen, decide};
+    use super::signed_move::{Move, Phase, Ttls};
+
+    fn apply(open: &mut Vec<AlertKind>, d: &Decision) {
+        for c in &d.alerts {
+            open.retain(|k| *k != c.kind);
+            if c.firing.is_some() {
+                open.push(c.kind);
+            }
+        }
+    }
+    let critical = |open: &[AlertKind]| {
+        open.iter()
+            .any(|k| k.severity() == super::alerts::Severity::Critical)
+    };
+
+    let mut w = World::new(3600, 300, Api::OneOrError);
+    let moved = w.keys[0].dnskey.clone();
+    let mut zone = active_zone(&make_key(900));
+    let mut mv = Move::new(ZONE, make_key(900))
+        .between("src", "tgt")
+        .seeded(Ttls {
+            dnskey: 300,
+            ds: 3600,
+            parent_ns: 3600,
+            apex_ns: 3600,
+        });
+    mv.phase = Phase::Done;
+    mv.target_key = Some(moved.clone());
+    zone.facts.signed_move = Some(mv.clone());
+    // The move saw the target roll and alerted; then the source's copy is deleted.
+    let mut open = vec![AlertKind::SignedMoveHeld];
+    w.swap_at_once();
+    w.propagate_child(0);
+    w.propagate_child(1);
+    let new = w.keys[0].dnskey.clone();
+    let ProviderView::On(key) = w.provider_view() else {
+        panic!("the target signs")
+    };
+    let policy = policy();
+    let seen = MoveSeen::SourceGone {
+        target_key: Ok(*key),
+    };
+    let d = decide(&zone, &mv, &seen, w.now, &policy, &policy.move_policy());
+    apply(&mut open, &d);
+    assert!(
+        critical(&open),
+        "the move's end resolved its alert while the target signs with key {} the parent has no DS for: {open:?}",
+        new.key_tag()
+    );
+    zone.state = d.state;
+    zone.facts = d.facts;
+    assert_eq!(zone.facts.signed_move, None);
+    assert_eq!(zone.facts.lifecycle.ds_line, Some(line(&moved)));
+
+    // The zone's own look: the provider's roll speaks, the move's alert is handed over.
+    let d = daemon_step(&mut w, &mut zone, true);
+    apply(&mut open, &d);
+    let said = firing(&d, AlertKind::ProviderKeySwapped).expect("the swap is alerted");
+    assert!(said.contains(&line(&new)), "{said}");
+    assert!(!open.contains(&AlertKind::SignedMoveHeld), "{open:?}");
+    assert!(critical(&open), "{open:?}");
+
+    // The registrar adds the DS: the zone follows the new key, nothing left open.
+    for _ in 0..20 {
+        w.registrar_acts();
+        w.catch_up_but(usize::MAX);
+        w.now = w.now.plus_secs(600);
+        let swapped = w.shows_swap(&moved).is_some();
+        let d = daemon_step(&mut w, &mut zone, true);
+        apply(&mut open, &d);
+        assert!(!swapped || critical(&open), "{open:?}");
+        if zone.facts.provider_roll.is_none() {
+            break;
+        }
+    }
+    assert_eq!(zone.facts.provider_roll, None);
+    assert_eq!(zone.facts.lifecycle.ds_line, Some(line(&new)));
+    assert_eq!(w.registry, vec![ds(&new)]);
+    assert!(open.is_empty(), "{open:?}");
+}
