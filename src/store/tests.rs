@@ -2072,3 +2072,32 @@ async fn no_pool_runs_the_idle_sweep() {
     assert_eq!(options.get_idle_timeout(), None);
     assert_eq!(options.get_max_lifetime(), None);
 }
+
+#[tokio::test]
+async fn a_roll_is_refused_while_the_provider_rolls_its_key_on_its_own() {
+    use crate::dnssec::{DigestType, Dnskey, DsLine};
+    use crate::lifecycle::own_roll::ProviderRoll;
+    let store = Store::open_in_memory().await.unwrap();
+    let key = |text: &str| Dnskey::parse_text(text).unwrap();
+    let old_key = key(
+        "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+    );
+    let mut new_key = old_key.clone();
+    new_key.public_key[0] ^= 1;
+    let old = DsLine {
+        owner: ZONE.into(),
+        ttl: 3600,
+        ds: old_key.to_ds(ZONE, DigestType::Sha256).unwrap(),
+    };
+    let mut f = Facts::default();
+    f.provider_roll = ProviderRoll::start(&old, new_key.clone(), Timestamp(5));
+    assert!(f.provider_roll.is_some());
+    let row = stepped(&store, f, Vec::new()).await;
+    let refused = roll_refused(&row).expect("refused");
+    assert!(
+        matches!(refused, StoreError::ProviderRollUnderWay { old_tag, new_tag, .. }
+            if old_tag == old_key.key_tag() && new_tag == new_key.key_tag()),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("on its own"), "{refused}");
+}
