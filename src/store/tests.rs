@@ -2089,8 +2089,10 @@ async fn a_roll_is_refused_while_the_provider_rolls_its_key_on_its_own() {
         ttl: 3600,
         ds: old_key.to_ds(ZONE, DigestType::Sha256).unwrap(),
     };
-    let mut f = Facts::default();
-    f.provider_roll = ProviderRoll::start(&old, new_key.clone(), Timestamp(5));
+    let f = Facts {
+        provider_roll: ProviderRoll::start(&old, new_key.clone(), Timestamp(5)),
+        ..Facts::default()
+    };
     assert!(f.provider_roll.is_some());
     let row = stepped(&store, f, Vec::new()).await;
     let refused = roll_refused(&row).expect("refused");
