@@ -71,6 +71,13 @@ pub enum AlertKind {
     /// deleted, or one added, at the provider behind the daemon's back): the roll waits
     /// until it is repaired.
     KeyRollHeld,
+    /// The provider rolls the zone's key on its own (a new SEP key beside the followed
+    /// one): what the daemon asked of the registrar for it, until the roll ends.
+    ProviderKeyRolled,
+    /// The provider swapped its key at once: a name server serves the new key without
+    /// the old while a parent server publishes no DS for it: resolvers sent there fail
+    /// the zone now; the message names the DS to add.
+    ProviderKeySwapped,
     /// Daemon-wide (never judged per zone, `crate::condition`): the provider's zone
     /// listing fails (known zones keep stepping).
     ZoneListingFailing,
@@ -139,6 +146,7 @@ impl AlertKind {
             | Self::ValidationFailed
             | Self::ZoneMissingAtProvider
             | Self::SignedMoveHeld
+            | Self::ProviderKeySwapped
             | Self::TrustAnchorMismatch => Severity::Critical,
             _ => Severity::Warning,
         }

@@ -412,6 +412,17 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
             .await?
             .ok_or_else(|| StoreError::UnknownZone(zone.to_string()))?;
         let facts = &row.zone.facts;
+        // A roll the provider makes on its own asks with the same requests.
+        if let (None, Some(own)) = (&facts.key_roll, &facts.provider_roll) {
+            let (add, ds_line) = match request {
+                RollRequest::AddDs { ds_line, .. } => (true, ds_line),
+                RollRequest::RemoveDs { ds_line, .. } => (false, ds_line),
+            };
+            return Ok(match own.request_stands(add, ds_line) {
+                Ok(()) => Stands::Yes,
+                Err(why) => Stands::No(why),
+            });
+        }
         Ok(rolling::request_stands(
             facts.key_roll.as_ref(),
             facts.wait.held_by.as_ref(),

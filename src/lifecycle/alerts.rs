@@ -61,7 +61,11 @@ pub fn judge(
     out.checks.extend(case.evidence_unvalidated());
     out.checks
         .extend(missing_at_provider(case.zone, obs, case.deleg));
-    if facts.health.failing_since.is_none() {
+    out.checks.extend(provider_roll(case.zone, facts, obs));
+    out.checks.extend(move_alert_handed_over(state, facts, obs));
+    // A provider's own roll says its waits itself (`provider_key_rolled`): the provider
+    // keeps both keys as long as it likes.
+    if facts.health.failing_since.is_none() && facts.provider_roll.is_none() {
         let stalled = case.wait_stalled(&mut out.deadlines);
         out.checks.push(stalled);
     }
@@ -707,4 +711,82 @@ fn stale_ds(
             )
         }),
     ))
+}
+
+/// `signed_move_held` as a move that ended with the target's key changed leaves it: the
+/// zone's own look speaks for the key from the look that judges it, and only then is the
+/// move's alert cleared: where the provider's roll stands (its alerts are in this same
+/// judgement), where the provider names the key the zone follows, or where the zone left
+/// `active` (its state's own alerts speak).
+fn move_alert_handed_over(
+    state: Option<State>,
+    facts: &Facts,
+    obs: &Observation,
+) -> Option<AlertCheck> {
+    if facts.signed_move.is_some() {
+        return None;
+    }
+    let followed = match &obs.provider {
+        ProviderView::On(key) => {
+            facts.lifecycle.ds_line.as_deref() == Some(key.ds_line().to_string().as_str())
+        }
+        _ => false,
+    };
+    let spoken = facts.provider_roll.is_some() || followed || state != Some(State::Active);
+    spoken.then(|| AlertCheck::clear(AlertKind::SignedMoveHeld))
+}
+
+/// `provider_key_rolled` while the provider's own roll stands, with what was asked of the
+/// registrar; `provider_key_swapped` where a look shows a name server serving the new key
+/// without the old while a parent server publishes no DS for it (cleared only by a look
+/// at which every address answered).
+fn provider_roll(zone: &str, facts: &Facts, obs: &Observation) -> Vec<AlertCheck> {
+    let Some(roll) = &facts.provider_roll else {
+        return vec![
+            AlertCheck::clear(AlertKind::ProviderKeyRolled),
+            AlertCheck::clear(AlertKind::ProviderKeySwapped),
+        ];
+    };
+    let (new_tag, old_tag) = (roll.new_tag(), roll.old_tag());
+    let mut said = format!(
+        "{zone}: the provider rolled its key on its own (key {old_tag} to key {new_tag}, seen {}): ",
+        roll.seen_at
+    );
+    match (roll.add_asked_at, roll.remove_asked_at) {
+        (None, _) => said.push_str(
+            "the new key's DS is asked for as an addition once every name server serves it",
+        ),
+        (Some(at), None) => said.push_str(&format!(
+            "DS for tag {new_tag} asked as an addition at {at} (the DS of tag {old_tag} kept): {}; the old DS is asked removed once the old key is gone from every name server and the new DS is at every parent server",
+            roll.new
+        )),
+        (Some(at), Some(removed)) => said.push_str(&format!(
+            "DS for tag {new_tag} asked as an addition at {at}: {}; the old DS's removal asked at {removed}: {}",
+            roll.new, roll.old
+        )),
+    }
+    let mut out = vec![AlertCheck::firing(AlertKind::ProviderKeyRolled, said)];
+    let (Ok(child), Ok(parent)) = (&obs.child, &obs.parent) else {
+        return out;
+    };
+    let Some(old) = roll.old_ds() else {
+        return out;
+    };
+    match super::own_roll::swapped(child, parent, &old, Some(&roll.new_key)) {
+        Some(swap) => out.push(AlertCheck::firing(
+            AlertKind::ProviderKeySwapped,
+            format!(
+                "{zone}: the provider swapped its key at once: name server {} serves the new key {} without the old key {old_tag}, while parent server {} publishes no DS for the new key: validating resolvers fail the zone there now. Add this DS at the registrar now, keeping the old one: {}",
+                swap.server,
+                swap.key.key_tag(),
+                swap.parent_server,
+                roll.line_of(&swap.key)
+            ),
+        )),
+        None if !child.any_unknown() && !parent.any_unknown() => {
+            out.push(AlertCheck::clear(AlertKind::ProviderKeySwapped));
+        }
+        None => {}
+    }
+    out
 }

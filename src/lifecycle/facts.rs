@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::hold::Hold;
 use super::keys::KeyAges;
+use super::own_roll::ProviderRoll;
 use super::parent_way::{CdsNotified, ParentPath};
 use super::rollover::Roll;
 use super::signed_move::Move;
@@ -55,6 +56,13 @@ pub struct Facts {
     /// |---|---|---|---|
     /// | `key_ages` | `active` | a full look at a settled zone while a lifetime is configured (`roll_policy::schedule`); a roll's end (`roll_policy::rolled`) | entering `disabled` |
     pub key_ages: Option<KeyAges>,
+    /// A roll the provider makes on its own (DESIGN.md section 2, rule 17), followed by
+    /// `step` in `active`.
+    ///
+    /// | fact | holds in | set | cleared |
+    /// |---|---|---|---|
+    /// | `provider_roll` | `active` | a new SEP key beside the followed one (`step::own_roll`) | the roll ends (the zone follows the new key), the provider goes back, or the zone leaves `active` |
+    pub provider_roll: Option<ProviderRoll>,
 }
 
 /// The zone lifecycle's memory of the key followed and its DS, from adoption or
@@ -292,6 +300,7 @@ struct StoredFacts {
     signed_move: Option<Move>,
     key_roll: Option<Roll>,
     key_ages: Option<KeyAges>,
+    provider_roll: Option<ProviderRoll>,
 }
 
 impl From<StoredFacts> for Facts {
@@ -349,6 +358,7 @@ impl From<StoredFacts> for Facts {
             signed_move: s.signed_move,
             key_roll: s.key_roll,
             key_ages: s.key_ages,
+            provider_roll: s.provider_roll,
         }
     }
 }
@@ -434,6 +444,8 @@ struct StoredFactsRef<'a> {
     key_roll: Option<&'a Roll>,
     #[serde(skip_serializing_if = "Option::is_none")]
     key_ages: Option<&'a KeyAges>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider_roll: Option<&'a ProviderRoll>,
 }
 
 impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
@@ -499,6 +511,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
             signed_move,
             key_roll,
             key_ages,
+            provider_roll,
         } = f;
         StoredFactsRef {
             ds_line: ds_line.as_deref(),
@@ -539,6 +552,7 @@ impl<'a> From<&'a Facts> for StoredFactsRef<'a> {
             signed_move: signed_move.as_ref(),
             key_roll: key_roll.as_ref(),
             key_ages: key_ages.as_ref(),
+            provider_roll: provider_roll.as_ref(),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod hold;
 pub mod keys;
 pub mod model;
 pub mod moving;
+pub mod own_roll;
 pub mod parent_way;
 pub mod policy;
 pub mod registry;
@@ -48,6 +49,8 @@ mod tests_facts;
 mod tests_move;
 #[cfg(test)]
 mod tests_moving;
+#[cfg(test)]
+mod tests_own_roll;
 #[cfg(test)]
 mod tests_registry;
 #[cfg(test)]

@@ -265,7 +265,8 @@ fn ended(zone: &Zone, mv: &Move, key: &DnssecKey, now: Timestamp) -> Decision {
     // publish, in the form `step` computes (so a key the target rolled to since is a key
     // change to `step`, announced in the safe order, and the parent's DS no longer
     // matching it is `step`'s alert to raise).
-    let ds = match mv.target_key.as_ref().filter(|k| **k != key.dnskey) {
+    let rolled_since = mv.target_key.as_ref().filter(|k| **k != key.dnskey);
+    let ds = match rolled_since {
         // Rolled since: the moved key's DS, in the provider's digest.
         Some(moved) => moved_ds(moved, key).unwrap_or_else(|| key.ds.clone()),
         None => key.ds.clone(),
@@ -284,14 +285,18 @@ fn ended(zone: &Zone, mv: &Move, key: &DnssecKey, now: Timestamp) -> Decision {
     facts.lifecycle.max_ds_ttl = larger(facts.lifecycle.max_ds_ttl, mv.ttls.ds);
     facts.lifecycle.ds_to_enter = None;
     facts.lifecycle.dnskey_to_enter = None;
+    // A target that rolled since may sign with a key the parent has no DS for: the move's
+    // alert stays until the zone's own look speaks for the key (`alerts::judge` clears it
+    // in the judgement that raises the provider's roll's), never a moment with neither.
+    let mut alerts = vec![AlertCheck::clear(AlertKind::WaitStalled)];
+    if rolled_since.is_none() {
+        alerts.insert(0, AlertCheck::clear(AlertKind::SignedMoveHeld));
+    }
     Decision {
         state: zone.state,
         facts,
         effects: Vec::new(),
-        alerts: vec![
-            AlertCheck::clear(AlertKind::SignedMoveHeld),
-            AlertCheck::clear(AlertKind::WaitStalled),
-        ],
+        alerts,
         notes: vec![AuditNote {
             from: zone.state,
             to: zone.state,

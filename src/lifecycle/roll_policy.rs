@@ -52,7 +52,8 @@ pub struct AccountRolls {
 }
 
 /// Whether a look at the zone after `step` decided it should ask for the provider's keys:
-/// the policy has a lifetime and the zone stays settled `active`, with no roll or move.
+/// the policy has a lifetime and the zone stays settled `active`, with no roll (the
+/// daemon's or the provider's own) or move.
 pub fn wants_keys(zone: &Zone, decision: &Decision, policy: &Policy) -> bool {
     policy.rollover.on()
         && zone.state == Some(State::Active)
@@ -60,6 +61,9 @@ pub fn wants_keys(zone: &Zone, decision: &Decision, policy: &Policy) -> bool {
         && zone.intent == Intent::Enabled
         && decision.facts.key_roll.is_none()
         && decision.facts.signed_move.is_none()
+        // The provider rolling its key on its own: its keys are in flux, and a daemon's
+        // roll would turn off the look that follows it (the listing resumes after).
+        && decision.facts.provider_roll.is_none()
 }
 
 /// The kind each listed active key plays: a SEP key is a KSK beside an active ZSK, a CSK

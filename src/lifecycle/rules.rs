@@ -125,6 +125,9 @@ impl Look {
                 | State::AwaitingDelegation,
             ) => true,
             None => zone.intent != Intent::None,
+            // A roll the provider makes on its own asks the old DS removed on what
+            // every parent address says.
+            Some(_) if zone.facts.provider_roll.is_some() => true,
             Some(_) => matches!(
                 zone.facts.delegation.verdict,
                 Some(DelegationVerdict::Foreign | DelegationVerdict::Mixed)

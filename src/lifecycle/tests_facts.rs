@@ -8,6 +8,7 @@ use super::facts::{
 };
 use super::hold::{Hold, Party};
 use super::keys::{KeyAge, KeyAges, NextRoll};
+use super::own_roll::ProviderRoll;
 use super::parent_way::{CdsNotified, DsyncHint, resolve};
 use super::rollover::{KeyKind, Method, Phase, Roll, RollKey, RollTtls};
 use super::sample::SettledView;
@@ -135,6 +136,22 @@ key_ages: Some(KeyAges {
                 at: Timestamp(27),
             }),
             waiting: Some("the cap".into()),
+        }),
+provider_roll: Some(ProviderRoll {
+            old: "DS A".into(),
+            new_key: Dnskey::parse_text(
+                "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+            )
+            .expect("a DNSKEY"),
+            new: "DS D".into(),
+            seen_at: Timestamp(25),
+            add_asked_at: t(26),
+            old_gone_at: None,
+            old_gone_confirmed_at: None,
+            remove_asked_at: None,
+            swapped_at: t(27),
+            gone_back_at: None,
+            stale: Vec::new(),
         })
 }
 }
@@ -171,7 +188,10 @@ const EVERY: &str = concat!(
     "\"confirmed_at\":null,\"last_confirmed\":null,\"phase_since\":21,",
     "\"ttls\":{\"dnskey\":22,\"ds\":23,\"zone\":24}},",
     "\"key_ages\":{\"keys\":[{\"kind\":\"csk\",\"tag\":25,\"algorithm\":13,\"since\":26}],",
-    "\"next_roll\":{\"kind\":\"csk\",\"at\":27},\"waiting\":\"the cap\"}",
+    "\"next_roll\":{\"kind\":\"csk\",\"at\":27},\"waiting\":\"the cap\"},",
+    "\"provider_roll\":{\"old\":\"DS A\",",
+    "\"new_key\":\"257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==\",",
+    "\"new\":\"DS D\",\"seen_at\":25,\"add_asked_at\":26,\"swapped_at\":27}",
     "}"
 );
 

@@ -283,6 +283,39 @@ fn nothing_is_scheduled_without_keys_or_outside_a_settled_active_zone() {
 }
 
 #[test]
+fn a_due_roll_waits_while_the_provider_rolls_on_its_own() {
+    use super::own_roll::ProviderRoll;
+    let policy = policy(csk_30d());
+    let mut z = active();
+    z.facts.key_ages = Some(KeyAges {
+        keys: vec![KeyAge {
+            kind: KeyKind::Csk,
+            tag: key(1, true).key_tag(),
+            algorithm: 13,
+            since: T0,
+        }],
+        ..KeyAges::default()
+    });
+    let old = crate::dnssec::DsLine {
+        owner: z.name.to_string(),
+        ttl: 3600,
+        ds: key(1, true)
+            .to_ds(z.name.as_str(), crate::dnssec::DigestType::Sha256)
+            .expect("a test key's DS"),
+    };
+    z.facts.provider_roll = ProviderRoll::start(&old, key(2, true), T0);
+    assert!(z.facts.provider_roll.is_some());
+    let keys = KeyListing::Listed(listed(&[(1, true), (2, true)]));
+    let d = look(&z, &keys, 0, T0.plus(60 * DAY), &policy);
+    assert!(d.facts.key_roll.is_none(), "{:?}", d.notes);
+    assert_eq!(d.facts.key_ages, z.facts.key_ages);
+    // Once the provider's roll is over, the schedule looks again.
+    z.facts.provider_roll = None;
+    let d = look(&z, &keys, 0, T0.plus(60 * DAY), &policy);
+    assert!(d.facts.key_ages != z.facts.key_ages);
+}
+
+#[test]
 fn old_stored_facts_read_without_key_ages() {
     // A row written before the policy existed.
     let old = r#"{"ds_line":"z. 3600 IN DS 1 13 2 AA","max_dnskey_ttl":3600}"#;

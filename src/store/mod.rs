@@ -311,6 +311,16 @@ pub enum StoreError {
         what: &'static str,
     },
     #[error(
+        "{zone}: the provider is rolling its key on its own (key {old_tag} to key \
+         {new_tag}, {phase}): roll once its roll is done (nothing was recorded)"
+    )]
+    ProviderRollUnderWay {
+        zone: String,
+        old_tag: u16,
+        new_tag: u16,
+        phase: &'static str,
+    },
+    #[error(
         "{zone}: a key rollover starts from state active with intent enabled; the zone is \
          now {state} with intent {intent} (nothing was recorded)"
     )]
@@ -406,9 +416,9 @@ fn roll_under_way(
 }
 
 /// Why a key rollover cannot be declared for the zone as `row` has it, if it cannot: one
-/// is under way already, a signed move is, or the zone is not `active` with intent
-/// `enabled`. What `Store::declare_roll` checks at its write, and its callers before they
-/// ask the provider.
+/// is under way already, a signed move is, the provider rolls its key on its own, or the
+/// zone is not `active` with intent `enabled`. What `Store::declare_roll` checks at its
+/// write, and its callers before they ask the provider.
 pub fn roll_refused(row: &ZoneRow) -> Option<StoreError> {
     let zone = &row.zone;
     if let Some(roll) = &zone.facts.key_roll {
@@ -420,6 +430,14 @@ pub fn roll_refused(row: &ZoneRow) -> Option<StoreError> {
             from: mv.source.clone(),
             to: mv.target.clone(),
             phase: mv.phase.name(),
+        });
+    }
+    if let Some(own) = &zone.facts.provider_roll {
+        return Some(StoreError::ProviderRollUnderWay {
+            zone: zone.name.to_string(),
+            old_tag: own.old_tag(),
+            new_tag: own.new_tag(),
+            phase: own.phase(),
         });
     }
     if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {

@@ -193,12 +193,28 @@ fn facts_are_stored_without_their_defaults_and_read_back_whole() {
                 Timestamp(5),
             )
             .unwrap(),
-        ), key_ages: Some(crate::lifecycle::keys::KeyAges::default()) };
+        ), key_ages: Some(crate::lifecycle::keys::KeyAges::default()) ,
+        provider_roll: Some(crate::lifecycle::own_roll::ProviderRoll {
+            old: "DS A".into(),
+            new_key: crate::dnssec::Dnskey::parse_text(
+                "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+            )
+            .unwrap(),
+            new: "DS B".into(),
+            seen_at: Timestamp(19),
+            add_asked_at: None,
+            old_gone_at: None,
+            old_gone_confirmed_at: None,
+            remove_asked_at: None,
+            swapped_at: None,
+            gone_back_at: None,
+            stale: Vec::new(),
+        }) };
     let text = serde_json::to_string(&every).unwrap();
     assert_eq!(parse_facts(ZONE, &text).unwrap(), every);
     // Every field is written when set (the literal above names them all).
     let written = serde_json::from_str::<serde_json::Value>(&text).unwrap();
-    assert_eq!(written.as_object().map(|o| o.len()), Some(38), "{text}");
+    assert_eq!(written.as_object().map(|o| o.len()), Some(39), "{text}");
 }
 
 #[test]
@@ -2055,4 +2071,35 @@ async fn no_pool_runs_the_idle_sweep() {
     let options = pool_options::<sqlx::Postgres>();
     assert_eq!(options.get_idle_timeout(), None);
     assert_eq!(options.get_max_lifetime(), None);
+}
+
+#[tokio::test]
+async fn a_roll_is_refused_while_the_provider_rolls_its_key_on_its_own() {
+    use crate::dnssec::{DigestType, Dnskey, DsLine};
+    use crate::lifecycle::own_roll::ProviderRoll;
+    let store = Store::open_in_memory().await.unwrap();
+    let key = |text: &str| Dnskey::parse_text(text).unwrap();
+    let old_key = key(
+        "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+    );
+    let mut new_key = old_key.clone();
+    new_key.public_key[0] ^= 1;
+    let old = DsLine {
+        owner: ZONE.into(),
+        ttl: 3600,
+        ds: old_key.to_ds(ZONE, DigestType::Sha256).unwrap(),
+    };
+    let f = Facts {
+        provider_roll: ProviderRoll::start(&old, new_key.clone(), Timestamp(5)),
+        ..Facts::default()
+    };
+    assert!(f.provider_roll.is_some());
+    let row = stepped(&store, f, Vec::new()).await;
+    let refused = roll_refused(&row).expect("refused");
+    assert!(
+        matches!(refused, StoreError::ProviderRollUnderWay { old_tag, new_tag, .. }
+            if old_tag == old_key.key_tag() && new_tag == new_key.key_tag()),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("on its own"), "{refused}");
 }

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use dnssec_warden::dnssec::DsLine;
 use dnssec_warden::engine::{CrashPoint, Engine, Notifier};
+use dnssec_warden::lifecycle::alerts::Severity;
 use dnssec_warden::lifecycle::signed_move::{Move, Phase, Ttls};
 use dnssec_warden::lifecycle::{Clock, Decision, Intent, ManualClock, Policy, State, Timestamp};
 use dnssec_warden::store::{ObservationText, Store};
@@ -676,9 +677,13 @@ fn a_registrar_that_never_acts_is_alerted() {
 }
 
 /// The target rolls its key after `done` (the parent has DS(Kt) only: the zone is bogus
-/// now); the move alerts. Then the operator deletes the source's copy: the critical
-/// alert must not be resolved while the target still signs with a key the parent has
-/// no DS for, and the move must not hang silently.
+/// now); the move alerts. Then the operator deletes the source's copy and the move ends:
+/// the zone's own look takes the new key as a roll the provider made on its own, swapped
+/// at once (rule 17): the critical `provider_key_swapped` names the DS to add, and the
+/// move's alert is resolved only in the look that raises it (never a moment with neither
+/// while the zone is bogus). After every look, a critical alert is open while a parent
+/// server has no DS for the target's key; the registrar adds it, the zone follows the
+/// new key and nothing stays open.
 #[test]
 fn a_roll_at_the_target_after_done_stays_alerted_once_the_source_is_deleted() {
     rt().block_on(async {
@@ -696,23 +701,50 @@ fn a_roll_at_the_target_after_done_stays_alerted_once_the_source_is_deleted() {
         );
         assert!(!open.is_empty(), "the roll is alerted");
         rig.world.lock().accounts[SOURCE].holds_zone = false;
-        for _ in 0..5 {
+        let key = rig.world.key(TARGET).expect("the target signs");
+        let mut repaired = false;
+        for _ in 0..20 {
             rig.tick().await.unwrap();
             rig.poll().await;
+            let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
+            let bogus = (0..3).any(|i| {
+                !rig.world
+                    .parent_now(i)
+                    .ds
+                    .iter()
+                    .any(|d| key.matches_ds(ZONE, d))
+            });
+            let row = rig.store.zone(ZONE).await.unwrap().unwrap();
+            eprintln!(
+                "move {:?}, held_by {:?}, bogus {bogus}, alerts {:?}",
+                row.zone.facts.signed_move.as_ref().map(|m| m.phase),
+                row.zone.facts.wait.held_by,
+                open.iter()
+                    .map(|a| (a.kind, &a.message))
+                    .collect::<Vec<_>>()
+            );
+            assert!(
+                !bogus || open.iter().any(|a| a.severity == Severity::Critical),
+                "the zone is bogus and no critical alert is open"
+            );
+            if !bogus && open.is_empty() && row.zone.facts.provider_roll.is_none() {
+                repaired = true;
+                break;
+            }
         }
-        let row = rig.store.zone(ZONE).await.unwrap().unwrap();
-        let open = rig.store.open_alerts(Some(ZONE)).await.unwrap();
-        eprintln!(
-            "after the deletion: move {:?}, held_by {:?}, alerts {:?}",
-            row.zone.facts.signed_move.as_ref().map(|m| m.phase),
-            row.zone.facts.wait.held_by,
-            open.iter()
-                .map(|a| (a.kind, &a.message))
-                .collect::<Vec<_>>()
-        );
+        assert!(repaired, "the provider's roll never ended");
+        let events = rig.store.events(ZONE).await.unwrap();
+        let at = |what: &str| events.iter().position(|e| e.reason.starts_with(what));
+        let swapped = at("alert provider_key_swapped (critical)").expect("the swap is alerted");
+        let move_resolved = at("alert signed_move_held resolved").expect("resolved at last");
         assert!(
-            !open.is_empty(),
-            "the zone is bogus and no alert is open any more"
+            move_resolved > swapped,
+            "the move's alert was resolved before the provider's roll raised its own:\n{}",
+            events
+                .iter()
+                .map(|e| e.reason.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     });
 }

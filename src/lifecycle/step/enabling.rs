@@ -223,6 +223,9 @@ impl Run<'_> {
     }
 
     pub(super) fn active(&mut self) {
+        if self.own_roll() {
+            return;
+        }
         let Some(key) = self.key().cloned() else {
             return;
         };

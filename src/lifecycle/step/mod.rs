@@ -8,7 +8,8 @@
 //! The step reads in rooms: this file the entry, the run's state and the dispatch by state;
 //! `track` what every look keeps true; `delegation` and `move_in` safety rule 9; `adopt`,
 //! `intent` and `drift` what turns a zone before its state's own work; `enabling` and
-//! `disabling` the two paths; `request` how a DS request reaches the parent.
+//! `disabling` the two paths; `request` how a DS request reaches the parent; `own_roll` a
+//! roll the provider makes on its own.
 
 mod adopt;
 mod delegation;
@@ -17,6 +18,7 @@ mod drift;
 mod enabling;
 mod intent;
 mod move_in;
+mod own_roll;
 mod request;
 mod track;
 
@@ -142,6 +144,10 @@ impl Run<'_> {
         self.state = Some(to);
         if to != State::AwaitingDelegation {
             self.facts.move_in.delegation_requested = false;
+        }
+        if to != State::Active {
+            // A roll the provider makes on its own is followed only while `active`.
+            self.facts.provider_roll = None;
         }
         match to {
             State::AwaitingDsRemoval => {

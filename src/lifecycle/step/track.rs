@@ -5,12 +5,13 @@
 use super::Run;
 use super::enabling::enterable_ds;
 use crate::dns::{ChildView, ParentView};
+use crate::dnssec::CdsPublication;
 use crate::lifecycle::hold::{Hold, Party};
 use crate::lifecycle::model::{
     CdsSetting, Effect, ProviderView, parent_ds_lines, served_fingerprint,
 };
 use crate::lifecycle::rules;
-use crate::lifecycle::state::State;
+use crate::lifecycle::state::{Intent, State};
 
 impl Run<'_> {
     /// Counts incomplete observations (provider unknown, parent unknown anywhere).
@@ -115,7 +116,16 @@ impl Run<'_> {
     /// Safety rule 14: the provider's CDS/CDNSKEY setting brought to what the zone's
     /// intent, state and instruction allow, where it was read at this look.
     pub(super) fn track_cds(&mut self) {
-        let to = rules::cds_wanted(self.zone.intent, self.state, &self.facts.lifecycle);
+        let to = match &self.facts.provider_roll {
+            // The provider's own roll: its CDS (every entry point's, both keys while it
+            // serves both) is the addition and, once the old key is waited out, the
+            // removal; a registry that scans follows it as the registrar follows the
+            // requests (`own_roll`).
+            Some(roll) if self.zone.intent != Intent::Disabled && roll.cds_key_wanted() => {
+                CdsPublication::Key
+            }
+            _ => rules::cds_wanted(self.zone.intent, self.state, &self.facts.lifecycle),
+        };
         match &self.obs.cds {
             CdsSetting::Set(now) if *now != to => self.effects.push(Effect::SetCds { to }),
             // One of the daemon's own settings, half applied (an answer lost between its
