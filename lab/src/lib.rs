@@ -14,6 +14,7 @@ pub mod keys;
 pub mod pdns_sim;
 pub mod provider_sim;
 pub mod registry;
+pub mod route53_sim;
 mod timefmt;
 pub mod wire;
 

@@ -105,6 +105,38 @@ pub(super) struct Request<'a, 'p> {
     /// which would do it twice (adding a key): only attempts that surely took no effect
     /// (no connection, 408, 429) are repeated.
     pub repeatable: bool,
+    /// Done to each attempt right before it leaves (after the caller's permission): an
+    /// API that signs every request with its time (Route 53's SigV4) signs here, and may
+    /// set a body of its own (XML).
+    pub finish: Option<Finish<'a>>,
+    /// Whether a final answer of another status says "try again" (Route 53 throttles with
+    /// a 400 whose code says so): retried as a retryable status is.
+    pub retry_answer: Option<&'a (dyn Fn(&Reply) -> bool + Send + Sync)>,
+}
+
+/// See [`Request::finish`].
+pub(super) type Finish<'a> =
+    &'a (dyn Fn(&mut reqwest::Request) -> Result<(), ProviderError> + Send + Sync);
+
+/// Requests of one client spaced at least `interval` apart (an API's per-account request
+/// rate), every attempt counted.
+struct Pace {
+    interval: Duration,
+    next: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Pace {
+    /// Waits for this attempt's slot.
+    async fn wait(&self) {
+        let slot = {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            let slot = next.map_or(now, |t| t.max(now));
+            *next = Some(slot + self.interval);
+            slot
+        };
+        tokio::time::sleep_until(slot).await;
+    }
 }
 
 /// A client's HTTP: the connection pool and the limits every call shares.
@@ -117,6 +149,8 @@ pub(super) struct Http {
     /// An episode of calls failing after every retry: said at warn when it begins and at
     /// info when an answer comes again, not at each attempt of each poll.
     failing: std::sync::atomic::AtomicBool,
+    /// The spacing of every attempt, where the API sets a rate per account.
+    pace: Option<Pace>,
 }
 
 impl Http {
@@ -145,7 +179,17 @@ impl Http {
             in_flight: tokio::sync::Semaphore::new(PROVIDER_REQUESTS_IN_FLIGHT),
             retry,
             failing: std::sync::atomic::AtomicBool::new(false),
+            pace: None,
         })
+    }
+
+    /// Every attempt of this client at least `interval` after the one before.
+    pub fn paced(mut self, interval: Duration) -> Self {
+        self.pace = Some(Pace {
+            interval,
+            next: std::sync::Mutex::new(None),
+        });
+        self
     }
 
     /// A call failed after every attempt: the first of an episode is said at warn (the
@@ -207,6 +251,8 @@ impl Http {
             credential,
             may_send,
             repeatable,
+            finish,
+            retry_answer,
         } = request;
         let started = Instant::now();
         let mut failed = 0;
@@ -234,12 +280,19 @@ impl Http {
                 // Closed only if the client were dropped mid-call: then there is no limit
                 // left to keep.
                 let _turn = self.in_flight.acquire().await.ok();
+                if let Some(pace) = &self.pace {
+                    pace.wait().await;
+                }
                 if let Some(permit) = may_send
                     && !permit().await
                 {
                     return Ok(None);
                 }
-                let response = builder.send().await?;
+                let mut built = builder.build().map_err(Attempt::Http)?;
+                if let Some(finish) = finish {
+                    finish(&mut built).map_err(Attempt::Refused)?;
+                }
+                let response = self.client.execute(built).await.map_err(Attempt::Http)?;
                 let status = response.status();
                 let header = |name| {
                     response
@@ -252,8 +305,10 @@ impl Http {
                     .as_deref()
                     .and_then(parse_retry_after);
                 let location = header(reqwest::header::LOCATION);
-                let (body, truncated) = read_capped(response, MAX_BODY_BYTES).await?;
-                Ok::<_, reqwest::Error>(Some(Reply {
+                let (body, truncated) = read_capped(response, MAX_BODY_BYTES)
+                    .await
+                    .map_err(Attempt::Http)?;
+                Ok::<_, Attempt>(Some(Reply {
                     status,
                     retry_after,
                     location,
@@ -271,12 +326,17 @@ impl Http {
                         "the caller no longer may send it (its lease on the zone is gone)".into(),
                     )));
                 }
-                Err(e) => Err(e),
+                // Nothing left: the request could not be finished (signed).
+                Err(Attempt::Refused(e)) => return last.unwrap_or(Err(e)),
+                Err(Attempt::Http(e)) => Err(e),
             };
             failed += 1;
             let mut took_effect = false;
             let (retry_after, this) = match outcome {
-                Ok(reply) if !is_retryable_status(reply.status.as_u16()) => {
+                Ok(reply)
+                    if !is_retryable_status(reply.status.as_u16())
+                        && !retry_answer.is_some_and(|again| again(&reply)) =>
+                {
                     self.answered(url);
                     return Ok(reply);
                 }
@@ -321,6 +381,12 @@ impl Http {
             tokio::time::sleep(wait).await;
         }
     }
+}
+
+/// How one attempt failed before an answer: over HTTP, or before it left.
+enum Attempt {
+    Http(reqwest::Error),
+    Refused(ProviderError),
 }
 
 /// Reads at most `limit` bytes of the body, chunk by chunk; the rest is never read (the
@@ -447,6 +513,8 @@ mod tests {
                 credential: None,
                 may_send: None,
                 repeatable,
+                finish: None,
+                retry_answer: None,
             };
             let classify = |r: Reply| Err(r.status_error(String::new()));
             let mut attempts = Attempts::default();
@@ -493,6 +561,8 @@ mod tests {
                 credential: None,
                 may_send: None,
                 repeatable: true,
+                finish: None,
+                retry_answer: None,
             };
             http.send(&request, None, &|r: Reply| Ok(r.body)).await
         };

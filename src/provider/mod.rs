@@ -1,7 +1,7 @@
 //! The managed DNS provider: the [`Provider`] trait the engine depends on (so that it can
 //! be tested with fakes, and a second provider added), its errors and their classes, and
 //! one implementation per provider API in its own folder ([`gcore`], [`powerdns`],
-//! [`cloudflare`]), each
+//! [`cloudflare`], [`route53`]), each
 //! listed once below ([`registry`]), and [`fleet`]: several accounts in one daemon, each
 //! zone's calls at the account holding it.
 //!
@@ -17,10 +17,12 @@ pub mod registry;
 pub mod cloudflare;
 pub mod gcore;
 pub mod powerdns;
+pub mod route53;
 registry::providers! {
     Gcore(gcore::GcoreClient),
     PowerDns(powerdns::PowerDnsClient),
     Cloudflare(cloudflare::CloudflareClient),
+    Route53(route53::Route53Client),
 }
 
 // After the list: it uses the dispatch the list generates.

@@ -23,4 +23,5 @@ mod ha_chaos;
 mod ha_fencing;
 mod lifecycle_e2e;
 mod reload_e2e;
+mod route53_e2e;
 mod sinks_e2e;

@@ -140,6 +140,12 @@ impl KeySource {
         Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
     }
 
+    /// The Route 53 simulator's key: the zone's `ACTIVE` key-signing key while its
+    /// signing is `INSYNC`.
+    pub fn route53(sim: crate::route53_sim::Route53Handle) -> Self {
+        Self::Dynamic(Arc::new(move |zone| sim.signing_key(zone)))
+    }
+
     /// The PowerDNS simulator's keystore: every active key signs, as 4.7 splits the work
     /// between KSKs and ZSKs, and every published key is served.
     pub fn pdns(sim: crate::pdns_sim::PdnsHandle) -> Self {

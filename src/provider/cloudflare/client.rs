@@ -419,6 +419,8 @@ impl CloudflareClient {
             credential: Some((reqwest::header::AUTHORIZATION, &self.authorization)),
             may_send,
             repeatable: true,
+            finish: None,
+            retry_answer: None,
         };
         let result = match self
             .http

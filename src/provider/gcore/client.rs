@@ -453,6 +453,8 @@ impl GcoreClient {
             credential: authorization.map(|a| (reqwest::header::AUTHORIZATION, a)),
             may_send,
             repeatable: true,
+            finish: None,
+            retry_answer: None,
         };
         self.http
             .send(&request, attempts, &|reply| self.check(reply))

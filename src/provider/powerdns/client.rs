@@ -634,6 +634,8 @@ impl PowerDnsClient {
             credential: Some((API_KEY_HEADER.clone(), &self.api_key)),
             may_send,
             repeatable,
+            finish: None,
+            retry_answer: None,
         };
         let reply = self
             .http
