@@ -50,8 +50,18 @@ pub fn decide(
     if decided.next.phase == Phase::Done {
         let mut effects = effects;
         // Rule 14 of the steady zone, set by the step that ends a roll by the CDS (a
-        // settled zone's look does not read the setting).
-        let steady = super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle);
+        // settled zone's look does not read the setting). A roll that withdrew the CDS
+        // publishes its keys': its last look saw every child address serve them and every
+        // parent address their DS, which `ds_to_enter` may not say (a settled zone's
+        // sampled look leaves it unset), and the registry then has nothing to change.
+        let steady = if decided.next.via == DsVia::RegistrarCdsWithdrawn
+            && zone.intent == super::state::Intent::Enabled
+            && zone.state == Some(super::state::State::Active)
+        {
+            crate::dnssec::CdsPublication::Key
+        } else {
+            super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle)
+        };
         if decided.next.via.sets_cds() && seen.cds.is_some_and(|now| now != steady) {
             effects.push(Effect::SetCds { to: steady });
         }

@@ -11,11 +11,11 @@
 //! validates afresh at every question: where the zone's data outlives its DNSKEY set by
 //! far ([`CACHED`]), a key removed while a signature of it may still be cached fails
 //! there, as the mutant test shows. At the end PowerDNS holds and serves the new key
-//! alone, and both TLD servers publish its DS alone. One roll has no registrar at all: the
-//! parent is the lab registry of `test.` (dnssec_warden_lab::registry), which scans the
-//! child's CDS and is told by NOTIFY(CDS), and the daemon asks it through PowerDNS's CDS
-//! (section 2, "By the CDS"). Each test has its own 127.0.B.x block (96-102, 105); see
-//! test-support/src/world.rs.
+//! alone, and both TLD servers publish its DS alone. Two rolls have the lab registry of
+//! `test.` (dnssec_warden_lab::registry) as parent, which scans the child's CDS and is
+//! told by NOTIFY(CDS): a CSK roll asks it through PowerDNS's CDS with no registrar at all
+//! (section 2, "By the CDS"), an algorithm roll withdraws the CDS and asks the registrar.
+//! Each test has its own 127.0.B.x block (96-102, 105-106); see test-support/src/world.rs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -1362,4 +1362,116 @@ async fn a_csk_roll_through_a_scanning_registry_needs_no_registrar() {
         history.contains("from the child's CDS"),
         "the roll waited on the registry, not the registrar\n{history}"
     );
+}
+
+/// (8) An algorithm rollover, 8 to 13, of a zone whose parent is the lab registry that
+/// scans the CDS: it has no CDS variant (PowerDNS's CDS would name the new algorithm's
+/// key as soon as it is published, before the DNSKEY TTL is waited, and the old one
+/// after the registrar removed its DS), so the daemon withdraws the CDS before adding a
+/// key, asks the registrar (the test) as in (2), and publishes the CDS of the new key at
+/// the end. The registry changes nothing during the roll; Unbound SECURE throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_algorithm_roll_under_a_scanning_registry_withdraws_the_cds() {
+    let zone = "algcds.test.";
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_through_registry(
+        106,
+        zone,
+        WorldOptions {
+            pdns_algorithm: Some("rsasha256"),
+            ..WorldOptions::default()
+        },
+        RegistryOptions {
+            bootstrap_period: Duration::from_secs(2),
+            scan_interval: Duration::from_secs(1),
+            notify: true,
+            children: Vec::new(),
+        },
+    )
+    .await;
+    let registry = w.registry.as_ref().expect("a registry in this world");
+    let events_before = registry.events().len();
+    roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--algorithm", "13"],
+            order: &ALGORITHM,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
+        },
+    )
+    .await;
+    let changed: Vec<String> = registry.events()[events_before..]
+        .iter()
+        .filter(|e| e.child == zone)
+        .filter(|e| {
+            !matches!(
+                e.what,
+                dnssec_warden_lab::registry::What::Scanned(_)
+                    | dnssec_warden_lab::registry::What::Refused(_)
+            )
+        })
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the registry changed the DS during the roll: {changed:?}\n{}",
+        registry.story(zone)
+    );
+    // At the end the CDS names the new key again (rule 14's steady zone), which is the
+    // DS the registrar left: the registry has nothing to do.
+    let pdns = w.pdns.as_ref().expect("a PowerDNS in this world");
+    let new_tag = ds_key(&w.pdns_ds(zone).unwrap())
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    use dnssec_warden::dns::Transport;
+    use hickory_proto::rr::RecordType;
+    let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+    let name = dnssec_warden::dns::wire::parse_name(zone).expect("a zone name");
+    let server = std::net::SocketAddr::from((ip(w.block, 8), w.port));
+    let deadline = Instant::now() + LONG;
+    loop {
+        let q = dnssec_warden::dns::wire::build_query(&name, RecordType::CDS, false);
+        let tags: Vec<String> = match transport.exchange(server, &q).await {
+            Ok(m) => m
+                .answers
+                .iter()
+                .filter(|r| r.record_type() == RecordType::CDS)
+                .filter_map(|r| {
+                    r.data
+                        .to_string()
+                        .split_whitespace()
+                        .next()
+                        .map(str::to_string)
+                })
+                .collect(),
+            Err(e) => vec![format!("{e}")],
+        };
+        if tags == [new_tag.clone()] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the CDS names the new key {new_tag} alone at the end: {tags:?}\n{}\n{}\n{}",
+            status(&w.config, zone),
+            history(&w.config, zone),
+            pdns.log()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
