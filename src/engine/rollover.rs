@@ -140,8 +140,9 @@ fn children(
 
 impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
     /// One look at a rolling zone: asks, decides nothing. `add_key_unsettled` is left
-    /// false; the step sets it from the outbox. `by_cds`: the parent takes the DS from
-    /// the child's CDS, whose setting and every address's answers are asked too.
+    /// false; the step sets it from the outbox. `by_cds`: the roll sets the child's CDS
+    /// (the parent takes the DS from it, or it is withdrawn while a registry scans), whose
+    /// setting and every address's answers are asked too.
     async fn see_roll(&self, zone: &str, by_cds: bool) -> RollSeen {
         let child_view = async {
             if by_cds {
@@ -227,7 +228,7 @@ impl<P: Provider + 'static, O: Observer + 'static> Engine<P, O> {
         let by_cds =
             rolling::with_parent_way(roll, read.row.zone.facts.parent_way.ds_path.as_ref())
                 .via
-                .by_cds();
+                .sets_cds();
         let mut seen = self.see_roll(name, by_cds).await;
         if read.unknown_calls {
             seen.add_key_unsettled = self.settle_key_calls(name, roll, &seen).await?;

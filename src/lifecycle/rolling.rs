@@ -50,9 +50,19 @@ pub fn decide(
     if decided.next.phase == Phase::Done {
         let mut effects = effects;
         // Rule 14 of the steady zone, set by the step that ends a roll by the CDS (a
-        // settled zone's look does not read the setting).
-        let steady = super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle);
-        if decided.next.via.by_cds() && seen.cds.is_some_and(|now| now != steady) {
+        // settled zone's look does not read the setting). A roll that withdrew the CDS
+        // publishes its keys': its last look saw every child address serve them and every
+        // parent address their DS, which `ds_to_enter` may not say (a settled zone's
+        // sampled look leaves it unset), and the registry then has nothing to change.
+        let steady = if decided.next.via == DsVia::RegistrarCdsWithdrawn
+            && zone.intent == super::state::Intent::Enabled
+            && zone.state == Some(super::state::State::Active)
+        {
+            crate::dnssec::CdsPublication::Key
+        } else {
+            super::rules::cds_wanted(zone.intent, zone.state, &facts.lifecycle)
+        };
+        if decided.next.via.sets_cds() && seen.cds.is_some_and(|now| now != steady) {
             effects.push(Effect::SetCds { to: steady });
         }
         return ended(zone, facts, &decided.next, notes, effects, at);
@@ -194,15 +204,28 @@ fn followed_ds_line(zone: &Zone, roll: &Roll) -> Option<String> {
 /// The roll with the way its parent takes the DS, from the zone's parent way (the path
 /// last resolved): fixed while a double-DS roll is still in `publishing`, where no DS
 /// change was asked yet; kept as it is after. A scanning or notified registry takes it
-/// from the CDS; the registrar otherwise (and for an algorithm roll, whose CDS variant
-/// is not built).
+/// from the CDS; the registrar otherwise. An algorithm roll (whose CDS variant is not
+/// built) goes by the registrar, and where a registry scans, with the CDS withdrawn from
+/// its first phase, before any new key is added, to its end.
 pub fn with_parent_way(roll: &Roll, path: Option<&ParentPath>) -> Roll {
     let mut roll = roll.clone();
+    let scanned = matches!(
+        path.map(|p| &p.path),
+        Some(DsPath::CdsScan | DsPath::Notify { .. })
+    );
     if roll.method == Method::DoubleDs && roll.phase == Phase::Publishing && !roll.aborted {
         roll.via = match path.map(|p| &p.path) {
             Some(DsPath::CdsScan) => DsVia::CdsScan,
             Some(DsPath::Notify { .. }) => DsVia::CdsNotify,
             _ => DsVia::Registrar,
+        };
+    }
+    if roll.method == Method::Algorithm && roll.phase == Phase::SigningUnpublished && !roll.aborted
+    {
+        roll.via = if scanned {
+            DsVia::RegistrarCdsWithdrawn
+        } else {
+            DsVia::Registrar
         };
     }
     roll

@@ -107,6 +107,10 @@ struct World {
     cds: CdsPublication,
     /// Registrar requests decided for a zone whose DS goes by the CDS (none may be).
     registrar_calls: Vec<String>,
+    /// The roll's own way (`Roll::via`): where it sets the CDS the daemon reads the
+    /// setting; where it goes by the CDS no registrar request may be made. An algorithm
+    /// roll goes by the registrar while the parent's registry scans.
+    roll_via: DsVia,
     /// The NOTIFY(CDS) signals sent, in order.
     notified: Vec<String>,
 }
@@ -145,6 +149,7 @@ impl World {
             via: DsVia::Registrar,
             cds: CdsPublication::Nothing,
             registrar_calls: vec![],
+            roll_via: DsVia::Registrar,
             notified: vec![],
         };
         match layout {
@@ -382,7 +387,7 @@ impl World {
             } else {
                 Ok(self.ttl.zone)
             },
-            cds: (self.via.by_cds() && !self.api_unknown).then_some(self.cds),
+            cds: (self.roll_via.sets_cds() && !self.api_unknown).then_some(self.cds),
         }
     }
 
@@ -409,7 +414,7 @@ impl World {
                 }
                 RollEffect::DeleteKey { id } => self.keys.retain(|k| k.id != *id),
                 RollEffect::Registrar(r) => {
-                    if self.via.by_cds() {
+                    if self.roll_via.by_cds() {
                         self.registrar_calls.push(format!("{r:?}"));
                     }
                     self.pending.push(r.clone());
@@ -814,13 +819,21 @@ fn via() -> impl Strategy<Value = DsVia> {
     ]
 }
 
-/// A double-DS roll's parent way (as `rolling::with_parent_way` fixes it), and the CDS
-/// of a zone whose registry scans it published (rule 14's steady state, `active`).
+/// A parent whose registry scans the CDS, and the CDS of the zone published (rule 14's
+/// steady state, `active`), whatever the roll, which takes the way
+/// `rolling::with_parent_way` fixes: a double-DS roll goes by the CDS, an algorithm roll
+/// by the registrar with the CDS withdrawn, a ZSK roll as if no registry scanned (its
+/// CDS names the KSK it keeps) while the registry goes on scanning.
 fn by_parent_way(w: &mut World, roll: &mut Roll, via: DsVia) {
-    if roll.method != Method::DoubleDs || !via.by_cds() {
+    if !via.by_cds() {
         return;
     }
-    roll.via = via;
+    match roll.method {
+        Method::DoubleDs => roll.via = via,
+        Method::Algorithm => roll.via = DsVia::RegistrarCdsWithdrawn,
+        Method::ZskPrePublish => {}
+    }
+    w.roll_via = roll.via;
     w.via = via;
     w.cds = CdsPublication::Key;
     let served = w.config();
@@ -1409,6 +1422,64 @@ fn the_parent_way_is_fixed_before_the_first_ds_change() {
     let algorithm = Drive::new(Case::AlgorithmCsk);
     assert_eq!(
         with_parent_way(&algorithm.roll, Some(&scan)).via,
+        DsVia::RegistrarCdsWithdrawn
+    );
+    assert_eq!(
+        with_parent_way(&algorithm.roll, Some(&notify)).via,
+        DsVia::RegistrarCdsWithdrawn
+    );
+    assert_eq!(
+        with_parent_way(&algorithm.roll, Some(&registrar)).via,
         DsVia::Registrar
     );
+}
+
+/// An algorithm roll where a registry scans the CDS goes by the registrar with the CDS
+/// withdrawn: no key is added before the withdrawal is read, the CDS names nothing while
+/// the new algorithm's keys are published (the registry would publish their DS before
+/// the DNSKEY TTL is waited) nor while the old DS goes (it would publish it again), and
+/// the registry changes nothing.
+#[test]
+fn an_algorithm_roll_withdraws_the_cds_a_registry_scans() {
+    let mut d = Drive::new(Case::AlgorithmSplit);
+    by_parent_way(&mut d.w, &mut d.roll, DsVia::CdsScan);
+    assert_eq!(d.w.cds, CdsPublication::Key);
+    let first = d.step();
+    assert_eq!(
+        first.effects,
+        vec![RollEffect::SetCds(CdsPublication::Nothing)],
+        "{}",
+        first.wait.what
+    );
+    let second = d.step();
+    assert!(
+        second
+            .effects
+            .iter()
+            .all(|e| matches!(e, RollEffect::AddKey { .. })),
+        "{:?}",
+        second.effects
+    );
+    // Looks ten minutes apart (within the confirmation gap), as the property settles.
+    for _ in 0..3000 {
+        if d.roll.phase == Phase::Done {
+            break;
+        }
+        d.w.catch_up();
+        d.w.registry_scans();
+        let v = d.w.violations();
+        assert!(v.is_empty(), "in {}: {v:?}", d.roll.phase.name());
+        assert_eq!(d.w.cds, CdsPublication::Nothing, "{}", d.roll.phase.name());
+        d.step();
+        d.w.now = d.w.now.plus_secs(600);
+    }
+    assert_eq!(d.roll.phase, Phase::Done);
+    let sep: Vec<&Dnskey> =
+        d.w.keys
+            .iter()
+            .filter(|k| k.dnskey.is_sep())
+            .map(|k| &k.dnskey)
+            .collect();
+    assert_eq!(d.w.registry, vec![ds(sep[0])]);
+    assert_eq!(sep[0].algorithm, 13);
 }

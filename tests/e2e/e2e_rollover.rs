@@ -11,8 +11,11 @@
 //! validates afresh at every question: where the zone's data outlives its DNSKEY set by
 //! far ([`CACHED`]), a key removed while a signature of it may still be cached fails
 //! there, as the mutant test shows. At the end PowerDNS holds and serves the new key
-//! alone, and both TLD servers publish its DS alone. Each test has its own 127.0.B.x block
-//! (96-102); see test-support/src/world.rs.
+//! alone, and both TLD servers publish its DS alone. Two rolls have the lab registry of
+//! `test.` (dnssec_warden_lab::registry) as parent, which scans the child's CDS and is
+//! told by NOTIFY(CDS): a CSK roll asks it through PowerDNS's CDS with no registrar at all
+//! (section 2, "By the CDS"), an algorithm roll withdraws the CDS and asks the registrar.
+//! Each test has its own 127.0.B.x block (96-102, 105-106); see test-support/src/world.rs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use dnssec_warden_test_support::chain::ResolverChain;
 use dnssec_warden_test_support::world::{
-    Daemon, HookCall, PDNS_API_KEY, Probe, ProbeReport, RealWorld, Tld, WorldOptions, cli, ds_key,
-    hook_calls, ip, status,
+    Daemon, HookCall, PDNS_API_KEY, Probe, ProbeReport, RealWorld, RegistryOptions, Tld,
+    WorldOptions, cli, ds_key, hook_calls, ip, status, wait_state,
 };
 use serde_json::Value;
 
@@ -121,6 +124,65 @@ async fn secure_at_powerdns_with(
 
 async fn secure_at_powerdns(block: u8, zone: &str, pdns: WorldOptions) -> Secured {
     secure_at_powerdns_with(block, zone, pdns, &[]).await
+}
+
+/// A world whose `zone` PowerDNS signs and whose parent is the lab registry of `test.`
+/// (`registry`): the zone enabled through the daemon with no registrar step (the daemon
+/// publishes the CDS, the registry the first DS), `active` and validated. The registrar
+/// hook is recorded all the same, so that a test can say it never ran.
+async fn secure_through_registry(
+    block: u8,
+    zone: &str,
+    pdns: WorldOptions,
+    registry: RegistryOptions,
+) -> Secured {
+    let w = RealWorld::start_with(
+        block,
+        &[zone],
+        WorldOptions {
+            at_powerdns: vec![zone.to_string()],
+            registry: Some(registry),
+            val_max_restart: Some(0),
+            ..pdns
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the world starts: {e}"));
+    let calls = w.registrar_hook("").unwrap();
+    let log = w.dir.path().join("daemon.log");
+    let daemon = Daemon::start(&w.config, &log).unwrap();
+    let story = |w: &RealWorld| {
+        format!(
+            "{}\n--- registry ---\n{}\n--- daemon log ---\n{}",
+            history(&w.config, zone),
+            w.registry
+                .as_ref()
+                .map(|r| r.story(zone))
+                .unwrap_or_default(),
+            tail(&daemon.log(), 60)
+        )
+    };
+    wait_state(&w.config, zone, "disabled", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", story(&w)));
+    let (ok, _, err) = cli(&w.config, &["enable", zone]);
+    assert!(ok, "{err}");
+    wait_state(&w.config, zone, "active", LONG)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", story(&w)));
+    let (rcode, ad) = w.resolve_fresh(zone).await.unwrap();
+    assert_eq!((rcode.as_str(), ad), ("No Error", true), "{}", story(&w));
+    assert!(
+        hook_calls(&calls).is_empty(),
+        "the first DS came from the registry, the registrar was never asked: {:?}",
+        hook_calls(&calls)
+    );
+    Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    }
 }
 
 /// Sets the zone's TTLs at PowerDNS through its API (the SOA's TTL and minimum, the
@@ -295,6 +357,9 @@ struct Run<'a> {
     kill_at: Vec<(Duration, Duration)>,
     /// The daemon's environment, at every restart.
     env: &'a [(&'a str, String)],
+    /// The parent takes the DS from the child's CDS: any call of the registrar hook is a
+    /// failure.
+    by_cds: bool,
 }
 
 impl Run<'_> {
@@ -409,6 +474,11 @@ impl Run<'_> {
         let fresh: Vec<HookCall> = calls.into_iter().skip(self.acted).collect();
         for call in fresh {
             self.acted += 1;
+            assert!(
+                !self.by_cds,
+                "a roll whose parent reads the CDS called the registrar hook: {call:?}\n{}",
+                self.report()
+            );
             assert_eq!(call.zone, self.zone, "{call:?}");
             let seq: u64 = call.seq.parse().expect("DNSSEC_WARDEN_SEQ is a number");
             if seq <= self.last_seq {
@@ -493,6 +563,9 @@ enum End {
     /// Aborted once the new DS was added: the old key alone again, its DS alone; the
     /// registrar asked to add the new DS, then to remove it again.
     Old,
+    /// As [`End::NewSep`], the parent's DS changed by the registry from the child's CDS:
+    /// the registrar never asked.
+    NewSepByCds,
 }
 
 /// A roll to drive.
@@ -584,6 +657,7 @@ async fn roll(
         kills: Vec::new(),
         kill_at: kill_at.to_vec(),
         env,
+        by_cds: end == End::NewSepByCds,
     };
     run.note(format!(
         "roll declared: {} (DNSKEY TTL {} s, the chain's names' {} s)",
@@ -694,7 +768,7 @@ async fn roll(
     let ids: BTreeSet<String> = after.iter().map(key_id).collect();
     let new_ds = ds_key(&w.pdns_ds(zone).unwrap());
     match end {
-        End::NewSep => {
+        End::NewSep | End::NewSepByCds => {
             assert_eq!(after.len(), 1, "one key at the end: {after:?}");
             assert!(
                 ids.is_disjoint(&old_ids),
@@ -741,7 +815,7 @@ async fn roll(
             (add, vec![new_ds.clone()], vec![old_ds.clone()]),
             (remove, vec![old_ds.clone()], vec![new_ds.clone()]),
         ],
-        End::NewZsk => Vec::new(),
+        End::NewZsk | End::NewSepByCds => Vec::new(),
         End::Old => {
             let added = asked
                 .first()
@@ -1165,4 +1239,239 @@ async fn a_csk_roll_survives_sigkill_at_random_instants() {
         rolled.log.matches("for the roll").count() <= 1,
         "one addition asked of PowerDNS"
     );
+}
+
+/// (7) A CSK roll with no registrar at all: the parent is the lab registry of `test.`,
+/// which scans the child's CDS and is told by NOTIFY(CDS) (RFC 7344 appendix B, RFC
+/// 9859), from the enabling to the end. The daemon sets PowerDNS's CDS phase by phase
+/// (nothing in `publishing`, both keys from `awaiting_new_ds`, the new key alone from
+/// `removing_old_ds`) and sends one NOTIFY per signal; the registry publishes both DS,
+/// then the new one alone; the daemon ends the roll. Unbound and the chain ([`CACHED`])
+/// answer SECURE from before the roll to after its last wait, and the registrar hook never
+/// ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csk_roll_through_a_scanning_registry_needs_no_registrar() {
+    let zone = "cds.test.";
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_through_registry(
+        105,
+        zone,
+        WorldOptions::default(),
+        RegistryOptions {
+            bootstrap_period: Duration::from_secs(2),
+            // Rare scans: what makes the registry act in time is the daemon's NOTIFY.
+            scan_interval: Duration::from_secs(4),
+            notify: true,
+            children: Vec::new(),
+        },
+    )
+    .await;
+    let registry = w.registry.as_ref().expect("a registry in this world");
+    let old_ds = ds_key(&w.pdns_ds(zone).unwrap());
+    let events_before = registry.events().len();
+    let notifies_before = registry.notifies();
+    let rolled = roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls.clone(),
+        Plan {
+            args: &[],
+            order: &DOUBLE_DS,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSepByCds,
+            ttls: CACHED,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
+        },
+    )
+    .await;
+    assert_eq!(
+        rolled.key_ids.len(),
+        2,
+        "one key added: {:?}",
+        rolled.key_ids
+    );
+    assert!(rolled.took < ROLL_LIMIT);
+    assert!(
+        hook_calls(&calls).is_empty(),
+        "the registrar hook never ran: {:?}",
+        hook_calls(&calls)
+    );
+
+    // The registry, told by NOTIFY(CDS), published both DS, then the new one alone.
+    let new_ds = ds_key(&w.pdns_ds(zone).unwrap());
+    let story = registry.story(zone);
+    let mut published: Vec<Vec<String>> = registry.events()[events_before..]
+        .iter()
+        .filter(|e| e.child == zone)
+        .filter_map(|e| match &e.what {
+            dnssec_warden_lab::registry::What::Published(lines) => {
+                let mut ds: Vec<String> = lines
+                    .iter()
+                    .map(|l| ds_key(l.split(" DS ").nth(1).unwrap_or_default()))
+                    .collect();
+                ds.sort();
+                Some(ds)
+            }
+            _ => None,
+        })
+        .collect();
+    // A set published again (an UPDATE one TLD server missed, done at the next scan) is
+    // one change.
+    published.dedup();
+    let mut both = vec![old_ds.clone(), new_ds.clone()];
+    both.sort();
+    assert_eq!(
+        published,
+        vec![both, vec![new_ds.clone()]],
+        "the registry's DS changes during the roll\n{story}"
+    );
+    assert!(
+        registry.notifies() >= notifies_before + 2,
+        "a NOTIFY(CDS) for each signal\n{story}"
+    );
+    let tag = |ds: &str| -> u16 {
+        ds.split_whitespace()
+            .next()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("a DS's key tag: {ds}"))
+    };
+    let (old_tag, new_tag) = (tag(&old_ds), tag(&new_ds));
+    let history = history(&w.config, zone);
+    for signal in [
+        format!("key {} {}", old_tag.min(new_tag), old_tag.max(new_tag)),
+        format!("key {new_tag}"),
+    ] {
+        let said = format!("NOTIFY(CDS) for the {signal} sent to");
+        assert!(
+            history
+                .lines()
+                .any(|l| l.contains(&said) && l.contains("acknowledged")),
+            "{said:?} acknowledged in the history\n{history}"
+        );
+    }
+    assert!(
+        history.contains("from the child's CDS"),
+        "the roll waited on the registry, not the registrar\n{history}"
+    );
+}
+
+/// (8) An algorithm rollover, 8 to 13, of a zone whose parent is the lab registry that
+/// scans the CDS: it has no CDS variant (PowerDNS's CDS would name the new algorithm's
+/// key as soon as it is published, before the DNSKEY TTL is waited, and the old one
+/// after the registrar removed its DS), so the daemon withdraws the CDS before adding a
+/// key, asks the registrar (the test) as in (2), and publishes the CDS of the new key at
+/// the end. The registry changes nothing during the roll; Unbound SECURE throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_algorithm_roll_under_a_scanning_registry_withdraws_the_cds() {
+    let zone = "algcds.test.";
+    let Secured {
+        w,
+        calls,
+        log,
+        daemon,
+    } = secure_through_registry(
+        106,
+        zone,
+        WorldOptions {
+            pdns_algorithm: Some("rsasha256"),
+            ..WorldOptions::default()
+        },
+        RegistryOptions {
+            bootstrap_period: Duration::from_secs(2),
+            scan_interval: Duration::from_secs(1),
+            notify: true,
+            children: Vec::new(),
+        },
+    )
+    .await;
+    let registry = w.registry.as_ref().expect("a registry in this world");
+    let events_before = registry.events().len();
+    roll(
+        &w,
+        zone,
+        daemon,
+        log,
+        calls,
+        Plan {
+            args: &["--algorithm", "13"],
+            order: &ALGORITHM,
+            kill_in: &[],
+            abort_in: None,
+            end: End::NewSep,
+            ttls: LAB,
+            kill_at: &[],
+            env: &[],
+            expect: Expect::Secure,
+        },
+    )
+    .await;
+    let changed: Vec<String> = registry.events()[events_before..]
+        .iter()
+        .filter(|e| e.child == zone)
+        .filter(|e| {
+            !matches!(
+                e.what,
+                dnssec_warden_lab::registry::What::Scanned(_)
+                    | dnssec_warden_lab::registry::What::Refused(_)
+            )
+        })
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the registry changed the DS during the roll: {changed:?}\n{}",
+        registry.story(zone)
+    );
+    // At the end the CDS names the new key again (rule 14's steady zone), which is the
+    // DS the registrar left: the registry has nothing to do.
+    let pdns = w.pdns.as_ref().expect("a PowerDNS in this world");
+    let new_tag = ds_key(&w.pdns_ds(zone).unwrap())
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    use dnssec_warden::dns::Transport;
+    use hickory_proto::rr::RecordType;
+    let transport = dnssec_warden::dns::NetTransport::new(Duration::from_secs(2));
+    let name = dnssec_warden::dns::wire::parse_name(zone).expect("a zone name");
+    let server = std::net::SocketAddr::from((ip(w.block, 8), w.port));
+    let deadline = Instant::now() + LONG;
+    loop {
+        let q = dnssec_warden::dns::wire::build_query(&name, RecordType::CDS, false);
+        let tags: Vec<String> = match transport.exchange(server, &q).await {
+            Ok(m) => m
+                .answers
+                .iter()
+                .filter(|r| r.record_type() == RecordType::CDS)
+                .filter_map(|r| {
+                    r.data
+                        .to_string()
+                        .split_whitespace()
+                        .next()
+                        .map(str::to_string)
+                })
+                .collect(),
+            Err(e) => vec![format!("{e}")],
+        };
+        if tags == [new_tag.clone()] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the CDS names the new key {new_tag} alone at the end: {tags:?}\n{}\n{}\n{}",
+            status(&w.config, zone),
+            history(&w.config, zone),
+            pdns.log()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }

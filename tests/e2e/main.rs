@@ -8,7 +8,7 @@
 //! default threads (one a core: more at once delay the looks of the Knot worlds, whose
 //! `poll_waiting` of 300 ms makes a look later than 600 ms restart the TTL wait). The
 //! blocks, one per test, never two files on one: e2e_knot 62-64, e2e_move 65-67, e2e_powerdns 68-70,
-//! e2e_registry 77-78, e2e_signed_move 91-94, e2e_rollover 96-102 (registry_lab, in tests/dns, 73-76;
+//! e2e_registry 77-78, e2e_signed_move 91-94, e2e_rollover 96-102 and 105-106 (registry_lab, in tests/dns, 73-76;
 //! move_look, in tests/providers, 90; the benchmarks run alone).
 
 mod cloudflare_e2e;

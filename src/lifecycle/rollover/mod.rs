@@ -137,6 +137,11 @@ pub enum DsVia {
     Registrar,
     CdsScan,
     CdsNotify,
+    /// The registrar, though a registry scans the child's CDS: an algorithm roll, whose
+    /// CDS would name every published SEP key (the new algorithm's before its DNSKEY TTL
+    /// is waited, the old one's until it leaves), so it is withdrawn throughout and the
+    /// registry changes nothing on its own.
+    RegistrarCdsWithdrawn,
 }
 
 impl DsVia {
@@ -144,7 +149,13 @@ impl DsVia {
         *self == DsVia::Registrar
     }
 
+    /// The parent takes the roll's DS changes from the child's CDS.
     pub fn by_cds(self) -> bool {
+        matches!(self, DsVia::CdsScan | DsVia::CdsNotify)
+    }
+
+    /// The roll sets the provider's CDS (and so reads it at every look).
+    pub fn sets_cds(self) -> bool {
         !self.is_registrar()
     }
 }

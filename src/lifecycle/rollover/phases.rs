@@ -770,7 +770,7 @@ pub(super) fn adopt_keys(
                 // Going back, a key that never came is nothing to remove.
                 roll.old.retain(|k| k.id.is_some());
             } else if roll.phase == roll.method.phases()[0] {
-                if roll.via.by_cds() && seen.cds != Some(CdsPublication::Nothing) {
+                if roll.via.sets_cds() && seen.cds != Some(CdsPublication::Nothing) {
                     // A key added while the CDS is published would be named by it at
                     // the addresses that serve it first, before every address does
                     // (`level_cds` withdraws it).
@@ -942,6 +942,12 @@ pub(super) fn level_cds(
     seen: &RollSeen,
     effects: &mut Vec<RollEffect>,
 ) {
+    if roll.via == super::DsVia::RegistrarCdsWithdrawn {
+        if roll.phase != Phase::Done && seen.cds.is_some_and(|c| c != CdsPublication::Nothing) {
+            effects.push(RollEffect::SetCds(CdsPublication::Nothing));
+        }
+        return;
+    }
     if !roll.via.by_cds() || roll.method != Method::DoubleDs || roll.phase == Phase::Done {
         return;
     }
