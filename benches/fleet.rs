@@ -209,6 +209,26 @@ fn scrape(addr: std::net::SocketAddr) -> std::collections::HashMap<String, f64> 
         .collect()
 }
 
+/// The samples one scrape of the metrics endpoint carries (every series, whatever its
+/// labels), and how long the scrape took.
+fn series_count(addr: std::net::SocketAddr) -> (usize, Duration) {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let mut text = String::new();
+    if let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n");
+        let _ = stream.read_to_string(&mut text);
+    }
+    let took = started.elapsed();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let series = body
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    (series, took)
+}
+
 /// Every zone's standard for samples taken away: its next look is a full one (a build
 /// before samples has none to take).
 async fn without_samples(db: &Path) -> Res<()> {
@@ -368,6 +388,30 @@ fn time_command(conf: &Path, args: &[&str], runs: usize) -> Res<(f64, f64, usize
     Ok((times[0], times[times.len() / 2], size))
 }
 
+/// The peak resident set of one `dnssec-warden <args>` (MiB), as GNU time reports it
+/// (0 where /usr/bin/time is missing).
+fn status_peak_rss_mib(conf: &Path, args: &[&str]) -> Res<f64> {
+    let report = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let ran = Command::new("/usr/bin/time")
+        .args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg(exe())
+        .args(args)
+        .arg("--config")
+        .arg(conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !ran.is_ok_and(|s| s.success()) {
+        return Ok(0.0);
+    }
+    let kib: f64 = std::fs::read_to_string(report.path())
+        .ok()
+        .and_then(|t| t.trim().lines().last()?.trim().parse().ok())
+        .unwrap_or(0.0);
+    Ok(kib / 1024.0)
+}
+
 async fn bench() -> Res<()> {
     let zones: usize = std::env::var("BENCH_FLEET_ZONES")
         .ok()
@@ -457,6 +501,28 @@ async fn bench() -> Res<()> {
         window.as_secs()
     );
     println!("states after the idle window: {}", states(&db).await?);
+    // The metrics endpoint at this size: how many series a scrape carries, and its time.
+    let (series, scrape_took) = series_count(metrics);
+    println!(
+        "metrics: {series} series in one scrape of {zones} zones ({:.2}s)",
+        scrape_took.as_secs_f64()
+    );
+    // `BENCH_FLEET_PERF_IDLE=<file>`: a profile of the idle daemon, taken after the window
+    // above so that perf's own cost is not in its figure.
+    if let Some(out) = std::env::var_os("BENCH_FLEET_PERF_IDLE") {
+        let mut perf = knot::Proc::spawn(
+            "perf record",
+            Command::new("perf")
+                .args(["record", "-F", "999", "--call-graph", "dwarf,16384", "-p"])
+                .arg(pid.to_string())
+                .arg("-o")
+                .arg(out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )?;
+        tokio::time::sleep(window).await;
+        perf.terminate(Duration::from_secs(60));
+    }
 
     // 2a. Two steady passes of the running daemon (what it does at every poll): every
     // zone made due at once; its caches (the delegations, the parents' keys, the
@@ -581,6 +647,10 @@ async fn bench() -> Res<()> {
     println!(
         "status --json over {zones} zones: {json_median:.2}s median of 3 ({json_min:.2}s fastest, {:.1} MiB out; goal under 1 s)",
         json_bytes as f64 / 1048576.0
+    );
+    let status_rss = status_peak_rss_mib(&conf, &["status", "--json"])?;
+    println!(
+        "status --json over {zones} zones: peak RSS {status_rss:.1} MiB (the status process, from /usr/bin/time)"
     );
     let peak = first_rss.max(steady_rss);
     println!("daemon peak RSS {peak:.1} MiB (goal at most 128 MiB)");

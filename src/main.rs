@@ -53,6 +53,24 @@ enum Command {
         /// Print JSON: `{"zones":[…]}`, or the zone's object when a zone is given.
         #[arg(long)]
         json: bool,
+        /// Only zones in this state (repeatable; `unobserved`: not observed yet).
+        #[arg(long = "state", value_name = "STATE", conflicts_with = "zone",
+              value_parser = clap::builder::PossibleValuesParser::new(cli::status::state_choices()))]
+        states: Vec<String>,
+        /// Only zones whose wait is on this party (repeatable), as WAITING FOR's `[on: …]`
+        /// names it.
+        #[arg(long = "waiting-on", value_name = "WHO", conflicts_with = "zone",
+              value_parser = clap::builder::PossibleValuesParser::new(cli::status::WAITING_ON))]
+        waiting_on: Vec<String>,
+        /// Only zones the last look found at this provider account.
+        #[arg(long, value_name = "NAME", conflicts_with = "zone")]
+        account: Option<String>,
+        /// At most N zones (a page; the next with `--after` the last zone shown).
+        #[arg(long, value_name = "N", conflicts_with = "zone")]
+        limit: Option<u32>,
+        /// Only zones after this one in name order: the page after the one it ended.
+        #[arg(long, value_name = "ZONE", conflicts_with = "zone")]
+        after: Option<String>,
     },
     /// Ask for DNSSEC on for a zone (recorded and audited; the daemon acts on it).
     Enable { zone: String },
@@ -261,8 +279,30 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .map_err(|e| if e.is_config() { unusable(e) } else { e.into() })?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Status { zone, json } => {
-            ended(blocking::status(&rt, config, zone.as_deref(), json, out))
+        Command::Status {
+            zone,
+            json,
+            states,
+            waiting_on,
+            account,
+            limit,
+            after,
+        } => {
+            let filters = cli::commands::StatusFilters {
+                states,
+                waiting_on,
+                account,
+                after,
+                limit,
+            };
+            ended(blocking::status(
+                &rt,
+                config,
+                zone.as_deref(),
+                json,
+                &filters,
+                out,
+            ))
         }
         Command::Enable { zone } => ended(blocking::intent(
             &rt,

@@ -11,13 +11,14 @@
 //!   (`daemon_alerts`), from their first moment;
 //! - `dnssec_warden_alert_notifications_undelivered`: notifications a sink still owes;
 //! - `dnssec_warden_zones_observation_failing`: zones whose last observation was incomplete;
-//! - per zone: `dnssec_warden_zone_observation_failures` (incomplete observations in a
-//!   row), `dnssec_warden_zone_observation_failing_seconds` (since when), and
-//!   `dnssec_warden_zone_last_observation_age_seconds` (any observation: a daemon that
-//!   stopped looking shows here), and
-//!   `dnssec_warden_zone_last_complete_observation_age_seconds` (the age of the last
-//!   successful observation; while observations fail, the time since the first failure,
-//!   a lower bound: the database keeps no earlier time);
+//! - the worst zone of the fleet, never a series per zone (a million zones would be a
+//!   million series; `status` names the zones): `dnssec_warden_zones_observation_failures_max`
+//!   (incomplete observations in a row), `dnssec_warden_zones_observation_failing_seconds_max`
+//!   (for how long), `dnssec_warden_zones_last_observation_age_seconds_max` (the oldest
+//!   last look, complete or not: a daemon that stopped looking shows here), and
+//!   `dnssec_warden_zones_last_complete_observation_age_seconds_max` (the oldest last
+//!   successful observation; while a zone's observations fail, the time since its first
+//!   failure, a lower bound: the database keeps no earlier time);
 //! - `dnssec_warden_store_write_failing`: 1 while writes to the database fail (disk full,
 //!   I/O error), from this process's own writes: the database cannot say so itself;
 //! - this process's DNS queries: `dnssec_warden_dns_queries_total` (sent, retries
@@ -534,8 +535,8 @@ fn notifications_undelivered(out: &mut String, undelivered: i64) {
     );
 }
 
-/// The incomplete observations: how many zones have one, and per zone how many in a row
-/// and since when.
+/// The incomplete observations: how many zones have one, and the worst zone's run of
+/// them and its length.
 fn observation_failing(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
     family(
         out,
@@ -552,80 +553,83 @@ fn observation_failing(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
 
     family(
         out,
-        "dnssec_warden_zone_observation_failures",
-        "Incomplete observations of the zone in a row.",
+        "dnssec_warden_zones_observation_failures_max",
+        "The most incomplete observations in a row of any zone (0: every last one was complete).",
     );
-    for z in zones {
-        let labels = [("zone", z.name.as_str())];
-        sample(
-            out,
-            "dnssec_warden_zone_observation_failures",
-            &labels,
-            z.failures as f64,
-        );
-    }
+    let most = zones.iter().map(|z| z.failures).max().unwrap_or(0);
+    sample(
+        out,
+        "dnssec_warden_zones_observation_failures_max",
+        &[],
+        most as f64,
+    );
 
     family(
         out,
-        "dnssec_warden_zone_observation_failing_seconds",
-        "How long the zone's observations have been incomplete (0: the last one was complete).",
+        "dnssec_warden_zones_observation_failing_seconds_max",
+        "The longest any zone's observations have been incomplete (0: none is).",
     );
-    for z in zones {
-        let secs = z
-            .failing_since
-            .map_or(0.0, |at| now.since(at).as_secs_f64());
-        let labels = [("zone", z.name.as_str())];
-        sample(
-            out,
-            "dnssec_warden_zone_observation_failing_seconds",
-            &labels,
-            secs,
-        );
-    }
+    let longest = zones
+        .iter()
+        .filter(|z| z.failures > 0)
+        .filter_map(|z| z.failing_since)
+        .map(|at| now.since(at).as_secs_f64())
+        .fold(0.0, f64::max);
+    sample(
+        out,
+        "dnssec_warden_zones_observation_failing_seconds_max",
+        &[],
+        longest,
+    );
 }
 
-/// Per zone: the age of its last look, and of its last complete one.
+/// The oldest last look of any zone, and the oldest last complete one (absent while no
+/// zone was ever observed).
 fn observation_ages(out: &mut String, zones: &[ZoneHealth], now: Timestamp) {
     family(
         out,
-        "dnssec_warden_zone_last_observation_age_seconds",
-        "Seconds since the zone was last observed, completely or not (absent: never).",
+        "dnssec_warden_zones_last_observation_age_seconds_max",
+        "Seconds since the zone looked at longest ago was last observed, completely or not \
+         (zones never observed aside).",
     );
-    for z in zones.iter() {
-        if let Some(at) = z.last_observed_at {
-            let labels = [("zone", z.name.as_str())];
-            let age = now.since(at).as_secs_f64();
-            sample(
-                out,
-                "dnssec_warden_zone_last_observation_age_seconds",
-                &labels,
-                age,
-            );
-        }
+    let oldest = zones
+        .iter()
+        .filter_map(|z| z.last_observed_at)
+        .map(|at| now.since(at).as_secs_f64())
+        .reduce(f64::max);
+    if let Some(age) = oldest {
+        sample(
+            out,
+            "dnssec_warden_zones_last_observation_age_seconds_max",
+            &[],
+            age,
+        );
     }
 
     family(
         out,
-        "dnssec_warden_zone_last_complete_observation_age_seconds",
-        "Seconds since the last complete observation of the zone; while observations fail, \
-         at least the time they have been failing (absent: never observed).",
+        "dnssec_warden_zones_last_complete_observation_age_seconds_max",
+        "Seconds since the oldest last complete observation of any zone; while a zone's \
+         observations fail, at least the time they have been failing (zones never observed aside).",
     );
-    for z in zones.iter() {
-        let at = if z.failures > 0 {
-            z.failing_since
-        } else {
-            z.last_observed_at
-        };
-        if let Some(at) = at {
-            let labels = [("zone", z.name.as_str())];
-            let age = now.since(at).as_secs_f64();
-            sample(
-                out,
-                "dnssec_warden_zone_last_complete_observation_age_seconds",
-                &labels,
-                age,
-            );
-        }
+    let oldest = zones
+        .iter()
+        .filter_map(|z| {
+            if z.failures > 0 {
+                z.failing_since
+            } else {
+                z.last_observed_at
+            }
+        })
+        .map(|at| now.since(at).as_secs_f64())
+        .reduce(f64::max);
+    if let Some(age) = oldest {
+        sample(
+            out,
+            "dnssec_warden_zones_last_complete_observation_age_seconds_max",
+            &[],
+            age,
+        );
     }
 }
 
@@ -705,5 +709,62 @@ mod tests {
         sample(&mut out, "m", &[("zone", "a\"b\\c\n")], 1.5);
         sample(&mut out, "n", &[], 0.0);
         assert_eq!(out, "m{zone=\"a\\\"b\\\\c\\n\"} 1.5\nn 0\n");
+    }
+
+    /// However many zones, the series are the same few: no label names a zone, and a
+    /// thousand zones in every state, each failing, rolling and at an account, give as
+    /// many series as one.
+    #[test]
+    fn no_series_is_per_zone() {
+        use crate::lifecycle::rollover::Phase;
+        use strum::VariantArray;
+        let now = Timestamp(1_800_000_000_000);
+        let zone = |i: usize| ZoneHealth {
+            name: format!("z{i}.test."),
+            state: State::ALL.get(i % (State::ALL.len() + 1)).copied(),
+            last_observed_at: Some(Timestamp(now.0 - 1_000 * i as i64)),
+            failures: i as i64 % 3,
+            failing_since: Some(Timestamp(now.0 - 2_000 * i as i64)),
+            account: Some(format!("account{}", i % 2)),
+            roll_phase: Some(Phase::VARIANTS[i % Phase::VARIANTS.len()].name()),
+            roll_hold_until: Some(Timestamp(now.0 - 500 * i as i64)),
+            next_roll: Some(Timestamp(now.0 + 1_000 * i as i64)),
+        };
+        let series = |n: usize| {
+            let zones: Vec<ZoneHealth> = (0..n).map(zone).collect();
+            let mut out = String::new();
+            zones_per_state(&mut out, &zones);
+            zones_per_account(&mut out, &zones);
+            leases_held(&mut out, "me", &[("me".into(), n as i64)], n);
+            observation_failing(&mut out, &zones, now);
+            observation_ages(&mut out, &zones, now);
+            key_rolls(&mut out, &zones, now);
+            out
+        };
+        let many = series(1_000);
+        for line in many.lines().filter(|l| !l.starts_with('#')) {
+            assert!(
+                !line.contains("zone=") && !line.contains(".test."),
+                "a series per zone: {line}"
+            );
+        }
+        let count = |text: &str| text.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(count(&many), count(&series(2)), "{many}");
+        assert!(
+            many.contains("dnssec_warden_zones_observation_failures_max 2\n"),
+            "{many}"
+        );
+        assert!(
+            many.contains("dnssec_warden_zones_last_observation_age_seconds_max 999\n"),
+            "{many}"
+        );
+        assert!(
+            many.contains("dnssec_warden_zones_observation_failing_seconds_max 1996\n"),
+            "{many}"
+        );
+        assert!(
+            many.contains("dnssec_warden_zones_last_complete_observation_age_seconds_max 1996\n"),
+            "{many}"
+        );
     }
 }

@@ -17,15 +17,16 @@ pub fn run(rt: &Runtime, config: &Path) -> Result<(), DaemonError> {
     rt.block_on(daemon::run(config))
 }
 
-/// `status [ZONE] [--json]`.
+/// `status [ZONE] [--json]`, or with filters and a page.
 pub fn status(
     rt: &Runtime,
     config: &Path,
     zone: Option<&str>,
     json: bool,
+    filters: &commands::StatusFilters,
     out: &mut dyn Write,
 ) -> Result<Outcome, CommandError> {
-    rt.block_on(commands::status(config, zone, json, out))
+    rt.block_on(commands::status(config, zone, json, filters, out))
 }
 
 /// `enable ZONE`, `disable ZONE [--ds-never-submitted]`.

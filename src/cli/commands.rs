@@ -7,7 +7,7 @@ use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 use crate::cli::daemon::Prepared;
-use crate::cli::status::StatusError;
+use crate::cli::status::{Listing, StatusError};
 use crate::config::Settings;
 use crate::lifecycle::Intent;
 use crate::store::DatabaseSettings;
@@ -94,43 +94,83 @@ fn zone_name(text: &str) -> Result<ZoneName, CommandError> {
     ZoneName::parse(text).map_err(CommandError::unusable)
 }
 
-/// `status [ZONE] [--json]`.
+/// `status`'s filters and page as the command line gives them, checked by [`status`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusFilters {
+    /// `--state` (repeatable): a state's name or `unobserved`.
+    pub states: Vec<String>,
+    /// `--waiting-on` (repeatable): whom the wait is on.
+    pub waiting_on: Vec<String>,
+    /// `--account`: a configured provider account.
+    pub account: Option<String>,
+    /// `--after`: the last zone of the page before.
+    pub after: Option<String>,
+    /// `--limit`: zones a page.
+    pub limit: Option<u32>,
+}
+
+/// `status [ZONE] [--json]`, or with filters and a page instead of a zone.
 pub async fn status(
     path: &Path,
     zone: Option<&str>,
     json: bool,
+    filters: &StatusFilters,
     out: &mut dyn Write,
 ) -> Result<Outcome, CommandError> {
     let zone = zone.map(zone_name).transpose()?;
+    if zone.is_some() && *filters != StatusFilters::default() {
+        return Err(CommandError::unusable(ZoneOrFilters));
+    }
     let settings = load(path)?;
+    let accounts: Vec<&str> = settings.providers.iter().map(|p| p.name.as_str()).collect();
+    let listing = Listing::parse(
+        &filters.states,
+        &filters.waiting_on,
+        filters.account.as_deref(),
+        &accounts,
+        filters.after.as_deref(),
+        filters.limit,
+    )
+    .map_err(CommandError::unusable)?;
     let store = super::status::open_store(&settings).await?;
-    let name = zone.as_ref().map(ZoneName::as_str);
     let said = |e| match e {
         StatusError::Store(e) => StatusError::Store(store.explain(e)),
         e => e,
     };
-    let found = if json {
-        // Written as it is serialized: 100,000 zones are tens of megabytes of JSON.
-        let mut buffered = std::io::BufWriter::new(&mut *out);
-        let found = super::status::write_status_json(&store, name, &settings.timing, &mut buffered)
+    // Written as each row is read: 100,000 zones are tens of megabytes of JSON.
+    let mut buffered = std::io::BufWriter::new(&mut *out);
+    let policy = &settings.timing;
+    let found = match (&zone, json) {
+        (Some(zone), true) => {
+            super::status::write_status_json(&store, Some(zone.as_str()), policy, &mut buffered)
+                .await
+        }
+        (Some(zone), false) => {
+            super::status::write_status_text(&store, Some(zone.as_str()), policy, &mut buffered)
+                .await
+        }
+        (None, true) => super::status::write_listing_json(&store, &listing, policy, &mut buffered)
             .await
-            .map_err(said)?;
-        buffered.flush()?;
-        found
-    } else {
-        let mut buffered = std::io::BufWriter::new(&mut *out);
-        let found = super::status::write_status_text(&store, name, &settings.timing, &mut buffered)
+            .map(|()| true),
+        (None, false) => super::status::write_listing_text(&store, &listing, policy, &mut buffered)
             .await
-            .map_err(said)?;
-        buffered.flush()?;
-        found
-    };
+            .map(|()| true),
+    }
+    .map_err(said)?;
+    buffered.flush()?;
     match (found, zone) {
         (true, _) => Ok(Outcome::Done),
         (false, Some(zone)) => Err(CommandError::NotKnown(zone)),
         (false, None) => Err(CommandError::Failed("no status".into())),
     }
 }
+
+/// `status ZONE` with filters: the zone is the whole answer, a filter would not apply.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "status: give a zone or filters (--state, --waiting-on, --account, --after, --limit), not both"
+)]
+struct ZoneOrFilters;
 
 /// `history ZONE [--json]`.
 pub async fn history(

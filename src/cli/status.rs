@@ -10,9 +10,12 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::dns::DelegationVerdict;
-use crate::lifecycle::waiting::roll_line;
+use crate::lifecycle::waiting::{Waiting, roll_line};
 use crate::lifecycle::{Clock, Policy, State, SystemClock, Timestamp};
-use crate::store::{AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneRow, host_ipv6};
+use crate::store::{
+    AlertRow, DaemonAlertRow, EventRow, Store, StoreError, ZoneFilter, ZoneRow, host_ipv6,
+};
+use crate::zone_name::ZoneName;
 
 /// `status` could not read the database, or not write its answer.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +24,170 @@ pub enum StatusError {
     Store(#[from] StoreError),
     #[error("cannot write the status: {0}")]
     Output(#[from] std::io::Error),
+}
+
+/// Who a zone's wait can be on, as `status` names it (`waiting_on`): the parties of a
+/// hold, `registry` (acting on the child's CDS) and `host` (this host's IPv6).
+pub const WAITING_ON: [&str; 8] = [
+    "daemon",
+    "provider",
+    "registrar",
+    "registry",
+    "ttl",
+    "operator",
+    "nobody",
+    "host",
+];
+
+/// `--state`'s name for a zone not observed yet (its state is null in `--json`).
+pub const UNOBSERVED: &str = "unobserved";
+
+/// The names `--state` takes: every state, then [`UNOBSERVED`].
+pub fn state_choices() -> Vec<&'static str> {
+    State::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .chain([UNOBSERVED])
+        .collect()
+}
+
+/// A value of `status`'s filters that names nothing it knows, with the choices.
+#[derive(Debug, thiserror::Error)]
+pub enum ListingError {
+    #[error("--state {value:?}: no such state (one of {})", state_choices().join(", "))]
+    State { value: String },
+    #[error("--waiting-on {value:?}: no such party (one of {})", WAITING_ON.join(", "))]
+    WaitingOn { value: String },
+    #[error("--account {value:?}: no such provider account in the configuration (one of {})", .choices.join(", "))]
+    Account { value: String, choices: Vec<String> },
+    #[error("--after {value:?}: {error}")]
+    After {
+        value: String,
+        error: crate::zone_name::ZoneNameError,
+    },
+    #[error("--limit 0: a page holds at least one zone")]
+    NoLimit,
+}
+
+/// Which zones `status` lists, a page at a time: the state and the account filtered in
+/// the store's query, whom the wait is on decided per row (a wait is worked out from the
+/// facts and the settings, not stored), in name order from after `--after`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub filter: ZoneFilter,
+    /// Only zones whose wait is on one of these ([`WAITING_ON`]); any if empty.
+    pub waiting_on: Vec<&'static str>,
+}
+
+impl Listing {
+    /// The listing the command line asks for, every value checked: a state or a party
+    /// by its name, an account among `accounts` (the configured ones), `after` a zone
+    /// name (normalised as every zone name is), `limit` at least 1.
+    pub fn parse(
+        states: &[String],
+        waiting_on: &[String],
+        account: Option<&str>,
+        accounts: &[&str],
+        after: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<Self, ListingError> {
+        let states = states
+            .iter()
+            .map(|value| {
+                if value == UNOBSERVED {
+                    return Ok(None);
+                }
+                value
+                    .parse::<State>()
+                    .map(Some)
+                    .map_err(|_| ListingError::State {
+                        value: value.clone(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let waiting_on = waiting_on
+            .iter()
+            .map(|value| {
+                WAITING_ON
+                    .iter()
+                    .find(|on| **on == value.as_str())
+                    .copied()
+                    .ok_or_else(|| ListingError::WaitingOn {
+                        value: value.clone(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(value) = account
+            && !accounts.contains(&value)
+        {
+            return Err(ListingError::Account {
+                value: value.to_string(),
+                choices: accounts.iter().map(|a| a.to_string()).collect(),
+            });
+        }
+        let after = after
+            .map(|value| {
+                ZoneName::parse(value)
+                    .map(|z| z.as_str().to_string())
+                    .map_err(|error| ListingError::After {
+                        value: value.to_string(),
+                        error,
+                    })
+            })
+            .transpose()?;
+        if limit == Some(0) {
+            return Err(ListingError::NoLimit);
+        }
+        Ok(Self {
+            filter: ZoneFilter {
+                states,
+                account: account.map(str::to_string),
+                after,
+                limit,
+            },
+            waiting_on,
+        })
+    }
+
+    /// Whether anything but every zone is asked for.
+    fn narrows(&self) -> bool {
+        *self != Self::default()
+    }
+
+    /// Lists the zones it admits to `each` with their wait, until `each` answers false
+    /// or the limit is reached; the last zone listed, if the limit was reached.
+    async fn each<E: From<StoreError>>(
+        &self,
+        store: &Store,
+        policy: &Policy,
+        ipv6: Option<&str>,
+        each: &mut impl FnMut(ZoneRow, Waiting) -> Result<(), E>,
+    ) -> Result<Option<String>, E> {
+        // The wait is judged here, so the query cannot stop at the limit itself.
+        let mut query = self.filter.clone();
+        if !self.waiting_on.is_empty() {
+            query.limit = None;
+        }
+        let mut listed: u32 = 0;
+        let mut last = None;
+        store
+            .each_zone_listed::<E>(&query, &mut |row| {
+                let waiting = row.waiting(policy, ipv6);
+                if !self.waiting_on.is_empty() && !self.waiting_on.contains(&waiting.on) {
+                    return Ok(true);
+                }
+                let name = row.zone.name.as_str().to_string();
+                each(row, waiting)?;
+                listed += 1;
+                let more = self.filter.limit.is_none_or(|limit| listed < limit);
+                if !more {
+                    last = Some(name);
+                }
+                Ok(more)
+            })
+            .await?;
+        Ok(last)
+    }
 }
 
 /// The database named by the settings, for reading only.
@@ -217,10 +384,9 @@ fn zone_json<'a>(
     alerts: &[&'a AlertRow],
     policy: &Policy,
     lease_now: Timestamp,
-    ipv6: Option<&str>,
+    waiting: Waiting,
 ) -> ZoneJson<'a> {
     let z = &row.zone;
-    let waiting = row.waiting(policy, ipv6);
     ZoneJson {
         alerts: alerts.iter().map(|a| AlertJson::from(*a)).collect(),
         daemon: None,
@@ -295,7 +461,47 @@ pub async fn write_status_json(
     policy: &Policy,
     out: &mut dyn std::io::Write,
 ) -> Result<bool, StatusError> {
-    let alerts = store.open_alerts(zone).await?;
+    let listing = Listing::default();
+    let which = zone.map_or(Which::Listing(&listing), Which::Zone);
+    json_to(store, which, policy, out).await
+}
+
+/// Writes `status --json` of the zones `listing` admits, one zone at a time as each row
+/// is read: `{"daemon": [...], "zones": [...]}`.
+pub async fn write_listing_json(
+    store: &Store,
+    listing: &Listing,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<(), StatusError> {
+    json_to(store, Which::Listing(listing), policy, out)
+        .await
+        .map(|_| ())
+}
+
+/// One zone, or a listing.
+#[derive(Clone, Copy)]
+enum Which<'a> {
+    Zone(&'a str),
+    Listing(&'a Listing),
+}
+
+impl Which<'_> {
+    fn zone(&self) -> Option<&str> {
+        match self {
+            Which::Zone(name) => Some(name),
+            Which::Listing(_) => None,
+        }
+    }
+}
+
+async fn json_to(
+    store: &Store,
+    which: Which<'_>,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, StatusError> {
+    let alerts = store.open_alerts(which.zone()).await?;
     let alerts = by_zone(&alerts);
     let daemon = store.daemon_alerts_open().await?;
     let ipv6 = host_ipv6(&daemon);
@@ -309,17 +515,18 @@ pub async fn write_status_json(
             .cloned()
             .unwrap_or_default()
     };
-    let written = match zone {
-        Some(name) => match store.zone(name).await? {
+    let written = match which {
+        Which::Zone(name) => match store.zone(name).await? {
             Some(row) => {
                 let open = of(&row);
-                let mut json = zone_json(&row, &open, policy, lease_now, ipv6);
+                let waiting = row.waiting(policy, ipv6);
+                let mut json = zone_json(&row, &open, policy, lease_now, waiting);
                 json.daemon = Some(daemon_json());
                 serde_json::to_writer_pretty(&mut *out, &json)
             }
             None => return Ok(false),
         },
-        None => {
+        Which::Listing(listing) => {
             // `{"daemon": [...], "zones": [...]}` pretty-printed as serde_json prints it
             // whole, written one zone at a time: each zone's object indented two levels.
             let head = serde_json::json!({ "daemon": daemon_json_value(&daemon, now) });
@@ -328,22 +535,16 @@ pub async fn write_status_json(
             out.write_all(head.trim_end_matches('}').trim_end().as_bytes())?;
             out.write_all(b",\n  \"zones\": [")?;
             let mut first = true;
-            let mut zone_text = Vec::new();
-            store
-                .each_zone_brief::<StatusError>(&mut |row| {
+            listing
+                .each::<StatusError>(store, policy, ipv6, &mut |row, waiting| {
                     let open = of(&row);
-                    zone_text.clear();
-                    serde_json::to_writer_pretty(
-                        &mut zone_text,
-                        &zone_json(&row, &open, policy, lease_now, ipv6),
-                    )
-                    .map_err(std::io::Error::from)?;
-                    out.write_all(if first { b"\n" } else { b",\n" })?;
+                    out.write_all(if first { b"\n    " } else { b",\n    " })?;
                     first = false;
-                    for (i, line) in zone_text.split(|b| *b == b'\n').enumerate() {
-                        out.write_all(if i == 0 { b"    " } else { b"\n    " })?;
-                        out.write_all(line)?;
-                    }
+                    let json = zone_json(&row, &open, policy, lease_now, waiting);
+                    let mut indented =
+                        serde_json::Serializer::with_formatter(&mut *out, Indented::new(2));
+                    json.serialize(&mut indented)
+                        .map_err(std::io::Error::from)?;
                     Ok(())
                 })
                 .await?;
@@ -354,6 +555,96 @@ pub async fn write_status_json(
     written.map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(true)
+}
+
+/// serde_json's pretty printing (two spaces a level) of a value that sits `depth`
+/// levels deep in a document: written straight to the output, with no copy to indent.
+struct Indented {
+    depth: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    fn new(depth: usize) -> Self {
+        Self {
+            depth,
+            has_value: false,
+        }
+    }
+
+    fn indent<W: ?Sized + std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
+        for _ in 0..self.depth {
+            out.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        out.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            out.write_all(b"\n")?;
+            self.indent(out)?;
+        }
+        out.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        out: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        out.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(out)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        out.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            out.write_all(b"\n")?;
+            self.indent(out)?;
+        }
+        out.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        out: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        out.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(out)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        out: &mut W,
+    ) -> std::io::Result<()> {
+        out.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 fn daemon_json_value(open: &[DaemonAlertRow], now: Timestamp) -> Value {
@@ -385,7 +676,31 @@ pub async fn write_status_text(
     policy: &Policy,
     out: &mut dyn std::io::Write,
 ) -> Result<bool, StatusError> {
-    let alerts = store.open_alerts(zone).await?;
+    let listing = Listing::default();
+    let which = zone.map_or(Which::Listing(&listing), Which::Zone);
+    text_to(store, which, policy, out).await
+}
+
+/// Writes the status table of the zones `listing` admits, one zone at a time as each row
+/// is read; where the page is full, how to ask for the next.
+pub async fn write_listing_text(
+    store: &Store,
+    listing: &Listing,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<(), StatusError> {
+    text_to(store, Which::Listing(listing), policy, out)
+        .await
+        .map(|_| ())
+}
+
+async fn text_to(
+    store: &Store,
+    which: Which<'_>,
+    policy: &Policy,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, StatusError> {
+    let alerts = store.open_alerts(which.zone()).await?;
     let alerts = by_zone(&alerts);
     let now = SystemClock.now();
     // Leases are in the database's clock, which may differ from this host's.
@@ -399,26 +714,38 @@ pub async fn write_status_text(
         "ZONE", "STATE", "INTENT", "SINCE"
     )?;
     let mut any = false;
-    let mut line = |row: ZoneRow| -> Result<(), StatusError> {
+    let mut line = |row: ZoneRow, waiting: Waiting| -> Result<(), StatusError> {
         any = true;
         let open = alerts
             .get(row.zone.name.as_str())
             .map_or(&[][..], Vec::as_slice);
-        zone_lines(&mut *out, &row, open, policy, (now, lease_now), ipv6)?;
+        zone_lines(&mut *out, &row, &waiting, open, policy, (now, lease_now))?;
         Ok(())
     };
-    match zone {
-        Some(name) => match store.zone(name).await? {
-            Some(row) => line(row)?,
+    let (narrowed, last) = match which {
+        Which::Zone(name) => match store.zone(name).await? {
+            Some(row) => {
+                let waiting = row.waiting(policy, ipv6);
+                line(row, waiting)?;
+                (false, None)
+            }
             None => return Ok(false),
         },
-        None => store.each_zone_brief(&mut line).await?,
-    }
-    if !any {
+        Which::Listing(listing) => (
+            listing.narrows(),
+            listing.each(store, policy, ipv6, &mut line).await?,
+        ),
+    };
+    if !any && narrowed {
+        writeln!(out, "(no zones match)")?;
+    } else if !any {
         writeln!(
             out,
             "(no zones yet: list them in [zones] or run `dnssec-warden enable ZONE`)"
         )?;
+    }
+    if let Some(last) = last {
+        writeln!(out, "(a page ends here; the next: --after {last})")?;
     }
     Ok(true)
 }
@@ -446,13 +773,12 @@ fn zone_cell(out: &mut dyn std::io::Write, name: &str) -> std::io::Result<String
 fn zone_lines(
     out: &mut dyn std::io::Write,
     row: &ZoneRow,
+    w: &Waiting,
     alerts: &[&AlertRow],
     policy: &Policy,
     (now, lease_now): (Timestamp, Timestamp),
-    ipv6: Option<&str>,
 ) -> std::io::Result<()> {
     let z = &row.zone;
-    let w = row.waiting(policy, ipv6);
     let until = w
         .until
         .map(|t| format!(" (until {t}{})", if t < now { ", overdue" } else { "" }))
@@ -972,5 +1298,165 @@ mod tests {
         for state in State::ALL {
             assert!(state.as_str().len() < STATE_WIDTH, "{state}");
         }
+    }
+
+    /// Every party a hold can name is a `--waiting-on` choice.
+    #[test]
+    fn every_party_is_a_waiting_on_choice() {
+        use crate::lifecycle::hold::Party;
+        for party in [
+            Party::Daemon,
+            Party::Provider,
+            Party::Registrar,
+            Party::Ttl,
+            Party::Operator,
+            Party::Nobody,
+        ] {
+            assert!(WAITING_ON.contains(&party.as_str()), "{}", party.as_str());
+        }
+    }
+
+    /// A filter's value that names nothing known is refused with the value and every
+    /// choice; good values are read into the store's filter.
+    #[test]
+    fn bad_filter_values_are_refused_naming_the_value_and_the_choices() {
+        let none: [String; 0] = [];
+        let e = Listing::parse(&["actve".into()], &none, None, &[], None, None).unwrap_err();
+        let said = e.to_string();
+        assert!(said.contains("\"actve\""), "{said}");
+        for state in State::ALL {
+            assert!(said.contains(state.as_str()), "{said}");
+        }
+        assert!(said.contains("unobserved"), "{said}");
+        let said = Listing::parse(&none, &["registar".into()], None, &[], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("\"registar\""), "{said}");
+        for on in WAITING_ON {
+            assert!(said.contains(on), "{said}");
+        }
+        let said = Listing::parse(&none, &none, Some("c"), &["a", "b"], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("\"c\"") && said.contains("a, b"), "{said}");
+        let said = Listing::parse(&none, &none, None, &[], Some("a..b"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("--after \"a..b\""), "{said}");
+        assert!(Listing::parse(&none, &none, None, &[], None, Some(0)).is_err());
+        let listing = Listing::parse(
+            &["active".into(), "unobserved".into()],
+            &["ttl".into()],
+            Some("b"),
+            &["a", "b"],
+            Some("Example.COM"),
+            Some(5),
+        )
+        .unwrap();
+        assert_eq!(
+            listing,
+            Listing {
+                filter: ZoneFilter {
+                    states: vec![Some(State::Active), None],
+                    account: Some("b".into()),
+                    after: Some("example.com.".into()),
+                    limit: Some(5),
+                },
+                waiting_on: vec!["ttl"],
+            }
+        );
+    }
+
+    /// `--waiting-on` is judged per zone, and a page of it still holds `--limit` zones
+    /// of it; the table says where the next page starts, the JSON is the document
+    /// serde_json prints whole.
+    #[tokio::test]
+    async fn a_listing_filters_on_the_wait_and_pages() {
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::default();
+        let now = SystemClock.now();
+        // Not observed yet: on the daemon.
+        for zone in ["a.test.", "c.test.", "e.test."] {
+            store.ensure_zone(zone, now).await.unwrap();
+        }
+        // Active and settled: on nobody.
+        for zone in ["b.test.", "d.test."] {
+            store
+                .set_intent(zone, Intent::Enabled, false, "enable", Timestamp(1_000))
+                .await
+                .unwrap();
+            let read = store.zone_for_step(zone).await.unwrap().unwrap();
+            let active = Decision {
+                state: Some(State::Active),
+                facts: crate::lifecycle::Facts::default(),
+                effects: Vec::new(),
+                alerts: Vec::new(),
+                notes: Vec::new(),
+                wake_at: Timestamp(9_000),
+            };
+            let text = ObservationText::from_whole("{}");
+            assert!(
+                store
+                    .commit_step(&read, &active, &text, Timestamp(2_000))
+                    .await
+                    .unwrap()
+            );
+        }
+        let listing = |on: &str, after: Option<&str>, limit: Option<u32>| {
+            Listing::parse(&[], &[on.to_string()], None, &[], after, limit).unwrap()
+        };
+        let names = |json: &[u8]| -> Vec<String> {
+            let value: Value = serde_json::from_slice(json).unwrap();
+            value["zones"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|z| z["zone"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let mut out = Vec::new();
+        write_listing_json(&store, &listing("daemon", None, Some(2)), &policy, &mut out)
+            .await
+            .unwrap();
+        assert_eq!(names(&out), ["a.test.", "c.test."]);
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{}\n", serde_json::to_string_pretty(&value).unwrap())
+        );
+        let mut out = Vec::new();
+        write_listing_json(
+            &store,
+            &listing("daemon", Some("c.test"), Some(2)),
+            &policy,
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(names(&out), ["e.test."]);
+        let mut out = Vec::new();
+        write_listing_json(&store, &listing("nobody", None, None), &policy, &mut out)
+            .await
+            .unwrap();
+        assert_eq!(names(&out), ["b.test.", "d.test."]);
+
+        let mut out = Vec::new();
+        write_listing_text(&store, &listing("daemon", None, Some(2)), &policy, &mut out)
+            .await
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(
+            rows[0].starts_with("a.test. ") && rows[1].starts_with("c.test. "),
+            "{text}"
+        );
+        assert_eq!(rows[2], "(a page ends here; the next: --after c.test.)");
+        let mut out = Vec::new();
+        write_listing_text(&store, &listing("registrar", None, None), &policy, &mut out)
+            .await
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with("\n(no zones match)\n"), "{text}");
     }
 }

@@ -41,6 +41,7 @@ pub(super) const SQLITE: Embedded = embed!("migrations":
     "0012_sampled_at.sql",
     "0013_outbox_outcome.sql",
     "0014_outbox_account.sql",
+    "0015_zones_by_state.sql",
 );
 
 pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
@@ -55,6 +56,7 @@ pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
     "0009_sampled_at.sql",
     "0010_outbox_outcome.sql",
     "0011_outbox_account.sql",
+    "0012_zones_by_state.sql",
 );
 
 impl Embedded {

@@ -346,6 +346,96 @@ pub enum StoreError {
     },
 }
 
+/// Which zones a listing reads (`status`'s filters the database applies), always in
+/// name order. The default admits every zone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ZoneFilter {
+    /// Only zones in one of these states (`None`: not observed yet); any state if empty.
+    pub states: Vec<Option<State>>,
+    /// Only zones whose last look found them at this provider account.
+    pub account: Option<String>,
+    /// Only zones whose name sorts after this one: the next page after its last zone.
+    pub after: Option<String>,
+    /// At most this many zones.
+    pub limit: Option<u32>,
+}
+
+impl ZoneFilter {
+    /// The states to bind, in order (`not observed yet` is `IS NULL`, not a value).
+    fn named_states(&self) -> Vec<&'static str> {
+        let mut named: Vec<&'static str> =
+            self.states.iter().flatten().map(|s| s.as_str()).collect();
+        named.sort_unstable();
+        named.dedup();
+        named
+    }
+
+    /// The clauses after `FROM zones`: `WHERE`, `ORDER BY name` and `LIMIT`, with `$n`
+    /// placeholders (both backends read them) bound by [`ZoneFilter::bind`]; `account`
+    /// is the backend's expression for the account a zone's last look found.
+    fn sql(&self, account: &str) -> String {
+        let mut n = 0;
+        let mut mark = || {
+            n += 1;
+            format!("${n}")
+        };
+        let mut conditions = Vec::new();
+        if !self.states.is_empty() {
+            let named = self.named_states();
+            let mut either = Vec::new();
+            if !named.is_empty() {
+                let marks: Vec<String> = named.iter().map(|_| mark()).collect();
+                either.push(format!("state IN ({})", marks.join(", ")));
+            }
+            if self.states.contains(&None) {
+                either.push("state IS NULL".to_string());
+            }
+            conditions.push(format!("({})", either.join(" OR ")));
+        }
+        if self.account.is_some() {
+            conditions.push(format!("{account} = {}", mark()));
+        }
+        if self.after.is_some() {
+            conditions.push(format!("name > {}", mark()));
+        }
+        let mut sql = String::new();
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        sql.push_str(" ORDER BY name");
+        if self.limit.is_some() {
+            sql.push_str(&format!(" LIMIT {}", mark()));
+        }
+        sql
+    }
+
+    /// Binds the values of [`ZoneFilter::sql`]'s placeholders, in their order.
+    fn bind<'q, DB, O>(
+        &'q self,
+        mut query: sqlx::query::QueryAs<'q, DB, O, <DB as sqlx::Database>::Arguments<'q>>,
+    ) -> sqlx::query::QueryAs<'q, DB, O, <DB as sqlx::Database>::Arguments<'q>>
+    where
+        DB: sqlx::Database,
+        &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    {
+        for state in self.named_states() {
+            query = query.bind::<&'q str>(state);
+        }
+        if let Some(account) = &self.account {
+            query = query.bind::<&'q str>(account.as_str());
+        }
+        if let Some(after) = &self.after {
+            query = query.bind::<&'q str>(after.as_str());
+        }
+        if let Some(limit) = self.limit {
+            query = query.bind(i64::from(limit));
+        }
+        query
+    }
+}
+
 /// Why a signed move cannot be declared for the zone as `row` has it, if it cannot: one
 /// is declared already, or the zone is not `active` with intent `enabled` (where the move
 /// starts, DESIGN.md section 2). What `Store::declare_move` checks at its write, and its
@@ -707,7 +797,20 @@ impl Store {
         &self,
         each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
     ) -> Result<(), E> {
-        on_backend!(self, |b| b.each_zone_brief(each).await)
+        self.each_zone_listed(&ZoneFilter::default(), &mut |row| {
+            each(row)?;
+            Ok(true)
+        })
+        .await
+    }
+    /// [`Store::each_zone_brief`] of the zones `filter` admits, filtered and paged in the
+    /// database's query; `each` ends the listing early by answering false.
+    pub async fn each_zone_listed<E: From<StoreError>>(
+        &self,
+        filter: &ZoneFilter,
+        each: &mut impl FnMut(ZoneRow) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        on_backend!(self, |b| b.each_zone_listed(filter, each).await)
     }
     /// [`Store::each_zone_brief`], collected.
     pub async fn zones_brief(&self) -> Result<Vec<ZoneRow>, StoreError> {

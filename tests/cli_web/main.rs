@@ -13,6 +13,7 @@ mod demo;
 mod demo_console;
 mod layers;
 mod prometheus_rules;
+mod status_filters;
 mod systemd_unit;
 mod web_browser;
 mod web_security;

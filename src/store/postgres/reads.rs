@@ -11,7 +11,7 @@ use crate::store::plan;
 use crate::store::rows::{
     ALERT_COLUMNS, RawAlert, RawCountedEvent, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
 };
-use crate::store::{AlertRow, EventRow, OutboxStatus, StoreError, ZoneRow};
+use crate::store::{AlertRow, EventRow, OutboxStatus, StoreError, ZoneFilter, ZoneRow};
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE` from `$5`: as in
 /// the SQLite backend (the last observation's brief; binds: the two DS request kinds, the
@@ -87,20 +87,27 @@ impl PgStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone in name order, one row at a time, with its last observation's brief.
-    pub(in crate::store) async fn each_zone_brief<E: From<StoreError>>(
+    /// The zones `filter` admits in name order, one row at a time (until `each` answers
+    /// false), with the last observation's brief.
+    pub(in crate::store) async fn each_zone_listed<E: From<StoreError>>(
         &self,
-        each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
+        filter: &ZoneFilter,
+        each: &mut impl FnMut(ZoneRow) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let mut rows = sqlx::query_as::<_, RawZone>(
+        let sql = format!(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
              last_observed_at, sampled_at, version, lease_holder, lease_epoch, lease_since, \
              lease_until, last_brief AS last_observation \
-             FROM zones ORDER BY name",
-        )
-        .fetch(&self.pool);
+             FROM zones{}",
+            filter.sql("((last_brief::jsonb) -> 'provider' ->> 'account')")
+        );
+        let mut rows = filter
+            .bind(sqlx::query_as::<_, RawZone>(&sql))
+            .fetch(&self.pool);
         while let Some(raw) = rows.try_next().await.map_err(StoreError::from)? {
-            each(ZoneRow::try_from(raw)?)?;
+            if !each(ZoneRow::try_from(raw)?)? {
+                break;
+            }
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::store::plan;
 use crate::store::rows::{
     ALERT_COLUMNS, RawAlert, RawCountedEvent, RawEvent, RawStepRow, RawZone, StepRow, parse_state,
 };
-use crate::store::{AlertRow, EventRow, StoreError, ZoneRow};
+use crate::store::{AlertRow, EventRow, StoreError, ZoneFilter, ZoneRow};
 
 /// A step's read of its zone (`StepRow`), to be completed by a `WHERE`: the row with its
 /// last observation's brief (all a step reads of it: the whole one is kilobytes of JSON),
@@ -84,21 +84,28 @@ impl SqliteStore {
         raw.into_iter().map(ZoneRow::try_from).collect()
     }
 
-    /// Every zone in name order, handed to `each` one row at a time, with its last
-    /// observation's brief: the whole observations of 100,000 zones are a hundred
-    /// megabytes of JSON, and 100,000 rows at once a large resident set.
-    pub async fn each_zone_brief<E: From<StoreError>>(
+    /// The zones `filter` admits in name order, handed to `each` one row at a time (until
+    /// it answers false), with the last observation's brief: the whole observations of
+    /// 100,000 zones are a hundred megabytes of JSON, and 100,000 rows at once a large
+    /// resident set.
+    pub async fn each_zone_listed<E: From<StoreError>>(
         &self,
-        each: &mut impl FnMut(ZoneRow) -> Result<(), E>,
+        filter: &ZoneFilter,
+        each: &mut impl FnMut(ZoneRow) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let mut rows = sqlx::query_as::<_, RawZone>(
+        let sql = format!(
             "SELECT name, intent, ds_never_submitted, state, state_since, facts, next_check_at, \
              last_observed_at, sampled_at, version, last_brief AS last_observation \
-             FROM zones ORDER BY name",
-        )
-        .fetch(&self.pool);
+             FROM zones{}",
+            filter.sql("json_extract(last_brief, '$.provider.account')")
+        );
+        let mut rows = filter
+            .bind(sqlx::query_as::<_, RawZone>(&sql))
+            .fetch(&self.pool);
         while let Some(raw) = rows.try_next().await.map_err(StoreError::from)? {
-            each(ZoneRow::try_from(raw)?)?;
+            if !each(ZoneRow::try_from(raw)?)? {
+                break;
+            }
         }
         Ok(())
     }
