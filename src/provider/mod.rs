@@ -295,6 +295,11 @@ pub trait Provider: Send + Sync {
     ) -> impl Future<Output = Result<Option<Vec<ProviderKey>>, ProviderError>> + Send {
         async { Ok(None) }
     }
+    /// How a refused key call names the provider's API (`keys_refused`): an API that
+    /// exposes no keys says so once, here, and the three key calls refuse by default.
+    fn keys_api(&self) -> &'static str {
+        "the provider's API"
+    }
     /// Adds a key of `key`'s kind, algorithm and state, answering it as the provider made
     /// it; `may_send` as for [`Provider::set_dnssec`]. Never repeated once an attempt may
     /// have taken effect (a second attempt would add a second key): such an outcome is
@@ -306,7 +311,7 @@ pub trait Provider: Send + Sync {
         _key: NewKey,
         _may_send: SendPermit<'_>,
     ) -> impl Future<Output = Result<ProviderKey, ProviderError>> + Send {
-        let refused = keys_refused("the provider's API", zone);
+        let refused = keys_refused(self.keys_api(), zone);
         async move { Err(refused) }
     }
     /// Sets whether the key `id` (as [`Provider::keys`] names it) signs and is published;
@@ -319,7 +324,7 @@ pub trait Provider: Send + Sync {
         _state: KeyState,
         _may_send: SendPermit<'_>,
     ) -> impl Future<Output = Result<(), ProviderError>> + Send {
-        let refused = keys_refused("the provider's API", zone);
+        let refused = keys_refused(self.keys_api(), zone);
         async move { Err(refused) }
     }
     /// Deletes the key `id`, with `may_send` as for [`Provider::set_dnssec`]. A key the
@@ -330,7 +335,7 @@ pub trait Provider: Send + Sync {
         _id: &str,
         _may_send: SendPermit<'_>,
     ) -> impl Future<Output = Result<(), ProviderError>> + Send {
-        let refused = keys_refused("the provider's API", zone);
+        let refused = keys_refused(self.keys_api(), zone);
         async move { Err(refused) }
     }
     /// The name of the configured account that holds the zone, as far as known without

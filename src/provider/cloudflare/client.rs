@@ -26,8 +26,7 @@ use crate::dnssec::DnssecKey;
 use crate::provider::gcore::AuthBackoff;
 use crate::provider::http::{Http, MAX_BODY_BYTES, Reply, Request};
 use crate::provider::{
-    Attempts, DnssecSwitched, HostedZone, KeyState, ListedZone, NewKey, Provider, ProviderError,
-    ProviderKey, SendPermit, keys_refused,
+    Attempts, DnssecSwitched, HostedZone, ListedZone, Provider, ProviderError, SendPermit,
 };
 use crate::retry::RetryPolicy;
 use crate::secret::{Secret, redact};
@@ -551,30 +550,8 @@ impl Provider for CloudflareClient {
     }
     // Cloudflare shows one key and no call changes it: a rollover there is Cloudflare's
     // own, seen by the observations only.
-    async fn add_key(
-        &self,
-        zone: &str,
-        _key: NewKey,
-        _may_send: SendPermit<'_>,
-    ) -> Result<ProviderKey, ProviderError> {
-        Err(keys_refused(KEYS_API, zone))
-    }
-    async fn set_key_state(
-        &self,
-        zone: &str,
-        _id: &str,
-        _state: KeyState,
-        _may_send: SendPermit<'_>,
-    ) -> Result<(), ProviderError> {
-        Err(keys_refused(KEYS_API, zone))
-    }
-    async fn delete_key(
-        &self,
-        zone: &str,
-        _id: &str,
-        _may_send: SendPermit<'_>,
-    ) -> Result<(), ProviderError> {
-        Err(keys_refused(KEYS_API, zone))
+    fn keys_api(&self) -> &'static str {
+        KEYS_API
     }
 }
 
