@@ -268,7 +268,7 @@ impl CfZone {
             "activated_on": created,
             "meta": {"step": 2, "custom_certificate_quota": 0, "page_rule_quota": 3,
                      "phishing_detected": false},
-            "owner": {"id": null, "type": "user", "email": null},
+            "owner": {"id": null, "name": null, "type": "user"},
             "account": {"id": "0123456789abcdef0123456789abcdef", "name": "Lab account"},
             "tenant": {"id": null, "name": null},
             "tenant_unit": {"id": null},
