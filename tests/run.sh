@@ -18,9 +18,10 @@ cd "$(dirname "$0")/.."
 # and the web console's tests (headless chromium over WebDriver, test-support/src/browser.rs;
 # the screenshots read by OCR, in the fonts chromium renders them with).
 # openssl: tests/cli_web/web_security.rs (the console's TLS, a self-signed certificate).
+# python3-venv: tests/providers/conformance.rs (the checkers' venv, lab/conformance/setup.sh).
 packages=(ldnsutils knot knot-dnsutils unbound bind9-dnsutils dnsperf systemd prometheus
     postgresql lintian man-db python3 pdns-server pdns-backend-sqlite3 sqlite3
-    chromium chromium-driver tesseract-ocr fonts-dejavu-core openssl)
+    chromium chromium-driver tesseract-ocr fonts-dejavu-core openssl python3-venv)
 # Scratch space of this run, and how long each part took (printed at the end).
 work=$(mktemp -d)
 apt_pid=""
@@ -130,6 +131,10 @@ no_default_build() {
 part "cargo build --no-default-features, linted by clippy" no_default_build
 part "cargo test --no-run, linted by clippy" test_build
 part "the Debian packages" packages_installed
+# The official `cloudflare` library and botocore, pinned, that tests/providers/conformance.rs
+# holds the simulators' and clients' bodies to; here a missing one fails those tests.
+part "the conformance checkers' Python packages" bash lab/conformance/setup.sh "$work/conformance-venv"
+export DNSSEC_WARDEN_CONFORMANCE_PYTHON="$work/conformance-venv/bin/python" DNSSEC_WARDEN_REQUIRE_CONFORMANCE=1
 python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
 import json, os, sys
 for line in open(sys.argv[1]):

@@ -10,6 +10,7 @@
 pub mod cloudflare_sim;
 pub mod dns;
 pub mod dnssec;
+pub mod exchange_log;
 pub mod keys;
 pub mod pdns_sim;
 pub mod provider_sim;

@@ -270,6 +270,18 @@ impl CloudflareHandle {
         self.0.lock().faults.latency = latency;
     }
 
+    /// Starts recording every request and answer, both bodies as sent (JSON), for the
+    /// conformance tests; [`Self::exchanges`] reads them.
+    pub fn record_exchanges(&self) {
+        self.0.lock().exchanges.start();
+    }
+
+    /// The requests and answers recorded since the last read, oldest first.
+    pub fn exchanges(&self) -> Vec<crate::exchange_log::Exchange> {
+        let log = self.0.lock().exchanges.clone();
+        log.take()
+    }
+
     /// Every state-changing call so far, oldest first.
     pub fn calls(&self) -> Vec<CallRecord> {
         self.0.lock().calls.clone()

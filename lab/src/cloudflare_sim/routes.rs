@@ -78,6 +78,10 @@ pub(super) fn router(shared: Shared) -> Router {
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             inject_faults,
+        ))
+        .layer(middleware::from_fn_with_state(
+            shared.lock().exchanges.clone(),
+            crate::exchange_log::record,
         ));
     api.with_state(shared)
 }

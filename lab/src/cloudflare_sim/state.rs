@@ -24,6 +24,8 @@ pub(super) struct CfState {
     pub buckets: HashMap<String, Bucket>,
     pub faults: FaultPlan,
     pub calls: Vec<CallRecord>,
+    /// Every request and answer, while a test records them.
+    pub exchanges: crate::exchange_log::ExchangeLog,
     pub requests: BTreeMap<String, u64>,
     pub rate_limited: u64,
 }
@@ -178,6 +180,7 @@ impl CfState {
             buckets: HashMap::new(),
             faults: FaultPlan::default(),
             calls: Vec::new(),
+            exchanges: Default::default(),
             requests: BTreeMap::new(),
             rate_limited: 0,
         }
@@ -265,7 +268,7 @@ impl CfZone {
             "activated_on": created,
             "meta": {"step": 2, "custom_certificate_quota": 0, "page_rule_quota": 3,
                      "phishing_detected": false},
-            "owner": {"id": null, "type": "user", "email": null},
+            "owner": {"id": null, "name": null, "type": "user"},
             "account": {"id": "0123456789abcdef0123456789abcdef", "name": "Lab account"},
             "tenant": {"id": null, "name": null},
             "tenant_unit": {"id": null},

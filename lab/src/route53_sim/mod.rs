@@ -264,6 +264,18 @@ impl Route53Handle {
         state.faults.latency = Duration::ZERO;
     }
 
+    /// Starts recording every request and answer, both bodies as sent (XML), for the
+    /// conformance tests; [`Self::exchanges`] reads them.
+    pub fn record_exchanges(&self) {
+        self.0.lock().exchanges.start();
+    }
+
+    /// The requests and answers recorded since the last read, oldest first.
+    pub fn exchanges(&self) -> Vec<crate::exchange_log::Exchange> {
+        let log = self.0.lock().exchanges.clone();
+        log.take()
+    }
+
     /// Every state-changing call so far, oldest first (bodies as XML strings).
     pub fn calls(&self) -> Vec<CallRecord> {
         self.0.lock().calls.clone()

@@ -25,6 +25,8 @@ pub(super) struct R53State {
     pub buckets: HashMap<String, Bucket>,
     pub faults: FaultPlan,
     pub calls: Vec<CallRecord>,
+    /// Every request and answer, while a test records them.
+    pub exchanges: crate::exchange_log::ExchangeLog,
     pub requests: BTreeMap<String, u64>,
     pub throttled: u64,
     pub auth_refusals: BTreeMap<String, u64>,
@@ -143,6 +145,7 @@ impl R53State {
             buckets: HashMap::new(),
             faults: FaultPlan::default(),
             calls: Vec::new(),
+            exchanges: Default::default(),
             requests: BTreeMap::new(),
             throttled: 0,
             auth_refusals: BTreeMap::new(),
