@@ -14,10 +14,10 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
 # The same features as [package.metadata.deb], in the `dist` profile (Cargo.toml: fat LTO,
 # one codegen unit); `cargo deb --no-build --profile dist` packs this binary.
 # DNSSEC_WARDEN_DEB_PROFILE=dev packs an unoptimised build of the same features instead,
-# and DNSSEC_WARDEN_DEB_PROFILE=tests packs, without building anything, the binary found
-# in the target directory's debug/: the package test (tests/run.sh) gives it a target
-# directory of its own (CARGO_TARGET_DIR) holding the tests' unoptimised build without
-# the default feature, and checks the packaging without another build of every crate.
+# and DNSSEC_WARDEN_DEB_PROFILE=tests packs, without building anything, the binary the
+# test build left in target/debug (the default features and the tests' crash points,
+# which act only under the tests' environment variable): the package test (tests/run.sh)
+# checks the packaging, which depends on neither, without another build of every crate.
 # Never ship either package.
 profile=${DNSSEC_WARDEN_DEB_PROFILE:-dist}
 case $profile in

@@ -60,13 +60,20 @@ install_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
     [[ -z $policy_set ]] || $sudo rm -f /usr/sbin/policy-rc.d
 }
-# The packages install beside the builds (which need none of them): apt mostly waits on
-# the network and the disk, the compiler on the cores. The tests wait for it.
-if ((${#missing[@]})); then
-    echo "tests/run.sh: installing ${missing[*]} (beside the builds; log at the end of the install)"
-    install_packages "${missing[@]}" >"$work/apt.log" 2>&1 &
-    apt_pid=$!
-fi
+# The packages install beside the builds (which need none of them), then the official
+# `cloudflare` library and botocore, pinned, that tests/providers/conformance.rs holds the
+# simulators' and clients' bodies to (a venv of this run: lab/conformance/setup.sh): apt
+# and pip mostly wait on the network and the disk, the compiler on the cores. The tests
+# wait for both.
+prepare() {
+    if ((${#missing[@]})); then
+        install_packages "${missing[@]}" || return
+    fi
+    bash lab/conformance/setup.sh "$work/conformance-venv"
+}
+echo "tests/run.sh: installing ${missing[*]:-no Debian package} and the conformance checkers' Python packages (beside the builds; log at the end)"
+prepare >"$work/apt.log" 2>&1 &
+apt_pid=$!
 packages_installed() {
     [[ -n $apt_pid ]] || return 0
     local status=0
@@ -74,7 +81,7 @@ packages_installed() {
     apt_pid=""
     cat "$work/apt.log"
     if ((status != 0)); then
-        echo "tests/run.sh: installing ${missing[*]} failed (exit $status)" >&2
+        echo "tests/run.sh: installing ${missing[*]:-} or the conformance checkers' venv failed (exit $status)" >&2
         return 1
     fi
 }
@@ -111,29 +118,9 @@ test_build() {
     linted cargo test --workspace --lib --bins --tests --benches --locked --no-run \
         --message-format=json-render-diagnostics >"$work/artifacts"
 }
-# The daemon without the simulated world (no `demo`, no lab crate), as the Debian package
-# is built (debian/build.sh), must compile and be clippy-clean too. Built first, in the
-# test build's profile: the dependencies the two builds share (every one below tokio, whose
-# tests' feature `test-util` the daemon's build does not have) are then compiled once, by
-# this build, where a `cargo clippy --no-default-features` checked every crate again. The
-# test build then replaces target/debug/dnssec-warden: this binary is kept for the Debian
-# package's test, in a target directory of its own.
-no_default_build() {
-    linted cargo build --profile test -p dnssec-warden --no-default-features --lib --bins \
-        --locked --message-format=json-render-diagnostics >"$work/no-default-artifacts"
-    mkdir -p "$work/deb-target/debug"
-    # (python3 may still be installing: the binary's path read with grep.)
-    local binary
-    binary=$(grep -o '"executable":"[^"]*"' "$work/no-default-artifacts" | head -n 1 | cut -d'"' -f4)
-    [[ -x $binary ]] || { echo "tests/run.sh: the build without the default feature made no binary" >&2; return 1; }
-    cp "$binary" "$work/deb-target/debug/dnssec-warden"
-}
-part "cargo build --no-default-features, linted by clippy" no_default_build
 part "cargo test --no-run, linted by clippy" test_build
-part "the Debian packages" packages_installed
-# The official `cloudflare` library and botocore, pinned, that tests/providers/conformance.rs
-# holds the simulators' and clients' bodies to; here a missing one fails those tests.
-part "the conformance checkers' Python packages" bash lab/conformance/setup.sh "$work/conformance-venv"
+part "the Debian packages and the conformance venv" packages_installed
+# (Here a missing checker fails the conformance tests instead of skipping them.)
 export DNSSEC_WARDEN_CONFORMANCE_PYTHON="$work/conformance-venv/bin/python" DNSSEC_WARDEN_REQUIRE_CONFORMANCE=1
 python3 - "$work/artifacts" >"$logs/binaries" <<'PY'
 import json, os, sys
@@ -163,32 +150,40 @@ run_binaries() {
         run_step "$label" "$dir" "$exe"
     done
 }
-# One more step, after the binaries of the short lane: the Debian package, built, linted,
-# installed, checked, purged (root only; it says so and skips otherwise, and never touches
-# a dnssec-warden it did not install). Packed from the binary built above without the
-# default feature (debian/build.sh's `tests` mode, in that binary's own target directory):
-# the daemon as a production host gets it, built unoptimised; `bash debian/build.sh` alone
-# builds the shipped `dist` binary.
-steps=(debian-package)
+# Two more steps, each after the binaries of a lane; they read the build and write no
+# test's file:
+# - the daemon without the simulated world (no `demo`, no lab crate), as the Debian
+#   package is built (debian/build.sh), must compile and be clippy-clean too;
+# - the Debian package: built, linted, installed, checked, purged (root only; it says so
+#   and skips otherwise, and never touches a dnssec-warden it did not install). Packed
+#   from the test build's binary (debian/build.sh's `tests` mode): what is checked is the
+#   packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
+steps=(clippy-no-default debian-package)
+clippy_no_default() {
+    run_step clippy-no-default . cargo clippy -p dnssec-warden --no-default-features \
+        --lib --bins --locked -- -D warnings
+}
 debian_package() {
-    run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests \
-        CARGO_TARGET_DIR="$work/deb-target" bash tests/debian_package.sh
+    run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
 }
 # Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
-# (real servers and daemons, mostly waiting on their timers) and every other binary (then
-# the Debian package).
+# (real servers and daemons, mostly waiting on their timers, then the Debian package) and
+# every other binary (then the clippy run without the default feature).
 { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
 engine_lane=$!
-{ grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
+{
+    { grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries
+    debian_package
+} &
 e2e_lane=$!
 {
     { grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries
-    debian_package
+    clippy_no_default
 } &
 other_lane=$!
 tests_started=$SECONDS
 wait "$engine_lane" "$e2e_lane" "$other_lane"
-echo "the test binaries and the Debian package $((SECONDS - tests_started))" >>"$work/parts"
+echo "the test binaries, the clippy run without the default feature, the Debian package $((SECONDS - tests_started))" >>"$work/parts"
 failed=0
 while read -r label _ _; do
     echo "==== $label"

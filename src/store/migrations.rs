@@ -60,6 +60,12 @@ pub(super) const POSTGRES: Embedded = embed!("migrations/postgres":
 );
 
 impl Embedded {
+    /// The version the last migration brings a database to (they are numbered from 1).
+    #[cfg(test)]
+    pub(super) fn latest(self) -> i64 {
+        self.0.len() as i64
+    }
+
     /// The migrations as sqlx's directory source reads them: the version before the
     /// first `_`, the rest of the name (`_` as spaces) the description, and a migration
     /// whose SQL starts with `-- no-transaction` run outside a transaction.
