@@ -433,14 +433,7 @@ impl CloudflareClient {
             Some(attempts) => attempts.outcome(e),
             None => e,
         });
-        match &result {
-            Ok(_) => self.backoff.accepted(),
-            Err(e) => match e.credentials_accepted() {
-                Some(true) => self.backoff.accepted(),
-                Some(false) => self.backoff.refused(&e.to_string()),
-                None => {}
-            },
-        }
+        self.backoff.record(&result);
         result
     }
 

@@ -91,6 +91,19 @@ impl AuthBackoff {
         ));
     }
 
+    /// What a call's outcome says of the credentials: a success or an answer that took
+    /// them counts as accepted, a refusal of them as refused, anything else as neither.
+    pub(in crate::provider) fn record<T>(&self, result: &Result<T, ProviderError>) {
+        match result {
+            Ok(_) => self.accepted(),
+            Err(e) => match e.credentials_accepted() {
+                Some(true) => self.accepted(),
+                Some(false) => self.refused(&e.to_string()),
+                None => {}
+            },
+        }
+    }
+
     pub(in crate::provider) fn accepted(&self) {
         {
             let mut state = self.lock();

@@ -373,14 +373,7 @@ impl GcoreClient {
         let result = self
             .authorized_call(method, segments, query, body, may_send)
             .await;
-        match &result {
-            Ok(_) => self.backoff.accepted(),
-            Err(e) => match e.credentials_accepted() {
-                Some(true) => self.backoff.accepted(),
-                Some(false) => self.backoff.refused(&e.to_string()),
-                None => {}
-            },
-        }
+        self.backoff.record(&result);
         result
     }
 

@@ -757,14 +757,7 @@ impl Route53Client {
             Some(attempts) => attempts.outcome(e),
             None => e,
         });
-        match &result {
-            Ok(_) => self.backoff.accepted(),
-            Err(e) => match e.credentials_accepted() {
-                Some(true) => self.backoff.accepted(),
-                Some(false) => self.backoff.refused(&e.to_string()),
-                None => {}
-            },
-        }
+        self.backoff.record(&result);
         result
     }
 
