@@ -153,15 +153,31 @@ run_binaries() {
 # Two more steps, each after the binaries of a lane; they read the build and write no
 # test's file:
 # - the daemon without the simulated world (no `demo`, no lab crate), as the Debian
-#   package is built (debian/build.sh), must compile and be clippy-clean too;
+#   package is built (debian/build.sh), must compile and be clippy-clean too: built in
+#   the test profile, linted as the test build was, with tokio's `test-util` (which the
+#   test build's dev-dependencies turn on, and which only adds functions) so that every
+#   dependency is the test build's own and only the daemon's crate is compiled again (a
+#   `cargo clippy` checked every dependency a second time). It builds in a copy of the
+#   test build's target directory made of hard links (no space, no time): in the
+#   directory itself its daemon would replace, mid-run, the one the tests start;
 # - the Debian package: built, linted, installed, checked, purged (root only; it says so
 #   and skips otherwise, and never touches a dnssec-warden it did not install). Packed
 #   from the test build's binary (debian/build.sh's `tests` mode): what is checked is the
 #   packaging; `bash debian/build.sh` alone builds the shipped `dist` binary.
 steps=(clippy-no-default debian-package)
+no_default_build() {
+    local target=${CARGO_TARGET_DIR:-target}
+    rm -rf "$target/no-default" && mkdir "$target/no-default" \
+        && cp -al "$target/debug" "$target/no-default/debug" \
+        && CARGO_TARGET_DIR=$target/no-default linted cargo build --profile test \
+            -p dnssec-warden --no-default-features --features tokio/test-util --lib --bins \
+            --locked
+    local status=$?
+    rm -rf "$target/no-default"
+    return "$status"
+}
 clippy_no_default() {
-    run_step clippy-no-default . cargo clippy -p dnssec-warden --no-default-features \
-        --lib --bins --locked -- -D warnings
+    run_step clippy-no-default . no_default_build
 }
 debian_package() {
     run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
