@@ -81,20 +81,7 @@ fn control_section(dir: &Path) -> String {
 
 /// `unbound-control -c CONF ARGS`.
 fn control(conf: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("unbound-control")
-        .arg("-c")
-        .arg(conf)
-        .args(args)
-        .output()
-        .map_err(|e| format!("unbound-control: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "unbound-control {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(())
+    crate::knot::unbound_control(conf, args).map(drop)
 }
 
 fn spawn(dir: &Path, conf: &str) -> Result<(PathBuf, Proc)> {
