@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::RngAlgorithm;
 
 use super::alerts::AlertKind;
 use super::facts::Facts;
@@ -704,7 +705,7 @@ fn api() -> impl Strategy<Value = Api> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, rng_algorithm: RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     /// Rule 17 over random interleavings of a provider's own roll: every cache validates
     /// where the provider overlapped, the critical alert at the first look that shows a

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::RngAlgorithm;
 
 use super::hold::Party;
 use super::rollover::{
@@ -855,7 +856,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, rng_algorithm: RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     /// DESIGN.md rule 16 over random interleavings, aborts included.
     #[test]

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::RngAlgorithm;
 
 use super::signed_move::{
     Answer, ChildSeen, Delegation, Instruction, Move, MoveEffect, MoveLook, MovePolicy, ParentSeen,
@@ -566,7 +567,7 @@ fn ttls() -> impl Strategy<Value = ModelTtls> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, rng_algorithm: RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     /// DESIGN.md rule 15 over random interleavings.
     #[test]

@@ -28,6 +28,7 @@ use dnssec_warden_test_support::fake::FakeWorld;
 use dnssec_warden_test_support::postgres;
 use dnssec_warden_test_support::rig::{CrashSwitch, T0, ZONE, engine};
 use proptest::prelude::*;
+use proptest::test_runner::RngAlgorithm;
 use sqlx::Connection;
 
 #[derive(Debug, Clone)]
@@ -396,6 +397,7 @@ fn two_daemons_never_act_on_a_stale_lease() {
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: cases(),
         failure_persistence: None,
+        rng_algorithm: RngAlgorithm::XorShift,
         ..ProptestConfig::default()
     });
     let result = runner.run(

@@ -34,6 +34,7 @@ use dnssec_warden_test_support::move_world::{
 };
 use dnssec_warden_test_support::rig::CrashSwitch;
 use proptest::prelude::*;
+use proptest::test_runner::RngAlgorithm;
 
 const T0: Timestamp = Timestamp(1_800_000_000_000);
 
@@ -545,6 +546,7 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: cases(),
         failure_persistence: None,
+        rng_algorithm: RngAlgorithm::XorShift,
         ..ProptestConfig::default()
     })]
 
