@@ -52,6 +52,8 @@ pub enum Party {
     Daemon,
     Provider,
     Registrar,
+    /// The parent's registry, acting on the child's CDS (no person in the loop).
+    Registry,
     Ttl,
     Operator,
     Nobody,

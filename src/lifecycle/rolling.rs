@@ -107,7 +107,7 @@ pub fn decide(
 
 /// Rule 11: a wait that does not end by itself is said. A TTL's hold is late once it is
 /// `observation_failing_after` past its end (a hold that keeps restarting); a wait on the
-/// registrar or a person after `ds_overdue_after`; any other after
+/// registrar, the registry or a person after `ds_overdue_after`; any other after
 /// `observation_failing_after`, all from when the wait began.
 fn late_after(wait: &RollWait, since: Timestamp, policy: &Policy) -> Option<Timestamp> {
     match wait.on {
@@ -116,7 +116,9 @@ fn late_after(wait: &RollWait, since: Timestamp, policy: &Policy) -> Option<Time
                 .unwrap_or(since)
                 .plus(policy.observation_failing_after),
         ),
-        Party::Registrar | Party::Operator => Some(since.plus(policy.ds_overdue_after)),
+        Party::Registrar | Party::Registry | Party::Operator => {
+            Some(since.plus(policy.ds_overdue_after))
+        }
         Party::Nobody => None,
         _ => Some(since.plus(policy.observation_failing_after)),
     }

@@ -1062,6 +1062,10 @@ fn a_csk_rolls_by_the_cds_where_the_registry_scans() {
     let new = d.roll.new[0].dnskey.clone().expect("new key");
     assert_eq!(d.w.cds, CdsPublication::Key);
     assert!(d.w.pending.is_empty());
+    // Before the registry acted, the roll waits on it, not on a registrar.
+    let waiting = d.step();
+    assert_eq!(d.roll.phase, Phase::AwaitingNewDs);
+    assert_eq!(waiting.wait.on, Party::Registry, "{}", waiting.wait.what);
     d.held_for(Phase::AwaitingNewDs, TTLS.ds);
     assert_eq!(d.w.registry.len(), 2);
     d.held_for(Phase::Swapping, TTLS.zone.max(TTLS.dnskey));

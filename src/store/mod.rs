@@ -312,13 +312,14 @@ pub enum StoreError {
     },
     #[error(
         "{zone}: the provider is rolling its key on its own (key {old_tag} to key \
-         {new_tag}, {phase}): roll once its roll is done (nothing was recorded)"
+         {new_tag}, {phase}): {what} (nothing was recorded)"
     )]
     ProviderRollUnderWay {
         zone: String,
         old_tag: u16,
         new_tag: u16,
         phase: &'static str,
+        what: &'static str,
     },
     #[error(
         "{zone}: a key rollover starts from state active with intent enabled; the zone is \
@@ -457,6 +458,13 @@ pub fn move_refused(row: &ZoneRow) -> Option<StoreError> {
             "a signed move waits until it is done",
         ));
     }
+    if let Some(own) = &zone.facts.provider_roll {
+        return Some(provider_roll_under_way(
+            row,
+            own,
+            "a signed move waits until its roll is done",
+        ));
+    }
     if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {
         return Some(StoreError::MoveFromNotActive {
             zone: zone.name.to_string(),
@@ -505,6 +513,20 @@ fn roll_under_way(
     }
 }
 
+fn provider_roll_under_way(
+    row: &ZoneRow,
+    own: &crate::lifecycle::own_roll::ProviderRoll,
+    what: &'static str,
+) -> StoreError {
+    StoreError::ProviderRollUnderWay {
+        zone: row.zone.name.to_string(),
+        old_tag: own.old_tag(),
+        new_tag: own.new_tag(),
+        phase: own.phase(),
+        what,
+    }
+}
+
 /// Why a key rollover cannot be declared for the zone as `row` has it, if it cannot: one
 /// is under way already, a signed move is, the provider rolls its key on its own, or the
 /// zone is not `active` with intent `enabled`. What `Store::declare_roll` checks at its
@@ -523,12 +545,11 @@ pub fn roll_refused(row: &ZoneRow) -> Option<StoreError> {
         });
     }
     if let Some(own) = &zone.facts.provider_roll {
-        return Some(StoreError::ProviderRollUnderWay {
-            zone: zone.name.to_string(),
-            old_tag: own.old_tag(),
-            new_tag: own.new_tag(),
-            phase: own.phase(),
-        });
+        return Some(provider_roll_under_way(
+            row,
+            own,
+            "roll once its roll is done",
+        ));
     }
     if zone.state != Some(State::Active) || zone.intent != Intent::Enabled {
         return Some(StoreError::RollFromNotActive {

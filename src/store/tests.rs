@@ -2104,6 +2104,12 @@ async fn a_roll_is_refused_while_the_provider_rolls_its_key_on_its_own() {
         "{refused}"
     );
     assert!(refused.to_string().contains("on its own"), "{refused}");
+    // Nor a signed move: the provider's roll would change the key the move carries.
+    let refused = move_refused(&row).expect("a move refused too");
+    assert!(
+        matches!(refused, StoreError::ProviderRollUnderWay { what, .. } if what.contains("signed move")),
+        "{refused}"
+    );
 }
 
 /// Zones in `state` at `account` (each its own row), as a step leaves them.

@@ -410,7 +410,11 @@ impl Run<'_> {
         } else if let Some(waiting) = s["waiting_for"].as_str()
             && self.waiting.as_deref() != Some(waiting)
         {
-            self.note(format!("waiting for {waiting}"));
+            let until = s["until"]
+                .as_str()
+                .map(|t| format!(" (until {t})"))
+                .unwrap_or_default();
+            self.note(format!("waiting for {waiting}{until}"));
         }
         self.waiting = s["waiting_for"].as_str().map(str::to_string);
         let keys = cryptokeys(self.w, self.zone).await;
@@ -915,10 +919,12 @@ async fn a_csk_roll_at_powerdns_stays_secure() {
 
 /// (2) An algorithm rollover, RSA/SHA-256 (8) to ECDSA P-256 (13), of a CSK made by
 /// PowerDNS with `default-ksk-algorithm=rsasha256`: RFC 6781 4.1.4's conservative order,
-/// the DS swapped through the registrar hook.
+/// the DS swapped through the registrar hook, with the daemon SIGKILLed at three random
+/// instants of the roll ([`random_kills`]) and restarted on the same database each time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
+async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure_through_sigkills() {
     let zone = "alg.test.";
+    let (_seed, kill_at) = random_kills(97, 3, Duration::from_secs(25));
     let Secured {
         w,
         calls,
@@ -949,7 +955,7 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
             abort_in: None,
             end: End::NewSep,
             ttls: LAB,
-            kill_at: &[],
+            kill_at: &kill_at,
             env: &[],
             expect: Expect::Secure,
         },
@@ -960,7 +966,7 @@ async fn an_algorithm_roll_8_to_13_at_powerdns_stays_secure() {
     assert_eq!(
         rolled.key_ids.len(),
         2,
-        "one key added: {:?}",
+        "one key added through the kills: {:?}",
         rolled.key_ids
     );
 }
@@ -1011,10 +1017,13 @@ async fn a_csk_roll_survives_sigkill_before_the_ds_swap() {
 }
 
 /// (4a) A ZSK roll (pre-publication) of a zone PowerDNS signs with a KSK and a ZSK
-/// (`default-zsk-algorithm`): the KSK and its DS stay, the registrar is never asked.
+/// (`default-zsk-algorithm`): the KSK and its DS stay, the registrar is never asked; the
+/// daemon SIGKILLed at three random instants of the roll ([`random_kills`]) and restarted
+/// on the same database each time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
+async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure_through_sigkills() {
     let zone = "zsk.test.";
+    let (_seed, kill_at) = random_kills(99, 3, Duration::from_secs(35));
     let Secured {
         w,
         calls,
@@ -1046,7 +1055,7 @@ async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
             abort_in: None,
             end: End::NewZsk,
             ttls: CACHED,
-            kill_at: &[],
+            kill_at: &kill_at,
             env: &[],
             expect: Expect::Secure,
         },
@@ -1055,7 +1064,7 @@ async fn a_zsk_roll_of_a_split_zone_at_powerdns_stays_secure() {
     assert_eq!(
         rolled.key_ids.len(),
         3,
-        "one key added: {:?}",
+        "one key added through the kills: {:?}",
         rolled.key_ids
     );
 }
@@ -1180,6 +1189,33 @@ impl Drop for SeedOnFailure {
     }
 }
 
+/// `count` SIGKILLs at random instants within `within` of a roll's declaration, each
+/// with a random pause (under a second) before the restart, in order: a seeded schedule
+/// (`E2E_SEED` repeats one), printed now and again by the guard if the test fails.
+fn random_kills(
+    block: u8,
+    count: usize,
+    within: Duration,
+) -> (SeedOnFailure, Vec<(Duration, Duration)>) {
+    let seed = std::env::var("E2E_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let within = within.as_millis() as u64;
+    let mut kill_at: Vec<(Duration, Duration)> = (0..count)
+        .map(|_| {
+            (
+                Duration::from_millis(rng.u64(500..within)),
+                Duration::from_millis(rng.u64(0..1000)),
+            )
+        })
+        .collect();
+    kill_at.sort();
+    eprintln!("[127.0.{block}.x] seed {seed}: the daemon SIGKILLed at {kill_at:?}");
+    (SeedOnFailure(seed), kill_at)
+}
+
 /// (6) A CSK roll with the daemon SIGKILLed at four random instants (a seeded schedule,
 /// `E2E_SEED` to repeat one) within the first 30 s, whatever it is doing then, each
 /// time restarted on the same database after a random pause: the roll completes, the
@@ -1188,22 +1224,7 @@ impl Drop for SeedOnFailure {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csk_roll_survives_sigkill_at_random_instants() {
     let zone = "chaos.test.";
-    let seed = std::env::var("E2E_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    let _seed = SeedOnFailure(seed);
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let mut kill_at: Vec<(Duration, Duration)> = (0..4)
-        .map(|_| {
-            (
-                Duration::from_millis(rng.u64(500..30_000)),
-                Duration::from_millis(rng.u64(0..1000)),
-            )
-        })
-        .collect();
-    kill_at.sort();
-    eprintln!("[127.0.102.x] seed {seed}: the daemon SIGKILLed at {kill_at:?}");
+    let (_seed, kill_at) = random_kills(102, 4, Duration::from_secs(30));
     let Secured {
         w,
         calls,

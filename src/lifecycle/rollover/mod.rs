@@ -335,9 +335,20 @@ impl RollWait {
         RollWait::on(Party::Registrar, what)
     }
 
+    /// The registrar, or the parent's registry where the roll's DS goes by the CDS.
+    fn parent(by_cds: bool, what: impl Into<String>) -> RollWait {
+        let on = if by_cds {
+            Party::Registry
+        } else {
+            Party::Registrar
+        };
+        RollWait::on(on, what)
+    }
+
+    /// The instant is said once, by whoever shows the wait (`until`).
     fn ttl(what: impl Into<String>, until: Timestamp) -> RollWait {
         RollWait {
-            what: format!("{} (until {until})", what.into()),
+            what: what.into(),
             on: Party::Ttl,
             until: Some(until),
         }

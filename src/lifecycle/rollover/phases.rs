@@ -8,6 +8,7 @@ use super::{
     wanted_flags,
 };
 use crate::dnssec::{CdsPublication, Dnskey};
+use crate::lifecycle::hold::Party;
 use crate::time::Timestamp;
 
 /// The phase's own work; returns what the roll waits for, and on whom.
@@ -205,10 +206,13 @@ fn ask_new_ds(zone: &str, roll: &Roll, effects: &mut Vec<RollEffect>) -> RollWai
     };
     if roll.via.by_cds() {
         // The CDS names both keys from this phase on (`level_cds`): the registry acts.
-        return RollWait::registrar(format!(
-            "the parent's registry to publish DS {} beside DS {}, from the child's CDS",
-            add.key_tag, keep.key_tag
-        ));
+        return RollWait::on(
+            Party::Registry,
+            format!(
+                "the parent's registry to publish DS {} beside DS {}, from the child's CDS",
+                add.key_tag, keep.key_tag
+            ),
+        );
     }
     let what = format!(
         "the registrar to add DS {} beside DS {}",
@@ -227,11 +231,14 @@ pub(super) fn ask_old_ds_removed(
     effects: &mut Vec<RollEffect>,
 ) -> RollWait {
     if roll.via.by_cds() {
-        return RollWait::registrar(format!(
-            "the parent's registry to remove DS {}, from the child's CDS naming key {} alone",
-            tags(&sep(&roll.old)),
-            tags(&sep(&roll.new))
-        ));
+        return RollWait::on(
+            Party::Registry,
+            format!(
+                "the parent's registry to remove DS {}, from the child's CDS naming key {} alone",
+                tags(&sep(&roll.old)),
+                tags(&sep(&roll.new))
+            ),
+        );
     }
     match remove_old_ds(zone, roll) {
         Some(request) => {
@@ -261,18 +268,22 @@ fn awaiting_new_ds(
             && old_sep.iter().all(|k| has_ds(zone, &p.ds, k))
             && new_sep.iter().all(|k| has_ds(zone, &p.ds, k))
     };
-    let who = if roll.via.by_cds() {
+    let by_cds = roll.via.by_cds();
+    let who = if by_cds {
         "the parent's registry (from the child's CDS)"
     } else {
         "the registrar"
     };
     let unconfirmed = || {
-        RollWait::registrar(format!(
-            "{who}: every parent server to publish DS {} and DS {}, validated: {}",
-            tags(&old_sep),
-            tags(&new_sep),
-            failing(&seen.parents, both)
-        ))
+        RollWait::parent(
+            by_cds,
+            format!(
+                "{who}: every parent server to publish DS {} and DS {}, validated: {}",
+                tags(&old_sep),
+                tags(&new_sep),
+                failing(&seen.parents, both)
+            ),
+        )
     };
     let confirmed = every(&seen.parents, both);
     if roll.method == Method::Algorithm {
@@ -408,11 +419,14 @@ fn swapping(
         let kept =
             |p: &ParentRollSeen| p.validated && new_sep.iter().all(|k| has_ds(zone, &p.ds, k));
         if every(&seen.parents, kept) != Some(true) {
-            return RollWait::registrar(format!(
-                "every parent server to publish DS {}, validated, before the old DS is asked removed: {}",
-                tags(&new_sep),
-                failing(&seen.parents, kept)
-            ));
+            return RollWait::parent(
+                roll.via.by_cds(),
+                format!(
+                    "every parent server to publish DS {}, validated, before the old DS is asked removed: {}",
+                    tags(&new_sep),
+                    failing(&seen.parents, kept)
+                ),
+            );
         }
     }
     roll.enter(next, at);
@@ -449,7 +463,8 @@ fn removing_old_ds(
             && !old_sep.iter().any(|k| has_ds(zone, &p.ds, k))
     };
     let ttl = roll.ds_ttl(policy);
-    let who = if roll.via.by_cds() {
+    let by_cds = roll.via.by_cds();
+    let who = if by_cds {
         "the parent's registry (from the child's CDS)"
     } else {
         "the registrar"
@@ -460,12 +475,15 @@ fn removing_old_ds(
         ttl,
         policy,
         || {
-            RollWait::registrar(format!(
-                "{who}: every parent server to drop DS {} and keep DS {}, validated: {}",
-                tags(&old_sep),
-                tags(&new_sep),
-                failing(&seen.parents, gone)
-            ))
+            RollWait::parent(
+                by_cds,
+                format!(
+                    "{who}: every parent server to drop DS {} and keep DS {}, validated: {}",
+                    tags(&old_sep),
+                    tags(&new_sep),
+                    failing(&seen.parents, gone)
+                ),
+            )
         },
         || format!("DS sets with DS {}", tags(&old_sep)),
     ) {
