@@ -182,15 +182,16 @@ clippy_no_default() {
 debian_package() {
     run_step debian-package . env DNSSEC_WARDEN_DEB_PROFILE=tests bash tests/debian_package.sh
 }
-# Three lanes: the engine group's property tests (CPU on both cores), the end-to-end group
-# (real servers and daemons, mostly waiting on their timers, then the Debian package) and
-# every other binary (then the clippy run without the default feature).
-{ grep '^engine-test ' "$logs/binaries" || true; } | run_binaries &
-engine_lane=$!
+# Three lanes of about equal length: the engine group's property tests (CPU on both
+# cores, then the Debian package), the end-to-end group (real servers and daemons, mostly
+# waiting on their timers) and every other binary (then the clippy run without the
+# default feature).
 {
-    { grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries
+    { grep '^engine-test ' "$logs/binaries" || true; } | run_binaries
     debian_package
 } &
+engine_lane=$!
+{ grep '^e2e-test ' "$logs/binaries" || true; } | run_binaries &
 e2e_lane=$!
 {
     { grep -v -e '^engine-test ' -e '^e2e-test ' "$logs/binaries" || true; } | run_binaries
