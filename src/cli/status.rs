@@ -1303,15 +1303,8 @@ mod tests {
     /// Every party a hold can name is a `--waiting-on` choice.
     #[test]
     fn every_party_is_a_waiting_on_choice() {
-        use crate::lifecycle::hold::Party;
-        for party in [
-            Party::Daemon,
-            Party::Provider,
-            Party::Registrar,
-            Party::Ttl,
-            Party::Operator,
-            Party::Nobody,
-        ] {
+        use strum::VariantArray;
+        for party in crate::lifecycle::hold::Party::VARIANTS {
             assert!(WAITING_ON.contains(&party.as_str()), "{}", party.as_str());
         }
     }
